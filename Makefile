@@ -1,0 +1,29 @@
+# hierviz: `make demo` sets everything up and runs the main job; `make test` sets up and runs the tests.
+PY ?= python3.11
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.setup-stamp
+
+.PHONY: setup demo test clean snapshot
+
+setup: $(STAMP)
+	@bash scripts/system_deps.sh
+
+$(STAMP): pyproject.toml requirements-setup.txt
+	@test -x $(BIN)/python || $(PY) -m venv $(VENV) || python3 -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -r requirements-setup.txt
+	$(BIN)/python -m pip install -q --no-deps -e .
+	@touch $(STAMP)
+
+demo: setup
+	$(BIN)/hierviz demo
+
+test: setup
+	$(BIN)/python -m pytest -q -ra
+
+snapshot: setup
+	$(BIN)/python scripts/snapshot_converters.py
+
+clean:
+	rm -rf $(VENV) hierviz-demo .pytest_cache build *.egg-info

@@ -1,0 +1,28 @@
+"""The exceptions hierviz raises. Every expected failure is a HiervizError whose message
+says what went wrong and what to do about it."""
+
+from __future__ import annotations
+
+
+class HiervizError(Exception):
+    """Base class of every error hierviz raises on purpose."""
+
+
+class ConfigError(HiervizError, ValueError):
+    """A Config field is invalid (unknown op, empty priority, min_block_size < 1, ...)."""
+
+
+class CaptureError(HiervizError):
+    """The model could not be exported / lowered to an aten graph."""
+
+
+class RenderError(HiervizError):
+    """A diagram could not be drawn (for example graphviz's `dot` is missing)."""
+
+
+class MeasureError(HiervizError):
+    """A partition could not be compiled or timed."""
+
+
+class TensorRTUnavailableError(HiervizError):
+    """torch_tensorrt is not installed or cannot be used here."""
