@@ -1,0 +1,118 @@
+"""The text report: every field Torch-TensorRT's dryrun prints, for every backend."""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from typing import TYPE_CHECKING, Sequence
+
+from hierviz.partition import engine as eng
+from hierviz.partition.result import TensorSpec, short_dtype, tensor_spec
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partition.result import Partition
+
+RULE = "+" * 40
+
+
+def _specs(specs: Sequence[TensorSpec]) -> str:
+    parts = []
+    for t in specs:
+        if t.shape is None:
+            parts.append(f"{t.dtype or 'value'}")
+        else:
+            parts.append(f"Tensor: ({', '.join(str(d) for d in t.shape)})@{short_dtype(t.dtype)}")
+    if len(parts) == 1:
+        return parts[0]
+    return "List[" + ", ".join(parts) + "]"
+
+
+def report(p: "Partition") -> str:
+    res = p._result
+    index = res.index
+    stats = p.stats
+    lines: list[str] = []
+    add = lines.append
+    add(f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}")
+    add("")
+    add(f"The graph consists of {stats['compute_ops']} Total Operators, of which "
+        f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage")
+    compute = [i for i in index.callable_indices if not eng.is_non_compute(index.ops[i])]
+    per_backend = Counter(res.assignment.backend[i] for i in compute)
+    for b in p.config.priority:
+        share = per_backend.get(b, 0) / len(compute) * 100 if compute else 0.0
+        add(f"  {b}: {per_backend.get(b, 0)} operators eligible ({share:.2f}%)")
+    add(f"  PyTorch (no backend): {per_backend.get(None, 0)} operators")
+    add("")
+    unsupported = Counter(index.ops[i] for i in compute if res.assignment.code[i] in (eng.UNSUPPORTED, eng.VALIDATOR))
+    excluded = Counter(index.ops[i] for i in compute if res.assignment.code[i] == eng.TORCH_EXECUTED)
+    if unsupported or excluded:
+        add("The following ops are currently unsupported or excluded from conversion, "
+            "and are listed with their op-count in the graph:")
+        for op, c in (unsupported + excluded).most_common():
+            why = "excluded (torch_executed_ops)" if op in excluded else "unsupported"
+            add(f" {op}: {c}  [{why}]")
+        add("")
+    in_torch = [i for i in index.callable_indices if res.subgraphs[p._tag_of[i]].backend == eng.FALLBACK]
+    if in_torch:
+        add("The following nodes are currently set to run in Torch:")
+        for i in in_torch:
+            add(f"Node: {index.ops[i]}, with layer location: {index.names[i]}  ({p._short_reason(i)})")
+        add("Note: Some of the above nodes may be supported, but were not included in an "
+            "accelerated graph by the partitioner")
+        add("")
+    add(f"Compiled with: {p.config.to_dict()}")
+    add("")
+    add("  Graph Structure:")
+    add("")
+    graph_inputs = [tensor_spec(n) for n in index.nodes if n.op == "placeholder"]
+    output_node = next((n for n in index.nodes if n.op == "output"), None)
+    graph_outputs = [tensor_spec(n) for n in output_node.all_input_nodes] if output_node is not None else []
+    add(f"   Inputs: {_specs(graph_inputs)}")
+    numbers: Counter = Counter()
+    for sg in p.subgraphs:
+        numbers[sg.backend] += 1
+        kind = f"{sg.backend} engine" if sg.is_acc else "PyTorch segment"
+        add("    ...")
+        add(f"    {kind} #{numbers[sg.backend]} - Submodule name: {sg.tag}")
+        add(f"     Engine Inputs: {_specs(sg.inputs)}")
+        add(f"     Number of Operators in Engine: {sg.compute_ops}")
+        add(f"     Engine Outputs: {_specs(sg.outputs)}")
+    add("    ...")
+    add(f"   Outputs: {_specs(graph_outputs)}")
+
+    rec = p.recommend() if p.engine == "hierviz" else None
+    for b in p.config.priority:
+        sizes = [sg.compute_ops for sg in p.subgraphs if sg.is_acc and sg.backend == b]
+        add("")
+        add(f"  {'-' * 20} Aggregate Stats: {b} {'-' * 20}")
+        add("")
+        if not sizes:
+            add(f"   Aggregate stats not available since no {b} engines were generated.")
+            continue
+        avg = round(sum(sizes) / len(sizes), 2)
+        most, least = max(sizes), min(sizes)
+        add(f"   Number of {b} engines: {len(sizes)}")
+        add(f"   Average Number of Operators per {b} Engine: {avg}")
+        add(f"   Most Operators in a {b} Engine: {most}")
+        add("")
+        add(f"  {'*' * 10} Recommendations: {b} {'*' * 10}")
+        add("")
+        add(f"   - For minimal graph segmentation, select min_block_size={most} which would generate "
+            f"{_engines_at(p, rec, b, most, sizes)} {b} engine(s)")
+        if math.ceil(avg) != most:
+            add(f"   - For moderate graph segmentation, select min_block_size={math.ceil(avg)} which would "
+                f"generate {_engines_at(p, rec, b, math.ceil(avg), sizes)} {b} engine(s)")
+        add(f"   - The current level of graph segmentation is equivalent to selecting min_block_size="
+            f"{least} which generates {len([s for s in sizes if s >= least])} {b} engine(s)")
+    return "\n".join(lines) + "\n"
+
+
+def _engines_at(p: "Partition", rec, backend: str, size: int, sizes: list[int]) -> int:
+    """Engines of `backend` at min_block_size=size: re-partitioned when we can, else estimated
+    as upstream does (engines already that large)."""
+    if rec is None:
+        return len([s for s in sizes if s >= size])
+    res = p._result
+    merged, _ = eng.merge_small(res.raw, size, p.config.require_full_compilation)
+    return sum(1 for sg in merged if sg.is_acc and sg.backend == backend)
