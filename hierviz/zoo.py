@@ -71,11 +71,40 @@ def _tiny_conv() -> tuple[nn.Module, tuple]:
     return TinyConv(), _image()
 
 
-def _torchvision(name: str) -> Callable[[], tuple[nn.Module, tuple]]:
+def _calibrate_batchnorm(model: nn.Module, inputs: tuple) -> None:
+    """Set BatchNorm running statistics from one pass over `inputs`. With default statistics
+    (mean 0, var 1) random-weight mobile nets shrink their activations to ~1e-10, which makes
+    output comparisons meaningless."""
+    norms = [m for m in model.modules() if isinstance(m, nn.modules.batchnorm._BatchNorm)]
+    momenta = [m.momentum for m in norms]
+    for m in norms:
+        m.reset_running_stats()
+        m.momentum = None  # a plain average over the passes made
+    model.train()
+    with torch.no_grad():
+        model(*inputs)
+    for m, momentum in zip(norms, momenta):
+        m.momentum = momentum
+    model.eval()
+
+
+def _randomize_zero_heads(model: nn.Module) -> None:
+    """torchvision starts some classifier heads at zero (ViT); give them small random weights
+    so the output is not identically zero."""
+    for m in model.modules():
+        if isinstance(m, nn.Linear) and not m.weight.any():
+            nn.init.normal_(m.weight, std=0.02)
+
+
+def _torchvision(name: str, calibrate: bool = False) -> Callable[[], tuple[nn.Module, tuple]]:
     def build() -> tuple[nn.Module, tuple]:
         import torchvision
 
-        return getattr(torchvision.models, name)(weights=None), _image()
+        model, inputs = getattr(torchvision.models, name)(weights=None), _image()
+        _randomize_zero_heads(model)
+        if calibrate:
+            _calibrate_batchnorm(model, inputs)
+        return model, inputs
 
     build.__name__ = name
     return build
@@ -94,7 +123,8 @@ def _gpt2() -> tuple[nn.Module, tuple]:
     from transformers import GPT2Config, GPT2LMHeadModel
 
     config = GPT2Config(vocab_size=_VOCAB, n_embd=_HIDDEN, n_layer=_LAYERS, n_head=_HEADS,
-                        n_positions=64, use_cache=False)
+                        n_positions=64, use_cache=False,
+                        bos_token_id=_VOCAB - 1, eos_token_id=_VOCAB - 1)
     return TensorOutput(GPT2LMHeadModel(config), "logits"), _tokens()
 
 
@@ -112,8 +142,8 @@ _MODELS: dict[str, Callable[[], tuple[nn.Module, tuple]]] = {
     "tiny_conv": _tiny_conv,
     "resnet18": _torchvision("resnet18"),
     "resnet50": _torchvision("resnet50"),
-    "mobilenet_v3_small": _torchvision("mobilenet_v3_small"),
-    "efficientnet_b0": _torchvision("efficientnet_b0"),
+    "mobilenet_v3_small": _torchvision("mobilenet_v3_small", calibrate=True),
+    "efficientnet_b0": _torchvision("efficientnet_b0", calibrate=True),
     "vit_b_16": _torchvision("vit_b_16"),
     "bert": _bert,
     "gpt2": _gpt2,

@@ -1,0 +1,322 @@
+"""The `hierviz` command: demo, report, sweep, zoo, info."""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import sys
+import time
+from pathlib import Path
+from typing import Any, Sequence
+
+EXIT_USAGE = 2
+
+DESCRIPTION = """\
+See and tune Torch-TensorRT's hierarchical adjacency partitioner.
+
+MODEL is a built-in model name (see `hierviz zoo`) or path/to/file.py:function, where the
+function returns (model, example_inputs)."""
+
+EPILOG = """\
+examples:
+  hierviz demo
+  hierviz report resnet18 --min-block-size 3 -o resnet18.html
+  hierviz report my_model.py:build --priority inductor,tensorrt --inductor-support all
+  hierviz sweep bert --grid min_block_size=1,3,5,10 --grid priority=tensorrt+inductor,inductor+tensorrt --csv bert.csv
+"""
+
+
+class UsageError(Exception):
+    """A mistake in the command line: printed as one line, exit code 2."""
+
+
+def load_model(spec: str) -> tuple[Any, Any]:
+    """A zoo name or 'file.py:function' -> (model, example_inputs)."""
+    from hierviz import zoo
+
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        path_text, func_name = spec.rsplit(":", 1)
+        path = Path(path_text)
+        if not path.is_file():
+            raise UsageError(f"no such file: {path_text} (MODEL is a zoo name or file.py:function)")
+        module_spec = importlib.util.spec_from_file_location(path.stem, path)
+        module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
+        sys.path.insert(0, str(path.parent.resolve()))
+        try:
+            module_spec.loader.exec_module(module)  # type: ignore[union-attr]
+        except Exception as exc:  # noqa: BLE001
+            raise UsageError(f"importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
+        finally:
+            sys.path.pop(0)
+        func = getattr(module, func_name, None)
+        if not callable(func):
+            raise UsageError(f"{path_text} has no function {func_name!r}")
+        result = func()
+        if not (isinstance(result, tuple) and len(result) == 2):
+            raise UsageError(f"{spec} must return (model, example_inputs), got {type(result).__name__}")
+        return result
+    if spec not in zoo.names():
+        raise UsageError(f"unknown model {spec!r}: use one of {', '.join(zoo.names())} or file.py:function")
+    return zoo.load(spec)
+
+
+def _split(text: str | None, sep: str = ",") -> list[str]:
+    return [t.strip() for t in (text or "").split(sep) if t.strip()]
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    import hierviz as hv
+
+    fields: dict[str, Any] = {}
+    if args.priority:
+        fields["priority"] = tuple(_split(args.priority.replace(">", ",").replace("+", ",")))
+    if args.min_block_size is not None:
+        fields["min_block_size"] = args.min_block_size
+    if args.torch_executed_ops:
+        fields["torch_executed_ops"] = frozenset(_split(args.torch_executed_ops))
+    if args.require_full_compilation:
+        fields["require_full_compilation"] = True
+    if args.skip_fusion:
+        fields["skip_fusion"] = True
+    support = _support_from(args.inductor_support)
+    if support is not None:
+        fields["support"] = {"inductor": support}
+    return hv.Config(**fields)
+
+
+def _support_from(choice: str | None) -> Any:
+    import hierviz as hv
+
+    if choice in (None, "seed", "none"):
+        return None
+    if choice == "all":
+        return hv.support.inductor()
+    return hv.support.ops(_split(choice))
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'."""
+    import dataclasses
+
+    import hierviz as hv
+
+    names = {f.name for f in dataclasses.fields(hv.Config)}
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        if "=" not in item:
+            raise UsageError(f"--grid takes field=v1,v2 (got {item!r})")
+        field, values = item.split("=", 1)
+        field = field.strip().replace("-", "_")
+        if field not in names or field == "support":
+            raise UsageError(f"--grid: unknown field {field!r}; use one of "
+                             f"{', '.join(sorted(names - {'support'}))}")
+        grid[field] = [_grid_value(field, v) for v in _split(values)]
+        if not grid[field]:
+            raise UsageError(f"--grid {field}= has no values")
+    return grid
+
+
+def _grid_value(field: str, text: str) -> Any:
+    if field == "min_block_size":
+        try:
+            return int(text)
+        except ValueError:
+            raise UsageError(f"--grid min_block_size: {text!r} is not an integer") from None
+    if field in ("require_full_compilation", "skip_fusion"):
+        if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
+            raise UsageError(f"--grid {field}: {text!r} is not true/false")
+        return text.lower() in ("true", "1", "yes")
+    parts = [p for p in text.replace(">", "+").split("+") if p and p != "none"]
+    return tuple(parts) if field == "priority" else frozenset(parts)
+
+
+# ------------------------------------------------------------------ commands
+def cmd_zoo(args: argparse.Namespace) -> int:
+    from hierviz import zoo
+
+    for name in zoo.names():
+        print(name)
+    return 0
+
+
+def cmd_info(args: argparse.Namespace) -> int:
+    import shutil
+
+    import torch
+
+    from hierviz import trt
+
+    print(f"hierviz {__import__('hierviz').__version__}, torch {torch.__version__}")
+    print(trt.info())
+    print(f"graphviz dot: {shutil.which('dot') or 'missing (apt-get install graphviz)'}")
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    import hierviz as hv
+
+    model, inputs = load_model(args.model)
+    config = build_config(args)
+    part = hv.partition(model, inputs, config)
+    text = part.report()
+    if args.output:
+        out = Path(args.output)
+        if out.suffix.lower() in (".svg", ".png", ".pdf", ".dot", ".json", ".html"):
+            written = part.save(out)
+        else:
+            out.parent.mkdir(parents=True, exist_ok=True)
+            out.write_text(text)
+            written = out
+        print(text)
+        print(f"wrote {written}")
+    else:
+        print(text)
+    return 0
+
+
+def cmd_sweep(args: argparse.Namespace) -> int:
+    import hierviz as hv
+
+    model, inputs = load_model(args.model)
+    grid = parse_grid(args.grid or [])
+    if not grid:
+        raise UsageError("sweep needs at least one --grid field=v1,v2")
+    base = build_config(args)
+    table = hv.sweep(model, inputs, grid, base=base, measure=args.measure, progress=not args.quiet)
+    out = Path(args.csv)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    table.to_csv(out, index=False)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print(table.to_string(index=False))
+    print(f"wrote {out}")
+    return 0
+
+
+DEMO_MODELS = ("resnet18", "bert")
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    import hierviz as hv
+
+    out_dir = Path(args.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    written: list[Path] = []
+    inductor = hv.support.inductor()
+    configs = {
+        "tensorrt": hv.Config(priority=("tensorrt",)),
+        "inductor-first": hv.Config(priority=("inductor", "tensorrt"), support={"inductor": inductor},
+                                    min_block_size=3),
+    }
+    for name in DEMO_MODELS:
+        started = time.perf_counter()
+        model, inputs = hv.zoo.load(name)
+        for label, config in configs.items():
+            part = hv.partition(model, inputs, config)
+            print(f"\n===== {name} · {label} ({config.label()}) =====")
+            print(part.report())
+            for suffix in (".svg", ".png", ".html"):
+                written.append(part.save(out_dir / f"{name}-{label}{suffix}"))
+        print(f"[{name}: {time.perf_counter() - started:.1f}s]")
+
+    model, inputs = hv.zoo.load("tiny_conv")
+    grid = {"min_block_size": [1, 2, 3, 5], "priority": [("tensorrt", "inductor"), ("inductor",)]}
+    base = hv.Config(support={"inductor": inductor})
+    table = hv.sweep(model, inputs, grid, base=base, measure=not args.no_measure, progress=False)
+    csv = out_dir / "tiny_conv-sweep.csv"
+    table.to_csv(csv, index=False)
+    written.append(csv)
+    import pandas as pd
+
+    with pd.option_context("display.width", 200, "display.max_columns", 30):
+        print("\n===== sweep: tiny_conv, min_block_size x priority (CPU latency where measurable) =====")
+        print(table.to_string(index=False))
+
+    print("\nhierviz demo wrote:")
+    for path in written:
+        print(f"  {path}  ({path.stat().st_size:,} bytes)")
+    return 0
+
+
+# ------------------------------------------------------------------ parser
+def _add_config_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--min-block-size", type=int, metavar="N", help="smallest accelerated subgraph kept (default 5)")
+    p.add_argument("--priority", metavar="a,b", help="backends, highest priority first (default tensorrt,inductor)")
+    p.add_argument("--torch-executed-ops", metavar="op,...", help="ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor")
+    p.add_argument("--inductor-support", metavar="all|none|op,...", default=None,
+                   help="what inductor may take: all (TorchInductor's lowerings), none (the seed's default) or an op list")
+    p.add_argument("--require-full-compilation", action="store_true", help="fail unless every op is accelerated")
+    p.add_argument("--skip-fusion", action="store_true", help="do not keep fusion groups together")
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse, but a usage mistake is one line with the fix, and exit code 2."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = Parser(prog="hierviz", description=DESCRIPTION, epilog=EPILOG,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    demo = sub.add_parser("demo", help="the main job on built-in models: reports, diagrams, HTML, sweep CSV")
+    demo.add_argument("--output-dir", default="hierviz-demo", help="where to write (default ./hierviz-demo)")
+    demo.add_argument("--no-measure", action="store_true", help="skip the CPU latency measurement in the sweep")
+    demo.set_defaults(func=cmd_demo)
+
+    report = sub.add_parser("report", help="partition MODEL and print the dryrun-style report")
+    report.add_argument("model", metavar="MODEL")
+    _add_config_args(report)
+    report.add_argument("-o", "--output", metavar="FILE",
+                        help="also save: .html report, .svg/.png/.pdf diagram, .dot, .json, or text")
+    report.set_defaults(func=cmd_report)
+
+    sweep = sub.add_parser("sweep", help="partition MODEL under a grid of settings into a CSV")
+    sweep.add_argument("model", metavar="MODEL")
+    sweep.add_argument("--grid", action="append", metavar="field=v1,v2",
+                       help="a Config field and its values; repeat for more fields. Lists inside a value "
+                            "use + (priority=tensorrt+inductor,inductor)")
+    _add_config_args(sweep)
+    sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
+    sweep.add_argument("--csv", required=True, metavar="FILE", help="where to write the table")
+    sweep.add_argument("--quiet", action="store_true", help="no progress bar")
+    sweep.set_defaults(func=cmd_sweep)
+
+    zoo = sub.add_parser("zoo", help="list the built-in models")
+    zoo.set_defaults(func=cmd_zoo)
+
+    info = sub.add_parser("info", help="versions, Torch-TensorRT and graphviz status")
+    info.set_defaults(func=cmd_info)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0)
+    if not getattr(args, "command", None):
+        parser.print_help()
+        return EXIT_USAGE
+    from hierviz.errors import HiervizError
+
+    try:
+        return int(args.func(args) or 0)
+    except (UsageError, HiervizError) as exc:
+        if args.debug:
+            raise
+        message = " ".join(str(exc).split())
+        print(f"hierviz: error: {message}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
