@@ -77,10 +77,13 @@ def _drop_guards(gm: GraphModule) -> GraphModule:
         if node.op == "call_module" and str(node.target).startswith("_guards_fn") and not node.users:
             gm.graph.erase_node(node)
             changed = True
+    # Torch-TensorRT's post_lowering already drops the node but leaves the submodule behind.
+    called = {str(n.target) for n in gm.graph.nodes if n.op == "call_module"}
+    for name, _ in list(gm.named_children()):
+        if name.startswith("_guards_fn") and name not in called:
+            delattr(gm, name)
+            changed = True
     if changed:
-        for name, _ in list(gm.named_children()):
-            if name.startswith("_guards_fn"):
-                delattr(gm, name)
         gm.recompile()
     return gm
 

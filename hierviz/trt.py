@@ -11,6 +11,7 @@ Nothing is changed when a real CUDA device is present.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import importlib
 import importlib.metadata
@@ -152,3 +153,47 @@ def run_upstream_partitioner(gm: torch.fx.GraphModule, **kwargs: Any) -> tuple[A
     )
 
     return hierarchical_adjacency_partition(gm, **kwargs)
+
+
+def compilation_settings(settings: Any = None) -> Any:
+    """A CompilationSettings from None (the defaults), a dict of its fields, or one as is."""
+    require()
+    from torch_tensorrt.dynamo import CompilationSettings
+
+    if settings is None:
+        return default_settings()
+    if isinstance(settings, CompilationSettings):
+        return settings
+    if isinstance(settings, dict):
+        known = {f.name for f in dataclasses.fields(CompilationSettings)}
+        unknown = sorted(set(settings) - known)
+        if unknown:
+            raise ValueError(f"unknown Torch-TensorRT CompilationSettings field(s) {unknown}; "
+                             f"known fields include {sorted(known)[:12]} ...")
+        return default_settings(**settings)
+    raise TypeError(f"TensorRT settings must be a dict or a CompilationSettings, not "
+                    f"{type(settings).__name__}")
+
+
+def settings_key(settings: Any = None) -> tuple:
+    """A hashable, process-independent description of TensorRT compilation settings."""
+    if settings is None:
+        return ("defaults",)
+    if isinstance(settings, dict):
+        return tuple(sorted((str(k), repr(v)) for k, v in settings.items()))
+    if dataclasses.is_dataclass(settings):
+        return tuple((f.name, repr(getattr(settings, f.name))) for f in dataclasses.fields(settings))
+    return (type(settings).__name__, repr(settings))
+
+
+def compile_submodule(gm: torch.fx.GraphModule, settings: Any = None, name: str = "") -> Any:
+    """A TensorRT engine module for one subgraph, the way upstream's hierarchical partitioner
+    example compiles a `_run_on_acc_tensorrt_*` submodule: `construct_submodule_inputs` (from
+    the placeholders' `meta['val']`), then `convert_module`. Needs a CUDA device."""
+    require()
+    from torch_tensorrt.dynamo import partitioning
+    from torch_tensorrt.dynamo.conversion import convert_module
+
+    settings = compilation_settings(settings)
+    inputs = partitioning.construct_submodule_inputs(gm)
+    return convert_module(gm, inputs, settings=settings, name=name)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+import types
 from typing import Any
 
 from torch.fx import GraphModule
@@ -43,6 +45,10 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     modified and the result is the same in every process. `engine="torch_tensorrt"` runs
     the upstream partitioner on a copy instead, for comparison.
     """
+    if isinstance(example_inputs, Config):
+        if config is not None:
+            raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
+        example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
     cfg = make_config(config, overrides)
     gm = graph_of(model_or_graph, example_inputs)
     if engine == "hierviz":
@@ -57,5 +63,17 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 def engine_run(gm: GraphModule, cfg: Config) -> engine.EngineResult:
     return engine.run(gm, cfg)
 
+
+class _CallablePackage(types.ModuleType):
+    """`hierviz.partition` names both this package and the function `hv.partition`. When a
+    submodule is imported before `hv.partition` is first used (`from hierviz.partition import
+    engine`), Python binds the package as the attribute `hierviz.partition`; calling the
+    package then calls the function, so `hv.partition(gm)` works whatever was imported first."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Partition:
+        return partition(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallablePackage
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "diff", "graph_of", "make_config"]

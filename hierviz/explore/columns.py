@@ -1,0 +1,160 @@
+"""One table row per configuration, shared by `hv.sweep` and `Explorer.history`.
+
+Columns: the Config fields (in field order; op sets as sorted comma-joined strings, priority
+as 'a>b'), then partition stats, then latency when measured, then `error`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from typing import Any, Iterable, Mapping
+
+from hierviz import support as support_mod
+from hierviz.config import Config
+
+CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
+STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
+STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
+LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "max_abs_error",
+                   "outputs_match", "compile_s", "cache_hits", "cache_misses")
+FALLBACK = "torch"
+
+
+def support_label(sup: Any) -> str:
+    """A short name for a Support source: tensorrt, tensorrt+validate, inductor, none, ops(N), ..."""
+    if isinstance(sup, support_mod.TensorRTSupport):
+        return "tensorrt+validate" if sup._validate else "tensorrt"
+    if isinstance(sup, support_mod.OpSetSupport):
+        if sup.kind == "inductor":
+            return "inductor"
+        if not sup.names:
+            return "none"
+        return f"ops({len(sup.names)})"
+    return getattr(sup, "description", type(sup).__name__)
+
+
+def format_field(name: str, value: Any) -> Any:
+    """A Config field value (or a raw grid value) as it appears in a table cell."""
+    if name == "priority":
+        if isinstance(value, str):
+            return value.replace(",", ">").replace(" ", "")
+        try:
+            return ">".join(str(v) for v in value)
+        except TypeError:
+            return str(value)
+    if name == "torch_executed_ops":
+        if isinstance(value, str):
+            value = [v for v in value.split(",") if v.strip()]
+        try:
+            return ",".join(sorted(str(v) for v in (value or ())))
+        except TypeError:
+            return str(value)
+    if name == "support":
+        if value is None:
+            return "default"
+        if isinstance(value, Mapping):
+            return "; ".join(f"{b}={support_label(s)}" for b, s in sorted(value.items()))
+        return str(value)
+    return value
+
+
+def config_columns(config: Config) -> dict[str, Any]:
+    return {name: format_field(name, getattr(config, name)) for name in CONFIG_COLUMNS}
+
+
+def recommendation(part: Any) -> int | None:
+    """The min_block_size `Partition.recommend()` suggests: among the sizes it tries, those that
+    accelerate as many nodes as this partition does, the one giving the fewest subgraphs
+    (ties: the size closest to the current one, then the smaller)."""
+    try:
+        rec = part.recommend()
+    except Exception:  # noqa: BLE001 - a recommendation is a hint; never fail a row for it
+        return None
+    if rec is None or len(rec) == 0:
+        return None
+    current = part.config.min_block_size
+    acc_now = part.stats.get("accelerated_ops")
+    if "accelerated_nodes" in rec.columns:
+        row_now = rec[rec["min_block_size"] == current]
+        if len(row_now):
+            acc_now = int(row_now["accelerated_nodes"].iloc[0])
+            rec = rec[rec["accelerated_nodes"] >= acc_now]
+    if len(rec) == 0:
+        return current
+    fewest = rec["subgraphs"].min()
+    best = rec[rec["subgraphs"] == fewest]["min_block_size"].tolist()
+    return int(min(best, key=lambda s: (abs(s - current), s)))
+
+
+def stat_columns(part: Any) -> dict[str, Any]:
+    s = part.stats
+    row: dict[str, Any] = {"subgraphs": s["subgraphs"], "acc_subgraphs": s["acc_subgraphs"]}
+    for backend, n in s["subgraphs_by_backend"].items():
+        row[f"subgraphs_{backend}"] = n
+    row["coverage"] = s["coverage"]
+    row["accelerated_coverage"] = s["accelerated_coverage"]
+    row["boundary_tensors"] = s["boundary_tensors"]
+    row["recommendation"] = recommendation(part)
+    return row
+
+
+def latency_columns(measurement: Any) -> dict[str, Any]:
+    row = {}
+    for name in LATENCY_COLUMNS:
+        value = getattr(measurement, name, None)
+        if name == "cv" and value is None:
+            median, std = getattr(measurement, "median_ms", None), getattr(measurement, "std_ms", None)
+            if median and std is not None:
+                value = std / median
+        row[name] = value
+    return row
+
+
+def backend_order(rows: Iterable[Mapping[str, Any]]) -> list[str]:
+    """subgraphs_<backend> columns in order of first appearance, the PyTorch fallback last."""
+    seen: dict[str, None] = {}
+    for row in rows:
+        for key in row:
+            if key.startswith("subgraphs_"):
+                seen[key] = None
+    cols = [c for c in seen if c != f"subgraphs_{FALLBACK}"]
+    return cols + [f"subgraphs_{FALLBACK}"]
+
+
+def column_order(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
+                 extra_tail: Iterable[str] = ()) -> list[str]:
+    cols = [*extra_head, *CONFIG_COLUMNS, *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL]
+    if latency:
+        cols += LATENCY_COLUMNS
+    cols += ["error", *extra_tail]
+    return cols
+
+
+def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
+          extra_tail: Iterable[str] = ()) -> "Any":
+    """Rows as a DataFrame with the column order above; subgraph counts missing in a valid row are 0."""
+    import pandas as pd
+
+    cols = column_order(rows, latency=latency, extra_head=extra_head, extra_tail=extra_tail)
+    filled = []
+    for row in rows:
+        row = dict(row)
+        if not row.get("error"):
+            for c in cols:
+                if c.startswith("subgraphs_") and c not in row:
+                    row[c] = 0
+        filled.append(row)
+    df = pd.DataFrame(filled, columns=cols)
+    for c in cols:
+        if c.startswith("subgraphs") or c in ("acc_subgraphs", "boundary_tensors", "recommendation",
+                                                "cache_hits", "cache_misses"):
+            if len(df) and df[c].notna().all():
+                df[c] = df[c].astype("int64")
+            elif len(df):
+                df[c] = df[c].astype("Int64")
+    return df
+
+
+def is_missing(value: Any) -> bool:
+    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -1,0 +1,193 @@
+"""One compiler per backend: TensorRT, TorchInductor, and any a user registers.
+
+A compiler turns a subgraph into a callable. Compilers that take weights as inputs
+(`lifts_weights=True`, e.g. TorchInductor) are given the lifted subgraph, whose weights are
+trailing placeholders, and the artifact is shared by every subgraph of that structure.
+Compilers that build weights into the artifact (TensorRT engines) get the subgraph with its
+weights as attributes, and the cache key then includes a digest of the weights' values.
+
+Subgraphs that run in PyTorch (`_run_on_gpu_*`) are not compiled: they run eagerly.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from torch.fx import GraphModule
+
+from hierviz.errors import MeasureError
+
+CompileFn = Callable[[GraphModule, Sequence[Any], Any, bool], Callable[..., Any]]
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """How to compile subgraphs for one backend.
+
+    `compile(gm, example_inputs, options, persist)` returns a callable run as
+    `fn(*inputs, *weights)` when `lifts_weights`, else `fn(*inputs)`. `persist` asks for an
+    artifact that `save` can write to disk. `options` are the backend's settings as passed to
+    `hv.measure` (e.g. `trt_settings`); `options_key(options)` turns them into part of the cache
+    key. `version()` names the compiler's version (part of the key, so a disk cache is not
+    reused across versions).
+    """
+
+    backend: str
+    compile: CompileFn
+    lifts_weights: bool = True
+    needs_cuda: bool = False
+    save: Callable[[Any, Path], bool] | None = None
+    load: Callable[[Path], Any] | None = None
+    options_key: Callable[[Any], Any] = repr
+    version: Callable[[], str] = lambda: torch.__version__
+    available: Callable[[], str | None] = lambda: None  # None when usable, else why not
+    description: str = ""
+
+
+_REGISTRY: dict[str, Compiler] = {}
+
+
+def register_compiler(backend: str, compiler: Compiler | Callable[..., Callable[..., Any]], *,
+                      lifts_weights: bool = True, needs_cuda: bool = False) -> Compiler:
+    """Register how to compile subgraphs of `backend` (a name used in `Config.priority`).
+
+    `compiler` is a `Compiler`, or a function `fn(gm, example_inputs) -> callable`; with
+    `lifts_weights=True` (the default) `gm` takes the weights as trailing inputs and the
+    callable is run as `compiled(*inputs, *weights)`; otherwise `gm` holds its weights and is
+    run as `compiled(*inputs)`. Returns the registered Compiler.
+    """
+    if not isinstance(compiler, Compiler):
+        compiler = from_function(backend, compiler, lifts_weights=lifts_weights, needs_cuda=needs_cuda)
+    elif compiler.backend != backend:
+        compiler = dataclasses.replace(compiler, backend=backend)
+    _REGISTRY[backend] = compiler
+    return compiler
+
+
+def from_function(backend: str, fn: Callable[..., Callable[..., Any]], *, lifts_weights: bool = True,
+                  needs_cuda: bool = False) -> Compiler:
+    """A Compiler from a plain `fn(gm, example_inputs) -> callable`."""
+    def compile_fn(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool) -> Any:
+        return fn(gm, list(example_inputs))
+
+    name = getattr(fn, "__qualname__", type(fn).__name__)
+    return Compiler(backend=backend, compile=compile_fn, lifts_weights=lifts_weights,
+                    needs_cuda=needs_cuda, options_key=lambda options: (name, repr(options)),
+                    description=f"user compiler {name}")
+
+
+def unregister_compiler(backend: str) -> None:
+    _REGISTRY.pop(backend, None)
+
+
+def get_compiler(backend: str, overrides: dict[str, Any] | None = None) -> Compiler | None:
+    """The compiler for `backend`: one passed to measure, else a registered one, else None."""
+    if overrides and backend in overrides:
+        value = overrides[backend]
+        return value if isinstance(value, Compiler) else from_function(backend, value)
+    return _REGISTRY.get(backend)
+
+
+def compilers() -> dict[str, Compiler]:
+    """The registered compilers by backend name."""
+    return dict(_REGISTRY)
+
+
+# ----------------------------------------------------------------------------- TorchInductor
+def _inductor_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool) -> Any:
+    import torch._inductor
+
+    opts = dict(options or {})
+    inputs = list(example_inputs)
+    standalone = getattr(torch._inductor, "standalone_compile", None)
+    if persist and standalone is not None:
+        return standalone(gm, inputs, dynamic_shapes="from_example_inputs", options=opts)
+    return torch._inductor.compile(gm, inputs, options=opts or None)
+
+
+def _inductor_save(artifact: Any, path: Path) -> bool:
+    save = getattr(artifact, "save", None)
+    if save is None:
+        return False
+    save(path=str(path), format="binary")
+    return True
+
+
+def _inductor_load(path: Path) -> Any:
+    from torch._inductor.standalone_compile import CompiledArtifact
+
+    return CompiledArtifact.load(path=str(path), format="binary")
+
+
+def _inductor_options_key(options: Any) -> Any:
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise MeasureError(f"inductor_options must be a dict of torch._inductor.config settings, "
+                           f"not {type(options).__name__}")
+    return tuple(sorted((str(k), repr(v)) for k, v in options.items()))
+
+
+INDUCTOR = Compiler(
+    backend="inductor", compile=_inductor_compile, lifts_weights=True, needs_cuda=False,
+    save=_inductor_save, load=_inductor_load, options_key=_inductor_options_key,
+    description="torch._inductor.compile on the subgraph with its weights as inputs",
+)
+
+
+# ----------------------------------------------------------------------------- TensorRT
+def _trt_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool) -> Any:
+    from hierviz import trt
+
+    return trt.compile_submodule(gm, settings=options)
+
+
+def _trt_save(artifact: Any, path: Path) -> bool:
+    torch.save(artifact, str(path))
+    return True
+
+
+def _trt_load(path: Path) -> Any:
+    from hierviz import trt
+
+    trt.require()  # registers the runtime classes the pickle refers to
+    return torch.load(str(path), weights_only=False)
+
+
+def _trt_options_key(options: Any) -> Any:
+    from hierviz import trt
+
+    return trt.settings_key(options)
+
+
+def _trt_version() -> str:
+    from hierviz import trt
+
+    info = trt.info()
+    return f"torch_tensorrt {info.version} ({info.variant}); torch {torch.__version__}"
+
+
+def _trt_available() -> str | None:
+    from hierviz import trt
+
+    info = trt.info()
+    return None if info.available else info.error or "torch_tensorrt is not available"
+
+
+TENSORRT = Compiler(
+    backend="tensorrt", compile=_trt_compile, lifts_weights=False, needs_cuda=True,
+    save=_trt_save, load=_trt_load, options_key=_trt_options_key, version=_trt_version,
+    available=_trt_available,
+    description="Torch-TensorRT construct_submodule_inputs + convert_module (weights in the engine)",
+)
+
+register_compiler("inductor", INDUCTOR)
+register_compiler("tensorrt", TENSORRT)
+
+
+__all__ = ["Compiler", "register_compiler", "unregister_compiler", "get_compiler", "compilers",
+           "from_function", "INDUCTOR", "TENSORRT"]

@@ -1,0 +1,117 @@
+"""Timing: CUDA events on a GPU, perf_counter_ns on CPU, and the statistics of the samples."""
+
+from __future__ import annotations
+
+import gc
+import math
+import time
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
+
+
+@dataclass(frozen=True)
+class Stats:
+    """Per-iteration latencies in milliseconds and their summary."""
+
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    mean_ms: float
+    std_ms: float
+    min_ms: float
+    max_ms: float
+    iters: int
+    samples_ms: tuple[float, ...]
+
+    @property
+    def cv(self) -> float:
+        """Coefficient of variation: std / mean."""
+        return self.std_ms / self.mean_ms if self.mean_ms > 0 else 0.0
+
+    @property
+    def noisy(self) -> bool:
+        return self.cv > NOISY_CV
+
+    @classmethod
+    def of(cls, samples_ms: list[float]) -> "Stats":
+        if not samples_ms:
+            raise ValueError("no samples")
+        xs = sorted(samples_ms)
+        n = len(xs)
+        mean = sum(xs) / n
+        std = math.sqrt(sum((x - mean) ** 2 for x in xs) / (n - 1)) if n > 1 else 0.0
+        return cls(median_ms=percentile(xs, 50), p10_ms=percentile(xs, 10), p90_ms=percentile(xs, 90),
+                   mean_ms=mean, std_ms=std, min_ms=xs[0], max_ms=xs[-1], iters=n,
+                   samples_ms=tuple(samples_ms))
+
+
+def percentile(sorted_xs: list[float], q: float) -> float:
+    """Linear interpolation between closest ranks (numpy's default)."""
+    n = len(sorted_xs)
+    if n == 1:
+        return sorted_xs[0]
+    pos = (n - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, n - 1)
+    return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def synchronize(device: torch.device) -> None:
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
+def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10, iters: int = 100) -> Stats:
+    """Run `fn` `warmup` times, then time `iters` calls one by one.
+
+    On CUDA each call is bracketed by CUDA events on the current stream and the device is
+    synchronised before and after; elsewhere each call is timed with `perf_counter_ns`.
+    The garbage collector is paused while timing.
+    """
+    if iters < 1:
+        raise ValueError(f"iters must be >= 1, got {iters}")
+    was_enabled = gc.isenabled()
+    gc.collect()
+    gc.disable()
+    try:
+        if device.type == "cuda":
+            return _time_cuda(fn, device, warmup, iters)
+        return _time_host(fn, warmup, iters)
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+def _time_host(fn: Callable[[], object], warmup: int, iters: int) -> Stats:
+    for _ in range(warmup):
+        fn()
+    samples = []
+    clock = time.perf_counter_ns
+    for _ in range(iters):
+        start = clock()
+        fn()
+        samples.append((clock() - start) / 1e6)
+    return Stats.of(samples)
+
+
+def _time_cuda(fn: Callable[[], object], device: torch.device, warmup: int, iters: int) -> Stats:
+    with torch.cuda.device(device):
+        torch.cuda.synchronize()
+        for _ in range(warmup):
+            fn()
+        torch.cuda.synchronize()
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
+        for i in range(iters):
+            starts[i].record()
+            fn()
+            ends[i].record()
+        torch.cuda.synchronize()
+        return Stats.of([s.elapsed_time(e) for s, e in zip(starts, ends)])
+
+
+__all__ = ["Stats", "time_fn", "percentile", "synchronize", "NOISY_CV"]

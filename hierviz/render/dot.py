@@ -1,0 +1,141 @@
+"""A small DOT writer whose every string is escaped.
+
+Node and op names can hold anything Python allows (`<>{}|"\\`, newlines, control characters).
+Node ids in the DOT text are generated (`n12`), never names; labels are HTML-like labels
+(`<...>`) built from `html()`-escaped text, and every other string attribute (tooltips, edge
+labels, colors) is a quoted string built by `quote()`. Either way the text survives DOT
+parsing, graphviz's escString handling and the XML writer of the SVG output.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Iterable, Mapping, Union
+
+# Characters XML 1.0 does not allow; they would make the SVG unparsable.
+_NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+
+
+def clean(text: object, limit: int | None = None) -> str:
+    """`text` as one printable line: newlines, tabs and control characters shown as Python
+    escapes (`\\n`), unpaired surrogates as `\\udc80`; cut to `limit` characters with an ellipsis."""
+    s = str(text)
+    s = s.encode("utf-8", "backslashreplace").decode("utf-8")
+    s = s.replace("\r\n", "\\n").replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t")
+    s = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", s)
+    s = _NOT_XML.sub(lambda m: f"\\u{ord(m.group()):04x}", s)
+    if limit is not None and len(s) > limit:
+        s = s[: max(1, limit - 1)] + "\u2026"
+    return s
+
+
+def clean_multiline(text: object) -> list[str]:
+    """`text` split at its newlines, each line cleaned."""
+    return [clean(line) for line in str(text).split("\n")]
+
+
+def html(text: object, limit: int | None = None) -> str:
+    """Text for the inside of an HTML-like label: cleaned and entity-escaped."""
+    s = clean(text, limit)
+    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+            .replace('"', "&quot;").replace("'", "&#39;"))
+
+
+def quote(text: object, *, multiline: bool = False) -> str:
+    """A DOT quoted string that graphviz reads back as `text`.
+
+    Backslashes are doubled (graphviz would read `\\N`, `\\l`, ... as escapes), quotes
+    escaped, `&` written as `&amp;` (graphviz decodes entities in strings). With
+    `multiline`, newlines become graphviz's `\\n` line breaks; otherwise they are shown as
+    a visible `\\n`."""
+    lines = clean_multiline(text) if multiline else [clean(text)]
+    out = []
+    for line in lines:
+        out.append(line.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;"))
+    return '"' + "\\n".join(out) + '"'
+
+
+class Html(str):
+    """An HTML-like label body, written as `<...>`; build it from `html()`-escaped parts."""
+
+
+Value = Union[str, int, float, bool, Html]
+
+
+def _value(v: Value) -> str:
+    if isinstance(v, Html):
+        return "<" + str(v) + ">"
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return str(v)
+    if isinstance(v, float):
+        text = f"{v:.3f}".rstrip("0").rstrip(".")
+        return text or "0"
+    return quote(v, multiline=True)
+
+
+_ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+
+
+def attrs(items: Mapping[str, Value | None]) -> str:
+    """`[k=v, ...]`, skipping None values; keys must be plain graphviz attribute names."""
+    parts = []
+    for k, v in items.items():
+        if v is None:
+            continue
+        if not _ID.match(k):
+            raise ValueError(f"not a graphviz attribute name: {k!r}")
+        parts.append(f"{k}={_value(v)}")
+    return "[" + ", ".join(parts) + "]" if parts else ""
+
+
+class DotWriter:
+    """Collects DOT statements (with indentation) for a digraph body."""
+
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+        self._depth = 1
+
+    def _add(self, text: str) -> None:
+        self.lines.append("\t" * self._depth + text + "\n")
+
+    def defaults(self, kind: str, **items: Value | None) -> None:
+        """`graph [...]`, `node [...]` or `edge [...]` defaults."""
+        self._add(f"{kind} {attrs(items)}")
+
+    def node(self, node_id: str, **items: Value | None) -> None:
+        _check_id(node_id)
+        self._add(f"{node_id} {attrs(items)}".rstrip())
+
+    def edge(self, tail: str, head: str, **items: Value | None) -> None:
+        _check_id(tail)
+        _check_id(head)
+        self._add(f"{tail} -> {head} {attrs(items)}".rstrip())
+
+    def open(self, sub_id: str, **items: Value | None) -> None:
+        """Start `subgraph sub_id {` (a cluster when sub_id starts with `cluster`)."""
+        _check_id(sub_id)
+        self._add(f"subgraph {sub_id} {{")
+        self._depth += 1
+        if items:
+            self._add(f"graph {attrs(items)}")
+
+    def close(self) -> None:
+        self._depth -= 1
+        self._add("}")
+
+    def raw(self, text: str) -> None:
+        self._add(text)
+
+    def extend(self, lines: Iterable[str]) -> None:
+        self.lines.extend(lines)
+
+
+def _check_id(node_id: str) -> None:
+    if not _ID.match(node_id):
+        raise ValueError(f"DOT ids are generated identifiers, not {node_id!r}")
+
+
+__all__ = ["clean", "html", "quote", "Html", "attrs", "DotWriter"]

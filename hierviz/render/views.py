@@ -1,0 +1,678 @@
+"""The views of a partition, each built as DOT text: full, collapsed, focus and auto.
+
+- full:      every node, colored by backend, one cluster per subgraph, a legend
+- collapsed: one box per subgraph (consecutive subgraphs grouped when there are more than
+             `max_nodes`), plus graph inputs and output, edges for the tensors that cross
+- focus:     the neighbourhood of a node (radius k), or one subgraph with its boundary
+- auto:      full up to `max_nodes` drawn nodes, collapsed above
+
+Only `render` reads the partition; every view is linear in the graph size.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
+
+import torch
+
+from hierviz.errors import RenderError
+from hierviz.partition import engine as eng
+from hierviz.partition.result import short_dtype, tensor_spec
+from hierviz.render import palette
+from hierviz.render.dot import DotWriter, Html, clean, html
+
+if TYPE_CHECKING:  # pragma: no cover
+    import graphviz
+
+    from hierviz.partition.result import Partition
+
+VIEWS = ("auto", "full", "collapsed", "focus")
+
+# The largest graph the auto view draws in full. Measured with benchmarks/render_scale.py
+# (graphviz 2.43, one core): aten graphs with clusters lay out in about 1 s at 500 nodes
+# (resnet50's 400-odd nodes: 0.6 s); dot grows superlinearly (4k nodes: tens of seconds).
+DEFAULT_MAX_NODES = 500
+# Graph inputs drawn one by one in the collapsed view; above this they share one node.
+MAX_INPUT_NODES = 12
+LABEL_CHARS = 40
+FONT = "Helvetica"
+
+_DTYPES = {
+    "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+    "complex64": "c64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+# ---------------------------------------------------------------------------- text helpers
+def op_short(op: str) -> str:
+    """'torch.ops.aten.convolution.default' -> 'convolution'; '_operator.getitem' -> 'getitem'."""
+    if op.startswith("torch.ops."):
+        parts = op.split(".")
+        if len(parts) >= 4:
+            return parts[3] if parts[2] == "aten" else f"{parts[2]}.{parts[3]}"
+    return op.rsplit(".", 1)[-1] if op else op
+
+
+def _dims(shape: Sequence[Any]) -> str:
+    return ",".join(str(d) for d in shape)
+
+
+def compact_spec(node: torch.fx.Node) -> str:
+    """A node's value for an edge label: 'f32[1,64,56,56]', 'tuple(3)', 'int', ''."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        dt = str(val.dtype).replace("torch.", "")
+        return f"{_DTYPES.get(dt, dt)}[{_dims(val.shape)}]"
+    if isinstance(val, (tuple, list)):
+        return f"{type(val).__name__}({len(val)})"
+    tm = node.meta.get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        dt = str(tm.dtype).replace("torch.", "")
+        return f"{_DTYPES.get(dt, dt)}[{_dims(tm.shape)}]"
+    if val is not None:
+        return type(val).__name__
+    return ""
+
+
+def full_spec(node: torch.fx.Node) -> str:
+    """'float32[1, 3, 224, 224]' for tooltips and input/output labels ('' if unknown)."""
+    spec = tensor_spec(node)
+    if spec.shape is None:
+        return spec.dtype or ""
+    return f"{short_dtype(spec.dtype)}[{', '.join(str(d) for d in spec.shape)}]"
+
+
+def _plural(n: int, word: str) -> str:
+    return f"{n:,} {word}" + ("" if n == 1 else "s")
+
+
+def _css(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def _tooltip(lines: Iterable[str]) -> str:
+    """Tooltip text; each line cleaned (a name's own newlines stay visible as \\n)."""
+    return "\n".join(clean(line) for line in lines)
+
+
+# ---------------------------------------------------------------------------- context
+@dataclass
+class _Ctx:
+    p: "Partition"
+    max_nodes: int
+    weights: bool
+    res: Any = field(init=False)
+    index: Any = field(init=False)
+    tag_of: dict = field(init=False)
+    reasons: Counter = field(default_factory=Counter)
+    backends_seen: set = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self.res = self.p._result
+        self.index = self.res.index
+        self.tag_of = self.p._tag_of
+
+    def kind(self, i: int) -> str:
+        return self.index.nodes[i].op
+
+    def drawable(self, i: int) -> bool:
+        return self.weights or self.index.nodes[i].op != "get_attr"
+
+    def backend(self, i: int) -> str:
+        k = self.tag_of.get(i)
+        return "graph" if k is None else self.res.subgraphs[k].backend
+
+    def code(self, i: int) -> str:
+        if i in self.res.demoted:
+            return eng.DEMOTED
+        return self.res.assignment.code[i]
+
+    def drawn_count(self) -> int:
+        if self.weights:
+            return len(self.index.nodes)
+        return sum(1 for n in self.index.nodes if n.op != "get_attr")
+
+
+def _resolve_limit(max_nodes: int | None) -> int:
+    if max_nodes is None:
+        return DEFAULT_MAX_NODES
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
+        raise RenderError(f"max_nodes must be a positive integer, not {max_nodes!r}.")
+    return max_nodes
+
+
+# ---------------------------------------------------------------------------- entry point
+def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
+           radius: int = 2, weights: bool = False) -> "graphviz.Digraph":
+    """The partition as a `graphviz.Digraph` (DOT only; no layout runs here).
+
+    view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
+    a node name, or a subgraph tag for its inside and boundary), or 'auto' (full up to
+    `max_nodes` drawn nodes, collapsed above; 'focus' when `focus` is given).
+    max_nodes: auto's threshold, and the most boxes/nodes collapsed and focus draw
+    (default DEFAULT_MAX_NODES, what graphviz lays out in about a second).
+    radius: the focus neighbourhood, in edges. weights: also draw weights/constants.
+    """
+    import graphviz
+
+    if view not in VIEWS:
+        raise RenderError(f"unknown view {view!r}; views are {', '.join(VIEWS)}.")
+    if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
+        raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
+    limit = _resolve_limit(max_nodes)
+    ctx = _Ctx(p, limit, bool(weights))
+    if view == "auto":
+        if focus is not None:
+            view = "focus"
+        else:
+            view = "full" if ctx.drawn_count() <= limit else "collapsed"
+    if view == "focus" and focus is None:
+        raise RenderError("view='focus' needs focus=<node name> or focus=<subgraph tag>, e.g. "
+                          f"focus={p.subgraphs[0].tag!r}." if p.subgraphs else
+                          "view='focus' needs focus=<node name> or focus=<subgraph tag>.")
+    w = DotWriter()
+    _defaults(w)
+    if view == "full":
+        info = _full(ctx, w)
+    elif view == "collapsed":
+        info = _collapsed(ctx, w)
+    else:
+        info = _focus(ctx, w, focus, radius)
+    g = graphviz.Digraph(name="hierviz", comment=f"hierviz {view} view")
+    g.body.extend(w.lines)
+    info["view"] = view
+    g.hv_info = info  # type: ignore[attr-defined]
+    return g
+
+
+def _defaults(w: DotWriter) -> None:
+    w.defaults("graph", rankdir="TB", fontname=FONT, fontsize=11, nodesep=0.22, ranksep=0.32,
+               labelloc="t", labeljust="l", newrank=True, outputorder="edgesfirst")
+    w.defaults("node", fontname=FONT, fontsize=10, height=0.3, margin="0.1,0.03", penwidth=1.0)
+    w.defaults("edge", fontname=FONT, fontsize=8, arrowsize=0.6, color=palette.INTERNAL_EDGE,
+               penwidth=0.9)
+
+
+def _title(ctx: _Ctx, w: DotWriter, view_text: str) -> None:
+    p = ctx.p
+    s = p.stats
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    line1 = f"<B>{html(view_text)}</B>"
+    line2 = (f"{html(p.config.label())} | {s['nodes']:,} nodes, {_plural(s['subgraphs'], 'subgraph')} "
+             f"({html(by)}) | coverage {s['coverage']:.0%} | {_plural(s['boundary_tensors'], 'boundary tensor')}")
+    w.defaults("graph", label=Html(f'<FONT POINT-SIZE="13">{line1}</FONT><BR ALIGN="LEFT"/>{line2}'
+                                   '<BR ALIGN="LEFT"/>'))
+
+
+# ---------------------------------------------------------------------------- full & focus
+def _node_label(ctx: _Ctx, i: int, focus: bool = False) -> Html:
+    index = ctx.index
+    node = index.nodes[i]
+    name = html(index.names[i], LABEL_CHARS)
+    head = f"<B>{name}</B>" if focus else name
+    if node.op == "placeholder":
+        return Html(f"<B>{name}</B><BR/><FONT POINT-SIZE=\"9\">{html(full_spec(node))}</FONT>")
+    if node.op == "output":
+        outs = [a for a in index.inputs[i]]
+        lines = [f"<FONT POINT-SIZE=\"9\">{html(index.names[a], 24)}: {html(full_spec(index.nodes[a]))}</FONT>"
+                 for a in outs[:8]]
+        if len(outs) > 8:
+            lines.append(f"<FONT POINT-SIZE=\"9\">+{len(outs) - 8} more</FONT>")
+        return Html("<B>output</B>" + "".join("<BR/>" + line for line in lines))
+    if node.op == "get_attr":
+        return Html(f"<FONT POINT-SIZE=\"8\">{name}</FONT>")
+    op = op_short(index.ops[i])
+    if index.names[i].startswith(op) or not op:
+        return Html(head)
+    return Html(f"{head}<BR/><FONT POINT-SIZE=\"8\" COLOR=\"#333333\">{html(op, LABEL_CHARS)}</FONT>")
+
+
+def _node_tooltip(ctx: _Ctx, i: int, extra: Sequence[str] = ()) -> str:
+    p, index = ctx.p, ctx.index
+    node = index.nodes[i]
+    name = index.names[i]
+    lines = [name]
+    if node.op in eng.CALLABLE_OPS:
+        lines.append(f"op: {index.ops[i]}")
+        tag = p._result.tags[ctx.tag_of[i]]
+        lines.append(f"runs in: {ctx.backend(i)} (subgraph {tag})")
+        lines.append(f"why: {p.reason_of(name)}")
+    else:
+        lines.append(p.reason_of(name))
+    spec = full_spec(node)
+    if spec and node.op != "output":
+        lines.append(f"value: {spec}")
+    consts = [a for a in index.inputs[i] if index.nodes[a].op == "get_attr"]
+    if consts:
+        shown = ", ".join(f"{index.names[a]} {full_spec(index.nodes[a])}".strip() for a in consts[:4])
+        lines.append(f"weights: {shown}" + (f" (+{len(consts) - 4})" if len(consts) > 4 else ""))
+    lines.extend(extra)
+    return _tooltip(lines)
+
+
+def _draw_node(ctx: _Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
+    node = ctx.index.nodes[i]
+    backend = ctx.backend(i)
+    if node.op in eng.CALLABLE_OPS:
+        code = ctx.code(i)
+        ctx.reasons[code] += 1
+    else:
+        code = eng.NOT_CALLABLE
+    st = palette.style(code)
+    line = palette.border(backend)
+    if code == eng.DEMOTED:
+        line = palette.color(ctx.p.eligible_backend_of(ctx.index.names[i]))
+    shape, styl, pen = st.shape, st.style, st.penwidth
+    if node.op == "get_attr":
+        shape, styl, pen = "note", "filled", 0.6
+    elif node.op == "output":
+        shape = "box"
+    ctx.backends_seen.add(backend)
+    w.node(
+        f"n{i}",
+        label=_node_label(ctx, i, focus),
+        tooltip=_node_tooltip(ctx, i),
+        shape=shape,
+        style=styl,
+        fillcolor=palette.fill(backend),
+        color=palette.FOCUS if focus else line,
+        penwidth=3.5 if focus else pen,
+        peripheries=st.peripheries if st.peripheries != 1 else None,
+        fontsize=9 if code == eng.FOLLOWS_PRODUCER else None,
+        height=0.25 if code == eng.FOLLOWS_PRODUCER else None,
+        **{"class": f"hv-node hv-{_css(backend)} hv-{code}"},
+    )
+
+
+def _cluster_of(ctx: _Ctx, i: int) -> int | None:
+    return ctx.tag_of.get(i)
+
+
+def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_node: int | None = None) -> dict:
+    """Nodes (grouped into one cluster per subgraph) and the edges between drawn nodes."""
+    res, index = ctx.res, ctx.index
+    drawn_set = set(drawn)
+    clusters: dict[int, list[int]] = {}
+    outside: list[int] = []
+    for i in drawn:
+        k = ctx.tag_of.get(i)
+        if k is None:
+            outside.append(i)
+        else:
+            clusters.setdefault(k, []).append(i)
+    for k in sorted(clusters):
+        raw = res.subgraphs[k]
+        sg = ctx.p.subgraphs[k]
+        members = clusters[k]
+        shown = "" if len(members) == len(sg.nodes) else f" (showing {len(members):,} of {len(sg.nodes):,} nodes)"
+        label = Html(f"<B>{html(res.tags[k])}</B><BR/>{html(raw.backend)} | {_plural(sg.compute_ops, 'op')}"
+                     f"{html(shown)}")
+        w.open(f"cluster_{k}", label=label, style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
+               color=palette.color(raw.backend), penwidth=1.4, fontsize=10, labeljust="l",
+               tooltip=_tooltip([res.tags[k], f"backend: {raw.backend}",
+                                 f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
+                                 f"inputs: {len(sg.inputs)}, outputs: {len(sg.outputs)}"]),
+               **{"class": f"hv-subgraph hv-{_css(raw.backend)}"})
+        for i in members:
+            _draw_node(ctx, w, i, i == focus_node)
+        w.close()
+    for i in outside:
+        _draw_node(ctx, w, i, i == focus_node)
+
+    boundary = 0
+    for j in drawn:
+        kj = ctx.tag_of.get(j)
+        for a in index.inputs[j]:
+            if a not in drawn_set:
+                continue
+            if index.nodes[a].op == "get_attr":
+                w.edge(f"n{a}", f"n{j}", style="dotted", arrowsize=0.4)
+                continue
+            if ctx.tag_of.get(a) == kj:
+                w.edge(f"n{a}", f"n{j}")
+                continue
+            boundary += 1
+            spec = compact_spec(index.nodes[a])
+            w.edge(f"n{a}", f"n{j}", label=spec or "value", color=palette.BOUNDARY_EDGE, penwidth=1.8,
+                   fontcolor=palette.BOUNDARY_EDGE,
+                   tooltip=_tooltip([f"{index.names[a]} -> {index.names[j]}", full_spec(index.nodes[a])]),
+                   **{"class": "hv-boundary"})
+    return {"nodes": len(drawn), "clusters": len(clusters), "boundary_edges": boundary}
+
+
+def _legend(ctx: _Ctx, w: DotWriter, grouped: bool = False, collapsed: bool = False) -> None:
+    """A cluster of sample nodes: one per backend, one per fallback style that occurs."""
+    counts = ctx.p.stats["subgraphs_by_backend"]
+    backends = list(ctx.p.backends)
+    backends += sorted(b for b in ctx.backends_seen if b not in backends and b != "graph")
+    w.open("cluster_legend", label=Html("<B>Legend</B>"), style="rounded", color="#BBBBBB", fontsize=10,
+           labeljust="l", **{"class": "hv-legend"})
+    ids: list[str] = []
+    for k, b in enumerate(backends):
+        n = counts.get(b, 0)
+        text = f"{html(b)} ({_plural(n, 'subgraph')})"
+        ids.append(f"legend_b{k}")
+        w.node(ids[-1], label=Html(text), shape="box", style="rounded,filled", fillcolor=palette.fill(b),
+               color=palette.border(b), tooltip=f"{b}: {palette.color(b)}", fontsize=9,
+               **{"class": f"hv-legend-backend hv-{_css(b)}"})
+    if not collapsed:
+        codes = [c for c in (eng.FOLLOWS_PRODUCER, *palette.FALLBACK_REASONS) if ctx.reasons.get(c)]
+        for c in codes:
+            st = palette.STYLES[c]
+            text = st.legend
+            if c == eng.DEMOTED:
+                text = f"demoted: subgraph < min_block_size {ctx.p.config.min_block_size}"
+            ids.append(f"legend_r_{c}")
+            w.node(ids[-1], label=Html(html(text)), shape=st.shape, style=st.style, penwidth=st.penwidth,
+                   peripheries=st.peripheries if st.peripheries != 1 else None,
+                   fillcolor=palette.fill("torch" if c != eng.FOLLOWS_PRODUCER else "graph"),
+                   color=palette.border("torch") if c != eng.DEMOTED else palette.GRAPH, fontsize=9,
+                   tooltip=text, **{"class": f"hv-legend-reason hv-{c}"})
+    if collapsed:
+        note = "edges: tensors between subgraphs (label: dtype[shape] or count)"
+        if grouped:
+            note += "<BR ALIGN=\"LEFT\"/>striped boxes: consecutive subgraphs grouped;<BR ALIGN=\"LEFT\"/>" \
+                    "stripe width = share of ops per backend"
+    else:
+        note = ("bold edges: tensors crossing subgraphs,<BR ALIGN=\"LEFT\"/>labelled dtype[shape];"
+                "<BR ALIGN=\"LEFT\"/>hover a node for why it runs there")
+    ids.append("legend_note")
+    w.node(ids[-1], label=Html(note + "<BR ALIGN=\"LEFT\"/>"), shape="plaintext", fontsize=8, height=0.2)
+    for a, b in zip(ids, ids[1:]):
+        w.edge(a, b, style="invis")
+    w.close()
+
+
+def _full(ctx: _Ctx, w: DotWriter) -> dict:
+    drawn = [i for i in range(len(ctx.index.nodes)) if ctx.drawable(i)]
+    _title(ctx, w, "hierviz | full view")
+    info = _draw_nodes_and_edges(ctx, w, drawn)
+    _legend(ctx, w)
+    return info
+
+
+# ---------------------------------------------------------------------------- focus
+def _resolve_focus(p: "Partition", focus: Any) -> tuple[str, Any]:
+    from hierviz.partition.result import Subgraph
+
+    if isinstance(focus, Subgraph):
+        focus = focus.tag
+    elif isinstance(focus, torch.fx.Node):
+        focus = focus.name
+    if not isinstance(focus, str):
+        raise RenderError(f"focus must be a node name or a subgraph tag (str), not {type(focus).__name__}.")
+    if focus in p._by_tag:
+        return "subgraph", focus
+    if focus in p._result.index.position:
+        return "node", focus
+    candidates = list(p._by_tag) + p._result.index.names
+    close = difflib.get_close_matches(focus, candidates, n=5)
+    hint = f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
+    raise RenderError(f"focus {focus!r} is neither a node name nor a subgraph tag of this partition.{hint} "
+                      "Node names are in Partition.subgraphs[i].nodes; tags in Partition.summary().")
+
+
+def _neighbours(ctx: _Ctx, i: int) -> Iterable[int]:
+    index = ctx.index
+    for a in index.inputs[i]:
+        if ctx.drawable(a):
+            yield a
+    for u in index.users[i]:
+        if ctx.drawable(u):
+            yield u
+
+
+def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
+    kind, name = _resolve_focus(ctx.p, focus)
+    index = ctx.index
+    limit = ctx.max_nodes
+    truncated = False
+    center: int | None = None
+    if kind == "node":
+        center = index.position[name]
+        seen = {center}
+        frontier = [center]
+        for _ in range(radius):
+            nxt: list[int] = []
+            for i in frontier:
+                for j in _neighbours(ctx, i):
+                    if j not in seen:
+                        if len(seen) >= limit:
+                            truncated = True
+                            break
+                        seen.add(j)
+                        nxt.append(j)
+            frontier = sorted(nxt)
+            if not frontier:
+                break
+        title = f"hierviz | focus on node {clean(name, 60)} (radius {radius})"
+    else:
+        k = ctx.p._by_tag[name]
+        members = [index.position[n] for n in k.nodes]
+        if len(members) > limit:
+            members, truncated = members[:limit], True
+        seen = set(members)
+        for i in list(members):
+            for j in _neighbours(ctx, i):
+                if j not in seen:
+                    if len(seen) >= limit + min(limit, 200):
+                        truncated = True
+                        break
+                    seen.add(j)
+        title = f"hierviz | focus on subgraph {clean(name, 60)} and its boundary"
+    drawn = sorted(seen)
+    if truncated:
+        title += f" (truncated at max_nodes={limit})"
+    _title(ctx, w, title)
+    info = _draw_nodes_and_edges(ctx, w, drawn, center)
+    # Stubs: how many neighbours of a drawn node are not drawn.
+    drawn_set = set(drawn)
+    for i in drawn:
+        hidden_in = sum(1 for a in index.inputs[i] if ctx.drawable(a) and a not in drawn_set)
+        hidden_out = sum(1 for u in index.users[i] if ctx.drawable(u) and u not in drawn_set)
+        if hidden_in:
+            w.node(f"stub_in_{i}", label=f"{_plural(hidden_in, 'more input')}", shape="plaintext",
+                   fontsize=8, fontcolor="#555555", height=0.2, **{"class": "hv-stub"})
+            w.edge(f"stub_in_{i}", f"n{i}", style="dashed", color="#AAAAAA")
+        if hidden_out:
+            w.node(f"stub_out_{i}", label=f"{_plural(hidden_out, 'more user')}", shape="plaintext",
+                   fontsize=8, fontcolor="#555555", height=0.2, **{"class": "hv-stub"})
+            w.edge(f"n{i}", f"stub_out_{i}", style="dashed", color="#AAAAAA")
+    _legend(ctx, w)
+    info.update({"focus": name, "focus_kind": kind, "truncated": truncated})
+    return info
+
+
+# ---------------------------------------------------------------------------- collapsed
+def _groups(n_subgraphs: int, budget: int) -> list[range]:
+    if n_subgraphs <= budget:
+        return [range(k, k + 1) for k in range(n_subgraphs)]
+    size = math.ceil(n_subgraphs / budget)
+    return [range(s, min(s + size, n_subgraphs)) for s in range(0, n_subgraphs, size)]
+
+
+def _subgraph_ops(ctx: _Ctx, k: int) -> Counter:
+    index = ctx.index
+    return Counter(op_short(index.ops[i]) for i in ctx.res.subgraphs[k].nodes
+                   if not eng.is_non_compute(index.ops[i]))
+
+
+def _why_torch(ctx: _Ctx, k: int) -> Counter:
+    why: Counter = Counter()
+    for i in ctx.res.subgraphs[k].nodes:
+        code = ctx.code(i)
+        if code in palette.FALLBACK_REASONS:
+            why[code] += 1
+    return why
+
+
+_WHY_TEXT = {"unsupported": "unsupported", "validator_rejected": "validator rejected",
+             "torch_executed_ops": "torch_executed_ops", "demoted": "demoted"}
+
+
+def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
+    p, res, index = ctx.p, ctx.res, ctx.index
+    n_sub = len(res.subgraphs)
+    placeholders = [i for i, n in enumerate(index.nodes) if n.op == "placeholder" and index.users[i]]
+    outputs = [i for i, n in enumerate(index.nodes) if n.op == "output"]
+    merged_inputs = len(placeholders) > MAX_INPUT_NODES
+    io_nodes = (1 if merged_inputs else len(placeholders)) + len(outputs)
+    groups = _groups(n_sub, max(ctx.max_nodes - io_nodes, 8))
+    grouped = len(groups) < n_sub
+    group_of_sub = [0] * n_sub
+    for g, rng in enumerate(groups):
+        for k in rng:
+            group_of_sub[k] = g
+
+    # Node ids: subgraph/group boxes s<g>, inputs in<i> (or inputs), outputs out<i>.
+    box: list[str | None] = [None] * len(index.nodes)
+    for i, k in ctx.tag_of.items():
+        box[i] = f"s{group_of_sub[k]}"
+    for i in placeholders:
+        box[i] = "inputs" if merged_inputs else f"in{i}"
+    for i in outputs:
+        box[i] = f"out{i}"
+    order = {f"s{g}": (1, g) for g in range(len(groups))}
+    order.update({f"in{i}": (0, i) for i in placeholders})
+    order["inputs"] = (0, -1)
+    order.update({f"out{i}": (2, i) for i in outputs})
+
+    edges: dict[tuple[str, str], dict[int, None]] = {}
+    for j, node in enumerate(index.nodes):
+        dst = box[j]
+        if dst is None:
+            continue
+        for a in index.inputs[j]:
+            src = box[a]
+            if src is None or src == dst:
+                continue
+            edges.setdefault((src, dst), {})[a] = None
+
+    view_text = f"hierviz | collapsed view | {_plural(n_sub, 'subgraph')}"
+    if grouped:
+        view_text += f" in {len(groups):,} groups of {len(groups[0])} consecutive subgraphs"
+    view_text += f" ({index_count(ctx):,} nodes; view='full' or focus=... for detail)"
+    _title(ctx, w, view_text)
+
+    # Inputs
+    if merged_inputs:
+        shown = "<BR/>".join(f'<FONT POINT-SIZE="9">{html(index.names[i], 24)}: {html(full_spec(index.nodes[i]))}</FONT>'
+                             for i in placeholders[:6])
+        w.node("inputs", label=Html(f"<B>{len(placeholders)} graph inputs</B><BR/>{shown}<BR/>"
+                                    f'<FONT POINT-SIZE="9">...</FONT>'),
+               shape="box", style="rounded,filled", fillcolor=palette.fill("graph"), color=palette.border("graph"),
+               tooltip=_tooltip([f"{index.names[i]}: {full_spec(index.nodes[i])}" for i in placeholders[:40]]),
+               **{"class": "hv-node hv-graph hv-input"})
+    else:
+        for i in placeholders:
+            w.node(f"in{i}", label=_node_label(ctx, i), shape="box", style="rounded,filled",
+                   fillcolor=palette.fill("graph"), color=palette.border("graph"),
+                   tooltip=_node_tooltip(ctx, i), **{"class": "hv-node hv-graph hv-input"})
+    for i in outputs:
+        w.node(f"out{i}", label=_node_label(ctx, i), shape="box", style="rounded,filled",
+               fillcolor=palette.fill("graph"), color=palette.border("graph"),
+               tooltip=_tooltip(["output"] + [f"{index.names[a]}: {full_spec(index.nodes[a])}"
+                                              for a in index.inputs[i][:40]]),
+               **{"class": "hv-node hv-graph hv-output"})
+
+    # Boxes
+    for g, rng in enumerate(groups):
+        if not grouped:
+            _subgraph_box(ctx, w, rng.start)
+        else:
+            _group_box(ctx, w, g, rng)
+        for k in rng:
+            ctx.backends_seen.add(res.subgraphs[k].backend)
+
+    # Edges
+    for (src, dst) in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
+        tensors = list(edges[(src, dst)])
+        if len(tensors) == 1:
+            label = compact_spec(index.nodes[tensors[0]]) or "value"
+        else:
+            label = f"{len(tensors)} tensors"
+        tip = [f"{len(tensors)} tensor(s):"] + [f"{index.names[a]}: {full_spec(index.nodes[a])}" for a in tensors[:20]]
+        if len(tensors) > 20:
+            tip.append(f"... {len(tensors) - 20} more")
+        w.edge(src, dst, label=None if grouped else label, color=palette.BOUNDARY_EDGE,
+               penwidth=round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2,
+               fontcolor=palette.BOUNDARY_EDGE, tooltip=_tooltip(tip), **{"class": "hv-boundary"})
+    _legend(ctx, w, grouped=grouped, collapsed=True)
+    return {"nodes": len(groups) + io_nodes, "boxes": len(groups), "grouped": grouped,
+            "boundary_edges": len(edges)}
+
+
+def index_count(ctx: _Ctx) -> int:
+    return ctx.p.stats["nodes"]
+
+
+def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
+    res = ctx.res
+    raw = res.subgraphs[k]
+    sg = ctx.p.subgraphs[k]
+    tag = res.tags[k]
+    ops = _subgraph_ops(ctx, k)
+    top = ", ".join(f"{o} x{c}" for o, c in ops.most_common(3))
+    lines = [f"<B>{html(tag)}</B>", f"{html(raw.backend)} | {_plural(sg.compute_ops, 'op')}"]
+    if top:
+        lines.append(f'<FONT POINT-SIZE="9">{html(top, 60)}</FONT>')
+    tip = [tag, f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
+           "ops: " + ", ".join(f"{o} x{c}" for o, c in ops.most_common(12))]
+    styl, pen = "rounded,filled", 1.2
+    if raw.backend == eng.FALLBACK:
+        why = _why_torch(ctx, k)
+        if why:
+            text = ", ".join(f"{_WHY_TEXT[c]} {n}" for c, n in sorted(why.items()))
+            lines.append(f'<FONT POINT-SIZE="9">why: {html(text)}</FONT>')
+            tip.append(f"why: {text}")
+            if why.get(eng.UNSUPPORTED) or why.get(eng.VALIDATOR):
+                styl, pen = "rounded,filled,bold", 2.0
+    tip += [f"in: {t}" for t in sg.inputs[:10]] + [f"out: {t}" for t in sg.outputs[:10]]
+    w.node(f"s{k}", label=Html("<BR/>".join(lines)), shape="box", style=styl, penwidth=pen,
+           fillcolor=palette.fill(raw.backend), color=palette.border(raw.backend), tooltip=_tooltip(tip),
+           **{"class": f"hv-subgraph-box hv-{_css(raw.backend)}"})
+
+
+def _group_box(ctx: _Ctx, w: DotWriter, g: int, rng: range) -> None:
+    res = ctx.res
+    ops_by: Counter = Counter()
+    subs_by: Counter = Counter()
+    for k in rng:
+        b = res.subgraphs[k].backend
+        subs_by[b] += 1
+        ops_by[b] += ctx.p.subgraphs[k].compute_ops
+    total_ops = sum(ops_by.values())
+    order = [b for b in ctx.p.backends if subs_by.get(b)] + sorted(b for b in subs_by if b not in ctx.p.backends)
+    lines = [f"<B>subgraphs {rng.start}-{rng.stop - 1}</B>", f"{_plural(total_ops, 'op')}"]
+    for b in order:
+        lines.append(f'<FONT POINT-SIZE="9">{html(b)}: {subs_by[b]} sg, {ops_by[b]:,} ops</FONT>')
+    weights = {b: (ops_by[b] or 0) for b in order}
+    denom = sum(weights.values())
+    if denom == 0:
+        weights = {b: subs_by[b] for b in order}
+        denom = sum(weights.values())
+    stripes = []
+    acc = 0.0
+    for n, b in enumerate(order):
+        share = round(weights[b] / denom, 3)
+        if n == len(order) - 1:
+            share = round(max(0.0, 1.0 - acc), 3)
+        acc += share
+        if share > 0:
+            stripes.append(f"{palette.fill(b)};{share}")
+    dominant = max(order, key=lambda b: (weights[b], -order.index(b)))
+    tip = [f"subgraphs {rng.start}-{rng.stop - 1}: {res.tags[rng.start]} ... {res.tags[rng.stop - 1]}"]
+    tip += [f"{b}: {subs_by[b]} subgraphs, {ops_by[b]} ops" for b in order]
+    w.node(f"s{g}", label=Html("<BR/>".join(lines)), shape="box",
+           style="striped" if len(stripes) > 1 else "filled",
+           fillcolor=":".join(stripes) if len(stripes) > 1 else palette.fill(dominant),
+           color=palette.border(dominant), tooltip=_tooltip(tip),
+           **{"class": f"hv-group-box hv-{_css(dominant)}"})
+
+
+__all__ = ["render", "VIEWS", "DEFAULT_MAX_NODES", "op_short", "compact_spec", "full_spec"]

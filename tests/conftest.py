@@ -1,0 +1,90 @@
+"""Shared fixtures: zoo models and their captures, built once per test session.
+
+    def test_something(zoo_cache):
+        model, inputs = zoo_cache.load("resnet18")
+        gm = zoo_cache.capture("resnet18")      # hv.capture, at most once per session
+
+    def test_cli(run_python):
+        proc = run_python("import hierviz; print(hierviz.__version__)")
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+class ZooCache:
+    """Zoo models, their eager outputs and their captures, each made at most once.
+
+    `state_before_capture(name)` is a copy of the model's state_dict taken just before its
+    capture, so tests can check that capture left the model untouched.
+    """
+
+    def __init__(self) -> None:
+        self._models: dict[str, tuple[torch.nn.Module, tuple]] = {}
+        self._eager: dict[str, Any] = {}
+        self._captures: dict[str, torch.fx.GraphModule] = {}
+        self._states: dict[str, dict[str, torch.Tensor]] = {}
+
+    def load(self, name: str) -> tuple[torch.nn.Module, tuple]:
+        if name not in self._models:
+            from hierviz import zoo
+
+            self._models[name] = zoo.load(name)
+        return self._models[name]
+
+    def eager(self, name: str) -> Any:
+        """The model's own output on its example inputs."""
+        if name not in self._eager:
+            model, inputs = self.load(name)
+            with torch.no_grad():
+                self._eager[name] = model(*inputs)
+        return self._eager[name]
+
+    def capture(self, name: str) -> torch.fx.GraphModule:
+        if name not in self._captures:
+            import hierviz as hv
+
+            model, inputs = self.load(name)
+            self._states[name] = {k: v.detach().clone() for k, v in model.state_dict().items()}
+            self._captures[name] = hv.capture(model, inputs)
+        return self._captures[name]
+
+    def state_before_capture(self, name: str) -> dict[str, torch.Tensor]:
+        self.capture(name)
+        return self._states[name]
+
+
+@pytest.fixture(scope="session")
+def zoo_cache() -> ZooCache:
+    return ZooCache()
+
+
+@pytest.fixture(scope="session")
+def run_python() -> Callable[..., subprocess.CompletedProcess]:
+    """Run Python source in a fresh interpreter (this venv, repo root as cwd); returns the
+    completed process with text stdout/stderr. `path_first` directories go first on sys.path."""
+
+    def run(code: str, *, path_first: list[str | Path] = (), timeout: float = 180,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+        full_env = dict(os.environ)
+        full_env.update(env or {})
+        pythonpath = [str(p) for p in path_first] + [str(ROOT)]
+        if full_env.get("PYTHONPATH"):
+            pythonpath.append(full_env["PYTHONPATH"])
+        full_env["PYTHONPATH"] = os.pathsep.join(pythonpath)
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT,
+                              env=full_env, capture_output=True, text=True, timeout=timeout)
+
+    return run
+

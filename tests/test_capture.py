@@ -1,0 +1,197 @@
+"""hv.capture: the aten graph Torch-TensorRT itself would partition, outputs equal to the
+model's, the model untouched, clear errors."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from torch import nn
+
+import hierviz as hv
+from hierviz import trt, zoo
+from hierviz.opnames import qualname
+
+needs_trt = pytest.mark.skipif(not trt.available(), reason="torch_tensorrt unusable here")
+
+
+def _ops(gm: torch.fx.GraphModule) -> list[tuple[str, str]]:
+    """(op kind, qualified target) per node, without the `_guards_fn` capture removes."""
+    return [(n.op, qualname(n.target) if n.op == "call_function" else "")
+            for n in gm.graph.nodes if not str(n.target).startswith("_guards_fn")]
+
+
+def _tensors(value) -> list[torch.Tensor]:
+    leaves, _ = torch.utils._pytree.tree_flatten(value)
+    return [leaf for leaf in leaves if isinstance(leaf, torch.Tensor)]
+
+
+def _upstream_lowering(model: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
+    """Torch-TensorRT's compile front half, run here directly."""
+    from torch_tensorrt.dynamo import CompilationSettings
+    from torch_tensorrt.dynamo.lowering import get_decompositions, post_lowering, pre_export_lowering
+
+    with trt._answer_cuda_queries():
+        settings = CompilationSettings()
+        ep = torch.export.export(model, inputs, strict=False)
+        ep = pre_export_lowering(ep, settings)
+        ep = ep.run_decompositions(get_decompositions(False))
+        return post_lowering(ep.module(), settings)
+
+
+@needs_trt
+@pytest.mark.parametrize("name", ["tiny_conv", "resnet18", "bert"])
+def test_same_graph_as_torch_tensorrt_lowering(zoo_cache, name) -> None:
+    model, inputs = zoo_cache.load(name)
+    ours = zoo_cache.capture(name)
+    theirs = _upstream_lowering(model, inputs)
+    assert len(_ops(ours)) == len(_ops(theirs))
+    assert _ops(ours) == _ops(theirs)
+    assert not any(str(n.target).startswith("_guards_fn") for n in ours.graph.nodes)
+    assert not any(name.startswith("_guards_fn") for name, _ in ours.named_children())
+
+
+@needs_trt
+def test_no_max_pool_with_indices_after_capture(zoo_cache) -> None:
+    names = {qualname(n.target) for n in zoo_cache.capture("resnet18").graph.nodes}
+    assert not any("max_pool2d_with_indices" in n for n in names)
+    assert "torch.ops.aten.max_pool2d.default" in names
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_zoo_model_captures_and_matches_eager(zoo_cache, name) -> None:
+    model, inputs = zoo_cache.load(name)
+    gm = zoo_cache.capture(name)
+    assert isinstance(gm, torch.fx.GraphModule)
+    assert all(isinstance(n.target, torch._ops.OpOverload) or n.target.__module__ == "_operator"
+               for n in gm.graph.nodes if n.op == "call_function")
+    assert not any(n.op == "call_module" for n in gm.graph.nodes)
+    expected = _tensors(zoo_cache.eager(name))
+    with torch.no_grad():
+        got = _tensors(gm(*inputs))
+    assert len(got) == len(expected) >= 1
+    for g, e in zip(got, expected):
+        scale = e.abs().max().item()
+        assert scale > 0 and torch.isfinite(e).all()
+        torch.testing.assert_close(g, e, rtol=1e-4, atol=1e-5 * scale)
+
+
+@pytest.mark.parametrize("name", zoo.names())
+def test_capture_leaves_model_unchanged(zoo_cache, name) -> None:
+    model, _ = zoo_cache.load(name)
+    before = zoo_cache.state_before_capture(name)
+    after = model.state_dict()
+    assert list(after) == list(before)
+    for key, value in after.items():
+        assert torch.equal(value, before[key]), key
+    assert not model.training and not any(m.training for m in model.modules())
+    assert all(p.requires_grad for p in model.parameters())
+
+
+def test_capture_leaves_parameters_unchanged_fresh_model() -> None:
+    model, inputs = zoo.load("tiny_conv")
+    params = {k: (p.detach().clone(), p.requires_grad, p.data_ptr()) for k, p in model.named_parameters()}
+    buffers = {k: b.clone() for k, b in model.named_buffers()}
+    hv.capture(model, inputs)
+    for k, p in model.named_parameters():
+        value, requires_grad, ptr = params[k]
+        assert torch.equal(p, value) and p.requires_grad == requires_grad and p.data_ptr() == ptr
+    for k, b in model.named_buffers():
+        assert torch.equal(b, buffers[k]), k
+
+
+class _Branchy(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if x.sum() > 0:
+            return x * 2
+        return x - 1
+
+
+def test_data_dependent_control_flow_is_a_capture_error() -> None:
+    with pytest.raises(hv.CaptureError, match="control flow") as info:
+        hv.capture(_Branchy(), (torch.randn(2, 3),))
+    assert "_Branchy" in str(info.value)
+    assert "torch.cond" in str(info.value)
+
+
+class _Result:
+    def __init__(self, value: torch.Tensor) -> None:
+        self.value = value
+
+
+class _ReturnsObject(nn.Module):
+    def forward(self, x: torch.Tensor) -> _Result:
+        return _Result(x + 1)
+
+
+def test_unexportable_output_is_a_capture_error_with_hint() -> None:
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(_ReturnsObject(), (torch.randn(2, 3),))
+    message = str(info.value)
+    assert "_ReturnsObject" in message and "_Result" in message
+    assert "Hint:" in message and "flatten" in message
+
+
+def test_wrong_kinds_of_input_are_capture_errors() -> None:
+    with pytest.raises(hv.CaptureError, match="nn.Module, ExportedProgram or GraphModule"):
+        hv.capture("resnet18", (torch.randn(1),))
+    with pytest.raises(hv.CaptureError, match="example_inputs"):
+        hv.capture(zoo.TinyConv())
+
+
+def test_second_capture_is_cached_without_re_export(monkeypatch) -> None:
+    calls = []
+    real_export = torch.export.export
+
+    def counting_export(*args, **kwargs):
+        calls.append(args[0])
+        return real_export(*args, **kwargs)
+
+    monkeypatch.setattr(torch.export, "export", counting_export)
+    model, inputs = zoo.load("tiny_conv")
+    first = hv.capture(model, inputs)
+    assert len(calls) == 1
+    again = hv.capture(model, (torch.randn(1, 3, 224, 224),))  # same spec, other values
+    assert again is first and len(calls) == 1
+    other = hv.capture(model, (torch.randn(2, 3, 224, 224),))  # another spec: a new capture
+    assert other is not first and len(calls) == 2
+
+
+@needs_trt
+def test_exported_program_is_accepted(zoo_cache) -> None:
+    model, inputs = zoo_cache.load("tiny_conv")
+    ep = torch.export.export(model, inputs, strict=False)
+    nodes_before = [n.name for n in ep.graph.nodes]
+    gm = hv.capture(ep)
+    assert _ops(gm) == _ops(zoo_cache.capture("tiny_conv"))
+    assert [n.name for n in ep.graph.nodes] == nodes_before  # lowered a copy, not ep itself
+    with torch.no_grad():
+        torch.testing.assert_close(gm(*inputs), zoo_cache.eager("tiny_conv"))
+
+
+def test_aten_graph_module_is_accepted(zoo_cache) -> None:
+    model, inputs = zoo_cache.load("tiny_conv")
+    aten = zoo_cache.capture("tiny_conv")
+    ops_before = _ops(aten)
+    gm = hv.capture(aten, inputs)
+    assert gm is not aten and _ops(gm) == ops_before
+    assert _ops(aten) == ops_before
+    with torch.no_grad():
+        torch.testing.assert_close(gm(*inputs), zoo_cache.eager("tiny_conv"))
+
+
+def test_synthetic_graph_is_accepted_as_is() -> None:
+    graph = zoo.synthetic(300, seed=3)
+    gm = hv.capture(graph, zoo.synthetic_inputs(graph))
+    assert _ops(gm) == _ops(graph)
+    inputs = zoo.synthetic_inputs(graph, seed=1)
+    torch.testing.assert_close(gm(*inputs), graph(*inputs), equal_nan=True)
+
+
+def test_traced_graph_module_is_exported_and_lowered() -> None:
+    traced = torch.fx.symbolic_trace(zoo.TinyConv().eval())
+    assert any(n.op == "call_module" for n in traced.graph.nodes)
+    gm = hv.capture(traced, (torch.randn(1, 3, 32, 32),))
+    assert not any(n.op == "call_module" for n in gm.graph.nodes)
+    assert "torch.ops.aten.convolution.default" in {qualname(n.target) for n in gm.graph.nodes}
