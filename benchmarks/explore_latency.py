@@ -62,11 +62,11 @@ def steps(ex) -> list[tuple[str, str, object]]:
 
 
 def upstream_seconds(gm, cfg) -> float | None:
-    import hierviz as hv
+    from hierviz.partition import partition
 
     try:
         t = time.perf_counter()
-        hv.partition(gm, config=cfg, engine="torch_tensorrt")
+        partition(gm, config=cfg, engine="torch_tensorrt")
         return time.perf_counter() - t
     except Exception:  # noqa: BLE001 - upstream may be missing or reject the setting
         return None

@@ -24,6 +24,7 @@ import re
 import threading
 import time
 import traceback
+import warnings
 from collections import Counter
 from pathlib import Path
 from types import MappingProxyType
@@ -314,6 +315,7 @@ class Explorer(widgets.VBox):
     def _build_panels(self) -> None:
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="measuring",
                                               layout=widgets.Layout(display="none", width="420px"))
+        self.progress_label = widgets.HTML()
         self.panels: Mapping[str, widgets.Widget] = MappingProxyType({
             "error": widgets.HTML(),
             "status": widgets.HTML(),
@@ -336,7 +338,7 @@ class Explorer(widgets.VBox):
                             layout=widgets.Layout(width="100%"))
         row4 = widgets.HBox([widgets.Label("support"), c["support"]])
         row5 = widgets.HBox([c["view"], c["focus"]])
-        controls = widgets.VBox([row1, row4, row2, row3, self._teo_counts, row5, self.progress])
+        controls = widgets.VBox([row1, row4, row2, row3, self._teo_counts, row5, widgets.HBox([self.progress, self.progress_label])])
         diff_box = widgets.VBox([widgets.HBox([self.diff_against, b["pin"], b["unpin"]]), p["diff"]])
         export_box = widgets.VBox([widgets.HBox([self.output_dir, b["export_svg"], b["export_html"],
                                                  b["export_csv"]]), p["export"]])
@@ -682,6 +684,10 @@ class Explorer(widgets.VBox):
                 text += f", compile {_num(lat['compile_s'])} s"
             if lat.get("cache_hits") is not None:
                 text += f" (cache {lat['cache_hits']} hit / {lat['cache_misses']} miss)"
+            notes = list(getattr(m, "warnings", None) or [])
+            if notes:
+                items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)
+                text += f"<details><summary>{len(notes)} warning(s)</summary><ul>{items}</ul></details>"
             rows.append(("latency", text))
         elif self.controls["measure"].value:
             rows.append(("latency", "not measured (see the error above)"))
@@ -759,14 +765,18 @@ class Explorer(widgets.VBox):
         bar = self.progress
         bar.value, bar.bar_style = 0.0, "info"
         bar.layout.display = None
+        self.progress_label.value = ""
 
-        def progress(*args: Any, **kwargs: Any) -> None:
-            fraction = _fraction(args, kwargs)
-            if fraction is not None:
-                bar.value = max(0.0, min(1.0, fraction))
+        def progress(stage: str, done: int, total: int) -> None:
+            bar.value = max(0.0, min(1.0, done / total)) if total else 0.0
+            bar.description = "measuring"
+            bar.tooltip = str(stage)
+            self.progress_label.value = f'<span style="font-size:11px;color:#555">{html.escape(str(stage))}</span>'
 
         try:
-            m = measure(part, self.example_inputs, progress=progress, **self.measure_options)
+            with warnings.catch_warnings():  # shown in the stats panel (Measurement.warnings), not the log
+                warnings.simplefilter("ignore")
+                m = measure(part, self.example_inputs, progress=progress, **self.measure_options)
         except HiervizError as exc:
             self._errors["measure"] = str(exc)
             bar.bar_style = "danger"
@@ -774,6 +784,7 @@ class Explorer(widgets.VBox):
         finally:
             if bar.bar_style != "danger":
                 bar.layout.display = "none"
+                self.progress_label.value = ""
         bar.value = 1.0
         return m
 
@@ -850,21 +861,6 @@ def _num(value: Any) -> str:
     if isinstance(value, float):
         return f"{value:.3g}"
     return str(value)
-
-
-def _fraction(args: tuple, kwargs: dict) -> float | None:
-    """Progress as a fraction from the forms hv.measure may report: (done, total), a fraction,
-    or keywords done=/total=."""
-    done = kwargs.get("done", args[0] if args else None)
-    total = kwargs.get("total", args[1] if len(args) > 1 else None)
-    try:
-        if total:
-            return float(done) / float(total)
-        if done is not None and 0.0 <= float(done) <= 1.0:
-            return float(done)
-    except (TypeError, ValueError):
-        return None
-    return None
 
 
 def explore(model: Any, example_inputs: Any = None, config: Config | dict | None = None, *,

@@ -75,7 +75,6 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters}")
     was_enabled = gc.isenabled()
-    gc.collect()
     gc.disable()
     try:
         if device.type == "cuda":

@@ -191,22 +191,11 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
 
 
 def _defaults(w: DotWriter) -> None:
-    w.defaults("graph", rankdir="TB", fontname=FONT, fontsize=11, nodesep=0.22, ranksep=0.32,
+    w.defaults("graph", rankdir="TB", fontname=FONT, fontsize=11, nodesep=0.2, ranksep=0.26,
                labelloc="t", labeljust="l", newrank=True, outputorder="edgesfirst")
-    w.defaults("node", fontname=FONT, fontsize=10, height=0.3, margin="0.1,0.03", penwidth=1.0)
+    w.defaults("node", fontname=FONT, fontsize=10, height=0.26, margin="0.1,0.02", penwidth=1.0)
     w.defaults("edge", fontname=FONT, fontsize=8, arrowsize=0.6, color=palette.INTERNAL_EDGE,
                penwidth=0.9)
-
-
-def _title(ctx: _Ctx, w: DotWriter, view_text: str) -> None:
-    p = ctx.p
-    s = p.stats
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
-    line1 = f"<B>{html(view_text)}</B>"
-    line2 = (f"{html(p.config.label())} | {s['nodes']:,} nodes, {_plural(s['subgraphs'], 'subgraph')} "
-             f"({html(by)}) | coverage {s['coverage']:.0%} | {_plural(s['boundary_tensors'], 'boundary tensor')}")
-    w.defaults("graph", label=Html(f'<FONT POINT-SIZE="13">{line1}</FONT><BR ALIGN="LEFT"/>{line2}'
-                                   '<BR ALIGN="LEFT"/>'))
 
 
 # ---------------------------------------------------------------------------- full & focus
@@ -283,10 +272,15 @@ def _draw_node(ctx: _Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
         color=palette.FOCUS if focus else line,
         penwidth=3.5 if focus else pen,
         peripheries=st.peripheries if st.peripheries != 1 else None,
-        fontsize=9 if code == eng.FOLLOWS_PRODUCER else None,
-        height=0.25 if code == eng.FOLLOWS_PRODUCER else None,
+        fontsize=8 if code == eng.FOLLOWS_PRODUCER else None,
+        height=0.2 if code == eng.FOLLOWS_PRODUCER else None,
         **{"class": f"hv-node hv-{_css(backend)} hv-{code}"},
     )
+
+
+def _cluster_label(tag: str, line: str) -> Html:
+    """A subgraph's label: its tag, backend and op count, left-aligned."""
+    return Html(f'<FONT POINT-SIZE="9"><B>{html(tag, LABEL_CHARS)}</B>{_L}{html(line, 60)}{_L}</FONT>')
 
 
 def _cluster_of(ctx: _Ctx, i: int) -> int | None:
@@ -310,16 +304,21 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
         sg = ctx.p.subgraphs[k]
         members = clusters[k]
         shown = "" if len(members) == len(sg.nodes) else f" (showing {len(members):,} of {len(sg.nodes):,} nodes)"
-        label = Html(f"<B>{html(res.tags[k])}</B><BR/>{html(raw.backend)} | {_plural(sg.compute_ops, 'op')}"
-                     f"{html(shown)}")
-        w.open(f"cluster_{k}", label=label, style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
+        label = _cluster_label(res.tags[k], f"{raw.backend} · {_plural(sg.compute_ops, 'op')}{shown}")
+        tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
+                        f"inputs: {len(sg.inputs)}, outputs: {len(sg.outputs)}"])
+        w.open(f"cluster_{k}", label="", style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
                color=palette.color(raw.backend), penwidth=1.4, fontsize=10, labeljust="l",
-               tooltip=_tooltip([res.tags[k], f"backend: {raw.backend}",
-                                 f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
-                                 f"inputs: {len(sg.inputs)}, outputs: {len(sg.outputs)}"]),
+               tooltip=tip,
                **{"class": f"hv-subgraph hv-{_css(raw.backend)}"})
         for i in members:
             _draw_node(ctx, w, i, i == focus_node)
+        # The label is a node beside the first member, not the cluster label: dot routes edges
+        # around nodes but straight through cluster labels.
+        w.node(f"h{k}", label=label, shape="plaintext", margin="0.02", height=0.2, tooltip=tip,
+               **{"class": "hv-cluster-label"})
+        w.raw(f"{{rank=same; h{k}; n{members[0]}}}")
+        w.edge(f"h{k}", f"n{members[0]}", style="invis")
         w.close()
     for i in outside:
         _draw_node(ctx, w, i, i == focus_node)
@@ -345,54 +344,85 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
     return {"nodes": len(drawn), "clusters": len(clusters), "boundary_edges": boundary}
 
 
-def _legend(ctx: _Ctx, w: DotWriter, grouped: bool = False, collapsed: bool = False) -> None:
-    """A cluster of sample nodes: one per backend, one per fallback style that occurs."""
-    counts = ctx.p.stats["subgraphs_by_backend"]
-    backends = list(ctx.p.backends)
-    backends += sorted(b for b in ctx.backends_seen if b not in backends and b != "graph")
-    w.open("cluster_legend", label=Html("<B>Legend</B>"), style="rounded", color="#BBBBBB", fontsize=10,
-           labeljust="l", **{"class": "hv-legend"})
-    ids: list[str] = []
-    for k, b in enumerate(backends):
-        n = counts.get(b, 0)
-        text = f"{html(b)} ({_plural(n, 'subgraph')})"
-        ids.append(f"legend_b{k}")
-        w.node(ids[-1], label=Html(text), shape="box", style="rounded,filled", fillcolor=palette.fill(b),
-               color=palette.border(b), tooltip=f"{b}: {palette.color(b)}", fontsize=9,
-               **{"class": f"hv-legend-backend hv-{_css(b)}"})
+_L = '<BR ALIGN="LEFT"/>'
+
+
+def _swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | None = "rounded",
+            double: bool = False) -> str:
+    """One legend cell: `text` in a box drawn like the nodes it stands for."""
+    st = f' STYLE="{style}"' if style else ""
+    if double:
+        return (f'<TD BORDER="1" COLOR="{line}" CELLPADDING="1"><TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" '
+                f'CELLPADDING="2" COLOR="{line}"><TR><TD BGCOLOR="{fill}">{text}</TD></TR></TABLE></TD>')
+    return f'<TD BGCOLOR="{fill}" BORDER="{border}" COLOR="{line}"{st} CELLPADDING="3" BALIGN="LEFT">{text}</TD>'
+
+
+def _legend_column(head: str, cells: Sequence[str]) -> str:
+    """A legend column: a heading over swatches stacked one per row (equal widths)."""
+    rows = "".join(f"<TR>{c}</TR>" for c in cells)
+    return (f'<TD ALIGN="LEFT" VALIGN="TOP"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
+            f'<TR><TD ALIGN="LEFT"><I>{head}</I></TD></TR>{rows}</TABLE></TD>')
+
+
+def _text_cell(text: str) -> str:
+    return f'<TD ALIGN="LEFT" BALIGN="LEFT">{text}</TD>'
+
+
+def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False) -> None:
+    """The graph label: view, config and stats, then the legend (backends, node styles, edges).
+
+    The legend lives in the label, not in a cluster, so it costs dot no layout work and
+    always sits at the top left."""
+    p = ctx.p
+    s = p.stats
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {_plural(s['subgraphs'], 'subgraph')} "
+             f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {_plural(s['boundary_tensors'], 'boundary tensor')}")
+    counts = s["subgraphs_by_backend"]
+    backends = list(p.backends) + sorted(b for b in ctx.backends_seen if b not in p.backends and b != "graph")
+    cells = [_swatch(f"{html(b)} · {_plural(counts.get(b, 0), 'subgraph')}", palette.fill(b), palette.border(b))
+             for b in backends]
+    columns = [_legend_column("backends", cells)]
     if not collapsed:
-        codes = [c for c in (eng.FOLLOWS_PRODUCER, *palette.FALLBACK_REASONS) if ctx.reasons.get(c)]
-        for c in codes:
-            st = palette.STYLES[c]
-            text = st.legend
-            if c == eng.DEMOTED:
-                text = f"demoted: subgraph < min_block_size {ctx.p.config.min_block_size}"
-            ids.append(f"legend_r_{c}")
-            w.node(ids[-1], label=Html(html(text)), shape=st.shape, style=st.style, penwidth=st.penwidth,
-                   peripheries=st.peripheries if st.peripheries != 1 else None,
-                   fillcolor=palette.fill("torch" if c != eng.FOLLOWS_PRODUCER else "graph"),
-                   color=palette.border("torch") if c != eng.DEMOTED else palette.GRAPH, fontsize=9,
-                   tooltip=text, **{"class": f"hv-legend-reason hv-{c}"})
-    if collapsed:
-        note = "edges: tensors between subgraphs (label: dtype[shape] or count)"
-        if grouped:
-            note += "<BR ALIGN=\"LEFT\"/>striped boxes: consecutive subgraphs grouped;<BR ALIGN=\"LEFT\"/>" \
-                    "stripe width = share of ops per backend"
+        torch_fill, torch_line = palette.fill("torch"), palette.border("torch")
+        samples = [_swatch("op (color: its backend)", palette.fill("graph"), palette.border("graph"))]
+        if ctx.reasons.get(eng.FOLLOWS_PRODUCER):
+            samples.append(_swatch("getitem/view, runs with its producer (oval)", palette.fill("graph"),
+                                   palette.border("graph")))
+        if ctx.reasons.get(eng.UNSUPPORTED):
+            samples.append(_swatch("unsupported by every backend (octagon)", torch_fill, torch_line, border=3,
+                                   style=None))
+        if ctx.reasons.get(eng.VALIDATOR):
+            samples.append(_swatch("converter validator rejected it (octagon)", torch_fill, torch_line, border=2,
+                                   style="dotted"))
+        if ctx.reasons.get(eng.TORCH_EXECUTED):
+            samples.append(_swatch("in torch_executed_ops", torch_fill, torch_line, style=None, double=True))
+        if ctx.reasons.get(eng.DEMOTED):
+            samples.append(_swatch(f"demoted: its subgraph &lt; min_block_size {p.config.min_block_size}"
+                                   f"{_L}(border: the backend it was eligible for)", torch_fill, palette.GRAPH,
+                                   border=2, style="dashed"))
+        columns.append(_legend_column("nodes", samples))
+        columns.append(_legend_column("edges", [_text_cell(
+            f"bold, labelled dtype[shape]:{_L}a tensor crossing subgraphs{_L}thin grey: inside a subgraph{_L}"
+            f"{_L}SVG: hover nodes, edges and{_L}subgraphs for details{_L}")]))
     else:
-        note = ("bold edges: tensors crossing subgraphs,<BR ALIGN=\"LEFT\"/>labelled dtype[shape];"
-                "<BR ALIGN=\"LEFT\"/>hover a node for why it runs there")
-    ids.append("legend_note")
-    w.node(ids[-1], label=Html(note + "<BR ALIGN=\"LEFT\"/>"), shape="plaintext", fontsize=8, height=0.2)
-    for a, b in zip(ids, ids[1:]):
-        w.edge(a, b, style="invis")
-    w.close()
+        text = f"a tensor or tensors crossing{_L}between subgraphs{_L}(label: dtype[shape] or count){_L}"
+        if grouped:
+            text += (f"{_L}striped boxes: runs of consecutive{_L}subgraphs; stripe width: share{_L}"
+                     f"of ops per backend{_L}")
+        columns.append(_legend_column("edges", [_text_cell(text)]))
+    label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>'
+             f'<TR><TD ALIGN="LEFT" ID="hv_legend"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="4" CELLPADDING="0">'
+             f'<TR>{"".join(columns)}<TD> </TD></TR></TABLE></TD></TR></TABLE>')
+    w.defaults("graph", label=Html(label))
 
 
 def _full(ctx: _Ctx, w: DotWriter) -> dict:
     drawn = [i for i in range(len(ctx.index.nodes)) if ctx.drawable(i)]
-    _title(ctx, w, "hierviz | full view")
     info = _draw_nodes_and_edges(ctx, w, drawn)
-    _legend(ctx, w)
+    _title(ctx, w, "hierviz · full view")
     return info
 
 
@@ -450,7 +480,7 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
             frontier = sorted(nxt)
             if not frontier:
                 break
-        title = f"hierviz | focus on node {clean(name, 60)} (radius {radius})"
+        title = f"hierviz · focus on node {clean(name, 60)} (radius {radius})"
     else:
         k = ctx.p._by_tag[name]
         members = [index.position[n] for n in k.nodes]
@@ -464,11 +494,10 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
                         truncated = True
                         break
                     seen.add(j)
-        title = f"hierviz | focus on subgraph {clean(name, 60)} and its boundary"
+        title = f"hierviz · focus on subgraph {clean(name, 60)} and its boundary"
     drawn = sorted(seen)
     if truncated:
         title += f" (truncated at max_nodes={limit})"
-    _title(ctx, w, title)
     info = _draw_nodes_and_edges(ctx, w, drawn, center)
     # Stubs: how many neighbours of a drawn node are not drawn.
     drawn_set = set(drawn)
@@ -483,7 +512,7 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
             w.node(f"stub_out_{i}", label=f"{_plural(hidden_out, 'more user')}", shape="plaintext",
                    fontsize=8, fontcolor="#555555", height=0.2, **{"class": "hv-stub"})
             w.edge(f"n{i}", f"stub_out_{i}", style="dashed", color="#AAAAAA")
-    _legend(ctx, w)
+    _title(ctx, w, title)
     info.update({"focus": name, "focus_kind": kind, "truncated": truncated})
     return info
 
@@ -553,12 +582,10 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
                 continue
             edges.setdefault((src, dst), {})[a] = None
 
-    view_text = f"hierviz | collapsed view | {_plural(n_sub, 'subgraph')}"
+    view_text = f"hierviz · collapsed view · {_plural(n_sub, 'subgraph')}"
     if grouped:
         view_text += f" in {len(groups):,} groups of {len(groups[0])} consecutive subgraphs"
     view_text += f" ({index_count(ctx):,} nodes; view='full' or focus=... for detail)"
-    _title(ctx, w, view_text)
-
     # Inputs
     if merged_inputs:
         shown = "<BR/>".join(f'<FONT POINT-SIZE="9">{html(index.names[i], 24)}: {html(full_spec(index.nodes[i]))}</FONT>'
@@ -602,7 +629,7 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
         w.edge(src, dst, label=None if grouped else label, color=palette.BOUNDARY_EDGE,
                penwidth=round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2,
                fontcolor=palette.BOUNDARY_EDGE, tooltip=_tooltip(tip), **{"class": "hv-boundary"})
-    _legend(ctx, w, grouped=grouped, collapsed=True)
+    _title(ctx, w, view_text, collapsed=True, grouped=grouped)
     return {"nodes": len(groups) + io_nodes, "boxes": len(groups), "grouped": grouped,
             "boundary_edges": len(edges)}
 
@@ -617,12 +644,12 @@ def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
     sg = ctx.p.subgraphs[k]
     tag = res.tags[k]
     ops = _subgraph_ops(ctx, k)
-    top = ", ".join(f"{o} x{c}" for o, c in ops.most_common(3))
-    lines = [f"<B>{html(tag)}</B>", f"{html(raw.backend)} | {_plural(sg.compute_ops, 'op')}"]
+    top = ", ".join(f"{o} ×{c}" for o, c in ops.most_common(3))
+    lines = [f"<B>{html(tag)}</B>", f"{html(raw.backend)} · {_plural(sg.compute_ops, 'op')}"]
     if top:
         lines.append(f'<FONT POINT-SIZE="9">{html(top, 60)}</FONT>')
     tip = [tag, f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
-           "ops: " + ", ".join(f"{o} x{c}" for o, c in ops.most_common(12))]
+           "ops: " + ", ".join(f"{o} ×{c}" for o, c in ops.most_common(12))]
     styl, pen = "rounded,filled", 1.2
     if raw.backend == eng.FALLBACK:
         why = _why_torch(ctx, k)

@@ -1,0 +1,570 @@
+"""Write the tutorial notebooks in notebooks/ from the cell sources below, without outputs.
+
+    .venv/bin/python scripts/make_notebooks.py            # (re)write notebooks/*.ipynb
+    .venv/bin/python scripts/make_notebooks.py --check    # exit 1 if a notebook differs
+
+The notebooks are generated so that they stay clean (no outputs, no execution counts, stable
+cell ids) and reproducible: edit the cells here, not in JupyterLab, then run this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from textwrap import dedent
+
+import nbformat
+from nbformat import v4
+
+ROOT = Path(__file__).resolve().parents[1]
+NOTEBOOKS = ROOT / "notebooks"
+
+KERNELSPEC = {"display_name": "Python 3 (ipykernel)", "language": "python", "name": "python3"}
+LANGUAGE_INFO = {"name": "python", "pygments_lexer": "ipython3",
+                 "codemirror_mode": {"name": "ipython", "version": 3}}
+
+# A quiet start: Torch-TensorRT and torch print import-time warnings that are noise here.
+SETUP = '''\
+import logging
+import warnings
+
+warnings.filterwarnings("ignore")
+logging.getLogger("torch_tensorrt").setLevel(logging.ERROR)
+
+import torch
+import hierviz as hv
+
+print(hv.trt.info())'''
+
+
+def md(text: str) -> tuple[str, str]:
+    return ("markdown", dedent(text).strip("\n"))
+
+
+def code(text: str) -> tuple[str, str]:
+    return ("code", dedent(text).strip("\n"))
+
+
+# ---------------------------------------------------------------------------- 01
+EXPLORE = [
+    md("""
+    # 01 · Explore a partition interactively
+
+    Torch-TensorRT's hierarchical adjacency partitioner splits a model's aten graph into
+    subgraphs, one backend each, following a **priority** list of backends,
+    **`min_block_size`** and **`torch_executed_ops`**. This notebook shows the partition of
+    ResNet-50 and BERT and lets you turn those knobs with `hv.explore` and see the result at
+    once.
+
+    Everything here runs on a CPU: partitioning needs Torch-TensorRT's converter registry and
+    lowering, not a GPU. The models come from `hv.zoo` (random weights, nothing downloaded).
+    """),
+    code(SETUP),
+    md("""
+    ## ResNet-50 with Torch-TensorRT's defaults
+
+    `hv.partition` exports the model, applies Torch-TensorRT's lowering and partitions the aten
+    graph exactly as `torch_tensorrt.compile` would see it. A `Partition` displays itself:
+    one coloured box (cluster) per subgraph, green for TensorRT.
+    """),
+    code("""
+    model, inputs = hv.zoo.load("resnet50")
+    part = hv.partition(model, inputs)      # default hv.Config(): priority tensorrt > inductor, min_block_size 5
+    part
+    """),
+    md("""
+    Every op of ResNet-50 has a TensorRT converter, so the whole graph is one TensorRT engine.
+    Things get interesting when some ops must stay in PyTorch. Suppose the residual additions
+    (`aten.add.Tensor`) are forced to PyTorch with `torch_executed_ops`, and TorchInductor is
+    available as a second backend for everything it can compile.
+
+    Run the next cell and play with the controls:
+
+    * **priority**: backends, highest first. Drag to reorder; remove a backend to switch it off.
+    * **min_block_size**: accelerated subgraphs with fewer nodes go back to PyTorch.
+    * **torch_executed_ops**: type an op name (autocomplete lists the ops of this graph).
+    * **view**: `full` draws every node, `collapsed` one box per subgraph, `focus` the
+      neighbourhood of one node or subgraph.
+
+    The tabs below the diagram hold the per-op table, the subgraphs, the dryrun-style report,
+    the history of every setting you tried, and a diff against the previous setting.
+    """),
+    code("""
+    config = hv.Config(
+        priority=("tensorrt", "inductor"),
+        support={"inductor": hv.support.inductor()},           # inductor may take any op it can lower
+        torch_executed_ops={"torch.ops.aten.add.Tensor"},       # the residual adds run in PyTorch
+        min_block_size=5,
+    )
+    explorer = hv.explore(model, inputs, config, name="resnet50")
+    explorer
+    """),
+    md("""
+    The controls are ordinary widgets, so you can also drive the explorer from code, for
+    example to reproduce a setting exactly. `explorer.controls` maps each `Config` field (plus
+    `view` and `measure`) to its widget; setting `.value` re-partitions as a click would.
+    A bottleneck block of ResNet-50 has about a dozen nodes between two residual adds, so a
+    `min_block_size` above that sends whole blocks back to PyTorch:
+    """),
+    code("""
+    explorer.controls["min_block_size"].value = 15
+    print(explorer.partition)
+    explorer.partition.stats["subgraphs_by_backend"]
+    """),
+    md("""
+    `explorer.history` is a DataFrame with one row per setting you tried (from the widgets or
+    from code): the settings, subgraph counts per backend, coverage and the boundary tensors
+    that cross between subgraphs (each one is a copy between engines at run time).
+    """),
+    code("""
+    explorer.history[["run", "priority", "min_block_size", "subgraphs", "subgraphs_tensorrt",
+                      "subgraphs_torch", "accelerated_coverage", "boundary_tensors"]]
+    """),
+    md("""
+    Why does a node run where it runs? `reason_of` answers for one node, `ops()` for every op:
+    """),
+    code("""
+    current = explorer.partition
+    demoted = [n for sg in current.subgraphs if sg.backend == "torch" for n in sg.nodes]
+    print(current.reason_of(demoted[0]))
+    current.ops().head(10)
+    """),
+    md("""
+    Leave `min_block_size` back at 5 for the widget above (it stays live: scroll up and keep
+    exploring).
+    """),
+    code("""
+    explorer.controls["min_block_size"].value = 5
+    print(explorer.partition)
+    """),
+    md("""
+    ## BERT
+
+    A 2-layer BERT encoder (hidden size 128). Here we let TorchInductor go **first** and give it
+    only the matrix multiplications (`aten.linear`), a common split when a hand-tuned GEMM
+    backend is preferred; TensorRT takes the rest. Try raising `min_block_size`, or switching
+    the priority back to `tensorrt, inductor`.
+    """),
+    code("""
+    bert, bert_inputs = hv.zoo.load("bert")
+    bert_config = hv.Config(
+        priority=("inductor", "tensorrt"),
+        support={"inductor": hv.support.ops(["torch.ops.aten.linear.default"])},
+        min_block_size=1,
+    )
+    bert_explorer = hv.explore(bert, bert_inputs, bert_config, name="bert")
+    bert_explorer
+    """),
+    code("""
+    bert_explorer.partition.summary()[["tag", "backend", "ops", "inputs", "outputs", "top_ops"]]
+    """),
+    md("""
+    Next: `02_compare.ipynb` sweeps settings into a table and plots them; `03_export.ipynb`
+    saves diagrams and HTML reports for sharing.
+    """),
+]
+
+# ---------------------------------------------------------------------------- 02
+COMPARE = [
+    md("""
+    # 02 · Compare settings: sweeps, tables, plots and diffs
+
+    Instead of trying settings one at a time, `hv.sweep` partitions a model under every
+    combination of a grid of `Config` values and returns a pandas DataFrame, one row per
+    setting. With `measure=True` it also compiles and times each setting.
+    """),
+    code(SETUP + '''
+
+import pandas as pd
+import matplotlib.pyplot as plt
+from hierviz.explore import plot_latency, plot_subgraphs
+
+pd.set_option("display.max_columns", 30)
+pd.set_option("display.width", 200)'''),
+    md("""
+    ## A sweep over `min_block_size` and priority
+
+    Capture the model once with `hv.capture` (export + Torch-TensorRT lowering); every
+    partition below reuses that graph. The residual adds are forced to PyTorch again, so that
+    `min_block_size` has something to decide.
+    """),
+    code("""
+    model, inputs = hv.zoo.load("resnet50")
+    graph = hv.capture(model, inputs)
+
+    base = hv.Config(support={"inductor": hv.support.inductor()},
+                     torch_executed_ops={"torch.ops.aten.add.Tensor"})
+    grid = {
+        "min_block_size": [1, 5, 10, 15, 20],
+        "priority": [("tensorrt", "inductor"), ("inductor", "tensorrt")],
+    }
+    table = hv.sweep(graph, None, grid, base=base, progress=False)
+    table
+    """),
+    md("""
+    The table is a plain DataFrame: filter, sort and pivot it as usual. For instance the
+    number of subgraphs per setting, and the settings that keep at least 80 % of the compute
+    ops accelerated:
+    """),
+    code("""
+    table.pivot(index="min_block_size", columns="priority", values="subgraphs")
+    """),
+    code("""
+    table[table["accelerated_coverage"] >= 0.8][
+        ["priority", "min_block_size", "subgraphs", "acc_subgraphs", "accelerated_coverage", "boundary_tensors"]]
+    """),
+    md("""
+    ## Plot: subgraphs per backend
+
+    `plot_subgraphs` draws one stacked bar per setting, coloured like the diagrams.
+    """),
+    code("""
+    ax = plot_subgraphs(table[table["priority"] == "tensorrt>inductor"], x="min_block_size")
+    plt.show()
+    """),
+    md("""
+    ## Plot: latency
+
+    `measure=True` compiles every subgraph with its backend and times the split model
+    (`hv.measure`). TensorRT needs an NVIDIA GPU; on a CPU the TensorRT settings get an
+    `error` row and TorchInductor / PyTorch settings are timed on the CPU. We measure the
+    small `tiny_conv` model with few iterations to keep this notebook quick; on a GPU machine
+    use your own model and the defaults (`warmup=10, iters=100`).
+    """),
+    code("""
+    tiny, tiny_inputs = hv.zoo.load("tiny_conv")
+    latency = hv.sweep(
+        tiny, tiny_inputs,
+        {"min_block_size": [1, 3, 5], "priority": [("inductor",), ("tensorrt", "inductor")]},
+        base=hv.Config(support={"inductor": hv.support.inductor()}),
+        measure={"warmup": 2, "iters": 10},
+        progress=False,
+    )
+    latency[["priority", "min_block_size", "subgraphs", "median_ms", "p10_ms", "p90_ms", "speedup", "error"]]
+    """),
+    code("""
+    ax = plot_latency(latency)
+    plt.show()
+    """),
+    md("""
+    ## Diff two settings
+
+    `hv.diff(a, b)` lists the nodes whose backend or subgraph differs between two partitions
+    of the same graph, with the reason on each side.
+    """),
+    code("""
+    a = hv.partition(graph, base, min_block_size=10)
+    b = hv.partition(graph, base, min_block_size=15)
+    changes = hv.diff(a, b)
+    print(f"{len(changes)} of {a.stats['nodes']} nodes change subgraph or backend")
+    changes.head(10)
+    """),
+    code("""
+    changes.groupby(["backend_a", "backend_b"]).size().rename("nodes").reset_index()
+    """),
+    md("""
+    `Partition.recommend()` re-partitions at a range of sizes and shows how many subgraphs each
+    backend would get, like the recommendations at the end of Torch-TensorRT's dryrun report:
+    """),
+    code("""
+    a.recommend([1, 5, 10, 12, 13, 14, 15, 20])
+    """),
+]
+
+# ---------------------------------------------------------------------------- 03
+EXPORT = [
+    md("""
+    # 03 · Diagrams and reports for sharing
+
+    A partition can be saved as a diagram (SVG, PNG, PDF), as Graphviz DOT, as JSON, or as a
+    standalone HTML report (diagram, settings, tables and the dryrun-style report in one file
+    that opens in any browser). The format comes from the file's suffix.
+    """),
+    code(SETUP + '''
+
+import tempfile
+from pathlib import Path
+from IPython.display import HTML, SVG, Image, display
+
+# Files go to a fresh temporary folder; set OUT to a folder of your own to keep them.
+OUT = Path(tempfile.mkdtemp(prefix="hierviz-export-"))
+OUT'''),
+    code("""
+    model, inputs = hv.zoo.load("resnet18")
+    config = hv.Config(priority=("inductor", "tensorrt"),
+                       support={"inductor": hv.support.ops(["torch.ops.aten.convolution.default"])},
+                       min_block_size=1)
+    part = hv.partition(model, inputs, config)
+    print(part)
+    """),
+    md("""
+    ## Views
+
+    `render(view=...)` returns a `graphviz.Digraph`, which Jupyter draws as SVG. `full` draws
+    every node; `collapsed` one box per subgraph with the tensors that cross between them (the
+    view to use for large graphs); `focus` the neighbourhood of one node or subgraph; `auto`
+    (the default) picks `full` or `collapsed` by size.
+    """),
+    code("""
+    part.render(view="collapsed")
+    """),
+    code("""
+    tag = part.subgraphs[3].tag
+    part.render(view="focus", focus=tag)
+    """),
+    md("""
+    ## Files
+
+    `save` writes one file and returns its path.
+    """),
+    code("""
+    written = [part.save(OUT / f"resnet18-inductor-first{suffix}")
+               for suffix in (".svg", ".png", ".pdf", ".dot", ".json", ".html")]
+    for path in written:
+        print(f"{path.name:32} {path.stat().st_size:>10,} bytes")
+    """),
+    md("""
+    The SVG and PNG are the same diagram; an SVG stays sharp when zoomed and its text can be
+    searched.
+    """),
+    code("""
+    display(Image(filename=str(OUT / "resnet18-inductor-first.png"), width=700))
+    """),
+    code("""
+    import json
+
+    data = json.loads((OUT / "resnet18-inductor-first.json").read_text())
+    print(sorted(data))
+    """),
+    md("""
+    ## The HTML report
+
+    One self-contained file: send it to a colleague or attach it to a bug report. Here it is
+    shown inline in an iframe; open the file in a browser to see it full size.
+    """),
+    code("""
+    import html
+
+    report = OUT / "resnet18-inductor-first.html"
+    HTML(f'<iframe srcdoc="{html.escape(report.read_text())}" style="width:100%;height:520px;border:1px solid #ccc"></iframe>')
+    """),
+    md("""
+    The dryrun-style text report is also available as a string, for logs:
+    """),
+    code("""
+    print(part.report())
+    """),
+    md("""
+    ## Several settings side by side
+
+    A loop over settings produces one report per setting. The sweep table from
+    `02_compare.ipynb` is a DataFrame, so `to_csv`, `to_html` or `to_markdown` share it.
+    """),
+    code("""
+    graph = hv.capture(model, inputs)
+    for mbs in (1, 3, 5):
+        p = hv.partition(graph, config, min_block_size=mbs)
+        p.save(OUT / f"resnet18-mbs{mbs}.html")
+    table = hv.sweep(graph, None, {"min_block_size": [1, 3, 5]}, base=config, progress=False)
+    table.to_csv(OUT / "resnet18-sweep.csv", index=False)
+    sorted(p.name for p in OUT.iterdir())
+    """),
+    md("""
+    The explorer widget of `01_explore.ipynb` has the same exports under its **Export** tab
+    (SVG of the diagram as shown, HTML report, history CSV), and in code
+    `explorer.export("html")`.
+    """),
+    code("""
+    explorer = hv.explore(graph, None, config, output_dir=OUT / "explorer", name="resnet18")
+    print(explorer.export("html"))
+    print(explorer.export("csv"))
+    """),
+]
+
+# ---------------------------------------------------------------------------- 04
+YOUR_MODEL = [
+    md("""
+    # 04 · Bring your own model
+
+    Any `nn.Module` that `torch.export` can capture works, with example inputs shaped like the
+    real ones. This notebook uses a small block with one op that **TensorRT has no converter
+    for**, with a dynamic batch dimension, and shows how to read why each node runs where it
+    runs and what to do about an unsupported op.
+    """),
+    code(SETUP),
+    code("""
+    from torch import nn
+
+
+    class GatedMLP(nn.Module):
+        \"\"\"LayerNorm -> Linear -> ReLU, gated by erfinv(tanh(.)), -> Linear, plus a residual.\"\"\"
+
+        def __init__(self, dim: int = 64, hidden: int = 128) -> None:
+            super().__init__()
+            self.norm = nn.LayerNorm(dim)
+            self.up = nn.Linear(dim, hidden)
+            self.down = nn.Linear(hidden, dim)
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            h = torch.relu(self.up(self.norm(x)))
+            gate = torch.erfinv(torch.tanh(h) * 0.99)      # aten.erfinv: no TensorRT converter
+            return x + self.down(h * gate)
+
+
+    torch.manual_seed(0)
+    model = GatedMLP().eval()
+    inputs = (torch.randn(4, 64),)
+    """),
+    md("""
+    ## Capture with a dynamic batch dimension
+
+    Pass `dynamic_shapes` as you would to `torch.export.export`: here dimension 0 of `x` is a
+    `torch.export.Dim` between 1 and 64. The captured graph carries symbolic shapes (`s…`),
+    which show up in the diagram and the subgraph table. Capture once and partition the
+    graph as often as you like.
+    """),
+    code("""
+    batch = torch.export.Dim("batch", min=1, max=64)
+    graph = hv.capture(model, inputs, dynamic_shapes={"x": {0: batch}})
+    part = hv.partition(graph, min_block_size=1)
+    part
+    """),
+    code("""
+    part.summary()[["tag", "backend", "ops", "input_shapes", "output_shapes"]]
+    """),
+    md("""
+    ## Why does a node run where it runs?
+
+    `ops()` has one row per op with its count, where it runs and why; `reason_of(node)` explains
+    one node. `erfinv` has no converter and no other backend is allowed to take it, so it runs
+    in PyTorch, which splits the TensorRT work into two engines with tensors copied between
+    them.
+    """),
+    code("""
+    part.ops()
+    """),
+    code("""
+    erfinv = next(n for sg in part.subgraphs for n in sg.nodes if "erfinv" in n)
+    print(part.reason_of(erfinv))
+    """),
+    md("""
+    The same information in Torch-TensorRT's dryrun format:
+    """),
+    code("""
+    print(part.report())
+    """),
+    md("""
+    ## What to do with an unsupported op
+
+    **1. Accept the fallback, but keep the engines large.** Raising `min_block_size` sends small
+    accelerated pieces back to PyTorch too; `recommend()` shows the trade-off.
+    """),
+    code("""
+    part.recommend()
+    """),
+    md("""
+    **2. Move more ops to PyTorch on purpose** with `torch_executed_ops`, e.g. to keep the gate
+    computation together in one PyTorch subgraph instead of bouncing between engines:
+    """),
+    code("""
+    gate_in_torch = hv.partition(graph, min_block_size=1,
+                                 torch_executed_ops={"torch.ops.aten.tanh.default", "torch.ops.aten.mul.Tensor"})
+    print(gate_in_torch)
+    hv.diff(part, gate_in_torch)[["node", "backend_a", "backend_b", "reason_b"]]
+    """),
+    md("""
+    **3. Give the op to another backend.** Torch-TensorRT's hierarchical partitioner can hand
+    ops to TorchInductor when TensorRT cannot take them: add `inductor` to the priority and say
+    what it supports with `support=` (`hv.support.inductor()` is every op TorchInductor can
+    compile; `hv.support.ops([...])` an explicit list; `hv.support.where(fn)` decides per node).
+    """),
+    code("""
+    with_inductor = hv.partition(
+        graph,
+        priority=("tensorrt", "inductor"),
+        support={"inductor": hv.support.ops(["torch.ops.aten.erfinv.default"])},
+        min_block_size=1,
+    )
+    print(with_inductor)
+    print(with_inductor.reason_of(erfinv))
+    with_inductor
+    """),
+    md("""
+    **4. Check what TensorRT will really accept.** By default hierviz, like the upstream
+    partitioner, checks support by op name. `hv.support.tensorrt(validate=True)` also runs each
+    converter's capability validator on each node (dtypes, shapes, arguments), as
+    `torch_tensorrt.compile` does later, so nodes that would be rejected at compile time show
+    up now, with the reason:
+    """),
+    code("""
+    validated = hv.partition(graph, support={"tensorrt": hv.support.tensorrt(validate=True)}, min_block_size=1)
+    print(validated)
+    rejected = validated.ops()
+    rejected[rejected["reason"].str.contains("validator|no support")]
+    """),
+    md("""
+    ## Run it
+
+    The split module runs and gives the same outputs as the captured graph, whatever the
+    dynamic batch size. (Compiling it with TensorRT and timing it is `hv.measure`, which needs a
+    GPU for the TensorRT subgraphs; see `02_compare.ipynb`.)
+    """),
+    code("""
+    x = torch.randn(9, 64)
+    with torch.no_grad():
+        expected = model(x)
+        got = with_inductor.module(x)
+    got = got[0] if isinstance(got, (tuple, list)) else got
+    print(tuple(got.shape), torch.allclose(expected, got, atol=1e-5))
+    """),
+]
+
+NOTEBOOK_CELLS = {
+    "01_explore.ipynb": EXPLORE,
+    "02_compare.ipynb": COMPARE,
+    "03_export.ipynb": EXPORT,
+    "04_your_model.ipynb": YOUR_MODEL,
+}
+
+
+def build(name: str) -> nbformat.NotebookNode:
+    stem = name.split("_", 1)[0]
+    nb = v4.new_notebook()
+    nb.metadata = {"kernelspec": dict(KERNELSPEC), "language_info": dict(LANGUAGE_INFO)}
+    for i, (kind, source) in enumerate(NOTEBOOK_CELLS[name]):
+        cell = v4.new_markdown_cell(source) if kind == "markdown" else v4.new_code_cell(source)
+        cell.id = f"nb{stem}-{i:02d}"
+        nb.cells.append(cell)
+    nbformat.validate(nb)
+    return nb
+
+
+def text_of(nb: nbformat.NotebookNode) -> str:
+    return nbformat.writes(nb) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--check", action="store_true", help="report notebooks that differ, write nothing")
+    parser.add_argument("--out", type=Path, default=NOTEBOOKS, help="folder to write to (default notebooks/)")
+    args = parser.parse_args(argv)
+    stale = []
+    for name in NOTEBOOK_CELLS:
+        path = args.out / name
+        text = text_of(build(name))
+        if args.check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(path)
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        print(f"wrote {path}")
+    if stale:
+        print("out of date (run scripts/make_notebooks.py): " + ", ".join(str(p) for p in stale), file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
