@@ -83,7 +83,8 @@ class TensorRTSupport(OpSetSupport):
         super().__init__(frozenset(), ("tensorrt", validate), "Torch-TensorRT converter registry",
                          "tensorrt", reject="no TensorRT converter")
         self._validate = validate
-        del self.names, self.packets
+        # loaded on first use, so that every TensorRTSupport describes itself the same way
+        del self.names, self.packets, self.description
 
     @property
     def per_node(self) -> bool:  # type: ignore[override]

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import time
-from concurrent.futures import Executor, Future
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, Mapping
 
 import pandas as pd
 
+from hierviz import support as support_mod
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explore import columns
@@ -54,6 +55,17 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, (_coerce(k, v) for k, v in zip(keys, combo)))) for combo in itertools.product(*lists)]
 
 
+def as_config(config: Config | Mapping[str, Any] | None) -> Config:
+    """A Config from a Config, None, or a dict of fields: either Config.to_dict()'s JSON form
+    or Python values (hv.Support objects, tuples, sets)."""
+    if isinstance(config, Mapping):
+        sup = config.get("support")
+        if sup is None or (isinstance(sup, Mapping) and
+                           all(isinstance(v, support_mod.Support) for v in sup.values())):
+            return Config().replace(**dict(config))
+    return make_config(config, {})
+
+
 def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
     if not measure:
         return None
@@ -93,13 +105,17 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     invalid configuration gives a row with its message instead of stopping the sweep.
 
     Partitions are cached per (graph, Config), so running a sweep again does not re-partition;
-    `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor`) runs
-    the partitioning of configurations in parallel; measuring always runs one configuration at
-    a time, so timings do not disturb each other. `df.attrs` holds the run time and cache counters.
+    `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
+    in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
+    parallel; measuring always runs one configuration at a time, so timings do not disturb
+    each other. `df.attrs` holds the run time and cache counters.
     """
+    if isinstance(executor, ProcessPoolExecutor):
+        raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
+                          "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
     start = time.perf_counter()
     before = cache_info()
-    base_cfg = make_config(base, {})
+    base_cfg = as_config(base)
     combos = expand_grid(grid)
     gm = graph_of(model, example_inputs)
     mkw = _measure_kwargs(measure)

@@ -39,7 +39,8 @@ from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explore import columns
 from hierviz.explore.cache import cached_partition
-from hierviz.partition import Partition, diff, graph_of, make_config
+from hierviz.explore.sweep import as_config
+from hierviz.partition import Partition, diff, graph_of
 
 VIEWS = ("auto", "full", "collapsed", "focus")
 DEFAULT_DEBOUNCE = 0.15
@@ -204,7 +205,9 @@ class Explorer(widgets.VBox):
         self.debounce = float(debounce)
         self.max_nodes = max_nodes
         self.measure_options = dict(measure_options or {})
-        base = make_config(config, {})
+        if config is None and isinstance(model, Partition):
+            config = model.config
+        base = as_config(config)
         self._base = base
 
         self._lock = threading.RLock()
@@ -252,9 +255,9 @@ class Explorer(widgets.VBox):
         backends += [b for b in (base.support or {}) if b not in backends]
         self.backends = backends
         priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
-                                     tooltip="Backends, highest priority first: drag to reorder, "
-                                             "remove one to switch it off, type a name to add it back.",
-                                     layout=widgets.Layout(width="auto"))
+                             tooltip="Backends, highest priority first: drag to reorder, "
+                                     "remove one to switch it off, type a name to add it back.",
+                             layout=widgets.Layout(width="auto"))
         support = SupportPicker(backends, base.support)
 
         compute = sum(self._graph_ops.values())
@@ -268,11 +271,10 @@ class Explorer(widgets.VBox):
 
         ops_sorted = [op for op, _ in sorted(self._graph_ops.items(), key=lambda kv: (-kv[1], kv[0]))]
         allowed = ops_sorted + sorted(o for o in base.torch_executed_ops if o not in self._graph_ops)
-        teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False, ops=True,
-                                tooltip="Ops forced to run in PyTorch. In this graph: " +
-                                        ", ".join(f"{op.replace('torch.ops.', '')} x{n}"
-                                                  for op, n in sorted(self._graph_ops.items(), key=lambda kv: -kv[1])),
-                                layout=widgets.Layout(width="auto"))
+        in_graph = ", ".join(f"{op.replace('torch.ops.', '')} x{self._graph_ops[op]}" for op in ops_sorted)
+        teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
+                        ops=True, tooltip=f"Ops forced to run in PyTorch. In this graph: {in_graph}",
+                        layout=widgets.Layout(width="auto"))
         self._teo_counts = widgets.HTML()
         rfc = widgets.ToggleButton(value=base.require_full_compilation, description="require full compilation",
                                    icon="lock", layout=widgets.Layout(width="auto"))
@@ -338,7 +340,8 @@ class Explorer(widgets.VBox):
                             layout=widgets.Layout(width="100%"))
         row4 = widgets.HBox([widgets.Label("support"), c["support"]])
         row5 = widgets.HBox([c["view"], c["focus"]])
-        controls = widgets.VBox([row1, row4, row2, row3, self._teo_counts, row5, widgets.HBox([self.progress, self.progress_label])])
+        progress = widgets.HBox([self.progress, self.progress_label])
+        controls = widgets.VBox([row1, row4, row2, row3, self._teo_counts, row5, progress])
         diff_box = widgets.VBox([widgets.HBox([self.diff_against, b["pin"], b["unpin"]]), p["diff"]])
         export_box = widgets.VBox([widgets.HBox([self.output_dir, b["export_svg"], b["export_html"],
                                                  b["export_csv"]]), p["export"]])
@@ -367,7 +370,8 @@ class Explorer(widgets.VBox):
             try:
                 return fn(*args, **kwargs)
             except HiervizError as exc:
-                self._errors["action"] = str(exc)
+                if str(exc) not in self._errors.values():  # export and measure file their own
+                    self._errors["action"] = str(exc)
             except Exception as exc:  # noqa: BLE001 - the kernel must never see it
                 self.internal_errors.append(exc)
                 self._errors["internal"] = (f"unexpected {type(exc).__name__}: {exc}\n"

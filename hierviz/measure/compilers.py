@@ -75,9 +75,24 @@ def from_function(backend: str, fn: Callable[..., Callable[..., Any]], *, lifts_
         return fn(gm, list(example_inputs))
 
     name = getattr(fn, "__qualname__", type(fn).__name__)
+    token = _token(fn)
     return Compiler(backend=backend, compile=compile_fn, lifts_weights=lifts_weights,
-                    needs_cuda=needs_cuda, options_key=lambda options: (name, repr(options)),
+                    needs_cuda=needs_cuda, options_key=lambda options: (name, token, repr(options)),
                     description=f"user compiler {name}")
+
+
+# A number per user compile function, so two functions never share cache entries (their
+# names can be equal, and ids are reused once a function is freed: the functions are kept).
+_TOKENS: dict[int, tuple[Any, int]] = {}
+
+
+def _token(fn: Any) -> int:
+    hit = _TOKENS.get(id(fn))
+    if hit is not None and hit[0] is fn:
+        return hit[1]
+    token = len(_TOKENS) + 1
+    _TOKENS[id(fn)] = (fn, token)
+    return token
 
 
 def unregister_compiler(backend: str) -> None:

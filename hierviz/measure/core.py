@@ -9,6 +9,7 @@ module's graph calls those wrappers. The eager baseline is the lifted unsplit gr
 from __future__ import annotations
 
 import math
+import sys
 import time
 import warnings
 from dataclasses import dataclass, field
@@ -82,9 +83,9 @@ class _Runner(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         out = self.fn(*args, *self.weights)
-        if self.single:
-            return out if not isinstance(out, (tuple, list)) else out[0]
-        return tuple(out) if isinstance(out, list) else out
+        if not isinstance(out, (tuple, list)):  # e.g. a TensorRT module with one output
+            out = (out,)
+        return out[0] if self.single else tuple(out)
 
     def extra_repr(self) -> str:
         return f"{self.tag}: {self.status}"
@@ -92,7 +93,7 @@ class _Runner(torch.nn.Module):
 
 def resolve_device(device: Any) -> torch.device:
     if device is None:
-        return torch.device("cuda" if torch.cuda.is_available() else "cpu")
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(device)
     except (RuntimeError, TypeError) as exc:
@@ -100,6 +101,8 @@ def resolve_device(device: Any) -> torch.device:
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise MeasureError(f"device={device!r} was requested but no CUDA device is available here; "
                            "use device='cpu' (the default without a GPU).")
+    if dev.type == "cuda" and dev.index is None:
+        dev = torch.device("cuda", torch.cuda.current_device())
     return dev
 
 
@@ -263,7 +266,8 @@ class _Builder:
 
     def _build(self, slot: _Slot, args: tuple) -> _Runner:
         sub = fetch_attr(self.module, slot.name)
-        lifted = lift(sub, self.device)
+        baked = slot.is_acc and slot.compiler is not None and not slot.compiler.lifts_weights
+        lifted = lift(sub, self.device, keep_meta=baked)
         n_in = len(args)
         if not slot.is_acc or slot.compiler is None:
             self.progress.step(f"{slot.name}: eager")
@@ -287,7 +291,7 @@ class _Builder:
                 return self._failed(slot, lifted, args, key, entry.error, 0.0, cached=True)
             runner = _Runner(entry.fn, weights, lifted.single, slot.name, "cached")
             try:
-                _check_outputs(runner(*args), lifted)
+                _check_outputs(entry.fn(*args, *weights), lifted)
             except Exception as exc:  # e.g. a disk artifact that no longer loads into this process
                 return self._failed(slot, lifted, args, key, _short(exc), 0.0, cached=True)
             self.progress.step(f"{slot.name}: cached")
@@ -302,7 +306,7 @@ class _Builder:
             if artifact is None or not callable(artifact):
                 raise TypeError(f"the {slot.backend} compiler returned {type(artifact).__name__}, not a callable")
             runner = _Runner(artifact, weights, lifted.single, slot.name, "compiled")
-            _check_outputs(runner(*args), lifted)
+            _check_outputs(artifact(*args, *weights), lifted)
             if self.device.type == "cuda":
                 torch.cuda.synchronize(self.device)
         except Exception as exc:
@@ -346,8 +350,8 @@ class _Builder:
 
 
 def _check_outputs(out: Any, lifted: Lifted) -> None:
-    n = 1 if lifted.single or not isinstance(out, (tuple, list)) else len(out)
-    if not lifted.single and n != lifted.n_outputs:
+    n = len(out) if isinstance(out, (tuple, list)) else 1
+    if n != lifted.n_outputs:
         raise RuntimeError(f"the compiled subgraph returned {n} value(s), the subgraph has {lifted.n_outputs}")
 
 
@@ -479,7 +483,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         except (TypeError, ValueError) as exc:
             raise MeasureError(f"trt_settings: {exc}") from None
 
-    bar = _Progress(progress, len(slots) + 2 + (len(slots) if per_subgraph else 0))
+    bar = _Progress(progress, len(slots) + 1 + int(baseline) + (len(slots) if per_subgraph else 0))
     try:
         with torch.no_grad():
             built, _ = _Builder(partition, slots, dev, store, directory, options, on_error, bar).run(inputs)
@@ -525,8 +529,9 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
     elif problems:
         notes.append("; ".join(problems[:3]))
+    level = _user_stacklevel()
     for note in notes:
-        warnings.warn(note, MeasureWarning, stacklevel=2)
+        warnings.warn(note, MeasureWarning, stacklevel=level)
 
     table = _per_subgraph_table(built.records, stats.median_ms)
     sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
@@ -542,6 +547,15 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         fallbacks=tuple(built.fallbacks), warnings=notes, config=getattr(partition, "config", None),
         timing=stats, baseline_timing=base_stats,
     )
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the first caller outside this package, for warnings."""
+    here = str(Path(__file__).parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(here):
+        frame, level = frame.f_back, level + 1
+    return level
 
 
 def _capture_inputs(top: GraphModule, runners: Mapping[str, _Runner], inputs: Sequence[Any]) -> dict[str, tuple]:

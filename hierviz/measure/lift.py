@@ -122,19 +122,22 @@ def _retarget_kwargs(kwargs: dict, device: torch.device | None) -> dict:
 
 
 # ----------------------------------------------------------------------------- lifting
-def lift(module: GraphModule, device: torch.device | None = None) -> Lifted:
+def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: bool = False) -> Lifted:
     """`module` rebuilt with its weights as trailing placeholders (see Lifted).
 
     With `device`, the weights are moved there and device literals in the graph (e.g. the
-    `device=` of `arange`) are rewritten to it.
+    `device=` of `arange`) are rewritten to it. Nodes keep their meta except the recorded
+    (fake) tensors, unless `keep_meta` (for compilers that read shapes from meta, as
+    Torch-TensorRT's converters do).
     """
+    clean = (lambda meta: dict(meta)) if keep_meta else _clean_meta
     src = module.graph
     graph = torch.fx.Graph()
     env: dict[Node, Node] = {}
     placeholders = [n for n in src.nodes if n.op == "placeholder"]
     for n in placeholders:
         new = graph.placeholder(n.name, type_expr=n.type)
-        new.meta = _clean_meta(n.meta)
+        new.meta = clean(n.meta)
         env[n] = new
     weight_targets: list[str] = list(dict.fromkeys(n.target for n in src.nodes if n.op == "get_attr"))
     tensors: list[str] = []
@@ -148,6 +151,8 @@ def lift(module: GraphModule, device: torch.device | None = None) -> Lifted:
     weight_ph: dict[str, Node] = {}
     for i, t in enumerate(tensors):
         ph = graph.placeholder(f"_lifted_{i}_{t.replace('.', '_')}")
+        if keep_meta:
+            ph.meta["val"] = fetch_attr(module, t)
         weight_ph[t] = ph
     children: list[tuple[str, torch.nn.Module]] = []
     n_outputs, single = 0, True
@@ -173,7 +178,7 @@ def lift(module: GraphModule, device: torch.device | None = None) -> Lifted:
             children.append((str(n.target), child))
         new = graph.create_node(n.op, n.target, _retarget(_map(n.args, env), device),
                                 _retarget_kwargs(_map(n.kwargs, env), device), n.name, n.type)
-        new.meta = _clean_meta(n.meta)
+        new.meta = clean(n.meta)
         env[n] = new
     gm = GraphModule(root, graph, class_name="LiftedSubgraph")
     sources = tuple(fetch_attr(module, t) for t in tensors)

@@ -105,7 +105,8 @@ class Measurement:
         by = ", ".join(f"{b} {n}" for b, n in self.per_subgraph["backend"].value_counts().items()) \
             if len(self.per_subgraph) else "none"
         parts.append(f"{self.subgraphs} subgraphs ({by})")
-        parts.append(f"compiled {self.cache_misses}, cached {self.cache_hits}, {self.compile_s:.1f} s")
+        parts.append(f"compile cache {self.cache_hits} hit(s), {self.cache_misses} miss(es), "
+                     f"{self.compile_s:.1f} s compiling")
         if self.outputs_match is None:
             parts.append("outputs not checked")
         else:

@@ -81,38 +81,41 @@ def report(p: "Partition") -> str:
     add("    ...")
     add(f"   Outputs: {_specs(graph_outputs)}")
 
-    rec = p.recommend() if p.engine == "hierviz" else None
     for b in p.config.priority:
-        sizes = [sg.compute_ops for sg in p.subgraphs if sg.is_acc and sg.backend == b]
+        engines = [sg for sg in p.subgraphs if sg.is_acc and sg.backend == b]
         add("")
         add(f"  {'-' * 20} Aggregate Stats: {b} {'-' * 20}")
         add("")
-        if not sizes:
+        if not engines:
             add(f"   Aggregate stats not available since no {b} engines were generated.")
             continue
-        avg = round(sum(sizes) / len(sizes), 2)
-        most, least = max(sizes), min(sizes)
-        add(f"   Number of {b} engines: {len(sizes)}")
-        add(f"   Average Number of Operators per {b} Engine: {avg}")
-        add(f"   Most Operators in a {b} Engine: {most}")
+        ops = [sg.compute_ops for sg in engines]
+        add(f"   Number of {b} engines: {len(engines)}")
+        add(f"   Average Number of Operators per {b} Engine: {round(sum(ops) / len(ops), 2)}")
+        add(f"   Most Operators in a {b} Engine: {max(ops)}")
         add("")
         add(f"  {'*' * 10} Recommendations: {b} {'*' * 10}")
         add("")
+        # min_block_size counts every node of a subgraph (getitem included), as the seed does,
+        # so the recommended sizes are in nodes; the engine counts come from re-partitioning.
+        sizes = [len(sg.nodes) for sg in engines]
+        most, moderate, least = max(sizes), math.ceil(sum(sizes) / len(sizes)), min(sizes)
         add(f"   - For minimal graph segmentation, select min_block_size={most} which would generate "
-            f"{_engines_at(p, rec, b, most, sizes)} {b} engine(s)")
-        if math.ceil(avg) != most:
-            add(f"   - For moderate graph segmentation, select min_block_size={math.ceil(avg)} which would "
-                f"generate {_engines_at(p, rec, b, math.ceil(avg), sizes)} {b} engine(s)")
+            f"{_engines_at(p, b, most, sizes)} {b} engine(s)")
+        if moderate != most:
+            add(f"   - For moderate graph segmentation, select min_block_size={moderate} which would "
+                f"generate {_engines_at(p, b, moderate, sizes)} {b} engine(s)")
         add(f"   - The current level of graph segmentation is equivalent to selecting min_block_size="
-            f"{least} which generates {len([s for s in sizes if s >= least])} {b} engine(s)")
+            f"{least} which generates {_engines_at(p, b, least, sizes)} {b} engine(s)")
+        add("     (min_block_size counts the nodes of a subgraph, getitem and view included)")
     return "\n".join(lines) + "\n"
 
 
-def _engines_at(p: "Partition", rec, backend: str, size: int, sizes: list[int]) -> int:
-    """Engines of `backend` at min_block_size=size: re-partitioned when we can, else estimated
-    as upstream does (engines already that large)."""
-    if rec is None:
+def _engines_at(p: "Partition", backend: str, size: int, sizes: list[int]) -> int:
+    """Engines of `backend` at min_block_size=size: re-partitioned (only the small-block pass
+    runs again) for hierviz's engine; for upstream's, whose traversal is not kept, estimated as
+    its dryrun does (engines already that large)."""
+    if p.engine != "hierviz":
         return len([s for s in sizes if s >= size])
-    res = p._result
-    merged, _ = eng.merge_small(res.raw, size, p.config.require_full_compilation)
+    merged, _ = eng.merge_small(p._result.raw, size, p.config.require_full_compilation)
     return sum(1 for sg in merged if sg.is_acc and sg.backend == backend)

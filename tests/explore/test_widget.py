@@ -15,8 +15,6 @@ import hierviz as hv
 from hierviz.explore import Explorer, explore
 from hierviz.partition import partition as hv_partition
 
-from .conftest import UNSUPPORTED
-
 RELU = "torch.ops.aten.relu.default"
 CONFIG_FIELDS = ("priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
                  "skip_fusion")
@@ -321,6 +319,26 @@ def test_measure_toggle_with_progress(ex: Explorer, fake_measure) -> None:
     ex.controls["min_block_size"].value = 2
     assert len(fake_measure.calls) == 2
     assert pd.isna(ex.history["median_ms"].iloc[-1])
+
+
+def test_real_measurement_in_the_widget(small) -> None:
+    """hv.measure for real (CPU): inductor takes every op, so no GPU is needed."""
+    from .conftest import UNSUPPORTED
+
+    model, inputs, _ = small
+    cfg = {"priority": ("inductor",), "support": {"inductor": hv.support.inductor()},
+           "torch_executed_ops": UNSUPPORTED, "min_block_size": 1}
+    ex = Explorer(model, inputs, cfg, debounce=0, measure_options={"iters": 3, "warmup": 1})
+    seen = []
+    ex.progress.observe(lambda c: seen.append(c["new"]), names="value")
+    ex.controls["measure"].value = True
+    assert "measure" not in ex.errors, ex.errors
+    m = ex.measurement
+    assert m is not None and m.median_ms > 0 and m.outputs_match
+    assert seen and seen[-1] == 1.0 and ex.progress.layout.display == "none"
+    assert "ms</b> median" in ex.panels["stats"].value
+    row = ex.history.iloc[-1]
+    assert row["median_ms"] == m.median_ms and row["cache_hits"] + row["cache_misses"] >= 1
 
 
 def test_measure_error_is_shown(small, fake_measure) -> None:
