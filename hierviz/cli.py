@@ -182,7 +182,12 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
     base = build_config(args)
-    table = hv.sweep(model, inputs, grid, base=base, measure=args.measure, progress=not args.quiet)
+    measure: Any = False
+    if args.measure:
+        measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None} or True
+    elif args.iters is not None or args.warmup is not None:
+        raise UsageError("--iters and --warmup need --measure")
+    table = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=not args.quiet)
     out = Path(args.csv)
     out.parent.mkdir(parents=True, exist_ok=True)
     table.to_csv(out, index=False)
@@ -195,6 +200,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 DEMO_MODELS = ("resnet18", "bert")
+# Enough iterations for a stable CPU median of tiny_conv without making the demo take minutes.
+DEMO_MEASURE = {"warmup": 3, "iters": 20}
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
@@ -223,20 +230,43 @@ def cmd_demo(args: argparse.Namespace) -> int:
     model, inputs = hv.zoo.load("tiny_conv")
     grid = {"min_block_size": [1, 2, 3, 5], "priority": [("tensorrt", "inductor"), ("inductor",)]}
     base = hv.Config(support={"inductor": inductor})
-    table = hv.sweep(model, inputs, grid, base=base, measure=not args.no_measure, progress=False)
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        table = hv.sweep(model, inputs, grid, base=base, measure=False if args.no_measure else DEMO_MEASURE,
+                         progress=False)
     csv = out_dir / "tiny_conv-sweep.csv"
     table.to_csv(csv, index=False)
     written.append(csv)
-    import pandas as pd
-
-    with pd.option_context("display.width", 200, "display.max_columns", 30):
-        print("\n===== sweep: tiny_conv, min_block_size x priority (CPU latency where measurable) =====")
-        print(table.to_string(index=False))
+    print("\n===== sweep: tiny_conv, min_block_size x priority (CPU latency where measurable) =====")
+    print(_demo_table(table))
+    noisy = sum(1 for w in caught if "noisy" in str(w.message))
+    if noisy:
+        print(f"note: {noisy} timing(s) had a coefficient of variation above 5% (a busy CPU); "
+              "the CSV has p10/p90 and cv for each row.")
+    print(f"all columns: {csv}")
 
     print("\nhierviz demo wrote:")
     for path in written:
         print(f"  {path}  ({path.stat().st_size:,} bytes)")
     return 0
+
+
+def _demo_table(table: Any) -> str:
+    """The sweep as a narrow table: settings, subgraph counts, latency, and a short note for the
+    rows that could not be measured (the full messages are in the CSV's error column)."""
+    import pandas as pd
+
+    cols = ["priority", "min_block_size", "subgraphs", *[c for c in table.columns if c.startswith("subgraphs_")],
+            "coverage", "median_ms", "speedup", "outputs_match"]
+    shown = table[[c for c in cols if c in table.columns]].copy()
+    if "error" in table.columns:
+        shown["note"] = [("" if not isinstance(e, str) or not e else
+                          "not measured: " + e.split(";")[0].split(". ")[0][:60]) for e in table["error"]]
+    with pd.option_context("display.width", 200, "display.max_columns", 30,
+                           "display.float_format", lambda v: f"{v:.3g}"):
+        return shown.to_string(index=False)
 
 
 # ------------------------------------------------------------------ parser
@@ -282,6 +312,8 @@ def build_parser() -> argparse.ArgumentParser:
                             "use + (priority=tensorrt+inductor,inductor)")
     _add_config_args(sweep)
     sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
+    sweep.add_argument("--iters", type=int, metavar="N", help="timed runs per configuration with --measure (default 100)")
+    sweep.add_argument("--warmup", type=int, metavar="N", help="untimed runs first with --measure (default 10)")
     sweep.add_argument("--csv", required=True, metavar="FILE", help="where to write the table")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.set_defaults(func=cmd_sweep)

@@ -281,7 +281,7 @@ def test_sweep_measured_has_latency_columns(tmp_path: Path, capsys: pytest.Captu
     target = tmp_path / "measured.csv"
     code, _, err = run_cli(capsys, "sweep", "tiny_conv", "--grid", "min_block_size=1,5",
                            "--priority", "inductor", "--inductor-support", "all",
-                           "--measure", "--quiet", "--csv", str(target))
+                           "--measure", "--warmup", "1", "--iters", "3", "--quiet", "--csv", str(target))
     assert code == 0, err
     rows = read_csv(target)
     assert len(rows) == 2
@@ -312,6 +312,8 @@ BAD_ARGUMENTS = {
     "grid unknown field": ["sweep", "tiny_conv", "--grid", "block_size=1,2", "--csv", "{tmp}/x.csv"],
     "grid not field=values": ["sweep", "tiny_conv", "--grid", "min_block_size", "--csv", "{tmp}/x.csv"],
     "grid bad integer": ["sweep", "tiny_conv", "--grid", "min_block_size=1,x", "--csv", "{tmp}/x.csv"],
+    "iters without measure": ["sweep", "tiny_conv", "--grid", "min_block_size=1,2", "--iters", "5",
+                              "--csv", "{tmp}/x.csv"],
     "full compilation impossible": ["report", "{module}:build", "--require-full-compilation"],
 }
 

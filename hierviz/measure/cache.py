@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import platform
 import tempfile
 import threading
 import time
@@ -90,6 +91,10 @@ class CompileCache:
         with self._lock:
             self._entries[entry.key] = entry
 
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
     def count(self, hit: bool) -> None:
         with self._lock:
             if hit:
@@ -117,6 +122,12 @@ def device_key(device: torch.device) -> tuple:
         index = device.index if device.index is not None else torch.cuda.current_device()
         return ("cuda", index, torch.cuda.get_device_name(index),
                 tuple(torch.cuda.get_device_capability(index)))
+    if device.type == "cpu":  # generated code depends on the instruction set (a disk cache may be shared)
+        try:
+            isa = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - older torch
+            isa = "?"
+        return ("cpu", platform.machine(), isa)
     return (device.type,)
 
 
@@ -132,7 +143,7 @@ def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options
         lifted.single,
         graph_signature(lifted.gm),
         tuple(tensor_spec(x) for x in inputs),
-        tuple(tensor_spec(w)[:4] for w in lifted.weights),
+        tuple(tensor_spec(w) for w in lifted.weights),
     ]
     if not compiler.lifts_weights:
         parts.append(("weights", tuple(tensor_digest(s) for s in lifted.sources)))

@@ -283,20 +283,24 @@ class _Builder:
             raise MeasureError(f"could not describe subgraph {slot.name} for the compile cache: {_short(exc)}") from exc
         weights = lifted.weights if compiler.lifts_weights else ()
         entry = self.store.get(key, compiler, self.directory)
+        if entry is not None and entry.error is not None:
+            self.out.hits += 1
+            self.store.count(hit=True)
+            self.progress.step(f"{slot.name}: remembered failure")
+            return self._failed(slot, lifted, args, key, entry.error, 0.0, cached=True)
+        if entry is not None:
+            try:
+                _check_outputs(entry.fn(*args, *weights), lifted)
+            except Exception:  # noqa: BLE001 - e.g. a disk artifact this process cannot run: recompile
+                self.store.drop(key)
+                entry = None
         if entry is not None:
             self.out.hits += 1
             self.store.count(hit=True)
-            if entry.error is not None:
-                self.progress.step(f"{slot.name}: cached failure")
-                return self._failed(slot, lifted, args, key, entry.error, 0.0, cached=True)
-            runner = _Runner(entry.fn, weights, lifted.single, slot.name, "cached")
-            try:
-                _check_outputs(entry.fn(*args, *weights), lifted)
-            except Exception as exc:  # e.g. a disk artifact that no longer loads into this process
-                return self._failed(slot, lifted, args, key, _short(exc), 0.0, cached=True)
             self.progress.step(f"{slot.name}: cached")
-            return self._keep(slot, runner, _Record(slot.name, slot.backend, "cached", 0.0, True, slot.ops,
-                                                    n_in, lifted.n_outputs, key))
+            return self._keep(slot, _Runner(entry.fn, weights, lifted.single, slot.name, "cached"),
+                              _Record(slot.name, slot.backend, "cached", 0.0, True, slot.ops, n_in,
+                                      lifted.n_outputs, key))
         self.out.misses += 1
         self.store.count(hit=False)
         start = time.perf_counter()
@@ -331,8 +335,8 @@ class _Builder:
 
     def _failed(self, slot: _Slot, lifted: Lifted, args: tuple, key: str, error: str, elapsed: float,
                 cached: bool, cause: BaseException | None = None) -> _Runner:
-        where = "an earlier compile of the same subgraph" if cached else "compiling"
-        message = f"subgraph {slot.name} ({slot.backend}, {slot.ops} ops) failed in {where}: {error}"
+        when = " (an earlier compile of the same subgraph, remembered by the compile cache)" if cached else ""
+        message = f"subgraph {slot.name} ({slot.backend}, {slot.ops} ops) failed to compile{when}: {error}"
         if self.on_error == "raise":
             raise MeasureError(message + "\nPass on_error='fallback' to run failing subgraphs in eager "
                                "PyTorch and measure the rest.") from cause
@@ -493,6 +497,12 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
             base_call = (lambda: base.gm(*inputs, *base.weights)) if base is not None else None  # noqa: E731
 
             base_stats = None
+            if base_call is not None:
+                try:
+                    base_call()
+                except Exception as exc:
+                    raise MeasureError(f"the unsplit graph (partition.graph) failed to run eagerly on "
+                                       f"{dev}: {_short(exc)}") from exc
             if baseline and base_call is not None:
                 base_stats = time_fn(base_call, dev, warmup=warmup, iters=iters)
                 bar.step("eager baseline timed")
@@ -521,10 +531,6 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                      "close other programs, fix GPU clocks, or raise iters")
     if base_stats is not None and base_stats.noisy:
         notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
-    noisy_subs = [n for n, r in built.records.items() if r.stats is not None and r.stats.noisy]
-    if noisy_subs:
-        notes.append(f"{len(noisy_subs)} of {len(built.records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
-                     f"{_names(noisy_subs, 5)}")
     if match is False:
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
     elif problems:
@@ -532,8 +538,12 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     level = _user_stacklevel()
     for note in notes:
         warnings.warn(note, MeasureWarning, stacklevel=level)
+    noisy_subs = [n for n, r in built.records.items() if r.stats is not None and r.stats.noisy]
+    if noisy_subs:  # recorded, not warned: small subgraphs are often noisy and there can be hundreds
+        notes.append(f"{len(noisy_subs)} of {len(built.records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
+                     f"{_names(noisy_subs, 5)}")
 
-    table = _per_subgraph_table(built.records, stats.median_ms)
+    table = _per_subgraph_table(built.records)
     sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
     return Measurement(
         median_ms=stats.median_ms, p10_ms=stats.p10_ms, p90_ms=stats.p90_ms, std_ms=stats.std_ms,
@@ -574,7 +584,7 @@ def _capture_inputs(top: GraphModule, runners: Mapping[str, _Runner], inputs: Se
     return captured
 
 
-def _per_subgraph_table(records: Mapping[str, _Record], total_ms: float) -> Any:
+def _per_subgraph_table(records: Mapping[str, _Record]) -> Any:
     import pandas as pd
 
     rows = []

@@ -16,6 +16,9 @@ The input graph is never modified; every pass works on integer node indices.
 
 from __future__ import annotations
 
+import contextlib
+import functools
+import gc
 import heapq
 import weakref
 from dataclasses import dataclass, field
@@ -43,8 +46,22 @@ DEMOTED = "demoted"
 NOT_CALLABLE = "not_callable"
 
 
+@functools.lru_cache(maxsize=None)
 def is_non_compute(name: str) -> bool:
     return name in NON_COMPUTE_OPS or packet_name(name) in NON_COMPUTE_PACKETS
+
+
+@contextlib.contextmanager
+def gc_paused():
+    """Pause the cyclic garbage collector while a pass allocates a few objects per node: on a
+    graph of 10^5 nodes its repeated scans of the live graph cost more than the pass itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 @dataclass
@@ -59,10 +76,8 @@ class GraphIndex:
     users: list[tuple[int, ...]]
     has_tensor_meta: list[bool]
     position: dict[str, int] = field(default_factory=dict)
-
-    @property
-    def callable_indices(self) -> list[int]:
-        return [i for i, c in enumerate(self.callable) if c]
+    non_compute: list[bool] = field(default_factory=list)  # getitem / aten.view.*
+    callable_indices: list[int] = field(default_factory=list)  # read-only, in graph order
 
 
 _INDEX_CACHE: "weakref.WeakKeyDictionary[torch.fx.Graph, GraphIndex]" = weakref.WeakKeyDictionary()
@@ -73,22 +88,36 @@ def index_graph(gm: GraphModule) -> GraphIndex:
     cached = _INDEX_CACHE.get(graph)
     if cached is not None and len(cached.nodes) == len(graph.nodes):
         return cached
-    nodes = list(graph.nodes)
-    pos = {n: i for i, n in enumerate(nodes)}
-    names = [n.name for n in nodes]
-    ops: list[str] = []
-    call: list[bool] = []
-    inputs: list[tuple[int, ...]] = []
-    users: list[tuple[int, ...]] = []
-    has_tm: list[bool] = []
-    for n in nodes:
-        is_call = n.op in CALLABLE_OPS
-        call.append(is_call)
-        ops.append(qualname(n.target) if is_call else "")
-        inputs.append(tuple(dict.fromkeys(pos[a] for a in n.all_input_nodes)))
-        users.append(tuple(pos[u] for u in n.users))
-        has_tm.append("tensor_meta" in n.meta)
-    index = GraphIndex(nodes, names, ops, call, inputs, users, has_tm, {nm: i for i, nm in enumerate(names)})
+    with gc_paused():
+        nodes = list(graph.nodes)
+        pos = {n: i for i, n in enumerate(nodes)}
+        names = [n.name for n in nodes]
+        op_names: dict[Any, str] = {}  # target -> qualified name, computed once per target
+        ops: list[str] = []
+        call: list[bool] = []
+        inputs: list[tuple[int, ...]] = []
+        users: list[tuple[int, ...]] = []
+        has_tm: list[bool] = []
+        for n in nodes:
+            is_call = n.op in CALLABLE_OPS
+            call.append(is_call)
+            if is_call:
+                try:
+                    name = op_names[n.target]
+                except KeyError:
+                    name = op_names[n.target] = qualname(n.target)
+                except TypeError:  # an unhashable target
+                    name = qualname(n.target)
+                ops.append(name)
+            else:
+                ops.append("")
+            inputs.append(tuple(pos[a] for a in n.all_input_nodes))  # distinct, in argument order
+            users.append(tuple(pos[u] for u in n.users))
+            has_tm.append("tensor_meta" in n.meta)
+        index = GraphIndex(nodes, names, ops, call, inputs, users, has_tm,
+                           {nm: i for i, nm in enumerate(names)},
+                           [c and is_non_compute(o) for c, o in zip(call, ops)],
+                           [i for i, c in enumerate(call) if c])
     _INDEX_CACHE[graph] = index
     return index
 
@@ -131,7 +160,7 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
         if name in teo or (teo_packets and packet_name(name) in teo_packets):
             code[i], detail[i] = TORCH_EXECUTED, None
             continue
-        if is_non_compute(name):
+        if index.non_compute[i]:
             producer = next((j for j in index.inputs[i] if index.callable[j]), None)
             if producer is not None:
                 backend[i], code[i], detail[i] = backend[producer], FOLLOWS_PRODUCER, producer
@@ -233,14 +262,23 @@ def traverse(index: GraphIndex, backend: Sequence[str | None],
     callables = index.callable_indices
     if not callables:
         return []
-    deps: dict[int, set[int]] = {i: {a for a in index.inputs[i] if index.callable[a]} for i in callables}
+    is_call = index.callable
+    remaining = [0] * len(index.nodes)
+    dependents: list[Sequence[int]] = [()] * len(index.nodes)
     if groups:
+        deps: dict[int, set[int]] = {i: {a for a in index.inputs[i] if is_call[a]} for i in callables}
         _add_fusion_deps(index, deps, groups)
-    remaining = {i: len(d) for i, d in deps.items()}
-    dependents: dict[int, list[int]] = {i: [] for i in callables}
-    for i, d in deps.items():
-        for a in d:
-            dependents[a].append(i)
+        grown: dict[int, list[int]] = {i: [] for i in callables}
+        for i, d in deps.items():
+            remaining[i] = len(d)
+            for a in d:
+                grown[a].append(i)
+        for i, d in grown.items():
+            dependents[i] = d
+    else:  # a node waits for its callable inputs; its callable users wait for it
+        for i in callables:
+            remaining[i] = sum(1 for a in index.inputs[i] if is_call[a])
+            dependents[i] = [u for u in index.users[i] if is_call[u]]
 
     cpu_ready: list[int] = []
     acc_ready: dict[str, list[int]] = {}
@@ -381,6 +419,11 @@ def check_full_compilation(index: GraphIndex, assignment: Assignment) -> None:
 
 
 def run(gm: GraphModule, config: Config) -> EngineResult:
+    with gc_paused():
+        return _run(gm, config)
+
+
+def _run(gm: GraphModule, config: Config) -> EngineResult:
     index = index_graph(gm)
     assignment = assign(index, config)
     if config.require_full_compilation:

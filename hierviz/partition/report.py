@@ -37,7 +37,7 @@ def report(p: "Partition") -> str:
     add("")
     add(f"The graph consists of {stats['compute_ops']} Total Operators, of which "
         f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage")
-    compute = [i for i in index.callable_indices if not eng.is_non_compute(index.ops[i])]
+    compute = [i for i in index.callable_indices if not index.non_compute[i]]
     per_backend = Counter(res.assignment.backend[i] for i in compute)
     for b in p.config.priority:
         share = per_backend.get(b, 0) / len(compute) * 100 if compute else 0.0

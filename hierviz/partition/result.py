@@ -87,8 +87,16 @@ class Partition:
         for k, sg in enumerate(result.subgraphs):
             for i in sg.nodes:
                 self._tag_of[i] = k
-        self.subgraphs: list[Subgraph] = [self._describe(k) for k in range(len(result.subgraphs))]
-        self._by_tag = {sg.tag: sg for sg in self.subgraphs}
+
+    @functools.cached_property
+    def subgraphs(self) -> list[Subgraph]:
+        """Every subgraph in order, with its boundary tensors (described on first use)."""
+        with eng.gc_paused():
+            return [self._describe(k) for k in range(len(self._result.subgraphs))]
+
+    @functools.cached_property
+    def _by_tag(self) -> dict[str, Subgraph]:
+        return {sg.tag: sg for sg in self.subgraphs}
 
     # ------------------------------------------------------------------ structure
     def _describe(self, k: int) -> Subgraph:
@@ -106,7 +114,7 @@ class Partition:
             for u in index.users[i]:
                 if u not in inside:
                     outputs[i] = None
-        compute = sum(1 for i in members if not eng.is_non_compute(index.ops[i]))
+        compute = sum(1 for i in members if not index.non_compute[i])
         return Subgraph(
             tag=res.tags[k], backend=raw.backend, is_acc=raw.is_acc,
             nodes=tuple(index.names[i] for i in members),
@@ -205,7 +213,7 @@ class Partition:
         res = self._result
         index = res.index
         callables = index.callable_indices
-        compute = [i for i in callables if not eng.is_non_compute(index.ops[i])]
+        compute = [i for i in callables if not index.non_compute[i]]
         supported = [i for i in compute if res.assignment.backend[i] is not None]
         accelerated = [i for i in compute if res.subgraphs[self._tag_of[i]].is_acc]
         by_backend = {b: 0 for b in self.backends}

