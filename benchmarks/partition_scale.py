@@ -3,9 +3,11 @@
     python benchmarks/partition_scale.py            # upstream up to 16k nodes (chain), 8k (branchy)
     python benchmarks/partition_scale.py --quick    # upstream up to 8k nodes: a couple of minutes
 
-Two kinds of aten graph, every node with meta["val"] and meta["tensor_meta"]:
-- chain:   x -> op -> op -> ... of elementwise ops; every 20th op has no TensorRT converter,
-           so the graph splits into TensorRT and PyTorch subgraphs;
+Three kinds of aten graph, every node with meta["val"] and meta["tensor_meta"]:
+- chain:   x -> op -> op -> ... of elementwise ops, all with TensorRT converters (the plain
+           chain DESIGN.md measured upstream on: one subgraph);
+- chain5:  the same, but every 20th op has no TensorRT converter, so it splits into
+           TensorRT and PyTorch subgraphs;
 - branchy: hv.zoo.synthetic(n): branches, skip connections, views, a few unsupported ops.
 
 Part 1 partitions each graph with hierviz and with upstream's partitioner (Torch-TensorRT's
@@ -44,8 +46,9 @@ CHAIN_OPS = [aten.relu.default, aten.sigmoid.default, aten.tanh.default, aten.ne
 UNSUPPORTED = aten.frac.default  # no TensorRT converter
 
 
-def chain(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
-    """A chain of `nodes` nodes in all (placeholder and output included)."""
+def chain(nodes: int, seed: int = 0, unsupported_every: int = 0) -> torch.fx.GraphModule:
+    """A chain of `nodes` nodes in all (placeholder and output included); with
+    `unsupported_every=k`, every k-th op has no TensorRT converter."""
     meta = _extract_tensor_metadata(torch.empty(SHAPE))
     graph = torch.fx.Graph()
     was = gc.isenabled()
@@ -55,7 +58,10 @@ def chain(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
         for k in range(nodes - 2):
             last.meta["val"] = torch.empty(SHAPE)
             last.meta["tensor_meta"] = meta
-            op = UNSUPPORTED if k % 20 == 19 else CHAIN_OPS[(k + seed) % len(CHAIN_OPS)]
+            if unsupported_every and k % unsupported_every == unsupported_every - 1:
+                op = UNSUPPORTED
+            else:
+                op = CHAIN_OPS[(k + seed) % len(CHAIN_OPS)]
             last = graph.call_function(op, (last,))
         last.meta["val"] = torch.empty(SHAPE)
         last.meta["tensor_meta"] = meta
@@ -70,14 +76,18 @@ def branchy(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
     return hv.zoo.synthetic(nodes, seed=seed)
 
 
-KINDS: dict[str, Callable[[int, int], torch.fx.GraphModule]] = {"chain": chain, "branchy": branchy}
+def chain5(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
+    return chain(nodes, seed, unsupported_every=20)
+
+
+KINDS: dict[str, Callable[[int, int], torch.fx.GraphModule]] = {"chain": chain, "chain5": chain5, "branchy": branchy}
 
 
 def time_hierviz(build: Callable[[int, int], torch.fx.GraphModule], nodes: int, repeats: int) -> tuple[float, float, hv.Partition]:
     """Best of `repeats` cold runs (a fresh graph each, so nothing is cached), and the time to
     build the split module once."""
     best, part = float("inf"), None
-    for r in range(repeats):
+    for _ in range(repeats):
         gm = build(nodes, 0)
         gc.collect()
         start = time.perf_counter()
@@ -114,7 +124,7 @@ def peak_memory(build: Callable[[int, int], torch.fx.GraphModule], nodes: int) -
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--quick", action="store_true", help="run upstream only up to 8k nodes")
+    parser.add_argument("--quick", action="store_true", help="run upstream only up to 8k nodes (else 16k for chain)")
     parser.add_argument("--sizes", default="1000,2000,4000,8000,16000", help="sizes compared with upstream")
     parser.add_argument("--large", default="16000,32000,64000,128000,200000", help="sizes for hierviz alone")
     parser.add_argument("--no-upstream", action="store_true", help="skip upstream entirely")
@@ -122,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
 
     sizes = [int(s) for s in args.sizes.split(",") if s]
     large = [int(s) for s in args.large.split(",") if s]
-    upstream_cap = {"chain": 8000 if args.quick else 16000, "branchy": 8000}
+    upstream_cap = {"chain": 8000 if args.quick else 16000, "chain5": 8000, "branchy": 8000}
     use_upstream = not args.no_upstream and trt.available()
 
     print(f"hierviz {hv.__version__}, torch {torch.__version__}, {trt.info()}")
@@ -154,7 +164,7 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for kind, build in KINDS.items():
         for n in large:
-            t, _, part = time_hierviz(build, n, repeats=1) if n > 16000 else time_hierviz(build, n, repeats=3)
+            t, _, part = time_hierviz(build, n, repeats=2 if n > 16000 else 3)
             mem = peak_memory(build, n)
             print(f"{kind:8} {n:>7} {part.stats['subgraphs']:>9} {t:>10.3f} {t / n * 1e6:>8.1f} {mem:>9.1f}",
                   flush=True)

@@ -24,37 +24,25 @@ from hierviz.support import Support
 
 __version__ = "0.1.0"
 
-# Heavier parts load on first use, so `import hierviz` stays quick.
-_LAZY = {
-    "partition": ("hierviz.partition", "partition"),
-    "Partition": ("hierviz.partition", "Partition"),
-    "Subgraph": ("hierviz.partition", "Subgraph"),
-    "diff": ("hierviz.partition", "diff"),
-    "measure": ("hierviz.measure", "measure"),
-    "Measurement": ("hierviz.measure", "Measurement"),
-    "sweep": ("hierviz.explore", "sweep"),
-    "explore": ("hierviz.explore", "explore"),
-    "Explorer": ("hierviz.explore", "Explorer"),
-    "zoo": ("hierviz.zoo", None),
-    "trt": ("hierviz.trt", None),
-}
+# The functions are bound here, after their subpackages are imported, so that `hv.partition`,
+# `hv.measure` and `hv.explore` name the functions, not the subpackages of the same name.
+from hierviz import zoo  # noqa: E402
+from hierviz.explore import plot_latency, plot_subgraphs, sweep  # noqa: E402
+from hierviz.measure import Measurement, measure  # noqa: E402
+from hierviz.partition import Partition, Subgraph, diff, partition  # noqa: E402
+
+from hierviz.explore.widget import Explorer, explore  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        module_name, attr = _LAZY[name]
-        module = importlib.import_module(module_name)
-        value = module if attr is None else getattr(module, attr)
-        globals()[name] = value
-        return value
+    if name == "trt":
+        return importlib.import_module("hierviz.trt")
     raise AttributeError(f"module 'hierviz' has no attribute {name!r}")
-
-
-def __dir__() -> list[str]:
-    return sorted(list(globals()) + list(_LAZY))
 
 
 __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
-    "RenderError", "MeasureError", "TensorRTUnavailableError", *_LAZY,
+    "RenderError", "MeasureError", "TensorRTUnavailableError", "partition", "Partition", "Subgraph",
+    "diff", "measure", "Measurement", "sweep", "explore", "Explorer", "plot_latency", "plot_subgraphs",
+    "zoo",
 ]

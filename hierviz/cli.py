@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import re
 import sys
 import time
 from pathlib import Path
@@ -263,10 +264,10 @@ def _demo_table(table: Any) -> str:
     shown = table[[c for c in cols if c in table.columns]].copy()
     if "error" in table.columns:
         shown["note"] = [("" if not isinstance(e, str) or not e else
-                          "not measured: " + e.split(";")[0].split(". ")[0][:60]) for e in table["error"]]
+                          "not measured: " + re.split(r"[,;:]", e)[0][:60]) for e in table["error"]]
     with pd.option_context("display.width", 200, "display.max_columns", 30,
                            "display.float_format", lambda v: f"{v:.3g}"):
-        return shown.to_string(index=False)
+        return shown.to_string(index=False, na_rep="-")
 
 
 # ------------------------------------------------------------------ parser

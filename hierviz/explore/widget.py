@@ -197,6 +197,7 @@ class Explorer(widgets.VBox):
                  max_nodes: int | None = None, measure_options: Mapping[str, Any] | None = None,
                  name: str | None = None) -> None:
         super().__init__()
+        self.add_class("hierviz-explorer")  # a stable hook for CSS and the browser test
         if view not in VIEWS:
             raise ConfigError(f"view must be one of {VIEWS}, not {view!r}")
         self.graph = graph_of(model, example_inputs)

@@ -10,27 +10,12 @@ subgraphs keyed by structure), `timing` (CUDA events / perf_counter_ns and stati
 
 from __future__ import annotations
 
-import sys
-import types
-from typing import Any
-
 from hierviz.measure.cache import CompileCache, clear_cache, default_cache
 from hierviz.measure.compilers import Compiler, compilers, get_compiler, register_compiler, unregister_compiler
 from hierviz.measure.core import TOLERANCES, compare, measure
 from hierviz.measure.result import Measurement, MeasureWarning
 from hierviz.measure.timing import NOISY_CV, Stats, time_fn
 
-
-class _CallableModule(types.ModuleType):
-    """`hierviz.measure` is both this package and the function: once the package has been
-    imported as a module (`import hierviz.measure`), `hv.measure` is the package, so calling
-    it must still measure."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Measurement:
-        return measure(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
 
 __all__ = ["measure", "Measurement", "MeasureWarning", "CompileCache", "default_cache", "clear_cache",
            "Compiler", "register_compiler", "unregister_compiler", "get_compiler", "compilers",

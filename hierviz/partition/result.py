@@ -176,6 +176,9 @@ class Partition:
             return f"{kind.get(index.nodes[i].op, index.nodes[i].op)}: not partitioned"
         if i in res.demoted:
             backend, size = res.demoted[i]
+            if not size:  # upstream's engine does not keep its subgraphs before demotion
+                return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
+                        f"than min_block_size {self.config.min_block_size}")
             return (f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < "
                     f"min_block_size {self.config.min_block_size}")
         code, detail = res.assignment.code[i], res.assignment.detail[i]

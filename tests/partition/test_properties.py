@@ -20,6 +20,7 @@ nodes count, as in the seed) unless require_full_compilation is set.
 
 from __future__ import annotations
 
+import operator
 import zlib
 from dataclasses import dataclass, field
 
@@ -120,8 +121,6 @@ def build(spec: GraphSpec) -> torch.fx.GraphModule:
             multi = graph.call_function(op, (args[0],))
             out = op(concrete[args[0]])
             mark(multi, tuple(out), tensor_meta=False)  # multi-output nodes carry no tensor_meta
-            import operator
-
             first = graph.call_function(operator.getitem, (multi, 0))
             values.append(mark(first, out[0]))
             if extra:
