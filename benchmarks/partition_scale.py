@@ -83,20 +83,26 @@ def chain5(nodes: int, seed: int = 0) -> torch.fx.GraphModule:
 KINDS: dict[str, Callable[[int, int], torch.fx.GraphModule]] = {"chain": chain, "chain5": chain5, "branchy": branchy}
 
 
-def time_hierviz(build: Callable[[int, int], torch.fx.GraphModule], nodes: int, repeats: int) -> tuple[float, float, hv.Partition]:
-    """Best of `repeats` cold runs (a fresh graph each, so nothing is cached), and the time to
-    build the split module once."""
-    best, part = float("inf"), None
-    for _ in range(repeats):
+def time_hierviz(build: Callable[[int, int], torch.fx.GraphModule], nodes: int, repeats: int,
+                 split: bool = True) -> tuple[float, float, int]:
+    """Best of `repeats` cold runs (a fresh graph each, so nothing is cached), the time to
+    build the split module once (when `split`), and the number of subgraphs. Each graph is
+    dropped before the next is built, so that memory stays at about one graph."""
+    best, split_s, count = float("inf"), float("nan"), 0
+    for k in range(repeats):
         gm = build(nodes, 0)
         gc.collect()
         start = time.perf_counter()
         part = hv.partition(gm)
         best = min(best, time.perf_counter() - start)
-    start = time.perf_counter()
-    part.module  # noqa: B018 - builds the split GraphModule
-    split = time.perf_counter() - start
-    return best, split, part
+        count = part.stats["subgraphs"]
+        if split and k == repeats - 1:
+            start = time.perf_counter()
+            part.module  # noqa: B018 - builds the split GraphModule
+            split_s = time.perf_counter() - start
+        del part, gm
+        gc.collect()
+    return best, split_s, count
 
 
 def time_upstream(gm: torch.fx.GraphModule) -> tuple[float, int]:
@@ -119,6 +125,8 @@ def peak_memory(build: Callable[[int, int], torch.fx.GraphModule], nodes: int) -
     part.subgraphs  # noqa: B018 - described lazily; count it too
     peak = tracemalloc.get_traced_memory()[1]
     tracemalloc.stop()
+    del part, gm
+    gc.collect()
     return (peak - base) / 2**20
 
 
@@ -149,10 +157,11 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for kind, build in KINDS.items():
         for n in sizes:
-            t, split, part = time_hierviz(build, n, repeats=3 if n <= 16000 else 1)
-            row = f"{kind:8} {n:>7} {part.stats['subgraphs']:>9} {t:>10.3f} {t + split:>9.2f} {t / n * 1e6:>8.1f} "
+            t, split, count = time_hierviz(build, n, repeats=3)
+            row = f"{kind:8} {n:>7} {count:>9} {t:>10.3f} {t + split:>9.2f} {t / n * 1e6:>8.1f} "
             if use_upstream and n <= upstream_cap[kind]:
                 ut, usub = time_upstream(build(n, 0))
+                gc.collect()
                 row += f"{ut:>11.2f} {usub:>10} {ut / t:>8.0f}x"
             else:
                 row += f"{'(skipped)':>11} {'':>10} {'':>9}"
@@ -164,12 +173,11 @@ def main(argv: list[str] | None = None) -> int:
     print("-" * len(header))
     for kind, build in KINDS.items():
         for n in large:
-            t, _, part = time_hierviz(build, n, repeats=2 if n > 16000 else 3)
+            t, _, count = time_hierviz(build, n, repeats=2 if n > 16000 else 3, split=False)
             mem = peak_memory(build, n)
-            print(f"{kind:8} {n:>7} {part.stats['subgraphs']:>9} {t:>10.3f} {t / n * 1e6:>8.1f} {mem:>9.1f}",
-                  flush=True)
+            print(f"{kind:8} {n:>7} {count:>9} {t:>10.3f} {t / n * 1e6:>8.1f} {mem:>9.1f}", flush=True)
     rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
-    print(f"\nprocess peak RSS {rss:.0f} MiB (graphs, torch and the runs above together)")
+    print(f"\nprocess peak RSS {rss:.0f} MiB (torch, torch_tensorrt, the largest graph and its partition)")
     return 0
 
 

@@ -74,10 +74,11 @@ class Lab:
         # No news, no update checks, no extension manager: nothing that reaches the network
         # or pops up over the notebook.
         (dirs["config"] / "labconfig").mkdir(parents=True, exist_ok=True)
-        (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": {
-            "@jupyterlab/apputils-extension:announcements": True,
-            "@jupyterlab/extensionmanager-extension": True,
-        }}))
+        disabled = {"@jupyterlab/apputils-extension:announcements": True,
+                    "@jupyterlab/extensionmanager-extension": True}
+        if os.environ.get("HIERVIZ_BROWSER_DISABLE_WIDGETS"):  # to see the test fail as it should
+            disabled["@jupyter-widgets/jupyterlab-manager"] = True
+        (dirs["config"] / "labconfig" / "page_config.json").write_text(json.dumps({"disabledExtensions": disabled}))
         notification = dirs["settings"] / "@jupyterlab" / "apputils-extension"
         notification.mkdir(parents=True, exist_ok=True)
         (notification / "notification.jupyterlab-settings").write_text(
@@ -235,10 +236,32 @@ def browser() -> Iterator[Any]:
 
 
 # ------------------------------------------------------------------ page helpers
-def shot(page: Any, name: str, locator: Any = None) -> Path:
+def shot(page: Any, name: str, widget: Any = None) -> Path:
+    """A screenshot of the window, or of the whole `widget`: the notebook scrolls inside
+    JupyterLab, not the page, so the window is made tall enough to hold the widget for a moment."""
     path = ARTIFACTS / f"{name}.png"
-    (locator or page).screenshot(path=str(path))
+    if widget is None:
+        page.screenshot(path=str(path))
+        return path
+    size = dict(page.viewport_size)
+    try:
+        height = widget.bounding_box()["height"]
+        page.set_viewport_size({"width": size["width"], "height": int(min(max(height + 200, size["height"]), 4000))})
+        scroll_to(widget)
+        box = widget.bounding_box()
+        tall = page.viewport_size["height"]
+        page.screenshot(path=str(path), clip={"x": box["x"], "y": max(box["y"], 0), "width": box["width"],
+                                              "height": min(box["height"], tall - max(box["y"], 0))})
+    finally:
+        page.set_viewport_size(size)
+        scroll_to(widget)
     return path
+
+
+def scroll_to(locator: Any) -> None:
+    """Bring the top of `locator` to the top of the notebook's scroll area."""
+    locator.evaluate("e => e.scrollIntoView({block: 'start'})")
+    time.sleep(0.3)
 
 
 def wait_until(predicate: Any, timeout: float, what: str, page: Any = None, interval: float = 0.25) -> Any:
@@ -259,15 +282,47 @@ def run_all_cells(page: Any) -> None:
     page.locator(".lm-Menu-item:visible", has_text=re.compile(r"^Run All Cells$")).first.click()
 
 
-def accept_kernel_dialog(page: Any, wait_s: float = 3) -> None:
-    """Press "Select" if JupyterLab asks which kernel to start (older settings ignore
-    autoStartDefaultKernel); the notebook's own kernelspec is preselected."""
+def wait_until_ready(page: Any, cells: int, timeout: float = 90) -> None:
+    """Wait until the notebook shows all its cells and its kernel is idle. If JupyterLab asks
+    which kernel to start, press "Select" (the notebook's own kernelspec is preselected)."""
+    status = page.locator(".jp-StatusBar-Widget, #jp-main-statusbar")
     dialog = page.locator(".jp-Dialog", has_text="Select Kernel")
-    try:
-        dialog.wait_for(state="visible", timeout=wait_s * 1000)
-    except playwright_api.TimeoutError:
-        return
-    dialog.locator("button.jp-mod-accept").click()
+
+    def ready() -> bool:
+        if dialog.count() and dialog.first.is_visible():
+            dialog.first.locator("button.jp-mod-accept").click()
+            return False
+        text = " ".join(status.all_inner_texts())
+        shown = re.search(r"Cell \d+/(\d+)", text)
+        return bool(re.search(r"\| Idle", text) and shown and int(shown.group(1)) == cells)
+
+    wait_until(ready, timeout, "the notebook did not open with an idle kernel", page, interval=0.5)
+
+
+def cells_not_done(page: Any) -> int:
+    """Code cells still queued or running (prompt "[*]") or not run yet ("[ ]")."""
+    # textContent, not innerText: JupyterLab skips rendering cells out of view (content-visibility)
+    prompts = page.locator(".jp-NotebookPanel:visible .jp-CodeCell .jp-InputPrompt").evaluate_all(
+        "els => els.map(e => e.textContent)")
+    return sum(1 for p in prompts if not re.search(r"\[\d+\]", p))
+
+
+def wait_for_widget(page: Any, explorer: Any) -> float | None:
+    """None once the explorer is visible; else the seconds waited: RENDER_TIMEOUT_S, or less
+    when every cell has run for 15 s without it appearing (a missing widget frontend)."""
+    start = time.monotonic()
+    done_since = None
+    while time.monotonic() - start < RENDER_TIMEOUT_S:
+        if explorer.count() and explorer.is_visible():
+            return None
+        if cells_not_done(page) == 0:
+            done_since = done_since or time.monotonic()
+            if time.monotonic() - done_since > 15:
+                break
+        else:
+            done_since = None
+        time.sleep(0.5)
+    return time.monotonic() - start
 
 
 def busy_cells(page: Any) -> int:
@@ -328,22 +383,19 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
     page.on("console", lambda m: console_errors.append(m.text) if m.type == "error" else None)
     try:
         page.goto(f"{lab.url}/lab/tree/{NOTEBOOK.name}?reset&token={lab.token}", wait_until="domcontentloaded")
-        page.locator(".jp-NotebookPanel .jp-Cell").first.wait_for(state="visible", timeout=90_000)
-        accept_kernel_dialog(page)
-        page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").first.wait_for(timeout=90_000)
+        wait_until_ready(page, len(json.loads(NOTEBOOK.read_text())["cells"]))
         shot(page, "01-notebook-opened")
 
         run_all_cells(page)
         explorer = page.locator(".hierviz-explorer").first
-        try:
-            explorer.wait_for(state="visible", timeout=RENDER_TIMEOUT_S * 1000)
-        except playwright_api.TimeoutError:
+        waited = wait_for_widget(page, explorer)
+        if waited is not None:
             shot(page, "failed-explorer-did-not-render")
             pytest.fail(
-                f"explorer widget did not render within {RENDER_TIMEOUT_S} s: is the "
-                f"@jupyter-widgets/jupyterlab-manager labextension installed in {labextension_dir()}? "
-                f"(present: {labextension_dir().is_dir()}; browser console errors: {console_errors[-5:]}; "
-                f"screenshot in {ARTIFACTS})")
+                f"explorer widget did not render within {waited:.0f} s{' (every cell had run)' if waited < RENDER_TIMEOUT_S else ''}: "
+                f"is the @jupyter-widgets/jupyterlab-manager labextension installed and enabled in "
+                f"{labextension_dir()} (`jupyter labextension list`)? (present: {labextension_dir().is_dir()}; "
+                f"browser console errors: {console_errors[-3:]}; screenshot in {ARTIFACTS})")
         wait_until(lambda: busy_cells(page) == 0 and
                    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0,
                    RUN_ALL_TIMEOUT_S, "all cells did not finish", page, interval=1)
@@ -352,9 +404,10 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
         assert errors.count() == 0, f"a cell raised: {errors.first.inner_text()[:1000]}"
 
         # ---- the diagram is visible and has clusters
-        explorer.scroll_into_view_if_needed()
+        scroll_to(explorer)
         state = wait_until(lambda: diagram_state(explorer), 30, "the explorer shows no diagram", page)
         shot(page, "02-explorer-viewport")
+        print(f"diagram as first shown: {state}")
         shot(page, "03-explorer-widget", explorer)
         assert state["svg"]["width"] > 0 and state["svg"]["height"] > 0, f"the diagram has no size: {state}"
         box = state["box"]
@@ -362,7 +415,7 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
             f"the diagram's box is cut off by the window: {box}"
         assert box["scrollWidth"] <= box["clientWidth"] + 1 or box["width"] > 0, f"diagram not scrollable: {box}"
         assert state["clusters"] > 0, "the diagram has no subgraph clusters"
-        assert state["textHeight"] >= 4, f"diagram labels are unreadably small at the default zoom: {state}"
+        assert state["textHeight"] >= 7, f"diagram labels are unreadably small at the default zoom: {state}"
 
         model, inputs = hv.zoo.load("resnet50")
         config = hv.Config(priority=("tensorrt", "inductor"), support={"inductor": hv.support.inductor()},
@@ -417,6 +470,7 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
         assert rows[0]["min_block_size"] == "16"
         shot(page, "07-history-after-priority", explorer)
         open_tab(explorer, "Diagram")
-        shot(page, "08-final-viewport")
+        scroll_to(explorer.locator(".hv-diagram").first)
+        shot(page, "08-diagram-viewport")
     finally:
         context.close()

@@ -258,7 +258,7 @@ class Explorer(widgets.VBox):
         priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
                              tooltip="Backends, highest priority first: drag to reorder, "
                                      "remove one to switch it off, type a name to add it back.",
-                             layout=widgets.Layout(width="auto"))
+                             placeholder="+ backend", layout=widgets.Layout(width="auto"))
         support = SupportPicker(backends, base.support)
 
         compute = sum(self._graph_ops.values())
@@ -275,14 +275,14 @@ class Explorer(widgets.VBox):
         in_graph = ", ".join(f"{op.replace('torch.ops.', '')} x{self._graph_ops[op]}" for op in ops_sorted)
         teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
                         ops=True, tooltip=f"Ops forced to run in PyTorch. In this graph: {in_graph}",
-                        layout=widgets.Layout(width="auto"))
+                        placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
         self._teo_counts = widgets.HTML()
         rfc = widgets.ToggleButton(value=base.require_full_compilation, description="require full compilation",
                                    icon="lock", layout=widgets.Layout(width="auto"))
         skip = widgets.ToggleButton(value=base.skip_fusion, description="skip fusion",
                                     layout=widgets.Layout(width="auto"))
         view_w = widgets.ToggleButtons(options=list(VIEWS), value=view, description="view",
-                                       style={"button_width": "80px", "description_width": "initial"})
+                                       style={"button_width": "96px", "description_width": "initial"})
         focus_w = widgets.Combobox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
                                    placeholder="node or subgraph to focus on", description="focus",
                                    layout=widgets.Layout(width="320px"))
@@ -705,6 +705,9 @@ class Explorer(widgets.VBox):
     def _refresh_history(self) -> None:
         df = columns.frame(self._runs, latency=True, extra_head=("run",), extra_tail=("cached", "seconds"))
         df = df.dropna(axis=1, how="all")
+        # Settings that never changed go to the end, so what changed and its effect fit on screen.
+        fixed = [c for c in columns.CONFIG_COLUMNS if c in df and len(df) > 1 and df[c].astype(str).nunique() == 1]
+        df = df[[c for c in df.columns if c not in fixed] + fixed]
         shown = df.iloc[::-1].head(HISTORY_SHOWN)
         note = (f'<div style="font-size:11px;color:#777">{len(df)} runs, newest first'
                 + (f" (showing {HISTORY_SHOWN})" if len(df) > HISTORY_SHOWN else "")

@@ -36,9 +36,10 @@ def clean_multiline(text: object) -> list[str]:
 
 
 def html(text: object, limit: int | None = None) -> str:
-    """Text for the inside of an HTML-like label: cleaned and entity-escaped."""
+    """Text for the inside of an HTML-like label: cleaned, entity-escaped, and backslashes
+    doubled (graphviz substitutes `\\N`, `\\G`, ... in HTML labels too, after decoding entities)."""
     s = clean(text, limit)
-    return (s.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    return (s.replace("\\", "\\\\").replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
             .replace('"', "&quot;").replace("'", "&#39;"))
 
 

@@ -11,11 +11,13 @@ Only `render` reads the partition; every view is linear in the graph size.
 
 from __future__ import annotations
 
+import contextlib
 import difflib
+import gc
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
 
 import torch
 
@@ -36,6 +38,10 @@ VIEWS = ("auto", "full", "collapsed", "focus")
 # (graphviz 2.43, one core): aten graphs with clusters lay out in about 1 s at 500 nodes
 # (resnet50's 400-odd nodes: 0.6 s); dot grows superlinearly (4k nodes: tens of seconds).
 DEFAULT_MAX_NODES = 500
+# dot's time grows with nodes plus the virtual nodes long edges need; aten graphs of real
+# models need 2-3 units of work per node, so this lets them reach max_nodes while graphs with
+# many long skip edges (zoo.synthetic) fall back to collapsed (see `layout_budget`).
+LAYOUT_WORK_PER_NODE = 5
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
 LABEL_CHARS = 40
@@ -132,10 +138,30 @@ class _Ctx:
             return eng.DEMOTED
         return self.res.assignment.code[i]
 
+    def compute_ops(self, k: int) -> int:
+        index = self.index
+        flags = getattr(index, "non_compute", None)
+        if flags:
+            return sum(1 for i in self.res.subgraphs[k].nodes if not flags[i])
+        return sum(1 for i in self.res.subgraphs[k].nodes if not eng.is_non_compute(index.ops[i]))
+
     def drawn_count(self) -> int:
         if self.weights:
             return len(self.index.nodes)
         return sum(1 for n in self.index.nodes if n.op != "get_attr")
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """No cyclic GC while building: its scans of a 10^5-node graph's objects cost more than
+    the view itself."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def _resolve_limit(max_nodes: int | None) -> int:
@@ -169,20 +195,23 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if view == "auto":
         if focus is not None:
             view = "focus"
+        elif ctx.drawn_count() <= limit and _work(ctx, _all_drawn(ctx)) <= layout_budget(limit):
+            view = "full"
         else:
-            view = "full" if ctx.drawn_count() <= limit else "collapsed"
+            view = "collapsed"
     if view == "focus" and focus is None:
         raise RenderError("view='focus' needs focus=<node name> or focus=<subgraph tag>, e.g. "
                           f"focus={p.subgraphs[0].tag!r}." if p.subgraphs else
                           "view='focus' needs focus=<node name> or focus=<subgraph tag>.")
     w = DotWriter()
     _defaults(w)
-    if view == "full":
-        info = _full(ctx, w)
-    elif view == "collapsed":
-        info = _collapsed(ctx, w)
-    else:
-        info = _focus(ctx, w, focus, radius)
+    with _gc_paused():
+        if view == "full":
+            info = _full(ctx, w)
+        elif view == "collapsed":
+            info = _collapsed(ctx, w)
+        else:
+            info = _focus(ctx, w, focus, radius)
     g = graphviz.Digraph(name="hierviz", comment=f"hierviz {view} view")
     g.body.extend(w.lines)
     info["view"] = view
@@ -287,7 +316,8 @@ def _cluster_of(ctx: _Ctx, i: int) -> int | None:
     return ctx.tag_of.get(i)
 
 
-def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_node: int | None = None) -> dict:
+def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_node: int | None = None,
+                          labels: str = "label", focus_cluster: int | None = None) -> dict:
     """Nodes (grouped into one cluster per subgraph) and the edges between drawn nodes."""
     res, index = ctx.res, ctx.index
     drawn_set = set(drawn)
@@ -308,7 +338,7 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
         tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
                         f"inputs: {len(sg.inputs)}, outputs: {len(sg.outputs)}"])
         w.open(f"cluster_{k}", label="", style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
-               color=palette.color(raw.backend), penwidth=1.4, fontsize=10, labeljust="l",
+               color=palette.color(raw.backend), penwidth=3.0 if k == focus_cluster else 1.4,
                tooltip=tip,
                **{"class": f"hv-subgraph hv-{_css(raw.backend)}"})
         for i in members:
@@ -337,13 +367,13 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
                 continue
             boundary += 1
             spec = compact_spec(index.nodes[a])
-            # xlabel, not label: dot places it after layout (a label costs a virtual node, and
-            # made layout of a 250-node graph 10x slower).
-            w.edge(f"n{a}", f"n{j}", xlabel=spec or "value", color=palette.BOUNDARY_EDGE, penwidth=1.8,
+            text = spec or "value"
+            w.edge(f"n{a}", f"n{j}", label=text if labels == "label" else None,
+                   xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=1.8,
                    fontcolor=palette.BOUNDARY_EDGE,
                    tooltip=_tooltip([f"{index.names[a]} -> {index.names[j]}", full_spec(index.nodes[a])]),
                    **{"class": "hv-boundary"})
-    return {"nodes": len(drawn), "clusters": len(clusters), "boundary_edges": boundary}
+    return {"nodes": len(drawn), "clusters": len(clusters), "boundary_edges": boundary, "edge_labels": labels}
 
 
 _L = '<BR ALIGN="LEFT"/>'
@@ -412,6 +442,7 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
         if grouped:
             text += (f"{_L}striped boxes: runs of consecutive{_L}subgraphs; stripe width: share{_L}"
                      f"of ops per backend{_L}")
+        text += f"{_L}detail: view='full', or focus={_L}a subgraph tag or node name{_L}"
         columns.append(_legend_column("edges", [_text_cell(text)]))
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
@@ -421,9 +452,26 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
     w.defaults("graph", label=Html(label))
 
 
+def _all_drawn(ctx: _Ctx) -> list[int]:
+    return [i for i in range(len(ctx.index.nodes)) if ctx.drawable(i)]
+
+
+def _work(ctx: _Ctx, drawn: Sequence[int]) -> int:
+    """dot's layout work for drawing `drawn` in full with labelled edges (see layout_budget)."""
+    inside = set(drawn)
+    edges = [(a, j) for j in drawn for a in ctx.index.inputs[j] if a in inside]
+    return len(drawn) + 2 * _span(edges, int)
+
+
+def _edge_labels(ctx: _Ctx, drawn: Sequence[int]) -> str:
+    """'label' (placed by the layout, readable) when dot can afford it, else 'xlabel'
+    (placed after layout, may overlap, but a 250-node graph with long edges lays out 4-10x faster)."""
+    return "label" if _work(ctx, drawn) <= layout_budget(ctx.max_nodes) else "xlabel"
+
+
 def _full(ctx: _Ctx, w: DotWriter) -> dict:
-    drawn = [i for i in range(len(ctx.index.nodes)) if ctx.drawable(i)]
-    info = _draw_nodes_and_edges(ctx, w, drawn)
+    drawn = _all_drawn(ctx)
+    info = _draw_nodes_and_edges(ctx, w, drawn, labels=_edge_labels(ctx, drawn))
     _title(ctx, w, "hierviz · full view")
     return info
 
@@ -465,6 +513,7 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
     limit = ctx.max_nodes
     truncated = False
     center: int | None = None
+    cluster: int | None = None
     if kind == "node":
         center = index.position[name]
         seen = {center}
@@ -484,8 +533,9 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
                 break
         title = f"hierviz · focus on node {clean(name, 60)} (radius {radius})"
     else:
-        k = ctx.p._by_tag[name]
-        members = [index.position[n] for n in k.nodes]
+        sg = ctx.p._by_tag[name]
+        cluster = ctx.res.tags.index(name)
+        members = [index.position[n] for n in sg.nodes]
         if len(members) > limit:
             members, truncated = members[:limit], True
         seen = set(members)
@@ -500,7 +550,7 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
     drawn = sorted(seen)
     if truncated:
         title += f" (truncated at max_nodes={limit})"
-    info = _draw_nodes_and_edges(ctx, w, drawn, center)
+    info = _draw_nodes_and_edges(ctx, w, drawn, center, labels=_edge_labels(ctx, drawn), focus_cluster=cluster)
     # Stubs: how many neighbours of a drawn node are not drawn.
     drawn_set = set(drawn)
     for i in drawn:
@@ -520,11 +570,64 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
 
 
 # ---------------------------------------------------------------------------- collapsed
-def _groups(n_subgraphs: int, budget: int) -> list[range]:
-    if n_subgraphs <= budget:
-        return [range(k, k + 1) for k in range(n_subgraphs)]
-    size = math.ceil(n_subgraphs / budget)
-    return [range(s, min(s + size, n_subgraphs)) for s in range(0, n_subgraphs, size)]
+def _group_size(n_sub: int, n_in: int, n_out: int, pairs: Sequence[tuple[int, int]],
+                max_nodes: int) -> tuple[int, str | None]:
+    """How many consecutive subgraphs share a box, and how edges are labelled, so that the
+    collapsed view has at most `max_nodes` boxes and fits dot's layout budget."""
+    budget = layout_budget(max_nodes)
+    size = max(1, math.ceil(n_sub / max(max_nodes - n_in - n_out, 8)))
+    if size == 1:
+        span = _group_span(n_sub, n_in, 1, pairs)
+        nodes = n_sub + n_in + n_out
+        if nodes + 2 * span <= budget:
+            return 1, "label"
+        if nodes + span <= budget:
+            return 1, "xlabel"
+        size = 2
+    while size < n_sub:
+        groups = math.ceil(n_sub / size)
+        if groups + n_in + n_out + _group_span(n_sub, n_in, size, pairs) <= budget:
+            break
+        size = math.ceil(size * 1.5)
+    return min(size, max(n_sub, 1)), None
+
+
+def _group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int]]) -> int:
+    """Sum over the box graph's edges of the rank distance they cover (longest-path ranks):
+    the virtual nodes dot adds for long edges, which is what makes its layout slow."""
+    n_groups = math.ceil(n_sub / size) if n_sub else 0
+    edges = set()
+    for a, b in pairs:
+        ga = a // size if a < n_sub else n_groups + (a - n_sub)
+        gb = b // size if b < n_sub else n_groups + (b - n_sub)
+        if ga != gb:
+            edges.add((ga, gb))
+    return _span(edges, lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
+
+
+def _span(edges: Iterable[tuple[int, int]], order_key: Any) -> int:
+    """Total rank span of a DAG's edges, ranks by longest path, nodes visited by order_key
+    (a topological order)."""
+    preds: dict[int, list[int]] = {}
+    nodes: set[int] = set()
+    for a, b in edges:
+        preds.setdefault(b, []).append(a)
+        nodes.add(a)
+        nodes.add(b)
+    rank: dict[int, int] = {}
+    total = 0
+    for v in sorted(nodes, key=order_key):
+        ps = preds.get(v, ())
+        r = max((rank.get(a, 0) + 1 for a in ps), default=0)
+        rank[v] = r
+        total += sum(r - rank.get(a, 0) for a in ps)
+    return total
+
+
+def layout_budget(max_nodes: int) -> int:
+    """Layout work (nodes + the rank span of edges, twice that with edge labels) that dot
+    does in about a second, for a node limit of max_nodes."""
+    return LAYOUT_WORK_PER_NODE * max_nodes
 
 
 def _subgraph_ops(ctx: _Ctx, k: int) -> Counter:
@@ -552,42 +655,58 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
     placeholders = [i for i, n in enumerate(index.nodes) if n.op == "placeholder" and index.users[i]]
     outputs = [i for i, n in enumerate(index.nodes) if n.op == "output"]
     merged_inputs = len(placeholders) > MAX_INPUT_NODES
-    io_nodes = (1 if merged_inputs else len(placeholders)) + len(outputs)
-    groups = _groups(n_sub, max(ctx.max_nodes - io_nodes, 8))
-    grouped = len(groups) < n_sub
-    group_of_sub = [0] * n_sub
-    for g, rng in enumerate(groups):
-        for k in rng:
-            group_of_sub[k] = g
+    n_in = 1 if merged_inputs else len(placeholders)
+    io_nodes = n_in + len(outputs)
 
-    # Node ids: subgraph/group boxes s<g>, inputs in<i> (or inputs), outputs out<i>.
-    box: list[str | None] = [None] * len(index.nodes)
+    # Endpoint keys: subgraph k -> k, graph input -> n_sub + slot, output -> n_sub + n_in + slot.
+    key: list[int] = [-1] * len(index.nodes)
     for i, k in ctx.tag_of.items():
-        box[i] = f"s{group_of_sub[k]}"
-    for i in placeholders:
-        box[i] = "inputs" if merged_inputs else f"in{i}"
-    for i in outputs:
-        box[i] = f"out{i}"
-    order = {f"s{g}": (1, g) for g in range(len(groups))}
-    order.update({f"in{i}": (0, i) for i in placeholders})
-    order["inputs"] = (0, -1)
-    order.update({f"out{i}": (2, i) for i in outputs})
-
-    edges: dict[tuple[str, str], dict[int, None]] = {}
-    for j, node in enumerate(index.nodes):
-        dst = box[j]
-        if dst is None:
+        key[i] = k
+    for slot, i in enumerate(placeholders):
+        key[i] = n_sub + (0 if merged_inputs else slot)
+    for slot, i in enumerate(outputs):
+        key[i] = n_sub + n_in + slot
+    crossing: dict[tuple[int, int], dict[int, None]] = {}
+    for j in range(len(index.nodes)):
+        dst = key[j]
+        if dst < 0:
             continue
         for a in index.inputs[j]:
-            src = box[a]
-            if src is None or src == dst:
+            src = key[a]
+            if src < 0 or src == dst:
                 continue
-            edges.setdefault((src, dst), {})[a] = None
+            tensors = crossing.get((src, dst))
+            if tensors is None:
+                tensors = crossing[(src, dst)] = {}
+            tensors[a] = None
+
+    size, labels = _group_size(n_sub, n_in, len(outputs), list(crossing), ctx.max_nodes)
+    groups = [range(s, min(s + size, n_sub)) for s in range(0, n_sub, size)]
+    grouped = size > 1
+
+    def box_id(k: int) -> str:
+        if k < n_sub:
+            return f"s{k // size}"
+        if k < n_sub + n_in:
+            return "inputs" if merged_inputs else f"in{placeholders[k - n_sub]}"
+        return f"out{outputs[k - n_sub - n_in]}"
+
+    edges: dict[tuple[int, int], dict[int, None]] = {}
+    for (a, b), tensors in crossing.items():
+        ga = a // size if a < n_sub else n_sub + a
+        gb = b // size if b < n_sub else n_sub + b
+        if ga == gb:
+            continue
+        edges.setdefault((ga, gb), {}).update(tensors)
+    ids = {}
+    for (a, b) in crossing:
+        for k in (a, b):
+            g = k // size if k < n_sub else n_sub + k
+            ids.setdefault(g, box_id(k))
 
     view_text = f"hierviz · collapsed view · {_plural(n_sub, 'subgraph')}"
     if grouped:
-        view_text += f" in {len(groups):,} groups of {len(groups[0])} consecutive subgraphs"
-    view_text += f" ({index_count(ctx):,} nodes; view='full' or focus=... for detail)"
+        view_text += f", {size} per box"
     # Inputs
     if merged_inputs:
         shown = "<BR/>".join(f'<FONT POINT-SIZE="9">{html(index.names[i], 24)}: {html(full_spec(index.nodes[i]))}</FONT>'
@@ -618,26 +737,23 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
         for k in rng:
             ctx.backends_seen.add(res.subgraphs[k].backend)
 
-    # Edges
-    for (src, dst) in sorted(edges, key=lambda e: (order[e[0]], order[e[1]])):
-        tensors = list(edges[(src, dst)])
+    # Edges, sorted by endpoint keys (inputs sort after subgraphs; dot does not mind)
+    for (ga, gb) in sorted(edges):
+        tensors = list(edges[(ga, gb)])
         if len(tensors) == 1:
-            label = compact_spec(index.nodes[tensors[0]]) or "value"
+            text = compact_spec(index.nodes[tensors[0]]) or "value"
         else:
-            label = f"{len(tensors)} tensors"
+            text = f"{len(tensors)} tensors"
         tip = [f"{len(tensors)} tensor(s):"] + [f"{index.names[a]}: {full_spec(index.nodes[a])}" for a in tensors[:20]]
         if len(tensors) > 20:
             tip.append(f"... {len(tensors) - 20} more")
-        w.edge(src, dst, label=None if grouped else label, color=palette.BOUNDARY_EDGE,
+        w.edge(ids[ga], ids[gb], label=text if labels == "label" else None,
+               xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE,
                penwidth=round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2,
                fontcolor=palette.BOUNDARY_EDGE, tooltip=_tooltip(tip), **{"class": "hv-boundary"})
     _title(ctx, w, view_text, collapsed=True, grouped=grouped)
     return {"nodes": len(groups) + io_nodes, "boxes": len(groups), "grouped": grouped,
-            "boundary_edges": len(edges)}
-
-
-def index_count(ctx: _Ctx) -> int:
-    return ctx.p.stats["nodes"]
+            "group_size": size, "boundary_edges": len(edges), "edge_labels": labels}
 
 
 def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
@@ -674,12 +790,12 @@ def _group_box(ctx: _Ctx, w: DotWriter, g: int, rng: range) -> None:
     for k in rng:
         b = res.subgraphs[k].backend
         subs_by[b] += 1
-        ops_by[b] += ctx.p.subgraphs[k].compute_ops
+        ops_by[b] += ctx.compute_ops(k)
     total_ops = sum(ops_by.values())
     order = [b for b in ctx.p.backends if subs_by.get(b)] + sorted(b for b in subs_by if b not in ctx.p.backends)
     lines = [f"<B>subgraphs {rng.start}-{rng.stop - 1}</B>", f"{_plural(total_ops, 'op')}"]
     for b in order:
-        lines.append(f'<FONT POINT-SIZE="9">{html(b)}: {subs_by[b]} sg, {ops_by[b]:,} ops</FONT>')
+        lines.append(f'<FONT POINT-SIZE="9">{html(b)}: {_plural(subs_by[b], "subgraph")}, {ops_by[b]:,} ops</FONT>')
     weights = {b: (ops_by[b] or 0) for b in order}
     denom = sum(weights.values())
     if denom == 0:

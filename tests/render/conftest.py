@@ -1,0 +1,120 @@
+"""Fixtures for the render tests: the tiny conv net and a one-block transformer, captured
+once per session, partitioned under the configs the golden files cover.
+
+    pytest tests/render --regen-golden      # rewrite tests/golden/*.dot from the current code
+    HIERVIZ_REGEN_GOLDEN=1 pytest tests/render
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from tests.render.models import tiny_transformer
+
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "render"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--regen-golden", action="store_true", default=False,
+                     help="rewrite the golden DOT files under tests/golden/ instead of comparing")
+
+
+@pytest.fixture(scope="session")
+def regen_golden(request: pytest.FixtureRequest) -> bool:
+    return bool(request.config.getoption("--regen-golden") or os.environ.get("HIERVIZ_REGEN_GOLDEN"))
+
+
+@pytest.fixture(scope="session")
+def artifacts() -> Path:
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    return ARTIFACTS
+
+
+@pytest.fixture(scope="session")
+def has_dot() -> bool:
+    return shutil.which("dot") is not None
+
+
+@pytest.fixture
+def needs_dot(has_dot: bool) -> None:
+    if not has_dot:
+        pytest.skip("graphviz `dot` is not installed")
+
+
+@pytest.fixture(scope="session")
+def conv_gm(zoo_cache) -> torch.fx.GraphModule:
+    return zoo_cache.capture("tiny_conv")
+
+
+@pytest.fixture(scope="session")
+def transformer_gm() -> torch.fx.GraphModule:
+    import hierviz as hv
+
+    model, inputs = tiny_transformer()
+    return hv.capture(model, inputs)
+
+
+def _softmax_validator(node: torch.fx.Node) -> bool:
+    """TensorRT stand-in for the 'fallback' config: a validator that rejects softmax, and no
+    support for clone."""
+    from hierviz.opnames import qualname
+
+    name = qualname(node.target)
+    if name == "torch.ops.aten._softmax.default":
+        raise ValueError("converter validator rejected this softmax")
+    return name != "torch.ops.aten.clone.default"
+
+
+def conv_configs() -> dict:
+    import hierviz as hv
+
+    return {
+        "default": {},
+        # relu in TorchInductor, the rest in TensorRT
+        "split": dict(priority=("inductor", "tensorrt"),
+                      support={"inductor": hv.support.ops(["torch.ops.aten.relu.default"])}, min_block_size=1),
+        # the first conv forced to PyTorch; the 3-node TensorRT blocks demoted
+        "fallback": dict(torch_executed_ops={"torch.ops.aten.convolution.default"}, min_block_size=4),
+    }
+
+
+def transformer_configs() -> dict:
+    import hierviz as hv
+
+    trt_ops = ["torch.ops.aten.linear.default", "torch.ops.aten.matmul.default", "torch.ops.aten._softmax.default",
+               "torch.ops.aten.permute.default", "torch.ops.aten._reshape_copy.default",
+               "torch.ops.aten.clone.default", "torch.ops.aten.split.Tensor", "torch.ops.aten.embedding.default"]
+    ind_ops = ["torch.ops.aten.native_layer_norm.default", "torch.ops.aten.add.Tensor",
+               "torch.ops.aten.gelu.default", "torch.ops.aten.mul.Tensor"]
+    return {
+        "default": {},
+        # an inductor/tensorrt split with embedding forced to PyTorch
+        "split": dict(priority=("tensorrt", "inductor"),
+                      support={"tensorrt": hv.support.ops(trt_ops), "inductor": hv.support.ops(ind_ops)},
+                      torch_executed_ops={"torch.ops.aten.embedding.default"}, min_block_size=2),
+        # every fallback reason, and a custom backend
+        "fallback": dict(priority=("tensorrt", "my_backend"),
+                         support={"tensorrt": hv.support.where(_softmax_validator, name="trt_stand_in"),
+                                  "my_backend": hv.support.ops(["torch.ops.aten.gelu.default"])},
+                         torch_executed_ops={"torch.ops.aten.mul.Tensor"}, min_block_size=3),
+    }
+
+
+@pytest.fixture(scope="session")
+def conv_parts(conv_gm) -> dict:
+    import hierviz as hv
+
+    return {name: hv.partition(conv_gm, **cfg) for name, cfg in conv_configs().items()}
+
+
+@pytest.fixture(scope="session")
+def transformer_parts(transformer_gm) -> dict:
+    import hierviz as hv
+
+    return {name: hv.partition(transformer_gm, **cfg) for name, cfg in transformer_configs().items()}

@@ -1,0 +1,51 @@
+"""Reading back what the renderer wrote: normalised DOT, parsed SVG."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass, field
+
+SVG = "{http://www.w3.org/2000/svg}"
+XLINK = "{http://www.w3.org/1999/xlink}"
+
+
+def normalise_dot(source: str) -> str:
+    """DOT text without what legitimately differs between machines: the TensorRT version and
+    whether its registry was read live or from hierviz's snapshot; trailing blanks."""
+    source = re.sub(r"Torch-TensorRT \S+ converter registry \((live|snapshot)\)",
+                    "Torch-TensorRT <version> converter registry", source)
+    return "\n".join(line.rstrip() for line in source.splitlines()) + "\n"
+
+
+@dataclass
+class SvgGroup:
+    kind: str  # node, edge, cluster
+    title: str
+    classes: list[str]
+    fills: list[str] = field(default_factory=list)
+    texts: list[str] = field(default_factory=list)
+    tooltip: str | None = None
+
+
+def parse_svg(text: str) -> tuple[ET.Element, list[SvgGroup]]:
+    """The SVG root and its node/edge/cluster groups (title = the DOT id)."""
+    root = ET.fromstring(text)
+    groups = []
+    for g in root.iter(f"{SVG}g"):
+        classes = (g.get("class") or "").split()
+        kind = next((c for c in classes if c in ("node", "edge", "cluster")), None)
+        if kind is None:
+            continue
+        title = g.find(f"{SVG}title")
+        item = SvgGroup(kind, title.text if title is not None else "", classes)
+        for shape in g.iter():
+            tag = shape.tag.replace(SVG, "")
+            if tag in ("polygon", "path", "ellipse") and shape.get("fill") not in (None, "none", "transparent"):
+                item.fills.append(shape.get("fill").upper())
+            elif tag == "text":
+                item.texts.append("".join(shape.itertext()))
+            elif tag == "a" and item.tooltip is None:
+                item.tooltip = shape.get(f"{XLINK}title")
+        groups.append(item)
+    return root, groups
