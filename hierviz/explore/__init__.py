@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
 from hierviz.explore.cache import cache_info, cached_partition, clear_cache
@@ -21,19 +19,6 @@ def __getattr__(name: str) -> Any:  # the widget module imports ipywidgets: load
         return value
     raise AttributeError(f"module 'hierviz.explore' has no attribute {name!r}")
 
-
-class _CallablePackage(types.ModuleType):
-    """Importing `hierviz.explore` makes Python bind the package to `hierviz.explore`, which is
-    also the name of the function `hv.explore`; calling the package calls the function, so
-    `hv.explore(model, inputs)` works whichever of the two the name holds."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        from hierviz.explore.widget import explore
-
-        return explore(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
 
 __all__ = ["explore", "Explorer", "sweep", "diff", "plot_latency", "plot_subgraphs",
            "cache_info", "cached_partition", "clear_cache"]

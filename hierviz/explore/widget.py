@@ -264,7 +264,7 @@ class Explorer(widgets.VBox):
         compute = sum(self._graph_ops.values())
         top = max(2, compute, base.min_block_size)
         mbs = widgets.IntSlider(value=base.min_block_size, min=1, max=top, step=1, continuous_update=False,
-                                description="min_block_size", style={"description_width": "initial"},
+                                readout=False, description="min_block_size", style={"description_width": "initial"},
                                 layout=widgets.Layout(width="420px"))
         mbs_box = widgets.BoundedIntText(value=base.min_block_size, min=1, max=top, step=1,
                                          layout=widgets.Layout(width="80px"))

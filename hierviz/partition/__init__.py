@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-import types
 from typing import Any
 
 from torch.fx import GraphModule
@@ -63,17 +61,5 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 def engine_run(gm: GraphModule, cfg: Config) -> engine.EngineResult:
     return engine.run(gm, cfg)
 
-
-class _CallablePackage(types.ModuleType):
-    """`hierviz.partition` names both this package and the function `hv.partition`. When a
-    submodule is imported before `hv.partition` is first used (`from hierviz.partition import
-    engine`), Python binds the package as the attribute `hierviz.partition`; calling the
-    package then calls the function, so `hv.partition(gm)` works whatever was imported first."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Partition:
-        return partition(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallablePackage
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "diff", "graph_of", "make_config"]

@@ -90,7 +90,7 @@ STYLES: dict[str, NodeStyle] = {
     "follows_producer": NodeStyle("ellipse", "filled", 0.8, 1, "non-compute op (runs with its producer)"),
     "torch_executed_ops": NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops"),
     "unsupported": NodeStyle("octagon", "filled,bold", 2.0, 1, "unsupported: no backend takes it"),
-    "validator_rejected": NodeStyle("octagon", "filled,dotted", 2.0, 1, "converter validator rejected it"),
+    "validator_rejected": NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it"),
     "demoted": NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
                          "demoted: subgraph < min_block_size (border: backend it was eligible for)"),
     "not_callable": NodeStyle("box", "rounded,filled", 1.0, 1, "graph input / output"),

@@ -425,14 +425,14 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
             samples.append(_swatch("unsupported by every backend (octagon)", torch_fill, torch_line, border=3,
                                    style=None))
         if ctx.reasons.get(eng.VALIDATOR):
-            samples.append(_swatch("converter validator rejected it (octagon)", torch_fill, torch_line, border=2,
-                                   style="dotted"))
+            samples.append(_swatch("converter validator rejected it (octagon, dashed)", torch_fill, torch_line,
+                                   border=2, style="dashed"))
         if ctx.reasons.get(eng.TORCH_EXECUTED):
             samples.append(_swatch("in torch_executed_ops", torch_fill, torch_line, style=None, double=True))
         if ctx.reasons.get(eng.DEMOTED):
             samples.append(_swatch(f"demoted: its subgraph &lt; min_block_size {p.config.min_block_size}"
-                                   f"{_L}(border: the backend it was eligible for)", torch_fill, palette.GRAPH,
-                                   border=2, style="dashed"))
+                                   f"{_L}(rounded, dashed; border: the backend it was eligible for)", torch_fill,
+                                   palette.GRAPH, border=2, style="rounded,dashed"))
         columns.append(_legend_column("nodes", samples))
         columns.append(_legend_column("edges", [_text_cell(
             f"bold, labelled dtype[shape]:{_L}a tensor crossing subgraphs{_L}thin grey: inside a subgraph{_L}"
@@ -447,7 +447,7 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>'
-             f'<TR><TD ALIGN="LEFT" ID="hv_legend"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="4" CELLPADDING="0">'
+             f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="4" CELLPADDING="0">'
              f'<TR>{"".join(columns)}<TD> </TD></TR></TABLE></TD></TR></TABLE>')
     w.defaults("graph", label=Html(label))
 

@@ -97,10 +97,12 @@ class FakeMeasure:
 
 @pytest.fixture
 def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
-    import hierviz.measure
+    import importlib
 
+    # the package, not `hv.measure` (the function bound to the same name on hierviz)
+    package = importlib.import_module("hierviz.measure")
     fake = FakeMeasure()
-    monkeypatch.setattr(hierviz.measure, "measure", fake)
+    monkeypatch.setattr(package, "measure", fake)
     return fake
 
 

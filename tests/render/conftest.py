@@ -60,15 +60,15 @@ def transformer_gm() -> torch.fx.GraphModule:
     return hv.capture(model, inputs)
 
 
-def _softmax_validator(node: torch.fx.Node) -> bool:
-    """TensorRT stand-in for the 'fallback' config: a validator that rejects softmax, and no
-    support for clone."""
+def _trt_stand_in(node: torch.fx.Node) -> bool:
+    """TensorRT stand-in for the 'fallback' config: a validator that rejects softmax, no
+    support for clone, and the end of the MLP left to the custom backend."""
     from hierviz.opnames import qualname
 
     name = qualname(node.target)
     if name == "torch.ops.aten._softmax.default":
         raise ValueError("converter validator rejected this softmax")
-    return name != "torch.ops.aten.clone.default"
+    return name != "torch.ops.aten.clone.default" and node.name not in ("gelu", "linear_3", "add_1")
 
 
 def conv_configs() -> dict:
@@ -100,8 +100,10 @@ def transformer_configs() -> dict:
                       torch_executed_ops={"torch.ops.aten.embedding.default"}, min_block_size=2),
         # every fallback reason, and a custom backend
         "fallback": dict(priority=("tensorrt", "my_backend"),
-                         support={"tensorrt": hv.support.where(_softmax_validator, name="trt_stand_in"),
-                                  "my_backend": hv.support.ops(["torch.ops.aten.gelu.default"])},
+                         support={"tensorrt": hv.support.where(_trt_stand_in, name="trt_stand_in"),
+                                  "my_backend": hv.support.ops(["torch.ops.aten.gelu.default",
+                                                                "torch.ops.aten.linear.default",
+                                                                "torch.ops.aten.add.Tensor"])},
                          torch_executed_ops={"torch.ops.aten.mul.Tensor"}, min_block_size=3),
     }
 

@@ -26,6 +26,15 @@ class SvgGroup:
     fills: list[str] = field(default_factory=list)
     texts: list[str] = field(default_factory=list)
     tooltip: str | None = None
+    strokes: list[str] = field(default_factory=list)
+    outlines: int = 0  # polygons/paths/ellipses drawn (2 for peripheries=2)
+    corners: int = 0  # of the first outline: polygon corners, -1 for a rounded path, 0 an ellipse
+    dashed: bool = False
+
+    @property
+    def look(self) -> tuple[int, bool, int]:
+        """What tells node styles apart: (corners, dashed, outlines)."""
+        return self.corners, self.dashed, self.outlines
 
 
 def parse_svg(text: str) -> tuple[ET.Element, list[SvgGroup]]:
@@ -41,8 +50,15 @@ def parse_svg(text: str) -> tuple[ET.Element, list[SvgGroup]]:
         item = SvgGroup(kind, title.text if title is not None else "", classes)
         for shape in g.iter():
             tag = shape.tag.replace(SVG, "")
-            if tag in ("polygon", "path", "ellipse") and shape.get("fill") not in (None, "none", "transparent"):
-                item.fills.append(shape.get("fill").upper())
+            if tag in ("polygon", "path", "ellipse"):
+                if shape.get("fill") not in (None, "none", "transparent"):
+                    item.fills.append(shape.get("fill").upper())
+                if item.outlines == 0:
+                    item.corners = {"polygon": len((shape.get("points") or "").split()) - 1,
+                                    "path": -1, "ellipse": 0}[tag]
+                item.outlines += 1
+                item.strokes.append((shape.get("stroke") or "").lower())
+                item.dashed = item.dashed or shape.get("stroke-dasharray") is not None
             elif tag == "text":
                 item.texts.append("".join(shape.itertext()))
             elif tag == "a" and item.tooltip is None:
