@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib.util
+import os
 import re
 import sys
 import time
@@ -11,6 +13,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 EXIT_USAGE = 2
+CLI_BACKENDS = ("tensorrt", "inductor")
 
 DESCRIPTION = """\
 See and tune Torch-TensorRT's hierarchical adjacency partitioner.
@@ -61,6 +64,48 @@ def load_model(spec: str) -> tuple[Any, Any]:
     return zoo.load(spec)
 
 
+@contextlib.contextmanager
+def _quiet_stderr() -> Any:
+    """Silence stderr, file descriptor included, and torch / Torch-TensorRT log warnings."""
+    import logging
+
+    loggers = [logging.getLogger(name) for name in ("torch_tensorrt", "torch")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.ERROR)
+    sys.stderr.flush()
+    saved = devnull = None
+    try:
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 2)
+    except OSError:  # no real file descriptor 2: the logging levels still apply
+        pass
+    try:
+        yield
+    finally:
+        sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 2)
+            os.close(saved)
+        if devnull is not None:
+            os.close(devnull)
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
+
+def import_tensorrt_quietly(args: argparse.Namespace) -> None:
+    """Import Torch-TensorRT now, hiding what its import prints without a GPU (a CUDA warning
+    from C++, optional-dependency and deprecation lines), which would bury the report and the
+    one-line errors. `--debug` shows it; `hierviz info` says whether the import worked."""
+    from hierviz import trt
+
+    if getattr(args, "debug", False):
+        trt.available()
+        return
+    with _quiet_stderr():
+        trt.available()
+
+
 def _split(text: str | None, sep: str = ",") -> list[str]:
     return [t.strip() for t in (text or "").split(sep) if t.strip()]
 
@@ -71,6 +116,11 @@ def build_config(args: argparse.Namespace) -> Any:
     fields: dict[str, Any] = {}
     if args.priority:
         fields["priority"] = tuple(_split(args.priority.replace(">", ",").replace("+", ",")))
+        unknown = [b for b in fields["priority"] if b not in CLI_BACKENDS]
+        if unknown:
+            raise UsageError(f"--priority: unknown backend {unknown[0]!r}; the command line knows "
+                             f"{' and '.join(CLI_BACKENDS)} (other backends need the Python API, "
+                             "hv.Config(priority=..., support=...))")
     if args.min_block_size is not None:
         fields["min_block_size"] = args.min_block_size
     if args.torch_executed_ops:
@@ -157,6 +207,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     import hierviz as hv
 
     model, inputs = load_model(args.model)
+    import_tensorrt_quietly(args)
     config = build_config(args)
     part = hv.partition(model, inputs, config)
     text = part.report()
@@ -179,6 +230,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     import hierviz as hv
 
     model, inputs = load_model(args.model)
+    import_tensorrt_quietly(args)
     grid = parse_grid(args.grid or [])
     if not grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
@@ -208,6 +260,7 @@ DEMO_MEASURE = {"warmup": 3, "iters": 20}
 def cmd_demo(args: argparse.Namespace) -> int:
     import hierviz as hv
 
+    import_tensorrt_quietly(args)
     out_dir = Path(args.output_dir)
     out_dir.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []

@@ -131,8 +131,7 @@ EXPLORE = [
     current.ops().head(10)
     """),
     md("""
-    Leave `min_block_size` back at 5 for the widget above (it stays live: scroll up and keep
-    exploring).
+    Set `min_block_size` back to 5. The widget above stays live: scroll up and keep exploring.
     """),
     code("""
     explorer.controls["min_block_size"].value = 5
@@ -141,10 +140,10 @@ EXPLORE = [
     md("""
     ## BERT
 
-    A 2-layer BERT encoder (hidden size 128). Here we let TorchInductor go **first** and give it
-    only the matrix multiplications (`aten.linear`), a common split when a hand-tuned GEMM
-    backend is preferred; TensorRT takes the rest. Try raising `min_block_size`, or switching
-    the priority back to `tensorrt, inductor`.
+    A 2-layer BERT encoder (hidden size 128). Here TorchInductor goes **first** but may only
+    take the matrix multiplications (`aten.linear`); TensorRT takes the rest. The graph then
+    alternates between the two backends, which is where `min_block_size` matters most: try
+    raising it, or remove `inductor` from the priority.
     """),
     code("""
     bert, bert_inputs = hv.zoo.load("bert")
@@ -227,21 +226,26 @@ pd.set_option("display.width", 200)'''),
     ## Plot: latency
 
     `measure=True` compiles every subgraph with its backend and times the split model
-    (`hv.measure`). TensorRT needs an NVIDIA GPU; on a CPU the TensorRT settings get an
-    `error` row and TorchInductor / PyTorch settings are timed on the CPU. We measure the
-    small `tiny_conv` model with few iterations to keep this notebook quick; on a GPU machine
-    use your own model and the defaults (`warmup=10, iters=100`).
+    (`hv.measure`) next to eager PyTorch. TensorRT needs an NVIDIA GPU, so on a CPU we measure
+    TorchInductor settings only (a TensorRT setting would get an `error` row instead of a
+    latency). We use the small `tiny_conv` model (conv-bn-relu twice) and few iterations to
+    keep this notebook quick; on a GPU machine use your own model, `("tensorrt", "inductor")`
+    and the defaults (`warmup=10, iters=100`).
+
+    Forcing `relu` to PyTorch cuts the model into pieces; with `min_block_size=5` those pieces
+    are too small and everything falls back to eager PyTorch:
     """),
     code("""
     tiny, tiny_inputs = hv.zoo.load("tiny_conv")
     latency = hv.sweep(
         tiny, tiny_inputs,
-        {"min_block_size": [1, 3, 5], "priority": [("inductor",), ("tensorrt", "inductor")]},
-        base=hv.Config(support={"inductor": hv.support.inductor()}),
+        {"min_block_size": [1, 5], "torch_executed_ops": [set(), {"torch.ops.aten.relu.default"}]},
+        base=hv.Config(priority=("inductor",), support={"inductor": hv.support.inductor()}),
         measure={"warmup": 2, "iters": 10},
         progress=False,
     )
-    latency[["priority", "min_block_size", "subgraphs", "median_ms", "p10_ms", "p90_ms", "speedup", "error"]]
+    latency[["torch_executed_ops", "min_block_size", "subgraphs", "subgraphs_inductor", "subgraphs_torch",
+             "median_ms", "p10_ms", "p90_ms", "speedup", "error"]]
     """),
     code("""
     ax = plot_latency(latency)

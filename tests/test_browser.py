@@ -325,10 +325,6 @@ def wait_for_widget(page: Any, explorer: Any) -> float | None:
     return time.monotonic() - start
 
 
-def busy_cells(page: Any) -> int:
-    return page.locator(".jp-NotebookPanel:visible .jp-InputPrompt", has_text="[*]").count()
-
-
 def diagram_state(explorer: Any) -> dict[str, Any]:
     """What the diagram panel shows: cluster count, classes by backend, size and position."""
     return explorer.evaluate("""(root) => {
@@ -348,7 +344,9 @@ def diagram_state(explorer: Any) -> dict[str, Any]:
                 svg: {x: r.x, y: r.y, width: r.width, height: r.height},
                 box: {x: s.x, y: s.y, width: s.width, height: s.height,
                       scrollWidth: scroller.scrollWidth, clientWidth: scroller.clientWidth,
-                      scrollHeight: scroller.scrollHeight, clientHeight: scroller.clientHeight},
+                      scrollHeight: scroller.scrollHeight, clientHeight: scroller.clientHeight,
+                      overflowX: getComputedStyle(scroller).overflowX,
+                      overflowY: getComputedStyle(scroller).overflowY},
                 textHeight: sizes.length ? sizes[Math.floor(sizes.length / 2)] : 0,
                 fingerprint: svg.innerHTML.length + ':' + clusters.map(g => g.getAttribute('class')).join('|')};
     }""")
@@ -396,7 +394,7 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
                 f"is the @jupyter-widgets/jupyterlab-manager labextension installed and enabled in "
                 f"{labextension_dir()} (`jupyter labextension list`)? (present: {labextension_dir().is_dir()}; "
                 f"browser console errors: {console_errors[-3:]}; screenshot in {ARTIFACTS})")
-        wait_until(lambda: busy_cells(page) == 0 and
+        wait_until(lambda: cells_not_done(page) == 0 and
                    page.locator(".jp-Notebook-ExecutionIndicator[data-status='idle']").count() > 0,
                    RUN_ALL_TIMEOUT_S, "all cells did not finish", page, interval=1)
         errors = page.locator(".jp-OutputArea-output[data-mime-type='application/vnd.jupyter.stderr']",
@@ -413,7 +411,11 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
         box = state["box"]
         assert box["x"] >= 0 and box["x"] + box["width"] <= VIEWPORT["width"] + 1, \
             f"the diagram's box is cut off by the window: {box}"
-        assert box["scrollWidth"] <= box["clientWidth"] + 1 or box["width"] > 0, f"diagram not scrollable: {box}"
+        scrolls = ("auto", "scroll")
+        assert state["svg"]["width"] <= box["width"] + 1 or box["overflowX"] in scrolls, \
+            f"the diagram is wider than its box and cannot be scrolled: {state}"
+        assert state["svg"]["height"] <= box["height"] + 1 or box["overflowY"] in scrolls, \
+            f"the diagram is taller than its box and cannot be scrolled: {state}"
         assert state["clusters"] > 0, "the diagram has no subgraph clusters"
         assert state["textHeight"] >= 7, f"diagram labels are unreadably small at the default zoom: {state}"
 
@@ -472,5 +474,12 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
         open_tab(explorer, "Diagram")
         scroll_to(explorer.locator(".hv-diagram").first)
         shot(page, "08-diagram-viewport")
+
+        # ---- the second explorer (BERT) rendered too
+        bert = page.locator(".hierviz-explorer").nth(1)
+        assert bert.count(), "the BERT explorer did not render"
+        bert_state = diagram_state(bert)
+        assert bert_state and bert_state["clusters"] > 0, f"the BERT diagram has no clusters: {bert_state}"
+        shot(page, "09-bert-explorer", bert)
     finally:
         context.close()

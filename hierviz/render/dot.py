@@ -43,17 +43,19 @@ def html(text: object, limit: int | None = None) -> str:
             .replace('"', "&quot;").replace("'", "&#39;"))
 
 
-def quote(text: object, *, multiline: bool = False) -> str:
+def quote(text: object, *, multiline: bool = False, tooltip: bool = False) -> str:
     """A DOT quoted string that graphviz reads back as `text`.
 
-    Backslashes are doubled (graphviz would read `\\N`, `\\l`, ... as escapes), quotes
-    escaped, `&` written as `&amp;` (graphviz decodes entities in strings). With
-    `multiline`, newlines become graphviz's `\\n` line breaks; otherwise they are shown as
-    a visible `\\n`."""
+    Quotes are escaped and `&` written as `&amp;` (graphviz decodes entities in strings).
+    Backslashes are doubled for labels; tooltips go through graphviz's escape handling twice
+    (graphviz 2.43 turns `\\N` in a node tooltip into the node's name), so there each
+    backslash is written four times. With `multiline`, newlines become graphviz's `\n`
+    line breaks; otherwise they are shown as a visible `\n`."""
     lines = clean_multiline(text) if multiline else [clean(text)]
+    slash = "\\" * (4 if tooltip else 2)
     out = []
     for line in lines:
-        out.append(line.replace("\\", "\\\\").replace('"', '\\"').replace("&", "&amp;"))
+        out.append(line.replace("\\", slash).replace('"', '\\"').replace("&", "&amp;"))
     return '"' + "\\n".join(out) + '"'
 
 
@@ -64,7 +66,10 @@ class Html(str):
 Value = Union[str, int, float, bool, Html]
 
 
-def _value(v: Value) -> str:
+_TOOLTIPS = frozenset({"tooltip", "edgetooltip", "labeltooltip", "headtooltip", "tailtooltip"})
+
+
+def _value(v: Value, key: str = "") -> str:
     if isinstance(v, Html):
         return "<" + str(v) + ">"
     if isinstance(v, bool):
@@ -74,7 +79,7 @@ def _value(v: Value) -> str:
     if isinstance(v, float):
         text = f"{v:.3f}".rstrip("0").rstrip(".")
         return text or "0"
-    return quote(v, multiline=True)
+    return quote(v, multiline=True, tooltip=key in _TOOLTIPS)
 
 
 _ID = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -88,7 +93,7 @@ def attrs(items: Mapping[str, Value | None]) -> str:
             continue
         if not _ID.match(k):
             raise ValueError(f"not a graphviz attribute name: {k!r}")
-        parts.append(f"{k}={_value(v)}")
+        parts.append(f"{k}={_value(v, k)}")
     return "[" + ", ".join(parts) + "]" if parts else ""
 
 

@@ -197,7 +197,7 @@ def diagram_html(svg: str, uid: str, height: str = "640px") -> str:
         rid = f"{uid}-z{n}"
         checked = " checked" if n == 0 else ""
         radios.append(f'<input type="radio" name="{uid}-zoom" id="{rid}"{checked}><label for="{rid}">{label}</label>')
-        size = "max-width:100%;width:100%;height:auto" if scale is None else \
+        size = "max-width:100%;height:auto" if scale is None else \
             f"max-width:none;width:{width_px * scale:.0f}px;height:auto"
         rules.append(f"#{rid}:checked~.hv-scroll svg{{{size}}}")
     style = css + "\n".join(rules)

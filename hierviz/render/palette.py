@@ -21,16 +21,14 @@ GRAPH = "#7F7F7F"  # graph inputs, outputs and weights: not partitioned
 
 FIXED: dict[str, str] = {"tensorrt": TENSORRT, "inductor": INDUCTOR, "torch": TORCH, "graph": GRAPH}
 
-# Colors for custom backends, none of them close to the three fixed ones.
+# Colors for custom backends, none of them close to the three fixed ones (Okabe-Ito's orange
+# and sky blue would pass for PyTorch and TorchInductor once tinted, so they are left out).
 EXTRA: tuple[str, ...] = (
     "#CC79A7",  # Okabe-Ito reddish purple
-    "#E69F00",  # Okabe-Ito orange
-    "#56B4E9",  # Okabe-Ito sky blue
     "#F0E442",  # Okabe-Ito yellow
     "#882255",  # Tol wine
     "#332288",  # Tol indigo
     "#999933",  # Tol olive
-    "#44AA99",  # Tol teal
     "#AA4499",  # Tol purple
     "#DDCC77",  # Tol sand
 )

@@ -35,12 +35,14 @@ if TYPE_CHECKING:  # pragma: no cover
 VIEWS = ("auto", "full", "collapsed", "focus")
 
 # The largest graph the auto view draws in full. Measured with benchmarks/render_scale.py
-# (graphviz 2.43, one core): aten graphs with clusters lay out in about 1 s at 500 nodes
-# (resnet50's 400-odd nodes: 0.6 s); dot grows superlinearly (4k nodes: tens of seconds).
-DEFAULT_MAX_NODES = 500
-# dot's time grows with nodes plus the virtual nodes long edges need; aten graphs of real
-# models need 2-3 units of work per node, so this lets them reach max_nodes while graphs with
-# many long skip edges (zoo.synthetic) fall back to collapsed (see `layout_budget`).
+# (graphviz 2.43, one core): with clusters and labelled boundary edges, real models lay out
+# in 0.1-0.6 s up to ~800 nodes (resnet50's 230: 0.15 s; a 32-layer BERT's 775: 0.6 s),
+# while 1,160 nodes take 5.6 s and 4k nodes minutes: dot grows superlinearly.
+DEFAULT_MAX_NODES = 800
+# dot's time grows with nodes plus the virtual nodes long edges need (`layout_budget`).
+# Aten graphs of real models need 4-4.5 units of work per node with labelled edges, so they
+# reach max_nodes; graphs with many long skip edges (zoo.synthetic: 17 per node; 250 nodes
+# took 0.9-1.5 s, 500 nodes 30 s) are collapsed, or drawn with unplaced edge labels.
 LAYOUT_WORK_PER_NODE = 5
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
@@ -389,15 +391,18 @@ def _swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | No
     return f'<TD BGCOLOR="{fill}" BORDER="{border}" COLOR="{line}"{st} CELLPADDING="3" BALIGN="LEFT">{text}</TD>'
 
 
-def _legend_column(head: str, cells: Sequence[str]) -> str:
-    """A legend column: a heading over swatches stacked one per row (equal widths)."""
-    rows = "".join(f"<TR>{c}</TR>" for c in cells)
-    return (f'<TD ALIGN="LEFT" VALIGN="TOP"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
-            f'<TR><TD ALIGN="LEFT"><I>{head}</I></TD></TR>{rows}</TABLE></TD>')
-
-
-def _text_cell(text: str) -> str:
-    return f'<TD ALIGN="LEFT" BALIGN="LEFT">{text}</TD>'
+def _legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str) -> str:
+    """The legend as one grid: a column of swatches per heading, rows shared (so no column
+    stretches its swatches to another's height), and the free-text note spanning all rows."""
+    rows = max(len(cells) for _, cells in columns)
+    head = "".join(f'<TD ALIGN="LEFT"><I>{title}</I></TD>' for title, _ in columns)
+    lines = [f'<TR>{head}<TD ALIGN="LEFT"><I>edges</I></TD></TR>']
+    for r in range(rows):
+        cells = "".join(col[r] if r < len(col) else "<TD></TD>" for _, col in columns)
+        if r == 0:
+            cells += f'<TD ALIGN="LEFT" VALIGN="TOP" BALIGN="LEFT" ROWSPAN="{rows}">{note}</TD>'
+        lines.append(f"<TR>{cells}</TR>")
+    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0">' + "".join(lines) + "</TABLE>")
 
 
 def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False) -> None:
@@ -414,7 +419,7 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
     backends = list(p.backends) + sorted(b for b in ctx.backends_seen if b not in p.backends and b != "graph")
     cells = [_swatch(f"{html(b)} · {_plural(counts.get(b, 0), 'subgraph')}", palette.fill(b), palette.border(b))
              for b in backends]
-    columns = [_legend_column("backends", cells)]
+    columns: list[tuple[str, Sequence[str]]] = [("backends", cells)]
     if not collapsed:
         torch_fill, torch_line = palette.fill("torch"), palette.border("torch")
         samples = [_swatch("op (color: its backend)", palette.fill("graph"), palette.border("graph"))]
@@ -433,22 +438,20 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
             samples.append(_swatch(f"demoted: its subgraph &lt; min_block_size {p.config.min_block_size}"
                                    f"{_L}(rounded, dashed; border: the backend it was eligible for)", torch_fill,
                                    palette.GRAPH, border=2, style="rounded,dashed"))
-        columns.append(_legend_column("nodes", samples))
-        columns.append(_legend_column("edges", [_text_cell(
-            f"bold, labelled dtype[shape]:{_L}a tensor crossing subgraphs{_L}thin grey: inside a subgraph{_L}"
-            f"{_L}SVG: hover nodes, edges and{_L}subgraphs for details{_L}")]))
+        columns.append(("nodes", samples))
+        note = (f"bold, labelled dtype[shape]:{_L}a tensor crossing subgraphs{_L}thin grey: inside a subgraph{_L}"
+                f"{_L}SVG: hover nodes, edges and{_L}subgraphs for details{_L}")
     else:
         text = f"a tensor or tensors crossing{_L}between subgraphs{_L}(label: dtype[shape] or count){_L}"
         if grouped:
             text += (f"{_L}striped boxes: runs of consecutive{_L}subgraphs; stripe width: share{_L}"
                      f"of ops per backend{_L}")
         text += f"{_L}detail: view='full', or focus={_L}a subgraph tag or node name{_L}"
-        columns.append(_legend_column("edges", [_text_cell(text)]))
+        note = text
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>'
-             f'<TR><TD ALIGN="LEFT"><TABLE BORDER="0" CELLBORDER="0" CELLSPACING="4" CELLPADDING="0">'
-             f'<TR>{"".join(columns)}<TD> </TD></TR></TABLE></TD></TR></TABLE>')
+             f'<TR><TD ALIGN="LEFT">{_legend_grid(columns, note)}</TD></TR></TABLE>')
     w.defaults("graph", label=Html(label))
 
 

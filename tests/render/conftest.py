@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
+from torch.fx import Graph, GraphModule
 
 from tests.render.models import tiny_transformer
 
@@ -58,6 +59,44 @@ def transformer_gm() -> torch.fx.GraphModule:
 
     model, inputs = tiny_transformer()
     return hv.capture(model, inputs)
+
+
+BAD = 'a<b>{c}|"d\\e\nf&amp;\\N\\l]]>\x01'
+BACKEND = 'my<backend>&"\\'
+
+
+def weird(x: torch.Tensor) -> torch.Tensor:
+    return x + 1
+
+
+weird.__name__ = weird.__qualname__ = 'we<i>rd{|}"\\\n&lt;'
+
+
+def plain(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@pytest.fixture(scope="session")
+def bad_part() -> hv.Partition:
+    """A hand-built graph whose node names, op names, backend name and support description
+    hold every character DOT, SVG or HTML treat specially."""
+    import hierviz as hv
+
+    g = Graph()
+    x = g.placeholder("x")
+    n1 = g.call_function(weird, (x,))
+    n2 = g.call_function(torch.ops.aten.relu.default, (n1,))
+    n3 = g.call_function(plain, (n2,))
+    n4 = g.call_function(torch.ops.aten.relu.default, (n3,))
+    g.output(n4)
+    for node, name in ((x, "in" + BAD), (n1, BAD), (n2, "relu" + BAD), (n3, "p\n" + BAD), (n4, 'r"2')):
+        node.name = name
+    for node in g.nodes:
+        node.meta["val"] = torch.empty(2, 3)
+    gm = GraphModule(torch.nn.Module(), g)
+    return hv.partition(gm, priority=(BACKEND, "tensorrt"), min_block_size=1,
+                        support={BACKEND: hv.support.where(lambda n: n.target is weird, name='w<h>ere"\\'),
+                                 "tensorrt": hv.support.ops(["torch.ops.aten.relu.default"])})
 
 
 def _trt_stand_in(node: torch.fx.Node) -> bool:

@@ -75,16 +75,19 @@ def test_node_fill_matches_backend(full_svgs, case):
 @pytest.mark.parametrize("case", CASES)
 def test_legend_present(full_svgs, case):
     part, root, _ = full_svgs[case]
-    # the legend is part of the graph label: the top-level texts, outside every node
-    top = [t for t in root.iter("{http://www.w3.org/2000/svg}text")]
-    texts = " ".join("".join(t.itertext()) for t in top)
+    # the legend is part of the graph label: drawn by the top-level graph group, outside
+    # every node, cluster and edge group
+    graph = root.find("{http://www.w3.org/2000/svg}g")
+    assert "graph" in graph.get("class")
+    top = list(graph)
+    texts = " ".join("".join(t.itertext()) for t in top if t.tag.endswith("}text"))
     for heading in ("backends", "nodes", "edges"):
         assert heading in texts
     counts = part.stats["subgraphs_by_backend"]
     for backend in part.backends:
         n = counts.get(backend, 0)
         assert f"{backend} · {n} subgraph" in texts
-    fills = {p.get("fill", "").upper() for p in root.iter("{http://www.w3.org/2000/svg}polygon")}
+    fills = {el.get("fill", "").upper() for el in top if el.tag.endswith("}polygon") or el.tag.endswith("}path")}
     for backend in part.backends:
         assert palette.fill(backend).upper() in fills
 
