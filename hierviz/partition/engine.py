@@ -80,12 +80,16 @@ class GraphIndex:
     callable_indices: list[int] = field(default_factory=list)  # read-only, in graph order
 
 
-_INDEX_CACHE: "weakref.WeakKeyDictionary[torch.fx.Graph, GraphIndex]" = weakref.WeakKeyDictionary()
+# graph -> its index, while some Partition still holds that index. The value must be a weak
+# reference too: the index holds the graph's nodes, which hold the graph, so a strong value
+# would keep every partitioned graph alive for ever.
+_INDEX_CACHE: "weakref.WeakKeyDictionary[torch.fx.Graph, weakref.ref[GraphIndex]]" = weakref.WeakKeyDictionary()
 
 
 def index_graph(gm: GraphModule) -> GraphIndex:
     graph = gm.graph
-    cached = _INDEX_CACHE.get(graph)
+    ref = _INDEX_CACHE.get(graph)
+    cached = ref() if ref is not None else None
     if cached is not None and len(cached.nodes) == len(graph.nodes):
         return cached
     with gc_paused():
@@ -118,7 +122,7 @@ def index_graph(gm: GraphModule) -> GraphIndex:
                            {nm: i for i, nm in enumerate(names)},
                            [c and is_non_compute(o) for c, o in zip(call, ops)],
                            [i for i, c in enumerate(call) if c])
-    _INDEX_CACHE[graph] = index
+    _INDEX_CACHE[graph] = weakref.ref(index)
     return index
 
 

@@ -4,7 +4,8 @@
 - collapsed: one box per subgraph (consecutive subgraphs grouped when there are more than
              `max_nodes`), plus graph inputs and output, edges for the tensors that cross
 - focus:     the neighbourhood of a node (radius k), or one subgraph with its boundary
-- auto:      full up to `max_nodes` drawn nodes, collapsed above
+- auto:      full up to `max_nodes` drawn nodes (if dot can lay that out in about a second:
+             `layout_budget`), collapsed above
 
 Only `render` reads the partition; every view is linear in the graph size.
 """
@@ -125,9 +126,6 @@ class _Ctx:
         self.index = self.res.index
         self.tag_of = self.p._tag_of
 
-    def kind(self, i: int) -> str:
-        return self.index.nodes[i].op
-
     def drawable(self, i: int) -> bool:
         return self.weights or self.index.nodes[i].op != "get_attr"
 
@@ -201,9 +199,11 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
             view = "full"
         else:
             view = "collapsed"
+    if focus is not None and view != "focus":
+        raise RenderError(f"focus= draws the focus view; drop view={view!r} (or pass view='focus').")
     if view == "focus" and focus is None:
         raise RenderError("view='focus' needs focus=<node name> or focus=<subgraph tag>, e.g. "
-                          f"focus={p.subgraphs[0].tag!r}." if p.subgraphs else
+                          f"focus={p._result.tags[0]!r}." if p._result.tags else
                           "view='focus' needs focus=<node name> or focus=<subgraph tag>.")
     w = DotWriter()
     _defaults(w)
@@ -314,10 +314,6 @@ def _cluster_label(tag: str, line: str) -> Html:
     return Html(f'<FONT POINT-SIZE="9"><B>{html(tag, LABEL_CHARS)}</B>{_L}{html(line, 60)}{_L}</FONT>')
 
 
-def _cluster_of(ctx: _Ctx, i: int) -> int | None:
-    return ctx.tag_of.get(i)
-
-
 def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_node: int | None = None,
                           labels: str = "label", focus_cluster: int | None = None) -> dict:
     """Nodes (grouped into one cluster per subgraph) and the edges between drawn nodes."""
@@ -333,12 +329,12 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
             clusters.setdefault(k, []).append(i)
     for k in sorted(clusters):
         raw = res.subgraphs[k]
-        sg = ctx.p.subgraphs[k]
+        ops = ctx.compute_ops(k)
         members = clusters[k]
-        shown = "" if len(members) == len(sg.nodes) else f" (showing {len(members):,} of {len(sg.nodes):,} nodes)"
-        label = _cluster_label(res.tags[k], f"{raw.backend} · {_plural(sg.compute_ops, 'op')}{shown}")
-        tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
-                        f"inputs: {len(sg.inputs)}, outputs: {len(sg.outputs)}"])
+        size = len(raw.nodes)
+        shown = "" if len(members) == size else f" (showing {len(members):,} of {size:,} nodes)"
+        label = _cluster_label(res.tags[k], f"{raw.backend} · {_plural(ops, 'op')}{shown}")
+        tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{_plural(ops, 'op')}, {_plural(size, 'node')}"])
         w.open(f"cluster_{k}", label="", style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
                color=palette.color(raw.backend), penwidth=3.0 if k == focus_cluster else 1.4,
                tooltip=tip,
@@ -489,11 +485,11 @@ def _resolve_focus(p: "Partition", focus: Any) -> tuple[str, Any]:
         focus = focus.name
     if not isinstance(focus, str):
         raise RenderError(f"focus must be a node name or a subgraph tag (str), not {type(focus).__name__}.")
-    if focus in p._by_tag:
+    if focus in p._result.tags:
         return "subgraph", focus
     if focus in p._result.index.position:
         return "node", focus
-    candidates = list(p._by_tag) + p._result.index.names
+    candidates = list(p._result.tags) + p._result.index.names
     close = difflib.get_close_matches(focus, candidates, n=5)
     hint = f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
     raise RenderError(f"focus {focus!r} is neither a node name nor a subgraph tag of this partition.{hint} "
@@ -536,9 +532,8 @@ def _focus(ctx: _Ctx, w: DotWriter, focus: Any, radius: int) -> dict:
                 break
         title = f"hierviz · focus on node {clean(name, 60)} (radius {radius})"
     else:
-        sg = ctx.p._by_tag[name]
         cluster = ctx.res.tags.index(name)
-        members = [index.position[n] for n in sg.nodes]
+        members = sorted(ctx.res.subgraphs[cluster].nodes)
         if len(members) > limit:
             members, truncated = members[:limit], True
         seen = set(members)
@@ -765,10 +760,11 @@ def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
     sg = ctx.p.subgraphs[k]
     tag = res.tags[k]
     ops = _subgraph_ops(ctx, k)
-    top = ", ".join(f"{o} ×{c}" for o, c in ops.most_common(3))
     lines = [f"<B>{html(tag)}</B>", f"{html(raw.backend)} · {_plural(sg.compute_ops, 'op')}"]
-    if top:
-        lines.append(f'<FONT POINT-SIZE="9">{html(top, 60)}</FONT>')
+    for o, c in ops.most_common(3):  # the top ops, one a line, so long aten names stay whole
+        lines.append(f'<FONT POINT-SIZE="9">{html(o, LABEL_CHARS)} ×{c}</FONT>')
+    if len(ops) > 3:
+        lines.append(f'<FONT POINT-SIZE="9">+{_plural(len(ops) - 3, "more op type")}</FONT>')
     tip = [tag, f"backend: {raw.backend}", f"{sg.compute_ops} ops, {len(sg.nodes)} nodes",
            "ops: " + ", ".join(f"{o} ×{c}" for o, c in ops.most_common(12))]
     styl, pen = "rounded,filled", 1.2

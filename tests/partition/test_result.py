@@ -3,10 +3,12 @@ Config and its errors, overrides, and leaving the input graph alone."""
 
 from __future__ import annotations
 
+import gc
 import json
 import math
 import operator
 import re
+import weakref
 
 import pytest
 import torch
@@ -468,6 +470,19 @@ def test_input_graph_untouched_and_partition_repeats(zoo_cache):
     assert [sg.nodes for sg in first.subgraphs] == [sg.nodes for sg in second.subgraphs]
     assert up1.stats["subgraphs"] == up2.stats["subgraphs"] == first.stats["subgraphs"]
     assert first.graph is gm
+
+
+def test_partitioning_does_not_keep_graphs_alive():
+    """Nothing hierviz caches holds on to a graph once its partitions are gone."""
+    gm = chain_graph()
+    graph = weakref.ref(gm.graph)
+    p = hv.partition(gm, min_block_size=1)
+    again = hv.partition(gm, min_block_size=2)
+    assert again._result.index is p._result.index  # the graph index is shared while both live
+    p.module, p.subgraphs, p.report()  # noqa: B018
+    del p, again, gm
+    gc.collect()
+    assert graph() is None
 
 
 @pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt")

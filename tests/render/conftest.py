@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch.fx import Graph, GraphModule
 
-from tests.render.models import tiny_transformer
+from .models import tiny_transformer
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "render"

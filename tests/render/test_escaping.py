@@ -13,8 +13,8 @@ import pytest
 import hierviz as hv
 from hierviz.render import to_svg
 from hierviz.render.dot import clean, html as html_text, quote
-from tests.render.conftest import BACKEND, BAD
-from tests.render.helpers import parse_svg
+from .conftest import BACKEND, BAD
+from .helpers import parse_svg
 
 
 def test_graph_really_holds_the_bad_names(bad_part):

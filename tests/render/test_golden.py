@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.render.conftest import GOLDEN, conv_configs, transformer_configs
-from tests.render.helpers import normalise_dot
+from .conftest import GOLDEN, conv_configs, transformer_configs
+from .helpers import normalise_dot
 
 CASES = ([("conv", name, view) for name in conv_configs() for view in ("full", "collapsed")]
          + [("transformer", name, view) for name in transformer_configs() for view in ("full", "collapsed")])

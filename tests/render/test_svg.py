@@ -9,7 +9,7 @@ import pytest
 import hierviz as hv
 from hierviz.render import palette, to_svg
 from hierviz.render.dot import clean
-from tests.render.helpers import parse_svg
+from .helpers import parse_svg
 
 DTYPE_SHAPE = re.compile(r"^[a-z0-9]+\[[0-9,]*\]$")
 
@@ -181,3 +181,7 @@ def test_focus_errors(transformer_parts):
         part.render("everything")
     with pytest.raises(hv.RenderError, match="max_nodes"):
         part.render(max_nodes=0)
+    with pytest.raises(hv.RenderError, match="focus view"):
+        part.render("collapsed", focus="_softmax")
+    with pytest.raises(hv.RenderError, match="radius"):
+        part.render(focus="_softmax", radius=-1)
