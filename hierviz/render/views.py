@@ -438,7 +438,7 @@ def _title(ctx: _Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, 
         note = (f"bold, labelled dtype[shape]:{_L}a tensor crossing subgraphs{_L}thin grey: inside a subgraph{_L}"
                 f"{_L}SVG: hover nodes, edges and{_L}subgraphs for details{_L}")
     else:
-        text = f"a tensor or tensors crossing{_L}between subgraphs{_L}(label: dtype[shape] or count){_L}"
+        text = f"tensors crossing between{_L}subgraphs (label: dtype[shape],{_L}n × dtype[shape], or a count){_L}"
         if grouped:
             text += (f"{_L}striped boxes: runs of consecutive{_L}subgraphs; stripe width: share{_L}"
                      f"of ops per backend{_L}")
@@ -738,8 +738,11 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
     # Edges, sorted by endpoint keys (inputs sort after subgraphs; dot does not mind)
     for (ga, gb) in sorted(edges):
         tensors = list(edges[(ga, gb)])
+        specs = {compact_spec(index.nodes[a]) or "value" for a in tensors[:50]}
         if len(tensors) == 1:
-            text = compact_spec(index.nodes[tensors[0]]) or "value"
+            text = specs.pop()
+        elif len(specs) == 1 and len(tensors) <= 50:
+            text = f"{len(tensors)} × {specs.pop()}"
         else:
             text = f"{len(tensors)} tensors"
         tip = [f"{len(tensors)} tensor(s):"] + [f"{index.names[a]}: {full_spec(index.nodes[a])}" for a in tensors[:20]]
