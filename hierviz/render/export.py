@@ -13,6 +13,7 @@ import json
 import re
 import shutil
 import subprocess
+import time
 import uuid
 import warnings
 from pathlib import Path
@@ -31,6 +32,7 @@ FORMATS = (".svg", ".png", ".pdf", ".dot", ".gv", ".json", ".html")
 IMAGE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 # dot gets this long before we give up; auto views finish in about a second.
 DEFAULT_TIMEOUT_S = 120.0
+LABELLED_LAYOUT_S = 10.0
 NOTEBOOK_TIMEOUT_S = 30.0
 # Laying out more drawn nodes than this warns that dot may take minutes.
 SLOW_LAYOUT_NODES = 4 * DEFAULT_MAX_NODES
@@ -55,7 +57,11 @@ def check_dot() -> str:
 
 
 def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float | None = None) -> bytes:
-    """Run `dot -T<fmt>` on a Digraph (or DOT text) and return the output bytes."""
+    """Run `dot -T<fmt>` on a Digraph (or DOT text) and return the output bytes.
+
+    A diagram with layout-placed edge labels that dot has not finished in LABELLED_LAYOUT_S
+    is laid out again with `xlabel`s (dot's x-positioning can take minutes with labels on
+    graphs it otherwise lays out in a second)."""
     source = graph if isinstance(graph, str) else graph.source
     info = getattr(graph, "hv_info", {}) if not isinstance(graph, str) else {}
     if info.get("nodes", 0) > SLOW_LAYOUT_NODES:
@@ -63,9 +69,23 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
                       "view='collapsed' or focus=... draws a smaller picture.", stacklevel=3)
     dot = check_dot()
     limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
-    if fmt == "svg":  # the notebook and the explorer redraw the same diagram often
-        return _layout_cached(dot, source, fmt, limit)
-    return _run_dot(dot, source, fmt, limit)
+    run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
+    placed = _PLACED_LABEL.search(source) is not None
+    if placed and limit > LABELLED_LAYOUT_S:
+        start = time.monotonic()
+        try:
+            return run(dot, source, fmt, LABELLED_LAYOUT_S)
+        except _Timeout:
+            source = _PLACED_LABEL.sub(r"\1xlabel=", source)
+            limit = max(1.0, limit - (time.monotonic() - start))
+    return run(dot, source, fmt, limit)
+
+
+_PLACED_LABEL = re.compile(r"^(\t+\w+ -> \w+ \[)label=", re.M)
+
+
+class _Timeout(RenderError):
+    """dot ran past its time limit."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -78,8 +98,8 @@ def _run_dot(dot: str, source: str, fmt: str, timeout: float) -> bytes:
         proc = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise RenderError(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "
-                          "it: view='collapsed', focus=<node or subgraph tag>, or a smaller max_nodes.") from None
+        raise _Timeout(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "
+                       "it: view='collapsed', focus=<node or subgraph tag>, or a smaller max_nodes.") from None
     except OSError as exc:
         raise RenderError(f"could not run graphviz's dot ({dot}): {exc}") from exc
     if proc.returncode != 0:
@@ -118,9 +138,10 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     if suffix in (".dot", ".gv"):
         path.write_text(render(p, view=view, **kwargs).source, encoding="utf-8")
     elif suffix == ".json":
-        path.write_text(json.dumps(to_json(p), indent=1, ensure_ascii=False), encoding="utf-8")
+        path.write_text(json.dumps(to_json(p), indent=1), encoding="utf-8")
     elif suffix == ".html":
-        path.write_text(report_html(p, view=view, timeout=timeout, **kwargs), encoding="utf-8")
+        path.write_text(report_html(p, view=view, timeout=timeout, **kwargs), encoding="utf-8",
+                        errors="backslashreplace")
     else:
         graph = render(p, view=view, **kwargs)
         path.write_bytes(layout(graph, IMAGE_FORMATS[suffix], timeout=timeout))

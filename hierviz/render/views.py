@@ -43,8 +43,13 @@ DEFAULT_MAX_NODES = 800
 # dot's time grows with nodes plus the virtual nodes long edges need (`layout_budget`).
 # Aten graphs of real models need 4-4.5 units of work per node with labelled edges, so they
 # reach max_nodes; graphs with many long skip edges (zoo.synthetic: 17 per node; 250 nodes
-# took 0.9-1.5 s, 500 nodes 30 s) are collapsed, or drawn with unplaced edge labels.
+# took 0.9-1.5 s, 500 nodes 30 s) are collapsed.
 LAYOUT_WORK_PER_NODE = 5
+# Edge labels placed by the layout (`label`) are the most readable, but each is a virtual
+# node, and dot's x-positioning can blow up with them: a 1,000-node chain of small clusters
+# took over 2 minutes with labels and 0.4 s with `xlabel`s (placed after layout, may overlap).
+# Labels are used up to this much work per max_nodes (real models up to ~500 nodes).
+LABEL_WORK_PER_NODE = 3
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
 LABEL_CHARS = 40
@@ -465,7 +470,7 @@ def _work(ctx: _Ctx, drawn: Sequence[int]) -> int:
 def _edge_labels(ctx: _Ctx, drawn: Sequence[int]) -> str:
     """'label' (placed by the layout, readable) when dot can afford it, else 'xlabel'
     (placed after layout, may overlap, but a 250-node graph with long edges lays out 4-10x faster)."""
-    return "label" if _work(ctx, drawn) <= layout_budget(ctx.max_nodes) else "xlabel"
+    return "label" if _work(ctx, drawn) <= LABEL_WORK_PER_NODE * ctx.max_nodes else "xlabel"
 
 
 def _full(ctx: _Ctx, w: DotWriter) -> dict:
@@ -577,7 +582,7 @@ def _group_size(n_sub: int, n_in: int, n_out: int, pairs: Sequence[tuple[int, in
     if size == 1:
         span = _group_span(n_sub, n_in, 1, pairs)
         nodes = n_sub + n_in + n_out
-        if nodes + 2 * span <= budget:
+        if nodes + 2 * span <= LABEL_WORK_PER_NODE * max_nodes:
             return 1, "label"
         if nodes + span <= budget:
             return 1, "xlabel"

@@ -10,8 +10,11 @@ import xml.etree.ElementTree as ET
 import pytest
 
 import hierviz as hv
+import hierviz.render
 from hierviz.render import export, palette, views
 from hierviz.render import check_dot, notebook_html, to_svg
+
+from .helpers import parse_svg
 
 
 @pytest.fixture
@@ -114,10 +117,38 @@ def test_notebook_html(part, needs_dot):
     assert part._repr_html_().count("<svg") == 1
 
 
+def test_weights_drawn_on_request(conv_parts):
+    part = conv_parts["default"]
+    plain, with_weights = part.render("full"), hv.render.render(part, "full", weights=True)
+    weights = [n.name for n in part.graph.graph.nodes if n.op == "get_attr"]
+    assert weights and with_weights.hv_info["nodes"] == plain.hv_info["nodes"] + len(weights)
+    assert 'shape="note"' in with_weights.source and 'shape="note"' not in plain.source
+    # without them, each op's tooltip lists the weights it reads
+    assert "weights: conv1_weight float32[64, 3, 3, 3]" in plain.source
+
+
 def test_to_svg_is_an_svg_element(part, needs_dot):
     svg = to_svg(part, "collapsed")
     assert svg.startswith("<svg")
     ET.fromstring(svg)
+
+
+def test_slow_labelled_layout_retried_with_xlabels(part, monkeypatch, needs_dot):
+    """dot can take minutes placing edge labels; past LABELLED_LAYOUT_S the diagram is laid
+    out again with xlabels, which keep the text."""
+    graph = part.render("full")
+    assert graph.hv_info["edge_labels"] == "label"
+    monkeypatch.setattr(export, "LABELLED_LAYOUT_S", 1e-4)
+    export._layout_cached.cache_clear()
+    root, groups = parse_svg(export.layout(graph, "svg").decode())
+    labelled = [g for g in groups if g.kind == "edge" and "hv-boundary" in g.classes]
+    assert labelled and all(g.texts for g in labelled)
+    export._layout_cached.cache_clear()
+
+
+def test_layout_timeout_is_a_render_error(part, needs_dot):
+    with pytest.raises(hv.RenderError, match="longer than"):
+        export._run_dot(check_dot(), part.render("full").source, "svg", 1e-4)
 
 
 # ---------------------------------------------------------------------------- auto view

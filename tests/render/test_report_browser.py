@@ -73,3 +73,27 @@ def test_report_opens_without_errors(browser, case, transformer_parts, conv_part
         assert not problems, problems
     finally:
         page.close()
+
+
+def test_notebook_display_in_browser(browser, transformer_parts, artifacts, tmp_path, needs_dot):
+    """What Jupyter shows for a Partition, in a plain page: the diagram is visible inside a
+    scrollable box and the CSS-only zoom works (no script, so untrusted notebooks show it too)."""
+    part = transformer_parts["split"]
+    body = part._repr_html_()
+    path = tmp_path / "notebook.html"
+    path.write_text(f'<!DOCTYPE html><html lang="en"><head><meta charset="utf-8"><title>cell</title>'
+                    f'<link rel="icon" href="data:,"></head><body>{body}</body></html>', encoding="utf-8")
+    page, problems, _ = open_page(browser, path)
+    try:
+        scroll = page.locator(".hv-scroll").first
+        svg = page.locator(".hv-scroll svg").first
+        assert svg.is_visible()
+        assert scroll.evaluate("e => getComputedStyle(e).overflow") == "auto"
+        fit = svg.bounding_box()["width"]
+        page.locator("label", has_text="200%").first.click()
+        assert svg.bounding_box()["width"] > fit
+        assert scroll.evaluate("e => e.scrollWidth > e.clientWidth")  # scrollable when zoomed in
+        page.screenshot(path=str(artifacts / "notebook_200.png"))
+        assert not problems, problems
+    finally:
+        page.close()
