@@ -779,7 +779,7 @@ def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
     if raw.backend == eng.FALLBACK:
         why = _why_torch(ctx, k)
         if why:
-            text = ", ".join(f"{_WHY_TEXT[c]} {n}" for c, n in sorted(why.items()))
+            text = ", ".join(f"{_WHY_TEXT[c]} ×{n}" for c, n in sorted(why.items()))
             lines.append(f'<FONT POINT-SIZE="9">why: {html(text)}</FONT>')
             tip.append(f"why: {text}")
             if why.get(eng.UNSUPPORTED) or why.get(eng.VALIDATOR):
