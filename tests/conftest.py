@@ -88,3 +88,7 @@ def run_python() -> Callable[..., subprocess.CompletedProcess]:
 
     return run
 
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.addoption("--regen-golden", action="store_true", default=False,
+                     help="rewrite the golden DOT files under tests/golden/ instead of comparing")

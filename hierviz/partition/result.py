@@ -335,10 +335,12 @@ class Partition:
 
     # ------------------------------------------------------------------ drawing
     def render(self, view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
-               radius: int = 2) -> "graphviz.Digraph":
+               radius: int = 2, **kwargs: Any) -> "graphviz.Digraph":
+        """A graphviz.Digraph of the partition: view is full, collapsed, focus or auto
+        (full up to max_nodes, collapsed above); `weights=True` also draws weights."""
         from hierviz.render import render
 
-        return render(self, view=view, focus=focus, max_nodes=max_nodes, radius=radius)
+        return render(self, view=view, focus=focus, max_nodes=max_nodes, radius=radius, **kwargs)
 
     def save(self, path: str | Path, **kwargs: Any) -> Path:
         from hierviz.render import save

@@ -49,8 +49,8 @@ def quote(text: object, *, multiline: bool = False, tooltip: bool = False) -> st
     Quotes are escaped and `&` written as `&amp;` (graphviz decodes entities in strings).
     Backslashes are doubled for labels; tooltips go through graphviz's escape handling twice
     (graphviz 2.43 turns `\\N` in a node tooltip into the node's name), so there each
-    backslash is written four times. With `multiline`, newlines become graphviz's `\n`
-    line breaks; otherwise they are shown as a visible `\n`."""
+    backslash is written four times. With `multiline`, newlines become graphviz's `\\n`
+    line breaks; otherwise they are shown as a visible `\\n`."""
     lines = clean_multiline(text) if multiline else [clean(text)]
     slash = "\\" * (4 if tooltip else 2)
     out = []

@@ -138,7 +138,10 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     if suffix in (".dot", ".gv"):
         path.write_text(render(p, view=view, **kwargs).source, encoding="utf-8")
     elif suffix == ".json":
-        path.write_text(json.dumps(to_json(p), indent=1), encoding="utf-8")
+        data = to_json(p)
+        small = len(data["nodes"]) <= 5000  # indented when a person might read it
+        path.write_text(json.dumps(data, indent=1 if small else None, separators=None if small else (",", ":")),
+                        encoding="utf-8")
     elif suffix == ".html":
         path.write_text(report_html(p, view=view, timeout=timeout, **kwargs), encoding="utf-8",
                         errors="backslashreplace")

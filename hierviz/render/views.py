@@ -50,6 +50,10 @@ LAYOUT_WORK_PER_NODE = 5
 # took over 2 minutes with labels and 0.4 s with `xlabel`s (placed after layout, may overlap).
 # Labels are used up to this much work per max_nodes (real models up to ~500 nodes).
 LABEL_WORK_PER_NODE = 3
+# A graph input (or weight) feeding more nodes or boxes than this gets one edge to its first
+# user and a small reference node beside each other user: long edges from one input to
+# every layer (attention masks, shared weights) cost dot seconds and draw a curtain of lines.
+FANOUT = 4
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
 LABEL_CHARS = 40
@@ -332,6 +336,18 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
             outside.append(i)
         else:
             clusters.setdefault(k, []).append(i)
+    refs = _fanout_refs(ctx, drawn, drawn_set)
+    refs_of: dict[int, list[int]] = {}
+    for a, j in sorted(refs):
+        refs_of.setdefault(j, []).append(a)
+
+    def draw_refs(j: int) -> None:
+        for a in refs_of.get(j, ()):
+            w.node(f"ref{a}_{j}", label=Html(f'<FONT POINT-SIZE="8">{html(index.names[a], 24)}</FONT>'),
+                   shape="plaintext", height=0.15, margin="0.02",
+                   tooltip=_tooltip([index.names[a], full_spec(index.nodes[a]),
+                                     "(a reference: drawn once, used here too)"]), **{"class": "hv-input-ref"})
+
     for k in sorted(clusters):
         raw = res.subgraphs[k]
         ops = ctx.compute_ops(k)
@@ -346,6 +362,7 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
                **{"class": f"hv-subgraph hv-{_css(raw.backend)}"})
         for i in members:
             _draw_node(ctx, w, i, i == focus_node)
+            draw_refs(i)  # inside the cluster: outside, they push each cluster sideways
         # The label is a node beside the first member, not the cluster label: dot routes edges
         # around nodes but straight through cluster labels.
         w.node(f"h{k}", label=label, shape="plaintext", margin="0.02", height=0.2, tooltip=tip,
@@ -355,6 +372,7 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
         w.close()
     for i in outside:
         _draw_node(ctx, w, i, i == focus_node)
+        draw_refs(i)
 
     boundary = 0
     for j in drawn:
@@ -362,16 +380,19 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
         for a in index.inputs[j]:
             if a not in drawn_set:
                 continue
+            tail = f"n{a}"
+            if (a, j) in refs:
+                tail = f"ref{a}_{j}"
             if index.nodes[a].op == "get_attr":
-                w.edge(f"n{a}", f"n{j}", style="dotted", arrowsize=0.4)
+                w.edge(tail, f"n{j}", style="dotted", arrowsize=0.4)
                 continue
             if ctx.tag_of.get(a) == kj:
-                w.edge(f"n{a}", f"n{j}")
+                w.edge(tail, f"n{j}")
                 continue
             boundary += 1
             spec = compact_spec(index.nodes[a])
             text = spec or "value"
-            w.edge(f"n{a}", f"n{j}", label=text if labels == "label" else None,
+            w.edge(tail, f"n{j}", label=text if labels == "label" else None,
                    xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=1.8,
                    fontcolor=palette.BOUNDARY_EDGE,
                    tooltip=_tooltip([f"{index.names[a]} -> {index.names[j]}", full_spec(index.nodes[a])]),
@@ -460,11 +481,26 @@ def _all_drawn(ctx: _Ctx) -> list[int]:
     return [i for i in range(len(ctx.index.nodes)) if ctx.drawable(i)]
 
 
+def _fanout_refs(ctx: _Ctx, drawn: Sequence[int], inside: set[int]) -> set[tuple[int, int]]:
+    """(input, user) edges drawn from a reference node instead: every use but the first of a
+    graph input or weight with more than FANOUT drawn users."""
+    index = ctx.index
+    refs: set[tuple[int, int]] = set()
+    for a in drawn:
+        if index.nodes[a].op not in ("placeholder", "get_attr"):
+            continue
+        users = [u for u in index.users[a] if u in inside]
+        if len(users) > FANOUT:
+            refs.update((a, u) for u in sorted(users)[1:])
+    return refs
+
+
 def _work(ctx: _Ctx, drawn: Sequence[int]) -> int:
     """dot's layout work for drawing `drawn` in full with labelled edges (see layout_budget)."""
     inside = set(drawn)
-    edges = [(a, j) for j in drawn for a in ctx.index.inputs[j] if a in inside]
-    return len(drawn) + 2 * _span(edges, int)
+    refs = _fanout_refs(ctx, drawn, inside)
+    edges = [(a, j) for j in drawn for a in ctx.index.inputs[j] if a in inside and (a, j) not in refs]
+    return len(drawn) + len(refs) + 2 * _span(edges, int)
 
 
 def _edge_labels(ctx: _Ctx, drawn: Sequence[int]) -> str:
@@ -605,7 +641,13 @@ def _group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int
         gb = b // size if b < n_sub else n_groups + (b - n_sub)
         if ga != gb:
             edges.add((ga, gb))
-    return _span(edges, lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
+    fans: dict[int, list[int]] = {}
+    for ga, gb in edges:
+        if n_groups <= ga < n_groups + n_in:
+            fans.setdefault(ga, []).append(gb)
+    refs = {(ga, gb) for ga, targets in fans.items() if len(targets) > FANOUT for gb in sorted(targets)[1:]}
+    return len(refs) + _span(edges - refs,
+                             lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
 
 
 def _span(edges: Iterable[tuple[int, int]], order_key: Any) -> int:
@@ -653,7 +695,7 @@ _WHY_TEXT = {"unsupported": "unsupported", "validator_rejected": "validator reje
 
 
 def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
-    p, res, index = ctx.p, ctx.res, ctx.index
+    res, index = ctx.res, ctx.index
     n_sub = len(res.subgraphs)
     placeholders = [i for i, n in enumerate(index.nodes) if n.op == "placeholder" and index.users[i]]
     outputs = [i for i, n in enumerate(index.nodes) if n.op == "output"]
@@ -740,8 +782,22 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
         for k in rng:
             ctx.backends_seen.add(res.subgraphs[k].backend)
 
+    fans: dict[int, list[int]] = {}
+    for ga, gb in edges:
+        if n_sub <= ga - n_sub < n_sub + n_in:
+            fans.setdefault(ga, []).append(gb)
+    refs = {(ga, gb) for ga, targets in fans.items() if len(targets) > FANOUT
+            for gb in sorted(targets, key=lambda g: (g >= n_sub, g))[1:]}
+
     # Edges, sorted by endpoint keys (inputs sort after subgraphs; dot does not mind)
     for (ga, gb) in sorted(edges):
+        tail = ids[ga]
+        if (ga, gb) in refs:
+            tail = f"ref_{ids[ga]}_{ids[gb]}"
+            name = "graph inputs" if ids[ga] == "inputs" else index.names[placeholders[ga - 2 * n_sub]]
+            w.node(tail, label=Html(f'<FONT POINT-SIZE="8">{html(name, 24)}</FONT>'), shape="plaintext",
+                   height=0.15, margin="0.02", tooltip=_tooltip([name, "(a reference: drawn once, used here too)"]),
+                   **{"class": "hv-input-ref"})
         tensors = list(edges[(ga, gb)])
         specs = {compact_spec(index.nodes[a]) or "value" for a in tensors[:50]}
         if len(tensors) == 1:
@@ -753,7 +809,7 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
         tip = [f"{len(tensors)} tensor(s):"] + [f"{index.names[a]}: {full_spec(index.nodes[a])}" for a in tensors[:20]]
         if len(tensors) > 20:
             tip.append(f"... {len(tensors) - 20} more")
-        w.edge(ids[ga], ids[gb], label=text if labels == "label" else None,
+        w.edge(tail, ids[gb], label=text if labels == "label" else None,
                xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE,
                penwidth=round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2,
                fontcolor=palette.BOUNDARY_EDGE, tooltip=_tooltip(tip), **{"class": "hv-boundary"})

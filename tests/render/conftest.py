@@ -21,11 +21,6 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "render"
 
 
-def pytest_addoption(parser: pytest.Parser) -> None:
-    parser.addoption("--regen-golden", action="store_true", default=False,
-                     help="rewrite the golden DOT files under tests/golden/ instead of comparing")
-
-
 @pytest.fixture(scope="session")
 def regen_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--regen-golden") or os.environ.get("HIERVIZ_REGEN_GOLDEN"))
