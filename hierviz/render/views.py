@@ -12,13 +12,11 @@ Only `render` reads the partition; every view is linear in the graph size.
 
 from __future__ import annotations
 
-import contextlib
 import difflib
-import gc
 import math
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 import torch
 
@@ -160,19 +158,6 @@ class _Ctx:
         return sum(1 for n in self.index.nodes if n.op != "get_attr")
 
 
-@contextlib.contextmanager
-def _gc_paused() -> Iterator[None]:
-    """No cyclic GC while building: its scans of a 10^5-node graph's objects cost more than
-    the view itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
-
-
 def _resolve_limit(max_nodes: int | None) -> int:
     if max_nodes is None:
         return DEFAULT_MAX_NODES
@@ -216,7 +201,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
                           "view='focus' needs focus=<node name> or focus=<subgraph tag>.")
     w = DotWriter()
     _defaults(w)
-    with _gc_paused():
+    with eng.gc_paused():
         if view == "full":
             info = _full(ctx, w)
         elif view == "collapsed":
