@@ -33,7 +33,9 @@ def varying(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
 
 
 def _series_label(row: pd.Series, keys: list[str]) -> str:
-    return ", ".join(f"{k}={row[k]}" for k in keys) if keys else "latency"
+    if not keys:
+        return "latency"
+    return ", ".join(f"{k}={row[k] if str(row[k]) else '(none)'}" for k in keys)
 
 
 def plot_latency(df: pd.DataFrame, *, x: str = "min_block_size", y: str = "median_ms",
@@ -64,6 +66,10 @@ def plot_latency(df: pd.DataFrame, *, x: str = "min_block_size", y: str = "media
     elif baseline and "speedup" in data.columns and y == "median_ms" and data["speedup"].notna().any():
         eager = (data["median_ms"].astype(float) * data["speedup"].astype(float)).median()
         ax.axhline(float(eager), color="gray", linestyle="--", label="eager PyTorch")
+    if pd.api.types.is_integer_dtype(data[x]):
+        from matplotlib.ticker import MaxNLocator
+
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
     ax.set_xlabel(x)
     ax.set_ylabel("latency (ms, median; band p10–p90)" if y == "median_ms" else y)
     ax.set_title(f"{y} vs {x}")
