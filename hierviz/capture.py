@@ -163,11 +163,6 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     return gm
 
 
-def example_args(example_inputs: Any) -> tuple:
-    """Example inputs as the positional-argument tuple capture uses."""
-    return _as_tuple(example_inputs)
-
-
-__all__ = ["capture", "example_args"]
+__all__ = ["capture"]
 
 

@@ -8,7 +8,7 @@ from torch.fx import GraphModule
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
-from hierviz.partition import engine
+from hierviz.partition.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partition.result import Partition, Subgraph, TensorSpec, diff
 
 ENGINES = ("hierviz", "torch_tensorrt")
@@ -50,16 +50,12 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     cfg = make_config(config, overrides)
     gm = graph_of(model_or_graph, example_inputs)
     if engine == "hierviz":
-        return Partition(gm, cfg, engine_run(gm, cfg))
+        return Partition(gm, cfg, run_engine(gm, cfg))
     if engine == "torch_tensorrt":
         from hierviz.partition.upstream import partition_upstream
 
         return partition_upstream(gm, cfg)
     raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
-
-
-def engine_run(gm: GraphModule, cfg: Config) -> engine.EngineResult:
-    return engine.run(gm, cfg)
 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "diff", "graph_of", "make_config"]
