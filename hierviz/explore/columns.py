@@ -7,7 +7,6 @@ as 'a>b'), then partition stats, then latency when measured, then `error`.
 from __future__ import annotations
 
 import dataclasses
-import math
 from typing import Any, Iterable, Mapping
 
 from hierviz import support as support_mod
@@ -74,7 +73,6 @@ def recommendation(part: Any) -> int | None:
     if rec is None or len(rec) == 0:
         return None
     current = part.config.min_block_size
-    acc_now = part.stats.get("accelerated_ops")
     if "accelerated_nodes" in rec.columns:
         row_now = rec[rec["min_block_size"] == current]
         if len(row_now):
@@ -154,7 +152,3 @@ def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[
             elif len(df):
                 df[c] = df[c].astype("Int64")
     return df
-
-
-def is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -38,7 +38,7 @@ from hierviz import support as support_mod
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explore import columns
-from hierviz.explore.cache import cached_partition
+from hierviz.explore.cache import cache_info, cached_partition
 from hierviz.explore.sweep import as_config
 from hierviz.partition import Partition, diff, graph_of
 
@@ -47,7 +47,6 @@ DEFAULT_DEBOUNCE = 0.15
 DEFAULT_OUTPUT_DIR = "hierviz-export"
 HISTORY_SHOWN = 50  # rows of history drawn in the panel (the DataFrame keeps them all)
 KNOWN_BACKENDS = ("tensorrt", "inductor")
-FALLBACK = "torch"
 
 # Support sources the picker offers: key -> (label, factory). "default" is the seed's default.
 SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
@@ -58,6 +57,7 @@ SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
     "none": ("no ops", support_mod.none),
 }
 CUSTOM = "custom"
+CALLABLE_OPS = ("call_function", "call_method", "call_module")
 
 
 def _classify(sup: Any) -> str:
@@ -119,7 +119,7 @@ class SupportPicker(widgets.HBox):
         finally:
             self._syncing = False
 
-    def build(self, priority: tuple[str, ...] = ()) -> dict[str, Any] | None:
+    def build(self) -> dict[str, Any] | None:
         """The Config.support mapping the choices describe (None: all seed defaults)."""
         out: dict[str, Any] = {}
         for backend, key in dict(self.value or {}).items():
@@ -234,6 +234,7 @@ class Explorer(widgets.VBox):
         self.timings: dict[str, float] = {}
 
         self._graph_ops = self._count_ops()
+        self._node_names = [n.name for n in self.graph.graph.nodes if n.op in CALLABLE_OPS]
         self._build_controls(base, measure, view, focus, output_dir)
         self._build_panels()
         self._layout()
@@ -246,7 +247,7 @@ class Explorer(widgets.VBox):
 
         counts: Counter = Counter()
         for node in self.graph.graph.nodes:
-            if node.op in ("call_function", "call_method", "call_module"):
+            if node.op in CALLABLE_OPS:
                 counts[qualname(node.target) if node.op == "call_function" else str(node.target)] += 1
         return counts
 
@@ -448,10 +449,9 @@ class Explorer(widgets.VBox):
     def control_values(self) -> dict[str, Any]:
         """The Config fields the controls describe (possibly an invalid combination)."""
         c = self.controls
-        priority = tuple(c["priority"].value)
         return {
-            "priority": priority,
-            "support": c["support"].build(priority),
+            "priority": tuple(c["priority"].value),
+            "support": c["support"].build(),
             "min_block_size": int(c["min_block_size"].value),
             "torch_executed_ops": frozenset(c["torch_executed_ops"].value),
             "require_full_compilation": bool(c["require_full_compilation"].value),
@@ -495,6 +495,9 @@ class Explorer(widgets.VBox):
         """One row per run: run number, config fields, stats, latency, error, and whether the
         partition came from the cache and how long the update took."""
         self.flush()
+        return self._history_frame()
+
+    def _history_frame(self) -> pd.DataFrame:
         return columns.frame(self._runs, latency=True, extra_head=("run",), extra_tail=("cached", "seconds"))
 
     @property
@@ -528,8 +531,6 @@ class Explorer(widgets.VBox):
             if isinstance(values, HiervizError):
                 raise values
             cfg = Config(**values)
-            from hierviz.explore.cache import cache_info
-
             hits = cache_info()["hits"]
             part = cached_partition(self.graph, cfg)
             cached = cache_info()["hits"] > hits
@@ -593,12 +594,15 @@ class Explorer(widgets.VBox):
             return exc
 
     # ------------------------------------------------------------------ panels
-    def _refresh_diagram(self, part: Partition) -> None:
+    def _diagram_key(self, part: Partition) -> tuple[Config, str, str | None, int | None]:
+        """(config, view, focus, max_nodes): what the diagram panel draws; focus only in the focus view."""
         view = self.controls["view"].value
-        focus = (self.controls["focus"].value or "").strip() or None
-        if view != "focus":
-            focus = None
-        key = (part.config, view, focus, self.max_nodes)
+        focus = (self.controls["focus"].value or "").strip() or None if view == "focus" else None
+        return (part.config, view, focus, self.max_nodes)
+
+    def _refresh_diagram(self, part: Partition) -> None:
+        key = self._diagram_key(part)
+        _, view, focus, _ = key
         self._errors.pop("diagram", None)
         if view == "focus" and focus is None:
             self.panels["diagram"].value = _message_html(
@@ -624,9 +628,7 @@ class Explorer(widgets.VBox):
         part = self._shown
         if part is None:
             return None
-        view = self.controls["view"].value
-        focus = (self.controls["focus"].value or "").strip() or None if view == "focus" else None
-        return self._svgs.get((part.config, view, focus, self.max_nodes))
+        return self._svgs.get(self._diagram_key(part))
 
     def _refresh_tables(self, part: Partition) -> None:
         cached = self._panels_cache.get(part.config)
@@ -643,8 +645,7 @@ class Explorer(widgets.VBox):
             self.panels[name].value = cached[name]
 
     def _refresh_focus_options(self, part: Partition) -> None:
-        names = [sg.tag for sg in part.subgraphs]
-        names += [n.name for n in self.graph.graph.nodes if n.op in ("call_function", "call_method", "call_module")]
+        names = [sg.tag for sg in part.subgraphs] + self._node_names
         if list(self.controls["focus"].options) != names:
             self.controls["focus"].options = names
 
@@ -703,8 +704,7 @@ class Explorer(widgets.VBox):
         self.panels["stats"].value = f"<table>{body}</table>"
 
     def _refresh_history(self) -> None:
-        df = columns.frame(self._runs, latency=True, extra_head=("run",), extra_tail=("cached", "seconds"))
-        df = df.dropna(axis=1, how="all")
+        df = self._history_frame().dropna(axis=1, how="all")
         # Settings that never changed go to the end, so what changed and its effect fit on screen.
         fixed = [c for c in columns.CONFIG_COLUMNS if c in df and len(df) > 1 and df[c].astype(str).nunique() == 1]
         df = df[[c for c in df.columns if c not in fixed] + fixed]
@@ -729,11 +729,7 @@ class Explorer(widgets.VBox):
             hint = "press 'pin this run' to pin one" if what == "pinned run" else "change a setting to compare"
             self.panels["diff"].value = _message_html(f"no {what} yet: {hint}")
             return
-        key = (other.config, current.config)
-        df = self._diff_cache.get(key)
-        if df is None:
-            df = diff(other, current)
-            self._diff_cache[key] = df
+        df = self._diff(other, current)
         head = (f"<div><b>{len(df)}</b> node(s) moved from the {what} (A: {html.escape(other.config.label())}) "
                 f"to this run (B: {html.escape(current.config.label())})</div>")
         self.panels["diff"].value = head + (_table_html(df) if len(df) else "")
@@ -745,8 +741,15 @@ class Explorer(widgets.VBox):
         other, _ = self._diff_target()
         if other is None or self._shown is None:
             return None
-        df = self._diff_cache.get((other.config, self._shown.config))
-        return df if df is not None else diff(other, self._shown)
+        return self._diff(other, self._shown)
+
+    def _diff(self, a: Partition, b: Partition) -> pd.DataFrame:
+        """`hv.diff(a, b)`, cached per pair of configs."""
+        key = (a.config, b.config)
+        df = self._diff_cache.get(key)
+        if df is None:
+            df = self._diff_cache[key] = diff(a, b)
+        return df
 
     # ------------------------------------------------------------------ measuring
     def _measure_key(self, cfg: Config) -> tuple[Config, tuple]:

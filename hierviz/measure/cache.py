@@ -84,7 +84,7 @@ class CompileCache:
         if entry is None and directory is not None:
             entry = load_entry(key, compiler, directory)
             if entry is not None:
-                self._entries[key] = entry
+                self.put(entry)
         return entry
 
     def put(self, entry: Entry) -> None:

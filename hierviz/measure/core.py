@@ -25,7 +25,7 @@ from hierviz.measure import cache as cache_mod
 from hierviz.measure.compilers import Compiler, get_compiler
 from hierviz.measure.lift import Lifted, _set_path, bake, fetch_attr, lift, on_device
 from hierviz.measure.result import PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning
-from hierviz.measure.timing import NOISY_CV, Stats, time_fn
+from hierviz.measure.timing import NOISY_CV, Stats, synchronize, time_fn
 
 FALLBACK = "torch"
 ON_ERROR = ("raise", "fallback")
@@ -124,19 +124,23 @@ def _plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | N
     no_cuda: dict[str, list[str]] = {}
     unavailable: dict[str, tuple[str, list[str]]] = {}
     unknown: dict[str, list[str]] = {}
+    overrides = dict(compilers) if compilers else None
     for slot in slots:
         if not slot.is_acc:
             continue
-        compiler = get_compiler(slot.backend, dict(compilers) if compilers else None)
+        compiler = get_compiler(slot.backend, overrides)
         if compiler is None:
             unknown.setdefault(slot.backend, []).append(slot.name)
             continue
         slot.compiler = compiler
         if compiler.needs_cuda and (device.type != "cuda" or not torch.cuda.is_available()):
             no_cuda.setdefault(slot.backend, []).append(slot.name)
+    why_not: dict[str, str | None] = {}
     for slot in slots:
         if slot.compiler is not None and slot.backend not in no_cuda:
-            why = slot.compiler.available()
+            if slot.backend not in why_not:
+                why_not[slot.backend] = slot.compiler.available()
+            why = why_not[slot.backend]
             if why:
                 unavailable.setdefault(slot.backend, (why, []))[1].append(slot.name)
     if no_cuda:
@@ -218,7 +222,6 @@ class _Builder:
 
     def __init__(self, partition: Any, slots: list[_Slot], device: torch.device, store: cache_mod.CompileCache,
                  directory: Path | None, options: Mapping[str, Any], on_error: str, progress: _Progress) -> None:
-        self.partition = partition
         self.module: GraphModule = partition.module
         self.slots = {s.name: s for s in slots}
         self.device = device
@@ -287,7 +290,7 @@ class _Builder:
             self.out.hits += 1
             self.store.count(hit=True)
             self.progress.step(f"{slot.name}: remembered failure")
-            return self._failed(slot, lifted, args, key, entry.error, 0.0, cached=True)
+            return self._failed(slot, args, key, entry.error, 0.0, cached=True)
         if entry is not None:
             try:
                 _check_outputs(entry.fn(*args, *weights), lifted)
@@ -311,8 +314,7 @@ class _Builder:
                 raise TypeError(f"the {slot.backend} compiler returned {type(artifact).__name__}, not a callable")
             runner = _Runner(artifact, weights, lifted.single, slot.name, "compiled")
             _check_outputs(artifact(*args, *weights), lifted)
-            if self.device.type == "cuda":
-                torch.cuda.synchronize(self.device)
+            synchronize(self.device)
         except Exception as exc:
             elapsed = time.perf_counter() - start
             self.out.compile_s += elapsed
@@ -320,7 +322,7 @@ class _Builder:
             self.store.put(cache_mod.Entry(key, slot.backend, None, elapsed, compiler.lifts_weights,
                                            error=error, first_tag=slot.name))
             self.progress.step(f"{slot.name}: failed")
-            return self._failed(slot, lifted, args, key, error, elapsed, cached=False, cause=exc)
+            return self._failed(slot, args, key, error, elapsed, cached=False, cause=exc)
         elapsed = time.perf_counter() - start
         self.out.compile_s += elapsed
         entry = cache_mod.Entry(key, slot.backend, artifact, elapsed, compiler.lifts_weights, first_tag=slot.name)
@@ -333,7 +335,7 @@ class _Builder:
         return self._keep(slot, runner, _Record(slot.name, slot.backend, "compiled", elapsed, False, slot.ops,
                                                 n_in, lifted.n_outputs, key))
 
-    def _failed(self, slot: _Slot, lifted: Lifted, args: tuple, key: str, error: str, elapsed: float,
+    def _failed(self, slot: _Slot, args: tuple, key: str, error: str, elapsed: float,
                 cached: bool, cause: BaseException | None = None) -> _Runner:
         when = " (an earlier compile of the same subgraph, remembered by the compile cache)" if cached else ""
         message = f"subgraph {slot.name} ({slot.backend}, {slot.ops} ops) failed to compile{when}: {error}"
@@ -477,7 +479,10 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     slots = _plan(partition, dev, compilers)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))
     store = cache if cache is not None else cache_mod.default_cache()
-    directory = Path(cache_dir).expanduser() if cache_dir is not None else None
+    try:
+        directory = Path(cache_dir).expanduser() if cache_dir is not None else None
+    except TypeError:
+        raise MeasureError(f"cache_dir must be a path, not {type(cache_dir).__name__}") from None
     options = {"tensorrt": trt_settings, "inductor": inductor_options}
     if trt_settings is not None and any(s.backend == "tensorrt" for s in slots):
         try:
@@ -496,10 +501,10 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
             split_call = lambda: top(*inputs)  # noqa: E731
             base_call = (lambda: base.gm(*inputs, *base.weights)) if base is not None else None  # noqa: E731
 
-            base_stats = None
+            base_stats = reference = None
             if base_call is not None:
                 try:
-                    base_call()
+                    reference = base_call()
                 except Exception as exc:
                     raise MeasureError(f"the unsplit graph (partition.graph) failed to run eagerly on "
                                        f"{dev}: {_short(exc)}") from exc
@@ -512,7 +517,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
             match = max_abs = max_rel = None
             problems: list[str] = []
             if check and base_call is not None:
-                match, max_abs, max_rel, problems = compare(split_call(), base_call(), rtol, atol)
+                match, max_abs, max_rel, problems = compare(split_call(), reference, rtol, atol)
 
             if per_subgraph:
                 captured = _capture_inputs(top, built.runners, inputs)

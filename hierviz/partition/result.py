@@ -323,13 +323,19 @@ class Partition:
         for size in sizes:
             if int(size) < 1:
                 raise ConfigError(f"recommend: sizes must be >= 1, got {size}")
-            merged, _ = eng.merge_small(res.raw, int(size), self.config.require_full_compilation)
+            if self.engine == "hierviz":
+                merged, _ = eng.merge_small(res.raw, int(size), self.config.require_full_compilation)
+            else:  # upstream's subgraphs before demotion are not kept: run it again at this size
+                from hierviz.partition import partition
+
+                again = partition(self.graph, config=self.config.replace(min_block_size=int(size)),
+                                  engine=self.engine)
+                merged = again._result.subgraphs
             counts = Counter(sg.backend for sg in merged)
-            acc_nodes = sum(len(sg.nodes) for sg in merged if sg.is_acc)
             row = {"min_block_size": int(size), "subgraphs": len(merged),
                    "acc_subgraphs": sum(1 for sg in merged if sg.is_acc)}
             row.update({b: counts.get(b, 0) for b in self.backends})
-            row["accelerated_nodes"] = acc_nodes
+            row["accelerated_nodes"] = sum(len(sg.nodes) for sg in merged if sg.is_acc)
             rows.append(row)
         return pd.DataFrame(rows)
 
@@ -359,21 +365,29 @@ class Partition:
                 f"coverage {s['coverage']:.0%}, {self.config.label()}>")
 
 
+def copy_graph_module(gm: GraphModule) -> GraphModule:
+    """A GraphModule over a copy of gm's graph (same node names and meta, same codegen),
+    sharing gm's weights. Passes that write to nodes run on this, so the user's graph is
+    never touched."""
+    graph = torch.fx.Graph()
+    out = graph.graph_copy(gm.graph, {}, return_output_node=True)
+    if isinstance(out, tuple):
+        out = out[0]
+    graph.output(out)
+    graph._codegen = gm.graph._codegen
+    return GraphModule(gm, graph)
+
+
 def build_split_module(gm: GraphModule, result: eng.EngineResult) -> GraphModule:
     """Split a copy of `gm` by subgraph tags; the original graph is left untouched."""
     from torch.fx.passes.split_utils import split_by_tags
 
-    graph = torch.fx.Graph()
-    val_map: dict[torch.fx.Node, torch.fx.Node] = {}
-    out = graph.graph_copy(gm.graph, val_map, return_output_node=True)
-    if isinstance(out, tuple):
-        out = out[0]
-    graph.output(out)
-    index = result.index
+    work = copy_graph_module(gm)
+    copies = {n.name: n for n in work.graph.nodes}
+    names = result.index.names
     for k, sg in enumerate(result.subgraphs):
         for i in sg.nodes:
-            val_map[index.nodes[i]].tag = result.tags[k]
-    work = GraphModule(gm, graph)
+            copies[names[i]].tag = result.tags[k]
     split = split_by_tags(work, list(result.tags))
     codegen = getattr(gm.graph, "_codegen", None)
     if codegen is not None and type(codegen) is not torch.fx.graph.CodeGen:

@@ -3,26 +3,14 @@ wrap its result in the same Partition type, so that the two can be compared."""
 
 from __future__ import annotations
 
-import torch
 from torch.fx import GraphModule
 
 from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partition import engine as eng
-from hierviz.partition.result import Partition
+from hierviz.partition.result import Partition, copy_graph_module
 from hierviz.support import OpSetSupport
-
-
-def copy_graph_module(gm: GraphModule) -> GraphModule:
-    """A GraphModule with a copy of gm's graph (same node names and meta), sharing weights."""
-    graph = torch.fx.Graph()
-    out = graph.graph_copy(gm.graph, {}, return_output_node=True)
-    if isinstance(out, tuple):
-        out = out[0]
-    graph.output(out)
-    graph._codegen = gm.graph._codegen
-    return GraphModule(gm, graph)
 
 
 def support_map(config: Config) -> dict[str, set[str]]:

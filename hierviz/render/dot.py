@@ -10,7 +10,7 @@ parsing, graphviz's escString handling and the XML writer of the SVG output.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Mapping, Union
+from typing import Mapping, Union
 
 # Characters XML 1.0 does not allow; they would make the SVG unparsable.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -134,9 +134,6 @@ class DotWriter:
 
     def raw(self, text: str) -> None:
         self._add(text)
-
-    def extend(self, lines: Iterable[str]) -> None:
-        self.lines.extend(lines)
 
 
 def _check_id(node_id: str) -> None:

@@ -7,7 +7,6 @@ report run `dot` (with a timeout, so nothing blocks for minutes).
 from __future__ import annotations
 
 import functools
-import hashlib
 import html as htmlmod
 import json
 import re
@@ -20,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import RenderError
+from hierviz.partition.result import tensor_spec
 from hierviz.render import palette
 from hierviz.render.views import DEFAULT_MAX_NODES, render
 
@@ -48,11 +48,15 @@ INSTALL_HELP = (
 )
 
 
+class _DotMissing(RenderError):
+    """graphviz's `dot` is not on PATH."""
+
+
 def check_dot() -> str:
     """The path of graphviz's `dot`; RenderError with install commands when it is missing."""
     path = shutil.which("dot")
     if path is None:
-        raise RenderError(INSTALL_HELP)
+        raise _DotMissing(INSTALL_HELP)
     return path
 
 
@@ -133,28 +137,31 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     if suffix not in FORMATS:
         raise RenderError(f"cannot save {path.name!r}: unknown suffix {path.suffix!r}; use one of "
                           f"{' '.join(FORMATS)}.")
-    if path.parent and not path.parent.exists():
-        path.parent.mkdir(parents=True, exist_ok=True)
+    data: str | bytes
     if suffix in (".dot", ".gv"):
-        path.write_text(render(p, view=view, **kwargs).source, encoding="utf-8")
+        data = render(p, view=view, **kwargs).source
     elif suffix == ".json":
-        data = to_json(p)
-        small = len(data["nodes"]) <= 5000  # indented when a person might read it
-        path.write_text(json.dumps(data, indent=1 if small else None, separators=None if small else (",", ":")),
-                        encoding="utf-8")
+        doc = to_json(p)
+        small = len(doc["nodes"]) <= 5000  # indented when a person might read it
+        data = json.dumps(doc, indent=1 if small else None, separators=None if small else (",", ":"))
     elif suffix == ".html":
-        path.write_text(report_html(p, view=view, timeout=timeout, **kwargs), encoding="utf-8",
-                        errors="backslashreplace")
+        data = report_html(p, view=view, timeout=timeout, **kwargs)
     else:
-        graph = render(p, view=view, **kwargs)
-        path.write_bytes(layout(graph, IMAGE_FORMATS[suffix], timeout=timeout))
+        data = layout(render(p, view=view, **kwargs), IMAGE_FORMATS[suffix], timeout=timeout)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise RenderError(f"cannot save {str(path)!r}: {exc}") from exc
     return path
 
 
 def to_json(p: "Partition") -> dict:
     """Nodes, subgraphs, config and stats, JSON-safe, for other tools."""
     import hierviz
-    from hierviz.partition.result import tensor_spec
 
     res = p._result
     index = res.index
@@ -285,9 +292,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
         svg = strip_prolog(layout(graph, "svg", timeout=timeout).decode("utf-8"))
         diagram = diagram_html(svg, "hv-report", height="80vh")
         view_used = graph.hv_info["view"]
-    except RenderError as exc:
-        if "not on PATH" not in str(exc):
-            raise
+    except _DotMissing as exc:
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
         view_used = view
@@ -324,11 +329,6 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 </body>
 </html>
 """
-
-
-def source_digest(graph: "graphviz.Digraph") -> str:
-    """A short stable digest of a diagram's DOT text (for caches and tests)."""
-    return hashlib.sha256(graph.source.encode("utf-8")).hexdigest()[:16]
 
 
 __all__ = ["check_dot", "layout", "to_svg", "save", "to_json", "notebook_html", "report_html", "diagram_html",

@@ -11,6 +11,7 @@ swatches use the full color.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass
 
@@ -38,6 +39,7 @@ INTERNAL_EDGE = "#8C8C8C"
 FOCUS = "#000000"
 
 
+@functools.lru_cache(maxsize=None)  # asked for per drawn node; custom backends hash their name
 def color(backend: str) -> str:
     """The full color of a backend (borders, legend swatches)."""
     fixed = FIXED.get(backend)
@@ -49,9 +51,7 @@ def color(backend: str) -> str:
 
 def tint(hex_color: str, white: float) -> str:
     """`hex_color` mixed with `white` (0..1) parts of white."""
-    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
-    mix = [round(c + (255 - c) * white) for c in (r, g, b)]
-    return "#{:02X}{:02X}{:02X}".format(*mix)
+    return "#{:02X}{:02X}{:02X}".format(*(round(c + (255 - c) * white) for c in _rgb(hex_color)))
 
 
 def fill(backend: str) -> str:
@@ -66,8 +66,11 @@ def cluster_fill(backend: str) -> str:
 
 def border(backend: str) -> str:
     """Node border: the backend's color, darkened a little."""
-    r, g, b = (int(color(backend)[i:i + 2], 16) for i in (1, 3, 5))
-    return "#{:02X}{:02X}{:02X}".format(*(round(c * 0.75) for c in (r, g, b)))
+    return "#{:02X}{:02X}{:02X}".format(*(round(c * 0.75) for c in _rgb(color(backend))))
+
+
+def _rgb(hex_color: str) -> tuple[int, int, int]:
+    return int(hex_color[1:3], 16), int(hex_color[3:5], 16), int(hex_color[5:7], 16)
 
 
 @dataclass(frozen=True)

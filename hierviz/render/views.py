@@ -127,6 +127,7 @@ class _Ctx:
     tag_of: dict = field(init=False)
     reasons: Counter = field(default_factory=Counter)
     backends_seen: set = field(default_factory=set)
+    full_work: int | None = None  # _work of the full view, once auto has measured it
 
     def __post_init__(self) -> None:
         self.res = self.p._result
@@ -146,11 +147,9 @@ class _Ctx:
         return self.res.assignment.code[i]
 
     def compute_ops(self, k: int) -> int:
-        index = self.index
-        flags = getattr(index, "non_compute", None)
-        if flags:
-            return sum(1 for i in self.res.subgraphs[k].nodes if not flags[i])
-        return sum(1 for i in self.res.subgraphs[k].nodes if not eng.is_non_compute(index.ops[i]))
+        """Subgraph k's compute ops (Subgraph.compute_ops, without describing every subgraph)."""
+        flags = self.index.non_compute
+        return sum(1 for i in self.res.subgraphs[k].nodes if not flags[i])
 
     def drawn_count(self) -> int:
         if self.weights:
@@ -189,8 +188,9 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if view == "auto":
         if focus is not None:
             view = "focus"
-        elif ctx.drawn_count() <= limit and _work(ctx, _all_drawn(ctx)) <= layout_budget(limit):
-            view = "full"
+        elif ctx.drawn_count() <= limit:
+            ctx.full_work = _work(ctx, _all_drawn(ctx))
+            view = "full" if ctx.full_work <= layout_budget(limit) else "collapsed"
         else:
             view = "collapsed"
     if focus is not None and view != "focus":
@@ -232,7 +232,7 @@ def _node_label(ctx: _Ctx, i: int, focus: bool = False) -> Html:
     if node.op == "placeholder":
         return Html(f"<B>{name}</B><BR/><FONT POINT-SIZE=\"9\">{html(full_spec(node))}</FONT>")
     if node.op == "output":
-        outs = [a for a in index.inputs[i]]
+        outs = index.inputs[i]
         lines = [f"<FONT POINT-SIZE=\"9\">{html(index.names[a], 24)}: {html(full_spec(index.nodes[a]))}</FONT>"
                  for a in outs[:8]]
         if len(outs) > 8:
@@ -488,15 +488,17 @@ def _work(ctx: _Ctx, drawn: Sequence[int]) -> int:
     return len(drawn) + len(refs) + 2 * _span(edges, int)
 
 
-def _edge_labels(ctx: _Ctx, drawn: Sequence[int]) -> str:
+def _edge_labels(ctx: _Ctx, drawn: Sequence[int], work: int | None = None) -> str:
     """'label' (placed by the layout, readable) when dot can afford it, else 'xlabel'
     (placed after layout, may overlap, but a 250-node graph with long edges lays out 4-10x faster)."""
-    return "label" if _work(ctx, drawn) <= LABEL_WORK_PER_NODE * ctx.max_nodes else "xlabel"
+    if work is None:
+        work = _work(ctx, drawn)
+    return "label" if work <= LABEL_WORK_PER_NODE * ctx.max_nodes else "xlabel"
 
 
 def _full(ctx: _Ctx, w: DotWriter) -> dict:
     drawn = _all_drawn(ctx)
-    info = _draw_nodes_and_edges(ctx, w, drawn, labels=_edge_labels(ctx, drawn))
+    info = _draw_nodes_and_edges(ctx, w, drawn, labels=_edge_labels(ctx, drawn, ctx.full_work))
     _title(ctx, w, "hierviz · full view")
     return info
 
@@ -662,8 +664,7 @@ def layout_budget(max_nodes: int) -> int:
 
 def _subgraph_ops(ctx: _Ctx, k: int) -> Counter:
     index = ctx.index
-    return Counter(op_short(index.ops[i]) for i in ctx.res.subgraphs[k].nodes
-                   if not eng.is_non_compute(index.ops[i]))
+    return Counter(op_short(index.ops[i]) for i in ctx.res.subgraphs[k].nodes if not index.non_compute[i])
 
 
 def _why_torch(ctx: _Ctx, k: int) -> Counter:
@@ -721,18 +722,19 @@ def _collapsed(ctx: _Ctx, w: DotWriter) -> dict:
             return "inputs" if merged_inputs else f"in{placeholders[k - n_sub]}"
         return f"out{outputs[k - n_sub - n_in]}"
 
+    # Box keys: group k // size for subgraphs, n_sub + endpoint key for inputs and outputs.
     edges: dict[tuple[int, int], dict[int, None]] = {}
+    ids: dict[int, str] = {}
     for (a, b), tensors in crossing.items():
         ga = a // size if a < n_sub else n_sub + a
         gb = b // size if b < n_sub else n_sub + b
         if ga == gb:
             continue
         edges.setdefault((ga, gb), {}).update(tensors)
-    ids = {}
-    for (a, b) in crossing:
-        for k in (a, b):
-            g = k // size if k < n_sub else n_sub + k
-            ids.setdefault(g, box_id(k))
+        if ga not in ids:
+            ids[ga] = box_id(a)
+        if gb not in ids:
+            ids[gb] = box_id(b)
 
     view_text = f"hierviz · collapsed view · {_plural(n_sub, 'subgraph')}"
     if grouped:
@@ -844,7 +846,7 @@ def _group_box(ctx: _Ctx, w: DotWriter, g: int, rng: range) -> None:
     lines = [f"<B>subgraphs {rng.start}-{rng.stop - 1}</B>", f"{_plural(total_ops, 'op')}"]
     for b in order:
         lines.append(f'<FONT POINT-SIZE="9">{html(b)}: {_plural(subs_by[b], "subgraph")}, {ops_by[b]:,} ops</FONT>')
-    weights = {b: (ops_by[b] or 0) for b in order}
+    weights = {b: ops_by[b] for b in order}
     denom = sum(weights.values())
     if denom == 0:
         weights = {b: subs_by[b] for b in order}
