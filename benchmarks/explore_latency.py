@@ -63,7 +63,7 @@ def steps(ex) -> list[tuple[str, str, object]]:
 
 
 def upstream_seconds(gm, cfg) -> float | None:
-    from hierviz.partition import partition
+    from hierviz.partitioner import partition
 
     try:
         t = time.perf_counter()
@@ -75,7 +75,7 @@ def upstream_seconds(gm, cfg) -> float | None:
 
 def bench(name: str, upstream: bool) -> list[float]:
     import hierviz as hv
-    from hierviz.explore import clear_cache
+    from hierviz.explorer import clear_cache
 
     model, inputs = hv.zoo.load(name)
     t = time.perf_counter()

@@ -154,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         import torch
 
         import hierviz as hv
-        from hierviz.measure import CompileCache, MeasureWarning
+        from hierviz.latency import CompileCache, MeasureWarning
     except Exception as exc:  # noqa: BLE001
         report["error"] = f"cannot import torch / hierviz: {type(exc).__name__}: {exc}"
         print(report["error"])

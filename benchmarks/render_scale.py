@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hierviz as hv  # noqa: E402
 from hierviz.opnames import qualname  # noqa: E402
-from hierviz.render import export, views  # noqa: E402
+from hierviz.drawing import export, views  # noqa: E402
 
 MIX_TO_INDUCTOR = ("torch.ops.aten.add.Tensor", "torch.ops.aten.gelu.default",
                    "torch.ops.aten.native_layer_norm.default")

@@ -10,7 +10,7 @@ import importlib
 from typing import Any
 
 from hierviz import support
-from hierviz.capture import capture
+from hierviz.capturing import capture
 from hierviz.config import Config
 from hierviz.errors import (
     CaptureError,
@@ -24,14 +24,12 @@ from hierviz.support import Support
 
 __version__ = "0.1.0"
 
-# The functions are bound here, after their subpackages are imported, so that `hv.partition`,
-# `hv.measure` and `hv.explore` name the functions, not the subpackages of the same name.
 from hierviz import zoo  # noqa: E402
-from hierviz.explore import plot_latency, plot_subgraphs, sweep  # noqa: E402
-from hierviz.measure import Measurement, measure  # noqa: E402
-from hierviz.partition import Partition, Subgraph, diff, partition  # noqa: E402
+from hierviz.explorer import plot_latency, plot_subgraphs, sweep  # noqa: E402
+from hierviz.latency import Measurement, measure  # noqa: E402
+from hierviz.partitioner import Partition, Subgraph, diff, partition  # noqa: E402
 
-from hierviz.explore.widget import Explorer, explore  # noqa: E402
+from hierviz.explorer.widget import Explorer, explore  # noqa: E402
 
 
 def __getattr__(name: str) -> Any:

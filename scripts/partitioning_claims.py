@@ -9,7 +9,7 @@ import torch
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.partition.upstream import copy_graph_module
+from hierviz.partitioner.upstream import copy_graph_module
 from torch.fx.passes.shape_prop import ShapeProp
 
 aten = torch.ops.aten
@@ -188,7 +188,7 @@ class Ordered(set):
 for name, order in (("graph order", acc), ("reversed", acc[::-1])):
     res = FxNetAccFusionsFinder(gm, Ordered(acc, order))()
     print(f"torch.fx finder, seeds in {name}:", sorted({n.name: sorted(m.name for m in g) for n, g in res.items()}.items()))
-from hierviz.partition import engine
+from hierviz.partitioner import engine
 idx = engine.index_graph(gm)
 p = hv.partition(gm, min_block_size=1)
 print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in engine.fusions(idx, [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]).items()})

@@ -1,0 +1,335 @@
+"""Running graphviz, and writing a partition to files: .svg .png .pdf .dot .json .html.
+
+`.dot` and `.json` need no graphviz install; the image formats and the diagram of the HTML
+report run `dot` (with a timeout, so nothing blocks for minutes).
+"""
+
+from __future__ import annotations
+
+import functools
+import html as htmlmod
+import json
+import re
+import shutil
+import subprocess
+import time
+import uuid
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hierviz.errors import RenderError
+from hierviz.partitioner.result import tensor_spec
+from hierviz.drawing import palette
+from hierviz.drawing.views import DEFAULT_MAX_NODES, render
+
+if TYPE_CHECKING:  # pragma: no cover
+    import graphviz
+
+    from hierviz.partitioner.result import Partition
+
+FORMATS = (".svg", ".png", ".pdf", ".dot", ".gv", ".json", ".html")
+IMAGE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
+# dot gets this long before we give up; auto views finish in about a second.
+DEFAULT_TIMEOUT_S = 120.0
+LABELLED_LAYOUT_S = 10.0
+NOTEBOOK_TIMEOUT_S = 30.0
+# Laying out more drawn nodes than this warns that dot may take minutes.
+SLOW_LAYOUT_NODES = 4 * DEFAULT_MAX_NODES
+TABLE_ROWS = 1000
+
+INSTALL_HELP = (
+    "graphviz's `dot` program is not on PATH, so the diagram cannot be laid out. Install it:\n"
+    "  Debian/Ubuntu:  sudo apt-get install graphviz\n"
+    "  conda:          conda install -c conda-forge graphviz\n"
+    "  macOS:          brew install graphviz\n"
+    "(`pip install graphviz` installs only the Python bindings, not `dot`.) "
+    "Saving to .dot or .json works without it."
+)
+
+
+class _DotMissing(RenderError):
+    """graphviz's `dot` is not on PATH."""
+
+
+def check_dot() -> str:
+    """The path of graphviz's `dot`; RenderError with install commands when it is missing."""
+    path = shutil.which("dot")
+    if path is None:
+        raise _DotMissing(INSTALL_HELP)
+    return path
+
+
+def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float | None = None) -> bytes:
+    """Run `dot -T<fmt>` on a Digraph (or DOT text) and return the output bytes.
+
+    A diagram with layout-placed edge labels that dot has not finished in LABELLED_LAYOUT_S
+    is laid out again with `xlabel`s (dot's x-positioning can take minutes with labels on
+    graphs it otherwise lays out in a second)."""
+    source = graph if isinstance(graph, str) else graph.source
+    info = getattr(graph, "hv_info", {}) if not isinstance(graph, str) else {}
+    if info.get("nodes", 0) > SLOW_LAYOUT_NODES:
+        warnings.warn(f"laying out {info['nodes']:,} nodes with graphviz may take minutes; "
+                      "view='collapsed' or focus=... draws a smaller picture.", stacklevel=3)
+    dot = check_dot()
+    limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
+    run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
+    placed = _PLACED_LABEL.search(source) is not None
+    if placed and limit > LABELLED_LAYOUT_S:
+        start = time.monotonic()
+        try:
+            return run(dot, source, fmt, LABELLED_LAYOUT_S)
+        except _Timeout:
+            source = _PLACED_LABEL.sub(r"\1xlabel=", source)
+            limit = max(1.0, limit - (time.monotonic() - start))
+    return run(dot, source, fmt, limit)
+
+
+_PLACED_LABEL = re.compile(r"^(\t+\w+ -> \w+ \[)label=", re.M)
+
+
+class _Timeout(RenderError):
+    """dot ran past its time limit."""
+
+
+@functools.lru_cache(maxsize=32)
+def _layout_cached(dot: str, source: str, fmt: str, timeout: float) -> bytes:
+    return _run_dot(dot, source, fmt, timeout)
+
+
+def _run_dot(dot: str, source: str, fmt: str, timeout: float) -> bytes:
+    try:
+        proc = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
+                              timeout=timeout, check=False)
+    except subprocess.TimeoutExpired:
+        raise _Timeout(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "
+                       "it: view='collapsed', focus=<node or subgraph tag>, or a smaller max_nodes.") from None
+    except OSError as exc:
+        raise RenderError(f"could not run graphviz's dot ({dot}): {exc}") from exc
+    if proc.returncode != 0:
+        err = proc.stderr.decode("utf-8", "replace").strip()[-2000:]
+        raise RenderError(f"graphviz's dot failed (exit {proc.returncode}): {err}")
+    return proc.stdout
+
+
+def strip_prolog(svg: str) -> str:
+    """The `<svg ...>...</svg>` element alone, for embedding in HTML."""
+    start = svg.find("<svg")
+    return svg[start:] if start >= 0 else svg
+
+
+def to_svg(p: "Partition", view: str = "auto", *, timeout: float | None = None, **kwargs: Any) -> str:
+    """The partition as SVG text (an `<svg>` element, no XML prolog), laid out by dot.
+
+    `view` and `kwargs` (focus, max_nodes, radius, weights) are those of `render`."""
+    graph = render(p, view=view, **kwargs)
+    return strip_prolog(layout(graph, "svg", timeout=timeout).decode("utf-8"))
+
+
+# ---------------------------------------------------------------------------- save
+def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float | None = None,
+         **kwargs: Any) -> Path:
+    """Write the partition to `path`, the format chosen by its suffix:
+    .svg .png .pdf (diagram), .dot/.gv (DOT text), .json (nodes, subgraphs, config),
+    .html (standalone report: diagram, config, tables, text report)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    if suffix not in FORMATS:
+        raise RenderError(f"cannot save {path.name!r}: unknown suffix {path.suffix!r}; use one of "
+                          f"{' '.join(FORMATS)}.")
+    data: str | bytes
+    if suffix in (".dot", ".gv"):
+        data = render(p, view=view, **kwargs).source
+    elif suffix == ".json":
+        doc = to_json(p)
+        small = len(doc["nodes"]) <= 5000  # indented when a person might read it
+        data = json.dumps(doc, indent=1 if small else None, separators=None if small else (",", ":"))
+    elif suffix == ".html":
+        data = report_html(p, view=view, timeout=timeout, **kwargs)
+    else:
+        data = layout(render(p, view=view, **kwargs), IMAGE_FORMATS[suffix], timeout=timeout)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(data, bytes):
+            path.write_bytes(data)
+        else:
+            path.write_text(data, encoding="utf-8", errors="backslashreplace")
+    except OSError as exc:
+        raise RenderError(f"cannot save {str(path)!r}: {exc}") from exc
+    return path
+
+
+def to_json(p: "Partition") -> dict:
+    """Nodes, subgraphs, config and stats, JSON-safe, for other tools."""
+    import hierviz
+
+    res = p._result
+    index = res.index
+    tags = res.tags
+
+    def spec(t: Any) -> dict:
+        return {"name": t.name, "shape": None if t.shape is None else list(t.shape), "dtype": t.dtype}
+
+    nodes = []
+    for i, node in enumerate(index.nodes):
+        k = p._tag_of.get(i)
+        s = tensor_spec(node)
+        callable_ = index.callable[i]
+        nodes.append({
+            "name": index.names[i],
+            "kind": node.op,
+            "target": index.ops[i] if callable_ else str(node.target),
+            "backend": "graph" if k is None else res.subgraphs[k].backend,
+            "tag": None if k is None else tags[k],
+            "reason_code": p.reason_code_of(index.names[i]),
+            "reason": p.reason_of(index.names[i]),
+            "eligible_backend": p.eligible_backend_of(index.names[i]) if callable_ else None,
+            "inputs": [index.names[a] for a in index.inputs[i]],
+            "shape": None if s.shape is None else list(s.shape),
+            "dtype": s.dtype,
+        })
+    subgraphs = [{
+        "tag": sg.tag, "backend": sg.backend, "is_acc": sg.is_acc, "compute_ops": sg.compute_ops,
+        "nodes": list(sg.nodes), "inputs": [spec(t) for t in sg.inputs], "outputs": [spec(t) for t in sg.outputs],
+    } for sg in p.subgraphs]
+    colors = {b: palette.color(b) for b in p.backends}
+    return {
+        "format": "hierviz-partition/1",
+        "hierviz_version": hierviz.__version__,
+        "engine": p.engine,
+        "config": p.config.to_dict(),
+        "stats": p.stats,
+        "colors": colors,
+        "subgraphs": subgraphs,
+        "nodes": nodes,
+    }
+
+
+# ---------------------------------------------------------------------------- HTML
+_CSS = """
+.hv-diagram{font-family:Helvetica,Arial,sans-serif;font-size:13px;margin:4px 0}
+.hv-diagram .hv-zoom{margin:2px 0 4px 0;color:#444}
+.hv-diagram .hv-zoom input{margin:0 2px 0 8px}
+.hv-diagram .hv-scroll{overflow:auto;max-height:%(height)s;border:1px solid #ccc;resize:vertical;background:#fff}
+.hv-diagram .hv-scroll svg{display:block}
+"""
+
+
+def diagram_html(svg: str, uid: str, height: str = "640px") -> str:
+    """An inline SVG in a scrollable box with fit / 100% / 200% zoom (pure CSS, no script)."""
+    svg = strip_prolog(svg)
+    m = re.search(r'<svg[^>]*\swidth="([\d.]+)pt"[^>]*\sheight="([\d.]+)pt"', svg)
+    width_px = float(m.group(1)) * 4 / 3 if m else 800.0
+    css = _CSS % {"height": height}
+    levels = [("fit", None), ("50%", 0.5), ("100%", 1.0), ("200%", 2.0)]
+    rules = []
+    radios = []
+    for n, (label, scale) in enumerate(levels):
+        rid = f"{uid}-z{n}"
+        checked = " checked" if n == 0 else ""
+        radios.append(f'<input type="radio" name="{uid}-zoom" id="{rid}"{checked}><label for="{rid}">{label}</label>')
+        size = "max-width:100%;height:auto" if scale is None else \
+            f"max-width:none;width:{width_px * scale:.0f}px;height:auto"
+        rules.append(f"#{rid}:checked~.hv-scroll svg{{{size}}}")
+    style = css + "\n".join(rules)
+    return (f'<div class="hv-diagram" id="{uid}"><style>{style}</style>'
+            f'<span class="hv-zoom">zoom:</span>{"".join(radios)}'
+            f'<div class="hv-scroll">{svg}</div></div>')
+
+
+def _stats_line(p: "Partition") -> str:
+    s = p.stats
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    return (f"{s['nodes']:,} nodes, {s['compute_ops']:,} compute ops, {s['subgraphs']:,} subgraphs ({by}), "
+            f"coverage {s['coverage']:.1%}, accelerated {s['accelerated_coverage']:.1%}, "
+            f"{s['boundary_tensors']:,} boundary tensors")
+
+
+def notebook_html(p: "Partition") -> str:
+    """What Jupyter shows for a Partition: a summary line and the auto view as inline SVG.
+
+    The auto view keeps dot's work to about a second; a missing dot or a layout that times
+    out shows the message instead of the diagram, never a traceback or a long wait."""
+    head = (f'<div style="font-family:Helvetica,Arial,sans-serif;font-size:13px">'
+            f'<b>hv.Partition</b> | {htmlmod.escape(p.config.label())} | {htmlmod.escape(_stats_line(p))}</div>')
+    try:
+        svg = to_svg(p, "auto", timeout=NOTEBOOK_TIMEOUT_S)
+    except RenderError as exc:
+        table = p.summary().head(50).to_html(index=False, border=0)
+        return (head + f'<pre style="color:#a00;white-space:pre-wrap">{htmlmod.escape(str(exc))}</pre>' + table)
+    return head + diagram_html(svg, "hv-" + uuid.uuid4().hex[:12], height="560px")
+
+
+_REPORT_CSS = """
+body{font-family:Helvetica,Arial,sans-serif;margin:20px;color:#1a1a1a;max-width:1600px}
+h1{font-size:22px;margin:0 0 6px 0} h2{font-size:17px;margin:22px 0 6px 0;border-bottom:1px solid #ddd}
+.hv-stats{color:#333;margin-bottom:8px}
+table.hv-table{border-collapse:collapse;font-size:12px}
+table.hv-table th,table.hv-table td{border:1px solid #ddd;padding:2px 6px;text-align:left;vertical-align:top}
+table.hv-table th{background:#f3f3f3}
+pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;font-size:12px;overflow:auto;max-height:600px}
+.hv-swatch{display:inline-block;width:11px;height:11px;border:1px solid #555;margin:0 4px 0 10px;vertical-align:-1px}
+.hv-note{color:#a00}
+"""
+
+
+def _table(df: Any, what: str) -> str:
+    note = ""
+    if len(df) > TABLE_ROWS:
+        note = f'<p class="hv-note">First {TABLE_ROWS:,} of {len(df):,} {what}; save to .json for all.</p>'
+        df = df.head(TABLE_ROWS)
+    return note + df.to_html(index=False, border=0, classes="hv-table", escape=True, na_rep="")
+
+
+def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = None, **kwargs: Any) -> str:
+    """A standalone HTML report (no external resources, no script): the diagram inline, the
+    config, the summary() and ops() tables and the text report."""
+    import hierviz
+
+    esc = htmlmod.escape
+    try:
+        graph = render(p, view=view, **kwargs)
+        svg = strip_prolog(layout(graph, "svg", timeout=timeout).decode("utf-8"))
+        diagram = diagram_html(svg, "hv-report", height="80vh")
+        view_used = graph.hv_info["view"]
+    except _DotMissing as exc:
+        warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
+        diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
+        view_used = view
+    cfg = p.config.to_dict()
+    cfg_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(json.dumps(v, ensure_ascii=False))}</td></tr>"
+                       for k, v in cfg.items())
+    legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
+                     f"</span>{esc(b)}" for b in p.backends)
+    title = f"hierviz report: {p.config.label()}"
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="hierviz {esc(hierviz.__version__)}">
+<title>{esc(title)}</title>
+<link rel="icon" href="data:,">
+<style>{_REPORT_CSS}</style>
+</head>
+<body>
+<h1>hierviz partition report</h1>
+<div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(_stats_line(p))}</div>
+<div class="hv-stats">backends:{legend}</div>
+<h2 id="diagram">Diagram ({esc(view_used)} view)</h2>
+{diagram}
+<h2 id="config">Configuration</h2>
+<table class="hv-table">{cfg_rows}</table>
+<h2 id="subgraphs">Subgraphs</h2>
+{_table(p.summary(), "subgraphs")}
+<h2 id="ops">Ops</h2>
+{_table(p.ops(), "ops")}
+<h2 id="report">Report</h2>
+<pre>{esc(p.report())}</pre>
+</body>
+</html>
+"""
+
+
+__all__ = ["check_dot", "layout", "to_svg", "save", "to_json", "notebook_html", "report_html", "diagram_html",
+           "strip_prolog", "FORMATS", "INSTALL_HELP"]

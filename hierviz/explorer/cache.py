@@ -1,0 +1,54 @@
+"""A process-wide LRU cache of partitions keyed by (graph identity, Config).
+
+`hv.sweep` and `hv.explore` both go through it, so re-running a sweep, or going back to an
+earlier setting in the Explorer, does not partition again. Entries hold the graph alive, so
+its id cannot be reused while the entry exists; the size bound keeps memory in check.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from typing import Any
+
+from torch.fx import GraphModule
+
+from hierviz.config import Config
+from hierviz.partitioner import Partition, partition
+
+MAXSIZE = 512
+
+_lock = threading.RLock()
+_entries: "OrderedDict[tuple[int, Config], Partition]" = OrderedDict()
+_counters = {"hits": 0, "misses": 0}
+
+
+def cached_partition(gm: GraphModule, config: Config) -> Partition:
+    """`hv.partition(gm, config=config)`, from the cache when this graph and config were seen."""
+    key = (id(gm), config)
+    with _lock:
+        part = _entries.get(key)
+        if part is not None and part.graph is gm:
+            _entries.move_to_end(key)
+            _counters["hits"] += 1
+            return part
+    part = partition(gm, config=config)  # outside the lock: threads partition in parallel
+    with _lock:
+        _counters["misses"] += 1
+        _entries[key] = part
+        _entries.move_to_end(key)
+        while len(_entries) > MAXSIZE:
+            _entries.popitem(last=False)
+    return part
+
+
+def cache_info() -> dict[str, Any]:
+    """hits, misses, size and maxsize of the partition cache."""
+    with _lock:
+        return {**_counters, "size": len(_entries), "maxsize": MAXSIZE}
+
+
+def clear_cache() -> None:
+    with _lock:
+        _entries.clear()
+        _counters["hits"] = _counters["misses"] = 0

@@ -1,0 +1,171 @@
+"""hv.sweep: partition (and optionally measure) every configuration of a grid, as a DataFrame."""
+
+from __future__ import annotations
+
+import itertools
+import time
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from typing import Any, Mapping
+
+import pandas as pd
+
+from hierviz import support as support_mod
+from hierviz.config import Config
+from hierviz.errors import ConfigError, HiervizError
+from hierviz.explorer import columns
+from hierviz.explorer.cache import cache_info, cached_partition
+from hierviz.partitioner import graph_of, make_config
+
+FIELDS = columns.CONFIG_COLUMNS
+
+
+def _values(field: str, values: Any) -> list[Any]:
+    """A grid entry as a list of values; one value (or a string) is a list of one."""
+    if isinstance(values, (str, bytes, Config)) or not hasattr(values, "__iter__"):
+        return [values]
+    if field == "support" and isinstance(values, Mapping):
+        return [values]
+    if isinstance(values, (set, frozenset)):
+        return sorted(values, key=repr)
+    return list(values)
+
+
+def _coerce(field: str, value: Any) -> Any:
+    """Accept the table's own spellings: priority 'a>b', torch_executed_ops 'op1,op2'."""
+    if field == "priority" and isinstance(value, str):
+        return tuple(p.strip() for p in value.replace(">", ",").split(",") if p.strip())
+    if field == "torch_executed_ops" and isinstance(value, str):
+        return frozenset(v.strip() for v in value.split(",") if v.strip())
+    return value
+
+
+def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The cartesian product of `grid` (first key varies slowest), as dicts of Config fields."""
+    if not isinstance(grid, Mapping):
+        raise ConfigError("grid must map Config fields to lists of values, e.g. "
+                          "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
+    unknown = [k for k in grid if k not in FIELDS]
+    if unknown:
+        raise ConfigError(f"grid names unknown Config field(s) {unknown}; fields are {list(FIELDS)}.")
+    keys = list(grid)
+    lists = [_values(k, grid[k]) for k in keys]
+    empty = [k for k, v in zip(keys, lists) if not v]
+    if empty:
+        raise ConfigError(f"grid gives no values for {empty}; give at least one value per field.")
+    return [dict(zip(keys, (_coerce(k, v) for k, v in zip(keys, combo)))) for combo in itertools.product(*lists)]
+
+
+def as_config(config: Config | Mapping[str, Any] | None) -> Config:
+    """A Config from a Config, None, or a dict of fields: either Config.to_dict()'s JSON form
+    or Python values (hv.Support objects, tuples, sets)."""
+    if isinstance(config, Mapping):
+        sup = config.get("support")
+        if sup is None or (isinstance(sup, Mapping) and
+                           all(isinstance(v, support_mod.Support) for v in sup.values())):
+            return Config().replace(**dict(config))
+    return make_config(config, {})
+
+
+def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
+    if not measure:
+        return None
+    if measure is True:
+        return {}
+    if isinstance(measure, Mapping):
+        return dict(measure)
+    raise ConfigError("measure must be True/False or a dict of hv.measure options, e.g. {'iters': 20}.")
+
+
+def _partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(partition or None, row) for one configuration; HiervizErrors become the row's `error`."""
+    row: dict[str, Any] = columns.config_columns(base)
+    row.update({k: columns.format_field(k, v) for k, v in combo.items()})
+    try:
+        cfg = base.replace(**combo)
+        row.update(columns.config_columns(cfg))
+        part = cached_partition(gm, cfg)
+        row.update(columns.stat_columns(part))
+    except HiervizError as exc:
+        row["error"] = str(exc)
+        return None, row
+    row["error"] = None
+    return part, row
+
+
+def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
+          measure: bool | Mapping[str, Any] = False, executor: Executor | None = None,
+          progress: bool = True) -> pd.DataFrame:
+    """Partition `model` with every configuration in `grid` (the cartesian product of its
+    values, applied on top of `base`); one row per configuration, in grid order.
+
+    Columns: the Config fields, then stats (subgraphs, acc_subgraphs, subgraphs_<backend>,
+    coverage, accelerated_coverage, boundary_tensors, recommendation — the min_block_size
+    `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes), then
+    latency columns when `measure` (True, or a dict of `hv.measure` options), then `error`: an
+    invalid configuration gives a row with its message instead of stopping the sweep.
+
+    Partitions are cached per (graph, Config), so running a sweep again does not re-partition;
+    `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
+    in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
+    parallel; measuring always runs one configuration at a time, so timings do not disturb
+    each other. `df.attrs` holds the run time and cache counters.
+    """
+    if isinstance(executor, ProcessPoolExecutor):
+        raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
+                          "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
+    start = time.perf_counter()
+    before = cache_info()
+    base_cfg = as_config(base)
+    combos = expand_grid(grid)
+    gm = graph_of(model, example_inputs)
+    mkw = _measure_kwargs(measure)
+
+    from tqdm.auto import tqdm
+
+    bar = tqdm(total=len(combos), desc="hv.sweep", unit="config", disable=not progress, leave=False)
+    try:
+        if executor is None:
+            results = []
+            for combo in combos:
+                results.append(_partition_row(gm, base_cfg, combo))
+                bar.update(1)
+        else:
+            futures: list[Future] = [executor.submit(_partition_row, gm, base_cfg, combo) for combo in combos]
+            for fut in futures:
+                fut.add_done_callback(lambda _f: bar.update(1))
+            results = [fut.result() for fut in futures]  # grid order, whatever order they finish in
+
+        rows = []
+        measure_stats = {"hits": 0, "misses": 0}
+        if mkw is not None:
+            bar.reset(total=len(results))
+            bar.set_description("hv.sweep: measuring")
+        for part, row in results:
+            if mkw is not None and part is not None:
+                try:
+                    m = _run_measure(part, example_inputs, mkw)
+                    row.update(columns.latency_columns(m))
+                    measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
+                    measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
+                except HiervizError as exc:
+                    row["error"] = str(exc)
+                bar.update(1)
+            rows.append(row)
+    finally:
+        bar.close()
+
+    df = columns.frame(rows, latency=mkw is not None)
+    after = cache_info()
+    df.attrs["seconds"] = round(time.perf_counter() - start, 4)
+    df.attrs["partition_cache_hits"] = after["hits"] - before["hits"]
+    df.attrs["partition_cache_misses"] = after["misses"] - before["misses"]
+    if mkw is not None:
+        df.attrs["compile_cache_hits"] = measure_stats["hits"]
+        df.attrs["compile_cache_misses"] = measure_stats["misses"]
+    return df
+
+
+def _run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
+    from hierviz.latency import measure
+
+    return measure(part, example_inputs, **kwargs)

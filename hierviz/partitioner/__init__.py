@@ -1,0 +1,61 @@
+"""Partitioning: hv.partition, the Partition result, hv.diff and the upstream adapter."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from torch.fx import GraphModule
+
+from hierviz.config import Config
+from hierviz.errors import ConfigError
+from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
+from hierviz.partitioner.result import Partition, Subgraph, TensorSpec, diff
+
+ENGINES = ("hierviz", "torch_tensorrt")
+
+
+def graph_of(model_or_graph: Any, example_inputs: Any = None) -> GraphModule:
+    """The graph to partition: a GraphModule as given; a model or ExportedProgram captured."""
+    if isinstance(model_or_graph, Partition):
+        return model_or_graph.graph
+    if isinstance(model_or_graph, GraphModule):
+        return model_or_graph
+    from hierviz.capturing import capture
+
+    return capture(model_or_graph, example_inputs)
+
+
+def make_config(config: Config | dict | None, overrides: dict[str, Any]) -> Config:
+    if config is None:
+        config = Config()
+    elif isinstance(config, dict):
+        config = Config.from_dict(config)
+    elif not isinstance(config, Config):
+        raise ConfigError(f"config must be a hv.Config or a dict, not {type(config).__name__}")
+    return config.replace(**overrides) if overrides else config
+
+
+def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
+              *, engine: str = "hierviz", **overrides: Any) -> Partition:
+    """Partition a model (captured first) or an aten GraphModule with `config`.
+
+    `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`. The input is never
+    modified and the result is the same in every process. `engine="torch_tensorrt"` runs
+    the upstream partitioner on a copy instead, for comparison.
+    """
+    if isinstance(example_inputs, Config):
+        if config is not None:
+            raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
+        example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
+    cfg = make_config(config, overrides)
+    gm = graph_of(model_or_graph, example_inputs)
+    if engine == "hierviz":
+        return Partition(gm, cfg, run_engine(gm, cfg))
+    if engine == "torch_tensorrt":
+        from hierviz.partitioner.upstream import partition_upstream
+
+        return partition_upstream(gm, cfg)
+    raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
+
+
+__all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "diff", "graph_of", "make_config"]

@@ -1,0 +1,111 @@
+"""Fixtures for the explore tests: a small model with ops TensorRT cannot take, its capture
+(once per session), and a fake `hv.measure` for tests of the widget's latency path (real
+compiles take seconds on CPU; one test in test_sweep.py runs the real thing)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+import pytest
+import torch
+from torch import nn
+
+
+class SmallNet(nn.Module):
+    """conv-bn-relu, then two ops with no TensorRT converter (special_i0e, hypot) between
+    supported ones, so settings change the partition in visible ways."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.conv2 = nn.Conv2d(8, 8, 3, padding=1)
+        self.fc = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn(self.conv(x)))
+        y = y + torch.special.i0e(y)
+        y = torch.sigmoid(self.conv2(y)) * y
+        y = torch.hypot(y, y + 1)
+        y = torch.relu(y)
+        y = y.mean((2, 3))
+        return torch.tanh(self.fc(y))
+
+
+UNSUPPORTED = ("torch.ops.aten.special_i0e.default", "torch.ops.aten.hypot.default")
+
+
+@pytest.fixture(scope="session")
+def small() -> tuple[nn.Module, tuple, torch.fx.GraphModule]:
+    """(model, example_inputs, captured graph)."""
+    import hierviz as hv
+
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = SmallNet().eval()
+        inputs = (torch.randn(1, 3, 16, 16),)
+    return model, inputs, hv.capture(model, inputs)
+
+
+@dataclass
+class FakeMeasurement:
+    median_ms: float
+    p10_ms: float
+    p90_ms: float
+    std_ms: float
+    cv: float
+    baseline_ms: float
+    speedup: float
+    max_abs_error: float
+    outputs_match: bool
+    compile_s: float
+    cache_hits: int
+    cache_misses: int
+    per_subgraph: pd.DataFrame = field(default_factory=pd.DataFrame)
+    warnings: list = field(default_factory=list)
+
+
+class FakeMeasure:
+    """Stands in for hv.measure: latency = 1 ms per subgraph; reports progress like the real
+    one (stage, done, total); records its calls; raises MeasureError when told to."""
+
+    def __init__(self) -> None:
+        self.calls: list[Any] = []
+        self.fail: str | None = None
+        self.seen: set = set()
+
+    def __call__(self, partition: Any, example_inputs: Any, *, progress: Any = None, **kwargs: Any) -> FakeMeasurement:
+        from hierviz.errors import MeasureError
+
+        self.calls.append((partition.config, kwargs))
+        total = len(partition.subgraphs) + 2
+        for done in range(1, total + 1):
+            if callable(progress):
+                progress(f"step {done}", done, total)
+        if self.fail:
+            raise MeasureError(self.fail)
+        n = len(partition.subgraphs)
+        hit = partition.config in self.seen
+        self.seen.add(partition.config)
+        return FakeMeasurement(median_ms=float(n), p10_ms=n * 0.9, p90_ms=n * 1.1, std_ms=0.01, cv=0.01 / n,
+                               baseline_ms=2.0, speedup=2.0 / n, max_abs_error=1e-6, outputs_match=True,
+                               compile_s=0.0 if hit else 0.5, cache_hits=n if hit else 0,
+                               cache_misses=0 if hit else n)
+
+
+@pytest.fixture
+def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
+    import hierviz.latency as package
+
+    fake = FakeMeasure()
+    monkeypatch.setattr(package, "measure", fake)
+    return fake
+
+
+@pytest.fixture(autouse=True)
+def _agg_backend() -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
