@@ -3,21 +3,34 @@
 The pipeline is Torch-TensorRT's own compile front half: `torch.export`, then
 `pre_export_lowering`, the Torch-TensorRT decompositions, then `post_lowering`. Without
 torch_tensorrt installed, torch's default decompositions are used instead.
+
+The user's model is never changed: export and lowering run on a private copy (parameters
+are shared, never written; buffers and every other attribute are copied), and the RNG state
+is restored. Torch-TensorRT's constant folding would otherwise run the model's in-place
+buffer updates on the model itself (BatchNorm's `num_batches_tracked` in train mode).
 """
 
 from __future__ import annotations
 
+import contextlib
 import copy
+import sys
+import warnings
 import weakref
-from typing import Any, Sequence
+from pathlib import Path
+from typing import Any, Iterator
 
 import torch
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.errors import CaptureError
+from hierviz.errors import CaptureError, ConfigError
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
+
+
+class CaptureWarning(UserWarning):
+    """The captured graph does not do everything the model does (see the message)."""
 
 
 def _as_tuple(example_inputs: Any) -> tuple:
@@ -60,11 +73,15 @@ def _hint(exc: BaseException) -> str:
     return "see the cause above; torch.export must succeed for Torch-TensorRT to compile the model."
 
 
-def _is_aten_graph(gm: GraphModule) -> bool:
+def is_aten_graph(gm: GraphModule) -> bool:
+    """True when every call in gm is an aten/prims op (or operator.getitem & co.): a graph
+    that can be partitioned as it is. A graph with call_module (including an exported
+    `_guards_fn`), call_method or torch.* function calls must be captured first."""
     for node in gm.graph.nodes:
-        if node.op == "call_module" and node.target != "_guards_fn":
+        if node.op in ("call_module", "call_method"):
             return False
-        if node.op == "call_function" and not isinstance(node.target, torch._ops.OpOverload):
+        if node.op == "call_function" and not isinstance(node.target, (torch._ops.OpOverload,
+                                                                        torch._ops.HigherOrderOperator)):
             if getattr(node.target, "__module__", "") not in ("_operator", "operator"):
                 return False
     return True
@@ -99,8 +116,76 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
         ) from exc
 
 
-def _lower(ep: Any) -> GraphModule:
-    """Torch-TensorRT's lowering of an ExportedProgram (torch's defaults without it)."""
+def _private_copy(model: torch.nn.Module) -> torch.nn.Module:
+    """A copy of `model` that export and lowering may change: parameters are shared (nothing
+    writes to them; sharing keeps a large model's memory), everything else is copied."""
+    memo = {id(p): p for p in model.parameters()}
+    try:
+        return copy.deepcopy(model, memo)
+    except Exception as exc:
+        raise CaptureError(
+            f"hv.capture works on a copy of {type(model).__name__} so that the model is never "
+            f"changed, and copy.deepcopy failed: {type(exc).__name__}: {exc}\n"
+            "Hint: make the model deep-copyable (no open files, locks or generators as "
+            "attributes), or pass torch.export.export(model, example_inputs) instead."
+        ) from exc
+
+
+@contextlib.contextmanager
+def _rng_preserved() -> Iterator[None]:
+    """Put the CPU (and initialised CUDA) random generators back as they were."""
+    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
+    with torch.random.fork_rng(devices=cuda):
+        yield
+
+
+def _state_key(model: Any) -> tuple:
+    """What makes an earlier capture of the same object stale: modes, weights (identity and
+    in-place version), and for a GraphModule its code."""
+    if not isinstance(model, torch.nn.Module):
+        return ()
+    tensors = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
+    key = (tuple(m.training for m in model.modules()),
+           tuple((name, id(t), t._version) for name, t in tensors))
+    if isinstance(model, GraphModule):
+        key += (model.code,)
+    return key
+
+
+def _mutations(ep: Any) -> tuple[list[str], list[str]]:
+    """Buffers (and parameters) and user inputs that the exported program updates in place."""
+    sig = ep.graph_signature
+    state = sorted({*sig.buffers_to_mutate.values(), *getattr(sig, "parameters_to_mutate", {}).values()})
+    return state, sorted(set(sig.user_inputs_to_mutate.values()))
+
+
+def _warn_mutations(name: str, state: list[str], inputs: list[str]) -> None:
+    what = []
+    if state:
+        what.append("updates buffer(s) " + ", ".join(repr(b) for b in state))
+    if inputs:
+        what.append("writes into input(s) " + ", ".join(repr(i) for i in inputs))
+    warnings.warn(
+        f"hv.capture: {name}.forward {' and '.join(what)} in place. Torch-TensorRT's lowering drops "
+        "these updates, as its compiled module would: the captured graph, Partition.module and "
+        "hv.measure compute each call from the values at capture time and update nothing, so "
+        "the first call matches the model and later calls of the model may differ.",
+        CaptureWarning, stacklevel=_user_stacklevel(),
+    )
+
+
+def _user_stacklevel() -> int:
+    """The stacklevel of the first caller outside hierviz, so a warning points at user code."""
+    package = str(Path(__file__).parent)
+    frame, level = sys._getframe(2), 2
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def _lower(ep: Any, name: str) -> GraphModule:
+    """Torch-TensorRT's lowering of an ExportedProgram that may be changed (torch's defaults
+    without it); warns when the model's in-place updates are dropped."""
     if trt.available():
         lowering = trt.lowering()
         settings = trt.default_settings()
@@ -108,33 +193,55 @@ def _lower(ep: Any) -> GraphModule:
             with trt._answer_cuda_queries():
                 ep = lowering.pre_export_lowering(ep, settings)
                 ep = ep.run_decompositions(lowering.get_decompositions(False))
-                gm = ep.module()
-                gm = lowering.post_lowering(gm, settings)
+                state, inputs = _mutations(ep)
+                _unshare(ep, state)
+                gm = lowering.post_lowering(ep.module(), settings)
         except Exception as exc:
             raise CaptureError(
                 f"Torch-TensorRT's lowering failed: {type(exc).__name__}: {exc}\n"
                 "Hint: this is a Torch-TensorRT limitation for this model; try "
                 "hv.capture on a smaller part of the model to find the op."
             ) from exc
+        if state or inputs:
+            _warn_mutations(name, state, inputs)
     else:
         try:
             ep = ep.run_decompositions()
+            _unshare(ep, _mutations(ep)[0])  # ExportedProgram.module() keeps the updates (copy_)
             gm = ep.module()
         except Exception as exc:
             raise CaptureError(f"run_decompositions failed: {type(exc).__name__}: {exc}") from exc
     return _drop_guards(gm)
 
 
+def _unshare(ep: Any, names: list[str]) -> None:
+    """Give the exported program its own copy of each parameter it updates in place (buffers
+    are already private), so running or constant-folding the graph never writes to the model."""
+    for name in names:
+        value = ep.state_dict.get(name)
+        if isinstance(value, torch.nn.Parameter):
+            ep.state_dict[name] = torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
+
+
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
             kwargs: dict | None = None) -> GraphModule:
     """The aten-level graph Torch-TensorRT would partition for `model`.
 
-    Accepts an `nn.Module`, an `ExportedProgram` or a `GraphModule`. The model is never
-    modified. Captures are cached by model identity and input specs, so calling this again
-    (e.g. to re-partition) does not re-export.
+    Accepts an `nn.Module`, an `ExportedProgram` or a `GraphModule`; a GraphModule that is not
+    aten-level (from `torch.fx.symbolic_trace`, or `ExportedProgram.module()`) is exported
+    again with `example_inputs`. The model, its parameters, buffers and training flags and
+    the RNG state are left exactly as they were. Captures are cached by model identity, input
+    specs, modes and weight versions, so calling this again (e.g. to re-partition) does not
+    re-export, and a model changed since is captured anew.
     """
     args = _as_tuple(example_inputs)
-    key = (_spec(args), _spec(kwargs or {}), repr(dynamic_shapes))
+    if isinstance(model, GraphModule) and not is_aten_graph(model) and not args and not kwargs:
+        raise ConfigError(
+            "this GraphModule is not an aten-level graph (it has call_module, call_method or "
+            "torch.* calls, e.g. from torch.fx.symbolic_trace or ExportedProgram.module()), so it "
+            "must be captured with example inputs: pass them, e.g. hv.partition(gm, (x,)) or "
+            "hv.capture(gm, (x,)).")
+    key = (_spec(args), _spec(kwargs or {}), repr(dynamic_shapes), _state_key(model))
     try:
         per_model = _CACHE.setdefault(model, {})
     except TypeError:
@@ -142,27 +249,30 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     if key in per_model:
         return per_model[key]
 
-    if isinstance(model, torch.export.ExportedProgram):
-        gm = _lower(copy.deepcopy(model))
-    elif isinstance(model, GraphModule) and _is_aten_graph(model):
-        gm = _drop_guards(copy.deepcopy(model))
-        if args and any("val" not in n.meta for n in gm.graph.nodes if n.op == "placeholder"):
-            from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    with _rng_preserved():
+        if isinstance(model, torch.export.ExportedProgram):
+            gm = _lower(copy.deepcopy(model), "ExportedProgram")
+        elif isinstance(model, GraphModule) and is_aten_graph(model):
+            gm = _drop_guards(copy.deepcopy(model))
+            if args and any("val" not in n.meta for n in gm.graph.nodes if n.op == "placeholder"):
+                from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
-            FakeTensorProp(gm).propagate(*args)
-    elif isinstance(model, torch.nn.Module):
-        if not args and not kwargs:
-            raise CaptureError("capture needs example_inputs for an nn.Module: "
-                               "hv.capture(model, (torch.randn(1, 3, 224, 224),))")
-        gm = _lower(_export(model, args, kwargs, dynamic_shapes))
-    else:
-        raise CaptureError(
-            f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."
-        )
+                FakeTensorProp(gm).propagate(*args)
+        elif isinstance(model, torch.nn.Module):
+            if not args and not kwargs:
+                raise CaptureError("capture needs example_inputs for an nn.Module: "
+                                   "hv.capture(model, (torch.randn(1, 3, 224, 224),))")
+            gm = _lower(_export(_private_copy(model), args, kwargs, dynamic_shapes), type(model).__name__)
+        else:
+            raise CaptureError(
+                f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."
+            )
+    for stale in [k for k in per_model if k[3] != key[3]]:  # captured before the model changed
+        del per_model[stale]
     per_model[key] = gm
     return gm
 
 
-__all__ = ["capture"]
+__all__ = ["capture", "is_aten_graph", "CaptureWarning"]
 
 

@@ -1,0 +1,253 @@
+"""What a captured graph accepts as inputs, and the check that calls stay within it.
+
+`torch.export` specialises a capture to its example inputs: every tensor dimension not
+declared dynamic is fixed, Python scalars (`n=3`) are baked into the graph, and a dynamic
+dimension is valid only inside its range. A graph called outside that can return a silently
+wrong answer (a `reshape(x.shape[0], -1)` captured at batch 2 returns batch 2 for any batch).
+`spec_of(graph)` reads what the capture allows from the placeholders' `meta["val"]`;
+`mismatch` says, in words, how given inputs differ from it. The split module calls
+`check_inputs` first (a graph node, so copies and `hv.measure`'s rebuilt module keep it), and
+`check` is the entry-point check for `hv.measure`.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+from torch.fx import GraphModule
+from torch.utils._pytree import tree_leaves
+
+from hierviz.errors import CaptureError, HiervizError
+
+SCALARS = (bool, int, float, str, type(None))
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """One flat input of a captured graph.
+
+    kind: "tensor" (dtype and shape: ints for static dims, symbol expressions as text for
+    dynamic ones), "scalar" (value fixed at capture), "symint" (an int input that is a
+    symbol) or "any" (no metadata: not checked).
+    """
+
+    name: str
+    kind: str
+    dtype: str | None = None
+    shape: tuple[int | str, ...] | None = None
+    value: Any = None
+
+    def __str__(self) -> str:
+        if self.kind == "tensor":
+            dims = ", ".join(str(d) for d in self.shape or ())
+            return f"{self.name}: {str(self.dtype).replace('torch.', '')}[{dims}]"
+        if self.kind == "scalar":
+            return f"{self.name}: {type(self.value).__name__} = {self.value!r}"
+        if self.kind == "symint":
+            return f"{self.name}: int = {self.shape[0]}" if self.shape else f"{self.name}: int"
+        return f"{self.name}: any"
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """Every flat input of a captured graph, and the range of each dynamic-shape symbol."""
+
+    args: tuple[ArgSpec, ...]
+    ranges: tuple[tuple[str, int, int | None], ...] = ()
+
+    def __str__(self) -> str:
+        text = ", ".join(str(a) for a in self.args)
+        if self.ranges:
+            text += " with " + ", ".join(f"{lo} <= {s} <= {'inf' if hi is None else hi}"
+                                         for s, lo, hi in self.ranges)
+        return text
+
+    def to_json(self) -> str:
+        return json.dumps({
+            "args": [[a.name, a.kind, a.dtype, list(a.shape) if a.shape is not None else None, a.value]
+                     for a in self.args],
+            "ranges": [list(r) for r in self.ranges],
+        }, sort_keys=True)
+
+    @staticmethod
+    def from_json(text: str) -> "InputSpec":
+        data = json.loads(text)
+        args = tuple(ArgSpec(n, k, d, tuple(s) if s is not None else None, v) for n, k, d, s, v in data["args"])
+        return InputSpec(args, tuple((s, lo, hi) for s, lo, hi in data["ranges"]))
+
+
+def _dim(d: Any) -> int | str:
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        return int(expr) if expr.is_number else str(expr)
+    return int(d)
+
+
+def _range(sym: Any, graph: GraphModule) -> tuple[int, int | None] | None:
+    ranges = getattr(graph, "range_constraints", None) or {}
+    vr = ranges.get(sym) if isinstance(ranges, dict) else None
+    if vr is None:
+        return None
+    lo = int(vr.lower) if math.isfinite(float(vr.lower)) else 0
+    hi = int(vr.upper) if math.isfinite(float(vr.upper)) else None
+    return lo, hi
+
+
+def spec_of(graph: GraphModule) -> InputSpec:
+    """What `graph` accepts, from its placeholders' `meta["val"]` (a hand-built graph without
+    metadata accepts anything) and the ranges of its dynamic dimensions."""
+    args: list[ArgSpec] = []
+    ranges: dict[str, tuple[int, int | None]] = {}
+    for node in graph.graph.find_nodes(op="placeholder"):
+        val = node.meta.get("val")
+        name = str(node.target)
+        syms = []
+        if isinstance(val, torch.Tensor):
+            shape = tuple(_dim(d) for d in val.shape)
+            args.append(ArgSpec(name, "tensor", str(val.dtype), shape))
+            syms = [d for d in val.shape if isinstance(d, torch.SymInt)]
+        elif isinstance(val, torch.SymInt):
+            args.append(ArgSpec(name, "symint", None, (_dim(val),)))
+            syms = [val]
+        elif isinstance(val, SCALARS):
+            args.append(ArgSpec(name, "scalar", None, None, val))
+        else:
+            args.append(ArgSpec(name, "any"))
+        for d in syms:
+            for sym in d.node.expr.free_symbols:
+                found = _range(sym, graph) or _shape_env_range(d, sym)
+                if found is not None:
+                    ranges[str(sym)] = found
+    return InputSpec(tuple(args), tuple((s, lo, hi) for s, (lo, hi) in sorted(ranges.items())))
+
+
+def _shape_env_range(d: torch.SymInt, sym: Any) -> tuple[int, int | None] | None:
+    env = getattr(d.node, "shape_env", None)
+    vr = env.var_to_range.get(sym) if env is not None else None
+    if vr is None:
+        return None
+    lo = int(vr.lower) if math.isfinite(float(vr.lower)) else 0
+    hi = int(vr.upper) if math.isfinite(float(vr.upper)) else None
+    return lo, hi
+
+
+def _describe(value: Any) -> str:
+    if isinstance(value, torch.Tensor):
+        return f"a {str(value.dtype).replace('torch.', '')} tensor of shape {tuple(value.shape)}"
+    return f"{type(value).__name__} {value!r}"
+
+
+def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
+    """How `values` (the flat inputs) differ from what the capture allows, or None."""
+    if len(values) != len(spec.args):
+        return f"{len(values)} input(s) were given, the graph takes {len(spec.args)}"
+    bound: dict[str, int] = {}
+    derived: list[tuple[ArgSpec, int, str, int]] = []
+    limits = {s: (lo, hi) for s, lo, hi in spec.ranges}
+    for arg, value in zip(spec.args, values):
+        if arg.kind == "any":
+            continue
+        if arg.kind == "scalar":
+            if type(value) is not type(arg.value) or (value != arg.value and not _both_nan(value, arg.value)):
+                return (f"input {arg.name!r} is {_describe(value)}, but the graph was captured with "
+                        f"{arg.name}={arg.value!r} and computes with that value")
+            continue
+        if arg.kind == "symint":
+            if not isinstance(value, int) or isinstance(value, bool):
+                return f"input {arg.name!r} is {_describe(value)}, but the graph takes an int"
+            sizes: tuple = (value,)
+        else:
+            if not isinstance(value, torch.Tensor):
+                return f"input {arg.name!r} is {_describe(value)}, but the graph takes a tensor"
+            if str(value.dtype) != arg.dtype:
+                return (f"input {arg.name!r} has dtype {str(value.dtype).replace('torch.', '')}, but the "
+                        f"graph was captured for {str(arg.dtype).replace('torch.', '')}")
+            if value.dim() != len(arg.shape or ()):
+                return (f"input {arg.name!r} has {value.dim()} dimension(s) {tuple(value.shape)}, but the "
+                        f"graph was captured for {len(arg.shape or ())}: {list(arg.shape or ())}")
+            sizes = tuple(value.shape)
+        for j, (size, want) in enumerate(zip(sizes, arg.shape or ())):
+            where = f"dim {j} of input {arg.name!r}" if arg.kind == "tensor" else f"input {arg.name!r}"
+            if isinstance(want, int):
+                if size != want:
+                    return (f"{where} is {size}, but the graph was captured with {want} there (a static "
+                            f"dimension)")
+            elif want.isidentifier():
+                if want in bound and bound[want] != size:
+                    return (f"{where} is {size}, but it must equal the other dimensions named {want} "
+                            f"(= {bound[want]} in this call)")
+                bound[want] = int(size)
+                lo, hi = limits.get(want, (0, None))
+                # like ExportedProgram.module(): sizes 0 and 1 are allowed whenever the range starts <= 2
+                if (size < lo and lo > 2) or (hi is not None and size > hi):
+                    return (f"{where} is {size}, outside the range {lo}..{'inf' if hi is None else hi} "
+                            f"captured for the dynamic dimension {want}")
+            else:
+                derived.append((arg, j, want, int(size)))
+    for arg, j, expr, size in derived:
+        expected = _evaluate(expr, bound)
+        if expected is not None and expected != size:
+            return (f"dim {j} of input {arg.name!r} is {size}, but the graph was captured for {expr} "
+                    f"= {expected} in this call")
+    return None
+
+
+def _both_nan(a: Any, b: Any) -> bool:
+    return isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b)
+
+
+def _evaluate(expr: str, bound: dict[str, int]) -> int | None:
+    import sympy
+
+    parsed = sympy.sympify(expr)
+    names = {str(s) for s in parsed.free_symbols}
+    if not names <= set(bound):
+        return None
+    value = parsed.subs({sympy.Symbol(n): bound[n] for n in names})
+    return int(value) if value.is_number else None
+
+
+@functools.lru_cache(maxsize=256)
+def _parsed(text: str) -> InputSpec:
+    return InputSpec.from_json(text)
+
+
+@torch.fx.node.has_side_effect
+def check_inputs(spec: str, *values: Any) -> None:
+    """Raise CaptureError when the split module is called outside what was captured.
+
+    `spec` is `InputSpec.to_json()`; this is called from the split module's graph."""
+    parsed = _parsed(spec)
+    problem = mismatch(parsed, values)
+    if problem is not None:
+        raise CaptureError(_message("Partition.module", problem, parsed))
+
+
+def _message(who: str, problem: str, spec: InputSpec) -> str:
+    return (f"{who}: {problem}. Captured inputs: {spec}. Call it with inputs like the example "
+            "inputs, or capture again with those inputs, or with dynamic_shapes (e.g. "
+            "{'x': {0: torch.export.Dim('batch', min=1, max=64)}}) for sizes that vary.")
+
+
+def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
+          error: type[HiervizError] = CaptureError) -> tuple:
+    """The flat inputs for `graph`, after checking they are within what it was captured for;
+    raises `error` naming the input and the captured spec otherwise (and when no inputs are
+    given at all to a graph that takes some)."""
+    spec = spec_of(graph)
+    if example_inputs is None and spec.args:
+        raise error(f"{who} needs example inputs: pass the inputs the model was captured with, "
+                    f"e.g. {who}(partition, example_inputs). The graph takes: {spec}.")
+    values = tuple(tree_leaves(example_inputs)) if example_inputs is not None else ()
+    problem = mismatch(spec, values)
+    if problem is not None:
+        raise error(_message(who, problem, spec))
+    return values
+
+
+__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "check", "check_inputs"]

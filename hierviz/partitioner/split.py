@@ -1,0 +1,54 @@
+"""The split GraphModule (`Partition.module`): one submodule per subgraph, guarded by the capture.
+
+The split module is built on a copy of the partitioned graph, so the user's graph is never
+touched. Its first node checks the call's inputs against what the graph was captured for
+(shapes, dtypes, Python scalars, dynamic-dimension ranges; see hierviz/inputs.py) and raises
+`hv.CaptureError` instead of computing with inputs the capture did not allow.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import torch
+from torch.fx import GraphModule
+
+from hierviz.inputs import check_inputs, spec_of
+from hierviz.partitioner import engine as eng
+
+
+def build_split_module(gm: GraphModule, result: eng.EngineResult) -> GraphModule:
+    """Split a copy of `gm` by subgraph tags, with the input check in front."""
+    from torch.fx.passes.split_utils import split_by_tags
+
+    from hierviz.partitioner.result import copy_graph_module
+
+    work = copy_graph_module(gm)
+    copies = {n.name: n for n in work.graph.nodes}
+    names = result.index.names
+    for k, sg in enumerate(result.subgraphs):
+        for i in sg.nodes:
+            copies[names[i]].tag = result.tags[k]
+    split = split_by_tags(work, list(result.tags))
+    codegen = getattr(gm.graph, "_codegen", None)
+    if codegen is not None and type(codegen) is not torch.fx.graph.CodeGen:
+        split.graph._codegen = copy.deepcopy(codegen)
+    return with_input_check(split, gm)
+
+
+def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
+    """`split` with a first node that checks its inputs against what `gm` was captured for
+    (nothing is added when no input of gm carries metadata)."""
+    spec = spec_of(gm)
+    placeholders = list(split.graph.find_nodes(op="placeholder"))
+    if all(a.kind == "any" for a in spec.args) or len(placeholders) != len(spec.args):
+        split.recompile()
+        return split
+    with split.graph.inserting_after(placeholders[-1]):
+        split.graph.create_node("call_function", check_inputs, (spec.to_json(), *placeholders), {},
+                                name="_check_inputs")
+    split.recompile()
+    return split
+
+
+__all__ = ["build_split_module", "with_input_check"]
