@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import warnings
 from importlib import resources
 from typing import Any, Callable, Iterable
 
@@ -15,6 +16,17 @@ import torch
 
 from hierviz import trt
 from hierviz.opnames import normalize_all, qualname
+
+
+class ValidatorRejection(str):
+    """A rejection text that comes from a converter's capability validator (the converter
+    exists, but refuses this node), so that the engine can label it `validator_rejected`
+    without looking at the words."""
+
+
+def is_validator_rejection(why: str) -> bool:
+    """Whether a rejection reason came from a capability validator."""
+    return isinstance(why, ValidatorRejection)
 
 
 class Support:
@@ -48,6 +60,10 @@ class Support:
 
     def rejection(self, name: str) -> str:
         return f"not in {self.description}"
+
+    def how(self, name: str) -> str:
+        """How the backend runs an accepted op, when it has several ways ('' otherwise)."""
+        return ""
 
     def to_dict(self) -> dict:
         raise NotImplementedError
@@ -110,9 +126,10 @@ class TensorRTSupport(OpSetSupport):
                 with trt._answer_cuda_queries():
                     ok = node in registry
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
-                return False, f"converter exists, validator failed: {type(exc).__name__}: {exc}"
+                return False, ValidatorRejection(
+                    f"converter exists, validator failed: {type(exc).__name__}: {exc}")
             if not ok:
-                return False, "converter exists, validator rejected this node"
+                return False, ValidatorRejection("converter exists, validator rejected this node")
         return True, ""
 
     def to_dict(self) -> dict:
@@ -126,6 +143,7 @@ class PredicateSupport(Support):
         label = name or getattr(predicate, "__name__", "predicate")
         super().__init__(("where", predicate), f"where({label})")
         self.predicate = predicate
+        self._warned = False
 
     def accepts_name(self, name: str) -> bool:  # pragma: no cover - per-node only
         raise TypeError("where() support is decided per node")
@@ -133,8 +151,15 @@ class PredicateSupport(Support):
     def check(self, node: torch.fx.Node) -> tuple[bool, str]:
         try:
             ok = bool(self.predicate(node))
-        except Exception as exc:  # noqa: BLE001
-            return False, f"{self.description} raised {type(exc).__name__}: {exc}"
+        except Exception as exc:  # noqa: BLE001 - the user's predicate; reported, not fatal
+            why = f"{self.description} raised {type(exc).__name__}: {exc}"
+            if not self._warned:  # once per support: a broken predicate fails on every node
+                self._warned = True
+                warnings.warn(f"hv.support.{why} on node {node.name!r} ({qualname(node.target)}); "
+                              "the node is treated as not supported. Fix the predicate so that it "
+                              "returns True/False for every node (this warning is shown once).",
+                              RuntimeWarning, stacklevel=2)
+            return False, why
         return ok, "" if ok else f"rejected by {self.description}"
 
     def to_dict(self) -> dict:
@@ -155,6 +180,7 @@ def _tensorrt_names() -> tuple[frozenset[str], str, str]:
 
 @functools.lru_cache(maxsize=1)
 def _inductor_names() -> frozenset[str]:
+    """Ops TorchInductor lowers itself: its lowerings, decompositions and explicit fallbacks."""
     from torch._inductor import decomposition, lowering
 
     targets: set[Any] = set(lowering.lowerings)
@@ -165,16 +191,71 @@ def _inductor_names() -> frozenset[str]:
     return frozenset(names)
 
 
+# Tags of ops TorchInductor refuses even as fallback kernels: their output's shape (or a
+# Python scalar) depends on the input's values, which fake-tensor tracing cannot know without
+# unbacked symbolic sizes (torch._inductor.compile raises DynamicOutputShapeException, or
+# "trying to get value out of a tracing tensor" for item()).
+INDUCTOR_REFUSED_TAGS = {"dynamic_output_shape": "its output shape depends on the input's values",
+                         "data_dependent_output": "its output is a Python value read from the tensor"}
+
+
+@functools.lru_cache(maxsize=None)
+def _inductor_fallback(name: str) -> str:
+    """'' when TorchInductor runs the op `name` as an implicit fallback kernel
+    (torch._inductor.config.implicit_fallbacks, on by default), else why not."""
+    parts = name.split(".")
+    if len(parts) != 5 or parts[:2] != ["torch", "ops"]:
+        return "not an aten/custom OpOverload (TorchInductor compiles only those)"
+    try:
+        op = getattr(getattr(getattr(torch.ops, parts[2]), parts[3]), parts[4])
+    except (AttributeError, RuntimeError):
+        return "not a registered operator"
+    if not isinstance(op, torch._ops.OpOverload):
+        return "not an OpOverload (TorchInductor compiles only those)"
+    for tag in op.tags:
+        why = INDUCTOR_REFUSED_TAGS.get(tag.name)
+        if why:
+            return f"TorchInductor cannot compile it: {why} (tag {tag.name})"
+    return ""
+
+
+class InductorSupport(OpSetSupport):
+    """What TorchInductor compiles: ops it lowers, plus (with `fallbacks`) every other
+    OpOverload it runs as an implicit fallback kernel, minus the ops it refuses."""
+
+    def __init__(self, fallbacks: bool) -> None:
+        what = "lowerings and fallback kernels" if fallbacks else "lowerings"
+        super().__init__(_inductor_names(), ("inductor",) if fallbacks else ("inductor", False),
+                         f"TorchInductor's {what}", "inductor", reject="no TorchInductor lowering")
+        self.fallbacks = fallbacks
+
+    def accepts_name(self, name: str) -> bool:
+        return super().accepts_name(name) or (self.fallbacks and not _inductor_fallback(name))
+
+    def rejection(self, name: str) -> str:
+        return (_inductor_fallback(name) or "no TorchInductor lowering") if self.fallbacks \
+            else "no TorchInductor lowering (fallback kernels left out: inductor(fallbacks=False))"
+
+    def how(self, name: str) -> str:
+        """'lowered' or 'fallback kernel': how TorchInductor compiles an accepted op."""
+        return "lowered" if super().accepts_name(name) else "fallback kernel"
+
+    def to_dict(self) -> dict:
+        return {"kind": "inductor"} if self.fallbacks else {"kind": "inductor", "fallbacks": False}
+
+
 def tensorrt(validate: bool = False) -> Support:
     """Torch-TensorRT's converters. `validate=True` also runs each converter's capability
     validator on the node, as Torch-TensorRT's own compile does."""
     return TensorRTSupport(validate)
 
 
-def inductor() -> Support:
-    """Every op TorchInductor can compile: its lowerings, decompositions and fallbacks."""
-    return OpSetSupport(_inductor_names(), ("inductor",), "TorchInductor's lowerings",
-                        "inductor", reject="no TorchInductor lowering")
+def inductor(fallbacks: bool = True) -> Support:
+    """Every op TorchInductor compiles: its lowerings and decompositions ("lowered") and every
+    other OpOverload it runs as an implicit fallback kernel ("fallback kernel"), except ops
+    with data-dependent output shapes or values, which it refuses. `fallbacks=False` keeps
+    only the ops it lowers itself."""
+    return InductorSupport(bool(fallbacks))
 
 
 def ops(names: Iterable[Any]) -> Support:
@@ -184,7 +265,14 @@ def ops(names: Iterable[Any]) -> Support:
 
 
 def where(predicate: Callable[[torch.fx.Node], bool], name: str | None = None) -> Support:
-    """Support decided by a callable on each `torch.fx.Node`."""
+    """Support decided by a callable on each `torch.fx.Node`. An exception in the predicate
+    counts as "not supported" and warns once, naming the node."""
+    if not callable(predicate):
+        from hierviz.errors import ConfigError
+
+        raise ConfigError(f"hv.support.where() needs a callable taking a torch.fx.Node and returning "
+                          f"True/False, not {type(predicate).__name__} {predicate!r}; e.g. "
+                          "hv.support.where(lambda node: node.target in my_ops).")
     return PredicateSupport(predicate, name)
 
 
@@ -201,7 +289,7 @@ def from_dict(d: dict) -> Support:
     if kind == "tensorrt":
         return tensorrt(bool(d.get("validate", False)))
     if kind == "inductor":
-        return inductor()
+        return inductor(bool(d.get("fallbacks", True)))
     if kind == "ops":
         return ops(d.get("ops", []))
     raise ConfigError(f"support of kind {kind!r} cannot be rebuilt from a dict; pass a hv.Support.")

@@ -4,21 +4,26 @@ Four passes over a read-only graph index, each linear in the graph (up to a log 
 the ready queues):
 
 1. `assign`     each callable node's eligible backend (first in priority whose support takes
-                it, unless it is in torch_executed_ops; non-compute nodes follow their producer)
+                it, unless it is in torch_executed_ops; a getitem or view stays with its
+                producer's backend when that backend's support takes it too)
 2. `fusions`    groups of accelerated nodes that pass non-tensor data (as torch.fx's
                 FxNetAccFusionsFinder), kept together unless skip_fusion
-3. `traverse`   a topological walk that grows maximal same-backend runs; among ready nodes it
-                prefers one that continues the current subgraph, ties broken by graph order
-4. `merge_small` the seed's remove_small_acc_subgraphs, unchanged
+3. `traverse`   a topological walk in phases: each phase takes every node of one backend that
+                becomes ready (a maximal same-backend run); when the backend runs dry, the next
+                one is the backend of the ready node with the most backend changes still ahead
+                of it (its "switch height"), ties broken by graph order
+4. `merge`      merges same-backend subgraphs whenever that creates no cycle between
+                subgraphs (TVM BYOC's "merge compiler regions"), checked by a bounded search
+                on the subgraph DAG
+5. `merge_small` the seed's remove_small_acc_subgraphs, then `merge` again, so that demoted
+                blocks join neighbouring PyTorch subgraphs
 
 The input graph is never modified; every pass works on integer node indices.
 """
 
 from __future__ import annotations
 
-import contextlib
 import functools
-import gc
 import heapq
 import weakref
 from dataclasses import dataclass, field
@@ -29,6 +34,7 @@ from torch.fx import GraphModule, Node
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
+from hierviz.gcpause import gc_paused
 from hierviz.opnames import packet_name, qualname
 
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
@@ -44,24 +50,12 @@ UNSUPPORTED = "unsupported"
 VALIDATOR = "validator_rejected"
 DEMOTED = "demoted"
 NOT_CALLABLE = "not_callable"
+DEAD_CODE = "dead_code"  # engine="torch_tensorrt" only: upstream's dead-code elimination removed it
 
 
 @functools.lru_cache(maxsize=None)
 def is_non_compute(name: str) -> bool:
     return name in NON_COMPUTE_OPS or packet_name(name) in NON_COMPUTE_PACKETS
-
-
-@contextlib.contextmanager
-def gc_paused():
-    """Pause the cyclic garbage collector while a pass allocates a few objects per node: on a
-    graph of 10^5 nodes its repeated scans of the live graph cost more than the pass itself."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 @dataclass
@@ -78,6 +72,7 @@ class GraphIndex:
     position: dict[str, int] = field(default_factory=dict)
     non_compute: list[bool] = field(default_factory=list)  # getitem / aten.view.*
     callable_indices: list[int] = field(default_factory=list)  # read-only, in graph order
+    fingerprint: int = 0  # `fingerprint(nodes)` when built: the cache's check for in-place changes
 
 
 # graph -> its index, while some Partition still holds that index. The value must be a weak
@@ -86,14 +81,32 @@ class GraphIndex:
 _INDEX_CACHE: "weakref.WeakKeyDictionary[torch.fx.Graph, weakref.ref[GraphIndex]]" = weakref.WeakKeyDictionary()
 
 
+def fingerprint(nodes: Sequence[Node]) -> int:
+    """A cheap structural hash of a graph: every node's name, op, target and inputs. Any
+    in-place change (a node's target, an argument, a rename) changes it."""
+    def target_key(t: Any) -> Any:
+        try:
+            hash(t)
+            return t
+        except TypeError:
+            return id(t)
+
+    return hash(tuple((n.name, n.op, target_key(n.target), tuple(a.name for a in n._input_nodes))
+                      for n in nodes))
+
+
 def index_graph(gm: GraphModule) -> GraphIndex:
+    """The graph's index, cached by graph identity plus `fingerprint`, so that a graph
+    changed in place (a node's target, an edge) gets a fresh index."""
     graph = gm.graph
     ref = _INDEX_CACHE.get(graph)
     cached = ref() if ref is not None else None
-    if cached is not None and len(cached.nodes) == len(graph.nodes):
+    nodes = list(graph.nodes)
+    with gc_paused():
+        key = fingerprint(nodes)
+    if cached is not None and cached.fingerprint == key:
         return cached
     with gc_paused():
-        nodes = list(graph.nodes)
         pos = {n: i for i, n in enumerate(nodes)}
         names = [n.name for n in nodes]
         op_names: dict[Any, str] = {}  # target -> qualified name, computed once per target
@@ -121,7 +134,7 @@ def index_graph(gm: GraphModule) -> GraphIndex:
         index = GraphIndex(nodes, names, ops, call, inputs, users, has_tm,
                            {nm: i for i, nm in enumerate(names)},
                            [c and is_non_compute(o) for c, o in zip(call, ops)],
-                           [i for i, c in enumerate(call) if c])
+                           [i for i, c in enumerate(call) if c], key)
     _INDEX_CACHE[graph] = weakref.ref(index)
     return index
 
@@ -137,14 +150,21 @@ class Assignment:
 
 
 def assign(index: GraphIndex, config: Config) -> Assignment:
+    """Each callable node's eligible backend. A getitem or view whose producer runs in backend
+    b stays with it when b's support takes the node too (or b is PyTorch, which takes
+    anything); otherwise it gets its own verdict like every other node."""
+    from hierviz.support import is_validator_rejection
+
     n = len(index.nodes)
     backend: list[str | None] = [None] * n
     code = [NOT_CALLABLE] * n
     detail: list[Any] = [None] * n
     supports = [(b, config.support_for(b)) for b in config.priority]
+    support_of = dict(supports)
     teo = config.torch_executed_ops
     teo_packets = frozenset(o for o in teo if o.count(".") == 3 and o.startswith("torch.ops."))
     verdicts: dict[str, tuple[str | None, str, Any]] = {}  # op name -> decision, when per-target
+    accepted: dict[tuple[str, str], bool] = {}  # (backend, op name) -> its support takes it
     per_node = any(s.per_node for _, s in supports)
 
     def decide(i: int) -> tuple[str | None, str, Any]:
@@ -154,8 +174,18 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
             if ok:
                 return b, SUPPORTED, rejections
             rejections[b] = why
-        validator = any("validator" in why for why in rejections.values())
+        validator = any(is_validator_rejection(why) for why in rejections.values())
         return None, VALIDATOR if validator else UNSUPPORTED, rejections
+
+    def takes(b: str, i: int) -> bool:
+        sup = support_of[b]
+        if sup.per_node:
+            return sup.check(index.nodes[i])[0]
+        key = (b, index.ops[i])
+        ok = accepted.get(key)
+        if ok is None:
+            ok = accepted[key] = sup.check(index.nodes[i])[0]
+        return ok
 
     for i in range(n):
         if not index.callable[i]:
@@ -167,8 +197,10 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
         if index.non_compute[i]:
             producer = next((j for j in index.inputs[i] if index.callable[j]), None)
             if producer is not None:
-                backend[i], code[i], detail[i] = backend[producer], FOLLOWS_PRODUCER, producer
-                continue
+                b = backend[producer]
+                if b is None or takes(b, i):
+                    backend[i], code[i], detail[i] = b, FOLLOWS_PRODUCER, producer
+                    continue
         if per_node:
             backend[i], code[i], detail[i] = decide(i)
         else:
@@ -255,17 +287,10 @@ class RawSubgraph:
     nodes: list[int]
 
 
-def traverse(index: GraphIndex, backend: Sequence[str | None],
-             groups: dict[int, frozenset[int]]) -> list[RawSubgraph]:
-    """Walk the graph in a topological order, growing one subgraph at a time.
-
-    Like the seed it alternates between accelerated and PyTorch subgraphs and starts a new
-    subgraph when the backend changes. Unlike the seed (which takes any ready node from a
-    Python set, so its result changes from run to run) it takes a ready node of the current
-    subgraph's backend whenever there is one, breaking ties by graph order."""
+def dependencies(index: GraphIndex, groups: dict[int, frozenset[int]]) -> tuple[list[int], list[Sequence[int]]]:
+    """Per callable node: how many callable nodes it waits for, and which nodes wait for it
+    (its callable users, plus the seed's extra edges for fusion groups)."""
     callables = index.callable_indices
-    if not callables:
-        return []
     is_call = index.callable
     remaining = [0] * len(index.nodes)
     dependents: list[Sequence[int]] = [()] * len(index.nodes)
@@ -283,62 +308,184 @@ def traverse(index: GraphIndex, backend: Sequence[str | None],
         for i in callables:
             remaining[i] = sum(1 for a in index.inputs[i] if is_call[a])
             dependents[i] = [u for u in index.users[i] if is_call[u]]
+    return remaining, dependents
 
-    cpu_ready: list[int] = []
-    acc_ready: dict[str, list[int]] = {}
+
+def switch_heights(index: GraphIndex, backend: Sequence[str | None], remaining: Sequence[int],
+                   dependents: Sequence[Sequence[int]]) -> list[int]:
+    """For each callable node, the most backend changes on any dependency path from it to
+    the end of the graph. 1 + the largest is a lower bound on the number of subgraphs; a
+    node with a large height lies on the path that needs the most subgraphs, so it should
+    not wait."""
+    left = list(remaining)
+    order = [i for i in index.callable_indices if left[i] == 0]
+    k = 0
+    while k < len(order):
+        for d in dependents[order[k]]:
+            left[d] -= 1
+            if left[d] == 0:
+                order.append(d)
+        k += 1
+    if len(order) != len(index.callable_indices):
+        raise RuntimeError("partitioner: dependency cycle between nodes")
+    height = [0] * len(index.nodes)
+    for i in reversed(order):
+        b = backend[i]
+        h = 0
+        for d in dependents[i]:
+            hd = height[d] + (backend[d] != b)
+            if hd > h:
+                h = hd
+        height[i] = h
+    return height
+
+
+def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int, frozenset[int]],
+             deps: tuple[list[int], list[Sequence[int]]] | None = None) -> list[RawSubgraph]:
+    """Walk the graph in a topological order, one subgraph (phase) at a time.
+
+    A phase takes every node of its backend that becomes ready, so that each subgraph is as
+    large as it can be. When its backend runs dry, the next phase's backend (PyTorch counts
+    as one) is that of the ready node with the largest switch height, ties broken by graph
+    order. Unlike the seed, which takes any ready node from a Python set (so its result
+    changes from run to run) and alternates between accelerated and PyTorch subgraphs, the
+    result depends only on the graph and the assignment."""
+    callables = index.callable_indices
+    if not callables:
+        return []
+    remaining, dependents = deps or dependencies(index, groups)
+    height = switch_heights(index, backend, remaining, dependents)
+    remaining = list(remaining)
+    ready: dict[str | None, list[tuple[int, int]]] = {}
 
     def push(i: int) -> None:
-        b = backend[i]
-        if b is None:
-            heapq.heappush(cpu_ready, i)
-        else:
-            heapq.heappush(acc_ready.setdefault(b, []), i)
+        heapq.heappush(ready.setdefault(backend[i], []), (-height[i], i))
 
     for i in callables:
         if remaining[i] == 0:
             push(i)
 
     subgraphs: list[RawSubgraph] = []
-    in_acc = not cpu_ready
     current: list[int] = []
-    current_backend = FALLBACK
+    label: str | None = None
     visited = 0
     total = len(callables)
-
-    def close() -> None:
-        nonlocal current
-        if current:
-            subgraphs.append(RawSubgraph(in_acc, current_backend if in_acc else FALLBACK, current))
-            current = []
-
     while visited < total:
-        if in_acc:
-            queue = acc_ready.get(current_backend) if current else None
-            if not queue:
-                close()
-                live = [(q[0], b) for b, q in acc_ready.items() if q]
-                if not live:
-                    if not cpu_ready:
-                        raise RuntimeError("partitioner: dependency cycle between nodes")
-                    in_acc = False
-                    continue
-                current_backend = min(live)[1]
-                queue = acc_ready[current_backend]
-            node = heapq.heappop(queue)
-        else:
-            if not cpu_ready:
-                close()
-                in_acc = True
-                continue
-            node = heapq.heappop(cpu_ready)
+        queue = ready.get(label) if current else None
+        if not queue:
+            if current:
+                subgraphs.append(RawSubgraph(label is not None, FALLBACK if label is None else label, current))
+                current = []
+            live = [(q[0], b or "") for b, q in ready.items() if q]
+            if not live:
+                raise RuntimeError("partitioner: dependency cycle between nodes")
+            best = min(live)[0]
+            label = backend[best[1]]
+            queue = ready[label]
+        _, node = heapq.heappop(queue)
         current.append(node)
         visited += 1
         for d in dependents[node]:
             remaining[d] -= 1
             if remaining[d] == 0:
                 push(d)
-    close()
+    if current:
+        subgraphs.append(RawSubgraph(label is not None, FALLBACK if label is None else label, current))
     return subgraphs
+
+
+MERGE_SEARCH_BUDGET = 64  # subgraphs visited per node of the graph, over a whole merge pass
+MERGE_CANDIDATES = 4  # earlier same-backend subgraphs tried for each subgraph, latest first
+
+
+def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
+          dependents: Sequence[Sequence[int]]) -> list[RawSubgraph]:
+    """Merge same-backend subgraphs whenever the merge creates no cycle between subgraphs.
+
+    One sweep in subgraph order: each subgraph joins the latest earlier subgraph of its
+    backend (trying up to MERGE_CANDIDATES of them) that it has no path to through a third
+    subgraph. Paths are looked for backwards over the subgraph DAG; the whole sweep visits at
+    most MERGE_SEARCH_BUDGET subgraphs per graph node, and a search cut short counts as a
+    path (no merge), so the pass stays linear and never makes a cycle. The result is in a
+    topological order (Kahn's, earliest first subgraph first)."""
+    count = len(subgraphs)
+    if count < 2:
+        return subgraphs
+    group_of = [-1] * len(index.nodes)
+    for k, sg in enumerate(subgraphs):
+        for i in sg.nodes:
+            group_of[i] = k
+    preds: list[set[int]] = [set() for _ in range(count)]
+    succs: list[set[int]] = [set() for _ in range(count)]
+    for k, sg in enumerate(subgraphs):
+        for i in sg.nodes:
+            for d in dependents[i]:
+                g = group_of[d]
+                if g != k:
+                    succs[k].add(g)
+                    preds[g].add(k)
+    members: list[list[int] | None] = [list(sg.nodes) for sg in subgraphs]
+    keys = [(sg.is_acc, sg.backend) for sg in subgraphs]
+    live: dict[tuple[bool, str], list[int]] = {}
+    budget = MERGE_SEARCH_BUDGET * len(index.nodes)
+
+    def path_between(g: int, b: int) -> bool:
+        """Whether b depends on g through some third subgraph (True when unsure)."""
+        nonlocal budget
+        stack = [p for p in preds[b] if p != g]
+        seen = set(stack)
+        while stack:
+            budget -= 1
+            if budget < 0:
+                return True
+            x = stack.pop()
+            for p in preds[x]:
+                if p == g:
+                    return True
+                if p not in seen:
+                    seen.add(p)
+                    stack.append(p)
+        return False
+
+    for b in range(count):
+        same = live.setdefault(keys[b], [])
+        target = -1
+        if budget > 0:
+            for g in reversed(same[-MERGE_CANDIDATES:]):
+                if not path_between(g, b):
+                    target = g
+                    break
+        if target < 0:
+            same.append(b)
+            continue
+        members[target].extend(members[b])  # type: ignore[union-attr]
+        members[b] = None
+        for p in preds[b]:
+            succs[p].discard(b)
+            if p != target:
+                succs[p].add(target)
+                preds[target].add(p)
+        for s in succs[b]:
+            preds[s].discard(b)
+            preds[s].add(target)
+            succs[target].add(s)
+        preds[b] = succs[b] = set()
+    # Kahn's algorithm over the merged subgraphs, the earliest-numbered ready one first
+    alive = [k for k in range(count) if members[k] is not None]
+    waiting = {k: len(preds[k]) for k in alive}
+    heap = [k for k in alive if waiting[k] == 0]
+    heapq.heapify(heap)
+    result: list[RawSubgraph] = []
+    while heap:
+        k = heapq.heappop(heap)
+        result.append(RawSubgraph(keys[k][0], keys[k][1], members[k]))  # type: ignore[arg-type]
+        for s in sorted(succs[k]):
+            waiting[s] -= 1
+            if waiting[s] == 0:
+                heapq.heappush(heap, s)
+    if len(result) != len(alive):  # pragma: no cover - the search above rules this out
+        raise RuntimeError("partitioner: merging made a cycle between subgraphs")
+    return result
 
 
 def _add_fusion_deps(index: GraphIndex, deps: dict[int, set[int]],
@@ -399,12 +546,32 @@ def tags_for(subgraphs: Sequence[RawSubgraph]) -> list[str]:
 # --------------------------------------------------------------------------- the whole run
 @dataclass
 class EngineResult:
+    """What a run produced. `raw` are the subgraphs before small blocks were demoted (after
+    traversal and merging); `subgraphs`, `tags` and `demoted` the final ones."""
+
     index: GraphIndex
     assignment: Assignment
-    raw: list[RawSubgraph]  # before merge_small (reused by recommend)
+    raw: list[RawSubgraph]
     subgraphs: list[RawSubgraph]
     tags: list[str]
-    demoted: dict[int, tuple[str, int]]
+    demoted: dict[int, tuple[str, int]]  # node -> (its eligible backend, its small subgraph's size)
+    dependents: Sequence[Sequence[int]] | None = None  # the traversal's dependency edges
+
+    def at_min_block_size(self, min_block_size: int,
+                          keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
+        """The final subgraphs and demoted nodes at another min_block_size, re-running only
+        the small-block pass and the merge after it."""
+        return small_blocks(self.index, self.raw, self.dependents, min_block_size, keep_all)
+
+
+def small_blocks(index: GraphIndex, raw: list[RawSubgraph], dependents: Sequence[Sequence[int]] | None,
+                 min_block_size: int, keep_all: bool) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
+    """The seed's small-block pass, then `merge`, so that demoted blocks join PyTorch
+    subgraphs they can reach without a cycle."""
+    subgraphs, demoted = merge_small(raw, min_block_size, keep_all)
+    if demoted and dependents is not None:
+        subgraphs = merge(index, subgraphs, dependents)
+    return subgraphs, demoted
 
 
 def check_full_compilation(index: GraphIndex, assignment: Assignment) -> None:
@@ -434,6 +601,9 @@ def _run(gm: GraphModule, config: Config) -> EngineResult:
         check_full_compilation(index, assignment)
     acc = [b is not None for b in assignment.backend]
     groups = {} if config.skip_fusion else fusions(index, acc)
-    raw = traverse(index, assignment.backend, groups)
-    subgraphs, demoted = merge_small(raw, config.min_block_size, config.require_full_compilation)
-    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted)
+    deps = dependencies(index, groups)
+    dependents = deps[1]
+    raw = merge(index, traverse(index, assignment.backend, groups, deps), dependents)
+    subgraphs, demoted = small_blocks(index, raw, dependents, config.min_block_size,
+                                      config.require_full_compilation)
+    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted, dependents)

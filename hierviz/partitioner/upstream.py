@@ -1,5 +1,11 @@
 """engine="torch_tensorrt": run upstream's hierarchical partitioner on a copy of the graph and
-wrap its result in the same Partition type, so that the two can be compared."""
+wrap its result in the same Partition type, so that the two can be compared.
+
+Reason codes follow what upstream did: a getitem takes the backend of the callable node
+before it in graph order (upstream's NON_COMPUTE_NODES rule; its "torch.ops.aten.view" entry
+never matches a view's qualified name, so views are checked like any other op); demoted
+nodes carry the size of upstream's own subgraph before its small-block pass; nodes its
+dead-code elimination removed are in no subgraph (code `dead_code`)."""
 
 from __future__ import annotations
 
@@ -12,26 +18,33 @@ from hierviz.partitioner import engine as eng
 from hierviz.partitioner.result import Partition, copy_graph_module
 from hierviz.support import OpSetSupport
 
+UPSTREAM_NON_COMPUTE = "_operator.getitem"  # the only NON_COMPUTE_NODES entry that matches a node
 
-def support_map(config: Config) -> dict[str, set[str]]:
+
+def support_map(config: Config, index: eng.GraphIndex) -> dict[str, set[str]]:
+    """Upstream's backend_support_map: for each backend, the graph's ops its support takes."""
     result = {}
+    ops = {index.ops[i] for i in index.callable_indices}
     for b in config.priority:
         sup = config.support_for(b)
         if not isinstance(sup, OpSetSupport) or sup.per_node:
             raise ConfigError(f"engine='torch_tensorrt' understands only op-set support; "
                               f"{b!r} uses {sup!r}. Use engine='hierviz' for where()/validate=True.")
-        result[b] = set(sup.names)
+        result[b] = {name for name in ops if sup.accepts_name(name)}
     return result
 
 
 def partition_upstream(gm: GraphModule, config: Config) -> Partition:
+    index = eng.index_graph(gm)
     work = copy_graph_module(gm)
+    before: list[tuple[bool, str, list[str]]] = []
     try:
         split, _ = trt.run_upstream_partitioner(
             work,
+            before_demotion=before,
             min_block_size=config.min_block_size,
             torch_executed_ops=set(config.torch_executed_ops),
-            backend_support_map=support_map(config),
+            backend_support_map=support_map(config, index),
             backend_priority=list(config.priority),
             require_full_compilation=config.require_full_compilation,
             skip_fusion=config.skip_fusion,
@@ -40,42 +53,57 @@ def partition_upstream(gm: GraphModule, config: Config) -> Partition:
         raise
     except AssertionError as exc:
         raise ConfigError(f"upstream partitioner: {exc}") from exc
-    return Partition(gm, config, _result_from_tags(gm, work, config), engine="torch_tensorrt", module=split)
+    return Partition(gm, config, _result_from_tags(index, work, config, before),
+                     engine="torch_tensorrt", module=split)
 
 
-def _result_from_tags(gm: GraphModule, work: GraphModule, config: Config) -> eng.EngineResult:
-    index = eng.index_graph(gm)
+def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
+                      before: list[tuple[bool, str, list[str]]]) -> eng.EngineResult:
     copied = {n.name: n for n in work.graph.nodes}
     n = len(index.nodes)
     backend: list[str | None] = [None] * n
     code = [eng.NOT_CALLABLE] * n
     detail: list = [None] * n
     tag_nodes: dict[str, list[int]] = {}
+    previous = None  # the callable node upstream's getitem rule follows
     for i in index.callable_indices:
         node = copied.get(index.names[i])
-        b = getattr(node, "backend", "None") if node is not None else "None"
+        if node is None:  # removed by upstream's eliminate_dead_code
+            code[i] = eng.DEAD_CODE
+            continue
+        b = getattr(node, "backend", "None")
         backend[i] = None if b == "None" else b
-        if index.ops[i] in config.torch_executed_ops:
-            code[i] = eng.TORCH_EXECUTED
-        elif eng.is_non_compute(index.ops[i]):
+        if index.ops[i] == UPSTREAM_NON_COMPUTE:
             code[i] = eng.FOLLOWS_PRODUCER
-            detail[i] = next((j for j in index.inputs[i] if index.callable[j]), i)
+            detail[i] = previous if previous is not None else i
         else:
-            code[i] = eng.SUPPORTED if backend[i] else eng.UNSUPPORTED
-            detail[i] = {}
-        tag = getattr(node, "tag", None) if node is not None else None
-        tag_nodes.setdefault(tag or "_run_on_gpu_dead_code", []).append(i)
-    order = sorted(tag_nodes, key=lambda t: (t == "_run_on_gpu_dead_code", int(t.rsplit("_", 1)[1]) if t[-1].isdigit() else 0))
+            previous = i
+            if index.ops[i] in config.torch_executed_ops:
+                code[i] = eng.TORCH_EXECUTED
+            else:
+                code[i] = eng.SUPPORTED if backend[i] else eng.UNSUPPORTED
+                detail[i] = {}
+        tag_nodes.setdefault(node.tag, []).append(i)
+    order = sorted(tag_nodes, key=lambda t: int(t.rsplit("_", 1)[1]))
     subgraphs = []
     for tag in order:
         is_acc = tag.startswith("_run_on_acc_")
         b = tag[len("_run_on_acc_"):].rsplit("_", 1)[0] if is_acc else eng.FALLBACK
         subgraphs.append(eng.RawSubgraph(is_acc, b, tag_nodes[tag]))
+    # a node is demoted when upstream's traversal put it in an accelerated subgraph and its
+    # small-block pass moved it to PyTorch
+    was_in: dict[str, tuple[str, int]] = {}
+    for is_acc, b, names in before:
+        if is_acc:
+            for name in names:
+                was_in[name] = (b, len(names))
     demoted = {}
     for sg in subgraphs:
         if not sg.is_acc:
             for i in sg.nodes:
-                if backend[i] is not None and code[i] == eng.SUPPORTED:
-                    demoted[i] = (backend[i], 0)
+                if index.names[i] in was_in:
+                    demoted[i] = was_in[index.names[i]]
+    raw = [eng.RawSubgraph(is_acc, b if is_acc else eng.FALLBACK, [index.position[m] for m in names])
+           for is_acc, b, names in before]
     assignment = eng.Assignment(backend, code, detail)
-    return eng.EngineResult(index, assignment, subgraphs, subgraphs, order, demoted)
+    return eng.EngineResult(index, assignment, raw, subgraphs, order, demoted)
