@@ -1,0 +1,197 @@
+"""A partition as a graph JSON for Google's Model Explorer (`pip install hierviz[model-explorer]`).
+
+For graphs too large for graphviz to be pleasant: Model Explorer lays out tens of thousands of
+nodes in the browser, folds them into layers by namespace and overlays per-node numbers.
+
+    p.save("part.json", format="model_explorer")        # then: model-explorer part.json
+    p.save("part.json", format="model_explorer", measurement=m)   # + part.latency.json
+
+The document is a graph collection, `{"label": ..., "graphs": [...]}`, in the format of
+Model Explorer's `graph_builder.py` (read by its built-in JSON loader), with two graphs:
+
+- `modules`: nodes grouped by the model's module hierarchy (`nn_module_stack`), each layer
+  named `<Class>_<attribute>` as Model Explorer's own PyTorch adapter names them;
+- `subgraphs`: the same nodes grouped by subgraph first (`_run_on_acc_tensorrt_0/...`).
+
+Each node carries its backend, subgraph tag, reason, op, module, dtype and shape as attributes
+and is filled with its backend's color; subgraph layers get their backend's color too. With a
+measurement, each node gets its subgraph's time (`subgraph_ms`, `subgraph_share`), and a
+node-data file (Model Explorer's "per-node data" overlay) is written beside the graph: each
+subgraph's median time split evenly over its compute ops, so a layer's sum is its time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hierviz.drawing import palette
+from hierviz.errors import RenderError
+from hierviz.partitioner.record import short_dtype
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.record import NodeTable
+    from hierviz.latency.result import Measurement
+    from hierviz.partitioner.result import Partition
+
+INPUTS_NAMESPACE = "inputs"
+GRAPH_IDS = ("modules", "subgraphs")
+NODE_DATA_SUFFIX = ".latency.json"
+
+
+def _layer(path: str, cls: str) -> str:
+    """One namespace level: 'LlamaAttention_self_attn' (no '/', which separates levels)."""
+    return f"{cls}_{path.rsplit('.', 1)[-1]}".replace("/", "_")
+
+
+def _module_namespace(t: NodeTable, i: int) -> str:
+    if t.kind[i] == "placeholder":
+        return INPUTS_NAMESPACE
+    return "/".join(_layer(path, cls.rsplit(".", 1)[-1]) for path, cls in t.module_stack[i] if path)
+
+
+def _label(t: NodeTable, i: int) -> str:
+    """What Model Explorer writes on the node: the op's short name, or the input's name."""
+    if t.kind[i] in ("placeholder", "output"):
+        return t.name[i]
+    from hierviz.drawing.views import op_short
+
+    return op_short(t.op[i]) or t.name[i]
+
+
+def _shape_text(shape: Any) -> str:
+    if shape is None or (isinstance(shape, float) and math.isnan(shape)):
+        return ""
+    return "[" + ", ".join(str(d) for d in shape) + "]"
+
+
+def subgraph_times(measurement: "Measurement | None") -> dict[str, tuple[float, float]]:
+    """tag -> (median ms, share of the subgraphs' total) from a Measurement ({} without one)."""
+    if measurement is None:
+        return {}
+    per = getattr(measurement, "per_subgraph", None)
+    if per is None or not hasattr(per, "columns") or not {"tag", "median_ms"} <= set(per.columns):
+        raise RenderError("measurement= takes the hv.Measurement that hv.measure(partition, ...) returned "
+                          f"(with per_subgraph times), not {type(measurement).__name__}.")
+    shares = per["share"].tolist() if "share" in per.columns else [float("nan")] * len(per)
+    out = {}
+    for tag, ms, share in zip(per["tag"].tolist(), per["median_ms"].tolist(), shares):
+        if ms is not None and not (isinstance(ms, float) and math.isnan(ms)):
+            out[str(tag)] = (float(ms), float(share) if share is not None else float("nan"))
+    return out
+
+
+def _check_measurement(p: "Partition", times: dict[str, tuple[float, float]]) -> None:
+    tags = {sg.tag for sg in p.subgraphs}
+    if times and not set(times) <= tags:
+        unknown = sorted(set(times) - tags)[:3]
+        raise RenderError(f"this measurement is of another partition (subgraphs {unknown} are not in this one); "
+                          "measure this partition: hv.measure(p, example_inputs).")
+
+
+def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, *,
+                      label: str | None = None) -> dict:
+    """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`."""
+    t = p.records
+    times = subgraph_times(measurement)
+    _check_measurement(p, times)
+    backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}
+    keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
+    kept = set(keep)
+    weights = [sum(1 for a in t.inputs[i] if t.kind[a] == "get_attr") for i in range(len(t))]
+
+    base: list[dict] = []
+    for i in keep:
+        backend = t.backend[i]
+        attrs = [("op", t.op[i]), ("backend", backend), ("tag", t.tag[i] or ""),
+                 ("reason", t.reason(i)), ("eligible_backend", t.eligible_backend[i] or ""),
+                 ("module", t.module_path[i]),
+                 ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)), ("shape", _shape_text(t.spec[i].shape))]
+        if weights[i]:
+            attrs.append(("weights", str(weights[i])))
+        if t.tag[i] in times:
+            ms, share = times[t.tag[i]]
+            attrs += [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{share:.1%}")]
+        node = {
+            "id": t.name[i],
+            "label": _label(t, i),
+            "attrs": [{"key": k, "value": str(v)} for k, v in attrs],
+            "incomingEdges": [{"sourceNodeId": t.name[a], "sourceNodeOutputId": "0",
+                               "targetNodeInputId": str(n)}
+                              for n, a in enumerate(x for x in t.inputs[i] if x in kept)],
+            "outputsMetadata": [{"id": "0", "attrs": [
+                {"key": "tensor_shape", "value": t.spec[i].full()},
+                {"key": "__tensor_tag", "value": t.name[i]}]}],
+            "style": {"backgroundColor": palette.fill(backend), "borderColor": palette.border(backend),
+                      "hoveredBorderColor": palette.color(backend)},
+        }
+        base.append(node)
+
+    module_ns = [_module_namespace(t, i) for i in keep]
+    graphs = []
+    for gid in GRAPH_IDS:
+        nodes = []
+        for node, i, ns in zip(base, keep, module_ns):
+            if gid == "subgraphs" and t.tag[i] is not None:
+                ns = t.tag[i] + ("/" + ns if ns else "")
+            nodes.append({**node, "namespace": ns})
+        configs = [{"namespaceRegex": f"^{tag}$", "backgroundColor": palette.cluster_fill(b),
+                    "borderColor": palette.color(b)} for tag, b in backend_of_tag.items()] \
+            if gid == "subgraphs" else []
+        graph: dict[str, Any] = {"id": gid, "nodes": nodes}
+        if configs:
+            graph["groupNodeConfigs"] = configs
+        graph["groupNodeAttributes"] = {"": {
+            "config": p.config.label(),
+            **{k: str(v) for k, v in p.stats.items()},
+        }}
+        graphs.append(graph)
+    return {"label": label or f"hierviz {p.config.label()}", "graphs": graphs}
+
+
+def node_data(p: "Partition", measurement: "Measurement") -> dict:
+    """Model Explorer node data (one entry per graph id): each subgraph's median ms split
+    evenly over its compute ops, with a white-to-red gradient."""
+    times = subgraph_times(measurement)
+    _check_measurement(p, times)
+    t = p.records
+    results: dict[str, dict] = {}
+    for sg in p.subgraphs:
+        if sg.tag not in times:
+            continue
+        ms = times[sg.tag][0]
+        members = [n for n in sg.nodes if t.kind[t.position[n]] in ("call_function", "call_module")]
+        share = ms / max(sg.compute_ops or len(members), 1)
+        for n in members:
+            results[n] = {"value": round(share, 6)}
+    gradient = [{"stop": 0, "bgColor": "#FFFFFF"}, {"stop": 0.5, "bgColor": "#FDB863"},
+                {"stop": 1, "bgColor": "#D7301F"}]
+    one = {"name": "latency (ms, subgraph time / its ops)", "results": results, "gradient": gradient}
+    return {gid: one for gid in GRAPH_IDS}
+
+
+def save(p: "Partition", path: str | Path, measurement: "Measurement | None" = None) -> Path:
+    """Write `to_model_explorer(p)` to `path` (and, with a measurement, its node data to
+    `<stem>.latency.json`); returns the graph file's path."""
+    path = Path(path)
+    doc = to_model_explorer(p, measurement)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(doc, separators=(",", ":"), ensure_ascii=False), encoding="utf-8",
+                        errors="backslashreplace")
+        if measurement is not None:
+            node_data_path(path).write_text(json.dumps(node_data(p, measurement)), encoding="utf-8")
+    except OSError as exc:
+        raise RenderError(f"cannot save {str(path)!r}: {exc}") from exc
+    return path
+
+
+def node_data_path(path: str | Path) -> Path:
+    """Where `save` writes the node data of the graph file `path`: `part.json` -> `part.latency.json`."""
+    path = Path(path)
+    return path.with_name(path.stem + NODE_DATA_SUFFIX)
+
+
+__all__ = ["to_model_explorer", "node_data", "save", "node_data_path", "subgraph_times", "GRAPH_IDS"]

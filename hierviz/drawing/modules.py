@@ -1,0 +1,573 @@
+"""The module view: a partition drawn the way the model's author thinks of it.
+
+Nodes are grouped by the model's `nn.Module` hierarchy (`meta['nn_module_stack']`), one box
+per module at a chosen depth; the modules above that depth are clusters around their
+children. Each box shows its module path, class, op count, a bar of its backends' shares
+("tensorrt 80% · torch 20%") and the subgraphs it spans.
+
+Repeated blocks roll up: consecutive sibling modules with the same class and the same
+partition pattern (the same ops at the same relative module paths, each on the same backend,
+in order) are drawn once, as `layers.0–23 ×24`. A block that differs is drawn apart, so the
+one odd layer stands out. `focus=<module path>` draws a module's inside.
+
+With a measurement each box also shows its measured time (each subgraph's median split
+evenly over its ops; see `overlay`), and with `against=` the ops whose backend or subgraph
+changed are marked with both backends and the rest dimmed (see `difference`).
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hierviz.drawing import palette
+from hierviz.drawing.dot import DotWriter, Html, clean, html
+from hierviz.errors import RenderError
+from hierviz.partitioner.record import short_dtype
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.record import NodeTable
+    from hierviz.drawing.difference import Difference
+    from hierviz.drawing.overlay import Overlay
+    from hierviz.partitioner.result import Partition
+
+# The most boxes and clusters the default depth may draw: more stop being an overview (and
+# a 24-layer Llama's full depth, rolled up, is about 20).
+DEFAULT_BUDGET = 40
+TOP = "(top level)"
+BAR_WIDTH = 120
+_INDEXED = re.compile(r"^(.*?)(\d+)$")
+
+
+@dataclass(eq=False)
+class Mod:
+    """A module of the tree: its own ops (innermost module of the op) and its children."""
+
+    path: str
+    cls: str
+    level: int
+    parent: "Mod | None" = None
+    children: dict[str, "Mod"] = field(default_factory=dict)  # by path, in order of first op
+    own: list[int] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)  # the whole subtree's ops, graph order
+
+    def rel(self, base: "Mod") -> str:
+        """This module's path relative to `base` ('' for base itself)."""
+        if self is base:
+            return ""
+        if base.path and self.path.startswith(base.path + "."):
+            return self.path[len(base.path) + 1:]
+        return self.path
+
+
+@dataclass(eq=False)
+class Item:
+    """One drawn element: a box (a module, or a cluster's own ops) or a cluster, standing for
+    one module or a run of rolled-up siblings."""
+
+    id: str
+    members: list[Mod]            # rolled-up siblings; [m] when alone
+    own_only: bool = False        # the own-ops box of a cluster
+    cluster: bool = False
+    children: list["Item"] = field(default_factory=list)
+
+    @property
+    def mod(self) -> Mod:
+        return self.members[0]
+
+
+# ---------------------------------------------------------------------------- the tree
+def build_tree(t: NodeTable) -> Mod:
+    """The module tree of the partitioned ops; the root (path '') holds ops outside any module."""
+    root = Mod("", "", 0)
+    for i in range(len(t)):
+        if not t.subgraph[i] >= 0:
+            continue
+        node = root
+        node.ops.append(i)
+        for path, cls in t.module_stack[i]:
+            if not path:  # the root module itself
+                continue
+            child = node.children.get(path)
+            if child is None:
+                child = node.children[path] = Mod(path, cls.rsplit(".", 1)[-1], node.level + 1, node)
+            node = child
+            node.ops.append(i)
+        node.own.append(i)
+    return root
+
+
+def effective_root(root: Mod) -> Mod:
+    """Skip wrappers: descend while a module has one child and no ops of its own."""
+    node = root
+    while len(node.children) == 1 and not node.own:
+        node = next(iter(node.children.values()))
+    return node
+
+
+def find_module(root: Mod, focus: str) -> Mod:
+    """The module named `focus`: its full path, or a unique suffix of one ('layers.3')."""
+    found: list[Mod] = []
+    everything: list[str] = []
+    stack = [root]
+    while stack:
+        m = stack.pop()
+        if m.path:
+            everything.append(m.path)
+            if m.path == focus:
+                return m
+            if m.path.endswith("." + focus):
+                found.append(m)
+        stack.extend(m.children.values())
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise RenderError(f"focus {focus!r} matches {len(found)} modules ({', '.join(m.path for m in found[:4])}); "
+                          "give the full module path.")
+    close = difflib.get_close_matches(focus, everything, n=4, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
+    raise RenderError(f"focus {focus!r} is not a module of this model.{hint} Module paths are in "
+                      "Partition.nodes()['module_path'].")
+
+
+# ---------------------------------------------------------------------------- layout plan
+class Plan:
+    """Which modules are boxes and clusters at a depth, after rolling up repeated siblings."""
+
+    def __init__(self, t: NodeTable, base: Mod, depth: int, pattern: list[Any]) -> None:
+        self.t, self.base, self.depth, self.pattern = t, base, depth, pattern
+        self.box_of: dict[int, str] = {}  # op -> drawn box id
+        self.count = 0
+        self._sig: dict[int, Any] = {}
+        self.items = self._expand(base, top=True)
+
+    def signature(self, m: Mod) -> Any:
+        """Class and the (relative module path, pattern) of every op in m's subtree, in order."""
+        key = id(m)
+        sig = self._sig.get(key)
+        if sig is None:
+            paths, start = self.t.module_path, len(m.path)
+            rel = [(paths[i][start:], self.pattern[i]) for i in m.ops]
+            sig = self._sig[key] = (m.cls, hash(tuple(rel)), len(rel))
+        return sig
+
+    def _new_id(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def _expand(self, m: Mod, top: bool = False) -> list[Item]:
+        """The items inside module m: its own ops box, then its children (rolled up)."""
+        items: list[Item] = []
+        if m.own:
+            own = Item(self._new_id("m"), [m], own_only=True)
+            for i in m.own:
+                self.box_of[i] = own.id
+            items.append(own)
+        children = list(m.children.values())
+        runs: list[list[Mod]] = []
+        for c in children:
+            if runs and _rollable(runs[-1][-1], c) and self.signature(runs[-1][-1]) == self.signature(c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        for run in runs:
+            items.append(self._item(run))
+        return items
+
+    def _item(self, run: list[Mod]) -> Item:
+        rep = run[0]
+        level = rep.level - self.base.level
+        if level < self.depth and rep.children:
+            item = Item(self._new_id("c"), run, cluster=True)
+            item.children = self._expand(rep)
+            for other in run[1:]:
+                self._alias(other, rep)
+            return item
+        item = Item(self._new_id("m"), run)
+        for member in run:
+            for i in member.ops:
+                self.box_of[i] = item.id
+        return item
+
+    def _alias(self, other: Mod, rep: Mod) -> None:
+        """Map the ops of a rolled-up sibling onto the boxes drawn for its representative."""
+        for i, j in zip(other.ops, rep.ops):  # same signature: op k of one is op k of the other
+            self.box_of[i] = self.box_of[j]
+
+
+def _rollable(a: Mod, b: Mod) -> bool:
+    """Items of one container (`layers.3`, `layers.4`: same prefix, the next index) of one class."""
+    ma, mb = _INDEXED.match(a.path), _INDEXED.match(b.path)
+    return (ma is not None and mb is not None and ma.group(1) == mb.group(1) and ma.group(1).endswith(".")
+            and int(mb.group(2)) == int(ma.group(2)) + 1 and a.cls == b.cls and len(a.ops) == len(b.ops))
+
+
+def _walk(items: Sequence[Item]):
+    for it in items:
+        yield it
+        if it.cluster:
+            yield from _walk(it.children)
+
+
+def _max_level(m: Mod) -> int:
+    deepest, stack = m.level, [m]
+    while stack:
+        x = stack.pop()
+        deepest = max(deepest, x.level)
+        stack.extend(x.children.values())
+    return deepest - m.level
+
+
+def make_plan(t: NodeTable, base: Mod, depth: int | None, budget: int, pattern: list[Any]) -> Plan:
+    """The plan at `depth`, or at the deepest depth whose plan draws at most `budget` items."""
+    deepest = max(1, _max_level(base))
+    if depth is not None:
+        plan = Plan(t, base, min(depth, deepest), pattern)
+    else:
+        plan = Plan(t, base, 1, pattern)
+        for d in range(2, deepest + 1):
+            candidate = Plan(t, base, d, pattern)
+            if sum(1 for _ in _walk(candidate.items)) > budget:
+                break
+            plan = candidate
+    return plan
+
+
+# ---------------------------------------------------------------------------- text
+def _range_name(run: list[Mod], base: Mod) -> str:
+    """'layers.0–23 ×24' for a run of siblings, 'self_attn' for one module."""
+    names = [m.rel(base) for m in run]
+    if len(run) == 1:
+        return names[0]
+    matches = [_INDEXED.match(n) for n in names]
+    if all(matches) and len({mt.group(1) for mt in matches}) == 1:  # type: ignore[union-attr]
+        first, last = matches[0].group(2), matches[-1].group(2)  # type: ignore[union-attr]
+        return f"{matches[0].group(1)}{first}\u2013{last} \u00d7{len(run)}"  # type: ignore[union-attr]
+    return f"{names[0]} \u2026 {names[-1]} \u00d7{len(run)}"
+
+
+def _bar(shares: Sequence[tuple[str, float]], width: int = BAR_WIDTH, height: int = 7) -> str:
+    """A horizontal bar of colored cells, one per (color, share), as an HTML-like table."""
+    cells = []
+    left = width
+    for n, (color, share) in enumerate(shares):
+        w = left if n == len(shares) - 1 else max(1, round(width * share))
+        w = max(1, min(w, left))
+        left -= w
+        if w > 0:
+            cells.append(f'<TD WIDTH="{w}" HEIGHT="{height}" FIXEDSIZE="TRUE" BGCOLOR="{color}"></TD>')
+        if left <= 0:
+            break
+    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" ALIGN="LEFT" FIXEDSIZE="TRUE" WIDTH="{width}" '
+            f'HEIGHT="{height}"><TR>' + "".join(cells)
+            + "</TR></TABLE>")
+
+
+def _tags_text(tags: list[str]) -> str:
+    if not tags:
+        return ""
+    if len(tags) == 1:
+        return tags[0]
+    if len(tags) == 2:
+        return f"{tags[0]}, {tags[1]}"
+    return f"{tags[0]} \u2026 {tags[-1]} ({len(tags)} subgraphs)"
+
+
+# ---------------------------------------------------------------------------- drawing
+@dataclass
+class _Facts:
+    """What a drawn item stands for: its ops (all members), per-member op count, backends."""
+
+    ops: list[int]
+    per_member: int
+    backends: Counter
+    tags: list[str]
+
+
+def _facts(t: NodeTable, item: Item, tag_order: dict[str, int]) -> _Facts:
+    ops: list[int] = []
+    for m in item.members:
+        ops.extend(m.own if item.own_only else m.ops)
+    compute = [i for i in ops if t.compute[i]] or ops
+    backends = Counter(t.backend[i] for i in compute)
+    tags = sorted({t.tag[i] for i in ops if t.tag[i] is not None}, key=lambda g: tag_order.get(g, 0))
+    return _Facts(ops, len(compute) // max(len(item.members), 1), backends, tags)
+
+
+def _order(p: "Partition", backends: Counter) -> list[str]:
+    known = [b for b in p.backends if backends.get(b)]
+    return known + sorted(b for b in backends if b not in p.backends)
+
+
+def _share_text(order: list[str], backends: Counter) -> str:
+    total = sum(backends.values()) or 1
+    return " \u00b7 ".join(f"{b} {backends[b] / total:.0%}" for b in order)
+
+
+def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = None, max_nodes: int | None = None,
+                   overlay: "Overlay | None" = None, difference: "Difference | None" = None) -> tuple[list[str], dict]:
+    """DOT body lines of the module view and its info dict (see `render`)."""
+    if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
+        raise RenderError(f"depth must be a positive integer (1 = the model's top modules), not {depth!r}.")
+    if focus is not None and not isinstance(focus, str):
+        raise RenderError(f"focus= in the module view is a module path (str), not {type(focus).__name__}.")
+    t = p.records
+    root = build_tree(t)
+    if not root.children:
+        raise RenderError("this graph has no module information (meta['nn_module_stack']); the module view "
+                          "needs a graph captured from an nn.Module with hv.capture. Use view='collapsed'.")
+    base = find_module(root, focus) if focus is not None else effective_root(root)
+    pattern = [t.backend[i] if difference is None else (t.backend[i], difference.mark(i)) for i in range(len(t))]
+    budget = DEFAULT_BUDGET if max_nodes is None else max_nodes
+    plan = make_plan(t, base, depth, budget, pattern)
+    tag_order = {sg.tag: k for k, sg in enumerate(p.subgraphs)}
+    w = DotWriter()
+    from hierviz.drawing.views import _defaults
+
+    _defaults(w)
+    drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
+    drawn.items(plan.items)
+    edges = drawn.edges(base)
+    title = "hierviz \u00b7 module view"
+    if focus is not None:
+        title += f" \u00b7 inside {base.path} ({base.cls})"
+    title += f" \u00b7 depth {plan.depth}"
+    rolled = [it for it in _walk(plan.items) if len(it.members) > 1]
+    drawn.title(title, rolled)
+    info = {"view": "modules", "nodes": sum(1 for it in _walk(plan.items) if not it.cluster) + drawn.io,
+            "boxes": sum(1 for it in _walk(plan.items) if not it.cluster),
+            "clusters": sum(1 for it in _walk(plan.items) if it.cluster), "depth": plan.depth,
+            "rolled_up": [_range_name(it.members, it.members[0].parent or base) for it in rolled],
+            "boundary_edges": edges, "focus": base.path if focus is not None else None}
+    return w.lines, info
+
+
+class _Drawer:
+    def __init__(self, p: "Partition", t: NodeTable, plan: Plan, w: DotWriter, tag_order: dict[str, int],
+                 overlay: "Overlay | None", difference: "Difference | None") -> None:
+        self.p, self.t, self.plan, self.w = p, t, plan, w
+        self.tag_order, self.overlay, self.difference = tag_order, overlay, difference
+        self.io = 0
+
+    # -- items
+    def items(self, items: Sequence[Item]) -> None:
+        for it in items:
+            if it.cluster:
+                self.cluster(it)
+            else:
+                self.box(it)
+
+    def _lines(self, it: Item, f: _Facts) -> tuple[list[str], list[str], str]:
+        t, p = self.t, self.p
+        parent = it.mod.parent or self.plan.base
+        if it.own_only:
+            name = f"{it.mod.rel(parent) or it.mod.path or TOP} (own ops)" if it.mod is not self.plan.base \
+                else (f"{it.mod.path} (own ops)" if it.mod.path else TOP)
+        else:
+            name = _range_name(it.members, parent)
+        order = _order(p, f.backends)
+        each = " each" if len(it.members) > 1 else ""
+        lines = [f"<B>{html(name, 60)}</B>",
+                 f'<FONT POINT-SIZE="9">{html(it.mod.cls or "ops outside any module")} \u00b7 '
+                 f'{f.per_member:,} op{"s" if f.per_member != 1 else ""}{each}</FONT>']
+        total = sum(f.backends.values()) or 1
+        lines.append(_bar([(palette.fill(b), f.backends[b] / total) for b in order]))
+        lines.append(f'<FONT POINT-SIZE="9">{html(_share_text(order, f.backends))}</FONT>')
+        if f.tags:
+            lines.append(f'<FONT POINT-SIZE="8">{html(_tags_text(f.tags), 70)}</FONT>')
+        tip = [it.mod.path or TOP if len(it.members) == 1 else
+               f"{it.members[0].path} \u2026 {it.members[-1].path} ({len(it.members)} modules, same class and "
+               "partition pattern, drawn once)",
+               f"class: {it.mod.cls}", f"{len(f.ops)} ops" + (f" ({f.per_member} each)" if each else ""),
+               "backends: " + _share_text(order, f.backends)]
+        tip.append("subgraphs: " + ", ".join(f.tags[:30]) + (" \u2026" if len(f.tags) > 30 else ""))
+        ops = Counter(_short(t.op[i]) for i in f.ops)
+        tip.append("ops: " + ", ".join(f"{o} \u00d7{c}" for o, c in ops.most_common(10)))
+        dominant = max(order, key=lambda b: (f.backends[b], -order.index(b))) if order else "graph"
+        return lines, tip, dominant
+
+    def _decorate(self, f: _Facts, lines: list[str], tip: list[str], attrs: dict) -> None:
+        if self.overlay is not None:
+            self.overlay.decorate_ops(f.ops, lines, tip, attrs)
+        if self.difference is not None:
+            self.difference.decorate_ops(f.ops, lines, tip, attrs)
+
+    def box(self, it: Item) -> None:
+        f = _facts(self.t, it, self.tag_order)
+        lines, tip, dominant = self._lines(it, f)
+        attrs: dict[str, Any] = {"shape": "box", "style": "rounded,filled", "fillcolor": palette.fill(dominant),
+                                 "color": palette.border(dominant), "penwidth": 1.2}
+        if len(it.members) > 1:
+            attrs["peripheries"] = 2
+        self._decorate(f, lines, tip, attrs)
+        label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
+        klass = "hv-module" + (" hv-rolled" if len(it.members) > 1 else "") + (" hv-own" if it.own_only else "")
+        self.w.node(it.id, label=Html(label), tooltip=_tip(tip), margin="0.08,0.04",
+                    **attrs, **{"class": f"{klass} hv-{_css(dominant)}"})
+
+    def cluster(self, it: Item) -> None:
+        f = _facts(self.t, it, self.tag_order)
+        lines, tip, dominant = self._lines(it, f)
+        attrs: dict[str, Any] = {"style": "rounded,filled", "fillcolor": "#FAFAFA", "color": palette.border(dominant),
+                                 "penwidth": 1.4 if len(it.members) == 1 else 2.6}
+        self._decorate(f, lines, tip, attrs)
+        label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
+            f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
+        klass = "hv-module-cluster" + (" hv-rolled" if len(it.members) > 1 else "")
+        self.w.open(f"cluster_{it.id}", label=Html(label), tooltip=_tip(tip), **attrs,
+                    **{"class": klass})
+        self.items(it.children)
+        self.w.close()
+
+    # -- edges
+    def edges(self, base: Mod) -> int:
+        """Inputs, outputs and the tensors between boxes (one edge per pair of boxes)."""
+        t, plan, w = self.t, self.plan, self.w
+        inside = set(base.ops)
+        src_of: dict[int, str] = {}
+        pairs: dict[tuple[str, str], dict[int, None]] = {}
+        inputs: list[int] = []
+        outside_in = outside_out = False
+        for j in base.ops:
+            dst = plan.box_of[j]
+            for a in t.inputs[j]:
+                kind = t.kind[a]
+                if kind == "get_attr":
+                    continue
+                if a in inside:
+                    src = plan.box_of[a]
+                elif kind == "placeholder" and base is effective_root_of(plan):
+                    src = "inputs"
+                    if a not in src_of:
+                        src_of[a] = src
+                        inputs.append(a)
+                else:
+                    src = "from_outside"
+                    outside_in = True
+                if src != dst:
+                    pairs.setdefault((src, dst), {})[a] = None
+        users = t.users
+        for a in base.ops:
+            for j in users[a]:
+                if j in inside:
+                    continue
+                dst = "outputs" if t.kind[j] == "output" else "to_outside"
+                outside_out = outside_out or dst == "to_outside"
+                pairs.setdefault((plan.box_of[a], dst), {})[a] = None
+        io_attrs = dict(shape="box", style="rounded,filled", fillcolor=palette.fill("graph"),
+                        color=palette.border("graph"))
+        if inputs:
+            shown = "".join(f'<BR/><FONT POINT-SIZE="9">{html(t.name[a], 24)}: {html(_spec(t, a))}</FONT>'
+                            for a in inputs[:6])
+            more = f'<BR/><FONT POINT-SIZE="9">+{len(inputs) - 6} more</FONT>' if len(inputs) > 6 else ""
+            w.node("inputs", label=Html(f"<B>graph inputs</B>{shown}{more}"),
+                   tooltip=_tip([f"{t.name[a]}: {_spec(t, a)}" for a in inputs[:40]]), **io_attrs,
+                   **{"class": "hv-node hv-graph hv-input"})
+            self.io += 1
+        if any(dst == "outputs" for _, dst in pairs):
+            w.node("outputs", label=Html("<B>output</B>"), **io_attrs, **{"class": "hv-node hv-graph hv-output"})
+            self.io += 1
+        if outside_in:
+            w.node("from_outside", label="from outside the module", shape="plaintext", fontcolor="#555555",
+                   **{"class": "hv-outside"})
+            self.io += 1
+        if outside_out:
+            w.node("to_outside", label="to the rest of the model", shape="plaintext", fontcolor="#555555",
+                   **{"class": "hv-outside"})
+            self.io += 1
+        for (src, dst), tensors in sorted(pairs.items(), key=lambda kv: (_key(kv[0][0]), _key(kv[0][1]))):
+            ts = list(tensors)
+            nbytes = sum(_bytes(t, a) for a in ts)
+            crossing = any(t.tag[a] is None or any(t.tag[u] != t.tag[a] for u in users[a]
+                                                     if t.tag[u] is not None) for a in ts)
+            specs = {_spec(t, a) or "value" for a in ts[:50]}
+            text = specs.pop() if len(ts) == 1 else (f"{len(ts)} \u00d7 {specs.pop()}" if len(specs) == 1
+                                                      else f"{len(ts)} tensors")
+            tip = [f"{len(ts)} tensor(s), {_size(nbytes)}:"] + [f"{t.name[a]}: {_spec(t, a)}" for a in ts[:20]]
+            pen = round(1.0 + min(3.0, math.log10(max(nbytes, 1)) / 2), 2) if nbytes else 1.0
+            w.edge(src, dst, xlabel=text + (f" \u00b7 {_size(nbytes)}" if nbytes else ""), tooltip=_tip(tip),
+                   penwidth=pen, color=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
+                   fontcolor=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
+                   **{"class": "hv-boundary" if crossing else "hv-edge"})
+        return len(pairs)
+
+    def title(self, text: str, rolled: list[Item]) -> None:
+        p = self.p
+        s = p.stats
+        by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+        stats = (f"{html(p.config.label())} \u00b7 {s['nodes']:,} nodes, {s['subgraphs']:,} subgraphs ({html(by)}) "
+                 f"\u00b7 coverage {s['coverage']:.0%}")
+        swatches = "".join(f'<TD BGCOLOR="{palette.fill(b)}" BORDER="1" COLOR="{palette.border(b)}" '
+                           f'CELLPADDING="3">{html(b)}</TD>' for b in p.backends)
+        notes = ["box: a module (bar: its ops' backends); cluster: a module drawn inside",
+                 "double border: repeated siblings with the same class and partition pattern, drawn once",
+                 "edges: tensors between modules (dark: crossing subgraphs; width: bytes)"]
+        if self.overlay is not None:
+            notes.append(self.overlay.legend())
+        if self.difference is not None:
+            notes.append(self.difference.legend())
+        rows = "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{html(n)}</TD></TR>' for n in notes)
+        label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
+                 f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}"><FONT POINT-SIZE="14"><B>{html(text)}</B></FONT>'
+                 f'</TD></TR><TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{stats}</TD></TR>'
+                 f"<TR>{swatches}</TR>{rows}</TABLE>")
+        self.w.defaults("graph", label=Html(label))
+
+
+def effective_root_of(plan: Plan) -> Mod:
+    """The tree's effective root (graph inputs feed it directly)."""
+    node = plan.base
+    while node.parent is not None:
+        node = node.parent
+    return effective_root(node)
+
+
+def _key(node_id: str) -> tuple[int, int, str]:
+    m = re.match(r"^[a-z]+(\d+)$", node_id)
+    return (1, int(m.group(1)), "") if m else (0 if node_id in ("inputs", "from_outside") else 2, 0, node_id)
+
+
+def _short(op: str) -> str:
+    from hierviz.drawing.views import op_short
+
+    return op_short(op)
+
+
+def _css(name: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
+
+
+def _tip(lines: Sequence[str]) -> str:
+    return "\n".join(clean(line) for line in lines)
+
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+                "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def _spec(t: "NodeTable", i: int) -> str:
+    return t.spec[i].compact()
+
+
+def _bytes(t: "NodeTable", i: int) -> int:
+    spec = t.spec[i]
+    size = _DTYPE_BYTES.get(short_dtype(spec.dtype))
+    if spec.shape is None or size is None or not all(isinstance(d, int) for d in spec.shape):
+        return 0
+    return math.prod(spec.shape) * size
+
+
+def _size(n: int) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1024 or unit == "GB":
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024  # type: ignore[assignment]
+    return f"{n} B"
+
+
+__all__ = ["render_modules", "build_tree", "effective_root", "find_module", "make_plan", "DEFAULT_BUDGET"]

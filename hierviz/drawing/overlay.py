@@ -1,0 +1,98 @@
+"""The cost overlay: measured time drawn on a diagram (`render(..., measurement=m)`).
+
+A `hv.Measurement` times each subgraph on its own (`per_subgraph`: tag, median_ms, share).
+The overlay writes those milliseconds and their share of the total into the labels and
+tooltips of subgraphs (collapsed view, clusters of the full view) and module boxes, and
+thickens their border with the share, so the expensive parts stand out without hiding the
+backend colors. A module box's time is the sum over its ops of their subgraph's time split
+evenly over that subgraph's ops (an estimate: subgraphs are timed whole, not op by op).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hierviz.drawing.dot import html
+from hierviz.drawing.model_explorer import subgraph_times
+from hierviz.errors import RenderError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.latency.result import Measurement
+    from hierviz.partitioner.result import Partition
+
+TIME_BAR = "#4D4D4D"
+MAX_EXTRA_PEN = 4.0
+
+
+def ms_text(ms: float) -> str:
+    """'0.042 ms', '3.21 ms', '12.5 ms'."""
+    if ms < 0.1:
+        return f"{ms:.3f} ms"
+    return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms"
+
+
+class Overlay:
+    """Per-subgraph and per-op times of one measurement of partition `p`."""
+
+    def __init__(self, p: "Partition", measurement: "Measurement") -> None:
+        times = subgraph_times(measurement)
+        tags = set(p.records.subgraph_tag)
+        if not times or not set(times) <= tags:
+            unknown = sorted(set(times) - tags)[:3]
+            raise RenderError("measurement= must be a measurement of this partition (hv.measure(p, inputs)); "
+                              + (f"its subgraphs {unknown} are not in this one." if unknown
+                                 else "it has no per-subgraph times."))
+        t = p.records
+        self.subgraph_ms = {tag: ms for tag, (ms, _) in times.items()}
+        self.total = sum(self.subgraph_ms.values()) or 1.0
+        self.op_ms = [0.0] * len(t)
+        for k, members in enumerate(t.subgraph_members):
+            ms = self.subgraph_ms.get(t.subgraph_tag[k])
+            if ms is None or not members:
+                continue
+            each = ms / len(members)
+            for i in members:
+                self.op_ms[i] = each
+        self.device = str(getattr(measurement, "device", ""))
+
+    def share(self, ms: float) -> float:
+        return ms / self.total
+
+    def _annotate(self, ms: float, lines: list[str], tip: list[str], attrs: dict, what: str,
+                  bar: bool = True) -> None:
+        share = self.share(ms)
+        width = max(1, round(80 * share))
+        bar_html = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" ALIGN="LEFT" FIXEDSIZE="TRUE" '
+                    f'WIDTH="80" HEIGHT="5"><TR>'
+               f'<TD WIDTH="{width}" HEIGHT="5" FIXEDSIZE="TRUE" BGCOLOR="{TIME_BAR}"></TD>'
+               + (f'<TD WIDTH="{80 - width}" HEIGHT="5" FIXEDSIZE="TRUE" BGCOLOR="#E6E6E6"></TD>'
+                  if width < 80 else "") + "</TR></TABLE>")
+        lines.append(f'<FONT POINT-SIZE="9"><B>{html(ms_text(ms))}</B> \u00b7 {share:.0%} of time</FONT>')
+        if bar:
+            lines.append(bar_html)
+        tip.append(f"measured{' on ' + self.device if self.device else ''}: {ms_text(ms)} ({share:.1%} of the "
+                   f"subgraphs' {ms_text(self.total)}){what}")
+        attrs["penwidth"] = round(float(attrs.get("penwidth") or 1.0) + MAX_EXTRA_PEN * share, 2)
+
+    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
+        """Module boxes: the time of these ops (subgraph times split evenly over their ops)."""
+        self._annotate(sum(self.op_ms[i] for i in ops), lines, tip, attrs,
+                       "; estimated: each subgraph's time split evenly over its ops")
+
+    def decorate_subgraph(self, tag: str, lines: list[str], tip: list[str], attrs: dict) -> None:
+        """A subgraph box or cluster (text lines only, no bar): its measured median."""
+        ms = self.subgraph_ms.get(tag)
+        if ms is not None:
+            self._annotate(ms, lines, tip, attrs, "", bar=False)
+
+    def legend(self) -> str:
+        return (f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
+                f"(total {ms_text(self.total)}); grey bar and border width: share of time")
+
+
+def make_overlay(p: "Partition", measurement: Any) -> Overlay | None:
+    """An Overlay for `measurement=` (None passes through)."""
+    return None if measurement is None else Overlay(p, measurement)
+
+
+__all__ = ["Overlay", "make_overlay", "ms_text"]
