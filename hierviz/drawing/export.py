@@ -128,12 +128,22 @@ def to_svg(p: "Partition", view: str = "auto", *, timeout: float | None = None, 
 
 # ---------------------------------------------------------------------------- save
 def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float | None = None,
-         **kwargs: Any) -> Path:
-    """Write the partition to `path`, the format chosen by its suffix:
+         format: str | None = None, **kwargs: Any) -> Path:
+    """Write the partition to `path`, the format chosen by its suffix (or `format`):
     .svg .png .pdf (diagram), .dot/.gv (DOT text), .json (nodes, subgraphs, config),
-    .html (standalone report: diagram, config, tables, text report)."""
+    .html (standalone report: diagram, config, tables, text report);
+    format="model_explorer": a graph JSON for Google's Model Explorer (see drawing.model_explorer)."""
     path = Path(path)
+    if format == "model_explorer":
+        from hierviz.drawing import model_explorer
+
+        return model_explorer.save(p, path, measurement=kwargs.get("measurement"))
     suffix = path.suffix.lower()
+    if format is not None:
+        suffix = "." + str(format).lower().lstrip(".")
+        if suffix not in FORMATS:
+            raise RenderError(f"unknown format {format!r}; formats are model_explorer and "
+                              f"{' '.join(f.lstrip('.') for f in FORMATS)}.")
     if suffix not in FORMATS:
         raise RenderError(f"cannot save {path.name!r}: unknown suffix {path.suffix!r}; use one of "
                           f"{' '.join(FORMATS)}.")

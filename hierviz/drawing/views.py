@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from hierviz.partitioner.result import Partition
 
-VIEWS = ("auto", "full", "collapsed", "focus")
+VIEWS = ("auto", "full", "collapsed", "focus", "modules")
 
 # The largest graph the auto view draws in full. Measured with benchmarks/render_scale.py
 # (graphviz 2.43, one core): with clusters and labelled boundary edges, real models lay out
@@ -128,6 +128,8 @@ class _Ctx:
     reasons: Counter = field(default_factory=Counter)
     backends_seen: set = field(default_factory=set)
     full_work: int | None = None  # _work of the full view, once auto has measured it
+    overlay: Any = None  # drawing.overlay.Overlay (measurement=)
+    difference: Any = None  # drawing.difference.Difference (against=)
 
     def __post_init__(self) -> None:
         self.res = self.p._result
@@ -167,7 +169,8 @@ def _resolve_limit(max_nodes: int | None) -> int:
 
 # ---------------------------------------------------------------------------- entry point
 def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
-           radius: int = 2, weights: bool = False) -> "graphviz.Digraph":
+           radius: int = 2, weights: bool = False, depth: int | None = None, measurement: Any = None,
+           against: Any = None) -> "graphviz.Digraph":
     """The partition as a `graphviz.Digraph` (DOT only; no layout runs here).
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
@@ -176,6 +179,9 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     max_nodes: auto's threshold, and the most boxes/nodes collapsed and focus draw
     (default DEFAULT_MAX_NODES, what graphviz lays out in about a second).
     radius: the focus neighbourhood, in edges. weights: also draw weights/constants.
+    view='modules' groups nodes by nn.Module (`depth` levels deep; `focus`: a module path).
+    measurement: a hv.Measurement of p, overlaid as time per subgraph / module.
+    against: another Partition of the same graph; what differs from it is marked, the rest dimmed.
     """
     import graphviz
 
@@ -184,7 +190,22 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
         raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
     limit = _resolve_limit(max_nodes)
-    ctx = _Ctx(p, limit, bool(weights))
+    from hierviz.drawing.difference import make_difference
+    from hierviz.drawing.overlay import make_overlay
+
+    overlay, difference = make_overlay(p, measurement), make_difference(p, against)
+    if view == "modules":
+        from hierviz.drawing.modules import render_modules
+
+        lines, info = render_modules(p, focus=focus, depth=depth, max_nodes=max_nodes, overlay=overlay,
+                                     difference=difference)
+        g = graphviz.Digraph(name="hierviz", comment="hierviz modules view")
+        g.body.extend(lines)
+        g.hv_info = info  # type: ignore[attr-defined]
+        return g
+    if depth is not None:
+        raise RenderError("depth= is for view='modules' (how many module levels to draw).")
+    ctx = _Ctx(p, limit, bool(weights), overlay=overlay, difference=difference)
     if view == "auto":
         if focus is not None:
             view = "focus"
@@ -287,15 +308,22 @@ def _draw_node(ctx: _Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
     elif node.op == "output":
         shape = "box"
     ctx.backends_seen.add(backend)
+    label, tip = _node_label(ctx, i, focus), _node_tooltip(ctx, i)
+    marks: dict = {"fillcolor": palette.fill(backend), "color": palette.FOCUS if focus else line,
+                   "penwidth": 3.5 if focus else pen}
+    if ctx.difference is not None and node.op in eng.CALLABLE_OPS:
+        extra: list[str] = []
+        notes: list[str] = []
+        ctx.difference.decorate_node(i, extra, notes, marks)
+        label = Html("<BR/>".join([label, *extra]))
+        tip = _tooltip([tip, *notes])
     w.node(
         f"n{i}",
-        label=_node_label(ctx, i, focus),
-        tooltip=_node_tooltip(ctx, i),
+        label=label,
+        tooltip=tip,
         shape=shape,
         style=styl,
-        fillcolor=palette.fill(backend),
-        color=palette.FOCUS if focus else line,
-        penwidth=3.5 if focus else pen,
+        **marks,
         peripheries=st.peripheries if st.peripheries != 1 else None,
         fontsize=8 if code == eng.FOLLOWS_PRODUCER else None,
         height=0.2 if code == eng.FOLLOWS_PRODUCER else None,
@@ -303,9 +331,18 @@ def _draw_node(ctx: _Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
     )
 
 
-def _cluster_label(tag: str, line: str) -> Html:
-    """A subgraph's label: its tag, backend and op count, left-aligned."""
-    return Html(f'<FONT POINT-SIZE="9"><B>{html(tag, LABEL_CHARS)}</B>{_L}{html(line, 60)}{_L}</FONT>')
+def _cluster_label(tag: str, line: str, extra: Sequence[str] = ()) -> Html:
+    """A subgraph's label: its tag, backend and op count (and overlay lines), left-aligned."""
+    more = "".join(f"{x}{_L}" for x in extra)
+    return Html(f'<FONT POINT-SIZE="9"><B>{html(tag, LABEL_CHARS)}</B>{_L}{html(line, 60)}{_L}{more}</FONT>')
+
+
+def _decorate_subgraph(ctx: _Ctx, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
+    """Overlay (measured time) and diff marks of subgraph k, into label lines, tooltip, attributes."""
+    if ctx.overlay is not None:
+        ctx.overlay.decorate_subgraph(ctx.res.tags[k], lines, tip, attrs)
+    if ctx.difference is not None:
+        ctx.difference.decorate_subgraph(ctx.res.subgraphs[k].nodes, lines, tip, attrs)
 
 
 def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_node: int | None = None,
@@ -339,10 +376,16 @@ def _draw_nodes_and_edges(ctx: _Ctx, w: DotWriter, drawn: Sequence[int], focus_n
         members = clusters[k]
         size = len(raw.nodes)
         shown = "" if len(members) == size else f" (showing {len(members):,} of {size:,} nodes)"
-        label = _cluster_label(res.tags[k], f"{raw.backend} · {_plural(ops, 'op')}{shown}")
-        tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{_plural(ops, 'op')}, {_plural(size, 'node')}"])
-        w.open(f"cluster_{k}", label="", style="filled,rounded", fillcolor=palette.cluster_fill(raw.backend),
-               color=palette.color(raw.backend), penwidth=3.0 if k == focus_cluster else 1.4,
+        extra: list[str] = []
+        notes: list[str] = []
+        marks: dict = {"fillcolor": palette.cluster_fill(raw.backend), "color": palette.color(raw.backend),
+                       "penwidth": 3.0 if k == focus_cluster else 1.4}
+        _decorate_subgraph(ctx, k, extra, notes, marks)
+        marks.pop("fontcolor", None)
+        label = _cluster_label(res.tags[k], f"{raw.backend} · {_plural(ops, 'op')}{shown}", extra)
+        tip = _tooltip([res.tags[k], f"backend: {raw.backend}", f"{_plural(ops, 'op')}, {_plural(size, 'node')}",
+                        *notes])
+        w.open(f"cluster_{k}", label="", style="filled,rounded", **marks,
                tooltip=tip,
                **{"class": f"hv-subgraph hv-{_css(raw.backend)}"})
         for i in members:
@@ -828,8 +871,9 @@ def _subgraph_box(ctx: _Ctx, w: DotWriter, k: int) -> None:
             if why.get(eng.UNSUPPORTED) or why.get(eng.VALIDATOR):
                 styl, pen = "rounded,filled,bold", 2.0
     tip += [f"in: {t}" for t in sg.inputs[:10]] + [f"out: {t}" for t in sg.outputs[:10]]
-    w.node(f"s{k}", label=Html("<BR/>".join(lines)), shape="box", style=styl, penwidth=pen,
-           fillcolor=palette.fill(raw.backend), color=palette.border(raw.backend), tooltip=_tooltip(tip),
+    marks: dict = {"penwidth": pen, "fillcolor": palette.fill(raw.backend), "color": palette.border(raw.backend)}
+    _decorate_subgraph(ctx, k, lines, tip, marks)
+    w.node(f"s{k}", label=Html("<BR/>".join(lines)), shape="box", style=styl, **marks, tooltip=_tooltip(tip),
            **{"class": f"hv-subgraph-box hv-{_css(raw.backend)}"})
 
 
