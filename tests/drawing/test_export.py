@@ -119,7 +119,7 @@ def test_notebook_html(part, needs_dot):
 
 def test_weights_drawn_on_request(conv_parts):
     part = conv_parts["default"]
-    plain, with_weights = part.render("full"), hv.render.render(part, "full", weights=True)
+    plain, with_weights = part.render("full"), part.render("full", weights=True)
     weights = [n.name for n in part.graph.graph.nodes if n.op == "get_attr"]
     assert weights and with_weights.hv_info["nodes"] == plain.hv_info["nodes"] + len(weights)
     assert 'shape="note"' in with_weights.source and 'shape="note"' not in plain.source

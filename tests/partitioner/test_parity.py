@@ -169,7 +169,7 @@ DIGEST_SCRIPT = """
 import json, sys
 sys.path.insert(0, {tests!r})
 import hierviz as hv
-from partition.test_parity import digests
+from partitioner.test_parity import digests
 
 def capture(name):
     model, inputs = hv.zoo.load(name)
