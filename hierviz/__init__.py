@@ -2,6 +2,11 @@
 
     import hierviz as hv
     part = hv.partition(model, example_inputs, min_block_size=3)
+
+The public names of the API and nothing else. Configuration, capture and partitioning load
+with the package; measuring, sweeping, tuning, the explorer widget and the zoo load on first
+use, and so do their heavy dependencies (pandas, ipywidgets, tqdm, graphviz, matplotlib):
+`benchmarks/import_time.py` keeps `import hierviz` cheap.
 """
 
 from __future__ import annotations
@@ -20,22 +25,39 @@ from hierviz.errors import (
     RenderError,
     TensorRTUnavailableError,
 )
+from hierviz.partitioner import Partition, Subgraph, diff, partition
 from hierviz.support import Support
 
 __version__ = "0.1.0"
 
-from hierviz import zoo  # noqa: E402
-from hierviz.explorer import plot_latency, plot_subgraphs, sweep  # noqa: E402
-from hierviz.latency import Measurement, measure  # noqa: E402
-from hierviz.partitioner import Partition, Subgraph, diff, partition  # noqa: E402
-
-from hierviz.explorer.widget import Explorer, explore  # noqa: E402
+# name -> the module that defines it, imported when the name is first used.
+_LAZY = {
+    "measure": "hierviz.latency",
+    "Measurement": "hierviz.latency",
+    "sweep": "hierviz.explorer",
+    "explore": "hierviz.explorer",
+    "Explorer": "hierviz.explorer",
+    "plot_latency": "hierviz.explorer",
+    "plot_subgraphs": "hierviz.explorer",
+    "tune": "hierviz.explorer",
+    "TuneResult": "hierviz.explorer",
+}
+_LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt"}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "trt":
-        return importlib.import_module("hierviz.trt")
-    raise AttributeError(f"module 'hierviz' has no attribute {name!r}")
+    if name in _LAZY:
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+    elif name in _LAZY_MODULES:
+        value = importlib.import_module(_LAZY_MODULES[name])
+    else:
+        raise AttributeError(f"module 'hierviz' has no attribute {name!r}")
+    globals()[name] = value  # later lookups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))
 
 
 __all__ = [

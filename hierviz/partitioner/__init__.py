@@ -1,4 +1,11 @@
-"""Partitioning: hv.partition, the Partition result, hv.diff and the upstream adapter."""
+"""Partitioning: hv.partition, the Partition result and its per-node record, hv.diff and
+the upstream adapter.
+
+Modules: engine (the algorithm; imported by nothing outside this package), result (Partition,
+Subgraph, diff: the only reader of the engine's result), record (the per-node record and the
+names everything downstream shares), report (the dryrun-style text), upstream (engine=
+"torch_tensorrt"). Downstream packages import from here, never from the engine.
+"""
 
 from __future__ import annotations
 
@@ -9,23 +16,38 @@ from torch.fx import GraphModule
 from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
-from hierviz.partitioner.result import Partition, Subgraph, TensorSpec, diff
+from hierviz.partitioner.record import (
+    FALLBACK,
+    FALLBACK_REASONS,
+    GRAPH,
+    NODE_COLUMNS,
+    REASON_CODES,
+    NodeRecord,
+    NodeTable,
+    TensorSpec,
+    parse_tag,
+    tensor_spec,
+)
+from hierviz.partitioner.result import Partition, Subgraph, diff
 
 ENGINES = ("hierviz", "torch_tensorrt")
 
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None) -> GraphModule:
-    """The graph to partition: a GraphModule as given; a model or ExportedProgram captured."""
+    """The graph to partition: an aten-level GraphModule as given; a model, an ExportedProgram
+    or any other GraphModule (symbolic_trace, ExportedProgram.module()) captured first."""
+    from hierviz.capturing import capture, is_aten_graph
+
     if isinstance(model_or_graph, Partition):
         return model_or_graph.graph
-    if isinstance(model_or_graph, GraphModule):
+    if isinstance(model_or_graph, GraphModule) and is_aten_graph(model_or_graph):
         return model_or_graph
-    from hierviz.capturing import capture
-
     return capture(model_or_graph, example_inputs)
 
 
-def make_config(config: Config | dict | None, overrides: dict[str, Any]) -> Config:
+def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """A Config from a Config, a dict (Config.from_dict) or None (the defaults), with
+    `overrides` (Config fields) applied: the one coercion every entry point uses."""
     if config is None:
         config = Config()
     elif isinstance(config, dict):
@@ -58,4 +80,6 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
 
 
-__all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "diff", "graph_of", "make_config"]
+__all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
+           "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
+           "graph_of", "make_config"]

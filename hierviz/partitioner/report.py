@@ -1,4 +1,8 @@
-"""The text report: every field Torch-TensorRT's dryrun prints, for every backend."""
+"""The text report: every field Torch-TensorRT's dryrun prints, for every backend.
+
+Reads only the Partition's public record and methods (`records`, `subgraphs`, `stats`,
+`subgraph_counts`), like every other consumer of a partition.
+"""
 
 from __future__ import annotations
 
@@ -6,8 +10,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Sequence
 
-from hierviz.partitioner import engine as eng
-from hierviz.partitioner.result import TensorSpec, short_dtype, tensor_spec
+from hierviz.partitioner.record import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, TensorSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.result import Partition
@@ -16,20 +19,14 @@ RULE = "+" * 40
 
 
 def _specs(specs: Sequence[TensorSpec]) -> str:
-    parts = []
-    for t in specs:
-        if t.shape is None:
-            parts.append(f"{t.dtype or 'value'}")
-        else:
-            parts.append(f"Tensor: ({', '.join(str(d) for d in t.shape)})@{short_dtype(t.dtype)}")
+    parts = [t.dryrun() for t in specs]
     if len(parts) == 1:
         return parts[0]
     return "List[" + ", ".join(parts) + "]"
 
 
 def report(p: "Partition") -> str:
-    res = p._result
-    index = res.index
+    t = p.records
     stats = p.stats
     lines: list[str] = []
     add = lines.append
@@ -37,15 +34,16 @@ def report(p: "Partition") -> str:
     add("")
     add(f"The graph consists of {stats['compute_ops']} Total Operators, of which "
         f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage")
-    compute = [i for i in index.callable_indices if not index.non_compute[i]]
-    per_backend = Counter(res.assignment.backend[i] for i in compute)
+    compute = [i for i in range(len(t)) if t.compute[i]]
+    per_backend = Counter(t.eligible_backend[i] for i in compute)
     for b in p.config.priority:
         share = per_backend.get(b, 0) / len(compute) * 100 if compute else 0.0
         add(f"  {b}: {per_backend.get(b, 0)} operators eligible ({share:.2f}%)")
-    add(f"  PyTorch (no backend): {per_backend.get(None, 0)} operators")
+    add(f"  PyTorch (no backend): {per_backend.get(FALLBACK, 0)} operators")
     add("")
-    unsupported = Counter(index.ops[i] for i in compute if res.assignment.code[i] in (eng.UNSUPPORTED, eng.VALIDATOR))
-    excluded = Counter(index.ops[i] for i in compute if res.assignment.code[i] == eng.TORCH_EXECUTED)
+    code = t.reason_code  # demotion only ever overrides 'supported'
+    unsupported = Counter(t.op[i] for i in compute if code[i] in (UNSUPPORTED, VALIDATOR))
+    excluded = Counter(t.op[i] for i in compute if code[i] == TORCH_EXECUTED)
     if unsupported or excluded:
         add("The following ops are currently unsupported or excluded from conversion, "
             "and are listed with their op-count in the graph:")
@@ -53,11 +51,11 @@ def report(p: "Partition") -> str:
             why = "excluded (torch_executed_ops)" if op in excluded else "unsupported"
             add(f" {op}: {c}  [{why}]")
         add("")
-    in_torch = [i for i in index.callable_indices if res.subgraphs[p._tag_of[i]].backend == eng.FALLBACK]
+    in_torch = [i for i in range(len(t)) if t.backend[i] == FALLBACK]
     if in_torch:
         add("The following nodes are currently set to run in Torch:")
         for i in in_torch:
-            add(f"Node: {index.ops[i]}, with layer location: {index.names[i]}  ({p._short_reason(i)})")
+            add(f"Node: {t.op[i]}, with layer location: {t.name[i]}  ({t.short_reason(i)})")
         add("Note: Some of the above nodes may be supported, but were not included in an "
             "accelerated graph by the partitioner")
         add("")
@@ -65,9 +63,9 @@ def report(p: "Partition") -> str:
     add("")
     add("  Graph Structure:")
     add("")
-    graph_inputs = [tensor_spec(n) for n in index.nodes if n.op == "placeholder"]
-    output_node = next((n for n in index.nodes if n.op == "output"), None)
-    graph_outputs = [tensor_spec(n) for n in output_node.all_input_nodes] if output_node is not None else []
+    graph_inputs = [t.spec[i] for i in range(len(t)) if t.kind[i] == "placeholder"]
+    output = next((i for i in range(len(t)) if t.kind[i] == "output"), None)
+    graph_outputs = [t.spec[a] for a in t.inputs[output]] if output is not None else []
     add(f"   Inputs: {_specs(graph_inputs)}")
     numbers: Counter = Counter()
     for sg in p.subgraphs:
@@ -117,5 +115,4 @@ def _engines_at(p: "Partition", backend: str, size: int, sizes: list[int]) -> in
     its dryrun does (engines already that large)."""
     if p.engine != "hierviz":
         return len([s for s in sizes if s >= size])
-    merged, _ = eng.merge_small(p._result.raw, size, p.config.require_full_compilation)
-    return sum(1 for sg in merged if sg.is_acc and sg.backend == backend)
+    return p.subgraph_counts(size).get(backend, 0)

@@ -1,8 +1,12 @@
-"""Partition and Subgraph: what a partitioner run produced, and questions about it."""
+"""Partition and Subgraph: what a partitioner run produced, and questions about it.
+
+This is the one module that reads the engine's result (`EngineResult`): it turns it into the
+public per-node record (`Partition.records`, `.record(name)`, `.nodes()`; see record.py) and
+the Partition's methods. Everything downstream reads those, never the engine.
+"""
 
 from __future__ import annotations
 
-import copy
 import functools
 from collections import Counter
 from dataclasses import dataclass
@@ -14,26 +18,22 @@ from torch.fx import GraphModule
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
+from hierviz.gcpause import gc_paused
 from hierviz.partitioner import engine as eng
+from hierviz.partitioner.record import (
+    FALLBACK,
+    GRAPH,
+    NodeRecord,
+    NodeTable,
+    TensorSpec,
+    module_of,
+    short_dtype,
+    tensor_spec,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
     import pandas as pd
-
-
-@dataclass(frozen=True)
-class TensorSpec:
-    """A tensor crossing a subgraph boundary: producer name, shape and dtype (from meta['val'])."""
-
-    name: str
-    shape: tuple | None
-    dtype: str | None
-
-    def __str__(self) -> str:
-        if self.shape is None:
-            return f"{self.name}: {self.dtype or '?'}"
-        dims = ", ".join(str(d) for d in self.shape)
-        return f"{self.name}: {short_dtype(self.dtype)}[{dims}]"
 
 
 @dataclass(frozen=True)
@@ -50,23 +50,6 @@ class Subgraph:
 
     def __len__(self) -> int:
         return len(self.nodes)
-
-
-def short_dtype(dtype: str | None) -> str:
-    return (dtype or "?").replace("torch.", "")
-
-
-def tensor_spec(node: torch.fx.Node) -> TensorSpec:
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        shape = tuple(int(d) if isinstance(d, int) or str(d).isdigit() else str(d) for d in val.shape)
-        return TensorSpec(node.name, shape, str(val.dtype))
-    tm = node.meta.get("tensor_meta")
-    if tm is not None and hasattr(tm, "shape"):
-        return TensorSpec(node.name, tuple(tm.shape), str(tm.dtype))
-    if val is not None:
-        return TensorSpec(node.name, None, type(val).__name__)
-    return TensorSpec(node.name, None, None)
 
 
 class Partition:
@@ -91,12 +74,29 @@ class Partition:
     @functools.cached_property
     def subgraphs(self) -> list[Subgraph]:
         """Every subgraph in order, with its boundary tensors (described on first use)."""
-        with eng.gc_paused():
+        with gc_paused():
             return [self._describe(k) for k in range(len(self._result.subgraphs))]
 
     @functools.cached_property
     def _by_tag(self) -> dict[str, Subgraph]:
         return {sg.tag: sg for sg in self.subgraphs}
+
+    # ------------------------------------------------------------------ the per-node record
+    @functools.cached_property
+    def records(self) -> NodeTable:
+        """The per-node record of every graph node in columns (built once; fast at 10^5
+        nodes). `Partition.record(name)` gives one node's `NodeRecord`, `nodes()` a DataFrame."""
+        with gc_paused():
+            return _node_table(self._result, self.config)
+
+    def record(self, node_name: str) -> NodeRecord:
+        """One node's record: op, kind, backend, tag, reason, module, dtype, shape, ..."""
+        return self.records[self._pos(node_name)]
+
+    def nodes(self) -> "pd.DataFrame":
+        """One row per graph node, in graph order: name, op, kind, eligible_backend, backend,
+        tag, reason_code, reason, module_path, module_class, dtype, shape."""
+        return self.records.frame()
 
     # ------------------------------------------------------------------ structure
     def _describe(self, k: int) -> Subgraph:
@@ -127,13 +127,13 @@ class Partition:
         pos = self._result.index.position.get(node_name)
         if pos is None:
             raise ConfigError(f"no node named {node_name!r} in this graph; node names are listed in "
-                              "Partition.subgraphs[i].nodes and Partition.ops().")
+                              "Partition.nodes() and Partition.subgraphs[i].nodes.")
         return pos
 
     @property
     def backends(self) -> tuple[str, ...]:
         """Backends in priority order, then the PyTorch fallback."""
-        return (*self.config.priority, eng.FALLBACK)
+        return (*self.config.priority, FALLBACK)
 
     def subgraph(self, tag: str) -> Subgraph:
         try:
@@ -143,9 +143,8 @@ class Partition:
 
     def backend_of(self, node_name: str) -> str:
         """The backend the node runs in ('torch' for PyTorch), or 'graph' for inputs/weights."""
-        i = self._pos(node_name)
-        k = self._tag_of.get(i)
-        return "graph" if k is None else self._result.subgraphs[k].backend
+        k = self._tag_of.get(self._pos(node_name))
+        return GRAPH if k is None else self._result.subgraphs[k].backend
 
     def tag_of(self, node_name: str) -> str | None:
         """The node's subgraph tag (None for placeholders, weights and the output)."""
@@ -154,59 +153,24 @@ class Partition:
 
     def eligible_backend_of(self, node_name: str) -> str:
         """The backend support made the node eligible for, before small blocks were demoted."""
-        b = self._result.assignment.backend[self._pos(node_name)]
-        return eng.FALLBACK if b is None else b
+        return self.records.eligible_backend[self._pos(node_name)] or FALLBACK
 
     def reason_code_of(self, node_name: str) -> str:
         """supported, follows_producer, torch_executed_ops, unsupported, validator_rejected,
-        demoted or not_callable."""
-        i = self._pos(node_name)
-        if i in self._result.demoted:
-            return eng.DEMOTED
-        return self._result.assignment.code[i]
+        demoted or not_callable (hierviz.partitioner.REASON_CODES)."""
+        return self.records.reason_code[self._pos(node_name)]
 
     def reason_of(self, node_name: str) -> str:
         """Why the node runs where it runs, in words."""
-        i = self._pos(node_name)
-        res = self._result
-        index = res.index
-        op = index.ops[i]
-        if not index.callable[i]:
-            kind = {"placeholder": "graph input", "get_attr": "weight/constant", "output": "graph output"}
-            return f"{kind.get(index.nodes[i].op, index.nodes[i].op)}: not partitioned"
-        if i in res.demoted:
-            backend, size = res.demoted[i]
-            if not size:  # upstream's engine does not keep its subgraphs before demotion
-                return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
-                        f"than min_block_size {self.config.min_block_size}")
-            return (f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < "
-                    f"min_block_size {self.config.min_block_size}")
-        code, detail = res.assignment.code[i], res.assignment.detail[i]
-        where = self.backend_of(index.names[i])
-        if code == eng.TORCH_EXECUTED:
-            return f"runs in PyTorch: {op} is in torch_executed_ops"
-        if code == eng.FOLLOWS_PRODUCER:
-            return (f"non-compute node ({op.rsplit('.', 2)[-2] if op.startswith('torch.ops') else op}): "
-                    f"follows its producer {index.names[detail]}, runs in {where}")
-        if code in (eng.UNSUPPORTED, eng.VALIDATOR):
-            why = "; ".join(f"{b}: {r}" for b, r in detail.items())
-            return f"runs in PyTorch: no support in any backend ({why})"
-        skipped = "; ".join(f"{b}: {r}" for b, r in (detail or {}).items())
-        support = self.config.support_for(res.assignment.backend[i])
-        text = f"runs in {where}: {op} supported by {support.description}"
-        if where != res.assignment.backend[i]:
-            text += f" (merged into a {where} subgraph)"
-        return text + (f" (skipped {skipped})" if skipped else "")
-
-    @functools.cached_property
-    def _members(self) -> list[frozenset[str]]:
-        return [frozenset(sg.nodes) for sg in self.subgraphs]
+        return self.records.reason(self._pos(node_name))
 
     # ------------------------------------------------------------------ the split module
     @property
     def module(self) -> GraphModule:
         """The split GraphModule: one submodule per subgraph, named by its tag."""
         if self._module is None:
+            from hierviz.partitioner.split import build_split_module
+
             self._module = build_split_module(self.graph, self._result)
         return self._module
 
@@ -244,17 +208,18 @@ class Partition:
         """One row per op target: how many, where they run, and why."""
         import pandas as pd
 
-        res = self._result
-        index = res.index
+        t = self.records
         rows: dict[str, dict[str, Any]] = {}
         reasons: dict[str, Counter] = {}
-        for i in index.callable_indices:
-            op = index.ops[i]
+        for i in range(len(t)):
+            if not t.is_callable(i):
+                continue
+            op = t.op[i]
             row = rows.setdefault(op, {"op": op, "count": 0, **{b: 0 for b in self.backends}})
             row["count"] += 1
-            b = res.subgraphs[self._tag_of[i]].backend
+            b = t.backend[i]
             row[b] = row.get(b, 0) + 1
-            reasons.setdefault(op, Counter())[self._short_reason(i)] += 1
+            reasons.setdefault(op, Counter())[t.short_reason(i)] += 1
         table = []
         for op, row in rows.items():
             where = [b for b in self.backends if row.get(b)]
@@ -265,29 +230,14 @@ class Partition:
         df = pd.DataFrame(table, columns=cols)
         return df.sort_values(["count", "op"], ascending=[False, True], ignore_index=True)
 
-    def _short_reason(self, i: int) -> str:
-        res = self._result
-        if i in res.demoted:
-            return f"demoted (subgraph < min_block_size {self.config.min_block_size})"
-        code = res.assignment.code[i]
-        if code == eng.SUPPORTED:
-            return f"supported by {res.assignment.backend[i]}"
-        if code == eng.FOLLOWS_PRODUCER:
-            return "non-compute: follows producer"
-        if code == eng.TORCH_EXECUTED:
-            return "in torch_executed_ops"
-        if code == eng.VALIDATOR:
-            return "validator rejected"
-        return "no support in any backend"
-
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
         import pandas as pd
 
-        index = self._result.index
+        t = self.records
         rows = []
-        for sg in self.subgraphs:
-            ops = Counter(index.ops[index.position[n]].replace("torch.ops.", "") for n in sg.nodes)
+        for k, sg in enumerate(self.subgraphs):
+            ops = Counter(t.op[i].replace("torch.ops.", "") for i in t.subgraph_members[k])
             rows.append({
                 "tag": sg.tag,
                 "backend": sg.backend,
@@ -296,8 +246,8 @@ class Partition:
                 "nodes": len(sg.nodes),
                 "inputs": len(sg.inputs),
                 "outputs": len(sg.outputs),
-                "input_shapes": "; ".join(str(t) for t in sg.inputs),
-                "output_shapes": "; ".join(str(t) for t in sg.outputs),
+                "input_shapes": "; ".join(str(s) for s in sg.inputs),
+                "output_shapes": "; ".join(str(s) for s in sg.outputs),
                 "top_ops": ", ".join(f"{o} x{c}" for o, c in ops.most_common(3)),
             })
         return pd.DataFrame(rows, columns=["tag", "backend", "accelerated", "ops", "nodes", "inputs",
@@ -308,6 +258,27 @@ class Partition:
         from hierviz.partitioner.report import report
 
         return report(self)
+
+    def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
+        """Subgraphs per backend (priority order, then 'torch') that partitioning this graph at
+        `min_block_size` gives, everything else in the config unchanged. hierviz's engine
+        re-runs only its small-block pass; upstream's is re-run whole."""
+        merged = self._merged_at(int(min_block_size))
+        counts = {b: 0 for b in self.backends}
+        for sg in merged:
+            counts[sg.backend] = counts.get(sg.backend, 0) + 1
+        return counts
+
+    def _merged_at(self, min_block_size: int) -> list:
+        """The engine's subgraphs at another min_block_size. hierviz's engine re-runs only its
+        small-block pass; upstream's, whose subgraphs before demotion are not kept, runs again."""
+        if self.engine == "hierviz":
+            merged, _ = eng.merge_small(self._result.raw, min_block_size, self.config.require_full_compilation)
+            return merged
+        from hierviz.partitioner import partition
+
+        again = partition(self.graph, config=self.config.replace(min_block_size=min_block_size), engine=self.engine)
+        return again._result.subgraphs
 
     def recommend(self, sizes: Iterable[int] | None = None) -> "pd.DataFrame":
         """min_block_size -> subgraph counts per backend, by re-partitioning at each size
@@ -323,14 +294,7 @@ class Partition:
         for size in sizes:
             if int(size) < 1:
                 raise ConfigError(f"recommend: sizes must be >= 1, got {size}")
-            if self.engine == "hierviz":
-                merged, _ = eng.merge_small(res.raw, int(size), self.config.require_full_compilation)
-            else:  # upstream's subgraphs before demotion are not kept: run it again at this size
-                from hierviz.partitioner import partition
-
-                again = partition(self.graph, config=self.config.replace(min_block_size=int(size)),
-                                  engine=self.engine)
-                merged = again._result.subgraphs
+            merged = self._merged_at(int(size))
             counts = Counter(sg.backend for sg in merged)
             row = {"min_block_size": int(size), "subgraphs": len(merged),
                    "acc_subgraphs": sum(1 for sg in merged if sg.is_acc)}
@@ -378,45 +342,128 @@ def copy_graph_module(gm: GraphModule) -> GraphModule:
     return GraphModule(gm, graph)
 
 
-def build_split_module(gm: GraphModule, result: eng.EngineResult) -> GraphModule:
-    """Split a copy of `gm` by subgraph tags; the original graph is left untouched."""
-    from torch.fx.passes.split_utils import split_by_tags
-
-    work = copy_graph_module(gm)
-    copies = {n.name: n for n in work.graph.nodes}
-    names = result.index.names
-    for k, sg in enumerate(result.subgraphs):
-        for i in sg.nodes:
-            copies[names[i]].tag = result.tags[k]
-    split = split_by_tags(work, list(result.tags))
-    codegen = getattr(gm.graph, "_codegen", None)
-    if codegen is not None and type(codegen) is not torch.fx.graph.CodeGen:
-        split.graph._codegen = copy.deepcopy(codegen)
-        split.recompile()
-    return split
-
-
 def diff(a: Partition, b: Partition) -> "pd.DataFrame":
-    """Nodes whose backend or subgraph differs between two partitions of the same graph."""
+    """Nodes whose backend or subgraph differs between two partitions of the same graph
+    (a subgraph is compared by its members, not its number)."""
     import pandas as pd
 
-    ia, ib = a._result.index, b._result.index
-    if ia.names != ib.names:
+    ta, tb = a.records, b.records
+    if ta.name != tb.name:
         raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
                           "partition it with two configs).")
+    members_a = [frozenset(m) for m in ta.subgraph_members]
+    members_b = [frozenset(m) for m in tb.subgraph_members]
     rows = []
-    for i in ia.callable_indices:
-        name = ia.names[i]
-        ba, bb = a.backend_of(name), b.backend_of(name)
-        ta, tb = a.tag_of(name), b.tag_of(name)
-        if ba != bb or _subgraph_key(a, name) != _subgraph_key(b, name):
-            rows.append({"node": name, "op": ia.ops[i], "backend_a": ba, "backend_b": bb,
-                         "tag_a": ta, "tag_b": tb, "reason_a": a.reason_of(name), "reason_b": b.reason_of(name)})
+    for i in range(len(ta)):
+        if not ta.is_callable(i):
+            continue
+        ka, kb = ta.subgraph[i], tb.subgraph[i]
+        if ta.backend[i] != tb.backend[i] or members_a[ka] != members_b[kb]:
+            rows.append({"node": ta.name[i], "op": ta.op[i], "backend_a": ta.backend[i], "backend_b": tb.backend[i],
+                         "tag_a": ta.subgraph_tag[ka], "tag_b": tb.subgraph_tag[kb],
+                         "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
     return pd.DataFrame(rows, columns=["node", "op", "backend_a", "backend_b", "tag_a", "tag_b",
                                        "reason_a", "reason_b"])
 
 
-def _subgraph_key(p: Partition, name: str) -> frozenset[str]:
-    """A subgraph's identity independent of its numbering: its member set."""
-    k = p._tag_of[p._pos(name)]
-    return p._members[k]
+# ---------------------------------------------------------------------------- record building
+def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
+    """The NodeTable of an engine result: every column in one pass over the graph."""
+    index = res.index
+    n = len(index.nodes)
+    sub = [-1] * n
+    for k, sg in enumerate(res.subgraphs):
+        for i in sg.nodes:
+            sub[i] = k
+    sg_backend = tuple(sg.backend for sg in res.subgraphs)
+    code = list(res.assignment.code)
+    for i in res.demoted:
+        code[i] = eng.DEMOTED
+    stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
+    module_stack = []
+    for node in index.nodes:
+        st = module_of(node)
+        module_stack.append(stacks.setdefault(st, st))
+    return NodeTable(
+        name=tuple(index.names),
+        op=tuple(index.ops),
+        kind=tuple(node.op for node in index.nodes),
+        eligible_backend=tuple((FALLBACK if b is None else b) if c else None
+                               for b, c in zip(res.assignment.backend, index.callable)),
+        backend=tuple(GRAPH if k < 0 else sg_backend[k] for k in sub),
+        subgraph=tuple(sub),
+        reason_code=tuple(code),
+        spec=tuple(tensor_spec(node) for node in index.nodes),
+        module_stack=tuple(module_stack),
+        inputs=tuple(index.inputs),
+        users=tuple(index.users),
+        compute=tuple(c and not nc for c, nc in zip(index.callable, index.non_compute)),
+        subgraph_tag=tuple(res.tags),
+        subgraph_backend=sg_backend,
+        subgraph_is_acc=tuple(sg.is_acc for sg in res.subgraphs),
+        subgraph_members=tuple(tuple(sorted(sg.nodes)) for sg in res.subgraphs),
+        explain=_Explainer(res, config, sub),
+    )
+
+
+class _Explainer:
+    """Reason texts from the engine's reason codes and details, built one node at a time."""
+
+    def __init__(self, res: eng.EngineResult, config: Config, sub: list[int]) -> None:
+        self.res, self.config, self.sub = res, config, sub
+
+    def backend(self, i: int) -> str:
+        k = self.sub[i]
+        return GRAPH if k < 0 else self.res.subgraphs[k].backend
+
+    def __call__(self, i: int, short: bool = False) -> str:
+        return self.short(i) if short else self.long(i)
+
+    def short(self, i: int) -> str:
+        res = self.res
+        if i in res.demoted:
+            return f"demoted (subgraph < min_block_size {self.config.min_block_size})"
+        code = res.assignment.code[i]
+        if code == eng.SUPPORTED:
+            return f"supported by {res.assignment.backend[i]}"
+        if code == eng.FOLLOWS_PRODUCER:
+            return "non-compute: follows producer"
+        if code == eng.TORCH_EXECUTED:
+            return "in torch_executed_ops"
+        if code == eng.VALIDATOR:
+            return "validator rejected"
+        if code == eng.NOT_CALLABLE:
+            return "not partitioned"
+        return "no support in any backend"
+
+    def long(self, i: int) -> str:
+        res = self.res
+        index = res.index
+        op = index.ops[i]
+        if not index.callable[i]:
+            kind = {"placeholder": "graph input", "get_attr": "weight/constant", "output": "graph output"}
+            return f"{kind.get(index.nodes[i].op, index.nodes[i].op)}: not partitioned"
+        min_size = self.config.min_block_size
+        if i in res.demoted:
+            backend, size = res.demoted[i]
+            if not size:  # upstream's engine does not keep its subgraphs before demotion
+                return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
+                        f"than min_block_size {min_size}")
+            return f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < min_block_size {min_size}"
+        code, detail = res.assignment.code[i], res.assignment.detail[i]
+        where = self.backend(i)
+        if code == eng.TORCH_EXECUTED:
+            return f"runs in PyTorch: {op} is in torch_executed_ops"
+        if code == eng.FOLLOWS_PRODUCER:
+            return (f"non-compute node ({op.rsplit('.', 2)[-2] if op.startswith('torch.ops') else op}): "
+                    f"follows its producer {index.names[detail]}, runs in {where}")
+        if code in (eng.UNSUPPORTED, eng.VALIDATOR):
+            why = "; ".join(f"{b}: {r}" for b, r in detail.items())
+            return f"runs in PyTorch: no support in any backend ({why})"
+        skipped = "; ".join(f"{b}: {r}" for b, r in (detail or {}).items())
+        support = self.config.support_for(res.assignment.backend[i])
+        how = support.how(op)
+        text = f"runs in {where}: {op} supported by {support.description}" + (f" ({how})" if how else "")
+        if where != res.assignment.backend[i]:
+            text += f" (merged into a {where} subgraph)"
+        return text + (f" (skipped {skipped})" if skipped else "")

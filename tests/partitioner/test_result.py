@@ -494,3 +494,92 @@ def test_upstream_itself_mutates_and_refuses_a_second_call():
     assert all(hasattr(n, "tag") for n in gm.graph.nodes if n.op == "call_function")
     with pytest.raises(Exception, match="already tagged"):
         trt.run_upstream_partitioner(gm, min_block_size=1)
+
+
+# ------------------------------------------------------------------------------ the per-node record
+class _Block(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = torch.nn.Linear(4, 4)
+        self.act = torch.nn.ReLU()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.act(self.proj(x)) + x
+
+
+class _Encoder(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.layer = torch.nn.ModuleList([_Block(), _Block()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for block in self.layer:
+            x = block(x)
+        return x.frac()
+
+
+def test_nodes_record_one_row_per_node():
+    """Partition.nodes(): every graph node once, in graph order, with where it runs, why,
+    its innermost nn.Module and its value's dtype and shape."""
+    model = torch.nn.Sequential()
+    model.add_module("encoder", _Encoder())
+    p = hv.partition(model, (torch.randn(2, 4),), min_block_size=1, torch_executed_ops={A + "sub.Tensor"})
+    df = p.nodes()
+    assert list(df.columns) == ["name", "op", "kind", "eligible_backend", "backend", "tag", "reason_code",
+                                "reason", "module_path", "module_class", "dtype", "shape"]
+    assert list(df["name"]) == [n.name for n in p.graph.graph.nodes]
+    by = df.set_index("name")
+    linears = df[df["op"] == A + "linear.default"]
+    assert list(linears["module_path"]) == ["encoder.layer.0.proj", "encoder.layer.1.proj"]
+    assert set(linears["module_class"]) == {"Linear"}
+    assert set(linears["shape"]) == {(2, 4)} and set(linears["dtype"]) == {"torch.float32"}
+    relus = df[df["op"] == A + "relu.default"]
+    assert list(relus["module_path"]) == ["encoder.layer.0.act", "encoder.layer.1.act"]
+    adds = df[df["op"] == A + "add.Tensor"]
+    assert list(adds["module_path"]) == ["encoder.layer.0", "encoder.layer.1"]
+    assert set(adds["module_class"]) == {"_Block"}
+    sub = by.loc[df.loc[df["op"] == A + "sub.Tensor", "name"].item()]  # frac() = x - trunc(x)
+    assert (sub["backend"], sub["eligible_backend"], sub["reason_code"], sub["tag"]) == (
+        "torch", "torch", "torch_executed_ops", p.tag_of(sub.name))
+    assert sub["module_path"] == "encoder" and sub["module_class"] == "_Encoder"
+    x = df[df["kind"] == "placeholder"].iloc[0]
+    assert (x["backend"], x["reason_code"], x["reason"]) == ("graph", "not_callable", "graph input: not partitioned")
+    assert x["eligible_backend"] is None or x["eligible_backend"] != x["eligible_backend"]  # None / NaN
+    for name in df["name"]:
+        row = by.loc[name]
+        assert row["backend"] == p.backend_of(name) and row["reason"] == p.reason_of(name)
+        assert row["reason_code"] == p.reason_code_of(name)
+
+
+def test_record_and_node_table_agree():
+    gm = chain_graph()
+    p = hv.partition(gm, min_block_size=4, torch_executed_ops={aten.mul.Tensor})
+    t = p.records
+    assert len(t) == len(gm.graph.nodes) and t is p.records  # built once
+    rec = p.record("add_tensor")
+    assert isinstance(rec, hv.partitioner.NodeRecord)
+    assert (rec.name, rec.op, rec.kind, rec.backend, rec.eligible_backend, rec.reason_code) == (
+        "add_tensor", A + "add.Tensor", "call_function", "torch", "tensorrt", "demoted")
+    assert rec.inputs == ("x", "y") and rec.users == ("add_tensor_1",)
+    assert (rec.dtype, rec.shape, rec.module_path, rec.module_class) == ("torch.float32", (2, 3), "", "")
+    assert rec == t[t.index_of("add_tensor")]
+    assert [r.name for r in t] == list(t.name)
+    mul = p.record("mul_tensor")
+    assert (mul.reason_code, mul.reason) == ("torch_executed_ops",
+                                             f"runs in PyTorch: {A}mul.Tensor is in torch_executed_ops")
+    members = [tuple(t.name[i] for i in m) for m in t.subgraph_members]
+    assert members == [sg.nodes for sg in p.subgraphs]
+    assert list(t.subgraph_tag) == [sg.tag for sg in p.subgraphs]
+    with pytest.raises(hv.ConfigError, match="no node named 'nope'"):
+        p.record("nope")
+
+
+def test_nodes_of_a_graph_without_metadata():
+    """A hand-built graph has no meta['val']: dtype and shape are None, nothing fails."""
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    g.output(g.call_function(aten.relu.default, (x,)))
+    p = hv.partition(torch.fx.GraphModule(torch.nn.Module(), g), min_block_size=1)
+    df = p.nodes()
+    assert df["dtype"].isna().all() and df["shape"].isna().all()
+    assert list(df["backend"]) == ["graph", "tensorrt", "graph"]

@@ -1,0 +1,294 @@
+"""The public per-node record of a partition, and the vocabulary it is written in.
+
+Everything downstream of partitioning (drawing, the HTML and text reports, the explorer,
+`hv.diff`, the latency tables) reads a partition through `Partition.records` (a `NodeTable`,
+columnar, built once per Partition), `Partition.record(name)` (one `NodeRecord`) and
+`Partition.nodes()` (the same as a DataFrame), never through the engine's internals.
+
+Also defined here, once: the tensor spec of a node and its text forms (`TensorSpec`), the
+reason codes (re-exported from the engine, which produces them), the fallback backend name
+and the parsing of a subgraph tag back into its backend.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
+
+import torch
+
+from hierviz.partitioner.engine import (  # the engine produces the codes; this is their public home
+    CALLABLE_OPS,
+    DEMOTED,
+    FALLBACK,
+    FOLLOWS_PRODUCER,
+    NOT_CALLABLE,
+    SUPPORTED,
+    TORCH_EXECUTED,
+    UNSUPPORTED,
+    VALIDATOR,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+# Every reason code a node can have, in the order tables list them.
+REASON_CODES = (SUPPORTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED, NOT_CALLABLE)
+# The codes of nodes that run in PyTorch although they are compute ops.
+FALLBACK_REASONS = (TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED)
+# The backend of placeholders, weights and the output: they are not partitioned.
+GRAPH = "graph"
+ACC_PREFIX = "_run_on_acc_"
+TORCH_PREFIX = "_run_on_gpu_"
+
+_DTYPE_ABBR = {
+    "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
+    "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
+    "complex64": "c64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
+}
+
+
+def parse_tag(tag: str) -> tuple[bool, str]:
+    """(is_acc, backend) of a subgraph tag: '_run_on_acc_tensorrt_3' -> (True, 'tensorrt'),
+    '_run_on_gpu_2' (or any other name) -> (False, 'torch')."""
+    if tag.startswith(ACC_PREFIX):
+        return True, tag[len(ACC_PREFIX):].rsplit("_", 1)[0]
+    return False, FALLBACK
+
+
+def short_dtype(dtype: str | None) -> str:
+    """'torch.float32' -> 'float32'; None -> '?'."""
+    return (dtype or "?").replace("torch.", "")
+
+
+# ---------------------------------------------------------------------------- tensor specs
+@dataclass(frozen=True)
+class TensorSpec:
+    """A node's value: producer name, shape and dtype (from meta['val'] or 'tensor_meta').
+
+    `shape` is None for a value that is not a tensor; then `dtype` holds its Python type
+    name ('tuple', 'int', ...) and `count` the length of a tuple/list. All None: unknown
+    (a hand-built graph without metadata)."""
+
+    name: str
+    shape: tuple | None
+    dtype: str | None
+    count: int | None = field(default=None, compare=False, repr=False)
+
+    def __str__(self) -> str:
+        if self.shape is None:
+            return f"{self.name}: {self.dtype or '?'}"
+        return f"{self.name}: {self.full()}"
+
+    @property
+    def known(self) -> bool:
+        return self.shape is not None or self.dtype is not None
+
+    def full(self) -> str:
+        """'float32[1, 3, 224, 224]' (tooltips, tables); the type name for a non-tensor; '' if unknown."""
+        if self.shape is None:
+            return self.dtype or ""
+        return f"{short_dtype(self.dtype)}[{', '.join(str(d) for d in self.shape)}]"
+
+    def compact(self) -> str:
+        """'f32[1,64,56,56]' (edge labels), 'tuple(3)', 'int'; '' if unknown."""
+        if self.shape is None:
+            if self.count is not None:
+                return f"{self.dtype}({self.count})"
+            return self.dtype or ""
+        dt = short_dtype(self.dtype)
+        return f"{_DTYPE_ABBR.get(dt, dt)}[{','.join(str(d) for d in self.shape)}]"
+
+    def dryrun(self) -> str:
+        """Torch-TensorRT's dryrun form: 'Tensor: (1, 3)@float32'; the type name otherwise."""
+        if self.shape is None:
+            return self.dtype or "value"
+        return f"Tensor: ({', '.join(str(d) for d in self.shape)})@{short_dtype(self.dtype)}"
+
+
+def _dim(d: Any) -> int | str:
+    return int(d) if isinstance(d, int) or str(d).isdigit() else str(d)
+
+
+def tensor_spec(node: torch.fx.Node) -> TensorSpec:
+    """The spec of `node`'s value, from meta['val'] (or 'tensor_meta'); unknown when neither is set."""
+    val = node.meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return TensorSpec(node.name, tuple(_dim(d) for d in val.shape), str(val.dtype))
+    if isinstance(val, (tuple, list)):
+        return TensorSpec(node.name, None, type(val).__name__, len(val))
+    tm = node.meta.get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        return TensorSpec(node.name, tuple(_dim(d) for d in tm.shape), str(tm.dtype))
+    if val is not None:
+        return TensorSpec(node.name, None, type(val).__name__)
+    return TensorSpec(node.name, None, None)
+
+
+def module_of(node: torch.fx.Node) -> tuple[tuple[str, str], ...]:
+    """The node's nn.Module stack from meta['nn_module_stack'], outermost first, as
+    (path, qualified class name) pairs; () when the capture recorded none."""
+    stack = node.meta.get("nn_module_stack")
+    if not stack:
+        return ()
+    out = []
+    for value in stack.values():
+        try:
+            path, cls = value[0], value[1]
+        except (TypeError, IndexError):
+            continue
+        if isinstance(cls, type):
+            cls = f"{cls.__module__}.{cls.__qualname__}"
+        out.append((str(path), str(cls)))
+    return tuple(out)
+
+
+# ---------------------------------------------------------------------------- the record
+@dataclass(frozen=True)
+class NodeRecord:
+    """Everything hierviz knows about one graph node after partitioning.
+
+    kind is the fx op ('placeholder', 'get_attr', 'call_function', ..., 'output'); op the
+    qualified target ('torch.ops.aten.relu.default', '' for non-callables); backend the one it
+    runs in ('torch' for PyTorch, 'graph' for inputs, weights and the output); eligible_backend
+    the one support made it eligible for before small blocks were demoted (None for
+    non-callables); tag its subgraph (None when not partitioned); reason_code one of
+    REASON_CODES, reason the same in words; module_path the innermost nn.Module
+    ('encoder.layer.0.attention', '' for the root or unknown) and module_class its class name."""
+
+    index: int
+    name: str
+    op: str
+    kind: str
+    eligible_backend: str | None
+    backend: str
+    tag: str | None
+    reason_code: str
+    reason: str
+    module_path: str
+    module_class: str
+    dtype: str | None
+    shape: tuple | None
+    inputs: tuple[str, ...]
+    users: tuple[str, ...]
+
+    @property
+    def callable(self) -> bool:
+        return self.kind in CALLABLE_OPS
+
+
+@dataclass(frozen=True, eq=False)
+class NodeTable:
+    """The per-node record of a whole partition in columns (entry i of each column is node i
+    in graph order), built once per Partition: the compact form that stays fast at 10^5 nodes.
+
+    Per node: name, op, kind, eligible_backend, backend, subgraph (index into the subgraph
+    columns, -1 when not partitioned), tag, reason_code, spec (TensorSpec), module_stack,
+    inputs and users (node indices), compute (False for getitem/view and non-callables).
+    Per subgraph, in partition order: subgraph_tag, subgraph_backend, subgraph_is_acc,
+    subgraph_members (node indices in graph order). Reason texts are built on demand
+    (`reason(i)`), since formatting 10^5 of them costs a second."""
+
+    name: tuple[str, ...]
+    op: tuple[str, ...]
+    kind: tuple[str, ...]
+    eligible_backend: tuple[str | None, ...]
+    backend: tuple[str, ...]
+    subgraph: tuple[int, ...]
+    reason_code: tuple[str, ...]
+    spec: tuple[TensorSpec, ...]
+    module_stack: tuple[tuple[tuple[str, str], ...], ...]
+    inputs: tuple[tuple[int, ...], ...]
+    users: tuple[tuple[int, ...], ...]
+    compute: tuple[bool, ...]
+    subgraph_tag: tuple[str, ...]
+    subgraph_backend: tuple[str, ...]
+    subgraph_is_acc: tuple[bool, ...]
+    subgraph_members: tuple[tuple[int, ...], ...]
+    explain: Callable[[int, bool], str] = field(repr=False)  # (i, short) -> reason text
+
+    def __len__(self) -> int:
+        return len(self.name)
+
+    @functools.cached_property
+    def position(self) -> Mapping[str, int]:
+        """Node name -> index."""
+        return {n: i for i, n in enumerate(self.name)}
+
+    @functools.cached_property
+    def tag(self) -> tuple[str | None, ...]:
+        tags = self.subgraph_tag
+        return tuple(None if k < 0 else tags[k] for k in self.subgraph)
+
+    @functools.cached_property
+    def module_path(self) -> tuple[str, ...]:
+        return tuple(s[-1][0] if s else "" for s in self.module_stack)
+
+    @functools.cached_property
+    def module_class(self) -> tuple[str, ...]:
+        return tuple(s[-1][1].rsplit(".", 1)[-1] if s else "" for s in self.module_stack)
+
+    def index_of(self, name: str) -> int:
+        """The index of node `name`; KeyError when there is none (Partition.record raises ConfigError)."""
+        return self.position[name]
+
+    def reason(self, i: int) -> str:
+        """Why node i runs where it runs, in words."""
+        return self.explain(i, False)
+
+    def short_reason(self, i: int) -> str:
+        """The reason in a few words, for tables that group nodes ('supported by tensorrt')."""
+        return self.explain(i, True)
+
+    def is_callable(self, i: int) -> bool:
+        return self.kind[i] in CALLABLE_OPS
+
+    def __getitem__(self, i: int) -> NodeRecord:
+        spec = self.spec[i]
+        names = self.name
+        k = self.subgraph[i]
+        stack = self.module_stack[i]
+        return NodeRecord(
+            index=i, name=names[i], op=self.op[i], kind=self.kind[i],
+            eligible_backend=self.eligible_backend[i], backend=self.backend[i],
+            tag=None if k < 0 else self.subgraph_tag[k], reason_code=self.reason_code[i],
+            reason=self.reason(i), module_path=stack[-1][0] if stack else "",
+            module_class=stack[-1][1].rsplit(".", 1)[-1] if stack else "",
+            dtype=spec.dtype, shape=spec.shape,
+            inputs=tuple(names[a] for a in self.inputs[i]), users=tuple(names[u] for u in self.users[i]),
+        )
+
+    def __iter__(self) -> Iterator[NodeRecord]:
+        return (self[i] for i in range(len(self)))
+
+    def frame(self, rows: Sequence[int] | None = None) -> "pd.DataFrame":
+        """The records as a DataFrame (one row per node, or per index in `rows`)."""
+        import pandas as pd
+
+        idx = range(len(self)) if rows is None else list(rows)
+        tags, paths, classes = self.tag, self.module_path, self.module_class
+        data = {
+            "name": [self.name[i] for i in idx],
+            "op": [self.op[i] for i in idx],
+            "kind": [self.kind[i] for i in idx],
+            "eligible_backend": [self.eligible_backend[i] for i in idx],
+            "backend": [self.backend[i] for i in idx],
+            "tag": [tags[i] for i in idx],
+            "reason_code": [self.reason_code[i] for i in idx],
+            "reason": [self.reason(i) for i in idx],
+            "module_path": [paths[i] for i in idx],
+            "module_class": [classes[i] for i in idx],
+            "dtype": [self.spec[i].dtype for i in idx],
+            "shape": [self.spec[i].shape for i in idx],
+        }
+        return pd.DataFrame(data, columns=list(NODE_COLUMNS))
+
+
+NODE_COLUMNS = ("name", "op", "kind", "eligible_backend", "backend", "tag", "reason_code", "reason",
+                "module_path", "module_class", "dtype", "shape")
+
+
+__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "module_of", "short_dtype",
+           "parse_tag", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED",
+           "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE"]
