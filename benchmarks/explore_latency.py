@@ -31,7 +31,7 @@ TARGET_S = 1.0
 
 def steps(ex) -> list[tuple[str, str, object]]:
     """(description, control, value) — every control a user touches, cold first, then warm."""
-    graph_ops = ex._graph_ops
+    graph_ops = ex.controller.graph_ops
     top_ops = [op for op, _ in graph_ops.most_common() if op.startswith("torch.ops.aten.")]
     relu = next((op for op in top_ops if "relu" in op or "gelu" in op), top_ops[0])
     second = next(op for op in top_ops if op != relu)

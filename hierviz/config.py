@@ -1,16 +1,35 @@
-"""hv.Config: the partitioner's settings, frozen and hashable."""
+"""hv.Config: the partitioner's settings, frozen and hashable, and the one parser that turns
+user values and text into settings.
+
+Every entry point — `Config(...)`, `Config.replace`, `hv.partition(**overrides)`, the CLI,
+`hv.sweep` grids, the Explorer and the tables — goes through the `parse_*` functions here, so
+`"tensorrt>inductor"`, `"tensorrt,inductor"` and `("tensorrt", "inductor")` mean the same
+everywhere, op names are accepted with or without `torch.ops.aten.`, and a wrong type or value
+is a `ConfigError` saying what to write instead. Python values are strict (a bool field takes
+a bool, `min_block_size` a positive int); `parse_text` reads the command line's strings.
+"""
 
 from __future__ import annotations
 
 import dataclasses
+import difflib
+import math
+import numbers
+import re
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterable, Iterator, Mapping
 
 from hierviz import support as support_mod
 from hierviz.errors import ConfigError
-from hierviz.opnames import normalize_all
+from hierviz.opnames import normalize_all, split_names
 
 MIN_BLOCK_SIZE = 5  # Torch-TensorRT's MIN_BLOCK_SIZE
+BUILTIN_BACKENDS = ("tensorrt", "inductor")
+# Backend names become submodule names (_run_on_acc_<backend>_<i>): identifiers only.
+_BACKEND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
+_SEPARATORS = re.compile(r"[>,+\s]+")
+_SUPPORT_HELP = ("support must map backend name -> hv.support.*(...), e.g. "
+                 "support={'inductor': hv.support.inductor()}")
 
 
 class SupportMap(Mapping[str, support_mod.Support]):
@@ -50,51 +69,18 @@ class Config:
     skip_fusion: bool = False
 
     def __post_init__(self) -> None:
-        priority = self.priority
-        if isinstance(priority, str):
-            priority = tuple(p.strip() for p in priority.split(",") if p.strip())
-        try:
-            priority = tuple(str(p) for p in priority)
-        except TypeError:
-            raise ConfigError(f"priority must be a list of backend names, not {self.priority!r}") from None
-        if not priority:
-            raise ConfigError("priority is empty: give at least one backend, e.g. priority=('tensorrt',).")
-        if len(set(priority)) != len(priority):
-            raise ConfigError(f"priority lists a backend twice: {priority}. Name each backend once.")
-        if any(p in ("None", "torch", "") for p in priority):
-            raise ConfigError("'torch'/'None' is the fallback, not a backend: leave it out of priority.")
+        priority = parse_priority(self.priority)
         object.__setattr__(self, "priority", priority)
-
-        if self.support is not None:
-            if not isinstance(self.support, Mapping):
-                raise ConfigError("support must map backend name -> hv.support.*(...), e.g. "
-                                  "support={'inductor': hv.support.inductor()}")
-            for name, sup in self.support.items():
-                if not isinstance(sup, support_mod.Support):
-                    raise ConfigError(f"support[{name!r}] must be a hv.Support (hv.support.ops([...]), "
-                                      f"hv.support.inductor(), ...), not {type(sup).__name__}.")
-            if not isinstance(self.support, SupportMap):
-                object.__setattr__(self, "support", SupportMap(self.support))
+        support = parse_support(self.support, priority)
+        object.__setattr__(self, "support", support)
         for backend in priority:
-            if backend not in (self.support or {}) and backend not in ("tensorrt", "inductor"):
-                raise ConfigError(f"backend {backend!r} has no support set; pass "
-                                  f"support={{{backend!r}: hv.support.ops([...])}} or hv.support.where(...).")
-
-        mbs = self.min_block_size
-        if isinstance(mbs, bool) or not isinstance(mbs, int):
-            try:
-                if float(mbs) != int(mbs):
-                    raise ValueError
-                mbs = int(mbs)
-            except (TypeError, ValueError):
-                raise ConfigError(f"min_block_size must be an integer >= 1, not {self.min_block_size!r}.") from None
-        if mbs < 1:
-            raise ConfigError(f"min_block_size must be >= 1 (got {mbs}); 1 keeps every accelerated subgraph.")
-        object.__setattr__(self, "min_block_size", mbs)
-
-        object.__setattr__(self, "torch_executed_ops", normalize_all(self.torch_executed_ops or ()))
-        object.__setattr__(self, "require_full_compilation", bool(self.require_full_compilation))
-        object.__setattr__(self, "skip_fusion", bool(self.skip_fusion))
+            if backend not in (support or {}) and backend not in BUILTIN_BACKENDS:
+                raise ConfigError(_unknown_backend(backend))
+        object.__setattr__(self, "min_block_size", parse_min_block_size(self.min_block_size))
+        object.__setattr__(self, "torch_executed_ops", parse_ops(self.torch_executed_ops))
+        object.__setattr__(self, "require_full_compilation",
+                           parse_bool("require_full_compilation", self.require_full_compilation))
+        object.__setattr__(self, "skip_fusion", parse_bool("skip_fusion", self.skip_fusion))
 
     def support_for(self, backend: str) -> support_mod.Support | None:
         """The Support used for `backend`: the one given, else the seed's default."""
@@ -103,10 +89,8 @@ class Config:
         return support_mod.seed_default(backend)
 
     def replace(self, **changes: Any) -> "Config":
-        unknown = set(changes) - {f.name for f in dataclasses.fields(self)}
-        if unknown:
-            raise ConfigError(f"unknown Config field(s) {sorted(unknown)}; fields are "
-                              f"{[f.name for f in dataclasses.fields(self)]}.")
+        """A copy with `changes` (Config fields; text accepted as in `parse_config`)."""
+        check_fields(changes)
         return dataclasses.replace(self, **changes)
 
     def to_dict(self) -> dict:
@@ -122,16 +106,17 @@ class Config:
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Config":
+        """The inverse of `to_dict` (also takes Python values, like `Config(**d)`)."""
+        if not isinstance(d, Mapping):
+            raise ConfigError(f"Config.from_dict takes a dict of Config fields, not {type(d).__name__}.")
         d = dict(d)
-        unknown = set(d) - {f.name for f in dataclasses.fields(cls)}
-        if unknown:
-            raise ConfigError(f"unknown Config field(s) {sorted(unknown)}.")
-        if d.get("support") is not None:
-            d["support"] = {k: support_mod.from_dict(v) for k, v in d["support"].items()}
-        if "priority" in d:
-            d["priority"] = tuple(d["priority"])
-        if "torch_executed_ops" in d:
-            d["torch_executed_ops"] = frozenset(d["torch_executed_ops"])
+        check_fields(d)
+        sup = d.get("support")
+        if sup is not None:
+            if not isinstance(sup, Mapping):
+                raise ConfigError(_SUPPORT_HELP)
+            d["support"] = {k: v if isinstance(v, support_mod.Support) else _support_from_dict(k, v)
+                            for k, v in sup.items()}
         return cls(**d)
 
     def label(self) -> str:
@@ -144,3 +129,179 @@ class Config:
         if self.skip_fusion:
             parts.append("nofusion")
         return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------- the parser
+FIELDS = tuple(f.name for f in dataclasses.fields(Config))
+# Arguments people pass to hv.partition that belong to hv.capture.
+CAPTURE_ARGS = ("dynamic_shapes", "kwargs")
+
+
+def check_fields(values: Mapping[str, Any]) -> None:
+    """ConfigError naming the closest field for each name that is not a Config field."""
+    unknown = sorted(k for k in values if k not in FIELDS)
+    if not unknown:
+        return
+    capture_args = [k for k in unknown if k in CAPTURE_ARGS]
+    if capture_args:
+        raise ConfigError(f"{', '.join(capture_args)} is an argument of capturing, not a Config field: "
+                          f"pass it to hv.partition(model, inputs, {capture_args[0]}=...) or "
+                          f"hv.capture(model, inputs, {capture_args[0]}=...).")
+    hints = [m for k in unknown for m in difflib.get_close_matches(str(k), FIELDS, n=1)]
+    msg = f"unknown Config field(s) {unknown}"
+    msg += f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else "."
+    raise ConfigError(msg + f" Fields are {', '.join(FIELDS)}.")
+
+
+def _unknown_backend(name: str) -> str:
+    hint = difflib.get_close_matches(name.lower(), BUILTIN_BACKENDS, n=1, cutoff=0.6)
+    if hint:
+        return (f"unknown backend {name!r}, did you mean {hint[0]!r}? Built-in backends: "
+                f"{', '.join(BUILTIN_BACKENDS)}.")
+    return (f"unknown backend {name!r} (no support set): built-in backends are {', '.join(BUILTIN_BACKENDS)}; "
+            f"a custom backend needs support={{{name!r}: hv.support.ops([...])}} or hv.support.where(...).")
+
+
+def parse_backend(name: Any, where: str = "priority") -> str:
+    """A backend name: built-ins case-insensitive ('TensorRT' -> 'tensorrt'); custom names
+    must be identifiers (they name submodules, `_run_on_acc_<backend>_0`)."""
+    if not isinstance(name, str):
+        raise ConfigError(f"{where}: backend names are strings such as 'tensorrt', not "
+                          f"{type(name).__name__} {name!r}.")
+    text = name.strip()
+    if text.lower() in BUILTIN_BACKENDS:
+        return text.lower()
+    if text.lower() in ("torch", "none", ""):
+        raise ConfigError(f"{where}: {name!r} is not a backend: nodes no backend takes run in PyTorch "
+                          "('torch', the fallback) anyway; leave it out.")
+    if not _BACKEND_NAME.match(text):
+        raise ConfigError(f"{where}: backend name {name!r} is not usable: it names submodules "
+                          f"(_run_on_acc_<backend>_0), so use letters, digits and '_', starting with a letter.")
+    return text
+
+
+def parse_priority(value: Any) -> tuple[str, ...]:
+    """priority from a tuple/list of names or text: 'tensorrt>inductor', 'tensorrt,inductor'."""
+    if isinstance(value, str):
+        items: Iterable[Any] = [p for p in _SEPARATORS.split(value) if p]
+    elif isinstance(value, (list, tuple)):
+        items = value
+    else:
+        raise ConfigError(f"priority must be backend names, highest first, e.g. ('tensorrt', 'inductor') "
+                          f"or 'tensorrt>inductor', not {type(value).__name__} {value!r}.")
+    priority = tuple(parse_backend(p) for p in items)
+    if not priority:
+        raise ConfigError("priority is empty: give at least one backend, e.g. priority=('tensorrt',).")
+    twice = sorted({p for p in priority if priority.count(p) > 1})
+    if twice:
+        raise ConfigError(f"priority lists a backend twice: {priority}. Name each backend once ({twice[0]!r}).")
+    return priority
+
+
+def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
+    """support: None (the seed's defaults) or a mapping backend -> hv.Support. A custom backend
+    named in support must be in priority, else it would be ignored."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise ConfigError(_SUPPORT_HELP)
+    items: dict[str, support_mod.Support] = {}
+    for name, sup in value.items():
+        backend = parse_backend(name, where="support")
+        if not isinstance(sup, support_mod.Support):
+            raise ConfigError(f"support[{name!r}] must be a hv.Support (hv.support.ops([...]), "
+                              f"hv.support.inductor(), ...), not {type(sup).__name__}.")
+        if backend in items:
+            raise ConfigError(f"support names backend {backend!r} twice; name it once.")
+        items[backend] = sup
+    ignored = [b for b in items if b not in priority and b not in BUILTIN_BACKENDS]
+    if ignored:
+        raise ConfigError(f"support names backend {ignored[0]!r}, which is not in priority {priority}, so it "
+                          f"would be ignored: add it, e.g. priority={(ignored[0], *priority)!r}, or "
+                          "leave it out of support.")
+    if isinstance(value, SupportMap) and dict(value) == items:
+        return value
+    return SupportMap(items)
+
+
+def parse_min_block_size(value: Any) -> int:
+    """min_block_size: an int >= 1 (not a bool, not a float)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        if isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 1:
+            raise ConfigError(f"min_block_size must be an int, not the float {value!r}: write {int(value)}.")
+        raise ConfigError(f"min_block_size must be an integer >= 1 (Torch-TensorRT's default is "
+                          f"{MIN_BLOCK_SIZE}), not {type(value).__name__} {value!r}.")
+    if value < 1:
+        raise ConfigError(f"min_block_size must be >= 1 (got {value}); 1 keeps every accelerated subgraph.")
+    return int(value)
+
+
+def parse_bool(name: str, value: Any) -> bool:
+    """A bool field: True or False only (text such as 'no' is for `parse_text`)."""
+    if isinstance(value, bool):
+        return value
+    if type(value).__name__ == "bool_":  # numpy.bool_ from a DataFrame row
+        return bool(value)
+    raise ConfigError(f"{name} must be True or False, not {type(value).__name__} {value!r}.")
+
+
+def parse_ops(value: Any, field: str = "torch_executed_ops") -> frozenset[str]:
+    """Op names (with or without 'torch.ops.aten.', comma-separated text, OpOverloads) as
+    qualified names; unknown names and names that never match an aten node are errors."""
+    if value is None:
+        return frozenset()
+    if isinstance(value, str):
+        value = split_names(value)
+    elif not isinstance(value, (list, tuple, set, frozenset)):
+        raise ConfigError(f"{field} must be a set of op names, e.g. {{'torch.ops.aten.relu.default'}} or "
+                          f"'aten.relu.default,aten.add.Tensor', not {type(value).__name__} {value!r}.")
+    return normalize_all(value, field)
+
+
+TEXT_TRUE = ("true", "yes", "on", "1")
+TEXT_FALSE = ("false", "no", "off", "0")
+
+
+def parse_text(name: str, text: str) -> Any:
+    """The typed value of a Config field written as text (the command line, a CSV cell):
+    priority 'a>b' / 'a,b' / 'a+b'; op names comma- or '+'-separated, 'none' for no ops;
+    bools true/false/yes/no/1/0; min_block_size an integer."""
+    check_fields({name: text})
+    if not isinstance(text, str):
+        raise ConfigError(f"{name}: expected text, got {type(text).__name__} {text!r}.")
+    t = text.strip()
+    if name == "priority":
+        return parse_priority(t)
+    if name == "torch_executed_ops":
+        return frozenset() if t.lower() in ("", "none", "()") else parse_ops(t.replace("+", ","))
+    if name in ("require_full_compilation", "skip_fusion"):
+        if t.lower() in TEXT_TRUE:
+            return True
+        if t.lower() in TEXT_FALSE:
+            return False
+        raise ConfigError(f"{name}: {text!r} is not true/false.")
+    if name == "min_block_size":
+        try:
+            number = int(t)
+        except ValueError:
+            raise ConfigError(f"min_block_size: {text!r} is not a whole number; give an integer >= 1.") from None
+        return parse_min_block_size(number)
+    raise ConfigError(f"{name} cannot be given as text; pass hv.support.* objects from Python "
+                      "(or --inductor-support on the command line).")
+
+
+def parse_config(values: Mapping[str, Any] | None = None, base: "Config | None" = None) -> Config:
+    """A Config from `base` (default: the defaults) and `values` (Config fields, Python values
+    or the text forms above). The one place settings from the user become a Config."""
+    if values is not None and not isinstance(values, Mapping):
+        raise ConfigError(f"settings must be a dict of Config fields, not {type(values).__name__}.")
+    values = dict(values or {})
+    check_fields(values)
+    base = base if base is not None else Config()
+    return base.replace(**values) if values else base
+
+
+def _support_from_dict(name: str, d: Any) -> support_mod.Support:
+    if not isinstance(d, Mapping):
+        raise ConfigError(f"support[{name!r}] must be a hv.Support or its to_dict() form, not {type(d).__name__}.")
+    return support_mod.from_dict(dict(d))

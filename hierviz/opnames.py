@@ -87,14 +87,66 @@ def closest(name: str, n: int = 3) -> list[str]:
     return hits
 
 
+def split_names(text: str) -> list[str]:
+    """'a, b,c' -> ['a', 'b', 'c'] (op names as text: comma-separated)."""
+    return [t.strip() for t in text.split(",") if t.strip()]
+
+
+# torch submodules whose functions lower to aten ops named '<submodule>_<name>'.
+_PREFIXED = ("special", "linalg", "fft", "nested")
+
+
+def lowers_to(name: str) -> list[str]:
+    """Aten op names a torch-level function name ('torch.relu', 'torch.special.i0e',
+    'torch.nn.functional.gelu') most likely lowers to; [] when none is found."""
+    parts = name.split(".")
+    last = parts[-1]
+    packets = [f"{p}_{last}" for p in parts[1:-1] if p in _PREFIXED] + [last, last.rstrip("_")]
+    out: list[str] = []
+    for packet in dict.fromkeys(packets):
+        pk = getattr(torch.ops.aten, packet, None) if packet else None
+        if isinstance(pk, torch._ops.OpOverloadPacket):
+            overloads = sorted((o for o in pk.overloads() if "out" not in o),  # out= forms never appear
+                               key=lambda o: (o != "default", o))
+            out += [f"torch.ops.aten.{packet}.{o}" for o in overloads[:3]]
+    return out
+
+
+def _torch_level(name: str) -> bool:
+    """A name of a torch-level Python function (torch.relu, torch.nn.functional.gelu): aten
+    graphs never call those, so such a name would never match a node."""
+    if not name.startswith("torch.") or name.startswith("torch.ops."):
+        return False
+    attr = name.rsplit(".", 1)[-1]
+    return not (attr.startswith("sym_") or attr.startswith("_sym"))
+
+
 def normalize(op: Any, field: str = "torch_executed_ops") -> str:
-    """Turn an OpOverload, packet or name string into its qualified name; raise
-    ConfigError naming close matches when the op does not exist."""
-    if not isinstance(op, str):
+    """Turn an OpOverload, packet or name string into its qualified name; 'aten.x.y' and
+    'x.y' (an aten op) are accepted. Unknown names raise ConfigError naming close matches;
+    torch-level names (torch.relu) raise ConfigError naming the aten ops they lower to."""
+    if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return qualname(op)
+    if callable(op) and not isinstance(op, str):
+        op = qualname(op)
+    if not isinstance(op, str):
+        raise ConfigError(f"{field}: op names are strings such as 'torch.ops.aten.relu.default' (or the op "
+                          f"itself, torch.ops.aten.relu.default), not {type(op).__name__} {op!r}.")
     name = op.strip()
+    if not name:
+        raise ConfigError(f"{field}: an empty op name; use qualified names such as 'torch.ops.aten.add.Tensor'.")
     if name.startswith("aten."):
         name = "torch.ops." + name
+    elif not name.startswith("torch.ops.") and _resolve(name) is None and \
+            _resolve("torch.ops.aten." + name) is not None:
+        name = "torch.ops.aten." + name  # 'relu.default' / 'relu'
+    if _torch_level(name) and _resolve(name) is not None:
+        aten = lowers_to(name)
+        msg = (f"{field}: {op!r} is a torch-level function; the captured graph holds aten ops, so it "
+               "would never match a node.")
+        msg += (" Use the aten op(s) it lowers to: " + ", ".join(repr(a) for a in aten) + "."
+                if aten else " Use the aten names Partition.ops() lists.")
+        raise ConfigError(msg)
     if _resolve(name) is None:
         hint = closest(name)
         msg = f"{field}: unknown op name {op!r}."
@@ -106,6 +158,12 @@ def normalize(op: Any, field: str = "torch_executed_ops") -> str:
 
 
 def normalize_all(ops: Iterable[Any], field: str = "torch_executed_ops") -> frozenset[str]:
+    """Every op of `ops` normalised (a single string is one name)."""
     if isinstance(ops, (str, bytes)):
         ops = [ops]
-    return frozenset(normalize(o, field) for o in ops)
+    try:
+        items = list(ops)
+    except TypeError:
+        raise ConfigError(f"{field} must be a set of op names, e.g. {{'torch.ops.aten.relu.default'}}, "
+                          f"not {type(ops).__name__} {ops!r}.") from None
+    return frozenset(normalize(o, field) for o in items)

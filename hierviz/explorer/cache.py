@@ -52,3 +52,43 @@ def clear_cache() -> None:
     with _lock:
         _entries.clear()
         _counters["hits"] = _counters["misses"] = 0
+
+
+class BoundedCache:
+    """A small thread-safe LRU mapping with a size bound, for the Explorer's per-setting
+    results (diagrams, panel HTML, measurements, diffs): going back to a setting is instant,
+    and a long session cannot grow memory without limit."""
+
+    def __init__(self, maxsize: int) -> None:
+        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
+            raise ValueError(f"maxsize must be a positive int, not {maxsize!r}")
+        self.maxsize = maxsize
+        self._lock = threading.RLock()
+        self._items: "OrderedDict[Any, Any]" = OrderedDict()
+
+    def get(self, key: Any, default: Any = None) -> Any:
+        with self._lock:
+            if key not in self._items:
+                return default
+            self._items.move_to_end(key)
+            return self._items[key]
+
+    def put(self, key: Any, value: Any) -> Any:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.maxsize:
+                self._items.popitem(last=False)
+        return value
+
+    def __contains__(self, key: Any) -> bool:
+        with self._lock:
+            return key in self._items
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._items)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()

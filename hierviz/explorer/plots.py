@@ -100,7 +100,7 @@ def plot_subgraphs(df: pd.DataFrame, *, x: str | None = None, ax: Any = None) ->
     table = data.set_index(data[x].astype(str))[cols].fillna(0)
     table.columns = [c[len("subgraphs_"):] for c in cols]
     ax = _axes(ax)
-    colors = _colors(list(table.columns))
+    colors = backend_colors(list(table.columns))
     table.plot(kind="bar", stacked=True, ax=ax, color=colors, width=0.8)
     ax.set_xlabel(x)
     ax.set_ylabel("subgraphs")
@@ -110,12 +110,8 @@ def plot_subgraphs(df: pd.DataFrame, *, x: str | None = None, ax: Any = None) ->
     return ax
 
 
-def _colors(backends: list[str]) -> list[str]:
-    try:
-        from hierviz.drawing import palette  # the diagram's colours, when the render package has them
+def backend_colors(backends: list[str]) -> list[str]:
+    """The diagram's colour of each backend, so plots and the Explorer match the diagrams."""
+    from hierviz.drawing import palette
 
-        return [palette.color(b) for b in backends]
-    except Exception:  # noqa: BLE001 - fall back to fixed colours
-        fixed = {"tensorrt": "#76b900", "inductor": "#ee4c2c", "torch": "#9e9e9e"}
-        others = ["#1f77b4", "#9467bd", "#17becf", "#bcbd22", "#8c564b"]
-        return [fixed.get(b, others[i % len(others)]) for i, b in enumerate(backends)]
+    return [palette.color(b) for b in backends]

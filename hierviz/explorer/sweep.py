@@ -9,7 +9,6 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from hierviz import support as support_mod
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
@@ -55,17 +54,6 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     return [dict(zip(keys, (_coerce(k, v) for k, v in zip(keys, combo)))) for combo in itertools.product(*lists)]
 
 
-def as_config(config: Config | Mapping[str, Any] | None) -> Config:
-    """A Config from a Config, None, or a dict of fields: either Config.to_dict()'s JSON form
-    or Python values (hv.Support objects, tuples, sets)."""
-    if isinstance(config, Mapping):
-        sup = config.get("support")
-        if sup is None or (isinstance(sup, Mapping) and
-                           all(isinstance(v, support_mod.Support) for v in sup.values())):
-            return Config().replace(**dict(config))
-    return make_config(config, {})
-
-
 def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
     if not measure:
         return None
@@ -93,7 +81,7 @@ def _partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, d
 
 
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
-          measure: bool | Mapping[str, Any] = False, executor: Executor | None = None,
+          measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
           progress: bool = True) -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
@@ -108,14 +96,18 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
     in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
     parallel; measuring always runs one configuration at a time, so timings do not disturb
-    each other. `df.attrs` holds the run time and cache counters.
+    each other. `executor="ray"` (or a Ray address, or the initialised `ray` module) runs
+    each row, measuring included, as a Ray task (see hierviz/explorer/ray_executor.py).
+    `df.attrs` holds the run time and cache counters.
     """
+    from hierviz.explorer.ray_executor import is_ray
+
     if isinstance(executor, ProcessPoolExecutor):
         raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
                           "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
     start = time.perf_counter()
     before = cache_info()
-    base_cfg = as_config(base)
+    base_cfg = make_config(base)
     combos = expand_grid(grid)
     gm = graph_of(model, example_inputs)
     mkw = _measure_kwargs(measure)
@@ -123,8 +115,13 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     from tqdm.auto import tqdm
 
     bar = tqdm(total=len(combos), desc="hv.sweep", unit="config", disable=not progress, leave=False)
+    on_ray = executor is not None and is_ray(executor)
     try:
-        if executor is None:
+        if on_ray:
+            from hierviz.explorer.ray_executor import sweep_on_ray
+
+            results = sweep_on_ray(executor, gm, example_inputs, base_cfg, combos, mkw, bar)
+        elif executor is None:
             results = []
             for combo in combos:
                 results.append(_partition_row(gm, base_cfg, combo))
@@ -137,7 +134,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 
         rows = []
         measure_stats = {"hits": 0, "misses": 0}
-        if mkw is not None:
+        if mkw is not None and not on_ray:
             bar.reset(total=len(results))
             bar.set_description("hv.sweep: measuring")
         for part, row in results:
@@ -151,6 +148,10 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
                     row["error"] = str(exc)
                 bar.update(1)
             rows.append(row)
+        if on_ray and mkw is not None:  # measured on the workers
+            for row in rows:
+                measure_stats["hits"] += int(row.get("cache_hits") or 0)
+                measure_stats["misses"] += int(row.get("cache_misses") or 0)
     finally:
         bar.close()
 

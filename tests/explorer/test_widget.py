@@ -58,7 +58,7 @@ def test_controls_cover_every_config_field_and_show_the_config(ex: Explorer) -> 
     assert c["min_block_size"].value == 5 and ex.min_block_size_box.value == 5
     # the slider's range fits the graph: 1 .. number of compute nodes
     assert c["min_block_size"].min == 1
-    assert c["min_block_size"].max == sum(ex._graph_ops.values())
+    assert c["min_block_size"].max == sum(ex.controller.graph_ops.values())
     assert list(c["torch_executed_ops"].value) == []
     assert c["require_full_compilation"].value is False and c["skip_fusion"].value is False
     assert c["view"].value == "auto" and c["measure"].value is False
@@ -124,14 +124,14 @@ def test_torch_executed_ops_picked_from_the_graph_with_counts(ex: Explorer, smal
     _, _, gm = small
     teo = ex.controls["torch_executed_ops"]
     # autocomplete offers exactly the graph's ops, most frequent first
-    assert set(teo.allowed_tags) == set(ex._graph_ops)
-    counts = [ex._graph_ops[o] for o in teo.allowed_tags]
+    assert set(teo.allowed_tags) == set(ex.controller.graph_ops)
+    counts = [ex.controller.graph_ops[o] for o in teo.allowed_tags]
     assert counts == sorted(counts, reverse=True)
     assert "relu.default x2" in teo.tooltip
     teo.value = [RELU]
     assert ex.partition.config.torch_executed_ops == frozenset({RELU})
     assert layout(ex.partition) == layout(hv_partition(gm, torch_executed_ops={RELU}))
-    assert "relu.default &times;2" in ex._teo_counts.value
+    assert "relu.default &times;2" in ex.teo_counts.value
     ops = ex.partition.ops().set_index("op")
     assert ops.loc[RELU, "torch"] == 2
     assert "in torch_executed_ops" in ex.panels["ops"].value
@@ -158,7 +158,7 @@ def test_toggles(ex: Explorer, small) -> None:
     ("priority", [], "priority is empty"),
     ("require_full_compilation", True, "require_full_compilation=True, but 2 node(s) would run in PyTorch"),
     ("torch_executed_ops", ["torch.ops.aten.nope.default"], "unknown op name"),
-    ("priority", ["tensorrt", "foo"], "backend 'foo' has no support set"),
+    ("priority", ["tensorrt", "foo"], "unknown backend 'foo'"),
     ("priority", ["tensorrt", "tensorrt"], "lists a backend twice"),
     ("support", {"inductor": "bogus"}, "unknown choice 'bogus'"),
 ])
@@ -396,7 +396,7 @@ def test_debounce_on_a_running_event_loop(small) -> None:
         summary = ex.panels["summary"].value
         for v in (1, 2, 1):
             ex.controls["min_block_size"].value = v
-        assert ex._handle is not None and ex._timer is None  # scheduled on the loop
+        assert ex.scheduled == "loop"  # scheduled on the loop
         assert ex.panels["summary"].value == summary
         await asyncio.sleep(0.3)
         assert ex.panels["summary"].value != summary

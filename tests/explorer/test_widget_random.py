@@ -98,7 +98,7 @@ def check(ex: Explorer, gm, step: int, kind: str) -> None:
     view, focus = ex.controls["view"].value, ex.controls["focus"].value
     if view != "focus":
         assert "<svg" in ex.panels["diagram"].value and ex.svg is not None, where
-    elif focus in [sg.tag for sg in p.subgraphs] or focus in ex._graph_ops.keys() or \
+    elif focus in [sg.tag for sg in p.subgraphs] or focus in ex.controller.graph_ops.keys() or \
             any(n.name == focus for n in gm.graph.nodes if n.op == "call_function"):
         assert "<svg" in ex.panels["diagram"].value, where
     if ex.controls["measure"].value:
@@ -109,7 +109,7 @@ def check(ex: Explorer, gm, step: int, kind: str) -> None:
 def test_random_control_changes(small, fake_measure, tmp_path: Path, seed: int) -> None:
     model, inputs, gm = small
     ex = Explorer(model, inputs, debounce=0, output_dir=tmp_path)
-    ops = sorted(ex._graph_ops)
+    ops = sorted(ex.controller.graph_ops)
     rng = random.Random(seed)
     kinds = []
     invalid = 0

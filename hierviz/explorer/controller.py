@@ -1,0 +1,329 @@
+"""The Explorer's controller: turns the controls' state (a plain dict) into a Config and a
+Partition, and keeps what the panels show — the history, the previous and pinned runs,
+diagrams, tables, measurements, diffs and the messages of the error area.
+
+It imports no ipywidgets, so it is tested with dicts alone (tests/explorer/test_controller.py);
+widget.py maps widget values to `ControlState` and the results to panels (panels.py). Every
+per-setting result sits in a `BoundedCache`, so a long session cannot grow without limit.
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from hierviz.config import Config, parse_config
+from hierviz.errors import ConfigError, HiervizError
+from hierviz.explorer import columns, panels
+from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
+from hierviz.partitioner import Partition, diff
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from torch.fx import GraphModule
+
+CALLABLE_OPS = ("call_function", "call_method", "call_module")
+CONFIG_FIELDS = columns.CONFIG_COLUMNS
+CACHE_SIZE = 64  # settings whose diagrams, tables, measurements and diffs are kept
+
+
+def views() -> tuple[str, ...]:
+    """The diagram views the view control offers (those `Partition.render` draws)."""
+    from hierviz.drawing.views import VIEWS
+
+    return tuple(VIEWS)
+
+
+@dataclass(frozen=True)
+class ControlState:
+    """What the controls show: the Config fields (`values`, possibly an invalid combination),
+    the diagram view, the focus target and whether to measure."""
+
+    values: Mapping[str, Any]
+    view: str = "auto"
+    focus: str | None = None
+    measure: bool = False
+
+
+@dataclass
+class Update:
+    """The outcome of one `Controller.update`: the Config and Partition (None when invalid,
+    `error` says why), whether it differs from the last update and came from the cache."""
+
+    config: Config | None
+    partition: Partition | None
+    error: str | None
+    changed: bool
+    cached: bool
+    timings: dict[str, float] = field(default_factory=dict)
+
+
+class Controller:
+    """The Explorer's state machine over one captured graph (see the module docstring)."""
+
+    def __init__(self, graph: "GraphModule", base: Config, *, example_inputs: Any = None,
+                 max_nodes: int | None = None, measure_options: Mapping[str, Any] | None = None,
+                 cache_size: int = CACHE_SIZE) -> None:
+        self.graph = graph
+        self.base = base
+        self.example_inputs = example_inputs
+        self.max_nodes = max_nodes
+        self.measure_options = dict(measure_options or {})
+        self.graph_ops: Counter = _count_ops(graph)
+        self.node_names = [n.name for n in graph.graph.nodes if n.op in CALLABLE_OPS]
+
+        self.config: Config | None = None
+        self.partition: Partition | None = None
+        self.shown: Partition | None = None     # the partition the panels show (the last valid one)
+        self.previous: Partition | None = None  # the one shown before it
+        self.pinned: Partition | None = None
+        self.errors: dict[str, str] = {}
+        self.runs: list[dict[str, Any]] = []
+        self.exported: list[Path] = []
+        self._state_key: Any = object()
+        self._svgs = BoundedCache(cache_size)
+        self._tables = BoundedCache(cache_size)
+        self._measurements = BoundedCache(cache_size)
+        self._diffs = BoundedCache(cache_size)
+
+    def cache_sizes(self) -> dict[str, int]:
+        """Entries in each per-setting cache (each holds at most `cache_size`)."""
+        return {"svgs": len(self._svgs), "tables": len(self._tables), "measurements": len(self._measurements),
+                "diffs": len(self._diffs)}
+
+    # ------------------------------------------------------------------ settings -> partition
+    def config_of(self, values: Mapping[str, Any]) -> Config:
+        """The Config the control values describe (ConfigError when they are invalid)."""
+        unknown = set(values) - set(CONFIG_FIELDS)
+        if unknown:
+            raise ConfigError(f"unknown Config field(s) {sorted(unknown)}; fields are {list(CONFIG_FIELDS)}.")
+        return parse_config(values)
+
+    def update(self, state: ControlState | HiervizError) -> Update:
+        """Partition for `state` (from the cache when seen before); add a history row when the
+        settings changed; remember the previous valid partition for the Diff panel. `state`
+        may be the HiervizError raised while reading the controls: it is shown like any other."""
+        t0 = time.perf_counter()
+        values = dict(state.values) if isinstance(state, ControlState) else {}
+        cached = False
+        try:
+            if isinstance(state, HiervizError):
+                raise state
+            cfg = self.config_of(values)
+            hits = cache_info()["hits"]
+            part = cached_partition(self.graph, cfg)
+            cached = cache_info()["hits"] > hits
+            error = None
+        except HiervizError as exc:
+            cfg, part, error = None, None, str(exc)
+        timings = {"partition": time.perf_counter() - t0}
+
+        key = cfg if error is None else ("error", error, repr(values))
+        changed = key != self._state_key
+        self._state_key = key
+        self.config, self.partition = cfg, part
+        self.errors.pop("action", None)
+        if error is not None:
+            self.errors["partition"] = error
+        else:
+            self.errors.pop("partition", None)
+        if part is not None and (self.shown is None or self.shown.config != part.config):
+            self.previous, self.shown = self.shown, part
+        if changed:
+            self._add_run(values, cfg, part, error, cached)
+        return Update(cfg, part, error, changed, cached, timings)
+
+    def _add_run(self, values: Mapping[str, Any], cfg: Config | None, part: Partition | None,
+                 error: str | None, cached: bool) -> None:
+        row: dict[str, Any] = {"run": len(self.runs) + 1}
+        if part is not None and cfg is not None:
+            row.update(columns.config_columns(cfg))
+            row.update(columns.stat_columns(part))
+        else:
+            row.update({k: columns.format_field(k, v) for k, v in values.items() if k in CONFIG_FIELDS})
+        row["error"] = error
+        row["cached"] = cached
+        row["_key"] = cfg
+        self.runs.append(row)
+
+    def note_seconds(self, seconds: float) -> None:
+        """Record how long the last run's update took (its history row's `seconds`)."""
+        if self.runs:
+            self.runs[-1]["seconds"] = round(seconds, 4)
+
+    def history(self) -> "pd.DataFrame":
+        """One row per run: run number, config fields, stats, latency, error, cached, seconds."""
+        return columns.frame(self.runs, latency=True, extra_head=("run",), extra_tail=("cached", "seconds"))
+
+    # ------------------------------------------------------------------ panels
+    def diagram(self, part: Partition, view: str, focus: str | None) -> str:
+        """The Diagram panel's HTML for `part` in `view` (cached per config, view and focus);
+        a drawing error is filed under errors['diagram'] and shown in the panel."""
+        self.errors.pop("diagram", None)
+        if view == "focus" and not focus:
+            return panels.message_html(panels.FOCUS_HINT)
+        try:
+            svg = self.svg(part, view, focus)
+        except HiervizError as exc:
+            self.errors["diagram"] = str(exc)
+            return panels.diagram_error_html(str(exc))
+        return panels.diagram_html(svg)
+
+    def svg(self, part: Partition, view: str, focus: str | None) -> str:
+        """The diagram as SVG text (RenderError when it cannot be drawn)."""
+        focus = (focus or None) if view == "focus" else None
+        key = (part.config, view, focus, self.max_nodes)
+        svg = self._svgs.get(key)
+        if svg is None:
+            from hierviz.drawing import to_svg
+
+            svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes))
+        return svg
+
+    def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
+        """The SVG already drawn for these settings, else None (never draws)."""
+        focus = (focus or None) if view == "focus" else None
+        return self._svgs.get((part.config, view, focus, self.max_nodes))
+
+    def tables(self, part: Partition) -> dict[str, str]:
+        """The Ops, Subgraphs and Report panels (cached per config)."""
+        out = self._tables.get(part.config)
+        if out is None:
+            out = self._tables.put(part.config, panels.tables_html(part))
+        return out
+
+    def focus_options(self, part: Partition) -> list[str]:
+        """What the focus picker offers: subgraph tags, then node names."""
+        return [sg.tag for sg in part.subgraphs] + self.node_names
+
+    def stats(self, measuring: bool) -> str:
+        return panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
+
+    def diff_target(self, against: str) -> tuple[Partition | None, str]:
+        """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""
+        if against == "pinned":
+            return self.pinned, "pinned run"
+        if against == "previous":
+            return self.previous, "previous run"
+        raise ConfigError(f"diff against must be 'previous' or 'pinned', not {against!r}")
+
+    def moved(self, against: str) -> "pd.DataFrame | None":
+        """`hv.diff(previous or pinned, shown)`, cached per pair of configs; None without a pair."""
+        other, _ = self.diff_target(against)
+        if other is None or self.shown is None:
+            return None
+        key = (other.config, self.shown.config)
+        df = self._diffs.get(key)
+        if df is None:
+            df = self._diffs.put(key, diff(other, self.shown))
+        return df
+
+    def diff_panel(self, against: str) -> str:
+        other, what = self.diff_target(against)
+        return panels.diff_html(self.moved(against), self.shown, other, what)
+
+    def pin(self) -> Partition:
+        """Keep the current partition for the Diff panel to compare later runs with."""
+        if self.partition is None:
+            raise ConfigError("nothing to pin: the current settings are invalid; fix them first.")
+        self.pinned = self.partition
+        return self.pinned
+
+    def unpin(self) -> None:
+        self.pinned = None
+
+    # ------------------------------------------------------------------ measuring
+    def _measure_key(self, cfg: Config) -> tuple[Config, tuple]:
+        return (cfg, tuple(sorted((k, repr(v)) for k, v in self.measure_options.items())))
+
+    def measurement_of(self, part: Partition | None) -> Any:
+        """The stored measurement of `part`'s settings, else None."""
+        if part is None:
+            return None
+        return self._measurements.get(self._measure_key(part.config))
+
+    def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
+        """`hv.measure` of `part` (stored per config), filling in its history row's latency.
+        A MeasureError is filed under errors['measure'] and None returned."""
+        key = self._measure_key(part.config)
+        m = self._measurements.get(key)
+        if m is None:
+            from hierviz import latency
+
+            try:
+                with warnings.catch_warnings():  # shown in the stats panel (Measurement.warnings)
+                    warnings.simplefilter("ignore")
+                    m = latency.measure(part, self.example_inputs, progress=progress, **self.measure_options)
+            except HiervizError as exc:
+                self.errors["measure"] = str(exc)
+                return None
+            self._measurements.put(key, m)
+        self.errors.pop("measure", None)
+        if self.runs and self.runs[-1].get("_key") == part.config:
+            self.runs[-1].update(columns.latency_columns(m))
+        return m
+
+    # ------------------------------------------------------------------ export
+    def export(self, kind: str, out_dir: str | Path, name: str, *, view: str = "auto",
+               focus: str | None = None) -> Path:
+        """Write the diagram ('svg'), the HTML report ('html') or the history ('csv') into
+        `out_dir`; returns the path. Errors are ConfigError (also filed under errors['export'])."""
+        self.errors.pop("export", None)
+        try:
+            path = self._export(kind, Path(out_dir).expanduser(), name, view, focus)
+        except HiervizError as exc:
+            self.errors["export"] = str(exc)
+            raise
+        except OSError as exc:
+            self.errors["export"] = f"could not write to {str(out_dir)!r}: {exc}"
+            raise ConfigError(self.errors["export"]) from exc
+        path = path.resolve()
+        self.exported.insert(0, path)
+        return path
+
+    def _export(self, kind: str, out: Path, name: str, view: str, focus: str | None) -> Path:
+        if kind not in ("svg", "html", "csv"):
+            raise ConfigError(f"export kind must be 'svg', 'html' or 'csv', not {kind!r}")
+        part = self.partition
+        if kind != "csv" and part is None:
+            raise ConfigError("the current settings are invalid; fix them before exporting.")
+        out.mkdir(parents=True, exist_ok=True)
+        if kind == "csv":
+            path = out / f"{slug(name)}-history.csv"
+            self.history().to_csv(path, index=False)
+            return path
+        stem = f"{slug(name)}-{slug(part.config.label())}"
+        if kind == "html":
+            return Path(part.save(out / f"{stem}.html"))
+        path = out / f"{stem}.svg"
+        svg = self.cached_svg(part, view, focus)
+        if svg is None:
+            svg = self.svg(part, "auto", None)
+        path.write_text(svg, encoding="utf-8")
+        return path
+
+
+def _count_ops(graph: "GraphModule") -> Counter:
+    """How many nodes call each op (qualified names, as torch_executed_ops takes them)."""
+    from hierviz.opnames import qualname
+
+    counts: Counter = Counter()
+    for node in graph.graph.nodes:
+        if node.op in CALLABLE_OPS:
+            counts[qualname(node.target) if node.op == "call_function" else str(node.target)] += 1
+    return counts
+
+
+def slug(text: str, limit: int = 60) -> str:
+    """`text` as a file-name part: unsafe characters replaced, long ones shortened with a hash."""
+    import hashlib
+    import re
+
+    s = re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_") or "config"
+    if len(s) > limit:
+        s = s[:limit] + "-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+    return s

@@ -1,0 +1,359 @@
+"""The Explorer's controls: the ipywidgets a user clicks, and their layout.
+
+Each control accepts any value set from Python without raising: a value it cannot show (an
+unknown view, a min_block_size out of the slider's range or not a whole number) is refused
+with a message through `on_refused` (the Explorer shows it in its error area), so no
+`TraitError` reaches a notebook cell. `state_values` reads the controls into the plain dict
+the controller (controller.py) turns into a Config.
+
+To add a control or button: create it in `build_controls` / `build_buttons`, place it in
+`layout`, and connect it in `Explorer._connect` (widget.py).
+"""
+
+from __future__ import annotations
+
+import numbers
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
+
+import ipywidgets as widgets
+import traitlets
+
+from hierviz import support as support_mod
+from hierviz.config import BUILTIN_BACKENDS, Config
+from hierviz.errors import ConfigError
+from hierviz.explorer import panels
+
+Refused = Callable[[str], None]
+
+# Support sources the picker offers: key -> (label, factory). "default" is the seed's default.
+SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
+    "default": ("seed default", None),
+    "tensorrt": ("Torch-TensorRT converters", lambda: support_mod.tensorrt()),
+    "tensorrt+validate": ("converters + validators", lambda: support_mod.tensorrt(validate=True)),
+    "inductor": ("TorchInductor lowerings", support_mod.inductor),
+    "none": ("no ops", support_mod.none),
+}
+CUSTOM = "custom"
+
+
+def _classify(sup: Any) -> str:
+    """The picker key of a Support object, or 'custom' when it is none of the presets."""
+    for key, (_, factory) in SUPPORT_CHOICES.items():
+        if factory is not None and factory() == sup:
+            return key
+    return CUSTOM
+
+
+class SupportPicker(widgets.HBox):
+    """One dropdown per backend choosing its support source. `.value` maps backend -> choice
+    key (see SUPPORT_CHOICES; 'custom' is the Support object the Explorer was given)."""
+
+    value = traitlets.Any({})
+    on_refused: Refused | None = None
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> dict:
+        value = proposal["value"]
+        if value is None:
+            return {}
+        if isinstance(value, Mapping):
+            return dict(value)
+        if self.on_refused is not None:
+            self.on_refused(f"support takes a dict backend -> choice ({', '.join(SUPPORT_CHOICES)}), not "
+                            f"{type(value).__name__} {value!r}.")
+        return self.value
+
+    def __init__(self, backends: list[str], support: Mapping[str, Any] | None) -> None:
+        self.custom: dict[str, Any] = {}
+        value: dict[str, str] = {}
+        for b in backends:
+            sup = (support or {}).get(b)
+            if sup is None:
+                value[b] = "default" if b in BUILTIN_BACKENDS else CUSTOM
+            else:
+                value[b] = _classify(sup)
+                if value[b] == CUSTOM:
+                    self.custom[b] = sup
+        self.dropdowns: dict[str, widgets.Dropdown] = {}
+        for b in backends:
+            options = [(label, key) for key, (label, _) in SUPPORT_CHOICES.items()
+                       if key != "default" or b in BUILTIN_BACKENDS]
+            if b in self.custom:
+                options.append((f"custom: {getattr(self.custom[b], 'description', '?')}", CUSTOM))
+            keys = {key for _, key in options}
+            self.dropdowns[b] = widgets.Dropdown(options=options, value=value[b] if value[b] in keys else None,
+                                                 description=b, layout=widgets.Layout(width="auto"),
+                                                 style={"description_width": "initial"})
+        super().__init__(children=list(self.dropdowns.values()))
+        self.value = value
+        self._syncing = False
+        for b, dd in self.dropdowns.items():
+            dd.observe(self._make_dropdown_handler(b), names="value")
+        self.observe(self._sync_dropdowns, names="value")
+
+    def _make_dropdown_handler(self, backend: str) -> Callable[[dict], None]:
+        def handler(change: dict) -> None:
+            if self._syncing or change["new"] is None:
+                return
+            self.value = {**self.value, backend: change["new"]}
+        return handler
+
+    def _sync_dropdowns(self, change: dict) -> None:
+        self._syncing = True
+        try:
+            for b, dd in self.dropdowns.items():
+                key = (change["new"] or {}).get(b, "default")
+                if key in {v for _, v in dd.options}:
+                    dd.value = key
+        finally:
+            self._syncing = False
+
+    def build(self, priority: Any = None) -> dict[str, Any] | None:
+        """The Config.support mapping the choices describe (None: all seed defaults). Custom
+        backends switched off in `priority` are left out (Config refuses support it would ignore)."""
+        out: dict[str, Any] = {}
+        for backend, key in dict(self.value or {}).items():
+            if key == "default" or (key == CUSTOM and backend not in self.custom):
+                continue
+            if backend not in BUILTIN_BACKENDS and priority is not None and backend not in priority:
+                continue
+            if key == CUSTOM:
+                out[backend] = self.custom[backend]
+            elif key in SUPPORT_CHOICES:
+                out[backend] = SUPPORT_CHOICES[key][1]()  # type: ignore[misc]
+            else:
+                raise ConfigError(f"support for {backend!r}: unknown choice {key!r}; choose one of "
+                                  f"{[k for k in SUPPORT_CHOICES] + [CUSTOM]}.")
+        return out or None
+
+
+class _Refusing:
+    """Mixin: a value the widget cannot take is refused with a message to `on_refused`,
+    keeping the current value, instead of raising TraitError (or clamping silently)."""
+
+    on_refused: Refused | None = None
+    what = "value"
+
+    def _refuse(self, message: str) -> Any:
+        if self.on_refused is not None:
+            self.on_refused(message)
+        return self.value  # type: ignore[attr-defined]
+
+
+class TagsInput(_Refusing, widgets.TagsInput):
+    """A TagsInput whose `allowed_tags` drive the autocomplete in the browser but do not reject
+    other values set from Python: those reach Config, and its error is shown in the widget.
+    Op names are written the way Config normalises them ('aten.add.Tensor' -> qualified)."""
+
+    value = traitlets.Any([]).tag(sync=True)
+    ops = traitlets.Bool(False)
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> list[str]:
+        value = proposal["value"]
+        if isinstance(value, str):
+            value = [value]
+        if not isinstance(value, (list, tuple, set, frozenset)):
+            return self._refuse(f"{self.what} takes a list of names, not {type(value).__name__} {value!r}; "
+                                f"kept {list(self.value)}.")
+        out = []
+        for tag in value:
+            if not isinstance(tag, str):  # Config says what is wrong with it
+                out.append(tag)
+                continue
+            tag = tag.strip()
+            if not tag:
+                continue
+            if self.ops and tag.startswith("aten."):
+                tag = "torch.ops." + tag
+            out.append(tag)
+        return out
+
+
+class Toggle(_Refusing, widgets.ToggleButton):
+    """A toggle button that refuses anything but True and False."""
+
+    value = traitlets.Any(False).tag(sync=True)
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> bool:
+        value = proposal["value"]
+        if isinstance(value, bool):
+            return value
+        return self._refuse(f"{self.what} must be True or False, not {type(value).__name__} {value!r}; "
+                            f"kept {self.value}.")
+
+
+class FocusBox(_Refusing, widgets.Combobox):
+    """The focus picker: text (a node name or subgraph tag); None clears it."""
+
+    value = traitlets.Any("").tag(sync=True)
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> str:
+        value = proposal["value"]
+        if value is None:
+            return ""
+        if isinstance(value, str):
+            return value
+        return self._refuse(f"focus takes a node name or subgraph tag (text), not {type(value).__name__} "
+                            f"{value!r}; kept {self.value!r}.")
+
+
+class BlockSizeSlider(_Refusing, widgets.IntSlider):
+    """The min_block_size slider: whole numbers in [min, max]; anything else is refused with a
+    message (the plain IntSlider clamps 0 to 1 and truncates 2.7 to 2 without a word)."""
+
+    value = traitlets.Any(1).tag(sync=True)
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> int:
+        return _whole_in_range(self, proposal["value"])
+
+
+class BlockSizeBox(_Refusing, widgets.BoundedIntText):
+    """The number box beside the slider, with the same rule."""
+
+    value = traitlets.Any(1).tag(sync=True)
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> int:
+        return _whole_in_range(self, proposal["value"])
+
+
+def _whole_in_range(w: Any, value: Any) -> int:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        return w._refuse(f"min_block_size must be a whole number from {w.min} to {w.max}, not "
+                         f"{type(value).__name__} {value!r}; kept {w.value}.")
+    if not w.min <= value <= w.max:
+        return w._refuse(f"min_block_size {value} is outside the slider's range {w.min}..{w.max}; kept "
+                         f"{w.value}. (Larger values: hv.partition(..., min_block_size={value}).)")
+    return int(value)
+
+
+class Choice(_Refusing, widgets.ToggleButtons):
+    """Toggle buttons for a fixed set of options (the view; diff against previous / pinned):
+    any other value is refused with the list of options."""
+
+    @traitlets.validate("value")
+    def _validate_value(self, proposal: dict) -> Any:
+        value = proposal["value"]
+        options = [o[1] if isinstance(o, tuple) else o for o in self.options]
+        if value in options:
+            return value
+        return self._refuse(f"{self.what} must be one of {', '.join(map(str, options))}, not {value!r}; "
+                            f"kept {self.value!r}.")
+
+
+def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
+                   view: str, focus: str | None, on_refused: Refused) -> tuple[Mapping[str, widgets.Widget], dict]:
+    """(controls, extras): `controls` maps each Config field plus view, focus and measure to its
+    widget; `extras` holds the min_block_size box, the ops counter line and the support backends."""
+    backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
+    backends += [b for b in (base.support or {}) if b not in backends]
+    priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
+                         tooltip="Backends, highest priority first: drag to reorder, "
+                                 "remove one to switch it off, type a name to add it back.",
+                         placeholder="+ backend", layout=widgets.Layout(width="auto"))
+    support = SupportPicker(backends, base.support)
+
+    top = max(2, sum(graph_ops.values()), base.min_block_size)
+    mbs = BlockSizeSlider(value=base.min_block_size, min=1, max=top, step=1, continuous_update=False,
+                          readout=False, description="min_block_size", style={"description_width": "initial"},
+                          layout=widgets.Layout(width="420px"))
+    box = BlockSizeBox(value=base.min_block_size, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
+    box.on_refused = on_refused
+    link = widgets.link((mbs, "value"), (box, "value"))
+
+    ops_sorted = [op for op, _ in panels.ops_by_count(graph_ops)]  # type: ignore[arg-type]
+    allowed = ops_sorted + sorted(o for o in base.torch_executed_ops if o not in graph_ops)
+    teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
+                    ops=True, tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(graph_ops)}",  # type: ignore[arg-type]
+                    placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
+    rfc = Toggle(value=base.require_full_compilation, description="require full compilation",
+                 icon="lock", layout=widgets.Layout(width="auto"))
+    skip = Toggle(value=base.skip_fusion, description="skip fusion", layout=widgets.Layout(width="auto"))
+    view_w = Choice(options=list(views), value=view, description="view",
+                         style={"button_width": "96px", "description_width": "initial"})
+    focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
+                               placeholder="node or subgraph to focus on", description="focus",
+                               layout=widgets.Layout(width="320px"))
+    measure_w = Toggle(value=bool(measure), description="measure latency", icon="clock-o",
+                       layout=widgets.Layout(width="auto"))
+    controls = MappingProxyType({
+        "priority": priority,
+        "support": support,
+        "min_block_size": mbs,
+        "torch_executed_ops": teo,
+        "require_full_compilation": rfc,
+        "skip_fusion": skip,
+        "view": view_w,
+        "focus": focus_w,
+        "measure": measure_w,
+    })
+    for name, w in controls.items():
+        w.on_refused = on_refused  # type: ignore[attr-defined]
+        w.what = name  # type: ignore[attr-defined]
+    extras = {"min_block_size_box": box, "min_block_size_link": link, "teo_counts": widgets.HTML(),
+              "backends": backends}
+    return controls, extras
+
+
+def state_values(controls: Mapping[str, widgets.Widget]) -> dict[str, Any]:
+    """The Config fields the controls describe (possibly an invalid combination)."""
+    priority = tuple(controls["priority"].value)
+    return {
+        "priority": priority,
+        "support": controls["support"].build(priority),  # type: ignore[attr-defined]
+        "min_block_size": int(controls["min_block_size"].value),
+        "torch_executed_ops": frozenset(controls["torch_executed_ops"].value),
+        "require_full_compilation": bool(controls["require_full_compilation"].value),
+        "skip_fusion": bool(controls["skip_fusion"].value),
+    }
+
+
+def build_buttons() -> Mapping[str, widgets.Button]:
+    """Pin / unpin and the export buttons (`button.click()` presses them)."""
+    return MappingProxyType({
+        "pin": widgets.Button(description="pin this run", icon="thumb-tack",
+                              tooltip="Keep the current partition to diff later runs against"),
+        "unpin": widgets.Button(description="unpin"),
+        "export_svg": widgets.Button(description="SVG", icon="download", tooltip="the diagram as shown"),
+        "export_html": widgets.Button(description="HTML report", icon="download"),
+        "export_csv": widgets.Button(description="history CSV", icon="download"),
+    })
+
+
+PANEL_NAMES = ("error", "status", "stats", "diagram", "ops", "summary", "report", "history", "diff", "export")
+TABS = (("Diagram", "diagram"), ("Ops", "ops"), ("Subgraphs", "summary"), ("Report", "report"),
+        ("History", "history"), ("Diff", "diff_box"), ("Export", "export_box"))
+
+
+def build_panels() -> Mapping[str, widgets.HTML]:
+    """One HTML widget per panel (their values come from panels.py)."""
+    return MappingProxyType({name: widgets.HTML() for name in PANEL_NAMES})
+
+
+def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], panels_: Mapping[str, widgets.Widget],
+           buttons: Mapping[str, widgets.Button], more: Mapping[str, widgets.Widget]) -> tuple[list, widgets.Tab]:
+    """(the Explorer's children, its tab widget): controls on top, then the error area, the
+    stats, the status line and the tabs. `more` holds progress, diff_against and output_dir."""
+    c, p, b = controls, panels_, buttons
+    row1 = widgets.HBox([widgets.Label("priority"), c["priority"]], layout=widgets.Layout(width="100%"))
+    row2 = widgets.HBox([c["min_block_size"], extras["min_block_size_box"], c["require_full_compilation"],
+                         c["skip_fusion"], c["measure"]])
+    row3 = widgets.HBox([widgets.Label("torch_executed_ops"), c["torch_executed_ops"]],
+                        layout=widgets.Layout(width="100%"))
+    row4 = widgets.HBox([widgets.Label("support"), c["support"]])
+    row5 = widgets.HBox([c["view"], c["focus"]])
+    progress = widgets.HBox([more["progress"], more["progress_label"]])
+    box = widgets.VBox([row1, row4, row2, row3, extras["teo_counts"], row5, progress])
+    pages = dict(p)
+    pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
+    pages["export_box"] = widgets.VBox([widgets.HBox([more["output_dir"], b["export_svg"], b["export_html"],
+                                                      b["export_csv"]]), p["export"]])
+    tabs = widgets.Tab(children=[pages[key] for _, key in TABS])
+    for i, (title, _) in enumerate(TABS):
+        tabs.set_title(i, title)
+    return [box, p["error"], widgets.HBox([p["stats"]]), p["status"], tabs], tabs

@@ -1,0 +1,207 @@
+"""The Explorer's panels as HTML: pure functions of a Partition (and a Measurement, a history
+table, a diff), with no widgets and no state, so each panel can be tested and reused alone.
+
+The widget (widget.py) puts these strings into its `ipywidgets.HTML` panels; the controller
+(controller.py) caches the expensive ones per Config.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+from collections import Counter
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
+
+from hierviz.explorer import columns
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hierviz.partitioner import Partition
+
+HISTORY_SHOWN = 50  # rows of history drawn in the panel (the DataFrame keeps them all)
+ERROR_COLOR = "#D55E00"
+
+# The error area's heading per kind of message (the keys of Controller.errors).
+ERROR_LABELS = {"partition": "These settings are invalid", "control": "Control", "diagram": "Diagram",
+                "measure": "Latency", "export": "Export", "action": "Error",
+                "internal": "Internal error (please report)"}
+
+
+def table_html(df: "pd.DataFrame", *, max_rows: int | None = None, height: str = "360px") -> str:
+    """A DataFrame as a compact scrollable HTML table (cells escaped)."""
+    body = df.to_html(index=False, border=0, escape=True, max_rows=max_rows, na_rep="",
+                      classes="hierviz-table", float_format=lambda v: f"{v:.4g}")
+    return (f'<div style="max-height:{height};overflow:auto;font-size:12px">'
+            f"<style>.hierviz-table td,.hierviz-table th{{padding:2px 6px;text-align:left;"
+            f"white-space:nowrap}}</style>{body}</div>")
+
+
+def message_html(text: str, color: str = "#555") -> str:
+    """One escaped line of text, for panels that have nothing else to show."""
+    return f'<div style="color:{color};padding:6px">{html.escape(text)}</div>'
+
+
+def diagram_html(svg: str) -> str:
+    """The SVG in a scrollable box with zoom buttons (the notebook display's own container)."""
+    from hierviz.drawing.export import diagram_html as boxed
+
+    uid = "hv-x" + hashlib.sha1(svg.encode("utf-8", "replace")).hexdigest()[:12]
+    return boxed(svg, uid, height="640px")
+
+
+def diagram_error_html(message: str) -> str:
+    return message_html(f"No diagram: {message}", ERROR_COLOR)
+
+
+FOCUS_HINT = "Pick a node or subgraph in the focus box to draw its neighbourhood."
+
+
+def tables_html(part: "Partition") -> dict[str, str]:
+    """The Ops, Subgraphs and Report panels of a partition."""
+    report = part.report()
+    return {
+        "ops": table_html(part.ops()),
+        "summary": table_html(part.summary()),
+        "report": ('<div style="max-height:480px;overflow:auto"><pre style="font-size:11px;'
+                   f'line-height:1.3">{html.escape(report)}</pre></div>'),
+    }
+
+
+def _num(value: Any) -> str:
+    if value is None:
+        return "?"
+    if isinstance(value, float):
+        return f"{value:.3g}"
+    return str(value)
+
+
+def latency_html(measurement: Any) -> str:
+    """One line: median, p10/p90, speedup, error, compile time and cache use, and warnings."""
+    lat = columns.latency_columns(measurement)
+    text = f"<b>{_num(lat['median_ms'])} ms</b> median (p10 {_num(lat['p10_ms'])}, p90 {_num(lat['p90_ms'])})"
+    if lat.get("speedup") is not None:
+        text += f", {_num(lat['speedup'])}&times; vs eager"
+    if lat.get("max_abs_error") is not None:
+        text += f", max abs error {_num(lat['max_abs_error'])}"
+    if lat.get("compile_s") is not None:
+        text += f", compile {_num(lat['compile_s'])} s"
+    if lat.get("cache_hits") is not None:
+        text += f" (cache {lat['cache_hits']} hit / {lat['cache_misses']} miss)"
+    notes = list(getattr(measurement, "warnings", None) or [])
+    if notes:
+        items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)
+        text += f"<details><summary>{len(notes)} warning(s)</summary><ul>{items}</ul></details>"
+    return text
+
+
+def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: bool = False) -> str:
+    """Subgraphs per backend, coverage, boundary tensors and latency (or why there is none)."""
+    if part is None:
+        return ""
+    from hierviz.explorer.plots import backend_colors
+
+    s = part.stats
+    backends = list(s["subgraphs_by_backend"])
+    colors = dict(zip(backends, backend_colors(backends)))
+    chips = " ".join(
+        f'<span style="border-left:10px solid {colors[b]};padding:0 6px;margin-right:6px">'
+        f"{html.escape(b)} <b>{n}</b></span>" for b, n in s["subgraphs_by_backend"].items())
+    rows = [
+        ("subgraphs", f"<b>{s['subgraphs']}</b> ({s['acc_subgraphs']} accelerated): {chips}"),
+        ("coverage", f"{s['coverage']:.1%} of {s['compute_ops']} compute ops supported, "
+                     f"{s['accelerated_coverage']:.1%} accelerated"),
+        ("boundary tensors", str(s["boundary_tensors"])),
+    ]
+    if measurement is not None:
+        rows.append(("latency", latency_html(measurement)))
+    elif measuring:
+        rows.append(("latency", "not measured (see the error above)"))
+    else:
+        rows.append(("latency", '<span style="color:#777">off: press "measure latency"</span>'))
+    body = "".join(f'<tr><td style="padding:1px 8px;color:#555">{k}</td><td style="padding:1px 8px">{v}</td></tr>'
+                   for k, v in rows)
+    return f"<table>{body}</table>"
+
+
+def history_html(df: "pd.DataFrame") -> str:
+    """The history table, newest first; settings that never changed go last, so what changed
+    and its effect fit on screen."""
+    df = df.dropna(axis=1, how="all")
+    fixed = [c for c in columns.CONFIG_COLUMNS if c in df and len(df) > 1 and df[c].astype(str).nunique() == 1]
+    df = df[[c for c in df.columns if c not in fixed] + fixed]
+    shown = df.iloc[::-1].head(HISTORY_SHOWN)
+    note = (f'<div style="font-size:11px;color:#777">{len(df)} runs, newest first'
+            + (f" (showing {HISTORY_SHOWN})" if len(df) > HISTORY_SHOWN else "")
+            + "; all rows in Explorer.history</div>")
+    return note + table_html(shown, height="420px")
+
+
+def diff_html(moved: "pd.DataFrame | None", current: "Partition | None", other: "Partition | None",
+              what: str) -> str:
+    """The Diff panel: how many nodes moved from `other` (the previous or pinned run) to `current`."""
+    if current is None:
+        return message_html("no valid run yet")
+    if other is None or moved is None:
+        hint = "press 'pin this run' to pin one" if what == "pinned run" else "change a setting to compare"
+        return message_html(f"no {what} yet: {hint}")
+    head = (f"<div><b>{len(moved)}</b> node(s) moved from the {what} (A: {html.escape(other.config.label())}) "
+            f"to this run (B: {html.escape(current.config.label())})</div>")
+    return head + (table_html(moved) if len(moved) else "")
+
+
+def ops_hint(graph_ops: Counter) -> str:
+    """The torch_executed_ops picker's tooltip: the graph's ops, most frequent first."""
+    return ", ".join(f"{op.replace('torch.ops.', '')} x{n}" for op, n in ops_by_count(graph_ops))
+
+
+def ops_by_count(graph_ops: Counter) -> list[tuple[str, int]]:
+    return sorted(graph_ops.items(), key=lambda kv: (-kv[1], kv[0]))
+
+
+def teo_counts_html(chosen: Iterable[str], graph_ops: Counter) -> str:
+    """Under the torch_executed_ops picker: how many nodes each chosen op forces to PyTorch."""
+    chosen = list(chosen)
+    if not chosen:
+        text = (f"{len(graph_ops)} distinct ops in this graph; type to pick (autocomplete), "
+                "hover for counts")
+    else:
+        text = "forced to PyTorch: " + ", ".join(
+            f"{html.escape(str(op).replace('torch.ops.', ''))} &times;{graph_ops.get(op, 0)}" for op in chosen)
+    return f'<span style="font-size:11px;color:#555">{text}</span>'
+
+
+def errors_html(errors: Mapping[str, str], shown: "Partition | None") -> str:
+    """The error area: one line per kind of message (details folded), and which settings the
+    panels still show while the current ones are invalid."""
+    parts = []
+    for key, text in errors.items():
+        first, _, rest = text.partition("\n")
+        body = html.escape(first)
+        if rest.strip():
+            body += f"<details><summary>details</summary><pre>{html.escape(rest)}</pre></details>"
+        parts.append(f"<b>{ERROR_LABELS.get(key, key)}:</b> {body}")
+    if "partition" in errors and shown is not None:
+        parts.append(f"<i>The panels below show the last valid settings: "
+                     f"{html.escape(shown.config.label())}</i>")
+    if not parts:
+        return ""
+    return (f'<div style="border-left:4px solid {ERROR_COLOR};background:#fff3ee;'
+            'padding:6px 10px;margin:4px 0">' + "<br>".join(parts) + "</div>")
+
+
+def status_html(total_s: float, cached: bool) -> str:
+    status = f"updated in {total_s * 1000:.0f} ms"
+    if cached:
+        status += " (partition from cache)"
+    return f'<span style="color:#777;font-size:11px">{status}</span>'
+
+
+def exported_html(paths: Iterable[Path]) -> str:
+    items = "".join(f"<li><code>{html.escape(str(p))}</code></li>" for p in list(paths)[:20])
+    return f"<div>Written:</div><ul>{items}</ul>"
+
+
+def progress_label_html(stage: str) -> str:
+    return f'<span style="font-size:11px;color:#555">{html.escape(str(stage))}</span>'

@@ -1,0 +1,121 @@
+"""The Explorer's controller and panels without ipywidgets: control state (a dict) in,
+Config, Partition, history and panel HTML out."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+import hierviz as hv
+from hierviz.explorer import panels
+from hierviz.explorer.cache import BoundedCache
+from hierviz.explorer.controller import ControlState, Controller
+from hierviz.partitioner import partition as hv_partition
+
+RELU = "torch.ops.aten.relu.default"
+
+
+def layout(p) -> list[tuple]:
+    return [(sg.tag, sg.backend, sg.nodes) for sg in p.subgraphs]
+
+
+def state(**values) -> ControlState:
+    return ControlState(values={**hv.Config().to_dict(), "support": None, **values})
+
+
+def test_controller_and_panels_import_no_ipywidgets() -> None:
+    code = ("import sys, hierviz.explorer.controller, hierviz.explorer.panels; "
+            "print('ipywidgets' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip() == "False"
+
+
+def test_control_state_to_partition_and_history(small) -> None:
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    first = c.update(state())
+    assert first.error is None and first.changed
+    assert layout(first.partition) == layout(hv_partition(gm))
+    # text forms go through the one parser, as everywhere else
+    upd = c.update(state(min_block_size=1, priority="tensorrt>inductor", torch_executed_ops="relu.default"))
+    assert upd.config == hv.Config(min_block_size=1, torch_executed_ops={RELU})
+    assert layout(upd.partition) == layout(hv_partition(gm, min_block_size=1, torch_executed_ops={RELU}))
+    assert c.previous is first.partition and c.shown is upd.partition
+    # the same state again is not a new run
+    assert not c.update(state(min_block_size=1, torch_executed_ops=[RELU])).changed
+    hist = c.history()
+    assert list(hist["run"]) == [1, 2]
+    assert list(hist["min_block_size"]) == [5, 1] and str(hist["min_block_size"].dtype) in ("int64", "Int64")
+    assert list(hist["torch_executed_ops"]) == ["", RELU]
+
+
+def test_invalid_state_keeps_the_last_valid_partition(small) -> None:
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    good = c.update(state()).partition
+    bad = c.update(state(min_block_size=2.7))
+    assert bad.partition is None and c.partition is None
+    assert "min_block_size" in bad.error and "2.7" in bad.error
+    assert c.errors["partition"] == bad.error
+    assert c.shown is good  # the panels keep showing it
+    hist = c.history()
+    assert hist["error"].iloc[-1] == bad.error
+    assert "last valid settings" in panels.errors_html(c.errors, c.shown)
+    with pytest.raises(hv.ConfigError, match="unknown Config field"):
+        c.config_of({"min_blok_size": 3})
+
+
+def test_panels_are_functions_of_a_partition(small) -> None:
+    _, _, gm = small
+    p = hv_partition(gm, min_block_size=1)
+    tables = panels.tables_html(p)
+    for sg in p.subgraphs:
+        assert sg.tag in tables["summary"]
+    assert "special_i0e" in tables["ops"] and "Dry-Run" in tables["report"]
+    stats = panels.stats_html(p)
+    assert f"<b>{p.stats['subgraphs']}</b>" in stats and "off: press" in stats
+    assert panels.stats_html(None) == ""
+    q = hv_partition(gm)
+    moved = hv.diff(q, p)
+    html = panels.diff_html(moved, p, q, "previous run")
+    assert f"<b>{len(moved)}</b> node(s) moved from the previous run" in html
+    assert "no pinned run yet" in panels.diff_html(None, p, None, "pinned run")
+
+
+def test_pin_diff_and_export_without_widgets(small, tmp_path) -> None:
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    c.update(state())
+    pinned = c.pin()
+    c.update(state(min_block_size=1))
+    moved = c.moved("pinned")
+    assert moved.equals(hv.diff(pinned, c.partition)) and len(moved) > 0
+    assert c.moved("pinned") is moved  # cached
+    with pytest.raises(hv.ConfigError, match="previous' or 'pinned"):
+        c.moved("bogus")
+    path = c.export("csv", tmp_path, "small net")
+    assert path.name == "small_net-history.csv" and path.read_text().startswith("run,")
+    with pytest.raises(hv.ConfigError, match="export kind"):
+        c.export("gif", tmp_path, "x")
+    c.update(state(priority=()))
+    with pytest.raises(hv.ConfigError, match="invalid"):
+        c.pin()
+    with pytest.raises(hv.ConfigError, match="invalid"):
+        c.export("svg", tmp_path, "x")
+    assert "invalid" in c.errors["export"]
+
+
+def test_caches_are_bounded(small) -> None:
+    _, _, gm = small
+    cache = BoundedCache(2)
+    for i in range(5):
+        cache.put(i, str(i))
+    assert len(cache) == 2 and cache.get(4) == "4" and cache.get(0) is None
+    c = Controller(gm, hv.Config(), cache_size=2)
+    for size in (1, 2, 3, 4):
+        part = c.update(state(min_block_size=size)).partition
+        c.tables(part)
+    assert c.cache_sizes()["tables"] == 2
