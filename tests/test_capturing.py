@@ -4,6 +4,7 @@ model's, the model untouched, clear errors."""
 from __future__ import annotations
 
 import copy
+import warnings
 
 import pytest
 import torch
@@ -195,3 +196,146 @@ def test_traced_graph_module_is_exported_and_lowered() -> None:
     gm = hv.capture(traced, (torch.randn(1, 3, 32, 32),))
     assert not any(n.op == "call_module" for n in gm.graph.nodes)
     assert "torch.ops.aten.convolution.default" in {qualname(n.target) for n in gm.graph.nodes}
+
+
+# ---------------------------------------------------------------- issue 11: the model is never changed
+class _Counter(nn.Module):
+    """Counts its calls in a buffer and in a Python attribute, as logging/caching code does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("count", torch.zeros((), dtype=torch.long))
+        self.calls = 0
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.count += 1
+        self.calls += 1
+        return x * 2
+
+
+def _bn_counter_model() -> nn.Module:
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.Dropout(0.5), _Counter())
+
+
+@pytest.mark.parametrize("mode", ["train", "eval"])
+def test_capture_leaves_buffers_rng_and_mode_exactly_as_they_were(mode) -> None:
+    model = _bn_counter_model().train(mode == "train")
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    pointers = {k: p.data_ptr() for k, p in model.named_parameters()}
+    flags = [m.training for m in model.modules()]
+    x2, x3 = torch.randn(2, 3, 8, 8), torch.randn(3, 3, 8, 8)
+    rng = torch.get_rng_state()
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # train mode: BatchNorm's statistics updates are reported
+        hv.capture(model, (x2,))
+        hv.capture(model, (x3,))  # a second shape: a second export
+
+    assert model[1].num_batches_tracked.item() == 0
+    assert model[3].count.item() == 0 and model[3].calls == 0
+    assert list(model.state_dict()) == list(state)
+    for key, value in model.state_dict().items():
+        assert value.dtype == state[key].dtype and torch.equal(value, state[key]), key
+    assert {k: p.data_ptr() for k, p in model.named_parameters()} == pointers
+    assert all(p.requires_grad for p in model.parameters())
+    assert [m.training for m in model.modules()] == flags
+    assert torch.equal(torch.get_rng_state(), rng)
+
+
+def test_capture_follows_mode_and_weight_changes_of_the_same_model() -> None:
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4)).eval()
+    x = torch.randn(2, 3, 8, 8)
+    evaluated = hv.capture(model, (x,))
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        trained = hv.capture(model.train(), (x,))
+    assert trained is not evaluated
+    with torch.no_grad():
+        torch.testing.assert_close(trained(x), copy.deepcopy(model)(x))  # batch statistics
+    model.eval()
+    with torch.no_grad():
+        model[1].weight.add_(1.0)  # changed in place: captured again, not served from the cache
+        again = hv.capture(model, (x,))
+        assert again is not evaluated
+        torch.testing.assert_close(again(x), model(x))
+
+
+class _EMA(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.ema.mul_(0.9).add_(x.mean(0) * 0.1)
+        return x + self.ema
+
+
+class _DoublesInput(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x + 1
+
+
+@needs_trt
+def test_in_place_updates_warn_once_naming_the_buffer_or_input() -> None:
+    from hierviz.capturing import CaptureWarning
+
+    model, x = _EMA(), torch.randn(4, 3)
+    with pytest.warns(CaptureWarning) as record:
+        hv.capture(model, (x,))
+    assert len(record) == 1
+    message = str(record[0].message)
+    assert "_EMA.forward updates buffer(s) 'ema' in place" in message
+    assert "the first call matches the model and later calls of the model may differ" in message
+    assert record[0].filename == __file__  # points at the user's call
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        hv.capture(model, (torch.randn(4, 3),))  # cached: warned once
+    assert torch.equal(model.ema, torch.zeros(3))
+
+    with pytest.warns(CaptureWarning, match=r"_DoublesInput.forward writes into input\(s\) 'x' in place"):
+        hv.capture(_DoublesInput(), (x,))
+
+
+# ---------------------------------------------------------------- issue 11: GraphModules that are not aten
+class _ConvRelu(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.conv(x))
+
+
+def test_symbolic_trace_is_captured_with_its_inputs_like_the_module() -> None:
+    model, x = _ConvRelu().eval(), torch.randn(1, 3, 16, 16)
+    traced = torch.fx.symbolic_trace(model)
+    p = hv.partition(traced, (x,), min_block_size=1)
+    direct = hv.partition(model, (x,), min_block_size=1)
+    assert p.stats["coverage"] == direct.stats["coverage"] == 1.0
+    assert [sg.nodes for sg in p.subgraphs] == [sg.nodes for sg in direct.subgraphs] == [("convolution", "relu")]
+    assert not any(n.op in ("call_module", "call_method") for n in p.graph.graph.nodes)
+    with torch.no_grad():
+        torch.testing.assert_close(p.module(x), model(x))
+    assert [n.op for n in traced.graph.nodes] == ["placeholder", "call_module", "call_function", "output"]
+
+
+def test_graph_module_that_is_not_aten_needs_example_inputs() -> None:
+    traced = torch.fx.symbolic_trace(_ConvRelu().eval())
+    for call in (lambda: hv.partition(traced), lambda: hv.capture(traced)):
+        with pytest.raises(hv.ConfigError) as info:
+            call()
+        assert "is not an aten-level graph" in str(info.value)
+        assert "must be captured with example inputs: pass them, e.g. hv.partition(gm, (x,))" in str(info.value)
+
+
+def test_exported_module_has_no_guards_subgraph() -> None:
+    model, x = _ConvRelu().eval(), torch.randn(1, 3, 16, 16)
+    exported = torch.export.export(model, (x,)).module()
+    assert any(n.target == "_guards_fn" for n in exported.graph.nodes)
+    p = hv.partition(exported, (x,), min_block_size=1)
+    assert [(sg.backend, sg.nodes) for sg in p.subgraphs] == [("tensorrt", ("convolution", "relu"))]
+    assert not any("_guards_fn" in str(n.target) for n in p.graph.graph.nodes)
+    with torch.no_grad():
+        torch.testing.assert_close(p.module(x), model(x))
