@@ -107,7 +107,9 @@ def spec_of(graph: GraphModule) -> InputSpec:
         val = node.meta.get("val")
         name = str(node.target)
         syms = []
-        if isinstance(val, torch.Tensor):
+        if "val" not in node.meta:
+            args.append(ArgSpec(name, "any"))
+        elif isinstance(val, torch.Tensor):
             shape = tuple(_dim(d) for d in val.shape)
             args.append(ArgSpec(name, "tensor", str(val.dtype), shape))
             syms = [d for d in val.shape if isinstance(d, torch.SymInt)]

@@ -1,0 +1,195 @@
+"""Partition.module (the split GraphModule) computes what the model computes, or says why not:
+it checks each call's inputs against what was captured (shapes, dtypes, Python scalars,
+dynamic-dimension ranges) and raises hv.CaptureError instead of a silently wrong answer."""
+
+from __future__ import annotations
+
+import copy
+import warnings
+
+import pytest
+import torch
+from torch import nn
+from torch.export import Dim
+
+import hierviz as hv
+from hierviz import trt
+
+needs_trt = pytest.mark.skipif(not trt.available(), reason="torch_tensorrt unusable here")
+
+
+class _Flatten(nn.Module):
+    """reshape(x.shape[0], -1) times an int argument: both are baked in by a static capture."""
+
+    def forward(self, x: torch.Tensor, n: int) -> torch.Tensor:
+        return torch.relu(x.reshape(x.shape[0], -1)) * n
+
+
+@pytest.fixture(scope="module")
+def static() -> hv.Partition:
+    return hv.partition(_Flatten(), (torch.randn(2, 3, 4), 3), min_block_size=1)
+
+
+@pytest.fixture(scope="module")
+def dynamic() -> hv.Partition:
+    gm = hv.capture(_Flatten(), (torch.randn(2, 3, 4), 3),
+                    dynamic_shapes={"x": {0: Dim("batch", min=2, max=16)}, "n": None})
+    return hv.partition(gm, min_block_size=1)
+
+
+def test_split_module_matches_the_model_on_captured_inputs(static) -> None:
+    x = torch.randn(2, 3, 4)
+    out = static.module(x, 3)
+    assert out.shape == (2, 12)
+    torch.testing.assert_close(out, _Flatten()(x, 3), rtol=0, atol=0)
+
+
+def test_other_batch_size_of_a_static_capture_raises(static) -> None:
+    with pytest.raises(hv.CaptureError) as info:
+        static.module(torch.randn(5, 3, 4), 3)
+    assert str(info.value).startswith(
+        "Partition.module: dim 0 of input 'x' is 5, but the graph was captured with 2 there (a static "
+        "dimension). Captured inputs: x: float32[2, 3, 4], n: int = 3.")
+    assert "dynamic_shapes" in str(info.value)
+
+
+def test_other_int_argument_raises(static) -> None:
+    with pytest.raises(hv.CaptureError) as info:
+        static.module(torch.randn(2, 3, 4), 5)
+    assert str(info.value).startswith(
+        "Partition.module: input 'n' is int 5, but the graph was captured with n=3 and computes with that value.")
+    with pytest.raises(hv.CaptureError, match="input 'n' is float 3.0, but the graph was captured with n=3"):
+        static.module(torch.randn(2, 3, 4), 3.0)
+
+
+def test_other_dtype_or_rank_raises(static) -> None:
+    with pytest.raises(hv.CaptureError, match="input 'x' has dtype float64, but the graph was captured for float32"):
+        static.module(torch.randn(2, 3, 4, dtype=torch.float64), 3)
+    with pytest.raises(hv.CaptureError, match=r"input 'x' has 2 dimension\(s\) \(2, 12\), but the graph was "
+                                              r"captured for 3: \[2, 3, 4\]"):
+        static.module(torch.randn(2, 12), 3)
+
+
+def test_dynamic_batch_works_over_its_range_and_raises_outside(dynamic) -> None:
+    model = _Flatten()
+    for batch in (2, 5, 16):
+        x = torch.randn(batch, 3, 4)
+        out = dynamic.module(x, 3)
+        assert out.shape == (batch, 12)
+        torch.testing.assert_close(out, model(x, 3), rtol=0, atol=0)
+    with pytest.raises(hv.CaptureError) as info:
+        dynamic.module(torch.randn(17, 3, 4), 3)
+    message = str(info.value)
+    assert "dim 0 of input 'x' is 17, outside the range 2..16 captured for the dynamic dimension" in message
+    assert "Captured inputs: x: float32[s" in message and "3, 4], n: int = 3 with 2 <= s" in message
+    with pytest.raises(hv.CaptureError, match="dim 1 of input 'x' is 5, but the graph was captured with 3"):
+        dynamic.module(torch.randn(4, 5, 4), 3)
+
+
+class _Add(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return x + y
+
+
+def test_dimensions_declared_equal_must_stay_equal() -> None:
+    batch = Dim("batch", min=2, max=8)
+    gm = hv.capture(_Add(), (torch.randn(2, 3), torch.randn(2, 3)),
+                    dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
+    p = hv.partition(gm, min_block_size=1)
+    torch.testing.assert_close(p.module(torch.ones(4, 3), torch.ones(4, 3)), torch.full((4, 3), 2.0))
+    with pytest.raises(hv.CaptureError, match="dim 0 of input 'y' is 5, but it must equal the other dimensions "
+                                              r"named s\d+ \(= 4 in this call\)"):
+        p.module(torch.ones(4, 3), torch.ones(5, 3))
+
+
+@needs_trt
+def test_upstream_engine_split_module_checks_too() -> None:
+    p = hv.partition(_Flatten(), (torch.randn(2, 3, 4), 3), min_block_size=1, engine="torch_tensorrt")
+    torch.testing.assert_close(p.module(torch.ones(2, 3, 4), 3), torch.full((2, 12), 3.0))
+    with pytest.raises(hv.CaptureError, match="dim 0 of input 'x' is 5"):
+        p.module(torch.randn(5, 3, 4), 3)
+
+
+def test_measure_checks_its_inputs_before_compiling(static) -> None:
+    with pytest.raises(hv.MeasureError) as info:
+        hv.measure(static, None, device="cpu")
+    assert str(info.value).startswith(
+        "hv.measure needs example inputs: pass the inputs the model was captured with, e.g. "
+        "hv.measure(partition, example_inputs). The graph takes: x: float32[2, 3, 4], n: int = 3.")
+    with pytest.raises(hv.MeasureError, match="hv.measure: dim 0 of input 'x' is 5, but the graph was captured with 2"):
+        hv.measure(static, (torch.randn(5, 3, 4), 3), device="cpu")
+    with pytest.raises(hv.MeasureError, match="hv.measure: input 'n' is int 4"):
+        hv.measure(static, (torch.randn(2, 3, 4), 4), device="cpu")
+
+
+def test_graph_without_metadata_is_split_without_a_check() -> None:
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(torch.ops.aten.relu.default, (graph.call_function(
+        torch.ops.aten.neg.default, (x,)),)))
+    gm = torch.fx.GraphModule(nn.Module(), graph)
+    p = hv.partition(gm, min_block_size=1)
+    assert "check_inputs" not in p.module.code
+    for shape in ((2,), (3, 5)):
+        x = torch.randn(*shape)
+        torch.testing.assert_close(p.module(x), torch.relu(-x))
+
+
+def test_zoo_models_split_modules_check_their_inputs(zoo_cache) -> None:
+    for name in ("tiny_conv", "bert"):
+        model, inputs = zoo_cache.load(name)
+        p = hv.partition(zoo_cache.capture(name))
+        with torch.no_grad():
+            torch.testing.assert_close(p.module(*inputs), zoo_cache.eager(name))
+        first = inputs[0]
+        twice = torch.cat([first, first])
+        with pytest.raises(hv.CaptureError, match=f"dim 0 of input '\\w+' is 2, but the graph was captured with 1"):
+            p.module(twice, *inputs[1:])
+    _, (ids, *rest) = zoo_cache.load("bert")
+    with pytest.raises(hv.CaptureError, match="has dtype float32, but the graph was captured for int64"):
+        hv.partition(zoo_cache.capture("bert")).module(ids.float(), *rest)
+
+
+# ------------------------------------------------------------------ in-place updates (documented)
+class _EMA(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.register_buffer("ema", torch.zeros(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        self.ema.mul_(0.9).add_(x.mean(0) * 0.1)
+        return x + self.ema
+
+
+class _DoublesInput(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x.mul_(2)
+        return x + 1
+
+
+@needs_trt
+def test_buffer_update_is_not_reproduced_and_the_model_is_untouched() -> None:
+    model, x = _EMA(), torch.randn(4, 3)
+    fresh = copy.deepcopy(model)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = hv.partition(model, (x,), min_block_size=1)
+    assert [str(w.message).split(" in place")[0] for w in caught] == [
+        "hv.capture: _EMA.forward updates buffer(s) 'ema'"]
+    assert torch.equal(model.ema, torch.zeros(3))
+    first = fresh(x)
+    torch.testing.assert_close(p.module(x), first)
+    torch.testing.assert_close(p.module(x), first)  # every call starts from the captured value
+    assert not torch.allclose(fresh(x), first)  # while the model's second call differs, as warned
+
+
+@needs_trt
+def test_input_update_is_not_reproduced() -> None:
+    x = torch.randn(4, 3)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        p = hv.partition(_DoublesInput(), (x,), min_block_size=1)
+    assert any("writes into input(s) 'x' in place" in str(w.message) for w in caught)
+    before = x.clone()
+    torch.testing.assert_close(p.module(x), before * 2 + 1)
+    assert torch.equal(x, before)
