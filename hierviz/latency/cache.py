@@ -5,22 +5,30 @@ The key of a subgraph is a SHA-256 over
     names are left out, so identical blocks of one model share a key),
   - the input specs: shape, stride, dtype, device type and storage offset of each input,
   - the weights' and constants' shapes, strides and dtypes,
-  - the backend, its settings, its version, the device (and GPU model) and torch's version,
+  - the backend, its settings (for TensorRT a stable digest of the CompilationSettings), its
+    version (for TensorRT also the TensorRT library's), the device (and GPU model), torch's
+    version and torch's FP32 precision settings (TF32),
+  - symbolic input shapes and their ranges, for dynamic captures,
   - for compilers that build weights into the artifact (TensorRT), a digest of the weights'
     values; compilers that take weights as inputs (TorchInductor) are keyed without them and
     their artifact is run with the weights of whichever partition uses it.
 
 Compile failures are remembered too (in memory only), so a sweep does not retry them.
+
+The cache is bounded (least recently used first out): by entries and by the bytes of TensorRT
+engines it holds. `clear()` drops every entry and frees the GPU memory their engines held.
 """
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import platform
 import tempfile
 import threading
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -28,9 +36,12 @@ from typing import Any, Callable, Sequence
 import torch
 
 from hierviz.latency.compilers import Compiler
-from hierviz.latency.lift import Lifted, digest, graph_signature, tensor_digest, tensor_spec
+from hierviz.latency.lift import Lifted, digest, graph_signature, symbolic_shapes, tensor_digest, tensor_spec
+from hierviz.latency.precision import precision_key
 
-KEY_VERSION = "hierviz-compile-v1"
+KEY_VERSION = "hierviz-compile-v2"
+MAX_ENTRIES = 512
+MAX_BYTES = 8 << 30  # serialized TensorRT engines held in memory
 
 
 @dataclass
@@ -46,17 +57,37 @@ class Entry:
     origin: str = "compiled"  # or "disk"
     first_tag: str = ""
     created: float = field(default_factory=time.time)
+    nbytes: int = 0  # the serialized engine's size, for artifacts that report one
+
+
+def _nbytes(fn: Any) -> int:
+    blob = getattr(fn, "serialized_engine", None)  # a TorchTensorRTModule
+    return len(blob) if isinstance(blob, (bytes, bytearray)) else 0
 
 
 class CompileCache:
-    """Compiled subgraphs by structural key. `hv.measure` uses one shared, process-wide
-    instance unless given another; `clear()` empties it."""
+    """Compiled subgraphs by structural key, at most `max_entries` of them and `max_bytes` of
+    engines, the least recently used dropped first. `hv.measure` uses one shared, process-wide
+    instance unless given another; `clear()` empties it and frees the GPU memory it held."""
 
-    def __init__(self) -> None:
-        self._entries: dict[str, Entry] = {}
+    def __init__(self, max_entries: int | None = MAX_ENTRIES, max_bytes: int | None = MAX_BYTES) -> None:
+        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+                from hierviz.errors import ConfigError
+
+                raise ConfigError(f"CompileCache({name}=...) must be a positive integer or None, not {value!r}")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
+        self.evictions = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of serialized engines held."""
+        return sum(e.nbytes for e in self._entries.values())
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -65,7 +96,8 @@ class CompileCache:
         return key in self._entries
 
     def __repr__(self) -> str:
-        return f"<CompileCache {len(self)} entries, {self.hits} hits, {self.misses} misses>"
+        return (f"<CompileCache {len(self)} entries ({self.nbytes / 2**20:.1f} MiB of engines), "
+                f"{self.hits} hits, {self.misses} misses, {self.evictions} evicted>")
 
     def keys(self) -> list[str]:
         return list(self._entries)
@@ -74,13 +106,20 @@ class CompileCache:
         return list(self._entries.values())
 
     def clear(self) -> None:
+        """Drop every entry and free what they held: the compiled artifacts are released, a
+        garbage collection breaks their reference cycles, and CUDA's cached blocks go back to
+        the GPU (TensorRT engines hold device memory until then)."""
         with self._lock:
             self._entries.clear()
-            self.hits = self.misses = 0
+            self.hits = self.misses = self.evictions = 0
+        release_memory()
 
     def get(self, key: str, compiler: Compiler, directory: Path | None = None) -> Entry | None:
         """The entry for `key` from memory, else from `directory`; None on a miss."""
-        entry = self._entries.get(key)
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
         if entry is None and directory is not None:
             entry = load_entry(key, compiler, directory)
             if entry is not None:
@@ -88,8 +127,20 @@ class CompileCache:
         return entry
 
     def put(self, entry: Entry) -> None:
+        if entry.fn is not None and not entry.nbytes:
+            entry.nbytes = _nbytes(entry.fn)
         with self._lock:
             self._entries[entry.key] = entry
+            self._entries.move_to_end(entry.key)
+            evicted = 0
+            while len(self._entries) > 1 and (
+                    (self.max_entries is not None and len(self._entries) > self.max_entries)
+                    or (self.max_bytes is not None and self.nbytes > self.max_bytes)):
+                self._entries.popitem(last=False)
+                evicted += 1
+            self.evictions += evicted
+        if evicted and torch.cuda.is_available():
+            release_memory()
 
     def drop(self, key: str) -> None:
         with self._lock:
@@ -112,8 +163,18 @@ def default_cache() -> CompileCache:
 
 
 def clear_cache() -> None:
-    """Empty the process-wide compile cache (e.g. after changing weights through `.data`)."""
+    """Empty the process-wide compile cache (e.g. after changing weights through `.data`) and
+    free the GPU memory its engines held."""
     _DEFAULT.clear()
+
+
+def release_memory() -> None:
+    """Collect garbage (compiled modules sit in reference cycles) and return CUDA's cached
+    blocks to the GPU."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
 
 
 # ----------------------------------------------------------------------------- keys
@@ -140,8 +201,10 @@ def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options
         compiler.version(),
         compiler.options_key(options),
         device_key(device),
+        precision_key(),
         lifted.single,
         graph_signature(lifted.gm),
+        symbolic_shapes(lifted.gm),
         tuple(tensor_spec(x) for x in inputs),
         tuple(tensor_spec(w) for w in lifted.weights),
     ]
@@ -196,4 +259,5 @@ def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path)
     return None
 
 
-__all__ = ["CompileCache", "Entry", "cache_key", "default_cache", "clear_cache", "KEY_VERSION"]
+__all__ = ["CompileCache", "Entry", "cache_key", "default_cache", "clear_cache", "release_memory", "KEY_VERSION",
+           "MAX_ENTRIES", "MAX_BYTES"]

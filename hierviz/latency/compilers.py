@@ -31,9 +31,12 @@ class Compiler:
     `compile(gm, example_inputs, options, persist)` returns a callable run as
     `fn(*inputs, *weights)` when `lifts_weights`, else `fn(*inputs)`. `persist` asks for an
     artifact that `save` can write to disk. `options` are the backend's settings as passed to
-    `hv.measure` (e.g. `trt_settings`); `options_key(options)` turns them into part of the cache
-    key. `version()` names the compiler's version (part of the key, so a disk cache is not
-    reused across versions).
+    `hv.measure` (e.g. `trt_settings`, given to TensorRT as checked CompilationSettings);
+    `options_key(options)` turns them into part of the cache key. `version()` names the
+    compiler's version (part of the key, so a disk cache is not reused across versions).
+    `available(device)` is None when the backend can compile for `device`, else why not.
+    `named`: `compile` also takes `name=` (the subgraph's tag, e.g. to name TensorRT engines).
+    `state()` says whether a compile now is "cold" or "warm" (the backend's own disk caches exist).
     """
 
     backend: str
@@ -44,8 +47,10 @@ class Compiler:
     load: Callable[[Path], Any] | None = None
     options_key: Callable[[Any], Any] = repr
     version: Callable[[], str] = lambda: torch.__version__
-    available: Callable[[], str | None] = lambda: None  # None when usable, else why not
+    available: Callable[[torch.device], str | None] = lambda device: None  # None when usable, else why not
     description: str = ""
+    named: bool = False
+    state: Callable[[], str] = lambda: "cold"
 
 
 _REGISTRY: dict[str, Compiler] = {}
@@ -138,6 +143,18 @@ def _inductor_load(path: Path) -> Any:
     return CompiledArtifact.load(path=str(path), format="binary")
 
 
+def _inductor_state() -> str:
+    """'warm' when TorchInductor's FX graph cache is on and its directory holds entries."""
+    try:
+        import torch._inductor.config as config
+        from torch._inductor.runtime.cache_dir_utils import cache_dir
+
+        folder = Path(cache_dir()) / "fxgraph"
+        return "warm" if config.fx_graph_cache and folder.is_dir() and any(folder.iterdir()) else "cold"
+    except Exception:  # noqa: BLE001 - older torch: unknown means cold
+        return "cold"
+
+
 def _inductor_options_key(options: Any) -> Any:
     if options is None:
         return None
@@ -149,28 +166,36 @@ def _inductor_options_key(options: Any) -> Any:
 
 INDUCTOR = Compiler(
     backend="inductor", compile=_inductor_compile, lifts_weights=True, needs_cuda=False,
-    save=_inductor_save, load=_inductor_load, options_key=_inductor_options_key,
+    save=_inductor_save, load=_inductor_load, options_key=_inductor_options_key, state=_inductor_state,
     description="torch._inductor.compile on the subgraph with its weights as inputs",
 )
 
 
 # ----------------------------------------------------------------------------- TensorRT
-def _trt_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool) -> Any:
+def _trt_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool,
+                 name: str = "") -> Any:
     from hierviz import trt
 
-    return trt.compile_submodule(gm, settings=options)
+    return trt.compile_submodule(gm, settings=options, name=name)
 
 
 def _trt_save(artifact: Any, path: Path) -> bool:
-    torch.save(artifact, str(path))
+    from hierviz import trt
+
+    trt.save_engine(artifact, path)
     return True
 
 
 def _trt_load(path: Path) -> Any:
     from hierviz import trt
 
-    trt.require()  # registers the runtime classes the pickle refers to
-    return torch.load(str(path), weights_only=False)
+    return trt.load_engine(path)
+
+
+def _trt_state() -> str:
+    from hierviz import trt
+
+    return trt.build_state()
 
 
 def _trt_options_key(options: Any) -> Any:
@@ -183,20 +208,20 @@ def _trt_version() -> str:
     from hierviz import trt
 
     info = trt.info()
-    return f"torch_tensorrt {info.version} ({info.variant}); torch {torch.__version__}"
+    return (f"torch_tensorrt {info.version} ({info.variant}); TensorRT {info.tensorrt_version}; "
+            f"torch {torch.__version__}")
 
 
-def _trt_available() -> str | None:
+def _trt_available(device: torch.device) -> str | None:
     from hierviz import trt
 
-    info = trt.info()
-    return None if info.available else info.error or "torch_tensorrt is not available"
+    return trt.info(device).reason
 
 
 TENSORRT = Compiler(
     backend="tensorrt", compile=_trt_compile, lifts_weights=False, needs_cuda=True,
     save=_trt_save, load=_trt_load, options_key=_trt_options_key, version=_trt_version,
-    available=_trt_available,
+    available=_trt_available, named=True, state=_trt_state,
     description="Torch-TensorRT construct_submodule_inputs + convert_module (weights in the engine)",
 )
 

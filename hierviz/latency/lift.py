@@ -158,7 +158,7 @@ def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: 
     n_outputs, single = 0, True
     root = torch.nn.Module()
     for name, value in others.items():
-        _set_path(root, name, value)
+        set_path(root, name, value)
     for n in src.nodes:
         if n.op == "placeholder":
             continue
@@ -174,7 +174,7 @@ def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: 
             continue
         if n.op == "call_module":
             child = fetch_attr(module, n.target)
-            _set_path(root, n.target, child)
+            set_path(root, n.target, child)
             children.append((str(n.target), child))
         new = graph.create_node(n.op, n.target, _retarget(_map(n.args, env), device),
                                 _retarget_kwargs(_map(n.kwargs, env), device), n.name, n.type)
@@ -195,7 +195,7 @@ def _clean_meta(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if k not in _TENSOR_META_KEYS}
 
 
-def _set_path(root: torch.nn.Module, path: str, value: Any) -> None:
+def set_path(root: torch.nn.Module, path: str, value: Any) -> None:
     *parents, leaf = path.split(".")
     mod = root
     for p in parents:
@@ -208,14 +208,41 @@ def _set_path(root: torch.nn.Module, path: str, value: Any) -> None:
         setattr(mod, leaf, value)
 
 
+def is_symbolic(value: Any) -> bool:
+    """Whether `value` is a tensor whose recorded shape has symbolic sizes (a dynamic capture)."""
+    return isinstance(value, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in value.shape)
+
+
+def symbolic_shapes(gm: GraphModule) -> tuple:
+    """The symbolic input shapes of `gm` with each symbol's range, e.g.
+    ((0, ('s77', '8'), (('s77', 2, 16),)),); empty for static graphs. Part of compile-cache keys:
+    an engine built for one range must not serve another."""
+    out = []
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, n in enumerate(placeholders):
+        val = n.meta.get("val")
+        if not is_symbolic(val):
+            continue
+        ranges = []
+        for d in val.shape:
+            if isinstance(d, torch.SymInt):
+                env = d.node.shape_env
+                for sym in sorted(d.node.expr.free_symbols, key=str):
+                    r = env.var_to_range.get(sym) if env is not None else None
+                    ranges.append((str(sym), str(getattr(r, "lower", "?")), str(getattr(r, "upper", "?"))))
+        out.append((i, tuple(str(d) for d in val.shape), tuple(ranges)))
+    return tuple(out)
+
+
 def bake(lifted: Lifted, example_inputs: Sequence[Any]) -> GraphModule:
     """The lifted graph with its weights put back as attributes (for compilers that build
-    weights into the artifact, as TensorRT does). Placeholders carry `meta['val']` from the
-    example inputs, as Torch-TensorRT's `construct_submodule_inputs` expects."""
+    weights into the artifact, as TensorRT does). Placeholders carry `meta['val']`, as
+    Torch-TensorRT's `construct_submodule_inputs` expects: the captured symbolic shape when the
+    capture was dynamic (so TensorRT gets min/opt/max inputs), else the example input."""
     graph = torch.fx.Graph()
     root = torch.nn.Module()
     for name, child in lifted.children:
-        _set_path(root, name, child)
+        set_path(root, name, child)
     env: dict[Node, Node] = {}
     position = 0
     for n in lifted.gm.graph.nodes:
@@ -223,7 +250,9 @@ def bake(lifted: Lifted, example_inputs: Sequence[Any]) -> GraphModule:
             if position < lifted.n_inputs:
                 new = graph.placeholder(n.name)
                 value = example_inputs[position] if position < len(example_inputs) else None
-                if isinstance(value, torch.Tensor):
+                if is_symbolic(n.meta.get("val")):  # a dynamic capture: keep the symbolic shape
+                    new.meta["val"] = n.meta["val"]
+                elif isinstance(value, torch.Tensor):
                     new.meta["val"] = value
             else:
                 w = position - lifted.n_inputs
@@ -237,7 +266,7 @@ def bake(lifted: Lifted, example_inputs: Sequence[Any]) -> GraphModule:
         if n.op == "get_attr":
             env[n] = graph.get_attr(n.target)
             value = fetch_attr(lifted.gm, n.target)
-            _set_path(root, n.target, value)
+            set_path(root, n.target, value)
             continue
         env[n] = graph.node_copy(n, lambda a: env[a])
     return GraphModule(root, graph, class_name="BakedSubgraph")
@@ -322,5 +351,5 @@ def digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
-__all__ = ["Lifted", "lift", "bake", "graph_signature", "tensor_spec", "tensor_digest", "digest",
-           "on_device", "fetch_attr"]
+__all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_spec", "tensor_digest", "digest",
+           "on_device", "fetch_attr", "set_path"]

@@ -1,4 +1,4 @@
-"""Measurement: what `hv.measure` found for one partition."""
+"""Measurement: what `hv.measure` found for one partition; SubgraphRecord: what ran per subgraph."""
 
 from __future__ import annotations
 
@@ -16,8 +16,39 @@ class MeasureWarning(UserWarning):
     """Something a measurement's user should know: noisy timing, a fallback, a mismatch."""
 
 
-PER_SUBGRAPH_COLUMNS = ["tag", "backend", "median_ms", "share", "compile_s", "cached", "status",
-                        "p10_ms", "p90_ms", "cv", "ops", "inputs", "outputs", "key"]
+PER_SUBGRAPH_COLUMNS = ["tag", "backend", "median_ms", "share", "asked", "status", "compile_s", "cached",
+                        "p10_ms", "p90_ms", "cv", "ops", "inputs", "outputs", "error", "key"]
+STATUSES = ("compiled", "cached", "fallback", "eager")
+
+
+@dataclass
+class SubgraphRecord:
+    """What ran for one subgraph of the split model.
+
+    `asked`: the backend the partition gave it; `ran`: the backend that actually ran it (the
+    asked one, or "torch" for eager and fallback subgraphs). `status`: "compiled" (compiled in
+    this call), "cached" (from the compile cache), "fallback" (its backend failed, it ran in eager
+    PyTorch; `error` says why) or "eager" (a PyTorch subgraph). `compile_s` is the time spent
+    compiling it in this call.
+    """
+
+    tag: str
+    asked: str
+    ran: str
+    status: str
+    compile_s: float
+    ops: int
+    inputs: int
+    outputs: int
+    key: str = ""
+    cached: bool = False  # the compile (or its failure) came from the compile cache
+    error: str | None = None
+    stats: Stats | None = None
+
+    @property
+    def label(self) -> str:
+        """'tensorrt', or 'tensorrt -> torch (fallback)' for a subgraph whose backend failed."""
+        return f"{self.asked} -> {self.ran} (fallback)" if self.status == "fallback" else self.ran
 
 
 @dataclass(eq=False)
@@ -27,10 +58,16 @@ class Measurement:
     Times are per call of the whole split model, in milliseconds (`median_ms`, `p10_ms`,
     `p90_ms`, `std_ms`, `cv` = std / mean). `baseline_ms` is the unsplit graph run eagerly,
     timed the same way in the same call; `speedup` = baseline_ms / median_ms. `compile_s` is the
-    time spent compiling in this call (cache hits cost nothing). `per_subgraph` has one row per
-    subgraph, each timed on its own with the inputs it receives in the split model; `share` is
-    its part of the sum of the subgraphs' medians, and `glue_ms` what the split model costs on
-    top of that sum (Python between subgraphs; can be slightly negative from noise).
+    time spent compiling in this call (cache hits cost nothing); `compile_state` says per backend
+    whether that compile was "cold" or "warm" (the backend's own on-disk caches, e.g. TensorRT's
+    timing/runtime cache or TorchInductor's FX graph cache, already existed) or "cached".
+    `per_subgraph` has one row per subgraph, each timed on its own with the inputs it receives in
+    the split model: `backend` is the backend that ran it, `asked` the one the partition gave
+    it, `status` compiled / cached / fallback / eager; `share` is its part of the sum of the
+    subgraphs' medians, and `glue_ms` what the split model costs on top of that sum (Python
+    between subgraphs; can be slightly negative from noise). `fallbacks` are the tags of
+    subgraphs whose backend failed and that ran in eager PyTorch instead. `precision` records
+    TF32 and matmul precision for every backend (see hierviz.latency.precision).
     """
 
     median_ms: float
@@ -57,6 +94,9 @@ class Measurement:
     config: Any = None
     timing: Stats | None = field(default=None, repr=False)
     baseline_timing: Stats | None = field(default=None, repr=False)
+    precision: dict[str, Any] = field(default_factory=dict)
+    compile_state: dict[str, str] = field(default_factory=dict)
+    records: tuple[SubgraphRecord, ...] = field(default=(), repr=False)
 
     @property
     def noisy(self) -> bool:
@@ -91,6 +131,9 @@ class Measurement:
             "subgraphs": self.subgraphs,
             **{f"subgraphs_{b}": int(n) for b, n in sorted(counts.items())},
             "fallbacks": len(self.fallbacks),
+            "fallback_tags": ",".join(self.fallbacks),
+            "tf32": self.precision.get("tf32"),
+            "compile_state": ",".join(f"{b}:{s}" for b, s in sorted(self.compile_state.items())),
             "warnings": "; ".join(self.warnings),
         }
 
@@ -115,7 +158,11 @@ class Measurement:
             parts.append(("outputs match" if self.outputs_match else "OUTPUTS DIFFER") +
                          f" (max abs err {err})")
         if self.fallbacks:
-            parts.append(f"{len(self.fallbacks)} fell back to eager")
+            asked = self.per_subgraph.loc[self.per_subgraph["status"] == "fallback", "asked"].value_counts()
+            parts.append(f"{len(self.fallbacks)} FELL BACK to eager ("
+                         + ", ".join(f"{n} {b}" for b, n in asked.items()) + ")")
+        if self.precision and self.device.startswith("cuda"):
+            parts.append("TF32 on" if self.precision.get("tf32") else "strict FP32 (TF32 off)")
         if self.warnings:
             parts.append(f"{len(self.warnings)} warning(s)")
         return "<hv.Measurement " + "; ".join(parts) + ">"
@@ -129,4 +176,4 @@ class Measurement:
         return f"<div><p><code>{head}</code></p>{'<ul>' + warn + '</ul>' if warn else ''}{table}</div>"
 
 
-__all__ = ["Measurement", "MeasureWarning", "PER_SUBGRAPH_COLUMNS"]
+__all__ = ["Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]

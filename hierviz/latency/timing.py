@@ -1,14 +1,16 @@
-"""Timing: CUDA events on a GPU, perf_counter_ns on CPU, and the statistics of the samples."""
+"""Timing: CUDA events on a GPU, perf_counter_ns on CPU, the statistics of the samples, and each
+subgraph timed on its own with the inputs it receives in the split model."""
 
 from __future__ import annotations
 
-import gc
 import math
 import time
 from dataclasses import dataclass
-from typing import Callable
+from typing import Any, Callable, Iterable, Sequence
 
 import torch
+
+from hierviz.gcpause import gc_paused
 
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
 
@@ -74,15 +76,10 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
     """
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters}")
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with gc_paused():
         if device.type == "cuda":
             return _time_cuda(fn, device, warmup, iters)
         return _time_host(fn, warmup, iters)
-    finally:
-        if was_enabled:
-            gc.enable()
 
 
 def _time_host(fn: Callable[[], object], warmup: int, iters: int) -> Stats:
@@ -113,4 +110,34 @@ def _time_cuda(fn: Callable[[], object], device: torch.device, warmup: int, iter
         return Stats.of([s.elapsed_time(e) for s, e in zip(starts, ends)])
 
 
-__all__ = ["Stats", "time_fn", "percentile", "synchronize", "NOISY_CV"]
+def subgraph_inputs(top: torch.nn.Module, names: Iterable[str], inputs: Sequence[Any]) -> dict[str, tuple]:
+    """The arguments each submodule `names` of `top` receives in one run of `top(*inputs)`."""
+    captured: dict[str, tuple] = {}
+    handles = []
+    for name in names:
+        def hook(module: torch.nn.Module, args: tuple, name: str = name) -> None:
+            captured[name] = args
+        handles.append(getattr(top, name).register_forward_pre_hook(hook))
+    try:
+        top(*inputs)
+    finally:
+        for h in handles:
+            h.remove()
+    return captured
+
+
+def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence[Any], device: torch.device, *,
+                    warmup: int, iters: int, step: Callable[[str], Any] = lambda name: None) -> dict[str, Stats]:
+    """Each submodule of `top` timed on its own, with the inputs it receives in `top(*inputs)`."""
+    captured = subgraph_inputs(top, names, inputs)
+    out: dict[str, Stats] = {}
+    for name in names:
+        args = captured.get(name)
+        if args is not None:
+            sub = getattr(top, name)
+            out[name] = time_fn(lambda s=sub, a=args: s(*a), device, warmup=warmup, iters=iters)
+        step(name)
+    return out
+
+
+__all__ = ["Stats", "time_fn", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
