@@ -502,7 +502,8 @@ def compile_submodule(gm: torch.fx.GraphModule, settings: Any = None, name: str 
     if not isinstance(settings, CompilationSettings):
         settings = conversion_settings(settings)
     inputs = submodule_inputs(gm)
-    with torch.cuda.device(settings.device.gpu_id):
+    on_gpu = torch.cuda.device(settings.device.gpu_id) if torch.cuda.is_available() else contextlib.nullcontext()
+    with on_gpu:
         module = convert_module(gm, inputs, settings=settings, name=name)
         if getattr(module, "engine", None) is None:  # lazy_engine_init: upstream calls this after conversion
             module.setup_engine()

@@ -16,7 +16,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (none here)")
     for item in items:
-        if "gpu" in item.keywords and "tests/measure" in str(item.fspath).replace("\\", "/"):
+        if "gpu" in item.keywords and "tests/latency" in str(item.fspath).replace("\\", "/"):
             item.add_marker(skip)
 
 
