@@ -63,7 +63,7 @@ class Difference:
             self.dim(attrs)
             return
         n = sum(moves.values())
-        text = ", ".join(f"{x} \u2192 {y} \u00d7{c}" if x != y else f"{x}, other subgraph \u00d7{c}"
+        text = ", ".join(f"{x} \u2192 {y} \u00d7{c}" if x != y else f"{x} (other subgraph) \u00d7{c}"
                          for (x, y), c in moves.most_common(3))
         lines.append(f'<FONT POINT-SIZE="9"><B>changed: {n} node{"s" if n != 1 else ""}</B> ({html(text)})</FONT>')
         tip.append(f"against {self.label_b}: {n} node(s) changed: {text}")

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
+from hierviz.drawing.overlay import Overlay, make_overlay
 from hierviz.errors import RenderError
 from hierviz.partitioner.record import short_dtype
 
@@ -67,36 +68,11 @@ def _shape_text(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def subgraph_times(measurement: "Measurement | None") -> dict[str, tuple[float, float]]:
-    """tag -> (median ms, share of the subgraphs' total) from a Measurement ({} without one)."""
-    if measurement is None:
-        return {}
-    per = getattr(measurement, "per_subgraph", None)
-    if per is None or not hasattr(per, "columns") or not {"tag", "median_ms"} <= set(per.columns):
-        raise RenderError("measurement= takes the hv.Measurement that hv.measure(partition, ...) returned "
-                          f"(with per_subgraph times), not {type(measurement).__name__}.")
-    shares = per["share"].tolist() if "share" in per.columns else [float("nan")] * len(per)
-    out = {}
-    for tag, ms, share in zip(per["tag"].tolist(), per["median_ms"].tolist(), shares):
-        if ms is not None and not (isinstance(ms, float) and math.isnan(ms)):
-            out[str(tag)] = (float(ms), float(share) if share is not None else float("nan"))
-    return out
-
-
-def _check_measurement(p: "Partition", times: dict[str, tuple[float, float]]) -> None:
-    tags = {sg.tag for sg in p.subgraphs}
-    if times and not set(times) <= tags:
-        unknown = sorted(set(times) - tags)[:3]
-        raise RenderError(f"this measurement is of another partition (subgraphs {unknown} are not in this one); "
-                          "measure this partition: hv.measure(p, example_inputs).")
-
-
 def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, *,
                       label: str | None = None) -> dict:
     """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`."""
     t = p.records
-    times = subgraph_times(measurement)
-    _check_measurement(p, times)
+    overlay = make_overlay(p, measurement)
     backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}
     keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
     kept = set(keep)
@@ -111,9 +87,9 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
                  ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)), ("shape", _shape_text(t.spec[i].shape))]
         if weights[i]:
             attrs.append(("weights", str(weights[i])))
-        if t.tag[i] in times:
-            ms, share = times[t.tag[i]]
-            attrs += [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{share:.1%}")]
+        if overlay is not None and t.tag[i] in overlay.subgraph_ms:
+            ms = overlay.subgraph_ms[t.tag[i]]
+            attrs += [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{overlay.share(ms):.1%}")]
         node = {
             "id": t.name[i],
             "label": _label(t, i),
@@ -153,22 +129,13 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
 
 def node_data(p: "Partition", measurement: "Measurement") -> dict:
     """Model Explorer node data (one entry per graph id): each subgraph's median ms split
-    evenly over its compute ops, with a white-to-red gradient."""
-    times = subgraph_times(measurement)
-    _check_measurement(p, times)
+    evenly over its nodes (as the cost overlay does), with a white-to-red gradient."""
+    overlay = Overlay(p, measurement)
     t = p.records
-    results: dict[str, dict] = {}
-    for sg in p.subgraphs:
-        if sg.tag not in times:
-            continue
-        ms = times[sg.tag][0]
-        members = [n for n in sg.nodes if t.kind[t.position[n]] in ("call_function", "call_module")]
-        share = ms / max(sg.compute_ops or len(members), 1)
-        for n in members:
-            results[n] = {"value": round(share, 6)}
+    results = {t.name[i]: {"value": round(overlay.op_ms[i], 6)} for i in range(len(t)) if t.subgraph[i] >= 0}
     gradient = [{"stop": 0, "bgColor": "#FFFFFF"}, {"stop": 0.5, "bgColor": "#FDB863"},
                 {"stop": 1, "bgColor": "#D7301F"}]
-    one = {"name": "latency (ms, subgraph time / its ops)", "results": results, "gradient": gradient}
+    one = {"name": "latency (ms, subgraph time / its nodes)", "results": results, "gradient": gradient}
     return {gid: one for gid in GRAPH_IDS}
 
 
@@ -194,4 +161,4 @@ def node_data_path(path: str | Path) -> Path:
     return path.with_name(path.stem + NODE_DATA_SUFFIX)
 
 
-__all__ = ["to_model_explorer", "node_data", "save", "node_data_path", "subgraph_times", "GRAPH_IDS"]
+__all__ = ["to_model_explorer", "node_data", "save", "node_data_path", "GRAPH_IDS"]

@@ -326,9 +326,9 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     plan = make_plan(t, base, depth, budget, pattern)
     tag_order = {sg.tag: k for k, sg in enumerate(p.subgraphs)}
     w = DotWriter()
-    from hierviz.drawing.views import _defaults
+    from hierviz.drawing.views import defaults
 
-    _defaults(w)
+    defaults(w)
     drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
     drawn.items(plan.items)
     edges = drawn.edges(base)
@@ -375,7 +375,7 @@ class _Drawer:
                  f'<FONT POINT-SIZE="9">{html(it.mod.cls or "ops outside any module")} \u00b7 '
                  f'{f.per_member:,} op{"s" if f.per_member != 1 else ""}{each}</FONT>']
         total = sum(f.backends.values()) or 1
-        lines.append(_bar([(palette.fill(b), f.backends[b] / total) for b in order]))
+        lines.append(_bar([(palette.color(b), f.backends[b] / total) for b in order]))
         lines.append(f'<FONT POINT-SIZE="9">{html(_share_text(order, f.backends))}</FONT>')
         if f.tags:
             lines.append(f'<FONT POINT-SIZE="8">{html(_tags_text(f.tags), 70)}</FONT>')

@@ -10,10 +10,10 @@ evenly over that subgraph's ops (an estimate: subgraphs are timed whole, not op 
 
 from __future__ import annotations
 
+import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
-from hierviz.drawing.model_explorer import subgraph_times
 from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,6 +29,22 @@ def ms_text(ms: float) -> str:
     if ms < 0.1:
         return f"{ms:.3f} ms"
     return f"{ms:.2f} ms" if ms < 10 else f"{ms:.1f} ms"
+
+
+def subgraph_times(measurement: "Measurement | None") -> dict[str, tuple[float, float]]:
+    """tag -> (median ms, share of the subgraphs' total) from a Measurement ({} without one)."""
+    if measurement is None:
+        return {}
+    per = getattr(measurement, "per_subgraph", None)
+    if per is None or not hasattr(per, "columns") or not {"tag", "median_ms"} <= set(per.columns):
+        raise RenderError("measurement= takes the hv.Measurement that hv.measure(partition, ...) returned "
+                          f"(with per_subgraph times), not {type(measurement).__name__}.")
+    shares = per["share"].tolist() if "share" in per.columns else [float("nan")] * len(per)
+    out = {}
+    for tag, ms, share in zip(per["tag"].tolist(), per["median_ms"].tolist(), shares):
+        if ms is not None and not (isinstance(ms, float) and math.isnan(ms)):
+            out[str(tag)] = (float(ms), float(share) if share is not None else float("nan"))
+    return out
 
 
 class Overlay:
@@ -95,4 +111,4 @@ def make_overlay(p: "Partition", measurement: Any) -> Overlay | None:
     return None if measurement is None else Overlay(p, measurement)
 
 
-__all__ = ["Overlay", "make_overlay", "ms_text"]
+__all__ = ["Overlay", "make_overlay", "ms_text", "subgraph_times"]

@@ -1,0 +1,94 @@
+"""The cost overlay: measured milliseconds on subgraphs and module boxes."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+import pandas as pd
+import pytest
+
+import hierviz as hv
+from hierviz.drawing import layout
+from hierviz.drawing.overlay import ms_text
+
+from .helpers import parse_svg
+from .stack_models import captured, odd_partition
+from .test_modules_view import check_golden
+
+
+def fake_measurement(p: hv.Partition, times: list[float]) -> SimpleNamespace:
+    """What hv.measure reports per subgraph, with hand-picked times (for golden files)."""
+    tags = [sg.tag for sg in p.subgraphs]
+    total = sum(times)
+    table = pd.DataFrame({"tag": tags, "backend": [sg.backend for sg in p.subgraphs], "median_ms": times,
+                          "share": [t / total for t in times]})
+    return SimpleNamespace(per_subgraph=table, device="cpu")
+
+
+@pytest.fixture(scope="module")
+def odd() -> hv.Partition:
+    return odd_partition(captured())
+
+
+@pytest.fixture(scope="module")
+def fake(odd) -> SimpleNamespace:
+    assert len(odd.subgraphs) == 3  # tensorrt | torch (blocks.2's relu) | tensorrt
+    return fake_measurement(odd, [1.0, 0.25, 2.75])
+
+
+def test_golden_collapsed_with_times(odd, fake, regen_golden):
+    g = odd.render("collapsed", measurement=fake)
+    check_golden(g.source, "overlay_stack_collapsed.dot", regen_golden)
+    assert "<B>2.75 ms</B> · 69% of time" in g.source and "<B>0.25 ms</B> · 6% of time" in g.source
+
+
+def test_golden_modules_with_times(odd, fake, regen_golden):
+    check_golden(odd.render("modules", depth=1, measurement=fake).source, "overlay_stack_modules.dot", regen_golden)
+
+
+def test_module_times_add_up_to_the_measured_total(odd, fake):
+    """Each box's time is its ops' share of their subgraphs' times: the boxes sum to the total."""
+    import re
+
+    src = odd.render("modules", depth=1, measurement=fake).source
+    boxes = re.findall(r"<B>([0-9.]+) ms</B>", src)
+    # one box per module at depth 1 (inp, 2 rolled runs, blocks.2, head): rolled runs count both blocks
+    assert sum(float(x) for x in boxes) == pytest.approx(4.0, abs=0.02)
+
+
+def test_full_view_clusters_carry_their_time(odd, fake, needs_dot):
+    _, groups = parse_svg(layout(odd.render("full", measurement=fake), "svg").decode())
+    labels = " ".join(" ".join(g.texts) for g in groups if g.kind == "node" and g.title.startswith("h"))
+    assert "1.00 ms" in labels and "2.75 ms" in labels
+
+
+def test_measurement_of_another_partition_is_refused(odd):
+    other = hv.partition(captured(), min_block_size=1)
+    wrong = fake_measurement(other, [1.0] * len(other.subgraphs))
+    wrong.per_subgraph["tag"] = [f"_run_on_acc_tensorrt_{k + 10}" for k in range(len(other.subgraphs))]
+    with pytest.raises(hv.RenderError, match="measurement of this partition"):
+        odd.render("collapsed", measurement=wrong)
+    with pytest.raises(hv.RenderError, match="hv.Measurement"):
+        odd.render("modules", measurement="fast")
+
+
+def test_ms_text():
+    assert [ms_text(x) for x in (0.0421, 3.214, 12.54)] == ["0.042 ms", "3.21 ms", "12.5 ms"]
+
+
+@pytest.mark.slow
+def test_real_cpu_measurement_with_inductor_and_torch_subgraphs(needs_dot):
+    """hv.measure on CPU: linears in TorchInductor, the rest in PyTorch; the overlay shows
+    each subgraph's measured median."""
+    from .stack_models import stack
+
+    model, inputs = stack()
+    p = hv.partition(captured(), priority=("inductor",), min_block_size=1,
+                     support={"inductor": hv.support.ops(["torch.ops.aten.linear.default"])})
+    assert {sg.backend for sg in p.subgraphs} == {"inductor", "torch"}
+    m = hv.measure(p, inputs, device="cpu", warmup=1, iters=3)
+    g = p.render("collapsed", measurement=m)
+    for tag, ms in zip(m.per_subgraph["tag"], m.per_subgraph["median_ms"]):
+        assert ms_text(float(ms)) in g.source, tag
+    svg = layout(p.render("modules", measurement=m), "svg").decode()
+    assert "of time" in svg
