@@ -1,10 +1,12 @@
-"""The `hierviz` command: demo, report, sweep, zoo, info."""
+"""The `hierviz` command: demo, report, sweep, tune, zoo, info."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import importlib.util
+import inspect
 import os
 import re
 import sys
@@ -27,6 +29,7 @@ examples:
   hierviz report resnet18 --min-block-size 3 -o resnet18.html
   hierviz report my_model.py:build --priority inductor,tensorrt --inductor-support all
   hierviz sweep bert --grid min_block_size=1,3,5,10 --grid priority=tensorrt+inductor,inductor+tensorrt --csv bert.csv
+  hierviz tune tiny_conv --budget 20 --csv tiny_conv-tune.csv
 """
 
 
@@ -40,28 +43,77 @@ def load_model(spec: str) -> tuple[Any, Any]:
 
     if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
         path_text, func_name = spec.rsplit(":", 1)
-        path = Path(path_text)
-        if not path.is_file():
-            raise UsageError(f"no such file: {path_text} (MODEL is a zoo name or file.py:function)")
-        module_spec = importlib.util.spec_from_file_location(path.stem, path)
-        module = importlib.util.module_from_spec(module_spec)  # type: ignore[arg-type]
-        sys.path.insert(0, str(path.parent.resolve()))
-        try:
-            module_spec.loader.exec_module(module)  # type: ignore[union-attr]
-        except Exception as exc:  # noqa: BLE001
-            raise UsageError(f"importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
-        finally:
-            sys.path.pop(0)
-        func = getattr(module, func_name, None)
-        if not callable(func):
-            raise UsageError(f"{path_text} has no function {func_name!r}")
-        result = func()
-        if not (isinstance(result, tuple) and len(result) == 2):
-            raise UsageError(f"{spec} must return (model, example_inputs), got {type(result).__name__}")
-        return result
-    if spec not in zoo.names():
-        raise UsageError(f"unknown model {spec!r}: use one of {', '.join(zoo.names())} or file.py:function")
+        return call_user_function(path_text, func_name)
+    if spec.endswith(".py"):
+        raise UsageError(f"MODEL {spec!r} needs the function to call: {spec}:FUNCTION, where FUNCTION "
+                         "returns (model, example_inputs)")
+    names = zoo.names()
+    if spec not in names:
+        hint = difflib.get_close_matches(spec, names, n=1, cutoff=0.6)
+        did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
+        raise UsageError(f"unknown model {spec!r}: {did_you_mean}Use one of {', '.join(names)} or file.py:function")
     return zoo.load(spec)
+
+
+class UserCodeError(UsageError):
+    """The user's own file or function raised: one line naming it; --debug re-raises the original."""
+
+
+def call_user_function(path_text: str, func_name: str) -> tuple[Any, Any]:
+    """Import `path_text` and call `func_name()`; every failure is one line naming the user's
+    code (the traceback comes with --debug)."""
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path_text} (MODEL is a zoo name or file.py:function)")
+    module_spec = importlib.util.spec_from_file_location(path.stem, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"cannot import {path_text} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's code: one line, traceback with --debug
+        raise UserCodeError(f"importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path.pop(0)
+    func = getattr(module, func_name, None)
+    if func is None:
+        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
+        hint = difflib.get_close_matches(func_name, found, n=1)
+        raise UsageError(f"{path_text} has no function {func_name!r}"
+                         + (f"; did you mean {hint[0]!r}?" if hint else "")
+                         + (f" (functions there: {', '.join(found)})" if found else ""))
+    if not callable(func):
+        raise UsageError(f"{path_text}:{func_name} is not a function but {type(func).__name__} {func!r:.40}; MODEL "
+                         "needs a function returning (model, example_inputs)")
+    try:
+        inspect.signature(func).bind()
+    except TypeError:
+        raise UsageError(f"{path_text}:{func_name}{inspect.signature(func)} needs arguments; MODEL functions are "
+                         "called with none and return (model, example_inputs)") from None
+    except ValueError:  # no signature to inspect (a builtin): just call it
+        pass
+    try:
+        result = func()
+    except Exception as exc:  # noqa: BLE001 - the user's code
+        raise UserCodeError(f"{path_text}:{func_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise UsageError(f"{path_text}:{func_name} must return (model, example_inputs), got {type(result).__name__}")
+    return result
+
+
+def writable(path_text: str, option: str) -> Path:
+    """Check before any work that `path_text` can be written (its folder made if needed)."""
+    path = Path(path_text)
+    if path.is_dir():
+        raise UsageError(f"{option} {path_text}: that is a directory; give a file name, e.g. {path / 'out.html'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path_text}: cannot create its folder ({exc.strerror or exc})") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"{option} {path_text}: its folder is not writable")
+    return path
 
 
 @contextlib.contextmanager
@@ -111,20 +163,21 @@ def _split(text: str | None, sep: str = ",") -> list[str]:
 
 
 def build_config(args: argparse.Namespace) -> Any:
-    import hierviz as hv
+    """The Config the options describe, read by the one settings parser (hierviz.config)."""
+    from hierviz.config import BUILTIN_BACKENDS, parse_config, parse_text
 
     fields: dict[str, Any] = {}
-    if args.priority:
-        fields["priority"] = tuple(_split(args.priority.replace(">", ",").replace("+", ",")))
-        unknown = [b for b in fields["priority"] if b not in CLI_BACKENDS]
+    if args.priority is not None:
+        fields["priority"] = parse_text("priority", args.priority)
+        unknown = [b for b in fields["priority"] if b not in BUILTIN_BACKENDS]
         if unknown:
             raise UsageError(f"--priority: unknown backend {unknown[0]!r}; the command line knows "
-                             f"{' and '.join(CLI_BACKENDS)} (other backends need the Python API, "
+                             f"{' and '.join(BUILTIN_BACKENDS)} (other backends need the Python API, "
                              "hv.Config(priority=..., support=...))")
     if args.min_block_size is not None:
-        fields["min_block_size"] = args.min_block_size
-    if args.torch_executed_ops:
-        fields["torch_executed_ops"] = frozenset(_split(args.torch_executed_ops))
+        fields["min_block_size"] = parse_text("min_block_size", args.min_block_size)
+    if args.torch_executed_ops is not None:
+        fields["torch_executed_ops"] = parse_text("torch_executed_ops", args.torch_executed_ops)
     if args.require_full_compilation:
         fields["require_full_compilation"] = True
     if args.skip_fusion:
@@ -132,53 +185,81 @@ def build_config(args: argparse.Namespace) -> Any:
     support = _support_from(args.inductor_support)
     if support is not None:
         fields["support"] = {"inductor": support}
-    return hv.Config(**fields)
+    return parse_config(fields)
+
+
+INDUCTOR_SUPPORT = ("all", "none", "seed")
 
 
 def _support_from(choice: str | None) -> Any:
     import hierviz as hv
 
-    if choice in (None, "seed", "none"):
+    if choice is None or choice.strip().lower() in ("none", "seed"):
         return None
-    if choice == "all":
+    if choice.strip().lower() == "all":
         return hv.support.inductor()
-    return hv.support.ops(_split(choice))
+    ops = _split(choice)
+    if not ops:
+        raise UsageError(f"--inductor-support takes all, none or op,op,..., not {choice!r}")
+    return hv.support.ops(ops)
 
 
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
-    """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'."""
-    import dataclasses
+    """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
+    Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
+    from hierviz.config import FIELDS, parse_text
 
-    import hierviz as hv
-
-    names = {f.name for f in dataclasses.fields(hv.Config)}
+    names = [f for f in FIELDS if f != "support"]
     grid: dict[str, list[Any]] = {}
     for item in items:
         if "=" not in item:
             raise UsageError(f"--grid takes field=v1,v2 (got {item!r})")
         field, values = item.split("=", 1)
         field = field.strip().replace("-", "_")
-        if field not in names or field == "support":
-            raise UsageError(f"--grid: unknown field {field!r}; use one of "
-                             f"{', '.join(sorted(names - {'support'}))}")
-        grid[field] = [_grid_value(field, v) for v in _split(values)]
-        if not grid[field]:
+        if field not in names:
+            hint = difflib.get_close_matches(field, names, n=1)
+            raise UsageError(f"--grid: unknown field {field!r}" + (f", did you mean {hint[0]!r}?" if hint else "")
+                             + f" Use one of {', '.join(names)}")
+        if field in grid:
+            raise UsageError(f"--grid {field} is given twice; list all its values in one --grid {field}=v1,v2")
+        texts = _split(values)
+        if not texts:
             raise UsageError(f"--grid {field}= has no values")
+        grid[field] = [_grid_value(field, t) for t in texts]
     return grid
 
 
 def _grid_value(field: str, text: str) -> Any:
-    if field == "min_block_size":
-        try:
-            return int(text)
-        except ValueError:
-            raise UsageError(f"--grid min_block_size: {text!r} is not an integer") from None
-    if field in ("require_full_compilation", "skip_fusion"):
-        if text.lower() not in ("true", "false", "1", "0", "yes", "no"):
-            raise UsageError(f"--grid {field}: {text!r} is not true/false")
-        return text.lower() in ("true", "1", "yes")
-    parts = [p for p in text.replace(">", "+").split("+") if p and p != "none"]
-    return tuple(parts) if field == "priority" else frozenset(parts)
+    from hierviz.config import parse_text
+    from hierviz.errors import ConfigError
+
+    try:
+        return parse_text(field, text)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith(f"{field}:"):
+            message = message[len(field) + 1:].strip()
+        raise UsageError(f"--grid {field}: {message}") from None
+
+
+def _positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def _non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value
 
 
 # ------------------------------------------------------------------ commands
@@ -206,49 +287,79 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     import hierviz as hv
 
+    out = writable(args.output, "-o") if args.output else None
+    config = build_config(args)
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    config = build_config(args)
     part = hv.partition(model, inputs, config)
     text = part.report()
-    if args.output:
-        out = Path(args.output)
-        if out.suffix.lower() in (".svg", ".png", ".pdf", ".dot", ".json", ".html"):
-            written = part.save(out)
-        else:
-            out.parent.mkdir(parents=True, exist_ok=True)
-            out.write_text(text)
-            written = out
-        print(text)
+    print(text)
+    if out is not None:
+        try:
+            if out.suffix.lower() in (".svg", ".png", ".pdf", ".dot", ".json", ".html"):
+                written = part.save(out)
+            else:
+                out.write_text(text)
+                written = out
+        except OSError as exc:
+            raise UsageError(f"-o {args.output}: cannot write it ({exc.strerror or exc})") from None
         print(f"wrote {written}")
-    else:
-        print(text)
     return 0
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
     import hierviz as hv
+    from hierviz.explorer.sweep import validate_grid
 
-    model, inputs = load_model(args.model)
-    import_tensorrt_quietly(args)
+    out = writable(args.csv, "--csv")
     grid = parse_grid(args.grid or [])
     if not grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
     base = build_config(args)
+    validate_grid(grid, base)  # every configuration is valid before anything runs
     measure: Any = False
     if args.measure:
         measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None} or True
     elif args.iters is not None or args.warmup is not None:
         raise UsageError("--iters and --warmup need --measure")
+    model, inputs = load_model(args.model)
+    import_tensorrt_quietly(args)
     table = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=not args.quiet)
-    out = Path(args.csv)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    table.to_csv(out, index=False)
+    try:
+        table.to_csv(out, index=False)
+    except OSError as exc:
+        raise UsageError(f"--csv {args.csv}: cannot write it ({exc.strerror or exc})") from None
     import pandas as pd
 
     with pd.option_context("display.width", 200, "display.max_columns", 30):
         print(table.to_string(index=False))
     print(f"wrote {out}")
+    return 0
+
+
+def cmd_tune(args: argparse.Namespace) -> int:
+    import hierviz as hv
+
+    out = writable(args.csv, "--csv") if args.csv else None
+    base = build_config(args)
+    measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None}
+    model, inputs = load_model(args.model)
+    import_tensorrt_quietly(args)
+    result = hv.tune(model, inputs, base=base, budget=args.budget, timeout=args.timeout, seed=args.seed,
+                     measure=measure or None, torch_compile=args.torch_compile, executor=args.executor,
+                     progress=not args.quiet)
+    import pandas as pd
+
+    shown = result.trials.drop(columns=["support", "require_full_compilation", "skip_fusion"], errors="ignore")
+    with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
+        print(shown.to_string(index=False))
+    print(repr(result))
+    if out is not None:
+        try:
+            result.trials.to_csv(out, index=False)
+        except OSError as exc:
+            raise UsageError(f"--csv {args.csv}: cannot write it ({exc.strerror or exc})") from None
+        print(f"wrote {out}")
     return 0
 
 
@@ -260,9 +371,12 @@ DEMO_MEASURE = {"warmup": 3, "iters": 20}
 def cmd_demo(args: argparse.Namespace) -> int:
     import hierviz as hv
 
-    import_tensorrt_quietly(args)
     out_dir = Path(args.output_dir)
-    out_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"--output-dir {args.output_dir}: cannot create it ({exc.strerror or exc})") from None
+    import_tensorrt_quietly(args)
     written: list[Path] = []
     inductor = hv.support.inductor()
     configs = {
@@ -325,7 +439,7 @@ def _demo_table(table: Any) -> str:
 
 # ------------------------------------------------------------------ parser
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-block-size", type=int, metavar="N", help="smallest accelerated subgraph kept (default 5)")
+    p.add_argument("--min-block-size", metavar="N", help="smallest accelerated subgraph kept (default 5)")
     p.add_argument("--priority", metavar="a,b", help="backends, highest priority first (default tensorrt,inductor)")
     p.add_argument("--torch-executed-ops", metavar="op,...", help="ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor")
     p.add_argument("--inductor-support", metavar="all|none|op,...", default=None,
@@ -366,11 +480,25 @@ def build_parser() -> argparse.ArgumentParser:
                             "use + (priority=tensorrt+inductor,inductor)")
     _add_config_args(sweep)
     sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
-    sweep.add_argument("--iters", type=int, metavar="N", help="timed runs per configuration with --measure (default 100)")
-    sweep.add_argument("--warmup", type=int, metavar="N", help="untimed runs first with --measure (default 10)")
+    sweep.add_argument("--iters", type=_positive, metavar="N", help="timed runs per configuration with --measure (default 100)")
+    sweep.add_argument("--warmup", type=_non_negative, metavar="N", help="untimed runs first with --measure (default 10)")
     sweep.add_argument("--csv", required=True, metavar="FILE", help="where to write the table")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.set_defaults(func=cmd_sweep)
+
+    tune = sub.add_parser("tune", help="search settings for the lowest measured latency (Optuna)")
+    tune.add_argument("model", metavar="MODEL")
+    _add_config_args(tune)
+    tune.add_argument("--budget", type=_positive, default=20, metavar="N", help="at most N trials (default 20)")
+    tune.add_argument("--timeout", type=float, metavar="S", help="start no new trial after S seconds")
+    tune.add_argument("--iters", type=_positive, metavar="N", help="timed runs per trial (default 30)")
+    tune.add_argument("--warmup", type=_non_negative, metavar="N", help="untimed runs first (default 3)")
+    tune.add_argument("--seed", type=int, default=0, help="the sampler's seed (default 0)")
+    tune.add_argument("--torch-compile", action="store_true", help="also time the whole model with torch.compile")
+    tune.add_argument("--executor", metavar="ray|ADDRESS", help="run trials as Ray tasks (a local Ray, or a cluster)")
+    tune.add_argument("--csv", metavar="FILE", help="write the trials there")
+    tune.add_argument("--quiet", action="store_true", help="no progress bar")
+    tune.set_defaults(func=cmd_tune)
 
     zoo = sub.add_parser("zoo", help="list the built-in models")
     zoo.set_defaults(func=cmd_zoo)
@@ -396,6 +524,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except (UsageError, HiervizError) as exc:
         if args.debug:
+            if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
+                raise exc.__cause__  # the user's own traceback
             raise
         message = " ".join(str(exc).split())
         print(f"hierviz: error: {message}", file=sys.stderr)

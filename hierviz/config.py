@@ -16,11 +16,12 @@ import difflib
 import math
 import numbers
 import re
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Iterator, Mapping
 
 from hierviz import support as support_mod
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, ConfigWarning
 from hierviz.opnames import normalize_all, split_names
 
 MIN_BLOCK_SIZE = 5  # Torch-TensorRT's MIN_BLOCK_SIZE
@@ -200,7 +201,7 @@ def parse_priority(value: Any) -> tuple[str, ...]:
 
 def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
     """support: None (the seed's defaults) or a mapping backend -> hv.Support. A custom backend
-    named in support must be in priority, else it would be ignored."""
+    named in support but not in priority is ignored, with a ConfigWarning."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -215,10 +216,10 @@ def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
             raise ConfigError(f"support names backend {backend!r} twice; name it once.")
         items[backend] = sup
     ignored = [b for b in items if b not in priority and b not in BUILTIN_BACKENDS]
-    if ignored:
-        raise ConfigError(f"support names backend {ignored[0]!r}, which is not in priority {priority}, so it "
-                          f"would be ignored: add it, e.g. priority={(ignored[0], *priority)!r}, or "
-                          "leave it out of support.")
+    if ignored:  # a warning, not an error: sweeps vary priority over one support mapping
+        warnings.warn(f"support names backend {ignored[0]!r}, which is not in priority {priority}, so it is "
+                      f"ignored: add it, e.g. priority={(ignored[0], *priority)!r}, to use it.",
+                      ConfigWarning, stacklevel=4)
     if isinstance(value, SupportMap) and dict(value) == items:
         return value
     return SupportMap(items)

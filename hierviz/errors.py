@@ -26,3 +26,8 @@ class MeasureError(HiervizError):
 
 class TensorRTUnavailableError(HiervizError):
     """torch_tensorrt is not installed or cannot be used here."""
+
+
+class ConfigWarning(UserWarning):
+    """A setting that is valid but probably not what was meant (e.g. support for a custom
+    backend that is not in priority, so it is ignored)."""

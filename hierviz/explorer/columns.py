@@ -10,7 +10,8 @@ import dataclasses
 from typing import Any, Iterable, Mapping
 
 from hierviz import support as support_mod
-from hierviz.config import Config
+from hierviz.config import Config, parse_ops, parse_priority
+from hierviz.errors import ConfigError
 
 CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
@@ -23,7 +24,7 @@ FALLBACK = "torch"
 def support_label(sup: Any) -> str:
     """A short name for a Support source: tensorrt, tensorrt+validate, inductor, none, ops(N), ..."""
     if isinstance(sup, support_mod.TensorRTSupport):
-        return "tensorrt+validate" if sup._validate else "tensorrt"
+        return "tensorrt+validate" if sup.to_dict().get("validate") else "tensorrt"
     if isinstance(sup, support_mod.OpSetSupport):
         if sup.kind == "inductor":
             return "inductor"
@@ -34,26 +35,26 @@ def support_label(sup: Any) -> str:
 
 
 def format_field(name: str, value: Any) -> Any:
-    """A Config field value (or a raw grid value) as it appears in a table cell."""
+    """A Config field value (or a raw grid value) as it appears in a table cell: priority as
+    'a>b', op sets as sorted comma-joined names, support as 'backend=source; ...'. Values the
+    settings parser reads are shown as it reads them; others as given."""
     if name == "priority":
-        if isinstance(value, str):
-            return value.replace(",", ">").replace(" ", "")
         try:
-            return ">".join(str(v) for v in value)
-        except TypeError:
+            return ">".join(parse_priority(value))
+        except ConfigError:
             return str(value)
     if name == "torch_executed_ops":
-        if isinstance(value, str):
-            value = [v for v in value.split(",") if v.strip()]
         try:
-            return ",".join(sorted(str(v) for v in (value or ())))
-        except TypeError:
+            return ",".join(sorted(parse_ops(value)))
+        except ConfigError:
+            if isinstance(value, (list, tuple, set, frozenset)):
+                return ",".join(sorted(str(v) for v in value))
             return str(value)
     if name == "support":
         if value is None:
             return "default"
         if isinstance(value, Mapping):
-            return "; ".join(f"{b}={support_label(s)}" for b, s in sorted(value.items()))
+            return "; ".join(f"{b}={support_label(s)}" for b, s in sorted(value.items(), key=lambda kv: str(kv[0])))
         return str(value)
     return value
 
@@ -145,10 +146,21 @@ def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[
         filled.append(row)
     df = pd.DataFrame(filled, columns=cols)
     for c in cols:
-        if c.startswith("subgraphs") or c in ("acc_subgraphs", "boundary_tensors", "recommendation",
-                                                "cache_hits", "cache_misses"):
+        if c.startswith("subgraphs") or c in ("min_block_size", "acc_subgraphs", "boundary_tensors",
+                                                "recommendation", "cache_hits", "cache_misses"):
+            if len(df) and not _all_ints(df[c]):
+                df[c] = pd.Series([row.get(c) for row in filled], dtype=object)  # an error row's raw 2.7
+                continue
             if len(df) and df[c].notna().all():
                 df[c] = df[c].astype("int64")
             elif len(df):
                 df[c] = df[c].astype("Int64")
     return df
+
+
+def _all_ints(series: Any) -> bool:
+    """True when every non-missing value of `series` is a whole number (not a bool)."""
+    import numbers
+
+    return all(isinstance(v, numbers.Integral) and not isinstance(v, bool) or
+               (isinstance(v, float) and (v != v or v.is_integer())) for v in series if v is not None)

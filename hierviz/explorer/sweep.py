@@ -29,15 +29,6 @@ def _values(field: str, values: Any) -> list[Any]:
     return list(values)
 
 
-def _coerce(field: str, value: Any) -> Any:
-    """Accept the table's own spellings: priority 'a>b', torch_executed_ops 'op1,op2'."""
-    if field == "priority" and isinstance(value, str):
-        return tuple(p.strip() for p in value.replace(">", ",").split(",") if p.strip())
-    if field == "torch_executed_ops" and isinstance(value, str):
-        return frozenset(v.strip() for v in value.split(",") if v.strip())
-    return value
-
-
 def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The cartesian product of `grid` (first key varies slowest), as dicts of Config fields."""
     if not isinstance(grid, Mapping):
@@ -51,7 +42,22 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     empty = [k for k, v in zip(keys, lists) if not v]
     if empty:
         raise ConfigError(f"grid gives no values for {empty}; give at least one value per field.")
-    return [dict(zip(keys, (_coerce(k, v) for k, v in zip(keys, combo)))) for combo in itertools.product(*lists)]
+    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
+
+
+def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) -> list[Config]:
+    """The Config of every combination of `grid` on `base`, checked before anything runs;
+    ConfigError naming the first invalid combination. (hv.sweep itself turns invalid
+    combinations into error rows; the command line refuses them up front.)"""
+    base_cfg = make_config(base)
+    configs = []
+    for combo in expand_grid(grid):
+        try:
+            configs.append(base_cfg.replace(**combo))
+        except ConfigError as exc:
+            shown = " ".join(f"{k}={columns.format_field(k, v)}" for k, v in combo.items())
+            raise ConfigError(f"grid configuration {shown}: {exc}") from None
+    return configs
 
 
 def _measure_kwargs(measure: Any) -> dict[str, Any] | None:

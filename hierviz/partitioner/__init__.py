@@ -33,16 +33,25 @@ from hierviz.partitioner.result import Partition, Subgraph, diff
 ENGINES = ("hierviz", "torch_tensorrt")
 
 
-def graph_of(model_or_graph: Any, example_inputs: Any = None) -> GraphModule:
+def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
+             kwargs: dict | None = None) -> GraphModule:
     """The graph to partition: an aten-level GraphModule as given; a model, an ExportedProgram
-    or any other GraphModule (symbolic_trace, ExportedProgram.module()) captured first."""
+    or any other GraphModule (symbolic_trace, ExportedProgram.module()) captured first, with
+    `dynamic_shapes` and `kwargs` passed to hv.capture."""
     from hierviz.capturing import capture, is_aten_graph
 
+    captured = isinstance(model_or_graph, Partition) or (
+        isinstance(model_or_graph, GraphModule) and is_aten_graph(model_or_graph))
+    if captured and (dynamic_shapes is not None or kwargs is not None):
+        raise ConfigError("dynamic_shapes / kwargs apply when capturing a model; this graph is already captured: "
+                          "pass them to hv.capture(model, inputs, dynamic_shapes=..., kwargs=...) instead.")
     if isinstance(model_or_graph, Partition):
         return model_or_graph.graph
-    if isinstance(model_or_graph, GraphModule) and is_aten_graph(model_or_graph):
+    if captured:
         return model_or_graph
-    return capture(model_or_graph, example_inputs)
+    if dynamic_shapes is None and kwargs is None:
+        return capture(model_or_graph, example_inputs)
+    return capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
 
 
 def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -58,10 +67,12 @@ def make_config(config: Config | dict | None = None, overrides: dict[str, Any] |
 
 
 def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
-              *, engine: str = "hierviz", **overrides: Any) -> Partition:
+              *, engine: str = "hierviz", dynamic_shapes: Any = None, kwargs: dict | None = None,
+              **overrides: Any) -> Partition:
     """Partition a model (captured first) or an aten GraphModule with `config`.
 
-    `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`. The input is never
+    `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes` and
+    `kwargs` go to hv.capture when a model is captured. The input is never
     modified and the result is the same in every process. `engine="torch_tensorrt"` runs
     the upstream partitioner on a copy instead, for comparison.
     """
@@ -70,7 +81,9 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
     cfg = make_config(config, overrides)
-    gm = graph_of(model_or_graph, example_inputs)
+    if engine not in ENGINES:
+        raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
+    gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
     if engine == "hierviz":
         return Partition(gm, cfg, run_engine(gm, cfg))
     if engine == "torch_tensorrt":

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import torch
 from torch.fx import GraphModule
 
-from hierviz.config import Config
+from hierviz.config import Config, parse_min_block_size
 from hierviz.errors import ConfigError
 from hierviz.gcpause import gc_paused
 from hierviz.partitioner import engine as eng
@@ -290,10 +290,15 @@ class Partition:
             largest = max((len(sg.nodes) for sg in res.raw if sg.is_acc), default=1)
             sizes = sorted({1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100} | {self.config.min_block_size})
             sizes = [s for s in sizes if s <= max(largest + 1, self.config.min_block_size)]
+        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+            raise ConfigError(f"recommend takes a list of min_block_size values, e.g. p.recommend([1, 3, 5]), "
+                              f"not {type(sizes).__name__} {sizes!r}.")
+        try:
+            sizes = [parse_min_block_size(s) for s in sizes]
+        except ConfigError as exc:
+            raise ConfigError(f"recommend: {exc}") from None
         rows = []
         for size in sizes:
-            if int(size) < 1:
-                raise ConfigError(f"recommend: sizes must be >= 1, got {size}")
             merged = self._merged_at(int(size))
             counts = Counter(sg.backend for sg in merged)
             row = {"min_block_size": int(size), "subgraphs": len(merged),
@@ -347,6 +352,10 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     (a subgraph is compared by its members, not its number)."""
     import pandas as pd
 
+    for which, p in (("first", a), ("second", b)):
+        if not isinstance(p, Partition):
+            raise ConfigError(f"hv.diff takes two hv.Partition objects (from hv.partition); the {which} is "
+                              f"{type(p).__name__} {p!r:.60}.")
     ta, tb = a.records, b.records
     if ta.name != tb.name:
         raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
