@@ -1,4 +1,5 @@
-"""Exploring and comparing settings: the `hv.explore` widget, `hv.sweep` and its plots.
+"""Exploring and comparing settings: the `hv.explore` widget, `hv.sweep` and its plots,
+`hv.tune` (tuning.py; trials on Ray: ray_executor.py).
 
 The widget is three parts: controls.py (the ipywidgets), controller.py (control state ->
 Config -> Partition, history and caches; no ipywidgets) and panels.py (pure functions from a
@@ -15,7 +16,8 @@ from hierviz.explorer.sweep import sweep
 from hierviz.partitioner import diff
 
 _LAZY = {"Explorer": "hierviz.explorer.widget", "explore": "hierviz.explorer.widget",
-         "plot_latency": "hierviz.explorer.plots", "plot_subgraphs": "hierviz.explorer.plots"}
+         "plot_latency": "hierviz.explorer.plots", "plot_subgraphs": "hierviz.explorer.plots",
+         "tune": "hierviz.explorer.tuning", "TuneResult": "hierviz.explorer.tuning"}
 
 
 def __getattr__(name: str) -> Any:
@@ -24,5 +26,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hierviz.explorer' has no attribute {name!r}")
 
 
-__all__ = ["explore", "Explorer", "sweep", "diff", "plot_latency", "plot_subgraphs",
+__all__ = ["explore", "Explorer", "sweep", "tune", "TuneResult", "diff", "plot_latency", "plot_subgraphs",
            "cache_info", "cached_partition", "clear_cache"]

@@ -1,0 +1,339 @@
+"""Running sweep rows and tune trials as Ray tasks, on a local Ray or a cluster.
+
+`hv.sweep(..., executor="ray")` and `hv.tune(..., executor="ray")` come here. The captured
+graph and the example inputs go to Ray's object store once (`ray.put`), not once per task;
+each worker unpacks the graph once and keeps it, so its partition and compile caches work
+across the tasks it runs. A task asks for one GPU when the cluster has GPUs, one CPU
+otherwise. A worker that dies (a crashing compiler, the OOM killer) makes that row
+`failed`; the other rows go on.
+
+An exported graph cannot be pickled as it is (its op targets and fake tensors refuse), so
+`pack_graph` writes it as plain data: nodes with their names, op names and arguments,
+picklable meta, and `meta['val']` as meta-device tensors; `unpack_graph` rebuilds an equal
+graph (same node names, same partitions).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pickle
+import threading
+from dataclasses import dataclass
+from typing import Any, Callable, Iterator, Sequence
+
+import torch
+from torch.fx import Graph, GraphModule, Node
+
+from hierviz.errors import ConfigError
+
+RAY_HINT = "install Ray with `pip install 'hierviz[ray]'` (make setup installs it)"
+
+
+# ----------------------------------------------------------------------------- the graph as data
+@dataclass(frozen=True)
+class _Ref:
+    """A reference to an earlier node, by name, inside packed arguments."""
+
+    name: str
+
+
+@dataclass(frozen=True)
+class _Op:
+    """An op target by qualified name (OpOverloads cannot be pickled)."""
+
+    name: str
+
+
+def _pack_target(target: Any) -> Any:
+    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
+        return _Op(str(target))  # 'aten::add.Tensor' or 'aten.add.Tensor'
+    return target
+
+
+def _unpack_target(target: Any) -> Any:
+    if not isinstance(target, _Op):
+        return target
+    name = target.name.replace("::", ".")
+    obj: Any = torch.ops
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def _pack_arg(value: Any) -> Any:
+    if isinstance(value, Node):
+        return _Ref(value.name)
+    if isinstance(value, (list, tuple)):
+        packed = [_pack_arg(v) for v in value]
+        return type(value)(packed) if type(value) in (list, tuple) else tuple(packed)
+    if isinstance(value, dict):
+        return {k: _pack_arg(v) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(_pack_arg(value.start), _pack_arg(value.stop), _pack_arg(value.step))
+    return _pack_target(value)
+
+
+def _unpack_arg(value: Any, env: dict[str, Node]) -> Any:
+    if isinstance(value, _Ref):
+        return env[value.name]
+    if isinstance(value, list):
+        return [_unpack_arg(v, env) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_unpack_arg(v, env) for v in value)
+    if isinstance(value, dict):
+        return {k: _unpack_arg(v, env) for k, v in value.items()}
+    if isinstance(value, slice):
+        return slice(_unpack_arg(value.start, env), _unpack_arg(value.stop, env), _unpack_arg(value.step, env))
+    return _unpack_target(value)
+
+
+def _pack_val(val: Any) -> Any:
+    """meta['val'] without fake tensors: a meta-device tensor of the same shape, stride and dtype."""
+    if isinstance(val, torch.Tensor):
+        if not all(isinstance(d, int) for d in val.shape) or not all(isinstance(s, int) for s in val.stride()):
+            return None  # symbolic shapes: recomputed on the worker from the example inputs
+        return torch.empty_strided(tuple(val.shape), tuple(val.stride()), dtype=val.dtype, device="meta")
+    if isinstance(val, (list, tuple)):
+        return type(val)(_pack_val(v) for v in val) if type(val) in (list, tuple) else tuple(_pack_val(v) for v in val)
+    if isinstance(val, (int, float, bool, str)) or val is None:
+        return val
+    return None
+
+
+def _pack_meta(meta: dict) -> dict:
+    out: dict[str, Any] = {}
+    for key, value in meta.items():
+        if key == "val":
+            out[key] = _pack_val(value)
+            continue
+        try:
+            pickle.dumps(value)
+        except Exception:  # noqa: BLE001 - meta that does not pickle (original_aten, ...) stays behind
+            continue
+        out[key] = value
+    return out
+
+
+def pack_graph(gm: GraphModule) -> dict[str, Any]:
+    """An aten GraphModule as picklable plain data (see the module docstring)."""
+    nodes = []
+    attrs: dict[str, Any] = {}
+    for n in gm.graph.nodes:
+        if n.op == "call_module":
+            raise ConfigError(f"the graph calls submodule {n.target!r}; only aten graphs (from hv.capture) "
+                              "can be sent to Ray workers.")
+        if n.op == "get_attr":
+            obj: Any = gm
+            for part in str(n.target).split("."):
+                obj = getattr(obj, part)
+            attrs[str(n.target)] = obj.detach() if isinstance(obj, torch.Tensor) else obj
+        nodes.append((n.name, n.op, _pack_target(n.target), _pack_arg(n.args), _pack_arg(n.kwargs),
+                      _pack_meta(n.meta)))
+    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen}
+
+
+def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModule:
+    """The GraphModule `pack_graph` described: same node names, ops, weights and meta."""
+    graph = Graph()
+    env: dict[str, Node] = {}
+    for name, op, target, args, kwargs, meta in data["nodes"]:
+        args, kwargs = _unpack_arg(args, env), _unpack_arg(kwargs, env)
+        if op == "output":
+            graph.output(args[0]).meta.update(meta)
+            continue
+        node = graph.create_node(op, _unpack_target(target), args, kwargs, name=name)
+        node.meta.update(meta)
+        env[name] = node
+    root = torch.nn.Module()
+    for path, value in data["attrs"].items():
+        owner = root
+        *parents, leaf = path.split(".")
+        for part in parents:
+            if not hasattr(owner, part):
+                owner.add_module(part, torch.nn.Module())
+            owner = getattr(owner, part)
+        if isinstance(value, torch.nn.Parameter):
+            owner.register_parameter(leaf, value)
+        elif isinstance(value, torch.Tensor):
+            owner.register_buffer(leaf, value)
+        else:
+            setattr(owner, leaf, value)
+    graph._codegen = data["codegen"]
+    gm = GraphModule(root, graph)
+    missing = [n for n in gm.graph.nodes if n.op not in ("output",) and n.meta.get("val", 0) is None]
+    if missing and example_inputs is not None:
+        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+        from torch.utils._pytree import tree_leaves
+
+        FakeTensorProp(gm).propagate(*tree_leaves(example_inputs))
+    return gm
+
+
+# ----------------------------------------------------------------------------- Ray
+def is_ray(executor: Any) -> bool:
+    """Whether `executor` asks for Ray: "ray", a Ray address ("ray://host:10001", "auto",
+    "host:6379"), or the `ray` module itself (an already initialised Ray)."""
+    if isinstance(executor, str):
+        return True
+    return getattr(executor, "__name__", None) == "ray" and hasattr(executor, "remote")
+
+
+def _import_ray() -> Any:
+    try:
+        return importlib.import_module("ray")
+    except ImportError:
+        raise ConfigError(f"executor='ray' needs Ray, which is not installed: {RAY_HINT}.") from None
+
+
+def connect(executor: Any) -> Any:
+    """The `ray` module, initialised: an already running Ray is used as it is; "ray" starts a
+    local one (all this machine's CPUs and GPUs) unless one is running; another string is
+    the address of a cluster (`ray.init(address=...)`). Hierviz leaves Ray running after the
+    call (the next sweep starts faster); `ray.shutdown()` stops it."""
+    if not isinstance(executor, str) and not is_ray(executor):
+        raise ConfigError(f"executor must be a concurrent.futures.Executor, 'ray' or a Ray address, "
+                          f"not {type(executor).__name__}")
+    ray = _import_ray()
+    if ray.is_initialized():
+        return ray
+    address = None if executor in ("ray", "local") or not isinstance(executor, str) else executor
+    try:
+        start_ray(ray, address=address)
+    except Exception as exc:  # noqa: BLE001 - e.g. no cluster at that address
+        raise ConfigError(f"could not start or reach Ray ({address or 'local'}): {type(exc).__name__}: "
+                          f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}. Check the address "
+                          "(ray://head-node:10001, or 'auto' on a cluster node) or call ray.init() yourself.") from None
+    return ray
+
+
+def start_ray(ray: Any, **kwargs: Any) -> None:
+    """`ray.init(**kwargs)`, quietly, tried twice: on a busy machine a local Ray's start can
+    time out once (its raylet waits a fixed 15 s for the dashboard agent, ray-project/ray#65983)
+    and succeed the second time, when the agent's imports are in the file cache."""
+    options = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False,
+               "logging_level": "ERROR", **kwargs}
+    try:
+        ray.init(**options)
+    except Exception:  # noqa: BLE001 - retried once, then raised
+        if kwargs.get("address") not in (None, "local"):
+            raise
+        ray.shutdown()
+        ray.init(**options)
+
+
+class WorkerDied(Exception):
+    """A Ray task's worker process died before returning."""
+
+
+# Per worker process: unpacked graphs by the object-store id of their packed form.
+_GRAPHS: dict[str, GraphModule] = {}
+_GRAPHS_LOCK = threading.Lock()
+
+
+def _worker_graph(packed_ref: list, inputs: Any) -> GraphModule:
+    ray = importlib.import_module("ray")
+    ref = packed_ref[0]
+    key = ref.hex()
+    with _GRAPHS_LOCK:
+        gm = _GRAPHS.get(key)
+        if gm is None:
+            gm = unpack_graph(ray.get(ref), inputs)
+            _GRAPHS.clear()  # one graph per worker at a time: a new sweep replaces the last one
+            _GRAPHS[key] = gm
+    return gm
+
+
+def _remote_call(func: Callable[..., Any], packed_ref: list, inputs: Any, *args: Any) -> Any:
+    """Runs on a worker: `func(graph, example_inputs, *args)` with the worker's copy of the graph."""
+    import warnings
+
+    gm = _worker_graph(packed_ref, inputs)
+    with warnings.catch_warnings():  # they are in the rows (Measurement.warnings), not the worker's log
+        warnings.simplefilter("ignore")
+        return func(gm, inputs, *args)
+
+
+class RayRunner:
+    """Submits calls of a function over one graph as Ray tasks and yields their results as
+    they finish."""
+
+    def __init__(self, executor: Any, gm: GraphModule, example_inputs: Any) -> None:
+        self.ray = connect(executor)
+        resources = self.ray.cluster_resources()
+        self.gpus = int(resources.get("GPU", 0))
+        self.cpus = int(resources.get("CPU", 1))
+        self.slots = max(1, self.gpus if self.gpus else self.cpus)
+        self._graph_ref = self.ray.put(pack_graph(gm))   # once, whatever the number of tasks
+        self._inputs_ref = self.ray.put(example_inputs)
+        options = {"num_gpus": 1, "num_cpus": 1} if self.gpus else {"num_cpus": 1}
+        self._task = self.ray.remote(max_retries=0, **options)(_remote_call)
+
+    @property
+    def resources(self) -> str:
+        return f"{self.gpus} GPU task slot(s)" if self.gpus else f"{self.cpus} CPU task slot(s)"
+
+    def submit(self, func: Callable[..., Any], *args: Any) -> Any:
+        return self._task.remote(func, [self._graph_ref], self._inputs_ref, *args)
+
+    def wait(self, pending: Sequence[Any]) -> Iterator[tuple[Any, Any, Exception | None]]:
+        """(ref, result or None, error or None) for each pending ref, as they finish.
+        A dead worker gives WorkerDied; an exception in the task is re-raised as it was."""
+        ray = self.ray
+        left = list(pending)
+        while left:
+            done, left = ray.wait(left, num_returns=1)
+            ref = done[0]
+            try:
+                yield ref, ray.get(ref), None
+            except ray.exceptions.RayTaskError as exc:
+                cause = exc.as_instanceof_cause() if hasattr(exc, "as_instanceof_cause") else exc
+                yield ref, None, getattr(exc, "cause", None) or cause
+            except (ray.exceptions.WorkerCrashedError, ray.exceptions.NodeDiedError,
+                    getattr(ray.exceptions, "OutOfMemoryError", ray.exceptions.WorkerCrashedError),
+                    ray.exceptions.TaskUnschedulableError, ray.exceptions.RayError) as exc:
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                yield ref, None, WorkerDied(f"the Ray worker running it died ({type(exc).__name__}: {first[:200]})")
+
+
+
+# ----------------------------------------------------------------------------- hv.sweep on Ray
+def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
+                measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """One sweep row, on a worker: the same row a local sweep makes."""
+    from hierviz.errors import HiervizError
+    from hierviz.explorer import columns
+    from hierviz.explorer.sweep import _partition_row, _run_measure
+
+    part, row = _partition_row(gm, base, combo)
+    if measure_kwargs is not None and part is not None:
+        try:
+            row.update(columns.latency_columns(_run_measure(part, example_inputs, measure_kwargs)))
+        except HiervizError as exc:
+            row["error"] = str(exc)
+    return row
+
+
+def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any, combos: list[dict[str, Any]],
+                 measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
+    """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
+    died has the configuration's fields and the message in `error`."""
+    from hierviz.explorer import columns
+
+    runner = RayRunner(executor, gm, example_inputs)
+    refs = [runner.submit(_sweep_task, base, combo, measure_kwargs) for combo in combos]
+    index = {ref: i for i, ref in enumerate(refs)}
+    rows: list[dict[str, Any] | None] = [None] * len(refs)
+    for ref, row, error in runner.wait(refs):
+        i = index[ref]
+        if error is not None:
+            row = columns.config_columns(base)
+            row.update({k: columns.format_field(k, v) for k, v in combos[i].items()})
+            text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
+            row["error"] = text
+        rows[i] = row
+        if bar is not None:
+            bar.update(1)
+    return [(None, row) for row in rows]  # type: ignore[misc]
+
+
+__all__ = ["pack_graph", "unpack_graph", "is_ray", "connect", "start_ray", "RayRunner", "WorkerDied", "sweep_on_ray"]
