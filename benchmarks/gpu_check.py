@@ -1,22 +1,23 @@
 #!/usr/bin/env python
-"""GPU check of hv.measure: zoo models under three configs each, TorchInductor against eager,
-and TensorRT where torch_tensorrt is importable with a CUDA device.
+"""GPU check of hv.measure's TensorRT path: one run, at most 5 minutes, on one GPU.
 
-    python benchmarks/gpu_check.py [OUT.json] [--models resnet50,bert,vit_b_16] [--iters 50]
+    python benchmarks/gpu_check.py [OUT.json] [--models tiny_conv,resnet18,bert,...] [--budget 270]
 
-Run from the repository root without installing hierviz (the repo is put on sys.path). Made
-for one GPU in under 5 minutes: no new config starts after --budget seconds. Works with the
-machine's own PyTorch, without torch_tensorrt, without network, and skips (and says so) models
-whose packages (torchvision, transformers) are missing. Without CUDA it runs a small CPU smoke
-check (tiny_conv) instead.
+Run from the repository root without installing hierviz (the repo is put on sys.path).
+In order, so that what matters is measured first:
+  1. the environment: Python, torch, Torch-TensorRT variant (standard / RTX), TensorRT version,
+     GPU, compute capability, and whether this TensorRT can build for it (and why not);
+  2. a TensorRT smoke test on tiny_conv (every TensorRT subgraph must compile and match eager);
+  3. per model, small ones first: `tensorrt` (TensorRT only, the rest eager) and `mixed`
+     (TensorRT + TorchInductor + eager in one split model), then `inductor` for reference.
+Each row: subgraphs by the backend that actually RAN, fallbacks, precision (strict FP32 unless
+--tf32, the same for every backend), latency against eager, compile time (cold / warm),
+outputs match. Results go to OUT.json (rewritten after every row, for the README table).
+A config still running when the budget ends is stopped; none starts after it.
 
-Configs per model:
-  all_inductor        every op TorchInductor supports in one backend (min_block_size 1)
-  inductor_split      the same with one common op (gelu / add / relu) forced to eager PyTorch
-  inductor_split_mbs8 the split with min_block_size 8 (small inductor blocks demoted to eager)
-  tensorrt            TensorRT first, then TorchInductor (only with torch_tensorrt and CUDA)
-Each row gives the split model's latency (median, p10, p90, coefficient of variation), the eager
-model's, the speedup, compile time and cache hits, and whether the outputs match eager.
+Exit status: 0 all good; 1 a TensorRT config fell back, failed, was stopped or did not match;
+2 hierviz or torch cannot be imported; 3 no CUDA device (nothing to measure: the environment
+report is still printed and written).
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import argparse
 import json
 import os
 import platform
+import signal
 import sys
 import time
 import traceback
@@ -35,203 +37,222 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-GPU_MODELS = ("resnet50", "bert", "vit_b_16")
-CPU_MODELS = ("tiny_conv",)
-SPLIT_OPS = ("torch.ops.aten.gelu.default", "torch.ops.aten.add.Tensor", "torch.ops.aten.relu.default")
+MODELS = ("tiny_conv", "resnet18", "bert", "gpt2", "resnet50", "vit_b_16")
+EXIT_OK, EXIT_TRT_PROBLEM, EXIT_IMPORT, EXIT_NO_CUDA = 0, 1, 2, 3
+ACTIVATIONS = ("torch.ops.aten.relu.default", "torch.ops.aten.gelu.default", "torch.ops.aten.silu.default")
+EAGER_OPS = ("torch.ops.aten._native_batch_norm_legit_no_training.default", "torch.ops.aten.native_layer_norm.default",
+             "torch.ops.aten._softmax.default", "torch.ops.aten.add.Tensor")
 
 
-def _versions() -> dict:
-    out: dict = {"python": platform.python_version(), "platform": platform.platform()}
-    for name in ("torch", "torchvision", "transformers", "pandas", "torch_tensorrt"):
+class Stopped(Exception):
+    """The time budget ended while a config was running."""
+
+
+def _on_alarm(signum, frame):  # noqa: ANN001
+    raise Stopped("time budget spent while this config was running")
+
+
+def environment() -> dict:
+    """Versions, GPU and the TensorRT verdict, without needing a GPU."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    env: dict = {"python": platform.python_version(), "platform": platform.platform()}
+    for dist in ("torch", "torchvision", "transformers", "torch-tensorrt", "torch-tensorrt-rtx",
+                 "tensorrt", "tensorrt-rtx"):
         try:
-            from importlib.metadata import version
+            env[dist] = version(dist)
+        except PackageNotFoundError:
+            env[dist] = None
+    import torch
 
-            out[name] = version(name if name != "torch_tensorrt" else "torch-tensorrt")
-        except Exception:  # noqa: BLE001 - absent is a fine answer
-            out[name] = None
-    return out
+    env["cuda"] = torch.cuda.is_available()
+    env["cuda_version"] = torch.version.cuda
+    if env["cuda"]:
+        env["gpu"] = torch.cuda.get_device_name(0)
+        env["capability"] = "SM{}{}".format(*torch.cuda.get_device_capability(0))
+    from hierviz import trt
 
-
-def _environment() -> dict:
-    env = _versions()
-    try:
-        import torch
-
-        env["cuda"] = torch.cuda.is_available()
-        if env["cuda"]:
-            env["gpu"] = torch.cuda.get_device_name(0)
-            env["cuda_version"] = torch.version.cuda
-        env["threads"] = torch.get_num_threads()
-    except Exception as exc:  # noqa: BLE001
-        env["torch_error"] = repr(exc)
+    env["tensorrt"] = trt.info().to_dict()
     return env
 
 
-def _configs(hv, gm, trt_ok: bool) -> list[tuple[str, dict]]:
-    inductor = {"inductor": hv.support.inductor()}
-    ops = {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
-    present = [op for op in SPLIT_OPS if op.replace("torch.ops.", "") in ops]
-    split = present[0] if present else None
-    configs = [("all_inductor", dict(priority=("inductor",), support=inductor, min_block_size=1))]
-    if split:
-        label = split.split(".")[-2]
-        configs.append((f"inductor_split[{label}]", dict(priority=("inductor",), support=inductor,
-                                                          min_block_size=1, torch_executed_ops={split})))
-        configs.append((f"inductor_split[{label}]_mbs8", dict(priority=("inductor",), support=inductor,
-                                                               min_block_size=8, torch_executed_ops={split})))
-    else:
-        configs.append(("inductor_mbs8", dict(priority=("inductor",), support=inductor, min_block_size=8)))
+def _pick(gm, names: tuple[str, ...]) -> str | None:
+    present = {f"torch.ops.{n.target}" for n in gm.graph.nodes if n.op == "call_function"}
+    return next((op for op in names if op in present), None)
+
+
+def configs(hv, gm, trt_ok: bool) -> list[tuple[str, dict]]:
+    """(name, partition settings): TensorRT-only and mixed first, then TorchInductor alone."""
+    out = []
     if trt_ok:
-        configs.append(("tensorrt", dict(priority=("tensorrt", "inductor"), min_block_size=5,
-                                         support={"tensorrt": hv.support.tensorrt(), **inductor})))
-    return configs
+        out.append(("tensorrt", dict(priority=("tensorrt",))))
+        act, eager = _pick(gm, ACTIVATIONS), _pick(gm, EAGER_OPS)
+        mixed = dict(priority=("inductor", "tensorrt"), min_block_size=1,
+                     support={"inductor": hv.support.ops([act] if act else []), "tensorrt": hv.support.tensorrt()})
+        if eager:
+            mixed["torch_executed_ops"] = {eager}
+        out.append(("mixed", mixed))
+    out.append(("inductor", dict(priority=("inductor",), support={"inductor": hv.support.inductor()},
+                                 min_block_size=1)))
+    return out
 
 
-def _row(model: str, config: str, part, m) -> dict:
-    by = part.stats.get("subgraphs_by_backend", {})
-    row = {"model": model, "config": config, "subgraphs": part.stats.get("subgraphs"),
-           "by_backend": {k: v for k, v in by.items() if v}, **m.to_dict()}
-    table = m.per_subgraph.sort_values("median_ms", ascending=False)
-    row["per_subgraph_top"] = json.loads(table.head(15).to_json(orient="records"))
-    return row
+def row_of(model: str, config: str, m) -> dict:
+    ran = m.per_subgraph["backend"].value_counts().to_dict()
+    fell = m.per_subgraph.loc[m.per_subgraph["status"] == "fallback"]
+    return {"model": model, "config": config, "ran": {k: int(v) for k, v in ran.items()},
+            "fallbacks": len(m.fallbacks), "fallback_detail": [
+                {"tag": r.tag, "asked": r.asked, "error": r.error} for r in fell.itertuples()],
+            "precision": "tf32" if m.precision.get("tf32") else "fp32", "precision_detail": m.precision,
+            "median_ms": m.median_ms, "p10_ms": m.p10_ms, "p90_ms": m.p90_ms, "cv": m.cv,
+            "eager_ms": m.baseline_ms, "speedup": m.speedup, "compile_s": m.compile_s,
+            "compile_state": m.compile_state, "outputs_match": m.outputs_match,
+            "max_abs_error": m.max_abs_error, "warnings": m.warnings}
 
 
-def _fmt(x, spec: str = ".3f") -> str:
-    if x is None:
-        return "-"
-    try:
-        return format(x, spec)
-    except (TypeError, ValueError):
-        return str(x)
+def trt_problem(row: dict) -> bool:
+    """A TensorRT config that fell back, failed, was stopped or did not match."""
+    uses_trt = row["config"] in ("smoke", "tensorrt", "mixed")
+    return uses_trt and ("error" in row or row.get("fallbacks", 0) > 0 or row.get("outputs_match") is not True)
 
 
-def _table(rows: list[dict]) -> str:
-    head = ["model", "config", "subgraphs", "median_ms", "p10_ms", "p90_ms", "cv%", "eager_ms",
-            "eager_cv%", "speedup", "compile_s", "hits/miss", "match", "max_abs_err"]
+def table(rows: list[dict]) -> str:
+    head = ["model", "config", "ran", "fallbacks", "precision", "median_ms", "eager_ms", "speedup",
+            "compile_s", "match", "max_abs_err"]
     lines = [head]
     for r in rows:
         if "error" in r:
-            lines.append([r["model"], r["config"], "ERROR: " + r["error"][:70]] + [""] * (len(head) - 3))
+            lines.append([r["model"], r["config"], "ERROR: " + r["error"][:90]] + [""] * (len(head) - 3))
             continue
-        by = ",".join(f"{k[:3]}{v}" for k, v in r["by_backend"].items())
-        lines.append([
-            r["model"], r["config"], f"{r['subgraphs']} ({by})", _fmt(r["median_ms"]), _fmt(r["p10_ms"]),
-            _fmt(r["p90_ms"]), _fmt(100 * r["cv"], ".1f"), _fmt(r["baseline_ms"]),
-            _fmt(None if r["baseline_cv"] is None else 100 * r["baseline_cv"], ".1f"),
-            _fmt(r["speedup"], ".2f"), _fmt(r["compile_s"], ".1f"), f"{r['cache_hits']}/{r['cache_misses']}",
-            str(r["outputs_match"]), _fmt(r["max_abs_error"], ".2g"),
-        ])
+        ran = ",".join(f"{k}:{v}" for k, v in sorted(r["ran"].items()))
+        state = ",".join(sorted(set(r["compile_state"].values()))) or "-"
+        lines.append([r["model"], r["config"], ran, str(r["fallbacks"]), r["precision"], f"{r['median_ms']:.3f}",
+                      "-" if r["eager_ms"] is None else f"{r['eager_ms']:.3f}",
+                      "-" if r["speedup"] is None else f"{r['speedup']:.2f}",
+                      f"{r['compile_s']:.1f} ({state})", str(r["outputs_match"]),
+                      "-" if r["max_abs_error"] is None else f"{r['max_abs_error']:.2g}"])
     widths = [max(len(str(line[i])) for line in lines) for i in range(len(head))]
-    out = []
-    for k, line in enumerate(lines):
-        out.append("  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip())
-        if k == 0:
-            out.append("  ".join("-" * w for w in widths))
+    out = ["  ".join(str(c).ljust(w) for c, w in zip(line, widths)).rstrip() for line in lines]
+    out.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(out)
 
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("out", nargs="?", default="gpu_check.json", help="JSON file to write")
-    ap.add_argument("--models", default=None, help="comma-separated zoo names")
-    ap.add_argument("--iters", type=int, default=None)
-    ap.add_argument("--warmup", type=int, default=None)
-    ap.add_argument("--budget", type=float, default=200.0,
-                    help="seconds after which no new config is started (default 200)")
+    ap.add_argument("--models", default=",".join(MODELS), help="comma-separated zoo names, run in this order")
+    ap.add_argument("--iters", type=int, default=30)
+    ap.add_argument("--warmup", type=int, default=5)
+    ap.add_argument("--budget", type=float, default=270.0, help="seconds for the whole run (default 270)")
+    ap.add_argument("--tf32", action="store_true", help="allow TF32 on every backend (default: strict FP32)")
+    ap.add_argument("--cpu", action="store_true",
+                    help="without a GPU: run the loop on CPU with TorchInductor only (tests this script)")
     args = ap.parse_args(argv)
     start = time.time()
-    report: dict = {"environment": _environment(), "results": [], "skipped": []}
     out_path = Path(args.out)
+    report: dict = {"results": [], "skipped": []}
 
-    def finish(code: int) -> int:
+    def write() -> None:
         report["elapsed_s"] = round(time.time() - start, 1)
         out_path.parent.mkdir(parents=True, exist_ok=True)
         out_path.write_text(json.dumps(report, indent=1, default=str))
-        print(f"\nwrote {out_path} ({report['elapsed_s']} s)")
-        return code
 
     try:
         import torch
 
         import hierviz as hv
         from hierviz.latency import CompileCache, MeasureWarning
+        report["environment"] = env = environment()
     except Exception as exc:  # noqa: BLE001
         report["error"] = f"cannot import torch / hierviz: {type(exc).__name__}: {exc}"
         print(report["error"])
-        return finish(2)
-    warnings.simplefilter("ignore", MeasureWarning)  # they are in the table and the JSON
-
-    cuda = torch.cuda.is_available()
-    device = "cuda" if cuda else "cpu"
-    trt_info = hv.trt.info()
-    trt_ok = bool(trt_info.available and cuda)
-    report["environment"]["tensorrt"] = str(trt_info)
-    models = tuple(args.models.split(",")) if args.models else (GPU_MODELS if cuda else CPU_MODELS)
-    iters = args.iters or (50 if cuda else 5)
-    warmup = args.warmup if args.warmup is not None else (10 if cuda else 1)
-    report["settings"] = {"device": device, "models": list(models), "iters": iters, "warmup": warmup,
-                          "budget_s": args.budget, "tensorrt": trt_ok}
-    print(f"hierviz gpu_check: device {device}"
-          + (f" ({report['environment'].get('gpu')})" if cuda else " (no CUDA: CPU smoke check)")
-          + f", torch {torch.__version__}, iters {iters}, warmup {warmup}")
-    print(f"TensorRT: {'measured' if trt_ok else 'skipped'} ({trt_info})")
-
+        write()
+        return EXIT_IMPORT
+    info = env["tensorrt"]
+    print("environment:")
+    for key in ("python", "torch", "torch-tensorrt", "torch-tensorrt-rtx", "cuda_version", "gpu", "capability"):
+        print(f"  {key:20s} {env.get(key)}")
+    print(f"  {'tensorrt':20s} {info['summary']}")
+    if not env["cuda"] and not args.cpu:
+        report["verdict"] = "no CUDA device"
+        print("\nno CUDA device: gpu_check needs an NVIDIA GPU; nothing was measured "
+              f"(exit {EXIT_NO_CUDA}). Partitioning works here; run this on a GPU machine.")
+        write()
+        print(f"wrote {out_path}")
+        return EXIT_NO_CUDA
+    trt_ok = bool(info["can_build"]) and not args.cpu
+    device = "cpu" if args.cpu else "cuda"
+    report["verdict"] = "TensorRT can build here" if trt_ok else f"TensorRT cannot build here: {info['reason']}"
+    print(f"verdict: {report['verdict']}\n")
+    warnings.simplefilter("ignore", MeasureWarning)  # they are in the rows and the JSON
+    signal.signal(signal.SIGALRM, _on_alarm)
     cache = CompileCache()
-    for name in models:
-        if time.time() - start > args.budget:
-            report["skipped"].append({"model": name, "why": f"time budget of {args.budget:.0f} s spent"})
+    settings = dict(device=device, warmup=args.warmup, iters=args.iters, cache=cache, on_error="fallback",
+                    tf32=args.tf32)
+    report["settings"] = {k: v for k, v in settings.items() if k != "cache"} | {"budget_s": args.budget}
+
+    def run(model: str, config: str, gm, inputs, cfg: dict) -> None:
+        left = args.budget - (time.time() - start)
+        if left < 5:
+            report["skipped"].append({"model": model, "config": config, "why": "time budget spent"})
+            print(f"  {config}: skipped, time budget spent")
+            return
+        t0 = time.time()
+        signal.alarm(max(1, int(left)))
+        try:
+            m = hv.measure(hv.partition(gm, **cfg), inputs, **settings)
+            row = row_of(model, config, m)
+        except (Exception, Stopped) as exc:  # noqa: BLE001 - one failing config must not stop the check
+            row = {"model": model, "config": config, "error": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc(limit=6)}
+        finally:
+            signal.alarm(0)
+        row["wall_s"] = round(time.time() - t0, 1)
+        report["results"].append(row)
+        write()
+        if "error" in row:
+            print(f"  {config}: ERROR {row['error'][:300]}")
+        else:
+            print(f"  {config}: {row['median_ms']:.3f} ms, speedup {row['speedup']:.2f}, ran {row['ran']}, "
+                  f"fallbacks {row['fallbacks']}, match {row['outputs_match']} [{row['wall_s']} s]")
+
+    first = True
+    for name in args.models.split(","):
+        if time.time() - start > args.budget - 5:
+            report["skipped"].append({"model": name, "why": "time budget spent"})
             continue
         try:
             model, inputs = hv.zoo.load(name)
-        except Exception as exc:  # noqa: BLE001 - missing torchvision / transformers, unknown name
-            why = f"{type(exc).__name__}: {exc}"
-            report["skipped"].append({"model": name, "why": why})
-            print(f"skip {name}: {why}")
-            continue
-        try:
-            model = model.to(device)
+            model = model.eval().to(device)
             inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
-            t0 = time.time()
             gm = hv.capture(model, inputs)
-            print(f"{name}: captured {len(gm.graph.nodes)} nodes in {time.time() - t0:.1f} s")
-        except Exception as exc:  # noqa: BLE001
-            why = f"capture failed: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
-            report["skipped"].append({"model": name, "why": why})
-            print(f"skip {name}: {why}")
+        except Exception as exc:  # noqa: BLE001 - missing torchvision / transformers, capture failure
+            report["skipped"].append({"model": name, "why": f"{type(exc).__name__}: {exc}"})
+            print(f"skip {name}: {type(exc).__name__}: {exc}")
             continue
-        for config, cfg in _configs(hv, gm, trt_ok):
-            if time.time() - start > args.budget:
-                report["skipped"].append({"model": name, "config": config,
-                                          "why": f"time budget of {args.budget:.0f} s spent"})
-                print(f"skip {name}/{config}: time budget spent")
-                continue
-            t0 = time.time()
-            try:
-                part = hv.partition(gm, **cfg)
-                m = hv.measure(part, inputs, device=device, warmup=warmup, iters=iters, cache=cache,
-                               on_error="fallback")
-                row = _row(name, config, part, m)
-                row["wall_s"] = round(time.time() - t0, 1)
-                print(f"  {config}: {m!r} [{row['wall_s']} s]")
-            except Exception as exc:  # noqa: BLE001 - one failing config must not stop the check
-                row = {"model": name, "config": config, "error": f"{type(exc).__name__}: {exc}",
-                       "traceback": traceback.format_exc(limit=8), "wall_s": round(time.time() - t0, 1)}
-                print(f"  {config}: ERROR {row['error'][:300]}")
-            report["results"].append(row)
+        print(f"{name}: {len(gm.graph.nodes)} nodes")
+        if first and trt_ok:  # the smoke test: every TensorRT subgraph compiles and matches
+            run(name, "smoke", gm, inputs, dict(priority=("tensorrt",), min_block_size=1))
+            first = False
+        for config, cfg in configs(hv, gm, trt_ok):
+            run(name, config, gm, inputs, cfg)
         del model, gm
-        if cuda:
-            torch.cuda.empty_cache()
+        cache.clear()  # frees the engines' GPU memory before the next model
 
     print()
-    print(_table(report["results"]))
+    print(table(report["results"]))
     for s in report["skipped"]:
         print(f"skipped {s['model']}{'/' + s['config'] if 'config' in s else ''}: {s['why']}")
-    noisy = [f"{r['model']}/{r['config']}" for r in report["results"]
-             if "cv" in r and (r["cv"] > 0.05 or (r.get("baseline_cv") or 0) > 0.05)]
-    if noisy:
-        print(f"noisy timings (cv > 5%): {', '.join(noisy)}")
-    failed = any("error" in r for r in report["results"])
-    return finish(1 if failed else 0)
+    problems = [f"{r['model']}/{r['config']}" for r in report["results"] if trt_problem(r)]
+    if not trt_ok:
+        problems.insert(0, "TensorRT was not measured: " + str(info["reason"]))
+    report["trt_problems"] = problems
+    write()
+    print(f"\nwrote {out_path} ({report['elapsed_s']} s)")
+    if problems:
+        print("TensorRT problems: " + "; ".join(problems))
+        return EXIT_TRT_PROBLEM
+    return EXIT_OK
 
 
 if __name__ == "__main__":
