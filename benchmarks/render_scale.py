@@ -28,7 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hierviz as hv  # noqa: E402
 from hierviz.opnames import qualname  # noqa: E402
-from hierviz.drawing import export, views  # noqa: E402
+from hierviz.drawing import budget, export, views  # noqa: E402
 
 MIX_TO_INDUCTOR = ("torch.ops.aten.add.Tensor", "torch.ops.aten.gelu.default",
                    "torch.ops.aten.native_layer_norm.default")
@@ -59,7 +59,7 @@ def row(label: str, part: "hv.Partition", view: str = "auto", timeout: float = 6
     graph = part.render(view, **kw)
     built = time.perf_counter() - start
     laid = dot_svg(graph.source, timeout)
-    info = graph.hv_info
+    info = graph.info
     drawn = f"{info['nodes']:,} {'boxes+io' if info['view'] == 'collapsed' else 'nodes'}"
     if info.get("grouped"):
         drawn += f" ({info['group_size']} subgraphs/box)"
@@ -188,7 +188,7 @@ def main() -> None:
     dot_version = subprocess.run([export.check_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     print(f"hierviz {hv.__version__}, {dot_version}, Python {platform.python_version()}, "
           f"{os.cpu_count()} CPUs; auto view: full up to max_nodes={views.DEFAULT_MAX_NODES} "
-          f"(and layout work <= {views.layout_budget(views.DEFAULT_MAX_NODES):,}), else collapsed\n")
+          f"(and layout work <= {budget.layout_budget(views.DEFAULT_MAX_NODES):,}), else collapsed\n")
     models = ["tiny_conv", "bert", "resnet50"] if args.quick else \
         ["tiny_conv", "resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "bert", "gpt2",
          "llama"]

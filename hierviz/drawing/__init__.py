@@ -1,11 +1,15 @@
 """Diagrams of a partition: graphviz DOT built by hierviz, laid out by graphviz's `dot`.
 
-    p.render(view="auto")          # graphviz.Digraph (full / collapsed / focus / auto)
+    p.render(view="auto")          # a Diagram (graphviz.Digraph with .info): full/collapsed/focus/modules/auto
     p.save("part.svg")             # .svg .png .pdf .dot .json .html by suffix
-    hierviz.drawing.to_svg(p)       # SVG text
+    hierviz.drawing.to_svg(p)      # SVG text
 
-Views, palette and escaping live in `views`, `palette` and `dot`; files and `dot` runs in
-`export`.
+Modules: views (render, the entry point), one module per view (graph: full, collapsed, focus,
+modules), context (what a render reads: the partition's public record), budget (the one
+layout/label budget), legend, text (label helpers), dot (escaping DOT writer), palette,
+diagram (the Digraph subclass), export (running dot, files, HTML, JSON). Drawing imports
+`hierviz.partitioner` (the Partition and its record), never the engine; graphviz is imported
+on first render.
 """
 
 from __future__ import annotations

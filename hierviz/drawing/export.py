@@ -1,7 +1,9 @@
 """Running graphviz, and writing a partition to files: .svg .png .pdf .dot .json .html.
 
 `.dot` and `.json` need no graphviz install; the image formats and the diagram of the HTML
-report run `dot` (with a timeout, so nothing blocks for minutes).
+report run `dot` (with a timeout, so nothing blocks for minutes). How much dot is asked to do
+is decided before the DOT is written (budget.py); nothing here rewrites it. The JSON and the
+HTML report read the partition's public record and tables only.
 """
 
 from __future__ import annotations
@@ -12,27 +14,25 @@ import json
 import re
 import shutil
 import subprocess
-import time
 import uuid
 import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import RenderError
-from hierviz.partitioner.result import tensor_spec
 from hierviz.drawing import palette
-from hierviz.drawing.views import DEFAULT_MAX_NODES, render
+from hierviz.drawing.budget import DEFAULT_MAX_NODES
+from hierviz.drawing.views import render
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
 
-    from hierviz.partitioner.result import Partition
+    from hierviz.partitioner import Partition
 
 FORMATS = (".svg", ".png", ".pdf", ".dot", ".gv", ".json", ".html")
 IMAGE_FORMATS = {".svg": "svg", ".png": "png", ".pdf": "pdf"}
 # dot gets this long before we give up; auto views finish in about a second.
 DEFAULT_TIMEOUT_S = 120.0
-LABELLED_LAYOUT_S = 10.0
 NOTEBOOK_TIMEOUT_S = 30.0
 # Laying out more drawn nodes than this warns that dot may take minutes.
 SLOW_LAYOUT_NODES = 4 * DEFAULT_MAX_NODES
@@ -61,35 +61,17 @@ def check_dot() -> str:
 
 
 def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float | None = None) -> bytes:
-    """Run `dot -T<fmt>` on a Digraph (or DOT text) and return the output bytes.
-
-    A diagram with layout-placed edge labels that dot has not finished in LABELLED_LAYOUT_S
-    is laid out again with `xlabel`s (dot's x-positioning can take minutes with labels on
-    graphs it otherwise lays out in a second)."""
+    """Run `dot -T<fmt>` on a Digraph (or DOT text) and return the output bytes; RenderError
+    when dot fails or runs past `timeout` seconds (default DEFAULT_TIMEOUT_S)."""
     source = graph if isinstance(graph, str) else graph.source
-    info = getattr(graph, "hv_info", {}) if not isinstance(graph, str) else {}
+    info = getattr(graph, "info", None) or {}
     if info.get("nodes", 0) > SLOW_LAYOUT_NODES:
         warnings.warn(f"laying out {info['nodes']:,} nodes with graphviz may take minutes; "
                       "view='collapsed' or focus=... draws a smaller picture.", stacklevel=3)
     dot = check_dot()
     limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
-    placed = _PLACED_LABEL.search(source) is not None
-    if placed and limit > LABELLED_LAYOUT_S:
-        start = time.monotonic()
-        try:
-            return run(dot, source, fmt, LABELLED_LAYOUT_S)
-        except _Timeout:
-            source = _PLACED_LABEL.sub(r"\1xlabel=", source)
-            limit = max(1.0, limit - (time.monotonic() - start))
     return run(dot, source, fmt, limit)
-
-
-_PLACED_LABEL = re.compile(r"^(\t+\w+ -> \w+ \[)label=", re.M)
-
-
-class _Timeout(RenderError):
-    """dot ran past its time limit."""
 
 
 @functools.lru_cache(maxsize=32)
@@ -102,7 +84,7 @@ def _run_dot(dot: str, source: str, fmt: str, timeout: float) -> bytes:
         proc = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
-        raise _Timeout(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "
+        raise RenderError(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "
                        "it: view='collapsed', focus=<node or subgraph tag>, or a smaller max_nodes.") from None
     except OSError as exc:
         raise RenderError(f"could not run graphviz's dot ({dot}): {exc}") from exc
@@ -170,37 +152,36 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
 
 
 def to_json(p: "Partition") -> dict:
-    """Nodes, subgraphs, config and stats, JSON-safe, for other tools."""
+    """Nodes (the per-node record), subgraphs, config and stats, JSON-safe, for other tools."""
     import hierviz
 
-    res = p._result
-    index = res.index
-    tags = res.tags
+    t = p.records
 
-    def spec(t: Any) -> dict:
-        return {"name": t.name, "shape": None if t.shape is None else list(t.shape), "dtype": t.dtype}
+    def spec(s: Any) -> dict:
+        return {"name": s.name, "shape": None if s.shape is None else list(s.shape), "dtype": s.dtype}
 
     nodes = []
-    for i, node in enumerate(index.nodes):
-        k = p._tag_of.get(i)
-        s = tensor_spec(node)
-        callable_ = index.callable[i]
+    for i in range(len(t)):
+        s = t.spec[i]
+        callable_ = t.is_callable(i)
         nodes.append({
-            "name": index.names[i],
-            "kind": node.op,
-            "target": index.ops[i] if callable_ else str(node.target),
-            "backend": "graph" if k is None else res.subgraphs[k].backend,
-            "tag": None if k is None else tags[k],
-            "reason_code": p.reason_code_of(index.names[i]),
-            "reason": p.reason_of(index.names[i]),
-            "eligible_backend": p.eligible_backend_of(index.names[i]) if callable_ else None,
-            "inputs": [index.names[a] for a in index.inputs[i]],
+            "name": t.name[i],
+            "kind": t.kind[i],
+            "target": t.target[i],
+            "backend": t.backend[i],
+            "tag": t.tag[i],
+            "reason_code": t.reason_code[i],
+            "reason": t.reason(i),
+            "eligible_backend": t.eligible_backend[i],
+            "inputs": [t.name[a] for a in t.inputs[i]],
             "shape": None if s.shape is None else list(s.shape),
             "dtype": s.dtype,
+            "module_path": t.module_path[i],
+            "module_class": t.module_class[i],
         })
     subgraphs = [{
         "tag": sg.tag, "backend": sg.backend, "is_acc": sg.is_acc, "compute_ops": sg.compute_ops,
-        "nodes": list(sg.nodes), "inputs": [spec(t) for t in sg.inputs], "outputs": [spec(t) for t in sg.outputs],
+        "nodes": list(sg.nodes), "inputs": [spec(x) for x in sg.inputs], "outputs": [spec(x) for x in sg.outputs],
     } for sg in p.subgraphs]
     colors = {b: palette.color(b) for b in p.backends}
     return {
@@ -301,7 +282,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
         graph = render(p, view=view, **kwargs)
         svg = strip_prolog(layout(graph, "svg", timeout=timeout).decode("utf-8"))
         diagram = diagram_html(svg, "hv-report", height="80vh")
-        view_used = graph.hv_info["view"]
+        view_used = graph.info["view"]
     except _DotMissing as exc:
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'

@@ -1,4 +1,4 @@
-"""Colors and node styles of the diagrams.
+"""Colors and node styles of the diagrams, by backend and by reason code.
 
 Backends get fixed colors from the Okabe-Ito palette, which stays distinguishable under the
 common forms of color blindness: TensorRT bluish green, TorchInductor blue, PyTorch fallback
@@ -14,6 +14,17 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
+
+from hierviz.partitioner import (  # noqa: F401  (FALLBACK_REASONS: re-exported for style lookups)
+    DEMOTED,
+    FALLBACK_REASONS,
+    FOLLOWS_PRODUCER,
+    NOT_CALLABLE,
+    SUPPORTED,
+    TORCH_EXECUTED,
+    UNSUPPORTED,
+    VALIDATOR,
+)
 
 TENSORRT = "#009E73"
 INDUCTOR = "#0072B2"
@@ -84,24 +95,22 @@ class NodeStyle:
     legend: str
 
 
-# Reason codes (hierviz.partitioner.engine) -> style. The four fallback reasons differ in shape
+# Reason codes (hierviz.partitioner.REASON_CODES) -> style. The four fallback reasons differ in shape
 # and border so they stay apart without relying on color.
 STYLES: dict[str, NodeStyle] = {
-    "supported": NodeStyle("box", "rounded,filled", 1.0, 1, "supported op"),
-    "follows_producer": NodeStyle("ellipse", "filled", 0.8, 1, "non-compute op (runs with its producer)"),
-    "torch_executed_ops": NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops"),
-    "unsupported": NodeStyle("octagon", "filled,bold", 2.0, 1, "unsupported: no backend takes it"),
-    "validator_rejected": NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it"),
-    "demoted": NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
+    SUPPORTED: NodeStyle("box", "rounded,filled", 1.0, 1, "supported op"),
+    FOLLOWS_PRODUCER: NodeStyle("ellipse", "filled", 0.8, 1, "non-compute op (runs with its producer)"),
+    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops"),
+    UNSUPPORTED: NodeStyle("octagon", "filled,bold", 2.0, 1, "unsupported: no backend takes it"),
+    VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it"),
+    DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
                          "demoted: subgraph < min_block_size (border: backend it was eligible for)"),
-    "not_callable": NodeStyle("box", "rounded,filled", 1.0, 1, "graph input / output"),
+    NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1, "graph input / output"),
 }
-
-FALLBACK_REASONS = ("torch_executed_ops", "unsupported", "validator_rejected", "demoted")
 
 
 def style(code: str) -> NodeStyle:
-    return STYLES.get(code, STYLES["supported"])
+    return STYLES.get(code, STYLES[SUPPORTED])
 
 
 __all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GRAPH", "FIXED", "EXTRA", "color", "fill", "cluster_fill",

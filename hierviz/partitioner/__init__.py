@@ -17,11 +17,19 @@ from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.record import (
+    CALLABLE_OPS,
+    DEMOTED,
     FALLBACK,
     FALLBACK_REASONS,
+    FOLLOWS_PRODUCER,
     GRAPH,
     NODE_COLUMNS,
+    NOT_CALLABLE,
     REASON_CODES,
+    SUPPORTED,
+    TORCH_EXECUTED,
+    UNSUPPORTED,
+    VALIDATOR,
     NodeRecord,
     NodeTable,
     TensorSpec,
@@ -95,4 +103,5 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
-           "graph_of", "make_config"]
+           "graph_of", "make_config", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED",
+           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE"]

@@ -185,7 +185,8 @@ class NodeTable:
 
     Per node: name, op, kind, eligible_backend, backend, subgraph (index into the subgraph
     columns, -1 when not partitioned), tag, reason_code, spec (TensorSpec), module_stack,
-    inputs and users (node indices), compute (False for getitem/view and non-callables).
+    inputs and users (node indices), compute (False for getitem/view and non-callables),
+    target (op for callables; the placeholder, attribute path or 'output' otherwise).
     Per subgraph, in partition order: subgraph_tag, subgraph_backend, subgraph_is_acc,
     subgraph_members (node indices in graph order). Reason texts are built on demand
     (`reason(i)`), since formatting 10^5 of them costs a second."""
@@ -206,6 +207,7 @@ class NodeTable:
     subgraph_backend: tuple[str, ...]
     subgraph_is_acc: tuple[bool, ...]
     subgraph_members: tuple[tuple[int, ...], ...]
+    target: tuple[str, ...]  # op for callables; the placeholder / attribute / output target otherwise
     explain: Callable[[int, bool], str] = field(repr=False)  # (i, short) -> reason text
 
     def __len__(self) -> int:

@@ -411,6 +411,7 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
         subgraph_backend=sg_backend,
         subgraph_is_acc=tuple(sg.is_acc for sg in res.subgraphs),
         subgraph_members=tuple(tuple(sorted(sg.nodes)) for sg in res.subgraphs),
+        target=tuple(op if c else str(node.target) for op, c, node in zip(index.ops, index.callable, index.nodes)),
         explain=_Explainer(res, config, sub),
     )
 

@@ -57,31 +57,23 @@ def transformer_gm() -> torch.fx.GraphModule:
 
 
 BAD = 'a<b>{c}|"d\\e\nf&amp;\\N\\l]]>\x01'
-BACKEND = 'my<backend>&"\\'
-
-
-def weird(x: torch.Tensor) -> torch.Tensor:
-    return x + 1
-
-
-weird.__name__ = weird.__qualname__ = 'we<i>rd{|}"\\\n&lt;'
-
-
-def plain(x: torch.Tensor) -> torch.Tensor:
-    return x * 2
+# Backend names must be identifiers (they name submodules), so the custom backend's oddity is
+# in its support's description instead.
+BACKEND = 'odd_Backend9'
 
 
 @pytest.fixture(scope="session")
 def bad_part() -> hv.Partition:
-    """A hand-built graph whose node names, op names, backend name and support description
-    hold every character DOT, SVG or HTML treat specially."""
+    """A hand-built aten graph whose node names and support description hold every character
+    DOT, SVG or HTML treat specially. (Op and backend names cannot: a graph that calls plain
+    Python functions is captured first, and backend names must be identifiers.)"""
     import hierviz as hv
 
     g = Graph()
     x = g.placeholder("x")
-    n1 = g.call_function(weird, (x,))
+    n1 = g.call_function(torch.ops.aten.add.Tensor, (x, 1))
     n2 = g.call_function(torch.ops.aten.relu.default, (n1,))
-    n3 = g.call_function(plain, (n2,))
+    n3 = g.call_function(torch.ops.aten.mul.Tensor, (n2, 2))
     n4 = g.call_function(torch.ops.aten.relu.default, (n3,))
     g.output(n4)
     for node, name in ((x, "in" + BAD), (n1, BAD), (n2, "relu" + BAD), (n3, "p\n" + BAD), (n4, 'r"2')):
@@ -90,7 +82,7 @@ def bad_part() -> hv.Partition:
         node.meta["val"] = torch.empty(2, 3)
     gm = GraphModule(torch.nn.Module(), g)
     return hv.partition(gm, priority=(BACKEND, "tensorrt"), min_block_size=1,
-                        support={BACKEND: hv.support.where(lambda n: n.target is weird, name='w<h>ere"\\'),
+                        support={BACKEND: hv.support.where(lambda n: n.name == BAD, name='w<h>ere"\\'),
                                  "tensorrt": hv.support.ops(["torch.ops.aten.relu.default"])})
 
 

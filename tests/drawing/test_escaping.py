@@ -32,16 +32,16 @@ def test_dot_and_svg_valid_and_names_shown_exactly(bad_part, view, needs_dot):
     assert b"Warning" not in proc.stderr and b"Error" not in proc.stderr, proc.stderr.decode()
     svg = to_svg(bad_part, view, **kw)
     root, groups = parse_svg(svg)  # valid XML
-    index = bad_part._result.index
+    names = list(bad_part.records.name)
     nodes = [g for g in groups if g.kind == "node" and g.title[0] == "n" and g.title[1:].isdigit()]
     if view == "collapsed":
         assert not nodes
         boxes = [g for g in groups if g.kind == "node" and g.title.startswith("s")]
         assert any(clean(BACKEND + "_0") in " ".join(g.texts) for g in boxes)
     else:
-        assert len(nodes) == (len(index.names) if view == "full" else 4)  # radius 2 around n1
+        assert len(nodes) == (len(names) if view == "full" else 4)  # radius 2 around n1
         for g in nodes:
-            name = index.names[int(g.title[1:])]
+            name = names[int(g.title[1:])]
             if name != "output":
                 assert clean(name) in g.texts, (name, g.texts)
             assert g.tooltip.split("\n")[0] == clean(name)

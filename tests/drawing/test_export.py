@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import json
 import shutil
 import xml.etree.ElementTree as ET
@@ -121,7 +122,7 @@ def test_weights_drawn_on_request(conv_parts):
     part = conv_parts["default"]
     plain, with_weights = part.render("full"), part.render("full", weights=True)
     weights = [n.name for n in part.graph.graph.nodes if n.op == "get_attr"]
-    assert weights and with_weights.hv_info["nodes"] == plain.hv_info["nodes"] + len(weights)
+    assert weights and with_weights.info["nodes"] == plain.info["nodes"] + len(weights)
     assert 'shape="note"' in with_weights.source and 'shape="note"' not in plain.source
     # without them, each op's tooltip lists the weights it reads
     assert "weights: conv1_weight float32[64, 3, 3, 3]" in plain.source
@@ -133,17 +134,18 @@ def test_to_svg_is_an_svg_element(part, needs_dot):
     ET.fromstring(svg)
 
 
-def test_slow_labelled_layout_retried_with_xlabels(part, monkeypatch, needs_dot):
-    """dot can take minutes placing edge labels; past LABELLED_LAYOUT_S the diagram is laid
-    out again with xlabels, which keep the text."""
-    graph = part.render("full")
-    assert graph.hv_info["edge_labels"] == "label"
-    monkeypatch.setattr(export, "LABELLED_LAYOUT_S", 1e-4)
-    export._layout_cached.cache_clear()
+def test_edges_over_the_label_budget_keep_their_text_as_xlabels(part, needs_dot):
+    """One mechanism decides label placement: above the layout budget (budget.py) boundary
+    edges get xlabels, placed after layout, and the laid-out diagram still shows every text."""
+    assert part.render("full").info["edge_labels"] == "label"
+    graph = part.render("full", max_nodes=5)
+    assert graph.info["edge_labels"] == "xlabel"
+    edge_lines = [line for line in graph.source.splitlines() if "->" in line]
+    assert any("xlabel=" in line for line in edge_lines)
+    assert not any(re.search(r"(?<!x)label=", line) for line in edge_lines)
     root, groups = parse_svg(export.layout(graph, "svg").decode())
     labelled = [g for g in groups if g.kind == "edge" and "hv-boundary" in g.classes]
     assert labelled and all(g.texts for g in labelled)
-    export._layout_cached.cache_clear()
 
 
 def test_layout_timeout_is_a_render_error(part, needs_dot):
@@ -153,15 +155,15 @@ def test_layout_timeout_is_a_render_error(part, needs_dot):
 
 # ---------------------------------------------------------------------------- auto view
 def test_auto_draws_small_graphs_in_full(part, conv_parts):
-    assert part.render().hv_info["view"] == "full"
-    assert conv_parts["default"].render().hv_info["view"] == "full"
-    assert part.render(max_nodes=20).hv_info["view"] == "collapsed"  # 33 drawn nodes > 20
+    assert part.render().info["view"] == "full"
+    assert conv_parts["default"].render().info["view"] == "full"
+    assert part.render(max_nodes=20).info["view"] == "collapsed"  # 33 drawn nodes > 20
 
 
 def test_auto_collapses_large_graphs_within_dot_budget():
     part = hv.partition(hv.zoo.synthetic(20_000), support={"inductor": hv.support.inductor()})
     g = part.render()
-    info = g.hv_info
+    info = g.info
     assert info["view"] == "collapsed" and info["grouped"]
     assert info["nodes"] <= views.DEFAULT_MAX_NODES
     boxes = [line for line in g.source.splitlines() if line.lstrip().startswith("s") and "[label=" in line]
@@ -174,8 +176,8 @@ def test_auto_collapses_large_graphs_within_dot_budget():
     assert covered == len(part.subgraphs)
     # a graph of long skip edges gets collapsed even under max_nodes: dot would take seconds
     small = hv.partition(hv.zoo.synthetic(400), support={"inductor": hv.support.inductor()})
-    assert small.render().hv_info["view"] == "collapsed"
-    assert small.render("full").hv_info["edge_labels"] == "xlabel"
+    assert small.render().info["view"] == "collapsed"
+    assert small.render("full").info["edge_labels"] == "xlabel"
 
 
 def test_auto_view_of_large_graph_lays_out(needs_dot):

@@ -16,18 +16,20 @@ DTYPE_SHAPE = re.compile(r"^[a-z0-9]+\[[0-9,]*\]$")
 
 def node_name(part, title: str) -> str:
     assert title.startswith("n"), title
-    return part._result.index.names[int(title[1:])]
+    return part.records.name[int(title[1:])]
 
 
 def crossing_edges(part) -> set[tuple[str, str]]:
     """(producer, consumer) pairs whose tensor crosses a subgraph boundary (weights excluded)."""
-    index = part._result.index
+    nodes = list(part.graph.graph.nodes)
+    position = {n: i for i, n in enumerate(nodes)}
     out = set()
-    for j, node in enumerate(index.nodes):
+    for j, node in enumerate(nodes):
         if node.op == "get_attr":
             continue
-        for a in index.inputs[j]:
-            if index.nodes[a].op != "get_attr" and part._tag_of.get(a) != part._tag_of.get(j):
+        for arg in node.all_input_nodes:
+            a = position[arg]
+            if arg.op != "get_attr" and part.tag_of(arg.name) != part.tag_of(node.name):
                 out.add((f"n{a}", f"n{j}"))
     return out
 
@@ -64,7 +66,7 @@ def test_one_cluster_per_subgraph(full_svgs, case):
 def test_node_fill_matches_backend(full_svgs, case):
     part, _, groups = full_svgs[case]
     nodes = [g for g in groups if g.kind == "node" and re.fullmatch(r"n\d+", g.title)]
-    drawn = [n for n in part._result.index.nodes if n.op != "get_attr"]
+    drawn = [n for n in part.graph.graph.nodes if n.op != "get_attr"]
     assert len(nodes) == len(drawn)
     for g in nodes:
         backend = part.backend_of(node_name(part, g.title))
@@ -107,7 +109,7 @@ def test_boundary_edges_stand_out_and_are_labelled(full_svgs, case):
     assert boundary, "these configs all have boundary tensors"
     for (tail, head), g in boundary.items():
         assert len(g.texts) == 1 and DTYPE_SHAPE.match(g.texts[0]), g.texts
-        producer = part._result.index.nodes[int(tail[1:])]
+        producer = list(part.graph.graph.nodes)[int(tail[1:])]
         assert g.texts[0].endswith("[" + ",".join(str(d) for d in producer.meta["val"].shape) + "]")
     for g in edges.values():
         if "hv-boundary" not in g.classes and not g.title.startswith("h"):
@@ -159,7 +161,7 @@ def test_collapsed_view_one_box_per_subgraph(transformer_parts, needs_dot):
 def test_focus_on_node_and_subgraph(transformer_parts, needs_dot):
     part = transformer_parts["fallback"]
     g = part.render(focus="_softmax", radius=1)
-    assert g.hv_info["view"] == "focus" and g.hv_info["focus_kind"] == "node"
+    assert g.info["view"] == "focus" and g.info["focus_kind"] == "node"
     _, groups = parse_svg(to_svg(part, "focus", focus="_softmax", radius=1))
     shown = {node_name(part, x.title) for x in groups if x.kind == "node" and re.fullmatch(r"n\d+", x.title)}
     assert shown == {"_softmax", "mul", "matmul_1"}

@@ -1,0 +1,144 @@
+"""The one label-budget mechanism: how much layout work graphviz's `dot` will do for a
+drawing, and the choices made from it before any DOT is written.
+
+dot's time grows with the nodes it places plus the virtual nodes long edges need (one per
+rank an edge spans), and twice that again when edges carry layout-placed labels. From that
+estimate the views decide, in this order: full or collapsed (auto), `label` or `xlabel` edge
+labels (full and focus), and how many consecutive subgraphs share a box (collapsed). Nothing
+rewrites the DOT text afterwards.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable, Sequence
+
+from hierviz.drawing.context import Ctx
+from hierviz.errors import RenderError
+
+# The largest graph the auto view draws in full. Measured with benchmarks/render_scale.py
+# (graphviz 2.43, one core): with clusters and labelled boundary edges, real models lay out
+# in 0.1-0.6 s up to ~800 nodes (resnet50's 230: 0.15 s; a 32-layer BERT's 775: 0.6 s),
+# while 1,160 nodes take 5.6 s and 4k nodes minutes: dot grows superlinearly.
+DEFAULT_MAX_NODES = 800
+# Aten graphs of real models need 4-4.5 units of work per node with labelled edges, so they
+# reach max_nodes; graphs with many long skip edges (zoo.synthetic: 17 per node; 250 nodes
+# took 0.9-1.5 s, 500 nodes 30 s) are collapsed.
+LAYOUT_WORK_PER_NODE = 5
+# Edge labels placed by the layout (`label`) are the most readable, but each is a virtual
+# node, and dot's x-positioning can blow up with them: a 1,000-node chain of small clusters
+# took over 2 minutes with labels and 0.4 s with `xlabel`s (placed after layout, may overlap).
+# Labels are used up to this much work per max_nodes (real models up to ~500 nodes).
+LABEL_WORK_PER_NODE = 3
+# A graph input (or weight) feeding more nodes or boxes than this gets one edge to its first
+# user and a small reference node beside each other user: long edges from one input to
+# every layer (attention masks, shared weights) cost dot seconds and draw a curtain of lines.
+FANOUT = 4
+
+
+def resolve_limit(max_nodes: int | None) -> int:
+    if max_nodes is None:
+        return DEFAULT_MAX_NODES
+    if isinstance(max_nodes, bool) or not isinstance(max_nodes, int) or max_nodes < 1:
+        raise RenderError(f"max_nodes must be a positive integer, not {max_nodes!r}.")
+    return max_nodes
+
+
+def layout_budget(max_nodes: int) -> int:
+    """Layout work (nodes + the rank span of edges, twice that with edge labels) that dot
+    does in about a second, for a node limit of max_nodes."""
+    return LAYOUT_WORK_PER_NODE * max_nodes
+
+
+def span(edges: Iterable[tuple[int, int]], order_key: Any) -> int:
+    """Total rank span of a DAG's edges, ranks by longest path, nodes visited by order_key
+    (a topological order)."""
+    preds: dict[int, list[int]] = {}
+    nodes: set[int] = set()
+    for a, b in edges:
+        preds.setdefault(b, []).append(a)
+        nodes.add(a)
+        nodes.add(b)
+    rank: dict[int, int] = {}
+    total = 0
+    for v in sorted(nodes, key=order_key):
+        ps = preds.get(v, ())
+        r = max((rank.get(a, 0) + 1 for a in ps), default=0)
+        rank[v] = r
+        total += sum(r - rank.get(a, 0) for a in ps)
+    return total
+
+
+def fanout_refs(ctx: Ctx, drawn: Sequence[int], inside: set[int]) -> set[tuple[int, int]]:
+    """(input, user) edges drawn from a reference node instead: every use but the first of a
+    graph input or weight with more than FANOUT drawn users."""
+    t = ctx.t
+    refs: set[tuple[int, int]] = set()
+    for a in drawn:
+        if t.kind[a] not in ("placeholder", "get_attr"):
+            continue
+        users = [u for u in t.users[a] if u in inside]
+        if len(users) > FANOUT:
+            refs.update((a, u) for u in sorted(users)[1:])
+    return refs
+
+
+def work(ctx: Ctx, drawn: Sequence[int]) -> int:
+    """dot's layout work for drawing `drawn` in full with labelled edges (see layout_budget)."""
+    inside = set(drawn)
+    refs = fanout_refs(ctx, drawn, inside)
+    edges = [(a, j) for j in drawn for a in ctx.t.inputs[j] if a in inside and (a, j) not in refs]
+    return len(drawn) + len(refs) + 2 * span(edges, int)
+
+
+def edge_labels(ctx: Ctx, drawn: Sequence[int], measured: int | None = None) -> str:
+    """'label' (placed by the layout, readable) when dot can afford it, else 'xlabel'
+    (placed after layout, may overlap, but a 250-node graph with long edges lays out 4-10x faster)."""
+    if measured is None:
+        measured = work(ctx, drawn)
+    return "label" if measured <= LABEL_WORK_PER_NODE * ctx.max_nodes else "xlabel"
+
+
+def group_size(n_sub: int, n_in: int, n_out: int, pairs: Sequence[tuple[int, int]],
+               max_nodes: int) -> tuple[int, str | None]:
+    """How many consecutive subgraphs share a box, and how edges are labelled, so that the
+    collapsed view has at most `max_nodes` boxes and fits dot's layout budget."""
+    budget = layout_budget(max_nodes)
+    size = max(1, math.ceil(n_sub / max(max_nodes - n_in - n_out, 8)))
+    if size == 1:
+        spanned = group_span(n_sub, n_in, 1, pairs)
+        nodes = n_sub + n_in + n_out
+        if nodes + 2 * spanned <= LABEL_WORK_PER_NODE * max_nodes:
+            return 1, "label"
+        if nodes + spanned <= budget:
+            return 1, "xlabel"
+        size = 2
+    while size < n_sub:
+        groups = math.ceil(n_sub / size)
+        if groups + n_in + n_out + group_span(n_sub, n_in, size, pairs) <= budget:
+            break
+        size = math.ceil(size * 1.5)
+    return min(size, max(n_sub, 1)), None
+
+
+def group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int]]) -> int:
+    """Sum over the box graph's edges of the rank distance they cover (longest-path ranks):
+    the virtual nodes dot adds for long edges, which is what makes its layout slow."""
+    n_groups = math.ceil(n_sub / size) if n_sub else 0
+    edges = set()
+    for a, b in pairs:
+        ga = a // size if a < n_sub else n_groups + (a - n_sub)
+        gb = b // size if b < n_sub else n_groups + (b - n_sub)
+        if ga != gb:
+            edges.add((ga, gb))
+    fans: dict[int, list[int]] = {}
+    for ga, gb in edges:
+        if n_groups <= ga < n_groups + n_in:
+            fans.setdefault(ga, []).append(gb)
+    refs = {(ga, gb) for ga, targets in fans.items() if len(targets) > FANOUT for gb in sorted(targets)[1:]}
+    return len(refs) + span(edges - refs,
+                            lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
+
+
+__all__ = ["DEFAULT_MAX_NODES", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
+           "layout_budget", "span", "fanout_refs", "work", "edge_labels", "group_size", "group_span"]

@@ -1,0 +1,90 @@
+"""The graph label of every view: title, config and stats, then the legend (backends, node
+styles, edges). It lives in the label, not in a cluster, so it costs dot no layout work and
+always sits at the top left."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from hierviz.drawing import palette
+from hierviz.drawing.context import Ctx
+from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.text import BR_LEFT, plural
+from hierviz.partitioner import DEMOTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+
+
+def swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | None = "rounded",
+            double: bool = False) -> str:
+    """One legend cell: `text` in a box drawn like the nodes it stands for."""
+    st = f' STYLE="{style}"' if style else ""
+    if double:
+        return (f'<TD BORDER="1" COLOR="{line}" CELLPADDING="1"><TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" '
+                f'CELLPADDING="2" COLOR="{line}"><TR><TD BGCOLOR="{fill}">{text}</TD></TR></TABLE></TD>')
+    return f'<TD BGCOLOR="{fill}" BORDER="{border}" COLOR="{line}"{st} CELLPADDING="3" BALIGN="LEFT">{text}</TD>'
+
+
+def legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str) -> str:
+    """The legend as one grid: a column of swatches per heading, rows shared (so no column
+    stretches its swatches to another's height), and the free-text note spanning all rows."""
+    rows = max(len(cells) for _, cells in columns)
+    head = "".join(f'<TD ALIGN="LEFT"><I>{title}</I></TD>' for title, _ in columns)
+    lines = [f'<TR>{head}<TD ALIGN="LEFT"><I>edges</I></TD></TR>']
+    for r in range(rows):
+        cells = "".join(col[r] if r < len(col) else "<TD></TD>" for _, col in columns)
+        if r == 0:
+            cells += f'<TD ALIGN="LEFT" VALIGN="TOP" BALIGN="LEFT" ROWSPAN="{rows}">{note}</TD>'
+        lines.append(f"<TR>{cells}</TR>")
+    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0">' + "".join(lines) + "</TABLE>")
+
+
+def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False) -> None:
+    """The graph label: view, config and stats, then the legend (backends, node styles, edges).
+
+    The legend lives in the label, not in a cluster, so it costs dot no layout work and
+    always sits at the top left."""
+    p = ctx.p
+    s = p.stats
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {plural(s['subgraphs'], 'subgraph')} "
+             f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")
+    counts = s["subgraphs_by_backend"]
+    backends = list(p.backends) + sorted(b for b in ctx.backends_seen if b not in p.backends and b != "graph")
+    cells = [swatch(f"{html(b)} · {plural(counts.get(b, 0), 'subgraph')}", palette.fill(b), palette.border(b))
+             for b in backends]
+    columns: list[tuple[str, Sequence[str]]] = [("backends", cells)]
+    if not collapsed:
+        torch_fill, torch_line = palette.fill("torch"), palette.border("torch")
+        samples = [swatch("op (color: its backend)", palette.fill("graph"), palette.border("graph"))]
+        if ctx.reasons.get(FOLLOWS_PRODUCER):
+            samples.append(swatch("getitem/view, runs with its producer (oval)", palette.fill("graph"),
+                                   palette.border("graph")))
+        if ctx.reasons.get(UNSUPPORTED):
+            samples.append(swatch("unsupported by every backend (octagon)", torch_fill, torch_line, border=3,
+                                   style=None))
+        if ctx.reasons.get(VALIDATOR):
+            samples.append(swatch("converter validator rejected it (octagon, dashed)", torch_fill, torch_line,
+                                   border=2, style="dashed"))
+        if ctx.reasons.get(TORCH_EXECUTED):
+            samples.append(swatch("in torch_executed_ops", torch_fill, torch_line, style=None, double=True))
+        if ctx.reasons.get(DEMOTED):
+            samples.append(swatch(f"demoted: its subgraph &lt; min_block_size {p.config.min_block_size}"
+                                   f"{BR_LEFT}(rounded, dashed; border: the backend it was eligible for)", torch_fill,
+                                   palette.GRAPH, border=2, style="rounded,dashed"))
+        columns.append(("nodes", samples))
+        note = (f"bold, labelled dtype[shape]:{BR_LEFT}a tensor crossing subgraphs{BR_LEFT}thin grey: inside a subgraph{BR_LEFT}"
+                f"{BR_LEFT}SVG: hover nodes, edges and{BR_LEFT}subgraphs for details{BR_LEFT}")
+    else:
+        text = f"tensors crossing between{BR_LEFT}subgraphs (label: dtype[shape],{BR_LEFT}n × dtype[shape], or a count){BR_LEFT}"
+        if grouped:
+            text += (f"{BR_LEFT}striped boxes: runs of consecutive{BR_LEFT}subgraphs; stripe width: share{BR_LEFT}"
+                     f"of ops per backend{BR_LEFT}")
+        text += f"{BR_LEFT}detail: view='full', or focus={BR_LEFT}a subgraph tag or node name{BR_LEFT}"
+        note = text
+    label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{legend_grid(columns, note)}</TD></TR></TABLE>')
+    w.defaults("graph", label=Html(label))
+
+
+__all__ = ["swatch", "legend_grid", "title"]
