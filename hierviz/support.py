@@ -123,7 +123,7 @@ class TensorRTSupport(OpSetSupport):
         if self.validate:
             registry = trt.converter_registry()
             try:
-                with trt._answer_cuda_queries():
+                with trt.answer_cuda_queries():
                     ok = node in registry
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
                 return False, ValidatorRejection(

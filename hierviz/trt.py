@@ -52,7 +52,7 @@ STANDARD_MIN_CAPABILITY = (7, 5)
 
 
 @contextlib.contextmanager
-def _answer_cuda_queries() -> Iterator[None]:
+def answer_cuda_queries() -> Iterator[None]:
     """Answer upstream's import-time CUDA queries when CUDA is not real; restore after."""
     if torch.cuda.is_available():
         yield
@@ -123,7 +123,7 @@ def _load() -> tuple[Any, str | None]:
     if importlib.util.find_spec("torch_tensorrt") is None:
         return None, "torch_tensorrt is not installed"
     try:
-        with _answer_cuda_queries():
+        with answer_cuda_queries():
             module = importlib.import_module("torch_tensorrt")
             # submodules that also read the device when first imported
             importlib.import_module("torch_tensorrt.dynamo")
@@ -271,7 +271,7 @@ def default_settings(**overrides: Any) -> Any:
     require()
     from torch_tensorrt.dynamo import CompilationSettings
 
-    with _answer_cuda_queries():
+    with answer_cuda_queries():
         return CompilationSettings(**overrides)
 
 
@@ -406,7 +406,7 @@ def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool 
         raise ConfigError(f"trt_settings['device'] names GPU {index} but the measurement runs on "
                           f"{device}; give the device once, as hv.measure(device=...)")
     try:
-        with _answer_cuda_queries():
+        with answer_cuda_queries():
             built = CompilationSettings(**fields, device=Device(gpu_id=index), disable_tf32=not tf32)
     except (TypeError, ValueError) as exc:
         raise ConfigError(f"trt_settings: {exc}") from None

@@ -33,7 +33,7 @@ def _upstream_lowering(model: nn.Module, inputs: tuple) -> torch.fx.GraphModule:
     from torch_tensorrt.dynamo import CompilationSettings
     from torch_tensorrt.dynamo.lowering import get_decompositions, post_lowering, pre_export_lowering
 
-    with trt._answer_cuda_queries():
+    with trt.answer_cuda_queries():
         settings = CompilationSettings()
         ep = torch.export.export(model, inputs, strict=False)
         ep = pre_export_lowering(ep, settings)

@@ -68,7 +68,7 @@ def test_cuda_functions_are_torchs_own_after_use() -> None:
 def test_cuda_answers_are_restored_after_an_error() -> None:
     before = torch.cuda.get_device_capability, torch.cuda.current_device
     with pytest.raises(RuntimeError, match="boom"):
-        with trt._answer_cuda_queries():
+        with trt.answer_cuda_queries():
             raise RuntimeError("boom")
     assert (torch.cuda.get_device_capability, torch.cuda.current_device) == before
 

@@ -302,12 +302,12 @@ def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str
     """One sweep row, on a worker: the same row a local sweep makes."""
     from hierviz.errors import HiervizError
     from hierviz.explorer import columns
-    from hierviz.explorer.sweep import _partition_row, _run_measure
+    from hierviz.explorer.sweep import partition_row, run_measure
 
-    part, row = _partition_row(gm, base, combo)
+    part, row = partition_row(gm, base, combo)
     if measure_kwargs is not None and part is not None:
         try:
-            row.update(columns.latency_columns(_run_measure(part, example_inputs, measure_kwargs)))
+            row.update(columns.latency_columns(run_measure(part, example_inputs, measure_kwargs)))
         except HiervizError as exc:
             row["error"] = str(exc)
     return row

@@ -70,7 +70,7 @@ def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
     raise ConfigError("measure must be True/False or a dict of hv.measure options, e.g. {'iters': 20}.")
 
 
-def _partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(partition or None, row) for one configuration; HiervizErrors become the row's `error`."""
     row: dict[str, Any] = columns.config_columns(base)
     row.update({k: columns.format_field(k, v) for k, v in combo.items()})
@@ -130,10 +130,10 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         elif executor is None:
             results = []
             for combo in combos:
-                results.append(_partition_row(gm, base_cfg, combo))
+                results.append(partition_row(gm, base_cfg, combo))
                 bar.update(1)
         else:
-            futures: list[Future] = [executor.submit(_partition_row, gm, base_cfg, combo) for combo in combos]
+            futures: list[Future] = [executor.submit(partition_row, gm, base_cfg, combo) for combo in combos]
             for fut in futures:
                 fut.add_done_callback(lambda _f: bar.update(1))
             results = [fut.result() for fut in futures]  # grid order, whatever order they finish in
@@ -146,7 +146,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         for part, row in results:
             if mkw is not None and part is not None:
                 try:
-                    m = _run_measure(part, example_inputs, mkw)
+                    m = run_measure(part, example_inputs, mkw)
                     row.update(columns.latency_columns(m))
                     measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
                     measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
@@ -172,7 +172,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     return df
 
 
-def _run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
+def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
     from hierviz.latency import measure
 
     return measure(part, example_inputs, **kwargs)

@@ -95,7 +95,7 @@ def test_conversion_settings_normalise_the_device_and_turn_tf32_off(device) -> N
     assert inside.device.gpu_id == 1
     from torch_tensorrt import Device
 
-    with trt._answer_cuda_queries():
+    with trt.answer_cuda_queries():
         assert trt.conversion_settings({"device": Device(gpu_id=1)}).device.gpu_id == 1
 
 
@@ -209,13 +209,13 @@ def test_builder_passes_the_subgraph_tag_to_named_compilers(tiny_conv) -> None:
 def test_engine_files_go_through_the_documented_state(tmp_path) -> None:
     from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
 
-    with trt._answer_cuda_queries():
+    with trt.answer_cuda_queries():
         module = TorchTensorRTModule(name="_run_on_acc_tensorrt_0")
     path = tmp_path / "engine.bin"
     trt.save_engine(module, path)
     saved = torch.load(path, weights_only=False)
     assert saved["format"] == "hierviz-tensorrt-v1" and "_extra_state" in saved["state"]
-    with trt._answer_cuda_queries():
+    with trt.answer_cuda_queries():
         back = trt.load_engine(path)
     assert isinstance(back, TorchTensorRTModule) and back.name == "_run_on_acc_tensorrt_0"
     (tmp_path / "other.bin").write_bytes(b"not an engine")

@@ -1,0 +1,142 @@
+"""The package's shape, checked: data goes one way (nothing outside the partitioner imports
+the engine or reads another module's private names), heavy optional dependencies load on
+first use, every module says what it is for, and no module grows past ~400 lines without
+saying why (docs/architecture.md)."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = ROOT / "hierviz"
+MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "data" not in p.relative_to(PACKAGE).parts)
+HEAVY = ("ipywidgets", "pandas", "tqdm", "graphviz", "matplotlib")
+MAX_LINES = 400
+
+
+def module_name(path: Path) -> str:
+    parts = path.relative_to(ROOT).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def tree(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+def private_names_defined(path: Path) -> set[str]:
+    """`_name`s a module defines: module-level functions, classes and variables, class
+    attributes and methods, and `self._x` attributes it assigns."""
+    names: set[str] = set()
+    for node in ast.walk(tree(path)):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif (isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)
+              and isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+            names.add(node.attr)
+    return {n for n in names if n.startswith("_") and not n.startswith("__")}
+
+
+DEFINED = {module_name(p): private_names_defined(p) for p in MODULES}
+
+
+def violations(path: Path) -> list[str]:
+    """Engine imports outside the partitioner, private names imported from another hierviz
+    module, and `obj._name` where `_name` is a private name some other hierviz module defines."""
+    me = module_name(path)
+    mine = DEFINED[me]
+    others = set().union(*(names for mod, names in DEFINED.items() if mod != me)) - mine
+    in_partitioner = me.startswith("hierviz.partitioner")
+    found = []
+    for node in ast.walk(tree(path)):
+        where = f"{path.relative_to(ROOT)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ImportFrom) and node.module:
+            if not in_partitioner and (node.module == "hierviz.partitioner.engine" or (
+                    node.module == "hierviz.partitioner" and any(a.name == "engine" for a in node.names))):
+                found.append(f"{where} imports the engine")
+            if node.module.startswith("hierviz") and node.module != me:
+                found += [f"{where} imports private {a.name} from {node.module}" for a in node.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+        elif isinstance(node, ast.Import):
+            if not in_partitioner and any(a.name == "hierviz.partitioner.engine" for a in node.names):
+                found.append(f"{where} imports the engine")
+        elif isinstance(node, ast.Attribute) and node.attr in others:
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.append(f"{where} reads {ast.unparse(node)}")
+    return found
+
+
+def test_modules_found():
+    names = {module_name(p) for p in MODULES}
+    assert {"hierviz", "hierviz.partitioner.engine", "hierviz.partitioner.result", "hierviz.drawing.views"} <= names
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_no_engine_imports_or_private_reads_across_modules(path):
+    assert violations(path) == []
+
+
+def test_the_checker_catches_what_it_should(tmp_path):
+    """The rule above is not vacuous: these lines are each flagged."""
+    bad = tmp_path / "hierviz" / "drawing" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("from hierviz.partitioner import engine\nfrom hierviz.latency.lift import _set_path\n"
+                   "def f(p):\n    return p._result.index\n", encoding="utf-8")
+    global ROOT
+    old = ROOT
+    try:
+        ROOT = tmp_path
+        DEFINED[module_name(bad)] = set()
+        found = violations(bad)
+    finally:
+        ROOT = old
+        DEFINED.pop("hierviz.drawing.bad", None)
+    assert any("imports the engine" in f for f in found)
+    assert any("imports private _set_path" in f for f in found)
+    assert any("reads p._result" in f for f in found)
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_module_says_what_it_is_for(path):
+    doc = ast.get_docstring(tree(path))
+    assert doc and len(doc.split()) >= 4, f"{path.relative_to(ROOT)} needs a docstring saying its role"
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_long_modules_say_why(path):
+    lines = path.read_text(encoding="utf-8").count("\n")
+    if lines > MAX_LINES:
+        doc = ast.get_docstring(tree(path)) or ""
+        assert "lines" in doc.lower() and ("because" in doc.lower() or "why" in doc.lower()), (
+            f"{path.relative_to(ROOT)} has {lines} lines; split it, or say at its top why it is one module "
+            "(a sentence with 'lines' and 'because')")
+
+
+def test_import_hierviz_leaves_heavy_dependencies_for_later():
+    """`import hierviz` (after torch, which it needs anyway) imports none of the optional heavy
+    packages; they load when a feature that needs them is first used."""
+    code = ("import sys, torch; before = set(sys.modules); import hierviz; "
+            f"print(sorted(m for m in {HEAVY!r} if m in set(sys.modules) - before))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+    code = ("import sys, hierviz as hv; hv.Config; hv.partition; hv.Partition; "
+            "print('pandas' in sys.modules, 'graphviz' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "False False"
+
+
+def test_lazy_public_names_resolve():
+    import hierviz as hv
+
+    for name in hv.__all__:
+        assert getattr(hv, name) is not None, name
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        hv.nope  # noqa: B018
