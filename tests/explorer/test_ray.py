@@ -1,0 +1,112 @@
+"""hv.sweep and hv.tune on a real local Ray (2 CPUs, started once for this module): the same
+rows as a local sweep, a killed worker is a failed row and the rest go on; and the packed
+graph that travels to the workers partitions and runs like the original."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz.explorer.ray_executor import pack_graph, unpack_graph
+
+RELU = "torch.ops.aten.relu.default"
+TANH = "torch.ops.aten.tanh.default"
+FAST = {"warmup": 0, "iters": 3}
+
+
+def test_packed_graph_partitions_and_runs_like_the_original(small) -> None:
+    model, inputs, gm = small
+    copy = unpack_graph(pickle.loads(pickle.dumps(pack_graph(gm))), inputs)
+    assert [n.name for n in copy.graph.nodes] == [n.name for n in gm.graph.nodes]
+    for cfg in (hv.Config(), hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.inductor()},
+                                       min_block_size=1, torch_executed_ops={RELU})):
+        a, b = hv.partition(gm, config=cfg), hv.partition(copy, config=cfg)
+        assert [(s.tag, s.backend, s.nodes, s.inputs, s.outputs) for s in a.subgraphs] == \
+            [(s.tag, s.backend, s.nodes, s.inputs, s.outputs) for s in b.subgraphs]
+    with torch.no_grad():
+        assert torch.equal(copy(*inputs), gm(*inputs))
+
+
+@pytest.fixture(scope="module")
+def ray_local():
+    ray = pytest.importorskip("ray")
+    from hierviz.explorer.ray_executor import start_ray
+
+    started = not ray.is_initialized()
+    if started:
+        start_ray(ray, num_cpus=2)
+    yield ray
+    if started:
+        ray.shutdown()
+
+
+def _own_backend():
+    """A backend whose compiler runs the subgraph as it is (defined here, so Ray pickles it by value)."""
+    def exact(gm, example_inputs):
+        return gm
+
+    support = hv.support.where(lambda node: node.op == "call_function", name="every op")
+    return support, exact
+
+
+@pytest.mark.slow
+def test_ray_sweep_rows_equal_the_local_sweep(small, ray_local) -> None:
+    model, inputs, _ = small
+    support, exact = _own_backend()
+    base = hv.Config(priority=("exact",), support={"exact": support})
+    grid = {"min_block_size": [1, 5], "torch_executed_ops": [[], [RELU]]}
+    measure = {**FAST, "compilers": {"exact": exact}}
+    local = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=False)
+    remote = hv.sweep(model, inputs, grid, base=base, measure=measure, executor="ray", progress=False)
+    assert list(remote.columns) == list(local.columns)
+    partition_columns = [c for c in local.columns if c in (
+        "priority", "min_block_size", "torch_executed_ops", "subgraphs", "acc_subgraphs", "subgraphs_exact",
+        "subgraphs_torch", "coverage", "accelerated_coverage", "boundary_tensors", "recommendation")]
+    assert remote[partition_columns].equals(local[partition_columns])
+    assert remote["error"].isna().all() and remote["outputs_match"].all()
+    assert (remote["median_ms"] > 0).all()
+    assert remote.attrs["compile_cache_misses"] >= 1
+
+
+@pytest.mark.slow
+def test_a_killed_worker_fails_its_row_and_the_rest_go_on(small, ray_local) -> None:
+    model, inputs, _ = small
+    support, exact = _own_backend()
+
+    def crash(gm, example_inputs):  # a compiler that takes its process down, as a segfault would
+        import os
+        import signal
+
+        os.kill(os.getpid(), signal.SIGKILL)
+
+    base = hv.Config(priority=("crashy", "exact"), support={"crashy": hv.support.ops([TANH]), "exact": support},
+                     min_block_size=1)
+    df = hv.sweep(model, inputs, {"torch_executed_ops": [[], [TANH], [RELU, TANH]]}, base=base,
+                  measure={**FAST, "compilers": {"crashy": crash, "exact": exact}}, executor=ray_local,
+                  progress=False)
+    assert len(df) == 3
+    died = df.iloc[0]
+    assert "Ray worker" in died["error"] and "died" in died["error"]
+    assert died["torch_executed_ops"] == "" and died["priority"] == "crashy>exact"   # the row says which setting
+    rest = df.iloc[1:]
+    assert rest["error"].isna().all() and rest["outputs_match"].all() and (rest["subgraphs_crashy"] == 0).all()
+
+
+@pytest.mark.slow
+def test_tune_on_ray(small, ray_local) -> None:
+    model, inputs, _ = small
+    support, exact = _own_backend()
+    res = hv.tune(model, inputs, {"min_block_size": [1, 2, 5], "torch_executed_ops": [[], [RELU]]},
+                  base=hv.Config(priority=("exact",), support={"exact": support}), budget=4,
+                  measure={**FAST, "compilers": {"exact": exact}}, executor="ray", progress=False)
+    t = res.trials
+    assert len(t) == 4 and set(t["status"]) <= {"measured", "duplicate"}
+    assert (t["status"] == "measured").any() and res.best is not None
+    assert any("Ray tasks" in note for note in res.notes)
+    dup = t[t["status"] == "duplicate"]
+    for _, row in dup.iterrows():   # a duplicate carries its source's figures
+        src = t[t["trial"] == row["duplicate_of"]].iloc[0]
+        assert row["median_ms"] == src["median_ms"] and row["subgraphs"] == src["subgraphs"]
