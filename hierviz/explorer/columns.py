@@ -12,13 +12,13 @@ from typing import Any, Iterable, Mapping
 from hierviz import support as support_mod
 from hierviz.config import Config, parse_ops, parse_priority
 from hierviz.errors import ConfigError
+from hierviz.partitioner import FALLBACK
 
 CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
 LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "max_abs_error",
-                   "outputs_match", "compile_s", "cache_hits", "cache_misses")
-FALLBACK = "torch"
+                   "outputs_match", "fallbacks", "compile_s", "cache_hits", "cache_misses")
 
 
 def support_label(sup: Any) -> str:
@@ -102,6 +102,8 @@ def latency_columns(measurement: Any) -> dict[str, Any]:
     row = {}
     for name in LATENCY_COLUMNS:
         value = getattr(measurement, name, None)
+        if name == "fallbacks":  # subgraphs whose backend failed and ran eagerly: never counted as that backend
+            value = len(value) if value is not None else None
         if name == "cv" and value is None:
             median, std = getattr(measurement, "median_ms", None), getattr(measurement, "std_ms", None)
             if median and std is not None:

@@ -65,6 +65,7 @@ class FakeMeasurement:
     cache_misses: int
     per_subgraph: pd.DataFrame = field(default_factory=pd.DataFrame)
     warnings: list = field(default_factory=list)
+    fallbacks: tuple = ()
 
 
 class FakeMeasure:
