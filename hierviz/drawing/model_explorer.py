@@ -53,6 +53,21 @@ def _module_namespace(t: NodeTable, i: int) -> str:
     return "/".join(_layer(path, cls.rsplit(".", 1)[-1]) for path, cls in t.module_stack[i] if path)
 
 
+def _drop_shared_prefix(namespaces: list[str]) -> list[str]:
+    """Namespaces without the levels every module node shares (wrappers such as a model
+    inside an output adapter), so Model Explorer opens on the model's own top modules."""
+    inside = [ns.split("/") for ns in namespaces if ns and ns != INPUTS_NAMESPACE]
+    if not inside:
+        return namespaces
+    shared = 0
+    first = inside[0]
+    while shared < len(first) - 1 and all(len(x) > shared + 1 and x[shared] == first[shared] for x in inside):
+        shared += 1
+    if not shared:
+        return namespaces
+    return [ns if ns == INPUTS_NAMESPACE or not ns else "/".join(ns.split("/")[shared:]) for ns in namespaces]
+
+
 def _label(t: NodeTable, i: int) -> str:
     """What Model Explorer writes on the node: the op's short name, or the input's name."""
     if t.kind[i] in ("placeholder", "output"):
@@ -105,7 +120,7 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
         }
         base.append(node)
 
-    module_ns = [_module_namespace(t, i) for i in keep]
+    module_ns = _drop_shared_prefix([_module_namespace(t, i) for i in keep])
     graphs = []
     for gid in GRAPH_IDS:
         nodes = []
