@@ -10,7 +10,6 @@ identical weights and inputs and the caller's random state is left alone.
 
 from __future__ import annotations
 
-import gc
 import random
 from typing import Any, Callable
 
@@ -18,6 +17,7 @@ import torch
 from torch import nn
 
 from hierviz.errors import ConfigError
+from hierviz.gcpause import gc_paused
 
 SEED = 0
 
@@ -234,13 +234,8 @@ def synthetic(nodes: int, *, seed: int = 0) -> torch.fx.GraphModule:
     """
     if nodes < 4:
         raise ConfigError(f"synthetic graphs need at least 4 nodes, got {nodes}.")
-    was_enabled = gc.isenabled()
-    gc.disable()  # the collector would rescan the growing graph again and again
-    try:
+    with gc_paused():  # the collector would rescan the growing graph again and again
         graph = _synthetic_graph(nodes, seed)
-    finally:
-        if was_enabled:
-            gc.enable()
     gm = _graph_module(graph)
     gm.meta["synthetic"] = {"nodes": nodes, "seed": seed, "shape": SYNTHETIC_SHAPE}
     return gm

@@ -36,7 +36,7 @@ from typing import Any, Callable, Sequence
 import torch
 
 from hierviz.latency.compilers import Compiler
-from hierviz.latency.lift import Lifted, digest, graph_signature, symbolic_shapes, tensor_digest, tensor_spec
+from hierviz.latency.lift import Lifted, digest, graph_signature, symbolic_shapes, tensor_digest, tensor_key
 from hierviz.latency.precision import precision_key
 
 KEY_VERSION = "hierviz-compile-v2"
@@ -205,8 +205,8 @@ def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options
         lifted.single,
         graph_signature(lifted.gm),
         symbolic_shapes(lifted.gm),
-        tuple(tensor_spec(x) for x in inputs),
-        tuple(tensor_spec(w) for w in lifted.weights),
+        tuple(tensor_key(x) for x in inputs),
+        tuple(tensor_key(w) for w in lifted.weights),
     ]
     if not compiler.lifts_weights:
         parts.append(("weights", tuple(tensor_digest(s) for s in lifted.sources)))

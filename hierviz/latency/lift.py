@@ -289,7 +289,7 @@ def _norm(value: Any, index: dict[Node, int]) -> Any:
     if isinstance(value, (torch.dtype, torch.device, torch.layout, torch.memory_format)):
         return (type(value).__name__, str(value))
     if isinstance(value, torch.Tensor):  # a tensor literal in the graph: shape, dtype and content
-        return ("tensor", tensor_spec(value), tensor_digest(value))
+        return ("tensor", tensor_key(value), tensor_digest(value))
     return (type(value).__qualname__, repr(value))
 
 
@@ -314,7 +314,7 @@ def graph_signature(gm: GraphModule) -> tuple:
     return tuple(rows)
 
 
-def tensor_spec(t: Any) -> tuple:
+def tensor_key(t: Any) -> tuple:
     """Shape, stride, dtype and device type of a tensor; the repr of anything else."""
     if isinstance(t, torch.Tensor):
         return ("T", tuple(t.shape), tuple(t.stride()), str(t.dtype), t.device.type, t.storage_offset())
@@ -351,5 +351,5 @@ def digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
-__all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_spec", "tensor_digest", "digest",
+__all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_key", "tensor_digest", "digest",
            "on_device", "fetch_attr", "set_path"]

@@ -15,7 +15,9 @@ from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import engine as eng
+from hierviz.partitioner.record import parse_tag
 from hierviz.partitioner.result import Partition, copy_graph_module
+from hierviz.partitioner.split import with_input_check
 from hierviz.support import OpSetSupport
 
 UPSTREAM_NON_COMPUTE = "_operator.getitem"  # the only NON_COMPUTE_NODES entry that matches a node
@@ -54,7 +56,7 @@ def partition_upstream(gm: GraphModule, config: Config) -> Partition:
     except AssertionError as exc:
         raise ConfigError(f"upstream partitioner: {exc}") from exc
     return Partition(gm, config, _result_from_tags(index, work, config, before),
-                     engine="torch_tensorrt", module=split)
+                     engine="torch_tensorrt", module=with_input_check(split, gm))
 
 
 def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
@@ -87,8 +89,7 @@ def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
     order = sorted(tag_nodes, key=lambda t: int(t.rsplit("_", 1)[1]))
     subgraphs = []
     for tag in order:
-        is_acc = tag.startswith("_run_on_acc_")
-        b = tag[len("_run_on_acc_"):].rsplit("_", 1)[0] if is_acc else eng.FALLBACK
+        is_acc, b = parse_tag(tag)
         subgraphs.append(eng.RawSubgraph(is_acc, b, tag_nodes[tag]))
     # a node is demoted when upstream's traversal put it in an accelerated subgraph and its
     # small-block pass moved it to PyTorch
