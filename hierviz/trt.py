@@ -172,7 +172,7 @@ def build_verdict(variant: str | None, capability: tuple[int, int] | None,
         if capability in {tuple(t) for t in targets}:
             return None
         listed = ", ".join(f"SM{sm(t)}" for t in targets)
-        fix = (f"install the standard TensorRT for data-centre GPUs (A100, H100, H200, B200): "
+        fix = (f"install the standard TensorRT, which builds for every GPU from SM75 on (H100, H200, B200, ...): "
                f"pip uninstall torch-tensorrt-rtx tensorrt-rtx, then {FIX_DATACENTER}"
                if variant == "rtx" else f"install a TensorRT that supports SM{sm(capability)}")
         return f"{name} {version or ''} builds only for {listed}, not for {where}; {fix}".replace("  ", " ")
