@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
 from hierviz.drawing.overlay import Overlay, make_overlay
+from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
 from hierviz.partitioner.record import short_dtype
 
@@ -72,8 +73,6 @@ def _label(t: NodeTable, i: int) -> str:
     """What Model Explorer writes on the node: the op's short name, or the input's name."""
     if t.kind[i] in ("placeholder", "output"):
         return t.name[i]
-    from hierviz.drawing.views import op_short
-
     return op_short(t.op[i]) or t.name[i]
 
 

@@ -25,7 +25,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.dot import DotWriter, Html, clean, html
+from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
 from hierviz.partitioner.record import short_dtype
 
@@ -385,7 +386,7 @@ class _Drawer:
                f"class: {it.mod.cls}", f"{len(f.ops)} ops" + (f" ({f.per_member} each)" if each else ""),
                "backends: " + _share_text(order, f.backends)]
         tip.append("subgraphs: " + ", ".join(f.tags[:30]) + (" \u2026" if len(f.tags) > 30 else ""))
-        ops = Counter(_short(t.op[i]) for i in f.ops)
+        ops = Counter(op_short(t.op[i]) for i in f.ops)
         tip.append("ops: " + ", ".join(f"{o} \u00d7{c}" for o, c in ops.most_common(10)))
         dominant = max(order, key=lambda b: (f.backends[b], -order.index(b))) if order else "graph"
         return lines, tip, dominant
@@ -407,8 +408,8 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module" + (" hv-rolled" if len(it.members) > 1 else "") + (" hv-own" if it.own_only else "")
-        self.w.node(it.id, label=Html(label), tooltip=_tip(tip), margin="0.08,0.04",
-                    **attrs, **{"class": f"{klass} hv-{_css(dominant)}"})
+        self.w.node(it.id, label=Html(label), tooltip=tooltip(tip), margin="0.08,0.04",
+                    **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
 
     def cluster(self, it: Item) -> None:
         f = _facts(self.t, it, self.tag_order)
@@ -419,7 +420,7 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module-cluster" + (" hv-rolled" if len(it.members) > 1 else "")
-        self.w.open(f"cluster_{it.id}", label=Html(label), tooltip=_tip(tip), **attrs,
+        self.w.open(f"cluster_{it.id}", label=Html(label), tooltip=tooltip(tip), **attrs,
                     **{"class": klass})
         self.items(it.children)
         self.w.close()
@@ -466,7 +467,7 @@ class _Drawer:
                             for a in inputs[:6])
             more = f'<BR/><FONT POINT-SIZE="9">+{len(inputs) - 6} more</FONT>' if len(inputs) > 6 else ""
             w.node("inputs", label=Html(f"<B>graph inputs</B>{shown}{more}"),
-                   tooltip=_tip([f"{t.name[a]}: {_spec(t, a)}" for a in inputs[:40]]), **io_attrs,
+                   tooltip=tooltip([f"{t.name[a]}: {_spec(t, a)}" for a in inputs[:40]]), **io_attrs,
                    **{"class": "hv-node hv-graph hv-input"})
             self.io += 1
         if any(dst == "outputs" for _, dst in pairs):
@@ -490,7 +491,7 @@ class _Drawer:
                                                       else f"{len(ts)} tensors")
             tip = [f"{len(ts)} tensor(s), {_size(nbytes)}:"] + [f"{t.name[a]}: {_spec(t, a)}" for a in ts[:20]]
             pen = round(1.0 + min(3.0, math.log10(max(nbytes, 1)) / 2), 2) if nbytes else 1.0
-            w.edge(src, dst, xlabel=text + (f" \u00b7 {_size(nbytes)}" if nbytes else ""), tooltip=_tip(tip),
+            w.edge(src, dst, xlabel=text + (f" \u00b7 {_size(nbytes)}" if nbytes else ""), tooltip=tooltip(tip),
                    penwidth=pen, color=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    fontcolor=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    **{"class": "hv-boundary" if crossing else "hv-edge"})
@@ -530,20 +531,6 @@ def effective_root_of(plan: Plan) -> Mod:
 def _key(node_id: str) -> tuple[int, int, str]:
     m = re.match(r"^[a-z]+(\d+)$", node_id)
     return (1, int(m.group(1)), "") if m else (0 if node_id in ("inputs", "from_outside") else 2, 0, node_id)
-
-
-def _short(op: str) -> str:
-    from hierviz.drawing.views import op_short
-
-    return op_short(op)
-
-
-def _css(name: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_" else "_" for c in name)
-
-
-def _tip(lines: Sequence[str]) -> str:
-    return "\n".join(clean(line) for line in lines)
 
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
