@@ -164,16 +164,15 @@ def _split(text: str | None, sep: str = ",") -> list[str]:
 
 def build_config(args: argparse.Namespace) -> Any:
     """The Config the options describe, read by the one settings parser (hierviz.config)."""
-    from hierviz.config import BUILTIN_BACKENDS, parse_config, parse_text
+    from hierviz.config import BUILTIN_BACKENDS, parse_config, parse_text, unknown_backend_message
 
     fields: dict[str, Any] = {}
     if args.priority is not None:
         fields["priority"] = parse_text("priority", args.priority)
         unknown = [b for b in fields["priority"] if b not in BUILTIN_BACKENDS]
         if unknown:
-            raise UsageError(f"--priority: unknown backend {unknown[0]!r}; the command line knows "
-                             f"{' and '.join(BUILTIN_BACKENDS)} (other backends need the Python API, "
-                             "hv.Config(priority=..., support=...))")
+            raise UsageError(f"--priority: {unknown_backend_message(unknown[0], custom=False)} Other backends "
+                             "need the Python API, hv.Config(priority=..., support=...)")
     if args.min_block_size is not None:
         fields["min_block_size"] = parse_text("min_block_size", args.min_block_size)
     if args.torch_executed_ops is not None:

@@ -58,8 +58,23 @@ class SupportMap(Mapping[str, support_mod.Support]):
         return repr(self._items)
 
 
+class _Checked(type):
+    """Config's metaclass: unknown or surplus arguments are a ConfigError naming the fields,
+    not the TypeError a dataclass __init__ raises."""
+
+    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+        if len(args) > len(FIELDS):
+            raise ConfigError(f"Config takes at most {len(FIELDS)} values ({', '.join(FIELDS)}); "
+                              f"got {len(args)}. Pass them by name, e.g. Config(min_block_size=3).")
+        check_fields(kwargs)
+        twice = [f for f in FIELDS[:len(args)] if f in kwargs]
+        if twice:
+            raise ConfigError(f"Config got {twice[0]} twice (by position and by name).")
+        return super().__call__(*args, **kwargs)
+
+
 @dataclass(frozen=True)
-class Config:
+class Config(metaclass=_Checked):
     """Settings of the hierarchical adjacency partitioner (defaults are the seed's)."""
 
     priority: tuple[str, ...] = ("tensorrt", "inductor")
@@ -76,7 +91,7 @@ class Config:
         object.__setattr__(self, "support", support)
         for backend in priority:
             if backend not in (support or {}) and backend not in BUILTIN_BACKENDS:
-                raise ConfigError(_unknown_backend(backend))
+                raise ConfigError(unknown_backend_message(backend))
         object.__setattr__(self, "min_block_size", parse_min_block_size(self.min_block_size))
         object.__setattr__(self, "torch_executed_ops", parse_ops(self.torch_executed_ops))
         object.__setattr__(self, "require_full_compilation",
@@ -154,13 +169,16 @@ def check_fields(values: Mapping[str, Any]) -> None:
     raise ConfigError(msg + f" Fields are {', '.join(FIELDS)}.")
 
 
-def _unknown_backend(name: str) -> str:
+def unknown_backend_message(name: str, custom: bool = True) -> str:
+    """'unknown backend ..., did you mean ...?' for a name that is no built-in backend; with
+    `custom`, how to declare a backend of one's own."""
     hint = difflib.get_close_matches(name.lower(), BUILTIN_BACKENDS, n=1, cutoff=0.6)
-    if hint:
-        return (f"unknown backend {name!r}, did you mean {hint[0]!r}? Built-in backends: "
-                f"{', '.join(BUILTIN_BACKENDS)}.")
-    return (f"unknown backend {name!r} (no support set): built-in backends are {', '.join(BUILTIN_BACKENDS)}; "
-            f"a custom backend needs support={{{name!r}: hv.support.ops([...])}} or hv.support.where(...).")
+    msg = f"unknown backend {name!r}, did you mean {hint[0]!r}?" if hint else f"unknown backend {name!r} (no support set)."
+    msg += f" Built-in backends: {', '.join(BUILTIN_BACKENDS)}"
+    if custom:
+        msg += (f"; a custom backend needs support={{{name!r}: hv.support.ops([...])}} or "
+                "hv.support.where(...).")
+    return msg + ("" if custom else ".")
 
 
 def parse_backend(name: Any, where: str = "priority") -> str:

@@ -37,6 +37,13 @@ SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
 CUSTOM = "custom"
 
 
+class _AnyValue(traitlets.Any):
+    """Any value, None included, goes through the widget's own check (traitlets.Any lets None
+    through unchecked)."""
+
+    allow_none = False
+
+
 def _classify(sup: Any) -> str:
     """The picker key of a Support object, or 'custom' when it is none of the presets."""
     for key, (_, factory) in SUPPORT_CHOICES.items():
@@ -49,7 +56,7 @@ class SupportPicker(widgets.HBox):
     """One dropdown per backend choosing its support source. `.value` maps backend -> choice
     key (see SUPPORT_CHOICES; 'custom' is the Support object the Explorer was given)."""
 
-    value = traitlets.Any({})
+    value = _AnyValue({})
     on_refused: Refused | None = None
 
     @traitlets.validate("value")
@@ -146,7 +153,7 @@ class TagsInput(_Refusing, widgets.TagsInput):
     other values set from Python: those reach Config, and its error is shown in the widget.
     Op names are written the way Config normalises them ('aten.add.Tensor' -> qualified)."""
 
-    value = traitlets.Any([]).tag(sync=True)
+    value = _AnyValue([]).tag(sync=True)
     ops = traitlets.Bool(False)
 
     @traitlets.validate("value")
@@ -174,7 +181,7 @@ class TagsInput(_Refusing, widgets.TagsInput):
 class Toggle(_Refusing, widgets.ToggleButton):
     """A toggle button that refuses anything but True and False."""
 
-    value = traitlets.Any(False).tag(sync=True)
+    value = _AnyValue(False).tag(sync=True)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> bool:
@@ -188,7 +195,7 @@ class Toggle(_Refusing, widgets.ToggleButton):
 class FocusBox(_Refusing, widgets.Combobox):
     """The focus picker: text (a node name or subgraph tag); None clears it."""
 
-    value = traitlets.Any("").tag(sync=True)
+    value = _AnyValue("").tag(sync=True)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> str:
@@ -205,7 +212,7 @@ class BlockSizeSlider(_Refusing, widgets.IntSlider):
     """The min_block_size slider: whole numbers in [min, max]; anything else is refused with a
     message (the plain IntSlider clamps 0 to 1 and truncates 2.7 to 2 without a word)."""
 
-    value = traitlets.Any(1).tag(sync=True)
+    value = _AnyValue(1).tag(sync=True)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> int:
@@ -215,7 +222,7 @@ class BlockSizeSlider(_Refusing, widgets.IntSlider):
 class BlockSizeBox(_Refusing, widgets.BoundedIntText):
     """The number box beside the slider, with the same rule."""
 
-    value = traitlets.Any(1).tag(sync=True)
+    value = _AnyValue(1).tag(sync=True)
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> int:
@@ -234,7 +241,9 @@ def _whole_in_range(w: Any, value: Any) -> int:
 
 class Choice(_Refusing, widgets.ToggleButtons):
     """Toggle buttons for a fixed set of options (the view; diff against previous / pinned):
-    any other value is refused with the list of options."""
+    any other value (None included) is refused with the list of options."""
+
+    value = _AnyValue(None)  # None too reaches the check below
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> Any:
