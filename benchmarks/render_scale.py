@@ -2,10 +2,13 @@
 
     python benchmarks/render_scale.py            # everything (several minutes, mostly captures)
     python benchmarks/render_scale.py --quick    # tiny_conv, bert, resnet50, 10k/50k; no 4k full view
+    python benchmarks/render_scale.py --modules  # the module view of a 24-layer Llama; 200k auto
 
 Each row: the view `auto` picked, what it drew, the time to build the DOT text and the time
 graphviz's `dot` took to lay it out as SVG (the total is what a notebook waits for).
 Targets (issue 4): auto view <= 3 s at 50k nodes; resnet50 full view <= 1 s.
+Targets (issue 14): module view of a 24-layer Llama (SDPA, sigmoid in PyTorch) <= 1 s to SVG and
+under 2,000 px high; auto view of a 200k-node synthetic graph <= 3 s.
 
 Beside them, in the same run: graphviz on the full view of a 4k-node graph (why auto
 collapses), and upstream torch.fx's FxGraphDrawer on a small graph (needs pydot).
@@ -179,16 +182,76 @@ def upstream_drawer(parts: dict[str, "hv.Partition"]) -> None:
                   f"({len(hv_svg) // 1024} KiB SVG)")
 
 
+def llama_24() -> "torch.fx.GraphModule":  # noqa: F821
+    """A 24-layer Llama-style decoder (transformers config, random weights, use_cache=False), captured."""
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=24,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64, use_cache=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = hv.zoo.TensorOutput(LlamaForCausalLM(config).eval(), "logits")
+        ids = torch.randint(0, 1000, (1, 16))
+    return hv.capture(model, (ids,))
+
+
+def height_px(svg: bytes) -> int:
+    import re
+
+    m = re.search(rb'<svg width="([\d.]+)pt" height="([\d.]+)pt"', svg)
+    return round(float(m.group(2)) * 4 / 3) if m else -1
+
+
+def module_view_rows(timeout: float) -> None:
+    """Issue 14: the module view of a 24-layer Llama with SDPA and sigmoid forced to PyTorch:
+    <= 1 s to a laid-out SVG, image height < 2,000 px thanks to the roll-up; beside it the
+    collapsed and full views of the same partition."""
+    start = time.perf_counter()
+    gm = llama_24()
+    print(f"(capture of the 24-layer Llama, not counted: {time.perf_counter() - start:.1f} s)")
+    part = hv.partition(gm, torch_executed_ops={"torch.ops.aten.scaled_dot_product_attention.default",
+                                                "torch.ops.aten.sigmoid.default"})
+    print(f"{'view':10s} {'nodes':>7s} {'subgr':>6s} {'drawn':>6s} {'DOT':>8s} {'dot':>8s} {'total':>8s} "
+          f"{'height':>9s}  rolled up")
+    for view in ("modules", "collapsed", "full"):
+        start = time.perf_counter()
+        graph = part.render(view)
+        built = time.perf_counter() - start
+        start = time.perf_counter()
+        try:
+            proc = subprocess.run([export.check_dot(), "-Tsvg"], input=graph.source.encode("utf-8"),
+                                  capture_output=True, timeout=timeout, check=True)
+        except subprocess.TimeoutExpired:
+            print(f"{view:10s} dot > {timeout:.0f} s")
+            continue
+        laid = time.perf_counter() - start
+        info = graph.info
+        print(f"{view:10s} {part.stats['nodes']:>7,} {len(part.subgraphs):>6,} {info['nodes']:>6,} {built:6.2f} s "
+              f"{laid:6.2f} s {built + laid:6.2f} s {height_px(proc.stdout):>6,} px  "
+              f"{', '.join(info.get('rolled_up', [])) or '-'}", flush=True)
+    print("Targets: modules total <= 1 s and height < 2,000 px.")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--quick", action="store_true", help="fewer models, no 200k graph, no 4k full view")
     parser.add_argument("--timeout", type=float, default=120.0, help="seconds before a dot run is abandoned")
+    parser.add_argument("--modules", action="store_true",
+                        help="only the module-view rows (24-layer Llama) and the 200k-node auto view")
     args = parser.parse_args()
 
     dot_version = subprocess.run([export.check_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     print(f"hierviz {hv.__version__}, {dot_version}, Python {platform.python_version()}, "
           f"{os.cpu_count()} CPUs; auto view: full up to max_nodes={views.DEFAULT_MAX_NODES} "
           f"(and layout work <= {budget.layout_budget(views.DEFAULT_MAX_NODES):,}), else collapsed\n")
+    if args.modules:
+        print("Module view (issue 14):")
+        module_view_rows(args.timeout)
+        print("\nTarget: auto view of a 200k-node synthetic graph <= 3 s")
+        header()
+        synthetic_rows([200_000])
+        return
     models = ["tiny_conv", "bert", "resnet50"] if args.quick else \
         ["tiny_conv", "resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0", "vit_b_16", "bert", "gpt2",
          "llama"]
@@ -202,6 +265,8 @@ def main() -> None:
     row("resnet50 full", parts["resnet50"], "full")
 
     if not args.quick:
+        print("\nModule view (issue 14):")
+        module_view_rows(args.timeout)
         full_view_4k(args.timeout)
     upstream_drawer({k: parts[k] for k in ("bert", "resnet50") if k in parts})
 

@@ -176,18 +176,22 @@ class Controller:
     def svg(self, part: Partition, view: str, focus: str | None) -> str:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
-        key = (part.config, view, focus, self.max_nodes)
+        measured = self.measurement_of(part)  # drawn as the cost overlay when there is one
+        key = (part.config, view, focus, self.max_nodes, id(measured) if measured is not None else None)
         svg = self._svgs.get(key)
         if svg is None:
             from hierviz.drawing import to_svg
 
-            svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes))
+            svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
+                                             measurement=measured))
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
         """The SVG already drawn for these settings, else None (never draws)."""
         focus = (focus or None) if view == "focus" else None
-        return self._svgs.get((part.config, view, focus, self.max_nodes))
+        measured = self.measurement_of(part)
+        return self._svgs.get((part.config, view, focus, self.max_nodes,
+                               id(measured) if measured is not None else None))
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
@@ -223,8 +227,27 @@ class Controller:
         return df
 
     def diff_panel(self, against: str) -> str:
+        """The Diff panel: the table of moved nodes, then the diff diagram (module view, or
+        collapsed for graphs without module information): `other` (previous or pinned) drawn
+        against the shown partition, so changes read "old backend \u2192 new backend"."""
         other, what = self.diff_target(against)
-        return panels.diff_html(self.moved(against), self.shown, other, what)
+        table = panels.diff_html(self.moved(against), self.shown, other, what)
+        if other is None or self.shown is None:
+            return table
+        key = ("diagram", other.config, self.shown.config, self.max_nodes)
+        svg = self._diffs.get(key)
+        if svg is None:
+            from hierviz.drawing import to_svg
+
+            try:
+                try:
+                    svg = to_svg(other, view="modules", against=self.shown, max_nodes=self.max_nodes)
+                except HiervizError:  # no nn_module_stack (a hand-built graph): by subgraph
+                    svg = to_svg(other, view="collapsed", against=self.shown, max_nodes=self.max_nodes)
+            except HiervizError as exc:
+                return table + panels.diagram_error_html(str(exc))
+            self._diffs.put(key, svg)
+        return table + panels.diagram_html(svg)
 
     def pin(self) -> Partition:
         """Keep the current partition for the Diff panel to compare later runs with."""

@@ -119,3 +119,31 @@ def test_caches_are_bounded(small) -> None:
         part = c.update(state(min_block_size=size)).partition
         c.tables(part)
     assert c.cache_sizes()["tables"] == 2
+
+
+def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) -> None:
+    """Issue 14: the Diff tab shows the diff diagram (old -> new backends); a stored
+    measurement is drawn on the diagram as the cost overlay."""
+    import pandas as pd
+
+    from hierviz.drawing.difference import CHANGED_LINE
+
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    c.update(state(min_block_size=1))
+    c.pin()
+    c.update(state(min_block_size=1, torch_executed_ops=[RELU]))
+    panel = c.diff_panel("pinned")
+    moved = c.moved("pinned")
+    assert f"<b>{len(moved)}</b> node(s) moved" in panel
+    assert "<svg" in panel and CHANGED_LINE.lower() in panel.lower() and "tensorrt \u2192 torch" in panel
+    part = c.shown
+    per = pd.DataFrame({"tag": [sg.tag for sg in part.subgraphs], "backend": [sg.backend for sg in part.subgraphs],
+                        "median_ms": [1.5] * len(part.subgraphs), "share": [1 / len(part.subgraphs)] * len(part.subgraphs)})
+    fake = type("FakeTimes", (), {"per_subgraph": per, "device": "cpu"})()
+    assert "1.50 ms" not in c.svg(part, "collapsed", None)
+    c.measurement_of = lambda p: fake if p is part else None  # as if hv.measure had run
+    assert "1.50 ms" in c.svg(part, "collapsed", None)
+    from hierviz.explorer.controller import views
+
+    assert "modules" in views()  # the view control's buttons
