@@ -193,3 +193,25 @@ def test_input_update_is_not_reproduced() -> None:
     before = x.clone()
     torch.testing.assert_close(p.module(x), before * 2 + 1)
     assert torch.equal(x, before)
+
+
+@pytest.mark.slow
+def test_hugging_face_gpt2_with_dynamic_sequence_length() -> None:
+    transformers = pytest.importorskip("transformers")
+    config = transformers.GPT2Config(n_layer=2, n_embd=64, n_head=4, vocab_size=256, n_positions=64,
+                                     use_cache=False, bos_token_id=0, eos_token_id=0)
+    torch.manual_seed(0)
+    model = transformers.GPT2LMHeadModel(config).eval()
+    gm = hv.capture(model, (torch.randint(0, 256, (1, 8)),),
+                    dynamic_shapes={"input_ids": {1: Dim("seq", min=2, max=32)}})
+    p = hv.partition(gm)
+    for length in (8, 16, 32):
+        ids = torch.randint(0, 256, (1, length))
+        with torch.no_grad():
+            got, expected = p.module(ids).logits, model(ids).logits
+        assert got.shape == (1, length, 256)
+        torch.testing.assert_close(got, expected)
+    with pytest.raises(hv.CaptureError, match=r"dim 1 of input 'input_ids' is 40, outside the range 2\.\.32"):
+        p.module(torch.randint(0, 256, (1, 40)))
+    with pytest.raises(hv.CaptureError, match="dim 0 of input 'input_ids' is 2, but the graph was captured with 1"):
+        p.module(torch.randint(0, 256, (2, 8)))
