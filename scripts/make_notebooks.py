@@ -159,6 +159,29 @@ EXPLORE = [
     bert_explorer.partition.summary()[["tag", "backend", "ops", "inputs", "outputs", "top_ops"]]
     """),
     md("""
+    ## The model's own structure: the module view
+
+    The diagrams above are by node and by subgraph. `view="modules"` (also a button of the
+    explorer's view control) groups the nodes by the model's `nn.Module`s instead: one box per
+    module with its class, op count, a bar of its backends' shares and the subgraphs it spans.
+    Consecutive layers with the same class and the same partition pattern are drawn once
+    (`layer.0\u20131 \u00d72`); a layer that differs is drawn apart.
+    """),
+    code("""
+    bert_part = bert_explorer.partition
+    bert_part.render(view="modules")
+    """),
+    md("""
+    `focus=` with a module path draws that module's inside; `depth=` how many module levels
+    are drawn. `against=` marks what another setting changes (both backends on the changed
+    modules, the rest dimmed); here, the same BERT with TorchInductor switched off:
+    """),
+    code("""
+    trt_only = hv.partition(bert_part.graph, bert_config, priority=("tensorrt",))
+    print(len(hv.diff(bert_part, trt_only)), "nodes change backend or subgraph")
+    bert_part.render(view="modules", depth=2, against=trt_only)
+    """),
+    md("""
     Next: `02_compare.ipynb` sweeps settings into a table and plots them; `03_export.ipynb`
     saves diagrams and HTML reports for sharing.
     """),
@@ -287,6 +310,7 @@ EXPORT = [
     """),
     code(SETUP + '''
 
+import json
 import tempfile
 from pathlib import Path
 from IPython.display import HTML, SVG, Image, display
@@ -318,6 +342,58 @@ OUT'''),
     part.render(view="focus", focus=tag)
     """),
     md("""
+    ## The module view, measured time and differences
+
+    `view="modules"` draws the model the way its author wrote it: one box per `nn.Module`
+    (ResNet's `layer1` ... `layer4` and their blocks), each with the share of its ops per
+    backend; identical consecutive blocks are drawn once. `focus=` opens one module.
+    """),
+    code("""
+    part.render(view="modules", depth=2)
+    """),
+    code("""
+    part.render(view="modules", focus="layer2")
+    """),
+    md("""
+    With a measurement (`hv.measure`), every view shows the milliseconds of each subgraph (and
+    of each module box: its ops' share of their subgraphs' time). On a CPU, TorchInductor and
+    eager PyTorch can be timed; TensorRT needs an NVIDIA GPU. A small net with everything in
+    TorchInductor but the ReLUs:
+    """),
+    code("""
+    small, small_inputs = hv.zoo.load("tiny_conv")
+    cpu_part = hv.partition(small, small_inputs, priority=("inductor",), min_block_size=1,
+                            support={"inductor": hv.support.inductor()},
+                            torch_executed_ops={"torch.ops.aten.relu.default"})
+    measured = hv.measure(cpu_part, small_inputs, device="cpu", warmup=2, iters=10)
+    print(measured)
+    cpu_part.render(view="collapsed", measurement=measured)
+    """),
+    md("""
+    `against=` draws the difference from another partition of the same graph: nodes, subgraphs
+    and modules whose backend or subgraph changed are marked with both backends, the rest is
+    dimmed (`hv.diff` lists the same nodes as a table).
+    """),
+    code("""
+    all_trt = hv.partition(part.graph, config, priority=("tensorrt",))
+    part.render(view="modules", depth=1, against=all_trt)
+    """),
+    md("""
+    ## Model Explorer
+
+    For graphs too large for Graphviz, `format="model_explorer"` writes a graph JSON that
+    Google's Model Explorer (`pip install hierviz[model-explorer]`, then
+    `model-explorer file.json`) opens with its built-in JSON loader: layers by module
+    (and, in the second graph of the file, by subgraph), nodes colored by backend, with the
+    backend, subgraph, reason, op and shapes in the side panel. With `measurement=` a
+    per-node latency file is written beside it (`*.latency.json`, "Add per-node data").
+    """),
+    code("""
+    me_file = part.save(OUT / "resnet18.model_explorer.json", format="model_explorer")
+    doc = json.loads(me_file.read_text())
+    print(me_file.name, [(g["id"], len(g["nodes"])) for g in doc["graphs"]])
+    """),
+    md("""
     ## Files
 
     `save` writes one file and returns its path.
@@ -336,8 +412,6 @@ OUT'''),
     display(Image(filename=str(OUT / "resnet18-inductor-first.png"), width=700))
     """),
     code("""
-    import json
-
     data = json.loads((OUT / "resnet18-inductor-first.json").read_text())
     print(sorted(data))
     """),

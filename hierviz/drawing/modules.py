@@ -247,7 +247,10 @@ def _range_name(run: list[Mod], base: Mod) -> str:
     matches = [_INDEXED.match(n) for n in names]
     if all(matches) and len({mt.group(1) for mt in matches}) == 1:  # type: ignore[union-attr]
         first, last = matches[0].group(2), matches[-1].group(2)  # type: ignore[union-attr]
-        return f"{matches[0].group(1)}{first}\u2013{last} \u00d7{len(run)}"  # type: ignore[union-attr]
+        prefix = matches[0].group(1)  # type: ignore[union-attr]
+        if not prefix and base.path:  # items of a Sequential drawn inside it: 'layer1.0–1', not '0–1'
+            prefix = base.path.rsplit(".", 1)[-1] + "."
+        return f"{prefix}{first}\u2013{last} \u00d7{len(run)}"
     return f"{names[0]} \u2026 {names[-1]} \u00d7{len(run)}"
 
 
