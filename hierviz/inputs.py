@@ -174,20 +174,19 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
                         f"graph was captured for {len(arg.shape or ())}: {list(arg.shape or ())}")
             sizes = tuple(value.shape)
         for j, (size, want) in enumerate(zip(sizes, arg.shape or ())):
-            where = f"dim {j} of input {arg.name!r}" if arg.kind == "tensor" else f"input {arg.name!r}"
             if isinstance(want, int):
                 if size != want:
-                    return (f"{where} is {size}, but the graph was captured with {want} there (a static "
-                            f"dimension)")
+                    return (f"{_where(arg, j)} is {size}, but the graph was captured with {want} there "
+                            "(a static dimension)")
             elif want.isidentifier():
                 if want in bound and bound[want] != size:
-                    return (f"{where} is {size}, but it must equal the other dimensions named {want} "
+                    return (f"{_where(arg, j)} is {size}, but it must equal the other dimensions named {want} "
                             f"(= {bound[want]} in this call)")
                 bound[want] = int(size)
                 lo, hi = limits.get(want, (0, None))
                 # like ExportedProgram.module(): sizes 0 and 1 are allowed whenever the range starts <= 2
                 if (size < lo and lo > 2) or (hi is not None and size > hi):
-                    return (f"{where} is {size}, outside the range {lo}..{'inf' if hi is None else hi} "
+                    return (f"{_where(arg, j)} is {size}, outside the range {lo}..{'inf' if hi is None else hi} "
                             f"captured for the dynamic dimension {want}")
             else:
                 derived.append((arg, j, want, int(size)))
@@ -197,6 +196,10 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
             return (f"dim {j} of input {arg.name!r} is {size}, but the graph was captured for {expr} "
                     f"= {expected} in this call")
     return None
+
+
+def _where(arg: ArgSpec, j: int) -> str:
+    return f"dim {j} of input {arg.name!r}" if arg.kind == "tensor" else f"input {arg.name!r}"
 
 
 def _both_nan(a: Any, b: Any) -> bool:
