@@ -36,7 +36,8 @@ from hierviz.partitioner.record import (
     parse_tag,
     tensor_spec,
 )
-from hierviz.partitioner.result import Partition, Subgraph, diff
+from hierviz.partitioner.report import diff
+from hierviz.partitioner.result import Partition, Subgraph
 
 ENGINES = ("hierviz", "torch_tensorrt")
 

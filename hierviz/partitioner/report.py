@@ -1,4 +1,5 @@
-"""The text report: every field Torch-TensorRT's dryrun prints, for every backend.
+"""What a partition says in text and tables: the dryrun-style report (every field
+Torch-TensorRT's dryrun prints, for every backend), `ops()`, `summary()` and `hv.diff`.
 
 Reads only the Partition's public record and methods (`records`, `subgraphs`, `stats`,
 `subgraph_counts`), like every other consumer of a partition.
@@ -8,11 +9,14 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.errors import ConfigError
 from hierviz.partitioner.record import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, TensorSpec
 
 if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
     from hierviz.partitioner.result import Partition
 
 RULE = "+" * 40
@@ -116,3 +120,86 @@ def _engines_at(p: "Partition", backend: str, size: int, sizes: list[int]) -> in
     if p.engine != "hierviz":
         return len([s for s in sizes if s >= size])
     return p.subgraph_counts(size).get(backend, 0)
+
+
+# ---------------------------------------------------------------------------- tables
+def ops_table(p: "Partition") -> "pd.DataFrame":
+    """One row per op target: how many, where they run, and why."""
+    import pandas as pd
+
+    t = p.records
+    rows: dict[str, dict[str, Any]] = {}
+    reasons: dict[str, Counter] = {}
+    for i in range(len(t)):
+        if not t.is_callable(i):
+            continue
+        op = t.op[i]
+        row = rows.setdefault(op, {"op": op, "count": 0, **{b: 0 for b in p.backends}})
+        row["count"] += 1
+        b = t.backend[i]
+        row[b] = row.get(b, 0) + 1
+        reasons.setdefault(op, Counter())[t.short_reason(i)] += 1
+    table = []
+    for op, row in rows.items():
+        where = [b for b in p.backends if row.get(b)]
+        row["backend"] = ", ".join(where)
+        row["reason"] = "; ".join(r for r, _ in reasons[op].most_common(2))
+        table.append(row)
+    cols = ["op", "count", "backend", *p.backends, "reason"]
+    df = pd.DataFrame(table, columns=cols)
+    return df.sort_values(["count", "op"], ascending=[False, True], ignore_index=True)
+
+
+
+def summary_table(p: "Partition") -> "pd.DataFrame":
+    """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
+    import pandas as pd
+
+    t = p.records
+    rows = []
+    for k, sg in enumerate(p.subgraphs):
+        ops = Counter(t.op[i].replace("torch.ops.", "") for i in t.subgraph_members[k])
+        rows.append({
+            "tag": sg.tag,
+            "backend": sg.backend,
+            "accelerated": sg.is_acc,
+            "ops": sg.compute_ops,
+            "nodes": len(sg.nodes),
+            "inputs": len(sg.inputs),
+            "outputs": len(sg.outputs),
+            "input_shapes": "; ".join(str(s) for s in sg.inputs),
+            "output_shapes": "; ".join(str(s) for s in sg.outputs),
+            "top_ops": ", ".join(f"{o} x{c}" for o, c in ops.most_common(3)),
+        })
+    return pd.DataFrame(rows, columns=["tag", "backend", "accelerated", "ops", "nodes", "inputs",
+                                       "outputs", "input_shapes", "output_shapes", "top_ops"])
+
+
+def diff(a: Partition, b: Partition) -> "pd.DataFrame":
+    """Nodes whose backend or subgraph differs between two partitions of the same graph
+    (a subgraph is compared by its members, not its number)."""
+    import pandas as pd
+
+    from hierviz.partitioner.result import Partition
+
+    for which, p in (("first", a), ("second", b)):
+        if not isinstance(p, Partition):
+            raise ConfigError(f"hv.diff takes two hv.Partition objects (from hv.partition); the {which} is "
+                              f"{type(p).__name__} {p!r:.60}.")
+    ta, tb = a.records, b.records
+    if ta.name != tb.name:
+        raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
+                          "partition it with two configs).")
+    members_a = [frozenset(m) for m in ta.subgraph_members]
+    members_b = [frozenset(m) for m in tb.subgraph_members]
+    rows = []
+    for i in range(len(ta)):
+        if not ta.is_callable(i):
+            continue
+        ka, kb = ta.subgraph[i], tb.subgraph[i]
+        if ta.backend[i] != tb.backend[i] or members_a[ka] != members_b[kb]:
+            rows.append({"node": ta.name[i], "op": ta.op[i], "backend_a": ta.backend[i], "backend_b": tb.backend[i],
+                         "tag_a": ta.subgraph_tag[ka], "tag_b": tb.subgraph_tag[kb],
+                         "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
+    return pd.DataFrame(rows, columns=["node", "op", "backend_a", "backend_b", "tag_a", "tag_b",
+                                       "reason_a", "reason_b"])

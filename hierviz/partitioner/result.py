@@ -3,6 +3,11 @@
 This is the one module that reads the engine's result (`EngineResult`): it turns it into the
 public per-node record (`Partition.records`, `.record(name)`, `.nodes()`; see record.py) and
 the Partition's methods. Everything downstream reads those, never the engine.
+
+It is about 430 lines because it is that one reader: the Partition's questions and the
+building of its record and reason texts all read the engine's result, and keeping them
+together keeps the engine's internals out of every other module. Tables and text computed
+from the record live in report.py.
 """
 
 from __future__ import annotations
@@ -206,52 +211,15 @@ class Partition:
 
     def ops(self) -> "pd.DataFrame":
         """One row per op target: how many, where they run, and why."""
-        import pandas as pd
+        from hierviz.partitioner.report import ops_table
 
-        t = self.records
-        rows: dict[str, dict[str, Any]] = {}
-        reasons: dict[str, Counter] = {}
-        for i in range(len(t)):
-            if not t.is_callable(i):
-                continue
-            op = t.op[i]
-            row = rows.setdefault(op, {"op": op, "count": 0, **{b: 0 for b in self.backends}})
-            row["count"] += 1
-            b = t.backend[i]
-            row[b] = row.get(b, 0) + 1
-            reasons.setdefault(op, Counter())[t.short_reason(i)] += 1
-        table = []
-        for op, row in rows.items():
-            where = [b for b in self.backends if row.get(b)]
-            row["backend"] = ", ".join(where)
-            row["reason"] = "; ".join(r for r, _ in reasons[op].most_common(2))
-            table.append(row)
-        cols = ["op", "count", "backend", *self.backends, "reason"]
-        df = pd.DataFrame(table, columns=cols)
-        return df.sort_values(["count", "op"], ascending=[False, True], ignore_index=True)
+        return ops_table(self)
 
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
-        import pandas as pd
+        from hierviz.partitioner.report import summary_table
 
-        t = self.records
-        rows = []
-        for k, sg in enumerate(self.subgraphs):
-            ops = Counter(t.op[i].replace("torch.ops.", "") for i in t.subgraph_members[k])
-            rows.append({
-                "tag": sg.tag,
-                "backend": sg.backend,
-                "accelerated": sg.is_acc,
-                "ops": sg.compute_ops,
-                "nodes": len(sg.nodes),
-                "inputs": len(sg.inputs),
-                "outputs": len(sg.outputs),
-                "input_shapes": "; ".join(str(s) for s in sg.inputs),
-                "output_shapes": "; ".join(str(s) for s in sg.outputs),
-                "top_ops": ", ".join(f"{o} x{c}" for o, c in ops.most_common(3)),
-            })
-        return pd.DataFrame(rows, columns=["tag", "backend", "accelerated", "ops", "nodes", "inputs",
-                                           "outputs", "input_shapes", "output_shapes", "top_ops"])
+        return summary_table(self)
 
     def report(self) -> str:
         """Everything Torch-TensorRT's dryrun report shows, for every backend."""
@@ -322,6 +290,21 @@ class Partition:
 
         return save(self, path, **kwargs)
 
+    # ------------------------------------------------------------------ deploying
+    def compile(self, device: Any = None, *, example_inputs: Any = None, **options: Any) -> Any:
+        """The compiled split model (hierviz.latency.deploy.CompiledModel): TensorRT subgraphs
+        through Torch-TensorRT, TorchInductor subgraphs through TorchInductor, the rest eager;
+        the very module `hv.measure` times, to deploy. `example_inputs` (default: random inputs
+        shaped like the graph's) are what each subgraph is compiled with; `options` are
+        hv.measure's (on_error, trt_settings, inductor_options, compilers, tf32, cache_dir).
+        `.save(folder)` writes it, `hierviz.latency.deploy.load(folder)` reads it back."""
+        from hierviz.latency.deploy import CompiledModel, example_from_graph
+        from hierviz.latency.split import compile_split
+
+        inputs = example_inputs if example_inputs is not None else example_from_graph(self.graph)
+        split = compile_split(self, inputs, device, who="Partition.compile", **options)
+        return CompiledModel(self, split, inputs)
+
     def _repr_html_(self) -> str:
         from hierviz.drawing import notebook_html
 
@@ -345,34 +328,6 @@ def copy_graph_module(gm: GraphModule) -> GraphModule:
     graph.output(out)
     graph._codegen = gm.graph._codegen
     return GraphModule(gm, graph)
-
-
-def diff(a: Partition, b: Partition) -> "pd.DataFrame":
-    """Nodes whose backend or subgraph differs between two partitions of the same graph
-    (a subgraph is compared by its members, not its number)."""
-    import pandas as pd
-
-    for which, p in (("first", a), ("second", b)):
-        if not isinstance(p, Partition):
-            raise ConfigError(f"hv.diff takes two hv.Partition objects (from hv.partition); the {which} is "
-                              f"{type(p).__name__} {p!r:.60}.")
-    ta, tb = a.records, b.records
-    if ta.name != tb.name:
-        raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
-                          "partition it with two configs).")
-    members_a = [frozenset(m) for m in ta.subgraph_members]
-    members_b = [frozenset(m) for m in tb.subgraph_members]
-    rows = []
-    for i in range(len(ta)):
-        if not ta.is_callable(i):
-            continue
-        ka, kb = ta.subgraph[i], tb.subgraph[i]
-        if ta.backend[i] != tb.backend[i] or members_a[ka] != members_b[kb]:
-            rows.append({"node": ta.name[i], "op": ta.op[i], "backend_a": ta.backend[i], "backend_b": tb.backend[i],
-                         "tag_a": ta.subgraph_tag[ka], "tag_b": tb.subgraph_tag[kb],
-                         "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
-    return pd.DataFrame(rows, columns=["node", "op", "backend_a", "backend_b", "tag_a", "tag_b",
-                                       "reason_a", "reason_b"])
 
 
 # ---------------------------------------------------------------------------- record building

@@ -147,8 +147,10 @@ def test_reason_of_every_reason_code(zoo_cache):
     assert p.reason_of("add_tensor") == "demoted to PyTorch: its tensorrt subgraph had 3 node(s) < min_block_size 4"
 
     upstream = hv.partition(gm, min_block_size=4, torch_executed_ops={aten.mul.Tensor}, engine="torch_tensorrt")
+    # the upstream adapter reads the size of the subgraph upstream demoted from its split module
+    assert upstream.reason_code_of("add_tensor") == "demoted"
     assert upstream.reason_of("add_tensor") == (
-        "demoted to PyTorch: eligible for tensorrt, but its subgraph was smaller than min_block_size 4")
+        "demoted to PyTorch: its tensorrt subgraph had 3 node(s) < min_block_size 4")
 
     assert p.reason_code_of("frac_default") == "unsupported"
     assert p.reason_of("frac_default") == (
