@@ -63,9 +63,10 @@ def _unpack_target(target: Any) -> Any:
 def _pack_arg(value: Any) -> Any:
     if isinstance(value, Node):
         return _Ref(value.name)
-    if isinstance(value, (list, tuple)):
-        packed = [_pack_arg(v) for v in value]
-        return type(value)(packed) if type(value) in (list, tuple) else tuple(packed)
+    if isinstance(value, list):  # fx's immutable_list too: create_node makes it immutable again
+        return [_pack_arg(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_pack_arg(v) for v in value)
     if isinstance(value, dict):
         return {k: _pack_arg(v) for k, v in value.items()}
     if isinstance(value, slice):

@@ -187,7 +187,7 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
     - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
       boundaries and the other accelerated ops whose forcing changes the partition.
     """
-    from hierviz.latency.core import resolve_device
+    from hierviz.latency.plan import resolve_device
 
     dev = resolve_device(device)
     base_cfg, _ = _tune_base(make_config(base), dev, compilers)
@@ -536,7 +536,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     from hierviz.explorer.ray_executor import is_ray
     from hierviz.latency import measure as hv_measure
     from hierviz.latency.baselines import time_model
-    from hierviz.latency.core import resolve_device
+    from hierviz.latency.plan import resolve_device
 
     _check_args(budget, timeout)
     if executor is not None and not is_ray(executor):

@@ -34,6 +34,7 @@ from hierviz.partitioner.record import (
     module_of,
     short_dtype,
     tensor_spec,
+    value_facts,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -344,10 +345,14 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
     for i in res.demoted:
         code[i] = eng.DEMOTED
     stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
-    module_stack = []
+    module_stack, shapes, dtypes, counts = [], [], [], []
     for node in index.nodes:
         st = module_of(node)
         module_stack.append(stacks.setdefault(st, st))
+        shape, dtype, count = value_facts(node)
+        shapes.append(shape)
+        dtypes.append(dtype)
+        counts.append(count)
     return NodeTable(
         name=tuple(index.names),
         op=tuple(index.ops),
@@ -357,7 +362,9 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
         backend=tuple(GRAPH if k < 0 else sg_backend[k] for k in sub),
         subgraph=tuple(sub),
         reason_code=tuple(code),
-        spec=tuple(tensor_spec(node) for node in index.nodes),
+        dtype=tuple(dtypes),
+        shape=tuple(shapes),
+        count=tuple(counts),
         module_stack=tuple(module_stack),
         inputs=tuple(index.inputs),
         users=tuple(index.users),

@@ -1,0 +1,147 @@
+"""The compiled split model handed to the user: `Partition.compile()` returns a CompiledModel
+(the very module `hv.measure` times), which saves to a folder and loads back.
+
+A split mixes backends, and no single format holds a TensorRT engine, TorchInductor code and
+eager PyTorch together, so `save(folder)` writes what rebuilds the same module: the captured
+graph (as plain data, see explorer/ray_executor.pack_graph), the Config, example inputs, and
+each compiled subgraph's artifact through the compile cache's disk format (TensorRT engines
+through their state_dict, TorchInductor code through `torch._inductor.standalone_compile`).
+`load(folder)` re-partitions (deterministic: the same subgraphs) and takes every subgraph
+from those artifacts instead of compiling it. Subgraphs whose backend cannot save an artifact
+are compiled again at load; `save` says which.
+"""
+
+from __future__ import annotations
+
+import json
+import pickle
+import warnings
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.utils._pytree import tree_leaves, tree_unflatten
+
+from hierviz.errors import MeasureError
+from hierviz.latency.result import MeasureWarning
+
+FORMAT = "hierviz-compiled-v1"
+
+
+def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
+    """Inputs shaped like the graph's placeholders (from meta['val']): random floats, zeros
+    for integers (valid indices), for compiling when no example inputs are given."""
+    out = []
+    gen = torch.Generator().manual_seed(0)
+    for node in graph.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in val.shape):
+            raise MeasureError(f"input {node.name} has no static shape recorded; pass example_inputs=... to compile().")
+        if val.dtype.is_floating_point or val.dtype.is_complex:
+            out.append(torch.randn(tuple(val.shape), generator=gen).to(val.dtype))
+        else:
+            out.append(torch.zeros(tuple(val.shape), dtype=val.dtype))
+    return tuple(out)
+
+
+class CompiledModel(torch.nn.Module):
+    """A partition compiled for one device: call it like the model (TensorRT subgraphs run as
+    engines, TorchInductor ones as compiled code, the rest eagerly).
+
+    `.module` is the split GraphModule `hv.measure` times; `.records` says per subgraph what
+    ran; `.fallbacks` the subgraphs whose backend failed and run eagerly; `.config` the setting.
+    """
+
+    def __init__(self, partition: Any, split: Any, example_inputs: Any) -> None:
+        super().__init__()
+        self.module = split.module
+        self.records = split.records
+        self.fallbacks = split.fallbacks
+        self.device = split.device
+        self.compile_s = split.compile_s
+        self.config = partition.config
+        self._partition = partition
+        self._example_inputs = example_inputs
+        info = getattr(getattr(partition.graph.graph, "_codegen", None), "pytree_info", None)
+        self._out_spec = getattr(info, "out_spec", None)
+
+    def forward(self, *args: Any) -> Any:
+        """The model's outputs, in the model's own structure (a tensor, a tuple, a dict ...)."""
+        out = self.module(*tree_leaves(args))
+        if self._out_spec is None:
+            return out
+        flat = list(out) if isinstance(out, (tuple, list)) else [out]
+        return tree_unflatten(flat, self._out_spec)
+
+    def extra_repr(self) -> str:
+        ran: dict[str, int] = {}
+        for r in self.records.values():
+            ran[r.ran] = ran.get(r.ran, 0) + 1
+        by = ", ".join(f"{b} {n}" for b, n in ran.items())
+        return f"{self.config.label()} on {self.device}: {len(self.records)} subgraphs ({by})"
+
+    def save(self, folder: str | Path) -> Path:
+        """Write this model to `folder` (created); `hierviz.latency.deploy.load(folder)` rebuilds it.
+        Warns (MeasureWarning) naming the subgraphs that will be compiled again at load."""
+        from hierviz.explorer.ray_executor import pack_graph
+        from hierviz.latency.cache import CompileCache
+        from hierviz.latency.split import compile_split
+
+        folder = Path(folder).expanduser()
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            config = pickle.dumps(self.config)
+        except OSError as exc:
+            raise MeasureError(f"cannot write {folder}: {exc.strerror or exc}") from None
+        except Exception as exc:  # noqa: BLE001 - e.g. hv.support.where(lambda ...)
+            raise MeasureError(f"this Config cannot be saved ({type(exc).__name__}: {exc}); a support given as "
+                               "hv.support.where(lambda ...) does not pickle: use a module-level function.") from None
+        # compile once more into the folder: a fresh cache, so every artifact is written there
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            split = compile_split(self._partition, self._example_inputs, self.device, cache=CompileCache(),
+                                  cache_dir=folder / "artifacts", who="CompiledModel.save")
+        not_saved = [w for w in split.warnings if "not written" in w] + \
+                    [str(w.message) for w in caught if "not written" in str(w.message)]
+        (folder / "graph.pkl").write_bytes(pickle.dumps(pack_graph(self._partition.graph)))
+        (folder / "config.pkl").write_bytes(config)
+        torch.save(tuple(x.detach().cpu() if isinstance(x, torch.Tensor) else x
+                         for x in tree_leaves(self._example_inputs)), folder / "inputs.pt")
+        eager = [t for t, r in split.records.items() if r.status == "eager"]
+        (folder / "hierviz.json").write_text(json.dumps({
+            "format": FORMAT, "config": self.config.label(), "device": str(self.device),
+            "subgraphs": {t: r.ran for t, r in split.records.items()}, "eager": eager,
+            "recompiled_at_load": not_saved, "torch": torch.__version__}, indent=1))
+        if not_saved:
+            warnings.warn(f"{len(not_saved)} subgraph(s) have no savable artifact and will be compiled again "
+                          f"when loaded: {'; '.join(not_saved[:3])}", MeasureWarning, stacklevel=2)
+        return folder
+
+
+def load(folder: str | Path, device: Any = None) -> CompiledModel:
+    """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
+    from hierviz.explorer.ray_executor import unpack_graph
+    from hierviz.latency.cache import CompileCache
+    from hierviz.latency.split import compile_split
+    from hierviz.partitioner import partition
+
+    folder = Path(folder).expanduser()
+    meta_path = folder / "hierviz.json"
+    if not meta_path.is_file():
+        raise MeasureError(f"{folder} holds no saved hierviz model (no hierviz.json); save one with "
+                           "part.compile().save(folder).")
+    meta = json.loads(meta_path.read_text())
+    if meta.get("format") != FORMAT:
+        raise MeasureError(f"{folder} was saved in format {meta.get('format')!r}; this hierviz reads {FORMAT!r}.")
+    inputs = torch.load(folder / "inputs.pt", weights_only=False)
+    graph = unpack_graph(pickle.loads((folder / "graph.pkl").read_bytes()), inputs)
+    config = pickle.loads((folder / "config.pkl").read_bytes())
+    part = partition(graph, config=config)
+    split = compile_split(part, inputs, device if device is not None else meta.get("device"), cache=CompileCache(),
+                          cache_dir=folder / "artifacts", who="hierviz.latency.deploy.load")
+    return CompiledModel(part, split, inputs)
+
+
+__all__ = ["CompiledModel", "load", "example_from_graph"]
