@@ -12,6 +12,7 @@ Subgraphs that run in PyTorch (`_run_on_gpu_*`) are not compiled: they run eager
 from __future__ import annotations
 
 import dataclasses
+import functools
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Sequence
@@ -204,7 +205,9 @@ def _trt_options_key(options: Any) -> Any:
     return trt.settings_key(options)
 
 
+@functools.lru_cache(maxsize=1)
 def _trt_version() -> str:
+    """The versions in TensorRT cache keys (fixed for the process: asked once)."""
     from hierviz import trt
 
     info = trt.info()
