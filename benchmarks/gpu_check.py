@@ -221,15 +221,18 @@ def main(argv: list[str] | None = None) -> int:
         if time.time() - start > args.budget - 5:
             report["skipped"].append({"model": name, "why": "time budget spent"})
             continue
+        signal.alarm(max(1, int(args.budget - (time.time() - start))))
         try:
             model, inputs = hv.zoo.load(name)
             model = model.eval().to(device)
             inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
             gm = hv.capture(model, inputs)
-        except Exception as exc:  # noqa: BLE001 - missing torchvision / transformers, capture failure
+        except (Exception, Stopped) as exc:  # noqa: BLE001 - missing torchvision / transformers, capture failure
             report["skipped"].append({"model": name, "why": f"{type(exc).__name__}: {exc}"})
             print(f"skip {name}: {type(exc).__name__}: {exc}")
             continue
+        finally:
+            signal.alarm(0)
         print(f"{name}: {len(gm.graph.nodes)} nodes")
         if first and trt_ok:  # the smoke test: every TensorRT subgraph compiles and matches
             run(name, "smoke", gm, inputs, dict(priority=("tensorrt",), min_block_size=1))
