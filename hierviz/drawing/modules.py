@@ -71,7 +71,9 @@ class Item:
     one module or a run of rolled-up siblings."""
 
     id: str
-    members: list[Mod]            # rolled-up siblings; [m] when alone
+    run: list[Mod]                # the siblings drawn as this item (several when rolled up)
+    members: list[Mod]            # every module it stands for: the run, and inside a rolled-up
+                                  # cluster the same module of each copy
     own_only: bool = False        # the own-ops box of a cluster
     cluster: bool = False
     children: list["Item"] = field(default_factory=list)
@@ -79,6 +81,11 @@ class Item:
     @property
     def mod(self) -> Mod:
         return self.members[0]
+
+    @property
+    def rolled(self) -> bool:
+        """Several siblings drawn once."""
+        return len(self.run) > 1 and not self.own_only
 
 
 # ---------------------------------------------------------------------------- the tree
@@ -144,7 +151,7 @@ class Plan:
         self.box_of: dict[int, str] = {}  # op -> drawn box id
         self.count = 0
         self._sig: dict[int, Any] = {}
-        self.items = self._expand(base, top=True)
+        self.items = self._expand([base], [base])
 
     def signature(self, m: Mod) -> Any:
         """Class and the (relative module path, pattern) of every op in m's subtree, in order."""
@@ -160,44 +167,43 @@ class Plan:
         self.count += 1
         return f"{prefix}{self.count}"
 
-    def _expand(self, m: Mod, top: bool = False) -> list[Item]:
-        """The items inside module m: its own ops box, then its children (rolled up)."""
+    def _expand(self, group: list[Mod], run: list[Mod]) -> list[Item]:
+        """The items inside the modules of `group` (one module, or the same module of each copy
+        of a rolled-up run; group[0] is drawn; `run` names it): the own-ops box, then the
+        children, rolled up."""
+        m = group[0]
         items: list[Item] = []
         if m.own:
-            own = Item(self._new_id("m"), [m], own_only=True)
-            for i in m.own:
-                self.box_of[i] = own.id
+            own = Item(self._new_id("m"), run, list(group), own_only=True)
+            for g in group:
+                for i in g.own:
+                    self.box_of[i] = own.id
             items.append(own)
-        children = list(m.children.values())
         runs: list[list[Mod]] = []
-        for c in children:
+        for c in m.children.values():
             if runs and _rollable(runs[-1][-1], c) and self.signature(runs[-1][-1]) == self.signature(c):
                 runs[-1].append(c)
             else:
                 runs.append([c])
         for run in runs:
-            items.append(self._item(run))
+            # the same run in every module of the group (same signature: same relative paths)
+            members = [g.children[g.path + c.path[len(m.path):]] if g is not m else c for g in group for c in run]
+            items.append(self._item(run, members))
         return items
 
-    def _item(self, run: list[Mod]) -> Item:
+    def _item(self, run: list[Mod], members: list[Mod]) -> Item:
         rep = run[0]
         level = rep.level - self.base.level
         if level < self.depth and rep.children:
-            item = Item(self._new_id("c"), run, cluster=True)
-            item.children = self._expand(rep)
-            for other in run[1:]:
-                self._alias(other, rep)
+            item = Item(self._new_id("c"), run, members, cluster=True)
+            # expand the first module with every other one it stands for in parallel
+            item.children = self._expand([rep] + [x for x in members if x is not rep], run)
             return item
-        item = Item(self._new_id("m"), run)
-        for member in run:
+        item = Item(self._new_id("m"), run, members)
+        for member in members:
             for i in member.ops:
                 self.box_of[i] = item.id
         return item
-
-    def _alias(self, other: Mod, rep: Mod) -> None:
-        """Map the ops of a rolled-up sibling onto the boxes drawn for its representative."""
-        for i, j in zip(other.ops, rep.ops):  # same signature: op k of one is op k of the other
-            self.box_of[i] = self.box_of[j]
 
 
 def _rollable(a: Mod, b: Mod) -> bool:
@@ -340,12 +346,12 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     if focus is not None:
         title += f" \u00b7 inside {base.path} ({base.cls})"
     title += f" \u00b7 depth {plan.depth}"
-    rolled = [it for it in _walk(plan.items) if len(it.members) > 1]
+    rolled = [it for it in _walk(plan.items) if it.rolled]
     drawn.title(title, rolled)
     info = {"view": "modules", "nodes": sum(1 for it in _walk(plan.items) if not it.cluster) + drawn.io,
             "boxes": sum(1 for it in _walk(plan.items) if not it.cluster),
             "clusters": sum(1 for it in _walk(plan.items) if it.cluster), "depth": plan.depth,
-            "rolled_up": [_range_name(it.members, it.members[0].parent or base) for it in rolled],
+            "rolled_up": [_range_name(it.run, it.run[0].parent or base) for it in rolled],
             "boundary_edges": edges, "focus": base.path if focus is not None else None}
     return w.lines, info
 
@@ -367,12 +373,12 @@ class _Drawer:
 
     def _lines(self, it: Item, f: _Facts) -> tuple[list[str], list[str], str]:
         t, p = self.t, self.p
-        parent = it.mod.parent or self.plan.base
-        if it.own_only:
-            name = f"{it.mod.rel(parent) or it.mod.path or TOP} (own ops)" if it.mod is not self.plan.base \
-                else (f"{it.mod.path} (own ops)" if it.mod.path else TOP)
+        head = it.run[0]
+        parent = head.parent or self.plan.base
+        if it.own_only and head is self.plan.base:
+            name = f"{head.path} (own ops)" if head.path else TOP
         else:
-            name = _range_name(it.members, parent)
+            name = _range_name(it.run, parent) + (" (own ops)" if it.own_only else "")
         order = _order(p, f.backends)
         each = " each" if len(it.members) > 1 else ""
         lines = [f"<B>{html(name, 60)}</B>",
@@ -384,8 +390,8 @@ class _Drawer:
         if f.tags:
             lines.append(f'<FONT POINT-SIZE="8">{html(_tags_text(f.tags), 70)}</FONT>')
         tip = [it.mod.path or TOP if len(it.members) == 1 else
-               f"{it.members[0].path} \u2026 {it.members[-1].path} ({len(it.members)} modules, same class and "
-               "partition pattern, drawn once)",
+               f"{it.members[0].path} \u2026 {it.members[-1].path} ({len(it.members)} modules with the same class "
+               "and partition pattern, drawn once)",
                f"class: {it.mod.cls}", f"{len(f.ops)} ops" + (f" ({f.per_member} each)" if each else ""),
                "backends: " + _share_text(order, f.backends)]
         tip.append("subgraphs: " + ", ".join(f.tags[:30]) + (" \u2026" if len(f.tags) > 30 else ""))
@@ -405,12 +411,12 @@ class _Drawer:
         lines, tip, dominant = self._lines(it, f)
         attrs: dict[str, Any] = {"shape": "box", "style": "rounded,filled", "fillcolor": palette.fill(dominant),
                                  "color": palette.border(dominant), "penwidth": 1.2}
-        if len(it.members) > 1:
+        if it.rolled:
             attrs["peripheries"] = 2
         self._decorate(f, lines, tip, attrs)
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
-        klass = "hv-module" + (" hv-rolled" if len(it.members) > 1 else "") + (" hv-own" if it.own_only else "")
+        klass = "hv-module" + (" hv-rolled" if it.rolled else "") + (" hv-own" if it.own_only else "")
         self.w.node(it.id, label=Html(label), tooltip=tooltip(tip), margin="0.08,0.04",
                     **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
 
@@ -418,11 +424,11 @@ class _Drawer:
         f = _facts(self.t, it, self.tag_order)
         lines, tip, dominant = self._lines(it, f)
         attrs: dict[str, Any] = {"style": "rounded,filled", "fillcolor": "#FAFAFA", "color": palette.border(dominant),
-                                 "penwidth": 1.4 if len(it.members) == 1 else 2.6}
+                                 "penwidth": 2.6 if it.rolled else 1.4}
         self._decorate(f, lines, tip, attrs)
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
-        klass = "hv-module-cluster" + (" hv-rolled" if len(it.members) > 1 else "")
+        klass = "hv-module-cluster" + (" hv-rolled" if it.rolled else "")
         self.w.open(f"cluster_{it.id}", label=Html(label), tooltip=tooltip(tip), **attrs,
                     **{"class": klass})
         self.items(it.children)
