@@ -111,19 +111,60 @@ def _dim(d: Any) -> int | str:
     return int(d) if isinstance(d, int) or str(d).isdigit() else str(d)
 
 
+def _shape(dims: Any) -> tuple:
+    shape = tuple(dims)
+    if all(type(d) is int for d in shape):  # the common case, without a call per dim
+        return shape
+    return tuple(_dim(d) for d in shape)
+
+
+_DTYPE_NAMES: dict[Any, str] = {}
+
+
+def _dtype(dtype: Any) -> str:
+    name = _DTYPE_NAMES.get(dtype)
+    if name is None:
+        name = _DTYPE_NAMES[dtype] = str(dtype)
+    return name
+
+
+def value_facts(node: torch.fx.Node) -> tuple[tuple | None, str | None, int | None]:
+    """(shape, dtype, count) of `node`'s value, from meta['val'] (or 'tensor_meta'), as
+    TensorSpec holds them; (None, None, None) when neither is set."""
+    meta = node.meta
+    val = meta.get("val")
+    if isinstance(val, torch.Tensor):
+        return _shape(val.shape), _dtype(val.dtype), None
+    if isinstance(val, (tuple, list)):
+        return None, type(val).__name__, len(val)
+    tm = meta.get("tensor_meta")
+    if tm is not None and hasattr(tm, "shape"):
+        return _shape(tm.shape), _dtype(tm.dtype), None
+    if val is not None:
+        return None, type(val).__name__, None
+    return None, None, None
+
+
 def tensor_spec(node: torch.fx.Node) -> TensorSpec:
     """The spec of `node`'s value, from meta['val'] (or 'tensor_meta'); unknown when neither is set."""
-    val = node.meta.get("val")
-    if isinstance(val, torch.Tensor):
-        return TensorSpec(node.name, tuple(_dim(d) for d in val.shape), str(val.dtype))
-    if isinstance(val, (tuple, list)):
-        return TensorSpec(node.name, None, type(val).__name__, len(val))
-    tm = node.meta.get("tensor_meta")
-    if tm is not None and hasattr(tm, "shape"):
-        return TensorSpec(node.name, tuple(_dim(d) for d in tm.shape), str(tm.dtype))
-    if val is not None:
-        return TensorSpec(node.name, None, type(val).__name__)
-    return TensorSpec(node.name, None, None)
+    return TensorSpec(node.name, *value_facts(node))
+
+
+class SpecColumn(Sequence[TensorSpec]):
+    """NodeTable.spec: node i's TensorSpec, built when asked for (from the dtype, shape and
+    count columns), so a 10^5-node table does not hold 10^5 spec objects."""
+
+    def __init__(self, table: "NodeTable") -> None:
+        self._table = table
+
+    def __len__(self) -> int:
+        return len(self._table.name)
+
+    def __getitem__(self, i: Any) -> Any:
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        t = self._table
+        return TensorSpec(t.name[i], t.shape[i], t.dtype[i], t.count[i])
 
 
 def module_of(node: torch.fx.Node) -> tuple[tuple[str, str], ...]:
@@ -184,7 +225,8 @@ class NodeTable:
     in graph order), built once per Partition: the compact form that stays fast at 10^5 nodes.
 
     Per node: name, op, kind, eligible_backend, backend, subgraph (index into the subgraph
-    columns, -1 when not partitioned), tag, reason_code, spec (TensorSpec), module_stack,
+    columns, -1 when not partitioned), tag, reason_code, dtype, shape, count (items of a tuple
+    value), spec (the three as a TensorSpec, built on access), module_stack,
     inputs and users (node indices), compute (False for getitem/view and non-callables),
     target (op for callables; the placeholder, attribute path or 'output' otherwise).
     Per subgraph, in partition order: subgraph_tag, subgraph_backend, subgraph_is_acc,
@@ -198,7 +240,9 @@ class NodeTable:
     backend: tuple[str, ...]
     subgraph: tuple[int, ...]
     reason_code: tuple[str, ...]
-    spec: tuple[TensorSpec, ...]
+    dtype: tuple[str | None, ...]
+    shape: tuple[tuple | None, ...]
+    count: tuple[int | None, ...]
     module_stack: tuple[tuple[tuple[str, str], ...], ...]
     inputs: tuple[tuple[int, ...], ...]
     users: tuple[tuple[int, ...], ...]
@@ -212,6 +256,10 @@ class NodeTable:
 
     def __len__(self) -> int:
         return len(self.name)
+
+    @functools.cached_property
+    def spec(self) -> SpecColumn:
+        return SpecColumn(self)
 
     @functools.cached_property
     def position(self) -> Mapping[str, int]:
@@ -247,7 +295,6 @@ class NodeTable:
         return self.kind[i] in CALLABLE_OPS
 
     def __getitem__(self, i: int) -> NodeRecord:
-        spec = self.spec[i]
         names = self.name
         k = self.subgraph[i]
         stack = self.module_stack[i]
@@ -257,7 +304,7 @@ class NodeTable:
             tag=None if k < 0 else self.subgraph_tag[k], reason_code=self.reason_code[i],
             reason=self.reason(i), module_path=stack[-1][0] if stack else "",
             module_class=stack[-1][1].rsplit(".", 1)[-1] if stack else "",
-            dtype=spec.dtype, shape=spec.shape,
+            dtype=self.dtype[i], shape=self.shape[i],
             inputs=tuple(names[a] for a in self.inputs[i]), users=tuple(names[u] for u in self.users[i]),
         )
 
@@ -281,8 +328,8 @@ class NodeTable:
             "reason": [self.reason(i) for i in idx],
             "module_path": [paths[i] for i in idx],
             "module_class": [classes[i] for i in idx],
-            "dtype": [self.spec[i].dtype for i in idx],
-            "shape": [self.spec[i].shape for i in idx],
+            "dtype": [self.dtype[i] for i in idx],
+            "shape": [self.shape[i] for i in idx],
         }
         return pd.DataFrame(data, columns=list(NODE_COLUMNS))
 
@@ -291,6 +338,6 @@ NODE_COLUMNS = ("name", "op", "kind", "eligible_backend", "backend", "tag", "rea
                 "module_path", "module_class", "dtype", "shape")
 
 
-__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "module_of", "short_dtype",
+__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype",
            "parse_tag", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED",
            "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE"]
