@@ -142,6 +142,15 @@ def find_module(root: Mod, focus: str) -> Mod:
                       "Partition.nodes()['module_path'].")
 
 
+def is_module(p: "Partition", name: str) -> bool:
+    """Whether `name` is a module path of p's model (and not a node name or subgraph tag)."""
+    t = p.records
+    if name in t.position or name in t.subgraph_tag:
+        return False
+    needle = f".{name}."
+    return any(needle in f".{path}." for path in set(t.module_path) if path)
+
+
 # ---------------------------------------------------------------------------- layout plan
 class Plan:
     """Which modules are boxes and clusters at a depth, after rolling up repeated siblings."""
@@ -566,4 +575,4 @@ def _size(n: int) -> str:
     return f"{n} B"
 
 
-__all__ = ["render_modules", "build_tree", "effective_root", "find_module", "make_plan", "DEFAULT_BUDGET"]
+__all__ = ["render_modules", "build_tree", "effective_root", "find_module", "is_module", "make_plan", "DEFAULT_BUDGET"]

@@ -57,6 +57,11 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     from hierviz.drawing.overlay import make_overlay
 
     overlay, difference = make_overlay(p, measurement), make_difference(p, against)
+    if view in ("auto", "focus") and isinstance(focus, str):
+        from hierviz.drawing.modules import is_module  # focus on a module: its inside, in the module view
+
+        if is_module(p, focus):
+            view = "modules"
     if view == "modules":
         from hierviz.drawing.modules import render_modules
 

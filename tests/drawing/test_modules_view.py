@@ -64,6 +64,13 @@ def test_focus_draws_a_modules_inside(odd):
     assert "blocks.0" not in g.source
 
 
+def test_focus_view_on_a_module_path_is_the_module_view(odd):
+    """focus= takes a node, a subgraph or a module (API): a module draws its inside."""
+    for g in (odd.render(focus="blocks.2"), odd.render("focus", focus="blocks.2", depth=1)):
+        assert g.info["view"] == "modules" and g.info["focus"] == "blocks.2"
+    assert odd.render(focus="relu_2").info["view"] == "focus"  # a node name stays the focus view
+
+
 def test_default_depth_stays_under_the_budget(odd):
     deep = odd.render("modules")
     assert deep.info["depth"] == 2
