@@ -12,7 +12,6 @@ wrong answer (a `reshape(x.shape[0], -1)` captured at batch 2 returns batch 2 fo
 
 from __future__ import annotations
 
-import functools
 import json
 import math
 from dataclasses import dataclass
@@ -217,16 +216,24 @@ def _evaluate(expr: str, bound: dict[str, int]) -> int | None:
     return int(value) if value.is_number else None
 
 
-@functools.lru_cache(maxsize=256)
+_PARSED: dict[str, InputSpec] = {}  # spec text -> InputSpec: one entry per distinct capture
+
+
 def _parsed(text: str) -> InputSpec:
-    return InputSpec.from_json(text)
+    spec = _PARSED.get(text)
+    if spec is None:
+        spec = _PARSED[text] = InputSpec.from_json(text)
+    return spec
 
 
 @torch.fx.node.has_side_effect
-def check_inputs(spec: str, *values: Any) -> None:
+def check_inputs(spec: str, *values: Any) -> Any:
     """Raise CaptureError when the split module is called outside what was captured.
 
     `spec` is `InputSpec.to_json()`; this is called from the split module's graph."""
+    proxies = [v for v in values if isinstance(v, torch.fx.Proxy)]
+    if proxies:  # symbolic tracing (unpickling a GraphModule re-traces its code): keep the call
+        return proxies[0].tracer.create_proxy("call_function", check_inputs, (spec, *values), {})
     parsed = _parsed(spec)
     problem = mismatch(parsed, values)
     if problem is not None:

@@ -86,6 +86,16 @@ def test_dynamic_batch_works_over_its_range_and_raises_outside(dynamic) -> None:
         dynamic.module(torch.randn(4, 5, 4), 3)
 
 
+def test_copies_saved_and_compiled_split_modules_keep_the_check(static, tmp_path) -> None:
+    torch.save(static.module, tmp_path / "split.pt")  # unpickling re-traces the module's code
+    copies = [copy.deepcopy(static.module), torch.load(tmp_path / "split.pt", weights_only=False),
+              torch.compile(static.module, backend="eager")]
+    for module in copies:
+        torch.testing.assert_close(module(torch.ones(2, 3, 4), 3), torch.full((2, 12), 3.0))
+        with pytest.raises(hv.CaptureError, match="dim 0 of input 'x' is 5"):
+            module(torch.ones(5, 3, 4), 3)
+
+
 class _Add(nn.Module):
     def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return x + y
