@@ -192,7 +192,8 @@ class Builder:
             return self._keep(Runner(entry.fn, weights, lifted.single, slot.name, "cached"),
                               self._record(slot, "cached", n_in, lifted.n_outputs, key=key, cached=True))
         self._count(hit=False)
-        self.out.compile_state.setdefault(slot.backend, compiler.state())
+        if slot.backend not in self.out.compile_state:  # before this call's first compile writes any cache
+            self.out.compile_state[slot.backend] = compiler.state()
         start = time.perf_counter()
         try:
             gm = lifted.gm if compiler.lifts_weights else bake(lifted, args)
