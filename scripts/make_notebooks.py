@@ -365,7 +365,7 @@ OUT'''),
     cpu_part = hv.partition(small, small_inputs, priority=("inductor",), min_block_size=1,
                             support={"inductor": hv.support.inductor()},
                             torch_executed_ops={"torch.ops.aten.relu.default"})
-    measured = hv.measure(cpu_part, small_inputs, device="cpu", warmup=2, iters=10)
+    measured = hv.measure(cpu_part, small_inputs, device="cpu", warmup=1, iters=5)
     print(measured)
     cpu_part.render(view="collapsed", measurement=measured)
     """),

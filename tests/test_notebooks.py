@@ -169,6 +169,10 @@ def test_01_explore(executed: dict[str, dict[str, Any]]) -> None:
     assert "mbs=15" in stdout(nb) and "mbs=5" in stdout(nb)
     history = [h for h in dataframes(nb) if "boundary_tensors" in h]
     assert history, "explorer.history is not shown"
+    module_views = [svg for svg in rich(nb, "image/svg+xml") if "module view" in svg]
+    assert len(module_views) >= 2, "BERT's module view and its diff diagram are not displayed"
+    assert any("layer.0\u20131 \u00d72" in svg for svg in module_views), "BERT's layers are not rolled up"
+    assert any("change backend or subgraph" in svg for svg in module_views), "the diff diagram is not drawn"
 
 
 @pytest.mark.slow
@@ -194,6 +198,9 @@ def test_03_export(executed: dict[str, dict[str, Any]], tmp_path: Path) -> None:
     for suffix in (".svg", ".png", ".pdf", ".dot", ".json", ".html"):
         assert f"resnet18-inductor-first{suffix}" in text
     assert "Dry-Run Results" in text
+    assert any("module view" in svg for svg in svgs), "the module view is not displayed"
+    assert any("of time" in svg for svg in svgs), "the measured time is not drawn on the diagram"
+    assert "resnet18.model_explorer.json [('modules', " in text
 
 
 @pytest.mark.slow

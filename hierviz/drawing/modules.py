@@ -337,8 +337,9 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     t = p.records
     root = build_tree(t)
     if not root.children:
-        raise RenderError("this graph has no module information (meta['nn_module_stack']); the module view "
-                          "needs a graph captured from an nn.Module with hv.capture. Use view='collapsed'.")
+        raise RenderError("this graph has no submodules to group by (no meta['nn_module_stack'] below the root "
+                          "module): the module view needs a graph captured from an nn.Module with submodules "
+                          "(hv.capture / hv.partition(model, inputs)). Use view='collapsed' or 'full'.")
     base = find_module(root, focus) if focus is not None else effective_root(root)
     pattern = [t.backend[i] if difference is None else (t.backend[i], difference.mark(i)) for i in range(len(t))]
     budget = DEFAULT_BUDGET if max_nodes is None else max_nodes
