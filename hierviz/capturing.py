@@ -223,6 +223,16 @@ def _unshare(ep: Any, names: list[str]) -> None:
             ep.state_dict[name] = torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
 
 
+def source_of(graph: GraphModule) -> Any:
+    """The model `graph` was captured from (an nn.Module or ExportedProgram), while it is
+    alive; None for a graph hv.capture did not make. hv.measure times this model as the eager
+    baseline, so `speedup` answers "how much faster than my model"."""
+    for model, per_model in list(_CACHE.items()):
+        if any(gm is graph for gm in per_model.values()):
+            return model
+    return None
+
+
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
             kwargs: dict | None = None) -> GraphModule:
     """The aten-level graph Torch-TensorRT would partition for `model`.
@@ -234,6 +244,8 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     specs, modes and weight versions, so calling this again (e.g. to re-partition) does not
     re-export, and a model changed since is captured anew.
     """
+    if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # before the cache sees it
+        raise CaptureError(f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}.")
     args = _as_tuple(example_inputs)
     if isinstance(model, GraphModule) and not is_aten_graph(model) and not args and not kwargs:
         raise ConfigError(

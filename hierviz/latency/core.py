@@ -32,7 +32,8 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
             trt_settings: Any = None, progress: Any = None, inductor_options: dict | None = None,
             compilers: Mapping[str, Any] | None = None, cache: cache_mod.CompileCache | None = None,
             baseline: bool = True, per_subgraph: bool = True, rtol: float | None = None,
-            atol: float | None = None, tf32: bool = False) -> Measurement:
+            atol: float | None = None, tf32: bool = False, model: Any = None,
+            torch_compile: bool = False) -> Measurement:
     """Compile each subgraph of `partition` with its backend, time the split model and the
     eager model, check the outputs.
 
@@ -55,6 +56,10 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
       (or to replace a built-in one for this call).
     - `progress`: True for a progress bar, or a callable (stage, done, total).
     - `cache`: a CompileCache; the process-wide one by default.
+    - `model`: the nn.Module timed as the eager baseline (`baseline_ms`, `speedup`); by default
+      the one the partition's graph was captured from. It is never modified (a copy is timed
+      when it is in train mode or on another device). `graph_eager_ms` is the captured graph's.
+    - `torch_compile`: also time the whole model through torch.compile (`torch_compile_ms`).
     """
     if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
         raise MeasureError(f"iters must be a positive integer, not {iters!r}")
@@ -90,6 +95,8 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                 bar.step("eager baseline timed")
             stats = time_fn(split_call, dev, warmup=warmup, iters=iters)
             bar.step("split model timed")
+            own = _model_baselines(partition, model, example_inputs, dev, warmup, iters,
+                                   torch_compile) if baseline else {}
 
             match = max_abs = max_rel = None
             problems: list[str] = []
@@ -125,6 +132,10 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         notes.append(f"{len(noisy_subs)} of {len(records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
                      f"{names(noisy_subs, 5)}")
 
+    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
+    for b in own.values():
+        if b.error:
+            notes.append(f"{b.name} baseline: {b.error}")
     table = per_subgraph_table(records)
     sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
     compile_state = {r.asked: "cached" for r in records.values() if r.status == "cached"}
@@ -133,15 +144,30 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         median_ms=stats.median_ms, p10_ms=stats.p10_ms, p90_ms=stats.p90_ms, std_ms=stats.std_ms,
         cv=stats.cv, iters=iters, warmup=warmup, device=str(dev), compile_s=split.compile_s,
         cache_hits=split.cache_hits, cache_misses=split.cache_misses,
-        baseline_ms=base_stats.median_ms if base_stats else None,
-        baseline_cv=base_stats.cv if base_stats else None,
-        speedup=(base_stats.median_ms / stats.median_ms) if base_stats and stats.median_ms > 0 else None,
+        baseline_ms=eager.median_ms if eager else None,
+        baseline_cv=eager.cv if eager else None,
+        speedup=(eager.median_ms / stats.median_ms) if eager and stats.median_ms > 0 else None,
+        graph_eager_ms=base_stats.median_ms if base_stats else None,
+        torch_compile_ms=own["torch_compile"].median_ms if "torch_compile" in own else None,
+        torch_compile_s=own["torch_compile"].compile_s if "torch_compile" in own else None,
         max_abs_error=max_abs, max_rel_error=max_rel, outputs_match=match, per_subgraph=table,
         glue_ms=(stats.median_ms - sub_total) if per_subgraph else math.nan,
         fallbacks=split.fallbacks, warnings=notes, config=getattr(partition, "config", None),
         timing=stats, baseline_timing=base_stats, precision=precision, compile_state=compile_state,
         records=tuple(records.values()),
     )
+
+
+def _model_baselines(partition: Any, model: Any, example_inputs: Any, device: Any, warmup: int, iters: int,
+                     torch_compile: bool) -> dict[str, Any]:
+    """The user's model timed eagerly (and through torch.compile): hierviz.latency.baselines."""
+    from hierviz.capturing import source_of
+    from hierviz.latency.baselines import time_model
+
+    source = model if model is not None else source_of(partition.graph)
+    if source is None:
+        return {}
+    return time_model(source, example_inputs, device, warmup=warmup, iters=iters, torch_compile=torch_compile)
 
 
 def _dtypes(*values: Any) -> set[str]:

@@ -56,8 +56,12 @@ class Measurement:
     """Latency, compile cost and correctness of one partition, against eager PyTorch.
 
     Times are per call of the whole split model, in milliseconds (`median_ms`, `p10_ms`,
-    `p90_ms`, `std_ms`, `cv` = std / mean). `baseline_ms` is the unsplit graph run eagerly,
-    timed the same way in the same call; `speedup` = baseline_ms / median_ms. `compile_s` is the
+    `p90_ms`, `std_ms`, `cv` = std / mean). `baseline_ms` is your nn.Module run eagerly (the
+    model the partition's graph was captured from, or `model=`), timed the same way in the same
+    call; `speedup` = baseline_ms / median_ms. `graph_eager_ms` is the captured aten graph run
+    eagerly (the baseline itself when there is no nn.Module, e.g. for a GraphModule), and
+    `torch_compile_ms` the whole model through torch.compile when asked for (`torch_compile_s`
+    its compile time). `compile_s` is the
     time spent compiling in this call (cache hits cost nothing); `compile_state` says per backend
     whether that compile was "cold" or "warm" (the backend's own on-disk caches, e.g. TensorRT's
     timing/runtime cache or TorchInductor's FX graph cache, already existed) or "cached".
@@ -97,6 +101,9 @@ class Measurement:
     precision: dict[str, Any] = field(default_factory=dict)
     compile_state: dict[str, str] = field(default_factory=dict)
     records: tuple[SubgraphRecord, ...] = field(default=(), repr=False)
+    graph_eager_ms: float | None = None
+    torch_compile_ms: float | None = None
+    torch_compile_s: float | None = None
 
     @property
     def noisy(self) -> bool:
@@ -119,6 +126,8 @@ class Measurement:
             "warmup": self.warmup,
             "device": self.device,
             "baseline_ms": self.baseline_ms,
+            "graph_eager_ms": self.graph_eager_ms,
+            "torch_compile_ms": self.torch_compile_ms,
             "baseline_cv": self.baseline_cv,
             "speedup": self.speedup,
             "compile_s": self.compile_s,
@@ -145,6 +154,10 @@ class Measurement:
                  f"p90 {ms(self.p90_ms)}, cv {self.cv:.1%})"]
         if self.baseline_ms is not None:
             parts.append(f"eager {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x")
+        if self.graph_eager_ms is not None and self.graph_eager_ms != self.baseline_ms:
+            parts.append(f"captured graph eager {ms(self.graph_eager_ms)} ms")
+        if self.torch_compile_ms is not None:
+            parts.append(f"torch.compile {ms(self.torch_compile_ms)} ms")
         by = ", ".join(f"{b} {n}" for b, n in self.per_subgraph["backend"].value_counts().items()) \
             if len(self.per_subgraph) else "none"
         parts.append(f"{self.subgraphs} subgraphs ({by})")
