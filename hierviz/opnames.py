@@ -33,6 +33,18 @@ def packet_name(name: str) -> str:
     return name
 
 
+def packets_in(names: Iterable[str]) -> frozenset[str]:
+    """The packet names among `names` ('torch.ops.aten.add': every overload of add)."""
+    return frozenset(n for n in names if n.startswith("torch.ops.") and n.count(".") == 3)
+
+
+def in_op_set(name: str, names: frozenset[str], packets: frozenset[str]) -> bool:
+    """Whether op `name` is in a set of op names whose `packets` (packets_in(names)) stand for
+    all their overloads: the one matching rule of support sets, torch_executed_ops and the
+    non-compute ops."""
+    return name in names or (bool(packets) and packet_name(name) in packets)
+
+
 def _resolve(name: str) -> Any:
     """The object a qualified op name refers to, or None."""
     if name.startswith("torch.ops."):

@@ -15,7 +15,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from hierviz import trt
-from hierviz.opnames import normalize_all, qualname
+from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
 
 
 class ValidatorRejection(str):
@@ -74,14 +74,12 @@ class OpSetSupport(Support):
                  reject: str = "") -> None:
         super().__init__(key, description)
         self.names = names
-        self.packets = frozenset(n for n in names if n.count(".") == 3 and n.startswith("torch.ops."))
+        self.packets = packets_in(names)
         self.kind = kind
         self._reject = reject
 
     def accepts_name(self, name: str) -> bool:
-        if name in self.names:
-            return True
-        return bool(self.packets) and name.rsplit(".", 1)[0] in self.packets
+        return in_op_set(name, self.names, self.packets)
 
     def rejection(self, name: str) -> str:
         return self._reject or f"not in {self.description}"
