@@ -163,13 +163,12 @@ class Plan:
         self.items = self._expand([base], [base])
 
     def signature(self, m: Mod) -> Any:
-        """Class and the (relative module path, pattern) of every op in m's subtree, in order."""
+        """Class and the (relative module path, op, backend) of every op in m's subtree, in order."""
         key = id(m)
         sig = self._sig.get(key)
         if sig is None:
-            paths, start = self.t.module_path, len(m.path)
-            rel = [(paths[i][start:], self.pattern[i]) for i in m.ops]
-            sig = self._sig[key] = (m.cls, hash(tuple(rel)), len(rel))
+            paths, ops, start = self.t.module_path, self.t.op, len(m.path)
+            sig = self._sig[key] = (m.cls, tuple((paths[i][start:], ops[i], self.pattern[i]) for i in m.ops))
         return sig
 
     def _new_id(self, prefix: str) -> str:
