@@ -147,3 +147,12 @@ def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) ->
     from hierviz.explorer.controller import views
 
     assert "modules" in views()  # the view control's buttons
+
+
+def test_module_view_in_the_diagram_panel(small) -> None:
+    """The view control's 'modules' option draws the module view (issue 14)."""
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    part = c.update(state(min_block_size=1)).partition
+    panel = c.diagram(part, "modules", None)
+    assert "module view" in panel and "<svg" in panel and "diagram" not in c.errors
