@@ -65,7 +65,7 @@ def test_golden_dot_of_a_bare_graph(bare, view, regen_golden):
 
 
 def test_modules_view_says_what_it_needs(bare):
-    with pytest.raises(hv.RenderError, match="no module information.*view='collapsed'"):
+    with pytest.raises(hv.RenderError, match=r"no submodules to group by.*Use view='collapsed'"):
         bare.render("modules")
 
 
