@@ -32,7 +32,6 @@ from hierviz.partitioner.record import (
     NodeTable,
     TensorSpec,
     module_of,
-    short_dtype,
     tensor_spec,
     value_facts,
 )
@@ -130,6 +129,9 @@ class Partition:
         )
 
     def _pos(self, node_name: str) -> int:
+        if not isinstance(node_name, str):
+            raise ConfigError(f"node names are strings such as 'relu_default' (see Partition.nodes()), "
+                              f"not {type(node_name).__name__}.")
         pos = self._result.index.position.get(node_name)
         if pos is None:
             raise ConfigError(f"no node named {node_name!r} in this graph; node names are listed in "
@@ -144,7 +146,7 @@ class Partition:
     def subgraph(self, tag: str) -> Subgraph:
         try:
             return self._by_tag[tag]
-        except KeyError:
+        except (KeyError, TypeError):
             raise ConfigError(f"no subgraph {tag!r}; tags are {list(self._by_tag)[:10]}") from None
 
     def backend_of(self, node_name: str) -> str:
@@ -279,12 +281,16 @@ class Partition:
 
     # ------------------------------------------------------------------ drawing
     def render(self, view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
+               measurement: Any = None, against: "Partition | None" = None, depth: int | None = None,
                radius: int = 2, **kwargs: Any) -> "graphviz.Digraph":
-        """A graphviz.Digraph of the partition: view is full, collapsed, focus or auto
-        (full up to max_nodes, collapsed above); `weights=True` also draws weights."""
+        """A graphviz.Digraph of the partition: view is full, collapsed, focus, modules (by
+        nn.Module, repeated blocks rolled up; `depth` levels) or auto (full up to max_nodes,
+        collapsed above); `measurement=` overlays measured time, `against=` marks what another
+        partition does differently; `weights=True` also draws weights."""
         from hierviz.drawing import render
 
-        return render(self, view=view, focus=focus, max_nodes=max_nodes, radius=radius, **kwargs)
+        return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
+                      depth=depth, radius=radius, **kwargs)
 
     def save(self, path: str | Path, **kwargs: Any) -> Path:
         from hierviz.drawing import save

@@ -287,7 +287,7 @@ def test_report_has_every_dryrun_field(zoo_cache, model, unsupported, excluded):
 
 
 def _spec(node: torch.fx.Node):
-    from hierviz.partitioner.result import tensor_spec
+    from hierviz.partitioner import tensor_spec
 
     return tensor_spec(node)
 
