@@ -175,7 +175,7 @@ def describe(name: str) -> str:
 
 
 def _check(name: str) -> None:
-    if name not in _MODELS:
+    if not isinstance(name, str) or name not in _MODELS:
         raise ConfigError(f"unknown zoo model {name!r}; choose one of: {', '.join(_MODELS)}.")
 
 
@@ -232,6 +232,9 @@ def synthetic(nodes: int, *, seed: int = 0) -> torch.fx.GraphModule:
     uses), so building costs only the graph; the first call or `.code` of a 200k-node graph
     then takes torch.fx's usual several seconds of code generation.
     """
+    for name, value in (("nodes", nodes), ("seed", seed)):
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(f"synthetic: {name} must be an int, not {type(value).__name__} {value!r:.40}.")
     if nodes < 4:
         raise ConfigError(f"synthetic graphs need at least 4 nodes, got {nodes}.")
     with gc_paused():  # the collector would rescan the growing graph again and again

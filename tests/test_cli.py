@@ -48,6 +48,17 @@ def build():
 
 def not_a_pair():
     return Block()
+
+
+def needs_arguments(size, seed):
+    return build()
+
+
+def broken():
+    raise RuntimeError("weights file missing")
+
+
+NOT_A_FUNCTION = 5
 '''
 
 
@@ -316,6 +327,70 @@ BAD_ARGUMENTS = {
                               "--csv", "{tmp}/x.csv"],
     "full compilation impossible": ["report", "{module}:build", "--require-full-compilation"],
 }
+
+
+# Issue 12's CLI mistakes: exit 2, one line, and the line says what to do (expected text).
+MISTAKES = {
+    "misspelled model": (["report", "resnt18"], "did you mean 'resnet18'?"),
+    "output is a directory": (["report", "tiny_conv", "-o", "{tmp}"], "that is a directory"),
+    "csv folder cannot be made": (["sweep", "tiny_conv", "--grid", "min_block_size=1,2", "--csv",
+                                   "/proc/zz/s.csv"], "--csv /proc/zz/s.csv: cannot create its folder"),
+    "function needs arguments": (["report", "{module}:needs_arguments"], "needs_arguments(size, seed) needs arguments"),
+    "function raises": (["report", "{module}:broken"], "broken() raised RuntimeError: weights file missing"),
+    "name is not a function": (["report", "{module}:NOT_A_FUNCTION"], "NOT_A_FUNCTION is not a function but int 5"),
+    "missing function suggests": (["report", "{module}:biuld"], "has no function 'biuld'; did you mean 'build'?"),
+    "file without function": (["report", "{module}"], ":FUNCTION, where FUNCTION returns"),
+    "grid misspelled op": (["sweep", "tiny_conv", "--grid", "torch_executed_ops=relu.defalt", "--csv",
+                            "{tmp}/x.csv"], "'torch.ops.aten.relu.default'"),
+    "grid bad bool": (["sweep", "tiny_conv", "--grid", "skip_fusion=maybe", "--csv", "{tmp}/x.csv"],
+                      "'maybe' is not true/false"),
+    "grid field twice": (["sweep", "tiny_conv", "--grid", "min_block_size=1", "--grid", "min_block_size=2",
+                          "--csv", "{tmp}/x.csv"], "given twice"),
+    "grid misspelled field": (["sweep", "tiny_conv", "--grid", "min_blocksize=1", "--csv", "{tmp}/x.csv"],
+                              "did you mean 'min_block_size'?"),
+    "iters zero": (["sweep", "tiny_conv", "--grid", "min_block_size=1,2", "--measure", "--iters", "0",
+                    "--csv", "{tmp}/x.csv"], "--iters: must be >= 1, not 0"),
+    "warmup negative": (["sweep", "tiny_conv", "--grid", "min_block_size=1", "--measure", "--warmup", "-1",
+                         "--csv", "{tmp}/x.csv"], "--warmup: must be >= 0"),
+    "empty priority": (["report", "tiny_conv", "--priority", ""], "priority is empty"),
+    "misspelled backend": (["report", "tiny_conv", "--priority", "tensortr,inductor"], "did you mean 'tensorrt'?"),
+    "torch-level op": (["report", "tiny_conv", "--torch-executed-ops", "torch.relu"],
+                       "lowers to: 'torch.ops.aten.relu.default'"),
+    "min_block_size not whole": (["report", "tiny_conv", "--min-block-size", "2.5"], "'2.5' is not a whole number"),
+    "inductor support empty": (["report", "tiny_conv", "--inductor-support", ","], "--inductor-support takes"),
+    "demo output dir": (["demo", "--output-dir", "/proc/zz"], "--output-dir /proc/zz: cannot create it"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(MISTAKES))
+def test_mistakes_one_line_that_says_what_to_do(case: str, user_module: Path, tmp_path: Path,
+                                                capsys: pytest.CaptureFixture) -> None:
+    argv, expected = MISTAKES[case]
+    argv = [a.format(module=user_module, tmp=tmp_path) for a in argv]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 2, f"{case}: exit code {code}, stderr {err!r}"
+    assert len(err.strip().splitlines()) == 1, f"{case}: stderr is not one line:\n{err}"
+    assert "Traceback" not in err + out
+    assert expected in err, f"{case}: {err!r}"
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_sweep_validates_the_whole_grid_before_running(tmp_path: Path, capsys: pytest.CaptureFixture,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A typo in the last value stops the sweep before any model is loaded or partitioned."""
+    calls = []
+    monkeypatch.setattr(cli, "load_model", lambda spec: calls.append(spec))
+    code, _, err = run_cli(capsys, "sweep", "tiny_conv", "--grid", "min_block_size=1,2",
+                           "--grid", "torch_executed_ops=relu.default,aten.nope.default", "--csv", f"{tmp_path}/x.csv")
+    assert code == 2 and "nope" in err and calls == []
+    code, _, err = run_cli(capsys, "sweep", "tiny_conv", "--grid", "min_block_size=1,0", "--csv", f"{tmp_path}/x.csv")
+    assert code == 2 and "min_block_size" in err and ">= 1" in err and calls == []
+    assert not (tmp_path / "x.csv").exists()
+
+
+def test_debug_shows_the_users_own_traceback(user_module: Path) -> None:
+    with pytest.raises(RuntimeError, match="weights file missing"):
+        cli.main(["--debug", "report", f"{user_module}:broken"])
 
 
 @pytest.mark.parametrize("case", sorted(BAD_ARGUMENTS))

@@ -115,6 +115,8 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     .svg .png .pdf (diagram), .dot/.gv (DOT text), .json (nodes, subgraphs, config),
     .html (standalone report: diagram, config, tables, text report);
     format="model_explorer": a graph JSON for Google's Model Explorer (see drawing.model_explorer)."""
+    if not isinstance(path, (str, Path)):
+        raise RenderError(f"save takes a file path (str or Path) such as 'part.svg', not {type(path).__name__}.")
     path = Path(path)
     if format == "model_explorer":
         from hierviz.drawing import model_explorer

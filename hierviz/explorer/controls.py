@@ -234,8 +234,9 @@ def _whole_in_range(w: Any, value: Any) -> int:
         return w._refuse(f"min_block_size must be a whole number from {w.min} to {w.max}, not "
                          f"{type(value).__name__} {value!r}; kept {w.value}.")
     if not w.min <= value <= w.max:
+        hint = f" (Larger values: hv.partition(..., min_block_size={value}).)" if value > w.max else ""
         return w._refuse(f"min_block_size {value} is outside the slider's range {w.min}..{w.max}; kept "
-                         f"{w.value}. (Larger values: hv.partition(..., min_block_size={value}).)")
+                         f"{w.value}.{hint}")
     return int(value)
 
 

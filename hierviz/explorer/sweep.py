@@ -9,7 +9,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from hierviz.config import Config
+from hierviz.config import Config, check_fields
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cache_info, cached_partition
@@ -34,9 +34,10 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     if not isinstance(grid, Mapping):
         raise ConfigError("grid must map Config fields to lists of values, e.g. "
                           "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
-    unknown = [k for k in grid if k not in FIELDS]
-    if unknown:
-        raise ConfigError(f"grid names unknown Config field(s) {unknown}; fields are {list(FIELDS)}.")
+    try:
+        check_fields(grid)
+    except ConfigError as exc:
+        raise ConfigError(f"grid: {exc}") from None
     keys = list(grid)
     lists = [_values(k, grid[k]) for k in keys]
     empty = [k for k, v in zip(keys, lists) if not v]
@@ -61,13 +62,14 @@ def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) ->
 
 
 def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
-    if not measure:
+    if measure is None or measure is False:
         return None
     if measure is True:
         return {}
     if isinstance(measure, Mapping):
         return dict(measure)
-    raise ConfigError("measure must be True/False or a dict of hv.measure options, e.g. {'iters': 20}.")
+    raise ConfigError(f"measure must be True/False or a dict of hv.measure options, e.g. {{'iters': 20}}, "
+                      f"not {type(measure).__name__}.")
 
 
 def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
@@ -111,12 +113,15 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     if isinstance(executor, ProcessPoolExecutor):
         raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
                           "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
+    if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
+        raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
+                          f"or a Ray address, not {type(executor).__name__}.")
+    mkw = _measure_kwargs(measure)
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
     combos = expand_grid(grid)
     gm = graph_of(model, example_inputs)
-    mkw = _measure_kwargs(measure)
 
     from tqdm.auto import tqdm
 

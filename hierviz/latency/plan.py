@@ -36,7 +36,7 @@ def resolve_device(device: Any) -> torch.device:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
         dev = torch.device(device)
-    except (RuntimeError, TypeError):
+    except (RuntimeError, TypeError, ValueError, OverflowError):
         raise MeasureError(f"device={device!r} is not a device. Use 'cpu' or 'cuda'.") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise MeasureError(f"device={device!r} was requested but no CUDA device is available here; "

@@ -1,0 +1,199 @@
+"""Reading the command line's inputs: MODEL (a zoo name or file.py:function), output paths,
+the Config options and --grid values. Every mistake is a UsageError (one line, exit code 2 in
+`hierviz.cli.main`); settings text goes through the one parser, hierviz.config.parse_text."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import importlib.util
+import inspect
+import os
+import sys
+from pathlib import Path
+from typing import Any, Sequence
+
+class UsageError(Exception):
+    """A mistake in the command line: printed as one line, exit code 2."""
+
+
+def load_model(spec: str) -> tuple[Any, Any]:
+    """A zoo name or 'file.py:function' -> (model, example_inputs)."""
+    from hierviz import zoo
+
+    if ":" in spec and spec.split(":", 1)[0].endswith(".py"):
+        path_text, func_name = spec.rsplit(":", 1)
+        return call_user_function(path_text, func_name)
+    if spec.endswith(".py"):
+        raise UsageError(f"MODEL {spec!r} needs the function to call: {spec}:FUNCTION, where FUNCTION "
+                         "returns (model, example_inputs)")
+    names = zoo.names()
+    if spec not in names:
+        hint = difflib.get_close_matches(spec, names, n=1, cutoff=0.6)
+        did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
+        raise UsageError(f"unknown model {spec!r}: {did_you_mean}Use one of {', '.join(names)} or file.py:function")
+    return zoo.load(spec)
+
+
+class UserCodeError(UsageError):
+    """The user's own file or function raised: one line naming it; --debug re-raises the original."""
+
+
+def call_user_function(path_text: str, func_name: str) -> tuple[Any, Any]:
+    """Import `path_text` and call `func_name()`; every failure is one line naming the user's
+    code (the traceback comes with --debug)."""
+    path = Path(path_text)
+    if not path.is_file():
+        raise UsageError(f"no such file: {path_text} (MODEL is a zoo name or file.py:function)")
+    module_spec = importlib.util.spec_from_file_location(path.stem, path)
+    if module_spec is None or module_spec.loader is None:
+        raise UsageError(f"cannot import {path_text} as a Python module")
+    module = importlib.util.module_from_spec(module_spec)
+    sys.path.insert(0, str(path.parent.resolve()))
+    try:
+        module_spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001 - the user's code: one line, traceback with --debug
+        raise UserCodeError(f"importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
+    finally:
+        sys.path.pop(0)
+    func = getattr(module, func_name, None)
+    if func is None:
+        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
+        hint = difflib.get_close_matches(func_name, found, n=1)
+        raise UsageError(f"{path_text} has no function {func_name!r}"
+                         + (f"; did you mean {hint[0]!r}?" if hint else "")
+                         + (f" (functions there: {', '.join(found)})" if found else ""))
+    if not callable(func):
+        raise UsageError(f"{path_text}:{func_name} is not a function but {type(func).__name__} {func!r:.40}; MODEL "
+                         "needs a function returning (model, example_inputs)")
+    try:
+        inspect.signature(func).bind()
+    except TypeError:
+        raise UsageError(f"{path_text}:{func_name}{inspect.signature(func)} needs arguments; MODEL functions are "
+                         "called with none and return (model, example_inputs)") from None
+    except ValueError:  # no signature to inspect (a builtin): just call it
+        pass
+    try:
+        result = func()
+    except Exception as exc:  # noqa: BLE001 - the user's code
+        raise UserCodeError(f"{path_text}:{func_name}() raised {type(exc).__name__}: {exc}") from exc
+    if not (isinstance(result, tuple) and len(result) == 2):
+        raise UsageError(f"{path_text}:{func_name} must return (model, example_inputs), got {type(result).__name__}")
+    return result
+
+
+def writable(path_text: str, option: str) -> Path:
+    """Check before any work that `path_text` can be written (its folder made if needed)."""
+    path = Path(path_text)
+    if path.is_dir():
+        raise UsageError(f"{option} {path_text}: that is a directory; give a file name, e.g. {path / 'out.html'}")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"{option} {path_text}: cannot create its folder ({exc.strerror or exc})") from None
+    if not os.access(path.parent, os.W_OK):
+        raise UsageError(f"{option} {path_text}: its folder is not writable")
+    return path
+
+
+def _split(text: str | None, sep: str = ",") -> list[str]:
+    return [t.strip() for t in (text or "").split(sep) if t.strip()]
+
+
+def build_config(args: argparse.Namespace) -> Any:
+    """The Config the options describe, read by the one settings parser (hierviz.config)."""
+    from hierviz.config import BUILTIN_BACKENDS, parse_config, parse_text, unknown_backend_message
+
+    fields: dict[str, Any] = {}
+    if args.priority is not None:
+        fields["priority"] = parse_text("priority", args.priority)
+        unknown = [b for b in fields["priority"] if b not in BUILTIN_BACKENDS]
+        if unknown:
+            raise UsageError(f"--priority: {unknown_backend_message(unknown[0], custom=False)} Other backends "
+                             "need the Python API, hv.Config(priority=..., support=...)")
+    if args.min_block_size is not None:
+        fields["min_block_size"] = parse_text("min_block_size", args.min_block_size)
+    if args.torch_executed_ops is not None:
+        fields["torch_executed_ops"] = parse_text("torch_executed_ops", args.torch_executed_ops)
+    if args.require_full_compilation:
+        fields["require_full_compilation"] = True
+    if args.skip_fusion:
+        fields["skip_fusion"] = True
+    support = _support_from(args.inductor_support)
+    if support is not None:
+        fields["support"] = {"inductor": support}
+    return parse_config(fields)
+
+
+INDUCTOR_SUPPORT = ("all", "none", "seed")
+
+
+def _support_from(choice: str | None) -> Any:
+    import hierviz as hv
+
+    if choice is None or choice.strip().lower() in ("none", "seed"):
+        return None
+    if choice.strip().lower() == "all":
+        return hv.support.inductor()
+    ops = _split(choice)
+    if not ops:
+        raise UsageError(f"--inductor-support takes all, none or op,op,..., not {choice!r}")
+    return hv.support.ops(ops)
+
+
+def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
+    """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
+    Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
+    from hierviz.config import FIELDS, parse_text
+
+    names = [f for f in FIELDS if f != "support"]
+    grid: dict[str, list[Any]] = {}
+    for item in items:
+        if "=" not in item:
+            raise UsageError(f"--grid takes field=v1,v2 (got {item!r})")
+        field, values = item.split("=", 1)
+        field = field.strip().replace("-", "_")
+        if field not in names:
+            hint = difflib.get_close_matches(field, names, n=1)
+            raise UsageError(f"--grid: unknown field {field!r}" + (f", did you mean {hint[0]!r}?" if hint else "")
+                             + f" Use one of {', '.join(names)}")
+        if field in grid:
+            raise UsageError(f"--grid {field} is given twice; list all its values in one --grid {field}=v1,v2")
+        texts = _split(values)
+        if not texts:
+            raise UsageError(f"--grid {field}= has no values")
+        grid[field] = [_grid_value(field, t) for t in texts]
+    return grid
+
+
+def _grid_value(field: str, text: str) -> Any:
+    from hierviz.config import parse_text
+    from hierviz.errors import ConfigError
+
+    try:
+        return parse_text(field, text)
+    except ConfigError as exc:
+        message = str(exc)
+        if message.startswith(f"{field}:"):
+            message = message[len(field) + 1:].strip()
+        raise UsageError(f"--grid {field}: {message}") from None
+
+
+def positive(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    return value
+
+
+def non_negative(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
+    return value

@@ -1,0 +1,329 @@
+"""Fuzz: wrong-typed and out-of-range arguments for every public function, method and CLI
+subcommand. Whatever hypothesis passes, only hv.HiervizError subclasses escape (the CLI exits
+0 or 2, and 2 comes with one line and no traceback), and the user's model is untouched.
+
+Small max_examples and a tiny model keep this fast; HIERVIZ_FUZZ_EXAMPLES raises the count.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import warnings
+from pathlib import Path
+from typing import Any, Callable
+
+import pytest
+import torch
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+import hierviz as hv
+from hierviz import cli
+
+EXAMPLES = int(os.environ.get("HIERVIZ_FUZZ_EXAMPLES", "12"))
+FUZZ = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
+                suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+class Tiny(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+        self.register_buffer("scale", torch.ones(4))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x)) * self.scale + torch.special.i0e(x)
+
+
+class Opaque:
+    """An object hierviz has never heard of."""
+
+    def __repr__(self) -> str:
+        return "<Opaque>"
+
+
+# Values of the wrong type or out of range (some happen to be valid: those must simply work).
+junk = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(min_value=-10**9, max_value=10**9),
+    st.sampled_from([0, -1, 2**63, 10**6]),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(max_size=12),
+    st.sampled_from(["", " ", "tensorrt", "TensorRT>inductor", "aten.relu.default", "torch.relu", "modules",
+                     "focus", "../x", "a\nb", "inductor,inductor", "cpu", "cuda:9", "nope.svg", "x.gif"]),
+    st.lists(st.one_of(st.integers(-3, 3), st.text(max_size=6), st.none()), max_size=3),
+    st.dictionaries(st.text(max_size=6), st.one_of(st.integers(-3, 3), st.text(max_size=4)), max_size=2),
+    st.builds(Opaque),
+    st.just(torch.zeros(2)), st.just(b"bytes"), st.just(object), st.just(print),
+)
+
+
+@pytest.fixture(scope="module")
+def tiny() -> tuple[torch.nn.Module, tuple, torch.fx.GraphModule, hv.Partition]:
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = Tiny().eval()
+        inputs = (torch.randn(2, 4),)
+    gm = hv.capture(model, inputs)
+    return model, inputs, gm, hv.partition(gm, min_block_size=1)
+
+
+def snapshot(model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: tuple) -> tuple:
+    return ({k: v.clone() for k, v in model.state_dict().items()}, model.training, gm.code,
+            [t.clone() for t in inputs])
+
+
+def assert_untouched(before: tuple, model: torch.nn.Module, gm: torch.fx.GraphModule, inputs: tuple) -> None:
+    state, training, code, args = before
+    now = model.state_dict()
+    assert now.keys() == state.keys()
+    for k, v in state.items():
+        assert torch.equal(now[k], v), f"the model's {k} changed"
+    assert model.training == training and gm.code == code
+    for a, b in zip(inputs, args):
+        assert torch.equal(a, b), "the example inputs changed"
+
+
+def only_hierviz_errors(fn: Callable[[], Any]) -> None:
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn()
+    except hv.HiervizError as exc:
+        assert str(exc).strip(), f"{type(exc).__name__} with an empty message"
+
+
+def valid_mbs(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+# ---------------------------------------------------------------- functions
+CONFIG_FIELDS = ("priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
+                 "skip_fusion")
+
+
+@FUZZ
+@given(field=st.sampled_from(CONFIG_FIELDS + ("min_blok_size", "engine", "dynamic_shapes", "kwargs")),
+       value=junk, positional=st.booleans())
+def test_config_and_partition(tiny, field: str, value: Any, positional: bool) -> None:
+    model, inputs, gm, _ = tiny
+    before = snapshot(model, gm, inputs)
+    if field in CONFIG_FIELDS + ("min_blok_size",):
+        only_hierviz_errors(lambda: hv.Config(**{field: value}))
+        only_hierviz_errors(lambda: hv.Config().replace(**{field: value}))
+        only_hierviz_errors(lambda: hv.Config.from_dict({field: value}))
+        if positional:
+            only_hierviz_errors(lambda: hv.Config(value))
+    if field == "min_block_size" and valid_mbs(value) and value > 10**4:
+        return  # a legal but huge size: nothing left to check quickly (partitioning is linear anyway)
+    target = gm if positional else model
+    only_hierviz_errors(lambda: hv.partition(target, inputs, **{field: value}))
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(config=junk, inputs_junk=junk)
+def test_partition_and_capture_positional(tiny, config: Any, inputs_junk: Any) -> None:
+    model, inputs, gm, _ = tiny
+    before = snapshot(model, gm, inputs)
+    only_hierviz_errors(lambda: hv.partition(gm, None, config))
+    only_hierviz_errors(lambda: hv.partition(model, inputs_junk))
+    only_hierviz_errors(lambda: hv.capture(model, inputs_junk))
+    only_hierviz_errors(lambda: hv.partition(inputs_junk, inputs))
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(method=st.sampled_from(["recommend", "backend_of", "tag_of", "reason_of", "record", "subgraph",
+                               "render_view", "render_focus", "render_max_nodes", "save", "diff",
+                               "diff_first"]), value=junk)
+def test_partition_methods(tiny, tmp_path_factory, method: str, value: Any) -> None:
+    model, inputs, gm, p = tiny
+    before = snapshot(model, gm, inputs)
+    calls = {
+        "recommend": lambda: p.recommend(value),
+        "backend_of": lambda: p.backend_of(value),
+        "tag_of": lambda: p.tag_of(value),
+        "reason_of": lambda: p.reason_of(value),
+        "record": lambda: p.record(value),
+        "subgraph": lambda: p.subgraph(value),
+        "render_view": lambda: p.render(view=value),
+        "render_focus": lambda: p.render(view="focus", focus=value),
+        "render_max_nodes": lambda: p.render(max_nodes=value),
+        "save": lambda: p.save(tmp_path_factory.mktemp("save") / str(value)[:20] if isinstance(value, str)
+                               else value),
+        "diff": lambda: hv.diff(p, value),
+        "diff_first": lambda: hv.diff(value, p),
+    }
+    if method == "recommend":
+        assume(not (isinstance(value, list) and any(valid_mbs(v) and v > 10**4 for v in value)))
+    only_hierviz_errors(calls[method])
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(what=st.sampled_from(["ops", "where", "tensorrt", "zoo_load", "zoo_synthetic", "grid", "grid_value",
+                             "sweep_base", "sweep_measure", "sweep_executor", "plot_latency", "plot_subgraphs"]),
+       value=junk)
+def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
+    model, inputs, gm, _ = tiny
+    before = snapshot(model, gm, inputs)
+    if what == "zoo_synthetic":
+        assume(not (isinstance(value, int) and value > 2000))  # legal, just slow
+    if what == "sweep_measure":
+        assume(value is not True and not isinstance(value, dict))  # would measure for real (tests/latency)
+    if what == "sweep_executor":
+        assume(not isinstance(value, str))  # a text executor is a Ray address (tests/explorer/test_ray*)
+    calls = {
+        "ops": lambda: hv.support.ops(value),
+        "where": lambda: hv.partition(gm, priority=("mine",), support={"mine": hv.support.where(value)}),
+        "tensorrt": lambda: hv.support.tensorrt(validate=value),
+        "zoo_load": lambda: hv.zoo.load(value),
+        "zoo_synthetic": lambda: hv.zoo.synthetic(value),
+        "grid": lambda: hv.sweep(gm, None, value, progress=False),
+        "grid_value": lambda: hv.sweep(gm, None, {"min_block_size": [1, value]}, progress=False),
+        "sweep_base": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, base=value, progress=False),
+        "sweep_measure": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, measure=value, progress=False),
+        "sweep_executor": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, executor=value, progress=False),
+        "plot_latency": lambda: hv.plot_latency(value),
+        "plot_subgraphs": lambda: hv.plot_subgraphs(value),
+    }
+    only_hierviz_errors(calls[what])
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(arg=st.sampled_from(["iters", "warmup", "device", "check", "on_error", "inputs", "partition"]), value=junk)
+def test_measure_arguments(tiny, arg: str, value: Any) -> None:
+    """Only wrong values: a valid one would compile and time for real (tests/latency does that)."""
+    model, inputs, gm, p = tiny
+    valid = {"iters": valid_mbs, "warmup": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 0,
+             "device": lambda v: v is None or v in ("cpu", "cuda") or isinstance(v, str) and v.startswith("cuda"),
+             "check": lambda v: isinstance(v, bool), "on_error": lambda v: v in ("raise", "fallback"),
+             "inputs": lambda v: False, "partition": lambda v: False}
+    assume(not valid[arg](value))
+    before = snapshot(model, gm, inputs)
+    kwargs: dict[str, Any] = {"device": "cpu", "iters": 1, "warmup": 0}
+    if arg in ("iters", "warmup", "device", "check", "on_error"):
+        kwargs[arg] = value
+    target = value if arg == "partition" else p
+    example = value if arg == "inputs" else inputs
+    only_hierviz_errors(lambda: hv.measure(target, example, **kwargs))
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(arg=st.sampled_from(["budget", "seed", "timeout", "space", "base", "measure"]), value=junk)
+def test_tune_arguments(tiny, arg: str, value: Any) -> None:
+    """Only values of a wrong type (a valid one would run trials)."""
+    model, inputs, gm, _ = tiny
+    wrong_type = {"budget": lambda v: not isinstance(v, int) or isinstance(v, bool) or v < 1,
+                  "seed": lambda v: not isinstance(v, int) or isinstance(v, bool),
+                  "timeout": lambda v: not (v is None or isinstance(v, (int, float)) and not isinstance(v, bool)
+                                            and math.isfinite(v) and v > 0),
+                  "space": lambda v: not (v is None or isinstance(v, dict) and v),
+                  "base": lambda v: v is not None and not isinstance(v, (dict, hv.Config)),
+                  "measure": lambda v: v is not None and not isinstance(v, dict)}
+    assume(wrong_type[arg](value))
+    before = snapshot(model, gm, inputs)
+    kwargs = {"budget": 1, "progress": False, arg: value}
+    only_hierviz_errors(lambda: hv.tune(model, inputs, **kwargs))
+    assert_untouched(before, model, gm, inputs)
+
+
+# ---------------------------------------------------------------- the Explorer
+EXPLORE_OPTIONS = CONFIG_FIELDS + ("view", "focus", "debounce", "output_dir", "max_nodes", "measure_options",
+                                   "name", "measure", "bogus")
+CONTROLS = CONFIG_FIELDS + ("view", "focus")
+
+
+@FUZZ
+@given(option=st.sampled_from(EXPLORE_OPTIONS), value=junk)
+def test_explore_options(tiny, tmp_path_factory, option: str, value: Any) -> None:
+    model, inputs, gm, _ = tiny
+    if option == "measure":
+        assume(value is not True)  # measuring for real is tested elsewhere
+    if option == "min_block_size":
+        assume(not (valid_mbs(value) and value > 10**4))
+    before = snapshot(model, gm, inputs)
+    kwargs = {"debounce": 0, "output_dir": tmp_path_factory.mktemp("ex"), option: value}
+    only_hierviz_errors(lambda: hv.explore(model, inputs, **kwargs))
+    assert_untouched(before, model, gm, inputs)
+
+
+@pytest.fixture(scope="module")
+def explorer(tiny, tmp_path_factory):
+    model, inputs, _, _ = tiny
+    return hv.explore(model, inputs, debounce=0, output_dir=tmp_path_factory.mktemp("explorer"))
+
+
+@FUZZ
+@given(control=st.sampled_from(CONTROLS + ("box", "diff_against", "button")), value=junk)
+def test_explorer_controls_never_raise(tiny, explorer, control: str, value: Any) -> None:
+    model, inputs, gm, _ = tiny
+    before = snapshot(model, gm, inputs)
+    ex = explorer
+    if control == "box":
+        ex.min_block_size_box.value = value
+    elif control == "diff_against":
+        ex.diff_against.value = value
+    elif control == "button":
+        ex.buttons[sorted(ex.buttons)[hash(repr(value)) % len(ex.buttons)]].click()
+    else:
+        ex.controls[control].value = value  # never raises
+    assert not ex.internal_errors, repr(ex.internal_errors[-1])
+    assert "internal" not in ex.errors
+    # either a valid partition or a message saying why not
+    assert (ex.partition is not None) or ex.error
+    assert_untouched(before, model, gm, inputs)
+
+
+# ---------------------------------------------------------------- the command line
+text = st.one_of(st.text(max_size=10), st.sampled_from(
+    ["", "0", "-1", "2.5", "inf", "nan", "1e9", "tensortr", "tensorrt>inductor", "TensorRT", ",", "+", "none",
+     "relu.default", "torch.relu", "aten.nope.default", "true", "maybe", "min_block_size=1,x",
+     "min_block_size=1", "priority=tensorrt+tensorrt", "skip_fusion=yes", "/proc/zz/x.csv", ".", "x.html",
+     "--debug", "-o", "resnt18", "tiny.py:fn"]))
+SUBCOMMANDS = {
+    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "-o"],
+    "sweep": ["--grid", "--min-block-size", "--priority", "--csv", "--iters", "--warmup"],
+    "tune": ["--budget", "--timeout", "--seed", "--csv", "--min-block-size"],
+    "zoo": [],
+    "info": [],
+}
+
+
+@FUZZ
+@given(command=st.sampled_from(sorted(SUBCOMMANDS)), data=st.data())
+def test_cli_subcommands(tmp_path_factory, monkeypatch, capsys, command: str, data: st.DataObject) -> None:
+    options = SUBCOMMANDS[command]
+    argv = [command]
+    if command in ("report", "sweep", "tune"):
+        argv.append(data.draw(st.sampled_from(["tiny_conv", "resnt18", "x.py:fn", ""]) | text, label="MODEL"))
+    chosen = data.draw(st.lists(st.sampled_from(options), max_size=3, unique=True), label="options") if options else []
+    for option in chosen:
+        argv += [option, data.draw(text, label=option)]
+    if command == "tune" and "--budget" not in argv:
+        argv += ["--budget", "0"]  # keep it from running trials; the other options are checked first
+    if command == "sweep" and "--grid" in argv:
+        argv += ["--measure", "--iters", "0"]  # never measure for real
+    argv += data.draw(st.lists(text, max_size=2), label="extra")
+    monkeypatch.chdir(tmp_path_factory.mktemp("cli"))
+    code = cli.main(argv)
+    out, err = capsys.readouterr()
+    assert code in (0, 2), (argv, code, err[-2000:])
+    assert "Traceback" not in out + err, (argv, err[-2000:])
+    if code == 2:
+        assert len(err.strip().splitlines()) <= 1 or "usage:" in err, (argv, err)
+
+
+def test_fuzz_covers_every_public_function() -> None:
+    """The public names of API.md are each exercised above (a new one needs a fuzz case)."""
+    covered = {"Config", "partition", "capture", "diff", "sweep", "explore", "Explorer", "measure", "tune",
+               "support", "zoo", "plot_latency", "plot_subgraphs", "Partition"}
+    public = {n for n in hv.__all__ if not n[0].isupper() or n in ("Config", "Explorer", "Partition")}
+    public -= {"HiervizError", "ConfigError", "CaptureError", "RenderError", "MeasureError",
+               "TensorRTUnavailableError", "Support", "Subgraph", "Measurement", "TuneResult", "__version__"}
+    assert public <= covered, sorted(public - covered)
+    assert set(cli.build_parser().commands) - {"demo"} <= set(SUBCOMMANDS)  # demo: only --output-dir
