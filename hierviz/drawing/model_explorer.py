@@ -93,6 +93,7 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
     weights = [sum(1 for a in t.inputs[i] if t.kind[a] == "get_attr") for i in range(len(t))]
 
     base: list[dict] = []
+    styles: dict[str, dict] = {}  # one style per backend
     for i in keep:
         backend = t.backend[i]
         attrs = [("op", t.op[i]), ("backend", backend), ("tag", t.tag[i] or ""),
@@ -114,8 +115,9 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
             "outputsMetadata": [{"id": "0", "attrs": [
                 {"key": "tensor_shape", "value": t.spec[i].full()},
                 {"key": "__tensor_tag", "value": t.name[i]}]}],
-            "style": {"backgroundColor": palette.fill(backend), "borderColor": palette.border(backend),
-                      "hoveredBorderColor": palette.color(backend)},
+            "style": styles.get(backend) or styles.setdefault(backend, {
+                "backgroundColor": palette.fill(backend), "borderColor": palette.border(backend),
+                "hoveredBorderColor": palette.color(backend)}),
         }
         base.append(node)
 
