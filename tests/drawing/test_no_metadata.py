@@ -97,3 +97,9 @@ def test_every_export_of_a_bare_graph(bare, suffix, tmp_path, needs_dot):
         doc = json.loads(data)
         assert [n["name"] for n in doc["nodes"]][:3] == [NAME, "y", "add" + NAME]
         assert all(n["shape"] is None and n["dtype"] is None for n in doc["nodes"])
+
+
+def test_model_explorer_export_of_a_bare_graph(bare, tmp_path):
+    doc = json.loads(bare.save(tmp_path / "bare_me.json", format="model_explorer").read_text(encoding="utf-8"))
+    nodes = doc["graphs"][0]["nodes"]
+    assert {n["id"] for n in nodes} >= {NAME, "add" + NAME, NAME + "_frac"}
