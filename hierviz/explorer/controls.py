@@ -52,6 +52,11 @@ def _classify(sup: Any) -> str:
     return CUSTOM
 
 
+def support_key(sup: Any) -> str:
+    """The support picker's choice for a Support object (e.g. from a tuned Config)."""
+    return _classify(sup)
+
+
 class SupportPicker(widgets.HBox):
     """One dropdown per backend choosing its support source. `.value` maps backend -> choice
     key (see SUPPORT_CHOICES; 'custom' is the Support object the Explorer was given)."""
@@ -332,10 +337,16 @@ def build_buttons() -> Mapping[str, widgets.Button]:
         "export_svg": widgets.Button(description="SVG", icon="download", tooltip="the diagram as shown"),
         "export_html": widgets.Button(description="HTML report", icon="download"),
         "export_csv": widgets.Button(description="history CSV", icon="download"),
+        "find_fastest": widgets.Button(description="find fastest", icon="search",
+                                       tooltip="Run a small hv.tune from these settings in the background "
+                                               "(measures each candidate)"),
+        "apply_fastest": widgets.Button(description="apply best", icon="check", disabled=True,
+                                        tooltip="Set the controls to the fastest setting found"),
     })
 
 
-PANEL_NAMES = ("error", "status", "stats", "diagram", "ops", "summary", "report", "history", "diff", "export")
+PANEL_NAMES = ("error", "status", "stats", "diagram", "ops", "summary", "report", "history", "diff", "export",
+               "fastest")
 TABS = (("Diagram", "diagram"), ("Ops", "ops"), ("Subgraphs", "summary"), ("Report", "report"),
         ("History", "history"), ("Diff", "diff_box"), ("Export", "export_box"))
 
@@ -358,7 +369,8 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     row4 = widgets.HBox([widgets.Label("support"), c["support"]])
     row5 = widgets.HBox([c["view"], c["focus"]])
     progress = widgets.HBox([more["progress"], more["progress_label"]])
-    box = widgets.VBox([row1, row4, row2, row3, extras["teo_counts"], row5, progress])
+    fastest = widgets.HBox([b["find_fastest"], b["apply_fastest"], p["fastest"]])
+    box = widgets.VBox([row1, row4, row2, row3, extras["teo_counts"], row5, progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
     pages["export_box"] = widgets.VBox([widgets.HBox([more["output_dir"], b["export_svg"], b["export_html"],

@@ -205,3 +205,21 @@ def exported_html(paths: Iterable[Path]) -> str:
 
 def progress_label_html(stage: str) -> str:
     return f'<span style="font-size:11px;color:#555">{html.escape(str(stage))}</span>'
+
+
+def fastest_html(result: Any, message: str | None = None) -> str:
+    """The "find fastest" line: a message while searching, then the best setting against the
+    one searched from, with the trial counts."""
+    if result is None:
+        return message_html(message or "")
+    t = result.trials
+    counts = t["status"].value_counts().to_dict()
+    done = f"{len(t)} settings tried ({counts.get('duplicate', 0)} duplicates, {counts.get('pruned', 0)} pruned)"
+    if result.best is None:
+        return message_html(f"{done}; none measured with outputs matching the model's.", "#b00")
+    best = t[t["trial"] == result.best_trial].iloc[0]
+    start = t[t["trial"] == 0].iloc[0]
+    text = (f"fastest: <b>{html.escape(result.best.label())}</b> {_num(best['median_ms'])} ms "
+            f"(from {html.escape(result.default.label())}: {_num(start['median_ms'])} ms); {done}. "
+            "Press <i>apply best</i> to show it.")
+    return f"<div style='color:#333'>{text}</div>"

@@ -15,6 +15,10 @@ exception reaches the kernel, and the controls stay usable. A value a control ca
 (an unknown view, a min_block_size outside the slider) is refused with a message, never
 silently.
 
+This module is a little over 400 lines because it holds the Explorer's whole public surface
+(properties, buttons, find fastest) that API.md promises; the work is in the modules above and
+debounce.py.
+
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,
 else on a timer thread); `debounce=0` applies each change at once, synchronously. Reading
 `.partition`, `.config`, `.history` or `.error` first applies any change still pending, so
@@ -23,9 +27,6 @@ code always sees the state the controls describe.
 
 from __future__ import annotations
 
-import asyncio
-import math
-import numbers
 import threading
 import time
 import traceback
@@ -38,7 +39,8 @@ from hierviz.config import FIELDS, Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import controls as ctl
 from hierviz.explorer import panels
-from hierviz.explorer.controller import ControlState, Controller, views
+from hierviz.explorer.controller import ControlState, Controller, check_options, views
+from hierviz.explorer.debounce import Debouncer
 from hierviz.partitioner import Partition, graph_of, make_config
 
 if TYPE_CHECKING:
@@ -46,6 +48,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DEBOUNCE = 0.15
 DEFAULT_OUTPUT_DIR = "hierviz-export"
+FASTEST_BUDGET = 8  # settings the "find fastest" button measures
 OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name")
 
 
@@ -70,7 +73,7 @@ class Explorer(widgets.VBox):
         if unknown:
             raise ConfigError(f"hv.explore: unknown argument(s) {unknown}; it takes Config fields "
                               f"({', '.join(FIELDS)}) and the options {', '.join(OPTIONS)}.")
-        self.debounce = _check_options(view=view, focus=focus, debounce=debounce, measure=measure,
+        self.debounce = check_options(view=view, focus=focus, debounce=debounce, measure=measure,
                                        output_dir=output_dir, max_nodes=max_nodes,
                                        measure_options=measure_options, name=name)
         if config is None and isinstance(model, Partition):
@@ -84,11 +87,7 @@ class Explorer(widgets.VBox):
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
 
-        self._lock = threading.RLock()
-        self._pending = False
-        self._timer: threading.Timer | None = None
-        self._handle: asyncio.TimerHandle | None = None
-        self._applying = False
+        self._debouncer = Debouncer(self.debounce, self._update, self._guard)
 
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
                                                    view=view, focus=focus, on_refused=self._refused)
@@ -108,7 +107,7 @@ class Explorer(widgets.VBox):
         more = {"progress": self.progress, "progress_label": self.progress_label,
                 "diff_against": self.diff_against, "output_dir": self.output_dir}
         self.children, self.tabs = ctl.layout(self.controls, extras, self.panels, self.buttons, more)
-        self._guard(self._apply_now)()
+        self._guard(self._debouncer.run_now)()
         self._connect()
 
     def _connect(self) -> None:
@@ -121,6 +120,8 @@ class Explorer(widgets.VBox):
             "export_svg": lambda: self.export("svg"),
             "export_html": lambda: self.export("html"),
             "export_csv": lambda: self.export("csv"),
+            "find_fastest": self.find_fastest,
+            "apply_fastest": self.apply_fastest,
         }
         for key, action in actions.items():
             self.buttons[key].on_click(self._guard(lambda _b, action=action: action()))
@@ -164,59 +165,16 @@ class Explorer(widgets.VBox):
                 self.controls["view"].value != "focus":
             self.controls["view"].value = "focus"  # typing a focus target switches to the focus view
             return
-        self._schedule()
-
-    def _schedule(self) -> None:
-        with self._lock:
-            self._pending = True
-            if self._applying:
-                return  # the running apply reads the controls again when it finishes
-            if self.debounce <= 0:
-                self._apply_now()
-                return
-            self._cancel_timers()
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:
-                loop = None
-            if loop is not None:
-                self._handle = loop.call_later(self.debounce, self._guard(self.flush))
-            else:
-                self._timer = threading.Timer(self.debounce, self._guard(self.flush))
-                self._timer.daemon = True
-                self._timer.start()
+        self._debouncer.schedule()
 
     @property
     def scheduled(self) -> str | None:
         """How a debounced change waits: 'loop' (the kernel's event loop), 'timer' or None."""
-        return "loop" if self._handle is not None else "timer" if self._timer is not None else None
-
-    def _cancel_timers(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if self._handle is not None:
-            self._handle.cancel()
-            self._handle = None
+        return self._debouncer.scheduled
 
     def flush(self) -> None:
         """Apply a change still waiting for its debounce, now."""
-        with self._lock:
-            if self._pending and not self._applying:
-                self._apply_now()
-
-    def _apply_now(self) -> None:
-        with self._lock:
-            self._cancel_timers()
-            self._applying = True
-            try:
-                while True:
-                    self._pending = False
-                    self._update()
-                    if not self._pending:  # a control changed while we were updating (e.g. focus -> view)
-                        break
-            finally:
-                self._applying = False
+        self._debouncer.flush()
 
     # ------------------------------------------------------------------ the shown state
     def control_values(self) -> dict[str, Any]:
@@ -398,37 +356,74 @@ class Explorer(widgets.VBox):
         self.panels["export"].value = panels.exported_html(self.controller.exported)
         return path
 
+    # ------------------------------------------------------------------ find fastest
+    def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False, **tune_options: Any) -> threading.Thread:
+        """Run a small `hv.tune` from the shown settings in a background thread (the widget stays
+        usable); when it ends, the "apply best" button offers its best setting and `.fastest`
+        holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks
+        until it ends (for scripts and tests)."""
+        from hierviz.explorer.tuning import tune
+
+        running = getattr(self, "_fastest_thread", None)
+        if running is not None and running.is_alive():
+            self.panels["fastest"].value = panels.fastest_html(None, "a search is already running")
+            return running
+        base = self.config
+        if base is None:
+            raise ConfigError("the shown settings are invalid; fix them before searching from them.")
+        options = {"measure": {"warmup": 2, "iters": 10}, **tune_options}
+        self.fastest = None
+        self.buttons["apply_fastest"].disabled = True
+        self.panels["fastest"].value = panels.fastest_html(None, f"searching (up to {budget} settings) ...")
+
+        def work() -> None:
+            try:
+                result = tune(self.graph, self.example_inputs, base=base, budget=budget, progress=False, **options)
+            except HiervizError as exc:
+                self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}")
+                return
+            except Exception as exc:  # noqa: BLE001 - a background thread must not die loudly
+                self.internal_errors.append(exc)
+                self.panels["fastest"].value = panels.fastest_html(None, f"unexpected {type(exc).__name__}: {exc}")
+                return
+            self.fastest = result
+            self.buttons["apply_fastest"].disabled = result.best is None
+            self.panels["fastest"].value = panels.fastest_html(result)
+
+        thread = threading.Thread(target=work, name="hierviz-find-fastest", daemon=True)
+        self._fastest_thread = thread
+        thread.start()
+        if wait:
+            thread.join()
+        return thread
+
+    def apply_fastest(self) -> Config | None:
+        """Set the controls to the best setting `find_fastest` found (one re-run); returns it."""
+        result = getattr(self, "fastest", None)
+        if result is None or result.best is None:
+            raise ConfigError("no fastest setting yet: press 'find fastest' first and wait for it to finish.")
+        best = result.best
+        with self._lock:
+            self._applying = True  # one re-run for all the controls set below
+            try:
+                c = self.controls
+                if best.support is not None:
+                    c["support"].value = {**c["support"].value, **{b: ctl.support_key(s) for b, s in best.support.items()}}
+                c["priority"].value = list(best.priority)
+                c["min_block_size"].value = best.min_block_size
+                c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))
+                c["require_full_compilation"].value = best.require_full_compilation
+                c["skip_fusion"].value = best.skip_fusion
+            finally:
+                self._applying = False
+            self._pending = True
+            self._apply_now()
+        return best
+
     def __repr__(self) -> str:
         part = self.controller.partition
         state = part if part is not None else f"invalid: {self._errors.get('partition')}"
         return f"<hv.Explorer {self.name}: {state!r}>"
-
-
-def _check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_dir: Any, max_nodes: Any,
-                   measure_options: Any, name: Any) -> float:
-    """ConfigError for an Explorer option of the wrong type or range; the debounce in seconds."""
-    if isinstance(debounce, bool) or not isinstance(debounce, numbers.Real) or \
-            not math.isfinite(float(debounce)) or debounce < 0:
-        raise ConfigError(f"debounce must be a number of seconds >= 0 (0: apply each change at once), "
-                          f"not {type(debounce).__name__} {debounce!r}.")
-    known = views()
-    if not isinstance(view, str) or view not in known:
-        raise ConfigError(f"view must be one of {', '.join(known)}, not {view!r}.")
-    if focus is not None and not isinstance(focus, str):
-        raise ConfigError(f"focus must be a node name or subgraph tag (str), not {type(focus).__name__}.")
-    if not isinstance(measure, bool):
-        raise ConfigError(f"measure must be True or False, not {type(measure).__name__} {measure!r}.")
-    if not isinstance(output_dir, (str, Path)):
-        raise ConfigError(f"output_dir must be a path (str or Path), not {type(output_dir).__name__}.")
-    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, numbers.Integral)
-                                  or max_nodes < 1):
-        raise ConfigError(f"max_nodes must be a whole number >= 1 or None, not {max_nodes!r}.")
-    if measure_options is not None and not isinstance(measure_options, Mapping):
-        raise ConfigError(f"measure_options must be a dict of hv.measure options (e.g. {{'iters': 20}}), "
-                          f"not {type(measure_options).__name__}.")
-    if name is not None and not isinstance(name, str):
-        raise ConfigError(f"name must be a str, not {type(name).__name__}.")
-    return float(debounce)
 
 
 def explore(model: Any, example_inputs: Any = None, config: Config | dict | None = None, *,

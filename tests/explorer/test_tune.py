@@ -216,6 +216,27 @@ def test_repr_and_plot(small) -> None:
     assert "<table" in res._repr_html_()
 
 
+def test_explorer_find_fastest_runs_in_the_background_and_applies(small) -> None:
+    model, inputs, _ = small
+    ex = hv.explore(model, inputs, hv.Config(priority=("wrong", "exact"), support=OWN), debounce=0)
+    ex.buttons["apply_fastest"].click()                     # nothing found yet: a message, not an exception
+    assert "find fastest" in ex.errors.get("action", "") and not ex.internal_errors
+    assert ex.buttons["apply_fastest"].disabled
+    thread = ex.find_fastest(budget=4, space={"min_block_size": [1, 2], "priority": [("exact",), ("wrong",)]},
+                             measure={**FAST, "compilers": OWN_COMPILERS})
+    thread.join(timeout=120)
+    assert not thread.is_alive() and ex.fastest is not None
+    assert "fastest:" in ex.panels["fastest"].value and not ex.buttons["apply_fastest"].disabled
+    best = ex.fastest.best
+    assert best.priority == ("exact",)                      # the wrong backend is never offered
+    runs = len(ex.history)
+    ex.buttons["apply_fastest"].click()
+    assert ex.config == best and len(ex.history) == runs + 1  # one re-run for all the controls
+    ex.find_fastest(budget=0, wait=True)                     # a bad search is shown, never raised
+    assert "the search failed" in ex.panels["fastest"].value and "budget" in ex.panels["fastest"].value
+    assert not ex.internal_errors
+
+
 @pytest.mark.slow
 def test_cli_tune_writes_the_trials(tmp_path, capsys) -> None:
     from hierviz.cli import main
