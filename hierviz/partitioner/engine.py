@@ -35,7 +35,7 @@ from torch.fx import GraphModule, Node
 from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.gcpause import gc_paused
-from hierviz.opnames import packet_name, qualname
+from hierviz.opnames import in_op_set, packets_in, qualname
 
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
 CALLABLE_OPS = ("call_function", "call_method", "call_module")
@@ -55,7 +55,7 @@ DEAD_CODE = "dead_code"  # engine="torch_tensorrt" only: upstream's dead-code el
 
 @functools.lru_cache(maxsize=None)
 def is_non_compute(name: str) -> bool:
-    return name in NON_COMPUTE_OPS or packet_name(name) in NON_COMPUTE_PACKETS
+    return in_op_set(name, NON_COMPUTE_OPS, NON_COMPUTE_PACKETS)
 
 
 @dataclass
@@ -82,17 +82,9 @@ _INDEX_CACHE: "weakref.WeakKeyDictionary[torch.fx.Graph, weakref.ref[GraphIndex]
 
 
 def fingerprint(nodes: Sequence[Node]) -> int:
-    """A cheap structural hash of a graph: every node's name, op, target and inputs. Any
-    in-place change (a node's target, an argument, a rename) changes it."""
-    def target_key(t: Any) -> Any:
-        try:
-            hash(t)
-            return t
-        except TypeError:
-            return id(t)
-
-    return hash(tuple((n.name, n.op, target_key(n.target), tuple(a.name for a in n._input_nodes))
-                      for n in nodes))
+    """A cheap structural hash of a graph: every node's name, op, target (by identity) and
+    inputs. Any in-place change (a node's target, an argument, a rename) changes it."""
+    return hash(tuple((n.name, n.op, id(n.target), tuple(map(id, n._input_nodes))) for n in nodes))
 
 
 def index_graph(gm: GraphModule) -> GraphIndex:
@@ -162,7 +154,7 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
     supports = [(b, config.support_for(b)) for b in config.priority]
     support_of = dict(supports)
     teo = config.torch_executed_ops
-    teo_packets = frozenset(o for o in teo if o.count(".") == 3 and o.startswith("torch.ops."))
+    teo_packets = packets_in(teo)
     verdicts: dict[str, tuple[str | None, str, Any]] = {}  # op name -> decision, when per-target
     accepted: dict[tuple[str, str], bool] = {}  # (backend, op name) -> its support takes it
     per_node = any(s.per_node for _, s in supports)
@@ -191,7 +183,7 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
         if not index.callable[i]:
             continue
         name = index.ops[i]
-        if name in teo or (teo_packets and packet_name(name) in teo_packets):
+        if in_op_set(name, teo, teo_packets):
             code[i], detail[i] = TORCH_EXECUTED, None
             continue
         if index.non_compute[i]:
@@ -394,7 +386,8 @@ def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int,
     return subgraphs
 
 
-MERGE_SEARCH_BUDGET = 64  # subgraphs visited per node of the graph, over a whole merge pass
+MERGE_SEARCH_BUDGET = 2  # subgraphs a whole merge pass may visit, per graph node (+ 20000)
+MERGE_QUERY_BUDGET = 256  # subgraphs one cycle check may visit before it gives up (no merge)
 MERGE_CANDIDATES = 4  # earlier same-backend subgraphs tried for each subgraph, latest first
 
 
@@ -404,10 +397,11 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
 
     One sweep in subgraph order: each subgraph joins the latest earlier subgraph of its
     backend (trying up to MERGE_CANDIDATES of them) that it has no path to through a third
-    subgraph. Paths are looked for backwards over the subgraph DAG; the whole sweep visits at
-    most MERGE_SEARCH_BUDGET subgraphs per graph node, and a search cut short counts as a
-    path (no merge), so the pass stays linear and never makes a cycle. The result is in a
-    topological order (Kahn's, earliest first subgraph first)."""
+    subgraph. Paths are looked for backwards over the subgraph DAG; one check visits at most
+    MERGE_QUERY_BUDGET subgraphs and the whole sweep MERGE_SEARCH_BUDGET per graph node
+    (plus 20000, so that small graphs are searched fully), and
+    a check cut short counts as a path (no merge), so the pass stays linear and never makes
+    a cycle. The result is in a topological order (Kahn's, earliest first subgraph first)."""
     count = len(subgraphs)
     if count < 2:
         return subgraphs
@@ -427,25 +421,28 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
     members: list[list[int] | None] = [list(sg.nodes) for sg in subgraphs]
     keys = [(sg.is_acc, sg.backend) for sg in subgraphs]
     live: dict[tuple[bool, str], list[int]] = {}
-    budget = MERGE_SEARCH_BUDGET * len(index.nodes)
+    budget = MERGE_SEARCH_BUDGET * len(index.nodes) + 20_000
 
     def path_between(g: int, b: int) -> bool:
         """Whether b depends on g through some third subgraph (True when unsure)."""
         nonlocal budget
         stack = [p for p in preds[b] if p != g]
         seen = set(stack)
+        visits = 0
         while stack:
-            budget -= 1
-            if budget < 0:
-                return True
+            visits += 1
+            if visits > MERGE_QUERY_BUDGET:
+                break
             x = stack.pop()
             for p in preds[x]:
                 if p == g:
+                    budget -= visits
                     return True
                 if p not in seen:
                     seen.add(p)
                     stack.append(p)
-        return False
+        budget -= visits
+        return bool(stack)
 
     for b in range(count):
         same = live.setdefault(keys[b], [])
@@ -555,22 +552,26 @@ class EngineResult:
     subgraphs: list[RawSubgraph]
     tags: list[str]
     demoted: dict[int, tuple[str, int]]  # node -> (its eligible backend, its small subgraph's size)
-    dependents: Sequence[Sequence[int]] | None = None  # the traversal's dependency edges
+    deps: tuple[list[int], list[Sequence[int]]] | None = None  # the traversal's dependencies
 
     def at_min_block_size(self, min_block_size: int,
                           keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
         """The final subgraphs and demoted nodes at another min_block_size, re-running only
-        the small-block pass and the merge after it."""
-        return small_blocks(self.index, self.raw, self.dependents, min_block_size, keep_all)
+        the small-block rounds (assignment, fusion groups and the first traversal are kept)."""
+        if self.deps is None:  # upstream's result: only the seed's pass
+            return merge_small(self.raw, min_block_size, keep_all)
+        return small_blocks(self.index, self.deps, self.raw, min_block_size, keep_all)
 
 
-def small_blocks(index: GraphIndex, raw: list[RawSubgraph], dependents: Sequence[Sequence[int]] | None,
-                 min_block_size: int, keep_all: bool) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
+def small_blocks(index: GraphIndex, deps: tuple[list[int], list[Sequence[int]]],
+                 raw: list[RawSubgraph], min_block_size: int,
+                 keep_all: bool) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
     """The seed's small-block pass, then `merge`, so that demoted blocks join PyTorch
-    subgraphs they can reach without a cycle."""
+    subgraphs they can reach without a cycle. (Traversing again with the demoted nodes in
+    PyTorch was tried: on no zoo model and config did it give fewer subgraphs.)"""
     subgraphs, demoted = merge_small(raw, min_block_size, keep_all)
-    if demoted and dependents is not None:
-        subgraphs = merge(index, subgraphs, dependents)
+    if demoted:
+        subgraphs = merge(index, subgraphs, deps[1])
     return subgraphs, demoted
 
 
@@ -602,8 +603,7 @@ def _run(gm: GraphModule, config: Config) -> EngineResult:
     acc = [b is not None for b in assignment.backend]
     groups = {} if config.skip_fusion else fusions(index, acc)
     deps = dependencies(index, groups)
-    dependents = deps[1]
-    raw = merge(index, traverse(index, assignment.backend, groups, deps), dependents)
-    subgraphs, demoted = small_blocks(index, raw, dependents, config.min_block_size,
+    raw = merge(index, traverse(index, assignment.backend, groups, deps), deps[1])
+    subgraphs, demoted = small_blocks(index, deps, raw, config.min_block_size,
                                       config.require_full_compilation)
-    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted, dependents)
+    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted, deps)
