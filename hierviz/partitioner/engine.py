@@ -557,7 +557,7 @@ class EngineResult:
     def at_min_block_size(self, min_block_size: int,
                           keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
         """The final subgraphs and demoted nodes at another min_block_size, re-running only
-        the small-block rounds (assignment, fusion groups and the first traversal are kept)."""
+        the small-block pass and the merge after it (assignment and traversal are kept)."""
         if self.deps is None:  # upstream's result: only the seed's pass
             return merge_small(self.raw, min_block_size, keep_all)
         return small_blocks(self.index, self.deps, self.raw, min_block_size, keep_all)

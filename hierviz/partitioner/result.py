@@ -244,7 +244,7 @@ class Partition:
         """The engine's subgraphs at another min_block_size. hierviz's engine re-runs only its
         small-block pass; upstream's, whose subgraphs before demotion are not kept, runs again."""
         if self.engine == "hierviz":
-            merged, _ = eng.merge_small(self._result.raw, min_block_size, self.config.require_full_compilation)
+            merged, _ = self._result.at_min_block_size(min_block_size, self.config.require_full_compilation)
             return merged
         from hierviz.partitioner import partition
 
