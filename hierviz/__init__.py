@@ -42,7 +42,9 @@ _LAZY = {
     "tune": "hierviz.explorer",
     "TuneResult": "hierviz.explorer",
 }
-_LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt"}
+# submodules reachable as attributes before anything imported them (hv.drawing.to_json(p))
+_LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",
+                 "latency": "hierviz.latency", "explorer": "hierviz.explorer"}
 
 
 def __getattr__(name: str) -> Any:

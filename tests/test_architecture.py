@@ -140,3 +140,12 @@ def test_lazy_public_names_resolve():
         assert getattr(hv, name) is not None, name
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         hv.nope  # noqa: B018
+
+
+def test_subpackages_reachable_before_import():
+    """`hv.drawing.to_json` works in a fresh interpreter without `import hierviz.drawing`."""
+    code = ("import hierviz as hv; print(hv.drawing.to_json.__name__, hv.latency.measure is hv.measure, "
+            "hv.explorer.sweep is hv.sweep, hv.zoo.names()[:1])")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1].startswith("to_json True True [")
