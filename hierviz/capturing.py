@@ -139,6 +139,16 @@ def _rng_preserved() -> Iterator[None]:
         yield
 
 
+def _dims_key(value: Any) -> Any:
+    """A hashable description of dynamic_shapes: a Dim's repr omits some bounds (and a
+    derived Dim's its root's), so each Dim is keyed by repr, min and max."""
+    if isinstance(value, dict):
+        return ("dict", tuple(sorted((repr(k), _dims_key(v)) for k, v in value.items())))
+    if isinstance(value, (list, tuple)):
+        return (type(value).__name__, tuple(_dims_key(v) for v in value))
+    return (repr(value), getattr(value, "min", None), getattr(value, "max", None))
+
+
 def _state_key(model: Any) -> tuple:
     """What makes an earlier capture of the same object stale: modes, weights (identity and
     in-place version), and for a GraphModule its code."""
@@ -253,7 +263,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
             "torch.* calls, e.g. from torch.fx.symbolic_trace or ExportedProgram.module()), so it "
             "must be captured with example inputs: pass them, e.g. hv.partition(gm, (x,)) or "
             "hv.capture(gm, (x,)).")
-    key = (_spec(args), _spec(kwargs or {}), repr(dynamic_shapes), _state_key(model))
+    key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model))
     try:
         per_model = _CACHE.setdefault(model, {})
     except TypeError:

@@ -190,10 +190,36 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
             else:
                 derived.append((arg, j, want, int(size)))
     for arg, j, expr, size in derived:
-        expected = _evaluate(expr, bound)
-        if expected is not None and expected != size:
-            return (f"dim {j} of input {arg.name!r} is {size}, but the graph was captured for {expr} "
-                    f"= {expected} in this call")
+        problem = _derived_mismatch(arg, j, expr, size, bound, limits)
+        if problem is not None:
+            return problem
+    return None
+
+
+def _derived_mismatch(arg: ArgSpec, j: int, expr: str, size: int, bound: dict[str, int],
+                      limits: dict[str, tuple[int, int | None]]) -> str | None:
+    """Check a dimension captured as an expression (2*s0, s0 + 1): solve it for a symbol no
+    other dimension fixed (as ExportedProgram.module() does), then compare."""
+    import sympy
+
+    parsed = sympy.sympify(expr)
+    unbound = [sym for sym in parsed.free_symbols if str(sym) not in bound]
+    if len(unbound) == 1:
+        sym = unbound[0]
+        known = parsed.subs({sympy.Symbol(n): v for n, v in bound.items()})
+        roots = [r for r in sympy.solve(sympy.Eq(known, size), sym) if r.is_integer]
+        if not roots:
+            return (f"{_where(arg, j)} is {size}, but the graph was captured for sizes {expr} "
+                    f"with {sym} an integer")
+        value = bound[str(sym)] = int(roots[0])
+        lo, hi = limits.get(str(sym), (0, None))
+        if (value < lo and lo > 2) or (hi is not None and value > hi):
+            return (f"{_where(arg, j)} is {size}, so {sym} = {value} in {expr}, outside the range "
+                    f"{lo}..{'inf' if hi is None else hi} captured for {sym}")
+    expected = _evaluate(expr, bound)
+    if expected is not None and expected != size:
+        return (f"{_where(arg, j)} is {size}, but the graph was captured for {expr} = {expected} "
+                "in this call")
     return None
 
 

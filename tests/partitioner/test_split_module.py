@@ -112,6 +112,27 @@ def test_dimensions_declared_equal_must_stay_equal() -> None:
         p.module(torch.ones(4, 3), torch.ones(5, 3))
 
 
+class _Pairs(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x.reshape(-1, 2, 3)).sum(1)
+
+
+def test_derived_dimension_is_solved_and_bounds_are_part_of_the_capture() -> None:
+    model, x = _Pairs(), torch.randn(4, 3)
+    small = hv.capture(model, (x,), dynamic_shapes={"x": {0: 2 * Dim("half", max=8)}})
+    large = hv.capture(model, (x,), dynamic_shapes={"x": {0: 2 * Dim("half", max=16)}})
+    assert small is not large  # the same repr, other bounds: not served from the cache
+    p_small, p_large = hv.partition(small, min_block_size=1), hv.partition(large, min_block_size=1)
+    x32 = torch.randn(32, 3)
+    torch.testing.assert_close(p_large.module(x32), model(x32))
+    with pytest.raises(hv.CaptureError, match=r"dim 0 of input 'x' is 32, so s\d+ = 16 in 2\*s\d+, outside the "
+                                              r"range 2\.\.8 captured for s\d+"):
+        p_small.module(x32)
+    with pytest.raises(hv.CaptureError, match=r"dim 0 of input 'x' is 7, but the graph was captured for sizes "
+                                              r"2\*s\d+ with s\d+ an integer"):
+        p_large.module(torch.randn(7, 3))
+
+
 @needs_trt
 def test_upstream_engine_split_module_checks_too() -> None:
     p = hv.partition(_Flatten(), (torch.randn(2, 3, 4), 3), min_block_size=1, engine="torch_tensorrt")
