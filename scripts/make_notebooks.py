@@ -275,6 +275,39 @@ pd.set_option("display.width", 200)'''),
     plt.show()
     """),
     md("""
+    ## Let hierviz find the fastest setting: `hv.tune`
+
+    `hv.tune` searches the settings by measured latency with Optuna's TPE sampler. Without a
+    `space` it derives one from the graph: the priority orders of the backends that can be
+    timed here (TensorRT only on a GPU), the `min_block_size` values that change the
+    partition, and ops worth forcing to PyTorch. Settings that give the same partition are
+    measured once (`status="duplicate"`), slow ones are stopped after a few calls
+    (`"pruned"`), and a setting whose outputs differ from the model's is never `best`.
+    `speedup` is against your `nn.Module` run eagerly.
+    """),
+    code("""
+    result = hv.tune(tiny, tiny_inputs, budget=6, measure={"warmup": 1, "iters": 5}, progress=False)
+    result
+    """),
+    code("""
+    result.trials[["trial", "priority", "min_block_size", "torch_executed_ops", "subgraphs",
+                   "median_ms", "speedup", "outputs_match", "fallbacks", "status", "duplicate_of"]]
+    """),
+    code("""
+    ax = result.plot()
+    plt.show()
+    """),
+    md("""
+    The best setting is a `hv.Config`. `Partition.compile()` turns it into the compiled split
+    model, the very module `hv.measure` timed, to use in place of the model (and
+    `.save(folder)` / `hierviz.latency.deploy.load(folder)` to keep it).
+    """),
+    code("""
+    compiled = hv.partition(tiny, tiny_inputs, result.best).compile(example_inputs=tiny_inputs)
+    with torch.no_grad():
+        print(result.best.label(), torch.allclose(compiled(*tiny_inputs), tiny(*tiny_inputs), atol=1e-4))
+    """),
+    md("""
     ## Diff two settings
 
     `hv.diff(a, b)` lists the nodes whose backend or subgraph differs between two partitions
