@@ -207,19 +207,21 @@ def connect(executor: Any) -> Any:
     return ray
 
 
-def start_ray(ray: Any, **kwargs: Any) -> None:
-    """`ray.init(**kwargs)`, quietly, tried twice: on a busy machine a local Ray's start can
-    time out once (its raylet waits a fixed 15 s for the dashboard agent, ray-project/ray#65983)
-    and succeed the second time, when the agent's imports are in the file cache."""
+def start_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
+    """`ray.init(**kwargs)`, quietly, tried up to `attempts` times for a local Ray: on a busy
+    machine its start can time out (the raylet waits a fixed 15 s for the dashboard agent,
+    ray-project/ray#65983) and succeed next time, when the agent's imports are in the file cache."""
     options = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False,
                "logging_level": "ERROR", **kwargs}
-    try:
-        ray.init(**options)
-    except Exception:  # noqa: BLE001 - retried once, then raised
-        if kwargs.get("address") not in (None, "local"):
-            raise
-        ray.shutdown()
-        ray.init(**options)
+    local = kwargs.get("address") in (None, "local")
+    for attempt in range(1, attempts + 1):
+        try:
+            ray.init(**options)
+            return
+        except Exception:  # noqa: BLE001 - retried, then raised
+            if not local or attempt == attempts:
+                raise
+            ray.shutdown()
 
 
 class WorkerDied(Exception):
