@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
-from hierviz.errors import RenderError
+from hierviz.errors import HiervizError, RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.result import Partition
@@ -34,7 +34,7 @@ class Difference:
             raise RenderError(f"against= takes another hv.Partition of the same graph, not {type(b).__name__}.")
         try:
             table = diff(a, b)
-        except Exception as exc:  # ConfigError: not the same graph
+        except HiervizError as exc:  # not the same graph
             raise RenderError(f"against=: {exc}") from None
         t = a.records
         self.b = b
