@@ -9,7 +9,9 @@ In order, so that what matters is measured first:
      GPU, compute capability, and whether this TensorRT can build for it (and why not);
   2. a TensorRT smoke test on tiny_conv (every TensorRT subgraph must compile and match eager);
   3. per model, small ones first: `tensorrt` (TensorRT only, the rest eager) and `mixed`
-     (TensorRT + TorchInductor + eager in one split model), then `inductor` for reference.
+     (TensorRT + TorchInductor + eager in one split model), then `inductor` for reference;
+  4. with time left (and unless --no-tune): hv.tune on tiny_conv with TensorRT in its space,
+     the best setting compiled (Partition.compile), saved, loaded back and checked (issue 15).
 Each row: subgraphs by the backend that actually RAN, fallbacks, precision (strict FP32 unless
 --tf32, the same for every backend), latency against eager, compile time (cold / warm),
 outputs match. Results go to OUT.json (rewritten after every row, for the README table).
@@ -145,6 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--warmup", type=int, default=5)
     ap.add_argument("--budget", type=float, default=270.0, help="seconds for the whole run (default 270)")
     ap.add_argument("--tf32", action="store_true", help="allow TF32 on every backend (default: strict FP32)")
+    ap.add_argument("--no-tune", action="store_true", help="skip the hv.tune + compile/save/load check at the end")
     ap.add_argument("--cpu", action="store_true",
                     help="without a GPU: run the loop on CPU with TorchInductor only (tests this script)")
     args = ap.parse_args(argv)
@@ -242,11 +245,23 @@ def main(argv: list[str] | None = None) -> int:
         del model, gm
         cache.clear()  # frees the engines' GPU memory before the next model
 
+    left = args.budget - (time.time() - start)
+    if trt_ok and not args.no_tune and left > 60:
+        report["tune"] = tune_check(out_path.with_suffix(".tune"), device, budget_s=left - 10)
+        write()
+        if not report["tune"].get("ok"):
+            problems_tune = report["tune"].get("problem", "hv.tune check failed")
+            report["skipped"].append({"model": "tiny_conv", "config": "tune", "why": problems_tune})
+    elif trt_ok and not args.no_tune:
+        report["skipped"].append({"model": "tiny_conv", "config": "tune", "why": "time budget spent"})
+
     print()
     print(table(report["results"]))
     for s in report["skipped"]:
         print(f"skipped {s['model']}{'/' + s['config'] if 'config' in s else ''}: {s['why']}")
     problems = [f"{r['model']}/{r['config']}" for r in report["results"] if trt_problem(r)]
+    if "tune" in report and not report["tune"].get("ok"):
+        problems.append(f"tune: {report['tune'].get('problem')}")
     if not trt_ok:
         problems.insert(0, "TensorRT was not measured: " + str(info["reason"]))
     report["trt_problems"] = problems
@@ -256,6 +271,53 @@ def main(argv: list[str] | None = None) -> int:
         print("TensorRT problems: " + "; ".join(problems))
         return EXIT_TRT_PROBLEM
     return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- issue 15: tune + deploy
+def tune_check(folder: Path, device: str, budget_s: float, model_name: str = "tiny_conv") -> dict:
+    """hv.tune with TensorRT in its space on `model_name`, then the best setting compiled,
+    saved to `folder`, loaded back and checked against the model. Returns a JSON-able dict
+    with `ok` (and `problem` when not)."""
+    import torch
+
+    import hierviz as hv
+    from hierviz.latency.deploy import load
+
+    out: dict = {"model": model_name}
+    started = time.time()
+    try:
+        model, inputs = hv.zoo.load(model_name)
+        model = model.eval().to(device)
+        inputs = tuple(t.to(device) for t in inputs)
+        res = hv.tune(model, inputs, budget=8, timeout=max(10.0, budget_s * 0.6), device=device,
+                      measure={"warmup": 5, "iters": 30}, progress=False)
+        t = res.trials
+        out["trials"] = t[["trial", "priority", "min_block_size", "subgraphs", "median_ms", "outputs_match",
+                           "fallbacks", "status"]].to_dict("records")
+        out["best"] = res.best.label() if res.best else None
+        out["tensorrt_tried"] = bool(t["priority"].str.contains("tensorrt").any())
+        print(f"\nhv.tune on {model_name} ({device}):\n{res}")
+        if res.best is None:
+            out.update(ok=False, problem="no trial qualified as best")
+            return out
+        compiled = hv.partition(model, inputs, res.best).compile(device, example_inputs=inputs)
+        saved = compiled.save(folder)
+        again = load(saved, device=device)
+        with torch.no_grad():
+            want = model(*inputs)
+            ok = torch.allclose(again(*inputs), want, rtol=1e-3, atol=1e-3) and \
+                torch.allclose(compiled(*inputs), want, rtol=1e-3, atol=1e-3)
+        out["loaded_from_artifacts"] = {tag: r.status for tag, r in again.records.items()}
+        out["ok"] = bool(ok) and out["tensorrt_tried"]
+        if not out["ok"]:
+            out["problem"] = "reloaded model does not match" if not ok else "TensorRT was not in the space"
+        print(f"best {out['best']}: compiled, saved to {saved}, reloaded ({out['loaded_from_artifacts']}), "
+              f"outputs match: {ok}")
+    except Exception as exc:  # noqa: BLE001 - reported in the JSON, never stops the check
+        out.update(ok=False, problem=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
+        print(f"hv.tune check failed: {out['problem']}")
+    out["wall_s"] = round(time.time() - started, 1)
+    return out
 
 
 if __name__ == "__main__":
