@@ -74,12 +74,18 @@ def test_bad_bounds_are_refused(bad) -> None:
         CompileCache(max_entries=bad)
 
 
-def test_compile_state_says_cached_on_the_second_measure(tiny_conv) -> None:
+def test_compile_state_says_cold_warm_then_cached(tiny_conv) -> None:
     _, x, gm = tiny_conv
-    part = inductor_partition(gm, min_block_size=1, torch_executed_ops={BN})
+    states = iter(["warm"])
+    comp = hv.latency.Compiler(backend="quick", compile=lambda g, inputs, options, persist: g,
+                               state=lambda: next(states))  # asked once, before the first compile
+    part = hv.partition(gm, priority=("quick",), min_block_size=1,
+                        support={"quick": hv.support.ops(["torch.ops.aten.relu.default"])})
     cache = CompileCache()
-    first = hv.measure(part, x, cache=cache, warmup=0, iters=1, per_subgraph=False, baseline=False)
-    assert first.compile_state["inductor"] in ("cold", "warm") and first.compile_s > 0
-    second = hv.measure(part, x, cache=cache, warmup=0, iters=1, per_subgraph=False, baseline=False)
-    assert second.compile_state == {"inductor": "cached"} and second.compile_s == 0
-    assert "inductor:cached" == second.to_dict()["compile_state"]
+    quick = dict(compilers={"quick": comp}, cache=cache, warmup=0, iters=1, per_subgraph=False, baseline=False)
+    first = hv.measure(part, x, **quick)
+    assert first.cache_misses >= 2 and first.compile_state == {"quick": "warm"}
+    second = hv.measure(part, x, **quick)
+    assert second.compile_state == {"quick": "cached"} and second.compile_s == 0
+    assert second.to_dict()["compile_state"] == "quick:cached"
+    assert hv.latency.compilers()["inductor"].state() in ("cold", "warm")
