@@ -216,7 +216,8 @@ def main(argv: list[str] | None = None) -> int:
         if "error" in row:
             print(f"  {config}: ERROR {row['error'][:300]}")
         else:
-            print(f"  {config}: {row['median_ms']:.3f} ms, speedup {row['speedup']:.2f}, ran {row['ran']}, "
+            speedup = "-" if row["speedup"] is None else f"{row['speedup']:.2f}"
+            print(f"  {config}: {row['median_ms']:.3f} ms, speedup {speedup}, ran {row['ran']}, "
                   f"fallbacks {row['fallbacks']}, match {row['outputs_match']} [{row['wall_s']} s]")
 
     first = True
