@@ -177,7 +177,8 @@ def _warn_mutations(name: str, state: list[str], inputs: list[str]) -> None:
         what.append("writes into input(s) " + ", ".join(repr(i) for i in inputs))
     warnings.warn(
         f"hv.capture: {name}.forward {' and '.join(what)} in place. Torch-TensorRT's lowering drops "
-        "these updates, as its compiled module would: the captured graph, Partition.module and "
+        "these updates, as its compiled module would (hierviz does the same without "
+        "torch_tensorrt): the captured graph, Partition.module and "
         "hv.measure compute each call from the values at capture time and update nothing, so "
         "the first call matches the model and later calls of the model may differ.",
         CaptureWarning, stacklevel=_user_stacklevel(),
@@ -212,16 +213,29 @@ def _lower(ep: Any, name: str) -> GraphModule:
                 "Hint: this is a Torch-TensorRT limitation for this model; try "
                 "hv.capture on a smaller part of the model to find the op."
             ) from exc
-        if state or inputs:
-            _warn_mutations(name, state, inputs)
     else:
         try:
             ep = ep.run_decompositions()
-            _unshare(ep, _mutations(ep)[0])  # ExportedProgram.module() keeps the updates (copy_)
-            gm = ep.module()
+            state, inputs = _mutations(ep)
+            gm = _drop_updates(ep.module()) if state or inputs else ep.module()
         except Exception as exc:
             raise CaptureError(f"run_decompositions failed: {type(exc).__name__}: {exc}") from exc
+    if state or inputs:
+        _warn_mutations(name, state, inputs)
     return _drop_guards(gm)
+
+
+def _drop_updates(gm: GraphModule) -> GraphModule:
+    """Remove the in-place updates ExportedProgram.module() writes back to buffers and inputs
+    (`copy_` into a get_attr or placeholder), as Torch-TensorRT's lowering does, so the graph
+    is the same with and without torch_tensorrt."""
+    for node in list(gm.graph.nodes):
+        if (node.op == "call_function" and node.target is torch.ops.aten.copy_.default and not node.users
+                and isinstance(node.args[0], torch.fx.Node) and node.args[0].op in ("get_attr", "placeholder")):
+            gm.graph.erase_node(node)
+    gm.graph.eliminate_dead_code()
+    gm.recompile()
+    return gm
 
 
 def _unshare(ep: Any, names: list[str]) -> None:

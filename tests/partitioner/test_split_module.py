@@ -246,3 +246,22 @@ def test_hugging_face_gpt2_with_dynamic_sequence_length() -> None:
         p.module(torch.randint(0, 256, (1, 40)))
     with pytest.raises(hv.CaptureError, match="dim 0 of input 'input_ids' is 2, but the graph was captured with 1"):
         p.module(torch.randint(0, 256, (2, 8)))
+
+
+def test_without_torch_tensorrt_updates_are_dropped_the_same_way(monkeypatch) -> None:
+    from hierviz.capturing import CaptureWarning
+
+    monkeypatch.setattr(trt, "available", lambda: False)
+    model, x = _EMA(), torch.randn(4, 3)
+    first = copy.deepcopy(model)(x)
+    with pytest.warns(CaptureWarning, match="_EMA.forward updates buffer\\(s\\) 'ema' in place"):
+        p = hv.partition(model, (x,), min_block_size=1)
+    assert "copy_" not in p.graph.code
+    torch.testing.assert_close(p.module(x), first)
+    torch.testing.assert_close(p.module(x), first)
+    assert torch.equal(model.ema, torch.zeros(3))
+    with pytest.warns(CaptureWarning, match="writes into input\\(s\\) 'x' in place"):
+        p = hv.partition(_DoublesInput(), (x,), min_block_size=1)
+    before = x.clone()
+    torch.testing.assert_close(p.module(x), before * 2 + 1)
+    assert torch.equal(x, before)
