@@ -80,9 +80,12 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
                      f"of ops per backend{BR_LEFT}")
         text += f"{BR_LEFT}detail: view='full', or focus={BR_LEFT}a subgraph tag or node name{BR_LEFT}"
         note = text
+    # what measurement= (cost overlay) and against= (diff diagram) add to the drawing
+    overlays = "".join(f'<TR><TD ALIGN="LEFT">{html(extra.legend())}</TD></TR>'
+                       for extra in (ctx.overlay, ctx.difference) if extra is not None)
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
-             f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>{overlays}'
              f'<TR><TD ALIGN="LEFT">{legend_grid(columns, note)}</TD></TR></TABLE>')
     w.defaults("graph", label=Html(label))
 

@@ -37,6 +37,7 @@ def test_changed_nodes_are_the_ones_hv_diff_lists(pair):
     table = hv.diff(a, b)
     assert "linear_6" in set(table["node"])  # blocks.2.fc2: tensorrt in a, torch in b
     src = a.render("full", against=b).source
+    assert f"{len(table)} node(s) change backend or subgraph" in src  # the legend says it
     marked = re.findall(r"\n\t*(n\d+) \[[^\n]*color=\"" + CHANGED_LINE + '"', src)
     assert len(marked) == len(table)
     assert "tensorrt \u2192 torch" in src
