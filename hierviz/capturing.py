@@ -29,6 +29,9 @@ from hierviz.errors import CaptureError, ConfigError
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
 
+UPDATES = "hierviz_updates"  # GraphModule.meta key: what updates_of() returns
+
+
 class CaptureWarning(UserWarning):
     """The captured graph does not do everything the model does (see the message)."""
 
@@ -222,7 +225,16 @@ def _lower(ep: Any, name: str) -> GraphModule:
             raise CaptureError(f"run_decompositions failed: {type(exc).__name__}: {exc}") from exc
     if state or inputs:
         _warn_mutations(name, state, inputs)
-    return _drop_guards(gm)
+    gm = _drop_guards(gm)
+    gm.meta[UPDATES] = (tuple(state), tuple(inputs))
+    return gm
+
+
+def updates_of(graph: GraphModule) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """(buffers, inputs) that the captured model's forward updates in place, which the graph
+    does not reproduce (see CaptureWarning); empty for a graph hv.capture did not make. Whoever
+    runs the model itself (hv.measure's baseline) runs a copy, on copies of the inputs."""
+    return graph.meta.get(UPDATES, ((), ()))
 
 
 def _drop_updates(gm: GraphModule) -> GraphModule:
@@ -309,6 +321,6 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     return gm
 
 
-__all__ = ["capture", "is_aten_graph", "CaptureWarning"]
+__all__ = ["capture", "is_aten_graph", "updates_of", "source_of", "CaptureWarning"]
 
 

@@ -567,11 +567,11 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     baselines: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from hierviz.capturing import source_of
+        from hierviz.capturing import source_of, updates_of
         from hierviz.latency.baselines import runnable_model
 
         timed = model if runnable_model(model) is not None else (source_of(gm) or model)  # the nn.Module
-        own = time_model(timed, example_inputs, dev, torch_compile=torch_compile, **timing)
+        own = time_model(timed, example_inputs, dev, torch_compile=torch_compile, updates=updates_of(gm), **timing)
     for name, b in own.items():
         baselines[f"{name}_ms"] = b.median_ms
         if b.error:

@@ -54,12 +54,12 @@ def _device_of(module: torch.nn.Module) -> torch.device | None:
     return None
 
 
-def safe_copy(model: torch.nn.Module, device: torch.device) -> torch.nn.Module:
-    """`model` itself when running it cannot change it (eval mode, already on `device`), else a
-    deep copy moved to `device`."""
+def safe_copy(model: torch.nn.Module, device: torch.device, updates: bool = False) -> torch.nn.Module:
+    """`model` itself when running it cannot change it (eval mode, already on `device`, no
+    in-place buffer updates in forward: `updates`), else a deep copy moved to `device`."""
     where = _device_of(model)
     training = any(m.training for m in model.modules())
-    if not training and (where is None or where == device or (where.type == device.type == "cpu")):
+    if not training and not updates and (where is None or where == device or (where.type == device.type == "cpu")):
         return model
     try:
         return copy.deepcopy(model).to(device)
@@ -74,18 +74,22 @@ def _short(exc: BaseException) -> str:
 
 
 def time_model(model: Any, example_inputs: Any, device: torch.device, *, warmup: int, iters: int,
-               torch_compile: bool = False) -> dict[str, Baseline]:
+               torch_compile: bool = False, updates: tuple = ((), ())) -> dict[str, Baseline]:
     """{"eager": ..., "torch_compile": ...}: the user's model run eagerly and (when
     `torch_compile`) through `torch.compile`, timed with `time_fn`. Failures are recorded in
-    the Baseline's `error`, never raised: a baseline is context for the split model's figure."""
+    the Baseline's `error`, never raised: a baseline is context for the split model's figure.
+    `updates` is hierviz.capturing.updates_of(graph): (buffers, inputs) forward updates in
+    place; then a copy of the model runs, on copies of the inputs, so neither is changed."""
     out: dict[str, Baseline] = {}
     fn = runnable_model(model)
     if fn is None:
         return out
+    buffers, written = updates
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-    inputs = tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, args)
+    inputs = tree_map(lambda x: (x.to(device).clone() if written else x.to(device)) if isinstance(x, torch.Tensor)
+                      else x, args)
     try:
-        module = safe_copy(fn, device) if isinstance(fn, torch.nn.Module) else fn
+        module = safe_copy(fn, device, bool(buffers)) if isinstance(fn, torch.nn.Module) else fn
     except MeasureError as exc:
         out["eager"] = Baseline("eager", None, error=str(exc))
         return out

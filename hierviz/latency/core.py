@@ -161,13 +161,14 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
 def _model_baselines(partition: Any, model: Any, example_inputs: Any, device: Any, warmup: int, iters: int,
                      torch_compile: bool) -> dict[str, Any]:
     """The user's model timed eagerly (and through torch.compile): hierviz.latency.baselines."""
-    from hierviz.capturing import source_of
+    from hierviz.capturing import source_of, updates_of
     from hierviz.latency.baselines import time_model
 
     source = model if model is not None else source_of(partition.graph)
     if source is None:
         return {}
-    return time_model(source, example_inputs, device, warmup=warmup, iters=iters, torch_compile=torch_compile)
+    return time_model(source, example_inputs, device, warmup=warmup, iters=iters, torch_compile=torch_compile,
+                      updates=updates_of(partition.graph))
 
 
 def _dtypes(*values: Any) -> set[str]:

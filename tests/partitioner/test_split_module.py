@@ -265,3 +265,20 @@ def test_without_torch_tensorrt_updates_are_dropped_the_same_way(monkeypatch) ->
     before = x.clone()
     torch.testing.assert_close(p.module(x), before * 2 + 1)
     assert torch.equal(x, before)
+
+
+def test_measure_leaves_a_self_updating_model_and_its_inputs_unchanged() -> None:
+    no_backend = {"tensorrt": hv.support.ops([])}  # every subgraph eager: nothing to compile on a CPU
+    model, x = _EMA().eval(), torch.randn(4, 3)
+    with pytest.warns(UserWarning):
+        p = hv.partition(model, (x,), support=no_backend)
+    m = hv.measure(p, (x,), device="cpu", warmup=1, iters=3, per_subgraph=False)
+    assert m.outputs_match is True and m.baseline_ms is not None
+    assert torch.equal(model.ema, torch.zeros(3))
+
+    x_before = x.clone()
+    with pytest.warns(UserWarning):
+        p = hv.partition(_DoublesInput(), (x,), support=no_backend)
+    m = hv.measure(p, (x,), device="cpu", warmup=1, iters=3, per_subgraph=False)
+    assert m.outputs_match is True and m.baseline_ms is not None
+    assert torch.equal(x, x_before)
