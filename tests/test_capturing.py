@@ -340,22 +340,3 @@ def test_exported_module_has_no_guards_subgraph() -> None:
     with torch.no_grad():
         torch.testing.assert_close(p.module(x), model(x))
 
-
-@pytest.mark.slow
-@needs_trt
-def test_torchvision_resnet_in_train_mode_is_left_as_it_was() -> None:
-    torchvision = pytest.importorskip("torchvision")
-    from hierviz.capturing import CaptureWarning
-
-    torch.manual_seed(0)
-    model = torchvision.models.resnet18(num_classes=10).train()
-    state = {k: v.clone() for k, v in model.state_dict().items()}
-    x = torch.randn(2, 3, 64, 64)
-    with pytest.warns(CaptureWarning, match=r"ResNet.forward updates buffer\(s\) 'bn1.num_batches_tracked', "
-                                            r"'bn1.running_mean', 'bn1.running_var', "):
-        p = hv.partition(model, (x,))
-    for key, value in model.state_dict().items():
-        assert torch.equal(value, state[key]), key
-    assert model.training and model.bn1.num_batches_tracked.item() == 0
-    with torch.no_grad():
-        torch.testing.assert_close(p.module(x), copy.deepcopy(model)(x), rtol=1e-4, atol=1e-4)
