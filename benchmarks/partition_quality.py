@@ -289,8 +289,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
         models, config_names, runs = hv.zoo.names(), None, 10
         n_small, n_medium, greedy_runs = 300, 60, 200
     else:
-        models, config_names, runs = ["tiny_conv"], ["default mbs5", "ind-heavy>trt mbs2",
-                                                     "ind(conv,mm,add)>trt teo=mul mbs2"], 3
+        models, config_names, runs = ["tiny_conv"], ["ind-heavy>trt mbs2", "ind(conv,mm,add)>trt teo=mul mbs2"], 2
         n_small, n_medium, greedy_runs = 30, 4, 20
     print(f"torch {torch.__version__}, hierviz {hv.__version__}, mode {'full' if args.full else 'reduced'}")
     print("\n1. zoo models: subgraphs, hierviz vs upstream min / median over", runs, "runs")

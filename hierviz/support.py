@@ -219,7 +219,8 @@ def _inductor_fallback(name: str) -> str:
 
 class InductorSupport(OpSetSupport):
     """What TorchInductor compiles: ops it lowers, plus (with `fallbacks`) every other
-    OpOverload it runs as an implicit fallback kernel, minus the ops it refuses."""
+    OpOverload it runs as an implicit fallback kernel, minus the ops it refuses (even those
+    it has a lowering for, e.g. nonzero: torch._inductor.compile fails on them)."""
 
     def __init__(self, fallbacks: bool) -> None:
         what = "lowerings and fallback kernels" if fallbacks else "lowerings"
@@ -228,7 +229,11 @@ class InductorSupport(OpSetSupport):
         self.fallbacks = fallbacks
 
     def accepts_name(self, name: str) -> bool:
-        return super().accepts_name(name) or (self.fallbacks and not _inductor_fallback(name))
+        if not self.fallbacks:
+            return super().accepts_name(name)
+        if name == "_operator.getitem":
+            return True
+        return not _inductor_fallback(name)  # also refuses lowered ops such as nonzero
 
     def rejection(self, name: str) -> str:
         return (_inductor_fallback(name) or "no TorchInductor lowering") if self.fallbacks \
