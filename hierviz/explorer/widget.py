@@ -271,6 +271,12 @@ class Explorer(widgets.VBox):
         timings = dict(upd.timings)
         part = upd.partition
         if part is not None and isinstance(state, ControlState):
+            t = time.perf_counter()  # measured first: the diagram overlays the measurement
+            if state.measure:
+                self._measure(part)
+            else:
+                self._errors.pop("measure", None)
+            timings["measure"] = time.perf_counter() - t
             t = time.perf_counter()
             self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
             timings["render"] = time.perf_counter() - t
@@ -282,12 +288,6 @@ class Explorer(widgets.VBox):
             if list(self.controls["focus"].options) != names:
                 self.controls["focus"].options = names
             timings["tables"] = time.perf_counter() - t
-            t = time.perf_counter()
-            if state.measure:
-                self._measure(part)
-            else:
-                self._errors.pop("measure", None)
-            timings["measure"] = time.perf_counter() - t
         t = time.perf_counter()
         self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
         self._refresh_diff()

@@ -90,10 +90,13 @@ class FakeMeasure:
         n = len(partition.subgraphs)
         hit = partition.config in self.seen
         self.seen.add(partition.config)
+        per_subgraph = pd.DataFrame({"tag": [sg.tag for sg in partition.subgraphs],
+                                     "backend": [sg.backend for sg in partition.subgraphs],
+                                     "median_ms": [1.0] * n, "share": [1.0 / n] * n})
         return FakeMeasurement(median_ms=float(n), p10_ms=n * 0.9, p90_ms=n * 1.1, std_ms=0.01, cv=0.01 / n,
                                baseline_ms=2.0, speedup=2.0 / n, max_abs_error=1e-6, outputs_match=True,
                                compile_s=0.0 if hit else 0.5, cache_hits=n if hit else 0,
-                               cache_misses=0 if hit else n)
+                               cache_misses=0 if hit else n, per_subgraph=per_subgraph)
 
 
 @pytest.fixture

@@ -1,0 +1,81 @@
+"""Debouncing the Explorer's updates: many quick control changes make one re-partition.
+
+`Debouncer.schedule()` after each change; `apply` runs `delay` seconds after the last one (on
+the running event loop when there is one, as in a Jupyter kernel, else on a timer thread), or
+at once when `delay` is 0. `flush()` runs a pending apply now. A change made while `apply`
+runs (one control setting another) makes it run again before returning. No widgets here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from typing import Any, Callable
+
+
+class Debouncer:
+    """Runs `apply` once per burst of `schedule()` calls (see the module docstring); `wrap`
+    wraps the timer's callback (the Explorer's error guard)."""
+
+    def __init__(self, delay: float, apply: Callable[[], None],
+                 wrap: Callable[[Callable[..., Any]], Callable[..., Any]] = lambda f: f) -> None:
+        self.delay = delay
+        self._apply = apply
+        self._wrap = wrap
+        self._lock = threading.RLock()
+        self._pending = False
+        self._applying = False
+        self._timer: threading.Timer | None = None
+        self._handle: asyncio.TimerHandle | None = None
+
+    def schedule(self) -> None:
+        with self._lock:
+            self._pending = True
+            if self._applying:
+                return  # the running apply reads the controls again when it finishes
+            if self.delay <= 0:
+                self.run_now()
+                return
+            self.cancel()
+            try:
+                loop = asyncio.get_running_loop()
+            except RuntimeError:
+                loop = None
+            if loop is not None:
+                self._handle = loop.call_later(self.delay, self._wrap(self.flush))
+            else:
+                self._timer = threading.Timer(self.delay, self._wrap(self.flush))
+                self._timer.daemon = True
+                self._timer.start()
+
+    @property
+    def scheduled(self) -> str | None:
+        """How a change waits: 'loop' (the event loop), 'timer' (a thread) or None."""
+        return "loop" if self._handle is not None else "timer" if self._timer is not None else None
+
+    def cancel(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+        if self._handle is not None:
+            self._handle.cancel()
+            self._handle = None
+
+    def flush(self) -> None:
+        """Run a pending apply now."""
+        with self._lock:
+            if self._pending and not self._applying:
+                self.run_now()
+
+    def run_now(self) -> None:
+        with self._lock:
+            self.cancel()
+            self._applying = True
+            try:
+                while True:
+                    self._pending = False
+                    self._apply()
+                    if not self._pending:  # a control changed while applying (e.g. focus -> view)
+                        break
+            finally:
+                self._applying = False
