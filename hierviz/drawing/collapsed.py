@@ -231,10 +231,11 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
     dominant = max(order, key=lambda b: (weights[b], -order.index(b)))
     tip = [f"subgraphs {rng.start}-{rng.stop - 1}: {t.subgraph_tag[rng.start]} ... {t.subgraph_tag[rng.stop - 1]}"]
     tip += [f"{b}: {subs_by[b]} subgraphs, {ops_by[b]} ops" for b in order]
-    w.node(f"s{g}", label=Html("<BR/>".join(lines)), shape="box",
-           style="striped" if len(stripes) > 1 else "filled",
-           fillcolor=":".join(stripes) if len(stripes) > 1 else palette.fill(dominant),
-           color=palette.border(dominant), tooltip=tooltip(tip),
+    marks: dict = {"style": "striped" if len(stripes) > 1 else "filled",
+                   "fillcolor": ":".join(stripes) if len(stripes) > 1 else palette.fill(dominant),
+                   "color": palette.border(dominant)}
+    ctx.decorate_group(rng, lines, tip, marks)
+    w.node(f"s{g}", label=Html("<BR/>".join(lines)), shape="box", **marks, tooltip=tooltip(tip),
            **{"class": f"hv-group-box hv-{css(dominant)}"})
 
 

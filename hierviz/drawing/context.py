@@ -63,5 +63,13 @@ class Ctx:
         if self.difference is not None:
             self.difference.decorate_subgraph(self.t.subgraph_members[k], lines, tip, attrs)
 
+    def decorate_group(self, ks: range, lines: list[str], tip: list[str], attrs: dict) -> None:
+        """The same for a box of consecutive subgraphs (the collapsed view of many subgraphs)."""
+        members = [i for k in ks for i in self.t.subgraph_members[k]]
+        if self.overlay is not None:
+            self.overlay.decorate_ops(members, lines, tip, attrs, bar=False)
+        if self.difference is not None:
+            self.difference.decorate_ops(members, lines, tip, attrs)
+
 
 __all__ = ["Ctx", "GRAPH"]

@@ -90,10 +90,12 @@ class Overlay:
                    f"subgraphs' {ms_text(self.total)}){what}")
         attrs["penwidth"] = round(float(attrs.get("penwidth") or 1.0) + MAX_EXTRA_PEN * share, 2)
 
-    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
-        """Module boxes: the time of these ops (subgraph times split evenly over their ops)."""
+    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
+                     bar: bool = True) -> None:
+        """Module boxes (and boxes of several subgraphs): the time of these ops (subgraph times
+        split evenly over their nodes)."""
         self._annotate(sum(self.op_ms[i] for i in ops), lines, tip, attrs,
-                       "; estimated: each subgraph's time split evenly over its ops")
+                       "; each subgraph's time split evenly over its nodes", bar=bar)
 
     def decorate_subgraph(self, tag: str, lines: list[str], tip: list[str], attrs: dict) -> None:
         """A subgraph box or cluster (text lines only, no bar): its measured median."""

@@ -95,3 +95,14 @@ def test_real_cpu_measurement_with_inductor_and_torch_subgraphs(needs_dot):
         assert ms_text(float(ms)) in g.source, tag
     svg = layout(p.render("modules", measurement=m), "svg").decode()
     assert "of time" in svg
+
+
+def test_boxes_of_several_subgraphs_carry_their_sum(odd, fake):
+    """With max_nodes below the subgraph count, the collapsed view groups subgraphs; each box
+    shows the sum of its subgraphs' times."""
+    g = odd.render("collapsed", max_nodes=1, measurement=fake)
+    assert g.info["grouped"]
+    import re
+
+    times = [float(x) for x in re.findall(r"<B>([0-9.]+) ms</B>", g.source)]
+    assert sum(times) == pytest.approx(4.0, abs=0.03) and len(times) == g.info["boxes"]
