@@ -163,9 +163,11 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
         tip = [f"{len(tensors)} tensor(s):"] + [named_spec(t, a) for a in tensors[:20]]
         if len(tensors) > 20:
             tip.append(f"... {len(tensors) - 20} more")
+        pen = round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2
+        if ctx.overlay is not None:  # with a measurement, edges are weighted by the bytes they carry
+            text, pen = ctx.overlay.weigh_edge([t.spec[a] for a in tensors], text, tip)
         w.edge(tail, ids[gb], label=text if labels == "label" else None,
-               xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE,
-               penwidth=round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2,
+               xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
                fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})
     title(ctx, w, view_text, collapsed=True, grouped=grouped)
     return {"nodes": len(groups) + io_nodes, "boxes": len(groups), "grouped": grouped,

@@ -18,7 +18,6 @@ changed are marked with both backends and the rest dimmed (see `difference`).
 from __future__ import annotations
 
 import difflib
-import math
 import re
 from collections import Counter
 from dataclasses import dataclass, field
@@ -26,9 +25,9 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
 from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.overlay import edge_weight, size_text, tensor_bytes
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
-from hierviz.partitioner.record import short_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
@@ -501,15 +500,15 @@ class _Drawer:
             self.io += 1
         for (src, dst), tensors in sorted(pairs.items(), key=lambda kv: (_key(kv[0][0]), _key(kv[0][1]))):
             ts = list(tensors)
-            nbytes = sum(_bytes(t, a) for a in ts)
+            nbytes = sum(tensor_bytes(t.spec[a]) for a in ts)
             crossing = any(t.tag[a] is None or any(t.tag[u] != t.tag[a] for u in users[a]
                                                      if t.tag[u] is not None) for a in ts)
             specs = {_spec(t, a) or "value" for a in ts[:50]}
             text = specs.pop() if len(ts) == 1 else (f"{len(ts)} \u00d7 {specs.pop()}" if len(specs) == 1
                                                       else f"{len(ts)} tensors")
-            tip = [f"{len(ts)} tensor(s), {_size(nbytes)}:"] + [f"{t.name[a]}: {_spec(t, a)}" for a in ts[:20]]
-            pen = round(1.0 + min(3.0, math.log10(max(nbytes, 1)) / 2), 2) if nbytes else 1.0
-            w.edge(src, dst, xlabel=text + (f" \u00b7 {_size(nbytes)}" if nbytes else ""), tooltip=tooltip(tip),
+            tip = [f"{len(ts)} tensor(s), {size_text(nbytes)}:"] + [f"{t.name[a]}: {_spec(t, a)}" for a in ts[:20]]
+            pen = edge_weight(nbytes)
+            w.edge(src, dst, xlabel=text + (f" \u00b7 {size_text(nbytes)}" if nbytes else ""), tooltip=tooltip(tip),
                    penwidth=pen, color=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    fontcolor=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    **{"class": "hv-boundary" if crossing else "hv-edge"})
@@ -551,28 +550,8 @@ def _key(node_id: str) -> tuple[int, int, str]:
     return (1, int(m.group(1)), "") if m else (0 if node_id in ("inputs", "from_outside") else 2, 0, node_id)
 
 
-_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-                "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
 def _spec(t: "NodeTable", i: int) -> str:
     return t.spec[i].compact()
-
-
-def _bytes(t: "NodeTable", i: int) -> int:
-    spec = t.spec[i]
-    size = _DTYPE_BYTES.get(short_dtype(spec.dtype))
-    if spec.shape is None or size is None or not all(isinstance(d, int) for d in spec.shape):
-        return 0
-    return math.prod(spec.shape) * size
-
-
-def _size(n: int) -> str:
-    for unit in ("B", "KB", "MB", "GB"):
-        if n < 1024 or unit == "GB":
-            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
-        n /= 1024  # type: ignore[assignment]
-    return f"{n} B"
 
 
 __all__ = ["render_modules", "build_tree", "effective_root", "find_module", "is_module", "make_plan", "DEFAULT_BUDGET"]

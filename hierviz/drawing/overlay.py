@@ -103,9 +103,43 @@ class Overlay:
         if ms is not None:
             self._annotate(ms, lines, tip, attrs, "", bar=False)
 
+    def weigh_edge(self, specs: Sequence[Any], text: str | None, tip: list[str]) -> tuple[str | None, float]:
+        """A boundary edge's label and pen width, weighted by the bytes its tensors carry."""
+        nbytes = sum(tensor_bytes(s) for s in specs)
+        if not nbytes:
+            return text, 1.2
+        tip.insert(0, f"{size_text(nbytes)} cross here per call")
+        return (f"{text} \u00b7 {size_text(nbytes)}" if text else size_text(nbytes)), edge_weight(nbytes)
+
     def legend(self) -> str:
         return (f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
-                f"(total {ms_text(self.total)}); grey bar and border width: share of time")
+                f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
+
+
+_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+                "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
+
+
+def tensor_bytes(spec: Any) -> int:
+    """Bytes of a tensor from its TensorSpec (0 when its shape is symbolic or unknown)."""
+    size = _DTYPE_BYTES.get((spec.dtype or "").replace("torch.", ""))
+    if spec.shape is None or size is None or not all(isinstance(d, int) for d in spec.shape):
+        return 0
+    return math.prod(spec.shape) * size
+
+
+def size_text(n: float) -> str:
+    """'64 B', '8.0 KB', '1.5 MB'."""
+    for unit in ("B", "KB", "MB"):
+        if n < 1024:
+            return f"{n:.0f} {unit}" if unit == "B" else f"{n:.1f} {unit}"
+        n /= 1024
+    return f"{n:.1f} GB"
+
+
+def edge_weight(nbytes: int) -> float:
+    """Pen width of an edge carrying `nbytes`: 1 for nothing known, up to 4 for 1 MB and more."""
+    return round(1.0 + min(3.0, math.log10(nbytes) / 2), 2) if nbytes > 1 else 1.0
 
 
 def make_overlay(p: "Partition", measurement: Any) -> Overlay | None:
@@ -113,4 +147,4 @@ def make_overlay(p: "Partition", measurement: Any) -> Overlay | None:
     return None if measurement is None else Overlay(p, measurement)
 
 
-__all__ = ["Overlay", "make_overlay", "ms_text", "subgraph_times"]
+__all__ = ["Overlay", "make_overlay", "ms_text", "subgraph_times", "tensor_bytes", "size_text", "edge_weight"]
