@@ -320,6 +320,14 @@ def parse_config(values: Mapping[str, Any] | None = None, base: "Config | None" 
     return base.replace(**values) if values else base
 
 
+def config_from_text(fields: Mapping[str, str], base: "Config | None" = None) -> Config:
+    """A Config from settings written as text (`{"priority": "tensorrt>inductor",
+    "min_block_size": "3", "skip_fusion": "yes"}`), each read by `parse_text`, on `base`."""
+    if not isinstance(fields, Mapping):
+        raise ConfigError(f"settings must be a dict of field -> text, not {type(fields).__name__}.")
+    return parse_config({name: parse_text(name, text) for name, text in fields.items()}, base)
+
+
 def _support_from_dict(name: str, d: Any) -> support_mod.Support:
     if not isinstance(d, Mapping):
         raise ConfigError(f"support[{name!r}] must be a hv.Support or its to_dict() form, not {type(d).__name__}.")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.config import parse_config, parse_text
+from hierviz.config import config_from_text, parse_config, parse_text
 from hierviz.errors import ConfigWarning
 
 A = "torch.ops.aten."
@@ -151,6 +151,16 @@ def test_op_name_text_forms() -> None:
 def test_text_for_typed_fields(name: str, text: str, value) -> None:
     assert parse_text(name, text) == value
     assert type(parse_text(name, text)) is type(value)
+
+
+def test_config_from_text() -> None:
+    cfg = config_from_text({"priority": "Inductor>TensorRT", "min_block_size": "3", "skip_fusion": "yes",
+                            "require_full_compilation": "false", "torch_executed_ops": "relu.default"},
+                           base=hv.Config(support={"inductor": hv.support.inductor()}))
+    assert cfg == hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.inductor()},
+                            min_block_size=3, skip_fusion=True, torch_executed_ops={A + "relu.default"})
+    with pytest.raises(hv.ConfigError, match="min_block_size: 'three' is not a whole number"):
+        config_from_text({"min_block_size": "three"})
 
 
 @pytest.mark.parametrize("name,text,expected", [
