@@ -54,7 +54,8 @@ def node_tooltip(ctx: Ctx, i: int, extra: Sequence[str] = ()) -> str:
     lines = [t.name[i]]
     if kind in CALLABLE_OPS:
         lines.append(f"op: {t.op[i]}")
-        lines.append(f"runs in: {t.backend[i]} (subgraph {t.subgraph_tag[t.subgraph[i]]})")
+        if t.subgraph[i] >= 0:
+            lines.append(f"runs in: {t.backend[i]} (subgraph {t.subgraph_tag[t.subgraph[i]]})")
         lines.append(f"why: {t.reason(i)}")
     else:
         lines.append(t.reason(i))

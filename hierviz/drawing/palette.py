@@ -16,6 +16,7 @@ import hashlib
 from dataclasses import dataclass
 
 from hierviz.partitioner import (  # noqa: F401  (FALLBACK_REASONS: re-exported for style lookups)
+    DEAD_CODE,
     DEMOTED,
     FALLBACK_REASONS,
     FOLLOWS_PRODUCER,
@@ -106,6 +107,7 @@ STYLES: dict[str, NodeStyle] = {
     DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
                          "demoted: subgraph < min_block_size (border: backend it was eligible for)"),
     NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1, "graph input / output"),
+    DEAD_CODE: NodeStyle("box", "rounded,filled,dotted", 1.0, 1, "removed by upstream's dead-code elimination"),
 }
 
 

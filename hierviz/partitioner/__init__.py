@@ -18,6 +18,7 @@ from hierviz.errors import ConfigError
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.record import (
     CALLABLE_OPS,
+    DEAD_CODE,
     DEMOTED,
     FALLBACK,
     FALLBACK_REASONS,
@@ -105,4 +106,4 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
            "graph_of", "make_config", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED",
-           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE"]
+           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE"]

@@ -20,6 +20,7 @@ import torch
 
 from hierviz.partitioner.engine import (  # the engine produces the codes; this is their public home
     CALLABLE_OPS,
+    DEAD_CODE,
     DEMOTED,
     FALLBACK,
     FOLLOWS_PRODUCER,
@@ -34,10 +35,12 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 # Every reason code a node can have, in the order tables list them.
-REASON_CODES = (SUPPORTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED, NOT_CALLABLE)
+REASON_CODES = (SUPPORTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED, NOT_CALLABLE,
+                DEAD_CODE)
 # The codes of nodes that run in PyTorch although they are compute ops.
 FALLBACK_REASONS = (TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED)
-# The backend of placeholders, weights and the output: they are not partitioned.
+# The backend of placeholders, weights and the output: they are not partitioned (nor are nodes
+# that engine="torch_tensorrt" removed as dead code).
 GRAPH = "graph"
 ACC_PREFIX = "_run_on_acc_"
 TORCH_PREFIX = "_run_on_gpu_"
@@ -340,4 +343,4 @@ NODE_COLUMNS = ("name", "op", "kind", "eligible_backend", "backend", "tag", "rea
 
 __all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype",
            "parse_tag", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED",
-           "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE"]
+           "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE"]

@@ -190,8 +190,9 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     if ta.name != tb.name:
         raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
                           "partition it with two configs).")
-    members_a = [frozenset(m) for m in ta.subgraph_members]
-    members_b = [frozenset(m) for m in tb.subgraph_members]
+    # a subgraph's identity is its member set; -1 (no subgraph: dead code) is the empty set
+    members_a = [frozenset(m) for m in ta.subgraph_members] + [frozenset()]
+    members_b = [frozenset(m) for m in tb.subgraph_members] + [frozenset()]
     rows = []
     for i in range(len(ta)):
         if not ta.is_callable(i):
@@ -199,7 +200,7 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
         ka, kb = ta.subgraph[i], tb.subgraph[i]
         if ta.backend[i] != tb.backend[i] or members_a[ka] != members_b[kb]:
             rows.append({"node": ta.name[i], "op": ta.op[i], "backend_a": ta.backend[i], "backend_b": tb.backend[i],
-                         "tag_a": ta.subgraph_tag[ka], "tag_b": tb.subgraph_tag[kb],
+                         "tag_a": ta.tag[i], "tag_b": tb.tag[i],
                          "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
     return pd.DataFrame(rows, columns=["node", "op", "backend_a", "backend_b", "tag_a", "tag_b",
                                        "reason_a", "reason_b"])

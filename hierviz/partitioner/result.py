@@ -190,14 +190,15 @@ class Partition:
         callables = index.callable_indices
         compute = [i for i in callables if not index.non_compute[i]]
         supported = [i for i in compute if res.assignment.backend[i] is not None]
-        accelerated = [i for i in compute if res.subgraphs[self._tag_of[i]].is_acc]
+        tag_of = self._tag_of  # no entry: removed as dead code (engine="torch_tensorrt")
+        accelerated = [i for i in compute if i in tag_of and res.subgraphs[tag_of[i]].is_acc]
         by_backend = {b: 0 for b in self.backends}
         for sg in res.subgraphs:
             by_backend[sg.backend] = by_backend.get(sg.backend, 0) + 1
         boundary = 0
         for i in callables:
-            k = self._tag_of[i]
-            if any(index.callable[u] and self._tag_of[u] != k for u in index.users[i]):
+            k = tag_of.get(i)
+            if k is not None and any(index.callable[u] and tag_of.get(u) != k for u in index.users[i]):
                 boundary += 1
         return {
             "nodes": len(callables),
@@ -404,6 +405,8 @@ class _Explainer:
         code = res.assignment.code[i]
         if code == eng.SUPPORTED:
             return f"supported by {res.assignment.backend[i]}"
+        if code == eng.DEAD_CODE:
+            return "dead code (removed)"
         if code == eng.FOLLOWS_PRODUCER:
             return "non-compute: follows producer"
         if code == eng.TORCH_EXECUTED:
@@ -430,6 +433,8 @@ class _Explainer:
             return f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < min_block_size {min_size}"
         code, detail = res.assignment.code[i], res.assignment.detail[i]
         where = self.backend(i)
+        if code == eng.DEAD_CODE:
+            return "removed by upstream's dead-code elimination; runs nowhere"
         if code == eng.TORCH_EXECUTED:
             return f"runs in PyTorch: {op} is in torch_executed_ops"
         if code == eng.FOLLOWS_PRODUCER:

@@ -585,3 +585,35 @@ def test_nodes_of_a_graph_without_metadata():
     df = p.nodes()
     assert df["dtype"].isna().all() and df["shape"].isna().all()
     assert list(df["backend"]) == ["graph", "tensorrt", "graph"]
+
+
+@pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt")
+def test_dead_code_removed_by_upstream_in_the_record():
+    """engine='torch_tensorrt' drops a node nobody uses (upstream's dead-code elimination): the
+    record says so, and stats, tables, diff and the diagram take it."""
+    import pandas as pd
+
+    g = torch.fx.Graph()
+    x = g.placeholder("x")
+    a = g.call_function(aten.relu.default, (x,))
+    g.call_function(aten.neg.default, (x,))  # unused
+    b = g.call_function(aten.add.Tensor, (a, a))
+    g.output(b)
+    gm = torch.fx.GraphModule(torch.nn.Module(), g)
+    ShapeProp(gm).propagate(torch.randn(2, 3))
+    up = hv.partition(gm, min_block_size=1, engine="torch_tensorrt")
+    mine = hv.partition(gm, min_block_size=1)
+    rec = up.record("neg_default")
+    assert (rec.reason_code, rec.backend, rec.tag) == ("dead_code", "graph", None)
+    assert rec.reason == "removed by upstream's dead-code elimination; runs nowhere"
+    assert up.stats["nodes"] == 3 and up.stats["subgraphs"] == 1
+    row = up.ops().set_index("op").loc[A + "neg.default"]
+    assert row["count"] == 1 and row["reason"] == "dead code (removed)"
+    d = hv.diff(mine, up).set_index("node")
+    # hierviz keeps neg in the one tensorrt subgraph, so every member's subgraph differs
+    assert list(d.index) == ["relu_default", "neg_default", "add_tensor"]
+    assert set(d["tag_a"]) == {mine.tag_of("add_tensor")}
+    assert (d.loc["neg_default", "backend_a"], d.loc["neg_default", "backend_b"]) == ("tensorrt", "graph")
+    assert pd.isna(d.loc["neg_default", "tag_b"])  # no subgraph
+    source = up.render("full").source
+    assert "hv-dead_code" in source and "removed by upstream" in source
