@@ -109,6 +109,30 @@ ours = hv.partition(gm, min_block_size=1)
 theirs = hv.partition(gm, min_block_size=1, engine="torch_tensorrt")
 print("view between two unsupported ops: hierviz", [s.tag for s in ours.subgraphs], "| upstream", [s.tag for s in theirs.subgraphs])
 
+
+
+def vd(g, x):
+    r = g.call_function(aten.relu.default, (x,))
+    v = g.call_function(aten.view.dtype, (r, torch.int32))
+    return g.call_function(aten.add.Tensor, (v, 1))
+gm = graph(vd, X)
+for validate in (False, True):
+    ours = hv.partition(gm, min_block_size=1, support={"tensorrt": hv.support.tensorrt(validate=validate)})
+    print(f"relu -> view(int32) -> add, validate={validate}: hierviz", [(s.tag, s.nodes) for s in ours.subgraphs])
+theirs = hv.partition(gm, min_block_size=1, engine="torch_tensorrt")
+print("  upstream", [(s.tag, s.nodes) for s in theirs.subgraphs])
+
+print("== 5b what TorchInductor compiles: bert (2 layers), priority=('inductor',)")
+m, x = hv.zoo.load("bert")
+bert = hv.capture(m, x)
+for fb in (True, False):
+    p = hv.partition(bert, priority=("inductor",), support={"inductor": hv.support.inductor(fallbacks=fb)}, min_block_size=1)
+    print(f"inductor(fallbacks={fb}):", p.stats["subgraphs_by_backend"])
+p = hv.partition(bert, priority=("inductor",), support={"inductor": hv.support.inductor()}, min_block_size=1)
+rc = next(n.name for n in bert.graph.nodes if "_reshape_copy" in str(n.target))
+print(" ", rc, "->", p.reason_of(rc))
+print("  nonzero:", hv.support.inductor().rejection(A + "nonzero.default"))
+
 print("== 6 fallback name")
 gm = graph(unsup, X)
 w = copy_graph_module(gm)
@@ -157,8 +181,8 @@ class Tiny(torch.nn.Module):
 ep = torch.export.export(Tiny(), (X,))
 mod = ep.module()
 print("exported module has _guards_fn:", any(n.op == "call_module" and "_guards_fn" in str(n.target) for n in mod.graph.nodes))
-up = hv.partition(mod, min_block_size=1, engine="torch_tensorrt")
-print("upstream on ep.module():", [n for n, _ in up.module.named_children()])
+up, _ = trt.run_upstream_partitioner(copy_graph_module(mod), min_block_size=1)  # hv.partition would capture it
+print("upstream on ep.module():", [n for n, _ in up.named_children()])
 cap = hv.capture(Tiny(), (X,))
 print("hv.capture call_modules:", [n.target for n in cap.graph.nodes if n.op == "call_module"],
       "| partition:", [n for n, _ in hv.partition(cap, min_block_size=1).module.named_children()])
