@@ -203,3 +203,14 @@ def test_sweep_reads_the_same_text_as_config(tiny) -> None:
     with pytest.raises(hv.ConfigError, match=r"grid configuration min_block_size=2.5: min_block_size must be"):
         validate_grid({"min_block_size": [2, 2.5]})
     assert [c.min_block_size for c in validate_grid({"min_block_size": [1, 3]})] == [1, 3]
+
+
+def test_other_listed_mistakes(tiny) -> None:
+    """The rest of issue 12's list (fixed in latency/ and support.py): one line each."""
+    _, _, gm, p = tiny
+    with pytest.raises(hv.MeasureError) as info:
+        hv.measure(p, None, device="cpu")
+    assert "needs example inputs" in one_line(info.value)
+    with pytest.raises(hv.ConfigError) as info:
+        hv.partition(gm, priority=("mine",), support={"mine": hv.support.where(5)})
+    assert "needs a callable" in one_line(info.value)
