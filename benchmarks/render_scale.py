@@ -146,7 +146,7 @@ def full_view_4k(timeout: float) -> None:
     for n, part in chains.items():
         row(f"residual_chain({n:,}) full", part, "full", timeout=timeout)
     # what the full view costs when dot places the edge labels itself (hierviz switches to
-    # xlabels above its label budget, and retries with them when dot is slow)
+    # xlabels above its label budget: budget.py decides before the DOT is written)
     row("  same 1k, dot-placed labels", chains[1_000], "full", timeout=min(timeout, 60.0), max_nodes=10**9)
     row("residual_chain(4,000) auto", chains[4_000])
     part = hv.partition(hv.zoo.synthetic(4_000), **mix_config(True))
