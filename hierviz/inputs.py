@@ -87,14 +87,22 @@ def _dim(d: Any) -> int | str:
     return int(d)
 
 
-def _range(sym: Any, graph: GraphModule) -> tuple[int, int | None] | None:
-    ranges = getattr(graph, "range_constraints", None) or {}
-    vr = ranges.get(sym) if isinstance(ranges, dict) else None
-    if vr is None:
-        return None
+def _bounds(vr: Any) -> tuple[int, int | None]:
+    """A torch ValueRanges as (lower, upper or None for unbounded)."""
     lo = int(vr.lower) if math.isfinite(float(vr.lower)) else 0
     hi = int(vr.upper) if math.isfinite(float(vr.upper)) else None
     return lo, hi
+
+
+def _range(d: torch.SymInt, sym: Any, graph: GraphModule) -> tuple[int, int | None] | None:
+    """The range of `sym`: from the graph's range_constraints (ExportedProgram.module() sets
+    them), else from the shape environment that made `d`."""
+    ranges = getattr(graph, "range_constraints", None)
+    vr = ranges.get(sym) if isinstance(ranges, dict) else None
+    if vr is None:
+        env = getattr(d.node, "shape_env", None)
+        vr = env.var_to_range.get(sym) if env is not None else None
+    return None if vr is None else _bounds(vr)
 
 
 def spec_of(graph: GraphModule) -> InputSpec:
@@ -121,20 +129,10 @@ def spec_of(graph: GraphModule) -> InputSpec:
             args.append(ArgSpec(name, "any"))
         for d in syms:
             for sym in d.node.expr.free_symbols:
-                found = _range(sym, graph) or _shape_env_range(d, sym)
+                found = _range(d, sym, graph)
                 if found is not None:
                     ranges[str(sym)] = found
     return InputSpec(tuple(args), tuple((s, lo, hi) for s, (lo, hi) in sorted(ranges.items())))
-
-
-def _shape_env_range(d: torch.SymInt, sym: Any) -> tuple[int, int | None] | None:
-    env = getattr(d.node, "shape_env", None)
-    vr = env.var_to_range.get(sym) if env is not None else None
-    if vr is None:
-        return None
-    lo = int(vr.lower) if math.isfinite(float(vr.lower)) else 0
-    hi = int(vr.upper) if math.isfinite(float(vr.upper)) else None
-    return lo, hi
 
 
 def _describe(value: Any) -> str:
