@@ -12,6 +12,7 @@ wrong answer (a `reshape(x.shape[0], -1)` captured at batch 2 returns batch 2 fo
 
 from __future__ import annotations
 
+import inspect
 import json
 import math
 from dataclasses import dataclass
@@ -264,6 +265,15 @@ def check_inputs(spec: str, *values: Any) -> Any:
         raise CaptureError(_message("Partition.module", problem, parsed))
 
 
+def check_call(spec: str, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+    """A forward pre-hook of the split module: a call with missing or surplus arguments is a
+    CaptureError (before the graph's own code would raise a bare TypeError)."""
+    try:
+        inspect.signature(module.forward).bind(*args, **kwargs)
+    except TypeError as exc:
+        raise CaptureError(f"Partition.module: {exc}. It takes the model's inputs: {_parsed(spec)}.") from None
+
+
 def _message(who: str, problem: str, spec: InputSpec) -> str:
     return (f"{who}: {problem}. Captured inputs: {spec}. Call it with inputs like the example "
             "inputs, or capture again with those inputs, or with dynamic_shapes (e.g. "
@@ -286,4 +296,4 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
     return values
 
 
-__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "check", "check_inputs"]
+__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "check", "check_inputs", "check_call"]

@@ -9,11 +9,12 @@ touched. Its first node checks the call's inputs against what the graph was capt
 from __future__ import annotations
 
 import copy
+import functools
 
 import torch
 from torch.fx import GraphModule
 
-from hierviz.inputs import check_inputs, spec_of
+from hierviz.inputs import check_call, check_inputs, spec_of
 from hierviz.partitioner import engine as eng
 
 
@@ -44,10 +45,11 @@ def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
     if all(a.kind == "any" for a in spec.args) or len(placeholders) != len(spec.args):
         split.recompile()
         return split
+    text = spec.to_json()
     with split.graph.inserting_after(placeholders[-1]):
-        split.graph.create_node("call_function", check_inputs, (spec.to_json(), *placeholders), {},
-                                name="_check_inputs")
+        split.graph.create_node("call_function", check_inputs, (text, *placeholders), {}, name="_check_inputs")
     split.recompile()
+    split.register_forward_pre_hook(functools.partial(check_call, text), with_kwargs=True)
     return split
 
 

@@ -70,6 +70,16 @@ def test_other_dtype_or_rank_raises(static) -> None:
         static.module(torch.randn(2, 12), 3)
 
 
+def test_missing_or_surplus_arguments_raise(static) -> None:
+    with pytest.raises(hv.CaptureError) as info:
+        static.module(torch.randn(2, 3, 4))
+    assert str(info.value) == ("Partition.module: missing a required argument: 'n'. It takes the model's "
+                               "inputs: x: float32[2, 3, 4], n: int = 3.")
+    with pytest.raises(hv.CaptureError, match="Partition.module: too many positional arguments"):
+        static.module(torch.randn(2, 3, 4), 3, 4)
+    torch.testing.assert_close(static.module(torch.ones(2, 3, 4), n=3), torch.full((2, 12), 3.0))
+
+
 def test_dynamic_batch_works_over_its_range_and_raises_outside(dynamic) -> None:
     model = _Flatten()
     for batch in (2, 5, 16):
