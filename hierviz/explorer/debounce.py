@@ -9,8 +9,9 @@ runs (one control setting another) makes it run again before returning. No widge
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 
 class Debouncer:
@@ -66,6 +67,18 @@ class Debouncer:
         with self._lock:
             if self._pending and not self._applying:
                 self.run_now()
+
+    @contextlib.contextmanager
+    def batch(self) -> Iterator[None]:
+        """Control changes made inside run `apply` once, at the end (e.g. "apply best")."""
+        with self._lock:
+            self._applying = True
+            try:
+                yield
+            finally:
+                self._applying = False
+            self._pending = True
+            self.run_now()
 
     def run_now(self) -> None:
         with self._lock:

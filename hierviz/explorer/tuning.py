@@ -10,7 +10,11 @@ first, reported to Optuna's pruner (median rule), which stops slow trials there
 or in which a subgraph fell back to eager because its backend failed, is never `best`.
 
 With `executor="ray"` (or a Ray address) trials run as Ray tasks, several at a time
-(TPE proposes a batch while earlier ones run; no pruning there).
+(TPE proposes a batch while earlier ones run; no pruning there). The default space is
+tune_space.py, the result tune_result.py. This module is still over 400 lines because the
+search loop is one function: the trials' rows, Optuna's ask/tell, duplicates waiting for an
+in-flight trial and the Ray results all share its state, and splitting it would pass that
+state around instead.
 """
 
 from __future__ import annotations
@@ -21,350 +25,22 @@ import math
 import random
 import time
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
-import pandas as pd
-
 from hierviz.config import Config
-from hierviz.errors import ConfigError, HiervizError, MeasureError
+from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cached_partition
 from hierviz.explorer.sweep import expand_grid
+from hierviz.explorer.tune_result import TuneResult
+from hierviz.explorer.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.partitioner import Partition, graph_of, make_config
 
 DEFAULT_BUDGET = 20
 QUICK = {"warmup": 1, "iters": 5}     # the first, prunable timing
 FULL = {"warmup": 3, "iters": 30}     # the full timing of trials that are not pruned
-MAX_OPS = 4                            # torch_executed_ops candidates in the default space
-MAX_SIZES = 6                          # min_block_size candidates in the default space
-STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "failed", "invalid")
 OPTUNA_HINT = "install Optuna with `pip install 'hierviz[tune]'` (make setup installs it)"
-
-
-# ----------------------------------------------------------------------------- the space
-def _fingerprint(part: Partition) -> tuple:
-    """Identity of a partition: each subgraph's tag, backend and nodes (= per-node backend and tag)."""
-    return tuple((sg.tag, sg.backend, sg.nodes) for sg in part.subgraphs)
-
-
-def _why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | None = None) -> str | None:
-    """None when `backend` subgraphs can be compiled and timed on `device` (with hv.measure's
-    `compilers=` overrides), else why not."""
-    from hierviz.latency.compilers import get_compiler
-
-    compiler = get_compiler(backend, dict(compilers) if compilers else None)
-    if compiler is None:
-        return f"no compiler is registered for {backend!r}"
-    if compiler.needs_cuda and getattr(device, "type", str(device)) != "cuda":
-        return f"{'TensorRT' if backend == 'tensorrt' else backend} needs an NVIDIA GPU (CUDA), measuring on {device}"
-    try:
-        return compiler.available(device)
-    except TypeError:  # compilers whose check takes no device
-        return compiler.available()
-
-
-def _tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None) -> tuple[Config, list[str]]:
-    """The Config trials start from: `base`, with TorchInductor allowed every op when `base`
-    gives inductor no support of its own (the seed's default, no ops, would make it a no-op)
-    and its priority restricted to the backends measurable here."""
-    from hierviz import support
-
-    notes = []
-    if "inductor" not in (base.support or {}):
-        sup = dict(base.support or {})
-        sup["inductor"] = support.inductor()
-        base = base.replace(support=sup)
-        notes.append("inductor may take every op TorchInductor compiles (hv.support.inductor())")
-    keep = tuple(b for b in base.priority if _why_unmeasurable(b, device, compilers) is None)
-    dropped = [b for b in base.priority if b not in keep]
-    for b in dropped:
-        notes.append(f"{b} left out: {_why_unmeasurable(b, device, compilers)}")
-    if not keep:
-        keep = tuple(b for b in ("inductor",) if _why_unmeasurable(b, device) is None)
-    if keep and keep != base.priority:
-        base = _apply(base, {"priority": keep})
-    return base, notes
-
-
-def _apply(base: Config, changes: Mapping[str, Any]) -> Config:
-    """`base.replace(**changes)`, leaving out of `support` the backends of our own that the new
-    priority no longer names (a Config refuses support it would ignore)."""
-    from hierviz.config import BUILTIN_BACKENDS, parse_priority
-
-    changes = dict(changes)
-    if "priority" in changes and "support" not in changes and base.support is not None:
-        priority = parse_priority(changes["priority"])
-        kept = {b: s for b, s in base.support.items() if b in priority or b in BUILTIN_BACKENDS}
-        changes["support"] = kept or None
-    return base.replace(**changes)
-
-
-def _orders(backends: list[str]) -> list[tuple[str, ...]]:
-    return [p for r in range(len(backends), 0, -1) for p in itertools.permutations(backends, r)]
-
-
-def _sizes_changing(part: Partition) -> list[int]:
-    """min_block_size values that give different partitions, one per outcome: the partition's
-    own size for its outcome, the smallest size for the others (from Partition.recommend(),
-    which re-partitions at each size)."""
-    rec = part.recommend()
-    own = part.config.min_block_size
-    seen: dict[tuple, int] = {}
-    for _, row in rec.sort_values("min_block_size").iterrows():
-        key = tuple(row.drop("min_block_size").tolist())
-        size = int(row["min_block_size"])
-        if key not in seen or size == own:
-            seen[key] = size
-    return sorted(seen.values())
-
-
-def _boundary_ops(part: Partition) -> list[str]:
-    """Ops of accelerated compute nodes at subgraph boundaries (producing a subgraph's output
-    or consuming its input), most frequent first."""
-    from hierviz.opnames import qualname
-
-    nodes = {n.name: n for n in part.graph.graph.nodes}
-    counts: dict[str, int] = {}
-    for sg in part.subgraphs:
-        if not sg.is_acc:
-            continue
-        members = set(sg.nodes)
-        edge = {t.name for t in sg.outputs if t.name in members}
-        inputs = {t.name for t in sg.inputs}
-        for name in sg.nodes:
-            if any(a.name in inputs for a in nodes[name].all_input_nodes):
-                edge.add(name)
-        for name in edge:
-            node = nodes[name]
-            if node.op == "call_function" and "getitem" not in str(node.target):
-                op = qualname(node.target)
-                counts[op] = counts.get(op, 0) + 1
-    return sorted(counts, key=lambda op: (-counts[op], op))
-
-
-def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
-    """Candidate torch_executed_ops: boundary ops first, then the other accelerated ops,
-    keeping those whose forcing changes the partition into one no other op gives."""
-    from hierviz.opnames import qualname
-
-    nodes = {n.name: n for n in part.graph.graph.nodes}
-    acc_ops: list[str] = []
-    for sg in part.subgraphs:
-        if sg.is_acc:
-            for name in sg.nodes:
-                n = nodes[name]
-                if n.op == "call_function" and "getitem" not in str(n.target):
-                    op = qualname(n.target)
-                    if op not in acc_ops:
-                        acc_ops.append(op)
-    ranked = _boundary_ops(part) + sorted(op for op in acc_ops if op not in _boundary_ops(part))
-    base_fp = _fingerprint(part)
-    kept: list[str] = []
-    seen = {base_fp}
-    for op in ranked:
-        try:
-            forced = cached_partition(gm, cfg.replace(torch_executed_ops=cfg.torch_executed_ops | {op}))
-        except HiervizError:
-            continue
-        fp = _fingerprint(forced)
-        if fp not in seen:
-            seen.add(fp)
-            kept.append(op)
-        if len(kept) >= MAX_OPS:
-            break
-    return kept
-
-
-def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapping | None = None,
-                  device: Any = None, compilers: Mapping[str, Any] | None = None) -> dict[str, list]:
-    """The space `hv.tune` searches when none is given, derived from the graph:
-
-    - `priority`: every order of the backends that can be measured on `device` (TensorRT
-      only with a CUDA GPU), from the base priority and inductor;
-    - `min_block_size`: the sizes that change the partition (from `Partition.recommend()`),
-      for each of those priorities, and the base size;
-    - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
-      boundaries and the other accelerated ops whose forcing changes the partition.
-    """
-    from hierviz.latency.plan import resolve_device
-
-    dev = resolve_device(device)
-    base_cfg, _ = _tune_base(make_config(base), dev, compilers)
-    gm = graph_of(model, example_inputs)
-    backends = list(dict.fromkeys([*base_cfg.priority, "inductor", "tensorrt"]))
-    backends = [b for b in backends if _why_unmeasurable(b, dev, compilers) is None]
-    if not backends:
-        raise MeasureError(f"no backend can be measured on {dev}: tensorrt needs a CUDA GPU and inductor "
-                           "is not usable here; give space= with backends that are.")
-    priorities = _orders(backends)
-    first = _apply(base_cfg, {"priority": priorities[0]})
-    ops = _ops_changing(gm, first, cached_partition(gm, first))
-    forced = [base_cfg.torch_executed_ops] + [base_cfg.torch_executed_ops | {op} for op in ops]
-    sizes = {base_cfg.min_block_size}
-    for p in priorities:  # sizes that change the partition for some priority and forced op
-        for f in forced:
-            sizes.update(_sizes_changing(cached_partition(gm, _apply(base_cfg, {"priority": p,
-                                                                                "torch_executed_ops": f}))))
-    sizes_list = sorted(sizes)
-    if len(sizes_list) > MAX_SIZES:  # keep the base size, the smallest and an even spread
-        step = (len(sizes_list) - 1) / (MAX_SIZES - 1)
-        picked = {sizes_list[round(i * step)] for i in range(MAX_SIZES)} | {base_cfg.min_block_size}
-        sizes_list = sorted(picked)
-    space: dict[str, list] = {"priority": priorities, "min_block_size": sizes_list}
-    if ops:
-        space["torch_executed_ops"] = forced
-    return space
-
-
-# ----------------------------------------------------------------------------- the result
-@dataclass
-class TuneResult:
-    """What `hv.tune` found.
-
-    `best` is the fastest setting whose outputs match the model's (None when no trial
-    qualified); `best_measurement` its full `hv.Measurement` (per-subgraph times, baseline);
-    `trials` one row per trial (the config's fields, subgraph counts, latency, `fallbacks`,
-    `status`, `duplicate_of`); `default` the setting tuning started from; `baselines` the
-    model's own times (`eager_ms`: your nn.Module run eagerly; `graph_eager_ms`: the captured
-    graph run eagerly; `torch_compile_ms` when asked for).
-    """
-
-    best: Config | None
-    best_measurement: Any
-    trials: pd.DataFrame
-    default: Config
-    baselines: dict[str, Any]
-    space: dict[str, list]
-    device: str
-    notes: list[str] = field(default_factory=list)
-    stopped: str = "budget"
-    seconds: float = 0.0
-    measure_s: float = 0.0
-    capture_s: float = 0.0
-    study: Any = field(default=None, repr=False)
-    graph: Any = field(default=None, repr=False)
-
-    # -------------------------------------------------------------- figures
-    @property
-    def overhead_s(self) -> float:
-        """Time spent in the tune loop itself: everything but capturing, compiling and timing."""
-        return max(0.0, self.seconds - self.measure_s - self.capture_s)
-
-    @property
-    def overhead(self) -> float:
-        """overhead_s as a share of the wall time spent after capture."""
-        loop = self.seconds - self.capture_s
-        return self.overhead_s / loop if loop > 0 else 0.0
-
-    def _row(self, trial: int | None) -> pd.Series | None:
-        if trial is None:
-            return None
-        rows = self.trials[self.trials["trial"] == trial]
-        return rows.iloc[0] if len(rows) else None
-
-    @property
-    def best_trial(self) -> int | None:
-        ok = self.trials[self.trials["status"] == "measured"]
-        ok = ok[ok["outputs_match"].astype("boolean").fillna(False) & (ok["fallbacks"].fillna(0) == 0)]
-        if not len(ok):
-            return None
-        return int(ok.sort_values(["median_ms", "trial"]).iloc[0]["trial"])
-
-    @property
-    def default_trial(self) -> int | None:
-        return 0 if len(self.trials) else None
-
-    @property
-    def duplicates(self) -> int:
-        return int((self.trials["status"] == "duplicate").sum())
-
-    def partition(self) -> Partition:
-        """The best setting's partition (hv.ConfigError when no trial qualified)."""
-        if self.best is None:
-            raise ConfigError("no trial qualified as best (see .trials['status'] and ['error']).")
-        return cached_partition(self.graph, self.best)
-
-    # -------------------------------------------------------------- display
-    def _line(self, label: str, trial: int | None) -> str:
-        row = self._row(trial)
-        if row is None:
-            return f"  {label:<8} -"
-        text = f"{row['priority']} mbs={row['min_block_size']}"
-        if row["torch_executed_ops"]:
-            text += " torch=" + ",".join(o.replace("torch.ops.aten.", "") for o in str(row["torch_executed_ops"]).split(","))
-        ms = row.get("median_ms")
-        figure = "not measured" if ms is None or (isinstance(ms, float) and math.isnan(ms)) else f"{_ms(ms)} ms"
-        speed = row.get("speedup")
-        if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
-            figure += f", {speed:.2f}x vs eager"
-        status = row["status"]
-        if status != "measured":
-            figure += f" ({status}{': ' + str(row['error'])[:80] if isinstance(row['error'], str) else ''})"
-        return f"  {label:<8} {text:<40} {figure}  [trial {trial}]"
-
-    def __repr__(self) -> str:
-        counts = self.trials["status"].value_counts().to_dict()
-        parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
-        lines = [f"<hv.tune: {len(self.trials)} trials ({parts}) in {self.seconds:.1f} s on {self.device}, "
-                 f"stopped by {self.stopped}"]
-        lines.append(self._line("best", self.best_trial) if self.best is not None else "  best     none: no trial "
-                     "measured with matching outputs")
-        lines.append(self._line("default", self.default_trial))
-        b = self.baselines
-        base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
-        if "torch_compile_ms" in b:
-            base.append(f"torch.compile {_ms(b.get('torch_compile_ms'))} ms")
-        lines.append("  baselines: " + "; ".join(base))
-        for note in self.notes:
-            lines.append(f"  note: {note}")
-        return "\n".join(lines) + ">"
-
-    def _repr_html_(self) -> str:
-        import html
-
-        shown = self.trials.drop(columns=[c for c in ("support",) if c in self.trials.columns])
-        return (f"<pre>{html.escape(repr(self))}</pre>" +
-                shown.to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
-
-    def plot(self, ax: Any = None) -> Any:
-        """Latency per trial (dots coloured by status), the best so far (a line), and the
-        default setting, eager model and torch.compile as horizontal lines. Returns the Axes."""
-        import matplotlib.pyplot as plt
-
-        if ax is None:
-            _, ax = plt.subplots(figsize=(7, 3.5))
-        df = self.trials
-        colours = {"measured": "tab:blue", "duplicate": "tab:gray", "pruned": "tab:orange",
-                   "mismatch": "tab:red", "fallback": "tab:purple"}
-        for status, colour in colours.items():
-            part = df[(df["status"] == status) & df["median_ms"].notna()]
-            if len(part):
-                ax.scatter(part["trial"], part["median_ms"].astype(float), s=22, color=colour, label=status, zorder=3)
-        ok = df[(df["status"] == "measured") & df["median_ms"].notna()]
-        if len(ok):
-            running = ok.set_index("trial")["median_ms"].astype(float).cummin()
-            ax.step(running.index, running.values, where="post", color="tab:green", label="best so far", zorder=2)
-        refs = [("eager nn.Module", self.baselines.get("eager_ms"), "black"),
-                ("torch.compile", self.baselines.get("torch_compile_ms"), "tab:brown")]
-        default = self._row(self.default_trial)
-        if default is not None and pd.notna(default.get("median_ms")):
-            refs.append(("default setting", float(default["median_ms"]), "tab:cyan"))
-        for label, value, colour in refs:
-            if value is not None and not math.isnan(value):
-                ax.axhline(value, color=colour, linestyle="--", linewidth=1, label=label)
-        ax.set_xlabel("trial")
-        ax.set_ylabel(f"median latency, ms ({self.device})")
-        ax.set_title("hv.tune")
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.legend(fontsize=8, loc="best")
-        return ax
-
-
-def _ms(x: Any) -> str:
-    if x is None or (isinstance(x, float) and math.isnan(x)):
-        return "n/a"
-    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
 # ----------------------------------------------------------------------------- one trial
@@ -555,7 +231,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     capture_s = time.perf_counter() - started
 
     measure_s = 0.0
-    default, notes = _tune_base(make_config(base), dev, options.get("compilers"))
+    default, notes = tune_base(make_config(base), dev, options.get("compilers"))
     if space is None:
         space = default_space(gm, example_inputs, base=default, device=dev, compilers=options.get("compilers"))
         notes.append("space derived from the graph: " + ", ".join(f"{k} ({len(v)})" for k, v in space.items()))
@@ -682,7 +358,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
                 k = len(rows)
                 by_params[key] = k
                 try:
-                    cfg = _apply(default, changes)
+                    cfg = apply_changes(default, changes)
                     configs[k] = cfg
                     part = cached_partition(gm, cfg)
                 except HiervizError as exc:
@@ -696,7 +372,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
                 row = new_row(k, cfg, changes)
                 row.update(columns.stat_columns(part))
                 rows.append(row)
-                fp = _fingerprint(part)
+                fp = fingerprint(part)
                 if fp in by_print:
                     source = by_print[fp]
                     row["duplicate_of"] = source

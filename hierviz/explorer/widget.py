@@ -403,21 +403,15 @@ class Explorer(widgets.VBox):
         if result is None or result.best is None:
             raise ConfigError("no fastest setting yet: press 'find fastest' first and wait for it to finish.")
         best = result.best
-        with self._lock:
-            self._applying = True  # one re-run for all the controls set below
-            try:
-                c = self.controls
-                if best.support is not None:
-                    c["support"].value = {**c["support"].value, **{b: ctl.support_key(s) for b, s in best.support.items()}}
-                c["priority"].value = list(best.priority)
-                c["min_block_size"].value = best.min_block_size
-                c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))
-                c["require_full_compilation"].value = best.require_full_compilation
-                c["skip_fusion"].value = best.skip_fusion
-            finally:
-                self._applying = False
-            self._pending = True
-            self._apply_now()
+        with self._debouncer.batch():  # one re-run for all the controls set below
+            c = self.controls
+            if best.support is not None:
+                c["support"].value = {**c["support"].value, **{b: ctl.support_key(s) for b, s in best.support.items()}}
+            c["priority"].value = list(best.priority)
+            c["min_block_size"].value = best.min_block_size
+            c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))
+            c["require_full_compilation"].value = best.require_full_compilation
+            c["skip_fusion"].value = best.skip_fusion
         return best
 
     def __repr__(self) -> str:

@@ -231,6 +231,7 @@ def test_explorer_find_fastest_runs_in_the_background_and_applies(small) -> None
     assert best.priority == ("exact",)                      # the wrong backend is never offered
     runs = len(ex.history)
     ex.buttons["apply_fastest"].click()
+    assert not ex.errors, ex.errors
     assert ex.config == best and len(ex.history) == runs + 1  # one re-run for all the controls
     ex.find_fastest(budget=0, wait=True)                     # a bad search is shown, never raised
     assert "the search failed" in ex.panels["fastest"].value and "budget" in ex.panels["fastest"].value

@@ -1,0 +1,168 @@
+"""TuneResult: what `hv.tune` found (best, trials, baselines), its repr and its plot."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from hierviz.config import Config
+from hierviz.errors import ConfigError
+from hierviz.explorer.cache import cached_partition
+from hierviz.partitioner import Partition
+
+STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "failed", "invalid")
+
+
+@dataclass
+class TuneResult:
+    """What `hv.tune` found.
+
+    `best` is the fastest setting whose outputs match the model's (None when no trial
+    qualified); `best_measurement` its full `hv.Measurement` (per-subgraph times, baseline);
+    `trials` one row per trial (the config's fields, subgraph counts, latency, `fallbacks`,
+    `status`, `duplicate_of`); `default` the setting tuning started from; `baselines` the
+    model's own times (`eager_ms`: your nn.Module run eagerly; `graph_eager_ms`: the captured
+    graph run eagerly; `torch_compile_ms` when asked for).
+    """
+
+    best: Config | None
+    best_measurement: Any
+    trials: pd.DataFrame
+    default: Config
+    baselines: dict[str, Any]
+    space: dict[str, list]
+    device: str
+    notes: list[str] = field(default_factory=list)
+    stopped: str = "budget"
+    seconds: float = 0.0
+    measure_s: float = 0.0
+    capture_s: float = 0.0
+    study: Any = field(default=None, repr=False)
+    graph: Any = field(default=None, repr=False)
+
+    # -------------------------------------------------------------- figures
+    @property
+    def overhead_s(self) -> float:
+        """Time spent in the tune loop itself: everything but capturing, compiling and timing."""
+        return max(0.0, self.seconds - self.measure_s - self.capture_s)
+
+    @property
+    def overhead(self) -> float:
+        """overhead_s as a share of the wall time spent after capture."""
+        loop = self.seconds - self.capture_s
+        return self.overhead_s / loop if loop > 0 else 0.0
+
+    def _row(self, trial: int | None) -> pd.Series | None:
+        if trial is None:
+            return None
+        rows = self.trials[self.trials["trial"] == trial]
+        return rows.iloc[0] if len(rows) else None
+
+    @property
+    def best_trial(self) -> int | None:
+        ok = self.trials[self.trials["status"] == "measured"]
+        ok = ok[ok["outputs_match"].astype("boolean").fillna(False) & (ok["fallbacks"].fillna(0) == 0)]
+        if not len(ok):
+            return None
+        return int(ok.sort_values(["median_ms", "trial"]).iloc[0]["trial"])
+
+    @property
+    def default_trial(self) -> int | None:
+        return 0 if len(self.trials) else None
+
+    @property
+    def duplicates(self) -> int:
+        return int((self.trials["status"] == "duplicate").sum())
+
+    def partition(self) -> Partition:
+        """The best setting's partition (hv.ConfigError when no trial qualified)."""
+        if self.best is None:
+            raise ConfigError("no trial qualified as best (see .trials['status'] and ['error']).")
+        return cached_partition(self.graph, self.best)
+
+    # -------------------------------------------------------------- display
+    def _line(self, label: str, trial: int | None) -> str:
+        row = self._row(trial)
+        if row is None:
+            return f"  {label:<8} -"
+        text = f"{row['priority']} mbs={row['min_block_size']}"
+        if row["torch_executed_ops"]:
+            text += " torch=" + ",".join(o.replace("torch.ops.aten.", "") for o in str(row["torch_executed_ops"]).split(","))
+        ms = row.get("median_ms")
+        figure = "not measured" if ms is None or (isinstance(ms, float) and math.isnan(ms)) else f"{_ms(ms)} ms"
+        speed = row.get("speedup")
+        if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
+            figure += f", {speed:.2f}x vs eager"
+        status = row["status"]
+        if status != "measured":
+            figure += f" ({status}{': ' + str(row['error'])[:80] if isinstance(row['error'], str) else ''})"
+        return f"  {label:<8} {text:<40} {figure}  [trial {trial}]"
+
+    def __repr__(self) -> str:
+        counts = self.trials["status"].value_counts().to_dict()
+        parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
+        lines = [f"<hv.tune: {len(self.trials)} trials ({parts}) in {self.seconds:.1f} s on {self.device}, "
+                 f"stopped by {self.stopped}"]
+        lines.append(self._line("best", self.best_trial) if self.best is not None else "  best     none: no trial "
+                     "measured with matching outputs")
+        lines.append(self._line("default", self.default_trial))
+        b = self.baselines
+        base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
+        if "torch_compile_ms" in b:
+            base.append(f"torch.compile {_ms(b.get('torch_compile_ms'))} ms")
+        lines.append("  baselines: " + "; ".join(base))
+        for note in self.notes:
+            lines.append(f"  note: {note}")
+        return "\n".join(lines) + ">"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        shown = self.trials.drop(columns=[c for c in ("support",) if c in self.trials.columns])
+        return (f"<pre>{html.escape(repr(self))}</pre>" +
+                shown.to_html(index=False, float_format=lambda x: f"{x:.4g}", na_rep="-"))
+
+    def plot(self, ax: Any = None) -> Any:
+        """Latency per trial (dots coloured by status), the best so far (a line), and the
+        default setting, eager model and torch.compile as horizontal lines. Returns the Axes."""
+        import matplotlib.pyplot as plt
+
+        if ax is None:
+            _, ax = plt.subplots(figsize=(7, 3.5))
+        df = self.trials
+        colours = {"measured": "tab:blue", "duplicate": "tab:gray", "pruned": "tab:orange",
+                   "mismatch": "tab:red", "fallback": "tab:purple"}
+        for status, colour in colours.items():
+            part = df[(df["status"] == status) & df["median_ms"].notna()]
+            if len(part):
+                ax.scatter(part["trial"], part["median_ms"].astype(float), s=22, color=colour, label=status, zorder=3)
+        ok = df[(df["status"] == "measured") & df["median_ms"].notna()]
+        if len(ok):
+            running = ok.set_index("trial")["median_ms"].astype(float).cummin()
+            ax.step(running.index, running.values, where="post", color="tab:green", label="best so far", zorder=2)
+        refs = [("eager nn.Module", self.baselines.get("eager_ms"), "black"),
+                ("torch.compile", self.baselines.get("torch_compile_ms"), "tab:brown")]
+        default = self._row(self.default_trial)
+        if default is not None and pd.notna(default.get("median_ms")):
+            refs.append(("default setting", float(default["median_ms"]), "tab:cyan"))
+        for label, value, colour in refs:
+            if value is not None and not math.isnan(value):
+                ax.axhline(value, color=colour, linestyle="--", linewidth=1, label=label)
+        ax.set_xlabel("trial")
+        ax.set_ylabel(f"median latency, ms ({self.device})")
+        ax.set_title("hv.tune")
+        ax.xaxis.get_major_locator().set_params(integer=True)
+        ax.legend(fontsize=8, loc="best")
+        return ax
+
+
+def _ms(x: Any) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "n/a"
+    return f"{x:.3f}" if x < 10 else f"{x:.1f}"
+
+
+__all__ = ["TuneResult", "STATUSES"]

@@ -1,0 +1,192 @@
+"""The space `hv.tune` searches when none is given, derived from the graph, and the helpers
+that turn a space's values into Configs (see `default_space`)."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Mapping
+
+from hierviz.config import Config
+from hierviz.errors import HiervizError, MeasureError
+from hierviz.explorer.cache import cached_partition
+from hierviz.partitioner import Partition, graph_of, make_config
+
+MAX_OPS = 4                            # torch_executed_ops candidates in the default space
+MAX_SIZES = 6                          # min_block_size candidates in the default space
+
+
+def fingerprint(part: Partition) -> tuple:
+    """Identity of a partition: each subgraph's tag, backend and nodes (= per-node backend and tag)."""
+    return tuple((sg.tag, sg.backend, sg.nodes) for sg in part.subgraphs)
+
+
+def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | None = None) -> str | None:
+    """None when `backend` subgraphs can be compiled and timed on `device` (with hv.measure's
+    `compilers=` overrides), else why not."""
+    from hierviz.latency.compilers import get_compiler
+
+    compiler = get_compiler(backend, dict(compilers) if compilers else None)
+    if compiler is None:
+        return f"no compiler is registered for {backend!r}"
+    if compiler.needs_cuda and getattr(device, "type", str(device)) != "cuda":
+        return f"{'TensorRT' if backend == 'tensorrt' else backend} needs an NVIDIA GPU (CUDA), measuring on {device}"
+    try:
+        return compiler.available(device)
+    except TypeError:  # compilers whose check takes no device
+        return compiler.available()
+
+
+def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None) -> tuple[Config, list[str]]:
+    """The Config trials start from: `base`, with TorchInductor allowed every op when `base`
+    gives inductor no support of its own (the seed's default, no ops, would make it a no-op)
+    and its priority restricted to the backends measurable here."""
+    from hierviz import support
+
+    notes = []
+    if "inductor" not in (base.support or {}):
+        sup = dict(base.support or {})
+        sup["inductor"] = support.inductor()
+        base = base.replace(support=sup)
+        notes.append("inductor may take every op TorchInductor compiles (hv.support.inductor())")
+    keep = tuple(b for b in base.priority if why_unmeasurable(b, device, compilers) is None)
+    dropped = [b for b in base.priority if b not in keep]
+    for b in dropped:
+        notes.append(f"{b} left out: {why_unmeasurable(b, device, compilers)}")
+    if not keep:
+        keep = tuple(b for b in ("inductor",) if why_unmeasurable(b, device) is None)
+    if keep and keep != base.priority:
+        base = apply_changes(base, {"priority": keep})
+    return base, notes
+
+
+def apply_changes(base: Config, changes: Mapping[str, Any]) -> Config:
+    """`base.replace(**changes)`, leaving out of `support` the backends of our own that the new
+    priority no longer names (a Config refuses support it would ignore)."""
+    from hierviz.config import BUILTIN_BACKENDS, parse_priority
+
+    changes = dict(changes)
+    if "priority" in changes and "support" not in changes and base.support is not None:
+        priority = parse_priority(changes["priority"])
+        kept = {b: s for b, s in base.support.items() if b in priority or b in BUILTIN_BACKENDS}
+        changes["support"] = kept or None
+    return base.replace(**changes)
+
+
+def _orders(backends: list[str]) -> list[tuple[str, ...]]:
+    return [p for r in range(len(backends), 0, -1) for p in itertools.permutations(backends, r)]
+
+
+def _sizes_changing(part: Partition) -> list[int]:
+    """min_block_size values that give different partitions, one per outcome: the partition's
+    own size for its outcome, the smallest size for the others (from Partition.recommend(),
+    which re-partitions at each size)."""
+    rec = part.recommend()
+    own = part.config.min_block_size
+    seen: dict[tuple, int] = {}
+    for _, row in rec.sort_values("min_block_size").iterrows():
+        key = tuple(row.drop("min_block_size").tolist())
+        size = int(row["min_block_size"])
+        if key not in seen or size == own:
+            seen[key] = size
+    return sorted(seen.values())
+
+
+def _boundary_ops(part: Partition) -> list[str]:
+    """Ops of accelerated compute nodes at subgraph boundaries (producing a subgraph's output
+    or consuming its input), most frequent first."""
+    from hierviz.opnames import qualname
+
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    counts: dict[str, int] = {}
+    for sg in part.subgraphs:
+        if not sg.is_acc:
+            continue
+        members = set(sg.nodes)
+        edge = {t.name for t in sg.outputs if t.name in members}
+        inputs = {t.name for t in sg.inputs}
+        for name in sg.nodes:
+            if any(a.name in inputs for a in nodes[name].all_input_nodes):
+                edge.add(name)
+        for name in edge:
+            node = nodes[name]
+            if node.op == "call_function" and "getitem" not in str(node.target):
+                op = qualname(node.target)
+                counts[op] = counts.get(op, 0) + 1
+    return sorted(counts, key=lambda op: (-counts[op], op))
+
+
+def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
+    """Candidate torch_executed_ops: boundary ops first, then the other accelerated ops,
+    keeping those whose forcing changes the partition into one no other op gives."""
+    from hierviz.opnames import qualname
+
+    nodes = {n.name: n for n in part.graph.graph.nodes}
+    acc_ops: list[str] = []
+    for sg in part.subgraphs:
+        if sg.is_acc:
+            for name in sg.nodes:
+                n = nodes[name]
+                if n.op == "call_function" and "getitem" not in str(n.target):
+                    op = qualname(n.target)
+                    if op not in acc_ops:
+                        acc_ops.append(op)
+    ranked = _boundary_ops(part) + sorted(op for op in acc_ops if op not in _boundary_ops(part))
+    base_fp = fingerprint(part)
+    kept: list[str] = []
+    seen = {base_fp}
+    for op in ranked:
+        try:
+            forced = cached_partition(gm, cfg.replace(torch_executed_ops=cfg.torch_executed_ops | {op}))
+        except HiervizError:
+            continue
+        fp = fingerprint(forced)
+        if fp not in seen:
+            seen.add(fp)
+            kept.append(op)
+        if len(kept) >= MAX_OPS:
+            break
+    return kept
+
+
+def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapping | None = None,
+                  device: Any = None, compilers: Mapping[str, Any] | None = None) -> dict[str, list]:
+    """The space `hv.tune` searches when none is given, derived from the graph:
+
+    - `priority`: every order of the backends that can be measured on `device` (TensorRT
+      only with a CUDA GPU), from the base priority and inductor;
+    - `min_block_size`: the sizes that change the partition (from `Partition.recommend()`),
+      for each of those priorities, and the base size;
+    - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
+      boundaries and the other accelerated ops whose forcing changes the partition.
+    """
+    from hierviz.latency.plan import resolve_device
+
+    dev = resolve_device(device)
+    base_cfg, _ = tune_base(make_config(base), dev, compilers)
+    gm = graph_of(model, example_inputs)
+    backends = list(dict.fromkeys([*base_cfg.priority, "inductor", "tensorrt"]))
+    backends = [b for b in backends if why_unmeasurable(b, dev, compilers) is None]
+    if not backends:
+        raise MeasureError(f"no backend can be measured on {dev}: tensorrt needs a CUDA GPU and inductor "
+                           "is not usable here; give space= with backends that are.")
+    priorities = _orders(backends)
+    first = apply_changes(base_cfg, {"priority": priorities[0]})
+    ops = _ops_changing(gm, first, cached_partition(gm, first))
+    forced = [base_cfg.torch_executed_ops] + [base_cfg.torch_executed_ops | {op} for op in ops]
+    sizes = {base_cfg.min_block_size}
+    for p in priorities:  # sizes that change the partition for some priority and forced op
+        for f in forced:
+            sizes.update(_sizes_changing(cached_partition(gm, apply_changes(base_cfg, {"priority": p,
+                                                                                "torch_executed_ops": f}))))
+    sizes_list = sorted(sizes)
+    if len(sizes_list) > MAX_SIZES:  # keep the base size, the smallest and an even spread
+        step = (len(sizes_list) - 1) / (MAX_SIZES - 1)
+        picked = {sizes_list[round(i * step)] for i in range(MAX_SIZES)} | {base_cfg.min_block_size}
+        sizes_list = sorted(picked)
+    space: dict[str, list] = {"priority": priorities, "min_block_size": sizes_list}
+    if ops:
+        space["torch_executed_ops"] = forced
+    return space
+
+
+__all__ = ["default_space", "fingerprint", "why_unmeasurable", "tune_base", "apply_changes"]
