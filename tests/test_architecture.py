@@ -118,19 +118,42 @@ def test_long_modules_say_why(path):
             "(a sentence with 'lines' and 'because')")
 
 
-def test_import_hierviz_leaves_heavy_dependencies_for_later():
+FRESH = """
+import json, sys, torch
+before = set(sys.modules)
+import hierviz as hv
+added = sorted(m for m in HEAVY if m in set(sys.modules) - before)
+hv.Config; hv.partition; hv.Partition
+after_core = sorted(m for m in HEAVY if m in sys.modules)
+facts = {"added": added, "after_core": after_core, "to_json": hv.drawing.to_json.__name__,
+         "measure": hv.latency.measure is hv.measure, "sweep": hv.explorer.sweep is hv.sweep,
+         "zoo": hv.zoo.names()[:1]}
+print(json.dumps(facts))
+"""
+
+
+@pytest.fixture(scope="module")
+def fresh() -> dict:
+    """What a fresh interpreter sees: one subprocess for every import check below."""
+    import json
+
+    code = f"HEAVY = {HEAVY!r}\n" + FRESH
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_import_hierviz_leaves_heavy_dependencies_for_later(fresh):
     """`import hierviz` (after torch, which it needs anyway) imports none of the optional heavy
     packages; they load when a feature that needs them is first used."""
-    code = ("import sys, torch; before = set(sys.modules); import hierviz; "
-            f"print(sorted(m for m in {HEAVY!r} if m in set(sys.modules) - before))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "[]"
-    code = ("import sys, hierviz as hv; hv.Config; hv.partition; hv.Partition; "
-            "print('pandas' in sys.modules, 'graphviz' in sys.modules)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "False False"
+    assert fresh["added"] == []
+    assert "pandas" not in fresh["after_core"] and "graphviz" not in fresh["after_core"]
+
+
+def test_subpackages_reachable_before_import(fresh):
+    """`hv.drawing.to_json` works in a fresh interpreter without `import hierviz.drawing`."""
+    assert (fresh["to_json"], fresh["measure"], fresh["sweep"]) == ("to_json", True, True)
+    assert len(fresh["zoo"]) == 1
 
 
 def test_lazy_public_names_resolve():
@@ -141,11 +164,3 @@ def test_lazy_public_names_resolve():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         hv.nope  # noqa: B018
 
-
-def test_subpackages_reachable_before_import():
-    """`hv.drawing.to_json` works in a fresh interpreter without `import hierviz.drawing`."""
-    code = ("import hierviz as hv; print(hv.drawing.to_json.__name__, hv.latency.measure is hv.measure, "
-            "hv.explorer.sweep is hv.sweep, hv.zoo.names()[:1])")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1].startswith("to_json True True [")
