@@ -4,7 +4,7 @@ This is the one module that reads the engine's result (`EngineResult`): it turns
 public per-node record (`Partition.records`, `.record(name)`, `.nodes()`; see record.py) and
 the Partition's methods. Everything downstream reads those, never the engine.
 
-It is about 430 lines because it is that one reader: the Partition's questions and the
+It is about 450 lines because it is that one reader: the Partition's questions and the
 building of its record and reason texts all read the engine's result, and keeping them
 together keeps the engine's internals out of every other module. Tables and text computed
 from the record live in report.py.
