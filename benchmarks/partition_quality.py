@@ -245,7 +245,8 @@ def zoo_configs() -> dict[str, hv.Config]:
     }
 
 
-def zoo_table(models: Sequence[str], config_names: Sequence[str] | None, runs: int) -> list[dict]:
+def zoo_table(models: Sequence[str], config_names: Sequence[str] | None, runs: int,
+              progress: bool = False) -> list[dict]:
     """Table 1: per model and config, hierviz's count and upstream's min / median over `runs`."""
     configs = zoo_configs()
     rows = []
@@ -263,15 +264,25 @@ def zoo_table(models: Sequence[str], config_names: Sequence[str] | None, runs: i
             rows.append({"model": model, "config": name, "hierviz": ours.stats["subgraphs"],
                          "upstream_min": min(counts), "upstream_median": statistics.median(counts),
                          "hierviz_acc_ops": ours.stats["accelerated_ops"]})
+            if progress:
+                print_row(rows[-1])
     return rows
 
 
-def print_zoo(rows: list[dict]) -> None:
-    print(f"{'model':<20}{'config':<36}{'hierviz':>8}{'up.min':>8}{'up.med':>8}")
-    for r in rows:
-        flag = "  <-- above upstream's minimum" if r["hierviz"] > r["upstream_min"] else ""
-        print(f"{r['model']:<20}{r['config']:<36}{r['hierviz']:>8}{r['upstream_min']:>8}"
-              f"{r['upstream_median']:>8g}{flag}")
+HEADER = f"{'model':<20}{'config':<36}{'hierviz':>8}{'up.min':>8}{'up.med':>8}"
+
+
+def print_row(r: dict) -> None:
+    flag = "  <-- above upstream's minimum" if r["hierviz"] > r["upstream_min"] else ""
+    print(f"{r['model']:<20}{r['config']:<36}{r['hierviz']:>8}{r['upstream_min']:>8}"
+          f"{r['upstream_median']:>8g}{flag}", flush=True)
+
+
+def print_zoo(rows: list[dict], header: bool = True) -> None:
+    if header:
+        print(HEADER)
+        for r in rows:
+            print_row(r)
     above = sum(1 for r in rows if r["hierviz"] > r["upstream_min"])
     fewer = sum(1 for r in rows if r["hierviz"] < r["upstream_median"])
     print(f"cases: {len(rows)}; above upstream's minimum: {above}; below upstream's median: {fewer}; "
@@ -283,31 +294,38 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="every zoo model, 8 configs, 10 upstream runs, "
                         "300 small and 60 medium DAGs")
+    parser.add_argument("--part", choices=("all", "zoo", "dags"), default="all", help="which tables to run")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.full:
-        models, config_names, runs = hv.zoo.names(), None, 10
+        small_first = ["tiny_conv", "bert", "gpt2", "llama", "resnet18", "mobilenet_v3_small"]
+        models = [m for m in small_first if m in hv.zoo.names()] + [m for m in hv.zoo.names() if m not in small_first]
+        config_names, runs = None, 10
         n_small, n_medium, greedy_runs = 300, 60, 200
     else:
         models, config_names, runs = ["tiny_conv"], ["ind-heavy>trt mbs2", "ind(conv,mm,add)>trt teo=mul mbs2"], 2
         n_small, n_medium, greedy_runs = 30, 4, 20
-    print(f"torch {torch.__version__}, hierviz {hv.__version__}, mode {'full' if args.full else 'reduced'}")
-    print("\n1. zoo models: subgraphs, hierviz vs upstream min / median over", runs, "runs")
-    zoo = zoo_table(models, config_names, runs)
-    print_zoo(zoo)
-    small = small_dags(n_small)
-    print(f"\n2. random DAGs of 4-12 callable nodes ({small['graphs']} graphs, min_block_size 1): "
-          f"exhaustive minimum reached by hierviz on {small['hierviz_optimal']} "
-          f"({100 * small['hierviz_optimal'] / small['graphs']:.1f}%), by upstream (one run each) on "
-          f"{small['upstream_optimal']} ({100 * small['upstream_optimal'] / small['graphs']:.1f}%); "
-          f"hierviz's total excess {small['hierviz_excess']} subgraph(s)")
-    medium = medium_dags(n_medium, greedy_runs)
-    print(f"\n3. random DAGs of 30-60 callable nodes ({medium['graphs']} graphs): hierviz at or below the best "
-          f"of {greedy_runs} randomized greedy traversals on {medium['at_or_below']} "
-          f"({100 * medium['at_or_below'] / medium['graphs']:.1f}%), mean difference "
-          f"{medium['mean_difference']:+.2f} subgraphs")
+    print(f"torch {torch.__version__}, hierviz {hv.__version__}, mode {'full' if args.full else 'reduced'}", flush=True)
+    out: dict = {}
+    if args.part in ("all", "zoo"):
+        print("\n1. zoo models: subgraphs, hierviz vs upstream min / median over", runs, "runs")
+        print(HEADER, flush=True)
+        out["zoo"] = zoo = zoo_table(models, config_names, runs, progress=True)
+        print_zoo(zoo, header=False)
+    if args.part in ("all", "dags"):
+        out["small"] = small = small_dags(n_small)
+        print(f"\n2. random DAGs of 4-12 callable nodes ({small['graphs']} graphs, min_block_size 1): "
+              f"exhaustive minimum reached by hierviz on {small['hierviz_optimal']} "
+              f"({100 * small['hierviz_optimal'] / small['graphs']:.1f}%), by upstream (one run each) on "
+              f"{small['upstream_optimal']} ({100 * small['upstream_optimal'] / small['graphs']:.1f}%); "
+              f"hierviz's total excess {small['hierviz_excess']} subgraph(s)", flush=True)
+        out["medium"] = medium = medium_dags(n_medium, greedy_runs)
+        print(f"\n3. random DAGs of 30-60 callable nodes ({medium['graphs']} graphs): hierviz at or below the best "
+              f"of {greedy_runs} randomized greedy traversals on {medium['at_or_below']} "
+              f"({100 * medium['at_or_below'] / medium['graphs']:.1f}%), mean difference "
+              f"{medium['mean_difference']:+.2f} subgraphs")
     print(f"\n({time.perf_counter() - t0:.1f} s)")
-    return {"zoo": zoo, "small": small, "medium": medium}
+    return out
 
 
 if __name__ == "__main__":

@@ -18,7 +18,9 @@ the ready queues):
 5. `merge_small` the seed's remove_small_acc_subgraphs, then `merge` again, so that demoted
                 blocks join neighbouring PyTorch subgraphs
 
-The input graph is never modified; every pass works on integer node indices.
+The input graph is never modified; every pass works on integer node indices. The passes
+stay in one module of about 600 lines because they share the index and the subgraph type
+and are meant to be read in order, as one algorithm.
 """
 
 from __future__ import annotations
