@@ -15,6 +15,8 @@ import pytest
 import torch
 from torch.fx import Graph, GraphModule
 
+from hierviz import support as hv_support
+
 from .models import tiny_transformer
 
 GOLDEN = Path(__file__).resolve().parents[1] / "golden"
@@ -86,15 +88,28 @@ def bad_part() -> hv.Partition:
                                  "tensorrt": hv.support.ops(["torch.ops.aten.relu.default"])})
 
 
-def _trt_stand_in(node: torch.fx.Node) -> bool:
-    """TensorRT stand-in for the 'fallback' config: a validator that rejects softmax, no
-    support for clone, and the end of the MLP left to the custom backend."""
-    from hierviz.opnames import qualname
+class TrtStandIn(hv_support.Support):
+    """TensorRT stand-in for the 'fallback' config: a converter validator that rejects softmax
+    (a rejection the engine labels validator_rejected), no support for clone, and the end of
+    the MLP left to the custom backend."""
 
-    name = qualname(node.target)
-    if name == "torch.ops.aten._softmax.default":
-        raise ValueError("converter validator rejected this softmax")
-    return name != "torch.ops.aten.clone.default" and node.name not in ("gelu", "linear_3", "add_1")
+    per_node = True
+
+    def __init__(self) -> None:
+        super().__init__(("trt_stand_in",), "where(trt_stand_in)")
+
+    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
+        from hierviz.opnames import qualname
+
+        name = qualname(node.target)
+        if name == "torch.ops.aten._softmax.default":
+            return False, hv_support.ValidatorRejection(
+                "where(trt_stand_in) raised ValueError: converter validator rejected this softmax")
+        ok = name != "torch.ops.aten.clone.default" and node.name not in ("gelu", "linear_3", "add_1")
+        return ok, "" if ok else f"rejected by {self.description}"
+
+    def to_dict(self) -> dict:
+        return {"kind": "where", "name": self.description}
 
 
 def conv_configs() -> dict:
@@ -126,7 +141,7 @@ def transformer_configs() -> dict:
                       torch_executed_ops={"torch.ops.aten.embedding.default"}, min_block_size=2),
         # every fallback reason, and a custom backend
         "fallback": dict(priority=("tensorrt", "my_backend"),
-                         support={"tensorrt": hv.support.where(_trt_stand_in, name="trt_stand_in"),
+                         support={"tensorrt": TrtStandIn(),
                                   "my_backend": hv.support.ops(["torch.ops.aten.gelu.default",
                                                                 "torch.ops.aten.linear.default",
                                                                 "torch.ops.aten.add.Tensor"])},
