@@ -180,11 +180,14 @@ def _quiet_optuna(optuna: Any) -> Any:
         optuna.logging.set_verbosity(level)
 
 
-def _check_args(budget: Any, timeout: Any) -> None:
+def _check_args(budget: Any, timeout: Any, seed: Any = 0) -> None:
     if isinstance(budget, bool) or not isinstance(budget, int) or budget < 1:
         raise ConfigError(f"budget must be a positive number of trials, e.g. budget=20, not {budget!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float)) or timeout <= 0):
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
         raise ConfigError(f"timeout must be a positive number of seconds (or None), not {timeout!r}")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed < 2**32:
+        raise ConfigError(f"seed must be an int from 0 to 2**32 - 1, not {seed!r:.40}")
 
 
 def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[Any]] | None = None, *,
@@ -214,7 +217,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     from hierviz.latency.baselines import time_model
     from hierviz.latency.plan import resolve_device
 
-    _check_args(budget, timeout)
+    _check_args(budget, timeout, seed)
     if executor is not None and not is_ray(executor):
         raise ConfigError("hv.tune measures one trial at a time in this process (parallel timings would disturb "
                           "each other); executor may be None, or 'ray' / a Ray address to run trials on Ray workers.")
