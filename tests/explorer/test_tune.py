@@ -48,6 +48,7 @@ def own_tune(model, inputs, space, **kwargs) -> TuneResult:
     return hv.tune(model, inputs, space, **kwargs)
 
 
+@pytest.mark.slow
 def test_inductor_search_measures_each_partition_once(small) -> None:
     model, inputs, _ = small
     before = copy.deepcopy(model.state_dict())
