@@ -58,7 +58,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
 
     overlay, difference = make_overlay(p, measurement), make_difference(p, against)
     if view in ("auto", "focus") and isinstance(focus, str):
-        from hierviz.drawing.modules import is_module  # focus on a module: its inside, in the module view
+        from hierviz.drawing.module_tree import is_module  # focus on a module: its inside, in the module view
 
         if is_module(p, focus):
             view = "modules"

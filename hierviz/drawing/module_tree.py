@@ -1,0 +1,246 @@
+"""The module tree of a partition and its roll-up plan: pure data, no DOT.
+
+`build_tree` groups a partition's ops by the model's `nn.Module` hierarchy (from the per-node
+record's module stack). `make_plan` decides, for a depth, which modules are boxes and which are
+clusters, and rolls up consecutive sibling modules (`layers.0`, `layers.1`, ...) of one class
+whose ops run with the same pattern (relative module path, op, backend, in order) into one item.
+The module view (`hierviz.drawing.modules`) draws a plan.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hierviz.errors import RenderError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.record import NodeTable
+    from hierviz.partitioner.result import Partition
+
+INDEXED = re.compile(r"^(.*?)(\d+)$")
+
+
+
+
+@dataclass(eq=False)
+class Mod:
+    """A module of the tree: its own ops (innermost module of the op) and its children."""
+
+    path: str
+    cls: str
+    level: int
+    parent: "Mod | None" = None
+    children: dict[str, "Mod"] = field(default_factory=dict)  # by path, in order of first op
+    own: list[int] = field(default_factory=list)
+    ops: list[int] = field(default_factory=list)  # the whole subtree's ops, graph order
+
+    def rel(self, base: "Mod") -> str:
+        """This module's path relative to `base` ('' for base itself)."""
+        if self is base:
+            return ""
+        if base.path and self.path.startswith(base.path + "."):
+            return self.path[len(base.path) + 1:]
+        return self.path
+
+
+@dataclass(eq=False)
+class Item:
+    """One drawn element: a box (a module, or a cluster's own ops) or a cluster, standing for
+    one module or a run of rolled-up siblings."""
+
+    id: str
+    run: list[Mod]                # the siblings drawn as this item (several when rolled up)
+    members: list[Mod]            # every module it stands for: the run, and inside a rolled-up
+                                  # cluster the same module of each copy
+    own_only: bool = False        # the own-ops box of a cluster
+    cluster: bool = False
+    children: list["Item"] = field(default_factory=list)
+
+    @property
+    def mod(self) -> Mod:
+        return self.members[0]
+
+    @property
+    def rolled(self) -> bool:
+        """Several siblings drawn once."""
+        return len(self.run) > 1 and not self.own_only
+
+
+# ---------------------------------------------------------------------------- the tree
+def build_tree(t: NodeTable) -> Mod:
+    """The module tree of the partitioned ops; the root (path '') holds ops outside any module."""
+    root = Mod("", "", 0)
+    for i in range(len(t)):
+        if not t.subgraph[i] >= 0:
+            continue
+        node = root
+        node.ops.append(i)
+        for path, cls in t.module_stack[i]:
+            if not path:  # the root module itself
+                continue
+            child = node.children.get(path)
+            if child is None:
+                child = node.children[path] = Mod(path, cls.rsplit(".", 1)[-1], node.level + 1, node)
+            node = child
+            node.ops.append(i)
+        node.own.append(i)
+    return root
+
+
+def effective_root(root: Mod) -> Mod:
+    """Skip wrappers: descend while a module has one child and no ops of its own."""
+    node = root
+    while len(node.children) == 1 and not node.own:
+        node = next(iter(node.children.values()))
+    return node
+
+
+def find_module(root: Mod, focus: str) -> Mod:
+    """The module named `focus`: its full path, or a unique suffix of one ('layers.3')."""
+    found: list[Mod] = []
+    everything: list[str] = []
+    stack = [root]
+    while stack:
+        m = stack.pop()
+        if m.path:
+            everything.append(m.path)
+            if m.path == focus:
+                return m
+            if m.path.endswith("." + focus):
+                found.append(m)
+        stack.extend(m.children.values())
+    if len(found) == 1:
+        return found[0]
+    if found:
+        raise RenderError(f"focus {focus!r} matches {len(found)} modules ({', '.join(m.path for m in found[:4])}); "
+                          "give the full module path.")
+    close = difflib.get_close_matches(focus, everything, n=4, cutoff=0.5)
+    hint = f" Did you mean: {', '.join(repr(c) for c in close)}?" if close else ""
+    raise RenderError(f"focus {focus!r} is not a module of this model.{hint} Module paths are in "
+                      "Partition.nodes()['module_path'].")
+
+
+def is_module(p: "Partition", name: str) -> bool:
+    """Whether `name` is a module path of p's model (and not a node name or subgraph tag)."""
+    t = p.records
+    if name in t.position or name in t.subgraph_tag:
+        return False
+    needle = f".{name}."
+    return any(needle in f".{path}." for path in set(t.module_path) if path)
+
+
+# ---------------------------------------------------------------------------- layout plan
+class Plan:
+    """Which modules are boxes and clusters at a depth, after rolling up repeated siblings."""
+
+    def __init__(self, t: NodeTable, base: Mod, depth: int, pattern: list[Any]) -> None:
+        self.t, self.base, self.depth, self.pattern = t, base, depth, pattern
+        self.box_of: dict[int, str] = {}  # op -> drawn box id
+        self.count = 0
+        self._sig: dict[int, Any] = {}
+        self.items = self._expand([base], [base])
+
+    def signature(self, m: Mod) -> Any:
+        """Class and the (relative module path, op, backend) of every op in m's subtree, in order."""
+        key = id(m)
+        sig = self._sig.get(key)
+        if sig is None:
+            paths, ops, start = self.t.module_path, self.t.op, len(m.path)
+            sig = self._sig[key] = (m.cls, tuple((paths[i][start:], ops[i], self.pattern[i]) for i in m.ops))
+        return sig
+
+    def _new_id(self, prefix: str) -> str:
+        self.count += 1
+        return f"{prefix}{self.count}"
+
+    def _expand(self, group: list[Mod], run: list[Mod]) -> list[Item]:
+        """The items inside the modules of `group` (one module, or the same module of each copy
+        of a rolled-up run; group[0] is drawn; `run` names it): the own-ops box, then the
+        children, rolled up."""
+        m = group[0]
+        items: list[Item] = []
+        if m.own:
+            own = Item(self._new_id("m"), run, list(group), own_only=True)
+            for g in group:
+                for i in g.own:
+                    self.box_of[i] = own.id
+            items.append(own)
+        runs: list[list[Mod]] = []
+        for c in m.children.values():
+            if runs and _rollable(runs[-1][-1], c) and self.signature(runs[-1][-1]) == self.signature(c):
+                runs[-1].append(c)
+            else:
+                runs.append([c])
+        for run in runs:
+            # the same run in every module of the group (same signature: same relative paths)
+            members = [g.children[g.path + c.path[len(m.path):]] if g is not m else c for g in group for c in run]
+            items.append(self._item(run, members))
+        return items
+
+    def _item(self, run: list[Mod], members: list[Mod]) -> Item:
+        rep = run[0]
+        level = rep.level - self.base.level
+        if level < self.depth and rep.children:
+            item = Item(self._new_id("c"), run, members, cluster=True)
+            # expand the first module with every other one it stands for in parallel
+            item.children = self._expand([rep] + [x for x in members if x is not rep], run)
+            return item
+        item = Item(self._new_id("m"), run, members)
+        for member in members:
+            for i in member.ops:
+                self.box_of[i] = item.id
+        return item
+
+
+def _rollable(a: Mod, b: Mod) -> bool:
+    """Items of one container (`layers.3`, `layers.4`: same prefix, the next index) of one class."""
+    ma, mb = INDEXED.match(a.path), INDEXED.match(b.path)
+    return (ma is not None and mb is not None and ma.group(1) == mb.group(1) and ma.group(1).endswith(".")
+            and int(mb.group(2)) == int(ma.group(2)) + 1 and a.cls == b.cls and len(a.ops) == len(b.ops))
+
+
+def walk_items(items: Sequence[Item]):
+    """Every item, clusters before their children."""
+    for it in items:
+        yield it
+        if it.cluster:
+            yield from walk_items(it.children)
+
+
+def _max_level(m: Mod) -> int:
+    deepest, stack = m.level, [m]
+    while stack:
+        x = stack.pop()
+        deepest = max(deepest, x.level)
+        stack.extend(x.children.values())
+    return deepest - m.level
+
+
+def make_plan(t: NodeTable, base: Mod, depth: int | None, budget: int, pattern: list[Any]) -> Plan:
+    """The plan at `depth`, or at the deepest depth whose plan draws at most `budget` items."""
+    deepest = max(1, _max_level(base))
+    if depth is not None:
+        plan = Plan(t, base, min(depth, deepest), pattern)
+    else:
+        plan = Plan(t, base, 1, pattern)
+        for d in range(2, deepest + 1):
+            candidate = Plan(t, base, d, pattern)
+            if sum(1 for _ in walk_items(candidate.items)) > budget:
+                break
+            plan = candidate
+    return plan
+
+
+def effective_root_of(plan: Plan) -> Mod:
+    """The tree's effective root (graph inputs feed it directly)."""
+    node = plan.base
+    while node.parent is not None:
+        node = node.parent
+    return effective_root(node)
+
+
+__all__ = ["Mod", "Item", "Plan", "build_tree", "effective_root", "effective_root_of", "find_module",
+           "is_module", "make_plan", "walk_items", "INDEXED"]
