@@ -8,7 +8,9 @@ Three tables, every count taken in the same run:
 1. zoo models x configs: hierviz's subgraph count beside the min and median of upstream's
    (Torch-TensorRT's hierarchical_adjacency_partition via `engine="torch_tensorrt"`) over
    several runs. Upstream picks "any ready node" from Python sets, so its count changes from
-   run to run; each run works on a fresh copy of the graph.
+   run to run; each run works on a fresh copy of the graph. Beside the counts: accelerated
+   ops of hierviz and of upstream's run(s) at its minimum (fewer subgraphs after demotion
+   can come from giving more ops to PyTorch).
 2. random DAGs of <= 12 callable nodes with random backend labels: the exhaustive minimum
    number of convex single-backend subgraphs (a search over the graph's down-sets; the limit
    no partitioner can beat), and the share of graphs where hierviz and upstream reach it.
@@ -257,25 +259,30 @@ def zoo_table(models: Sequence[str], config_names: Sequence[str] | None, runs: i
             cfg = configs[name]
             ours = hv.partition(gm, config=cfg)
             ballast = []
-            counts = []
+            stats = []
             for k in range(runs):  # fresh copies at fresh addresses: Python-set order changes
                 ballast.append([object() for _ in range(97 * (k + 1))])
-                counts.append(hv.partition(gm, config=cfg, engine="torch_tensorrt").stats["subgraphs"])
+                st = hv.partition(gm, config=cfg, engine="torch_tensorrt").stats
+                stats.append((st["subgraphs"], st["accelerated_ops"]))
+            counts = [n for n, _ in stats]
             rows.append({"model": model, "config": name, "hierviz": ours.stats["subgraphs"],
                          "upstream_min": min(counts), "upstream_median": statistics.median(counts),
-                         "hierviz_acc_ops": ours.stats["accelerated_ops"]})
+                         "hierviz_acc_ops": ours.stats["accelerated_ops"],
+                         # accelerated ops of the upstream runs that reached its minimum (the most)
+                         "upstream_acc_ops_at_min": max(a for n, a in stats if n == min(counts))})
             if progress:
                 print_row(rows[-1])
     return rows
 
 
-HEADER = f"{'model':<20}{'config':<36}{'hierviz':>8}{'up.min':>8}{'up.med':>8}"
+HEADER = (f"{'model':<20}{'config':<36}{'hierviz':>8}{'up.min':>8}{'up.med':>8}"
+          f"{'acc ops hv':>11}{'up@min':>8}")
 
 
 def print_row(r: dict) -> None:
     flag = "  <-- above upstream's minimum" if r["hierviz"] > r["upstream_min"] else ""
     print(f"{r['model']:<20}{r['config']:<36}{r['hierviz']:>8}{r['upstream_min']:>8}"
-          f"{r['upstream_median']:>8g}{flag}", flush=True)
+          f"{r['upstream_median']:>8g}{r['hierviz_acc_ops']:>11}{r['upstream_acc_ops_at_min']:>8}{flag}", flush=True)
 
 
 def print_zoo(rows: list[dict], header: bool = True) -> None:
