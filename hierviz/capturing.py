@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import copy
-import sys
 import warnings
 import weakref
-from pathlib import Path
 from typing import Any, Iterator
 
 import torch
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.errors import CaptureError, ConfigError
+from hierviz.errors import CaptureError, ConfigError, user_stacklevel
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
@@ -184,17 +182,8 @@ def _warn_mutations(name: str, state: list[str], inputs: list[str]) -> None:
         "torch_tensorrt): the captured graph, Partition.module and "
         "hv.measure compute each call from the values at capture time and update nothing, so "
         "the first call matches the model and later calls of the model may differ.",
-        CaptureWarning, stacklevel=_user_stacklevel(),
+        CaptureWarning, stacklevel=user_stacklevel(),
     )
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first caller outside hierviz, so a warning points at user code."""
-    package = str(Path(__file__).parent)
-    frame, level = sys._getframe(2), 2
-    while frame is not None and frame.f_code.co_filename.startswith(package):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def _lower(ep: Any, name: str) -> GraphModule:

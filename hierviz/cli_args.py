@@ -144,7 +144,7 @@ def _support_from(choice: str | None) -> Any:
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
     Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
-    from hierviz.config import FIELDS, parse_text
+    from hierviz.config import FIELDS
 
     names = [f for f in FIELDS if f != "support"]
     grid: dict[str, list[Any]] = {}
@@ -179,21 +179,19 @@ def _grid_value(field: str, text: str) -> Any:
         raise UsageError(f"--grid {field}: {message}") from None
 
 
-def positive(text: str) -> int:
+def _whole_number(text: str, minimum: int) -> int:
     try:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be >= 1, not {value}")
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"must be >= {minimum}, not {value}")
     return value
+
+
+def positive(text: str) -> int:
+    return _whole_number(text, 1)
 
 
 def non_negative(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, not {value}")
-    return value
+    return _whole_number(text, 0)

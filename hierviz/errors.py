@@ -3,6 +3,9 @@ says what went wrong and what to do about it."""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+
 
 class HiervizError(Exception):
     """Base class of every error hierviz raises on purpose."""
@@ -31,3 +34,13 @@ class TensorRTUnavailableError(HiervizError):
 class ConfigWarning(UserWarning):
     """A setting that is valid but probably not what was meant (e.g. support for a custom
     backend that is not in priority, so it is ignored)."""
+
+
+def user_stacklevel() -> int:
+    """The `stacklevel` for `warnings.warn` that points at the first caller outside hierviz,
+    so a warning shows the user's line, not ours."""
+    package = str(Path(__file__).parent)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(package):
+        frame, level = frame.f_back, level + 1
+    return level

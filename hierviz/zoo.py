@@ -11,7 +11,7 @@ identical weights and inputs and the caller's random state is left alone.
 from __future__ import annotations
 
 import random
-from typing import Any, Callable
+from typing import Callable
 
 import torch
 from torch import nn

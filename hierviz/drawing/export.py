@@ -165,7 +165,6 @@ def to_json(p: "Partition") -> dict:
     nodes = []
     for i in range(len(t)):
         s = t.spec[i]
-        callable_ = t.is_callable(i)
         nodes.append({
             "name": t.name[i],
             "kind": t.kind[i],

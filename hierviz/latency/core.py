@@ -7,14 +7,13 @@ The partition is never modified. The eager baseline is the lifted unsplit graph.
 from __future__ import annotations
 
 import math
-import sys
 import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
 import torch
 
-from hierviz.errors import MeasureError
+from hierviz.errors import MeasureError, user_stacklevel
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import cache as cache_mod
 from hierviz.latency.compare import TOLERANCES, compare
@@ -123,7 +122,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
     elif problems:
         notes.append("; ".join(problems[:3]))
-    level = _user_stacklevel()
+    level = user_stacklevel()
     for note in notes:
         warnings.warn(note, MeasureWarning, stacklevel=level)
     records = split.records
@@ -176,15 +175,6 @@ def _dtypes(*values: Any) -> set[str]:
 
     return {str(x.dtype).replace("torch.", "") for v in values for x in tree_leaves(v)
             if isinstance(x, torch.Tensor) and x.is_floating_point()}
-
-
-def _user_stacklevel() -> int:
-    """The stacklevel of the first caller outside this package, for warnings."""
-    here = str(Path(__file__).parent)
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(here):
-        frame, level = frame.f_back, level + 1
-    return level
 
 
 def per_subgraph_table(records: Mapping[str, SubgraphRecord]) -> Any:
