@@ -11,6 +11,7 @@ import torch
 from torch import nn
 
 import hierviz as hv
+from inplace_models import EMA, DoublesInput
 from hierviz import trt, zoo
 from hierviz.opnames import qualname
 
@@ -261,32 +262,16 @@ def test_capture_follows_mode_and_weight_changes_of_the_same_model() -> None:
         torch.testing.assert_close(again(x), model(x))
 
 
-class _EMA(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("ema", torch.zeros(3))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.ema.mul_(0.9).add_(x.mean(0) * 0.1)
-        return x + self.ema
-
-
-class _DoublesInput(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x.mul_(2)
-        return x + 1
-
-
 @needs_trt
 def test_in_place_updates_warn_once_naming_the_buffer_or_input() -> None:
     from hierviz.capturing import CaptureWarning
 
-    model, x = _EMA(), torch.randn(4, 3)
+    model, x = EMA(), torch.randn(4, 3)
     with pytest.warns(CaptureWarning) as record:
         hv.capture(model, (x,))
     assert len(record) == 1
     message = str(record[0].message)
-    assert "_EMA.forward updates buffer(s) 'ema' in place" in message
+    assert "EMA.forward updates buffer(s) 'ema' in place" in message
     assert "the first call matches the model and later calls of the model may differ" in message
     assert record[0].filename == __file__  # points at the user's call
     with warnings.catch_warnings():
@@ -294,8 +279,8 @@ def test_in_place_updates_warn_once_naming_the_buffer_or_input() -> None:
         hv.capture(model, (torch.randn(4, 3),))  # cached: warned once
     assert torch.equal(model.ema, torch.zeros(3))
 
-    with pytest.warns(CaptureWarning, match=r"_DoublesInput.forward writes into input\(s\) 'x' in place"):
-        hv.capture(_DoublesInput(), (x,))
+    with pytest.warns(CaptureWarning, match=r"DoublesInput.forward writes into input\(s\) 'x' in place"):
+        hv.capture(DoublesInput(), (x,))
 
 
 # ---------------------------------------------------------------- issue 11: GraphModules that are not aten

@@ -13,6 +13,7 @@ from torch import nn
 from torch.export import Dim
 
 import hierviz as hv
+from inplace_models import EMA, DoublesInput
 from hierviz import trt
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="torch_tensorrt unusable here")
@@ -192,31 +193,15 @@ def test_zoo_models_split_modules_check_their_inputs(zoo_cache) -> None:
 
 
 # ------------------------------------------------------------------ in-place updates (documented)
-class _EMA(nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.register_buffer("ema", torch.zeros(3))
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        self.ema.mul_(0.9).add_(x.mean(0) * 0.1)
-        return x + self.ema
-
-
-class _DoublesInput(nn.Module):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x.mul_(2)
-        return x + 1
-
-
 @needs_trt
 def test_buffer_update_is_not_reproduced_and_the_model_is_untouched() -> None:
-    model, x = _EMA(), torch.randn(4, 3)
+    model, x = EMA(), torch.randn(4, 3)
     fresh = copy.deepcopy(model)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         p = hv.partition(model, (x,), min_block_size=1)
     assert [str(w.message).split(" in place")[0] for w in caught] == [
-        "hv.capture: _EMA.forward updates buffer(s) 'ema'"]
+        "hv.capture: EMA.forward updates buffer(s) 'ema'"]
     assert torch.equal(model.ema, torch.zeros(3))
     first = fresh(x)
     torch.testing.assert_close(p.module(x), first)
@@ -229,7 +214,7 @@ def test_input_update_is_not_reproduced() -> None:
     x = torch.randn(4, 3)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        p = hv.partition(_DoublesInput(), (x,), min_block_size=1)
+        p = hv.partition(DoublesInput(), (x,), min_block_size=1)
     assert any("writes into input(s) 'x' in place" in str(w.message) for w in caught)
     before = x.clone()
     torch.testing.assert_close(p.module(x), before * 2 + 1)
@@ -262,16 +247,16 @@ def test_without_torch_tensorrt_updates_are_dropped_the_same_way(monkeypatch) ->
     from hierviz.capturing import CaptureWarning
 
     monkeypatch.setattr(trt, "available", lambda: False)
-    model, x = _EMA(), torch.randn(4, 3)
+    model, x = EMA(), torch.randn(4, 3)
     first = copy.deepcopy(model)(x)
-    with pytest.warns(CaptureWarning, match="_EMA.forward updates buffer\\(s\\) 'ema' in place"):
+    with pytest.warns(CaptureWarning, match="EMA.forward updates buffer\\(s\\) 'ema' in place"):
         p = hv.partition(model, (x,), min_block_size=1)
     assert "copy_" not in p.graph.code
     torch.testing.assert_close(p.module(x), first)
     torch.testing.assert_close(p.module(x), first)
     assert torch.equal(model.ema, torch.zeros(3))
     with pytest.warns(CaptureWarning, match="writes into input\\(s\\) 'x' in place"):
-        p = hv.partition(_DoublesInput(), (x,), min_block_size=1)
+        p = hv.partition(DoublesInput(), (x,), min_block_size=1)
     before = x.clone()
     torch.testing.assert_close(p.module(x), before * 2 + 1)
     assert torch.equal(x, before)
@@ -279,7 +264,7 @@ def test_without_torch_tensorrt_updates_are_dropped_the_same_way(monkeypatch) ->
 
 def test_measure_leaves_a_self_updating_model_and_its_inputs_unchanged() -> None:
     no_backend = {"tensorrt": hv.support.ops([])}  # every subgraph eager: nothing to compile on a CPU
-    model, x = _EMA().eval(), torch.randn(4, 3)
+    model, x = EMA().eval(), torch.randn(4, 3)
     with pytest.warns(UserWarning):
         p = hv.partition(model, (x,), support=no_backend)
     m = hv.measure(p, (x,), device="cpu", warmup=1, iters=3, per_subgraph=False)
@@ -288,7 +273,7 @@ def test_measure_leaves_a_self_updating_model_and_its_inputs_unchanged() -> None
 
     x_before = x.clone()
     with pytest.warns(UserWarning):
-        p = hv.partition(_DoublesInput(), (x,), support=no_backend)
+        p = hv.partition(DoublesInput(), (x,), support=no_backend)
     m = hv.measure(p, (x,), device="cpu", warmup=1, iters=3, per_subgraph=False)
     assert m.outputs_match is True and m.baseline_ms is not None
     assert torch.equal(x, x_before)
