@@ -1,8 +1,8 @@
 """Fixtures for the render tests: the tiny conv net and a one-block transformer, captured
 once per session, partitioned under the configs the golden files cover.
 
-    pytest tests/render --regen-golden      # rewrite tests/golden/*.dot from the current code
-    HIERVIZ_REGEN_GOLDEN=1 pytest tests/render
+    pytest tests/drawing --regen-golden      # rewrite tests/golden/*.dot from the current code
+    HIERVIZ_REGEN_GOLDEN=1 pytest tests/drawing
 """
 
 from __future__ import annotations
@@ -19,7 +19,6 @@ from hierviz import support as hv_support
 
 from .models import tiny_transformer
 
-GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts" / "render"
 
 

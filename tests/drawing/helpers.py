@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
+from pathlib import Path
 
 SVG = "{http://www.w3.org/2000/svg}"
 XLINK = "{http://www.w3.org/1999/xlink}"
+GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 
 
 def normalise_dot(source: str) -> str:
@@ -65,3 +67,16 @@ def parse_svg(text: str) -> tuple[ET.Element, list[SvgGroup]]:
                 item.tooltip = shape.get(f"{XLINK}title")
         groups.append(item)
     return root, groups
+
+
+def check_golden(source: str, name: str, regen: bool) -> None:
+    """The normalised DOT `source` equals tests/golden/`name` (rewritten instead with --regen-golden)."""
+    path = GOLDEN / name
+    text = normalise_dot(source)
+    if regen:
+        GOLDEN.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+        return
+    assert path.exists(), f"{path} missing: run pytest tests/drawing --regen-golden"
+    assert text == path.read_text(encoding="utf-8"), (
+        f"{path.name} differs from the current DOT; if intended, regenerate with pytest tests/drawing --regen-golden")

@@ -10,7 +10,7 @@ import hierviz as hv
 from hierviz.drawing.difference import CHANGED_LINE, DIM_FILL
 
 from .stack_models import captured, even_partition, odd_fc2_partition, odd_partition, relu_in_torch
-from .test_modules_view import check_golden
+from .helpers import check_golden
 
 
 @pytest.fixture(scope="module")

@@ -1,15 +1,15 @@
 """Golden DOT files: the tiny conv net and a one-block transformer under three configs each.
 
 A diff here means the diagrams changed. If the change is intended, regenerate with
-`pytest tests/render --regen-golden` and review the diff of tests/golden/ like code.
+`pytest tests/drawing --regen-golden` and review the diff of tests/golden/ like code.
 """
 
 from __future__ import annotations
 
 import pytest
 
-from .conftest import GOLDEN, conv_configs, transformer_configs
-from .helpers import normalise_dot
+from .conftest import conv_configs, transformer_configs
+from .helpers import check_golden
 
 CASES = ([("conv", name, view) for name in conv_configs() for view in ("full", "collapsed")]
          + [("transformer", name, view) for name in transformer_configs() for view in ("full", "collapsed")])
@@ -18,16 +18,7 @@ CASES = ([("conv", name, view) for name in conv_configs() for view in ("full", "
 @pytest.mark.parametrize("model,config,view", CASES, ids=["-".join(c) for c in CASES])
 def test_dot_matches_golden(model, config, view, conv_parts, transformer_parts, regen_golden):
     part = (conv_parts if model == "conv" else transformer_parts)[config]
-    text = normalise_dot(part.render(view).source)
-    path = GOLDEN / f"render_{model}_{config}_{view}.dot"
-    if regen_golden:
-        GOLDEN.mkdir(parents=True, exist_ok=True)
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"{path} missing: run pytest tests/render --regen-golden"
-    expected = path.read_text(encoding="utf-8")
-    assert text == expected, (f"{path.name} differs from the current DOT; if intended, regenerate with "
-                              "pytest tests/render --regen-golden")
+    check_golden(part.render(view).source, f"render_{model}_{config}_{view}.dot", regen_golden)
 
 
 def test_goldens_cover_every_fallback_style(transformer_parts):

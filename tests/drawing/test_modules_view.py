@@ -7,25 +7,13 @@ import pytest
 import hierviz as hv
 from hierviz.drawing import layout
 
-from .conftest import GOLDEN
-from .helpers import normalise_dot, parse_svg
+from .helpers import check_golden, parse_svg
 from .stack_models import captured, even_partition, odd_partition
 
 
 @pytest.fixture(scope="module")
 def odd() -> hv.Partition:
     return odd_partition(captured())
-
-
-def check_golden(text: str, name: str, regen: bool) -> None:
-    path = GOLDEN / name
-    text = normalise_dot(text)
-    if regen:
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"{path} missing: run pytest tests/drawing --regen-golden"
-    assert text == path.read_text(encoding="utf-8"), (f"{path.name} differs; if intended, regenerate with "
-                                                      "pytest tests/drawing --regen-golden")
 
 
 def test_golden_rolled_up_with_odd_block(odd, regen_golden):

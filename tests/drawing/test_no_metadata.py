@@ -14,8 +14,7 @@ import torch
 from torch.fx import Graph, GraphModule
 
 import hierviz as hv
-from .conftest import GOLDEN
-from .helpers import normalise_dot, parse_svg
+from .helpers import check_golden, parse_svg
 
 NAME = 'w<{|}>"\\\n&name'
 aten = torch.ops.aten
@@ -55,13 +54,7 @@ def test_golden_dot_of_a_bare_graph(bare, view, regen_golden):
     assert edges, "frac's subgraph boundary is drawn"
     assert not any(re.search(r"(?<!x)label=|xlabel=", line) for line in edges)  # no spec, no label
     assert '"value"' not in source and ">value<" not in source
-    text = normalise_dot(source)
-    path = GOLDEN / f"render_bare_{view}.dot"
-    if regen_golden:
-        path.write_text(text, encoding="utf-8")
-        return
-    assert path.exists(), f"{path} missing: run pytest tests/drawing --regen-golden"
-    assert text == path.read_text(encoding="utf-8")
+    check_golden(source, f"render_bare_{view}.dot", regen_golden)
 
 
 def test_modules_view_says_what_it_needs(bare):

@@ -13,7 +13,7 @@ from hierviz.drawing.overlay import ms_text
 
 from .helpers import parse_svg
 from .stack_models import captured, odd_partition
-from .test_modules_view import check_golden
+from .helpers import check_golden
 
 
 def fake_measurement(p: hv.Partition, times: list[float]) -> SimpleNamespace:
