@@ -264,7 +264,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--priority", metavar="a,b", help="backends, highest priority first (default tensorrt,inductor)")
     p.add_argument("--torch-executed-ops", metavar="op,...", help="ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor")
     p.add_argument("--inductor-support", metavar="all|none|op,...", default=None,
-                   help="what inductor may take: all (TorchInductor's lowerings), none (the seed's default) or an op list")
+                   help="what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: no ops) or an op list")
     p.add_argument("--require-full-compilation", action="store_true", help="fail unless every op is accelerated")
     p.add_argument("--skip-fusion", action="store_true", help="do not keep fusion groups together")
 

@@ -125,13 +125,13 @@ def build_config(args: argparse.Namespace) -> Any:
     return parse_config(fields)
 
 
-INDUCTOR_SUPPORT = ("all", "none", "seed")
+INDUCTOR_SUPPORT = ("all", "none")
 
 
 def _support_from(choice: str | None) -> Any:
     import hierviz as hv
 
-    if choice is None or choice.strip().lower() in ("none", "seed"):
+    if choice is None or choice.strip().lower() == "none":
         return None
     if choice.strip().lower() == "all":
         return hv.support.inductor()

@@ -75,7 +75,7 @@ class _Checked(type):
 
 @dataclass(frozen=True)
 class Config(metaclass=_Checked):
-    """Settings of the hierarchical adjacency partitioner (defaults are the seed's)."""
+    """Settings of the hierarchical adjacency partitioner (defaults are Torch-TensorRT's)."""
 
     priority: tuple[str, ...] = ("tensorrt", "inductor")
     support: SupportMap | None = None
@@ -99,10 +99,10 @@ class Config(metaclass=_Checked):
         object.__setattr__(self, "skip_fusion", parse_bool("skip_fusion", self.skip_fusion))
 
     def support_for(self, backend: str) -> support_mod.Support | None:
-        """The Support used for `backend`: the one given, else the seed's default."""
+        """The Support used for `backend`: the one given, else Torch-TensorRT's default."""
         if self.support is not None and backend in self.support:
             return self.support[backend]
-        return support_mod.seed_default(backend)
+        return support_mod.upstream_default(backend)
 
     def replace(self, **changes: Any) -> "Config":
         """A copy with `changes` (Config fields; text accepted as in `parse_config`)."""
@@ -218,7 +218,7 @@ def parse_priority(value: Any) -> tuple[str, ...]:
 
 
 def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
-    """support: None (the seed's defaults) or a mapping backend -> hv.Support. A custom backend
+    """support: None (Torch-TensorRT's defaults) or a mapping backend -> hv.Support. A custom backend
     named in support but not in priority is ignored, with a ConfigWarning."""
     if value is None:
         return None

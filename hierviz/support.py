@@ -280,9 +280,9 @@ def where(predicate: Callable[[torch.fx.Node], bool], name: str | None = None) -
 
 
 def none() -> Support:
-    """No ops at all (the seed's default for inductor)."""
+    """No ops at all (Torch-TensorRT's default for inductor)."""
     return OpSetSupport(frozenset(), ("ops", frozenset()), "no ops (pass support={...} to enable)", "ops",
-                        reject="backend has no support set (seed default: no ops)")
+                        reject="backend has no support set (Torch-TensorRT's default: no ops)")
 
 
 def from_dict(d: dict) -> Support:
@@ -298,8 +298,8 @@ def from_dict(d: dict) -> Support:
     raise ConfigError(f"support of kind {kind!r} cannot be rebuilt from a dict; pass a hv.Support.")
 
 
-def seed_default(backend: str) -> Support | None:
-    """The seed's defaults: tensorrt = the converter registry, inductor = no ops."""
+def upstream_default(backend: str) -> Support | None:
+    """Torch-TensorRT's defaults: tensorrt = the converter registry, inductor = no ops."""
     if backend == "tensorrt":
         return tensorrt()
     if backend == "inductor":

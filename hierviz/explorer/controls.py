@@ -26,9 +26,9 @@ from hierviz.explorer import panels
 
 Refused = Callable[[str], None]
 
-# Support sources the picker offers: key -> (label, factory). "default" is the seed's default.
+# Support sources the picker offers: key -> (label, factory). "default" is Torch-TensorRT's default.
 SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
-    "default": ("seed default", None),
+    "default": ("Torch-TensorRT default", None),
     "tensorrt": ("Torch-TensorRT converters", lambda: support_mod.tensorrt()),
     "tensorrt+validate": ("converters + validators", lambda: support_mod.tensorrt(validate=True)),
     "inductor": ("TorchInductor lowerings", support_mod.inductor),
@@ -122,7 +122,7 @@ class SupportPicker(widgets.HBox):
             self._syncing = False
 
     def build(self, priority: Any = None) -> dict[str, Any] | None:
-        """The Config.support mapping the choices describe (None: all seed defaults). Custom
+        """The Config.support mapping the choices describe (None: all Torch-TensorRT defaults). Custom
         backends switched off in `priority` are left out (Config refuses support it would ignore)."""
         out: dict[str, Any] = {}
         for backend, key in dict(self.value or {}).items():

@@ -38,7 +38,7 @@ def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | N
 
 def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None) -> tuple[Config, list[str]]:
     """The Config trials start from: `base`, with TorchInductor allowed every op when `base`
-    gives inductor no support of its own (the seed's default, no ops, would make it a no-op)
+    gives inductor no support of its own (Torch-TensorRT's default, no ops, would make it a no-op)
     and its priority restricted to the backends measurable here."""
     from hierviz import support
 

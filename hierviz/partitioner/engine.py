@@ -1,4 +1,4 @@
-"""The hierarchical adjacency partitioner: hierviz's own implementation of the seed's algorithm.
+"""The hierarchical adjacency partitioner: hierviz's own implementation of Torch-TensorRT's algorithm.
 
 Four passes over a read-only graph index, each linear in the graph (up to a log factor for
 the ready queues):
@@ -15,7 +15,7 @@ the ready queues):
 4. `merge`      merges same-backend subgraphs whenever that creates no cycle between
                 subgraphs (TVM BYOC's "merge compiler regions"), checked by a bounded search
                 on the subgraph DAG
-5. `merge_small` the seed's remove_small_acc_subgraphs, then `merge` again, so that demoted
+5. `merge_small` upstream's remove_small_acc_subgraphs, then `merge` again, so that demoted
                 blocks join neighbouring PyTorch subgraphs
 
 The input graph is never modified; every pass works on integer node indices. The passes
@@ -283,7 +283,7 @@ class RawSubgraph:
 
 def dependencies(index: GraphIndex, groups: dict[int, frozenset[int]]) -> tuple[list[int], list[Sequence[int]]]:
     """Per callable node: how many callable nodes it waits for, and which nodes wait for it
-    (its callable users, plus the seed's extra edges for fusion groups)."""
+    (its callable users, plus upstream's extra edges for fusion groups)."""
     callables = index.callable_indices
     is_call = index.callable
     remaining = [0] * len(index.nodes)
@@ -341,7 +341,7 @@ def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int,
     A phase takes every node of its backend that becomes ready, so that each subgraph is as
     large as it can be. When its backend runs dry, the next phase's backend (PyTorch counts
     as one) is that of the ready node with the largest switch height, ties broken by graph
-    order. Unlike the seed, which takes any ready node from a Python set (so its result
+    order. Unlike upstream's partitioner, which takes any ready node from a Python set (so its result
     changes from run to run) and alternates between accelerated and PyTorch subgraphs, the
     result depends only on the graph and the assignment."""
     callables = index.callable_indices
@@ -489,7 +489,7 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
 
 def _add_fusion_deps(index: GraphIndex, deps: dict[int, set[int]],
                      groups: dict[int, frozenset[int]]) -> None:
-    """As the seed's splitter: members of a fusion group wait for every outer input of the
+    """As upstream's splitter: members of a fusion group wait for every outer input of the
     group, and outer users of any member wait for the whole group."""
     seen: set[frozenset[int]] = set()
     for i in sorted(groups):
@@ -511,7 +511,7 @@ def _add_fusion_deps(index: GraphIndex, deps: dict[int, set[int]],
 # --------------------------------------------------------------------------- 4. small blocks
 def merge_small(subgraphs: list[RawSubgraph], min_block_size: int,
                 keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
-    """The seed's remove_small_acc_subgraphs. Returns the new list and, for each demoted
+    """Upstream's remove_small_acc_subgraphs. Returns the new list and, for each demoted
     node, (the backend it was eligible for, the size of the subgraph it was in)."""
     result: list[RawSubgraph] = []
     demoted: dict[int, tuple[str, int]] = {}
@@ -560,7 +560,7 @@ class EngineResult:
                           keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
         """The final subgraphs and demoted nodes at another min_block_size, re-running only
         the small-block pass and the merge after it (assignment and traversal are kept)."""
-        if self.deps is None:  # upstream's result: only the seed's pass
+        if self.deps is None:  # upstream's result: only upstream's pass
             return merge_small(self.raw, min_block_size, keep_all)
         return small_blocks(self.index, self.deps, self.raw, min_block_size, keep_all)
 
@@ -568,7 +568,7 @@ class EngineResult:
 def small_blocks(index: GraphIndex, deps: tuple[list[int], list[Sequence[int]]],
                  raw: list[RawSubgraph], min_block_size: int,
                  keep_all: bool) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
-    """The seed's small-block pass, then `merge`, so that demoted blocks join PyTorch
+    """Upstream's small-block pass, then `merge`, so that demoted blocks join PyTorch
     subgraphs they can reach without a cycle. (Traversing again with the demoted nodes in
     PyTorch was tried: on no zoo model and config did it give fewer subgraphs.)"""
     subgraphs, demoted = merge_small(raw, min_block_size, keep_all)

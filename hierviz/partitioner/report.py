@@ -98,7 +98,7 @@ def report(p: "Partition") -> str:
         add("")
         add(f"  {'*' * 10} Recommendations: {b} {'*' * 10}")
         add("")
-        # min_block_size counts every node of a subgraph (getitem included), as the seed does,
+        # min_block_size counts every node of a subgraph (getitem included), as upstream's partitioner does,
         # so the recommended sizes are in nodes; the engine counts come from re-partitioning.
         sizes = [len(sg.nodes) for sg in engines]
         most, moderate, least = max(sizes), math.ceil(sum(sizes) / len(sizes)), min(sizes)

@@ -8,16 +8,16 @@ without tensor_meta are how torch.fx recognises fusion groups. Configurations dr
 hv.support.ops() and hv.support.where(), torch_executed_ops, min_block_size 1..6,
 skip_fusion and require_full_compilation.
 
-The small-block exception, exactly as the seed's remove_small_acc_subgraphs (transcribed
-below as `seed_remove_small_acc_subgraphs`) has it: an accelerated subgraph with fewer than
+The small-block exception, exactly as upstream's remove_small_acc_subgraphs (transcribed
+below as `upstream_remove_small_acc_subgraphs`) has it: an accelerated subgraph with fewer than
 min_block_size nodes survives as accelerated only when require_full_compilation is set (the
-seed's other escape, allowed_single_node_partition_ops, is always None in
+upstream's other escape, allowed_single_node_partition_ops, is always None in
 hierarchical_adjacency_partition). A small subgraph that follows a subgraph of its own
 backend is merged into that one, which was already at least min_block_size, so every
 accelerated subgraph of the final partition has >= min_block_size nodes (getitem and view
-nodes count, as in the seed) unless require_full_compilation is set. After that pass,
+nodes count, as upstream counts them) unless require_full_compilation is set. After that pass,
 hierviz merges same-backend subgraphs that can be merged without a cycle, so the final
-partition is the seed pass's result with some same-backend subgraphs joined.
+partition is upstream's pass's result with some same-backend subgraphs joined.
 
 Quality: on graphs of up to 12 callable nodes, hierviz never makes more subgraphs than the
 exhaustive minimum (benchmarks/partition_quality.py's search over down-sets).
@@ -205,17 +205,17 @@ def expected_eligibility(gm: torch.fx.GraphModule, cfg: hv.Config) -> dict[str, 
 
 
 @dataclass
-class SeedSubgraph:
+class UpstreamSubgraph:
     is_acc: bool
     backend: str
     nodes: list[str] = field(default_factory=list)
 
 
-def seed_remove_small_acc_subgraphs(subgraphs: list[SeedSubgraph], min_acc_module_size: int,
-                                    require_full_compilation: bool) -> list[SeedSubgraph]:
-    """The seed's HierarchicalAdjacencyPartitioner.remove_small_acc_subgraphs, line for line
+def upstream_remove_small_acc_subgraphs(subgraphs: list[UpstreamSubgraph], min_acc_module_size: int,
+                                    require_full_compilation: bool) -> list[UpstreamSubgraph]:
+    """Upstream's HierarchicalAdjacencyPartitioner.remove_small_acc_subgraphs, line for line
     (allowed_single_node_partition_ops is None there)."""
-    result: list[SeedSubgraph] = []
+    result: list[UpstreamSubgraph] = []
     for subgraph in subgraphs:
         if subgraph.is_acc:
             if len(subgraph.nodes) >= min_acc_module_size or require_full_compilation:
@@ -310,20 +310,20 @@ def test_partition_invariants(spec: GraphSpec, cfg: hv.Config) -> None:
             if user.op == "call_function":
                 assert where[name] <= where[user.name], (name, user.name)
 
-    # small accelerated subgraphs: the seed's rule (see the module docstring), then merging
+    # small accelerated subgraphs: upstream's rule (see the module docstring), then merging
     for sg in p.subgraphs:
         if sg.is_acc and not cfg.require_full_compilation:
             assert len(sg.nodes) >= cfg.min_block_size, sg
     unmerged = hv.partition(gm, config=cfg.replace(min_block_size=1, require_full_compilation=False))
-    raw = [SeedSubgraph(sg.is_acc, sg.backend if sg.is_acc else "None", list(sg.nodes))
+    raw = [UpstreamSubgraph(sg.is_acc, sg.backend if sg.is_acc else "None", list(sg.nodes))
            for sg in unmerged.subgraphs]
-    expected = seed_remove_small_acc_subgraphs(raw, cfg.min_block_size, cfg.require_full_compilation)
-    # the same nodes run in PyTorch; each final subgraph joins whole same-backend seed subgraphs
+    expected = upstream_remove_small_acc_subgraphs(raw, cfg.min_block_size, cfg.require_full_compilation)
+    # the same nodes run in PyTorch; each final subgraph joins whole same-backend upstream subgraphs
     assert sorted(n for s in expected if not s.is_acc for n in s.nodes) == \
         sorted(n for sg in p.subgraphs if not sg.is_acc for n in sg.nodes)
-    seed_of = {n: k for k, s in enumerate(expected) for n in s.nodes}
+    upstream_of = {n: k for k, s in enumerate(expected) for n in s.nodes}
     for sg in p.subgraphs:
-        parts = {seed_of[n] for n in sg.nodes}
+        parts = {upstream_of[n] for n in sg.nodes}
         assert sorted(sg.nodes) == sorted(n for k in parts for n in expected[k].nodes), sg
         assert {expected[k].backend if expected[k].is_acc else "torch" for k in parts} == {sg.backend}, sg
     assert len(p.subgraphs) <= len(expected)

@@ -155,7 +155,7 @@ def test_reason_of_every_reason_code(zoo_cache):
     assert p.reason_code_of("frac_default") == "unsupported"
     assert p.reason_of("frac_default") == (
         "runs in PyTorch: no support in any backend (tensorrt: no TensorRT converter; "
-        "inductor: backend has no support set (seed default: no ops))")
+        "inductor: backend has no support set (Torch-TensorRT's default: no ops))")
 
     assert p.reason_code_of("mul_tensor") == "torch_executed_ops"
     assert p.reason_of("mul_tensor") == f"runs in PyTorch: {A}mul.Tensor is in torch_executed_ops"
