@@ -27,8 +27,9 @@ class MeasureError(HiervizError):
     """A partition could not be compiled or timed."""
 
 
-class TensorRTUnavailableError(HiervizError):
-    """torch_tensorrt is not installed or cannot be used here."""
+class TensorRTUnavailableError(MeasureError):
+    """torch_tensorrt is not installed or cannot build engines here. A MeasureError: hv.measure
+    and Partition.compile raise it for TensorRT subgraphs (unless on_error="fallback")."""
 
 
 class ConfigWarning(UserWarning):

@@ -162,6 +162,9 @@ class Builder:
         baked = slot.is_acc and slot.compiler is not None and not slot.compiler.lifts_weights
         lifted = lift(sub, self.device, keep_meta=baked)
         n_in = len(args)
+        if slot.refused is not None:
+            self.progress.step(f"{slot.name}: {slot.backend} unavailable")
+            return self._failed(slot, args, "", slot.refused, 0.0, cached=False, unavailable=True)
         if not slot.is_acc or slot.compiler is None:
             self.progress.step(f"{slot.name}: eager")
             return self._keep(Runner(lifted.gm, lifted.weights, lifted.single, slot.name, "eager"),
@@ -231,9 +234,10 @@ class Builder:
         self.store.count(hit=hit)
 
     def _failed(self, slot: Slot, args: tuple, key: str, error: str, elapsed: float,
-                cached: bool, cause: BaseException | None = None) -> Runner:
+                cached: bool, cause: BaseException | None = None, unavailable: bool = False) -> Runner:
         when = " (an earlier compile of the same subgraph, remembered by the compile cache)" if cached else ""
-        message = f"subgraph {slot.name} ({slot.backend}, {slot.ops} ops) failed to compile{when}: {error}"
+        did = "was not compiled" if unavailable else f"failed to compile{when}"
+        message = f"subgraph {slot.name} ({slot.backend}, {slot.ops} ops) {did}: {error}"
         if self.on_error == "raise":
             raise MeasureError(message + "\nPass on_error='fallback' to run failing subgraphs in eager "
                                "PyTorch and measure the rest.") from cause

@@ -22,7 +22,7 @@ from hierviz.latency.lift import lift
 from hierviz.latency.plan import names, resolve_device
 from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.result import PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord
-from hierviz.latency.split import ON_ERROR, compile_split
+from hierviz.latency.split import ON_ERROR, check_trt_settings, compile_split
 from hierviz.latency.timing import NOISY_CV, time_fn, time_submodules
 
 
@@ -37,7 +37,8 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     eager model, check the outputs.
 
     - `device`: "cuda" when a GPU is there, else "cpu". TensorRT subgraphs need a CUDA GPU that
-      the installed TensorRT builds for, else hv.TensorRTUnavailableError says why and the fix.
+      the installed TensorRT builds for, else hv.TensorRTUnavailableError (a MeasureError) says
+      why and the fix; with on_error="fallback" they run in eager PyTorch instead (`.fallbacks`).
     - `warmup`, `iters`: untimed and timed calls, for the whole model and for each subgraph.
     - `check`: compare the split model's outputs with eager (dtype-aware tolerances, see
       TOLERANCES; `rtol` / `atol` override them). A mismatch is reported, not raised.
@@ -68,6 +69,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
     if not all(hasattr(partition, a) for a in ("module", "subgraphs", "graph")):
         raise MeasureError(f"measure takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
+    check_trt_settings(trt_settings, tf32 if isinstance(tf32, bool) else False)
     dev = resolve_device(device)
     check_inputs(partition.graph, example_inputs, who="hv.measure", error=MeasureError)
     n_subgraphs = sum(n.op == "call_module" for n in partition.module.graph.nodes)

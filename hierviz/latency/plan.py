@@ -27,6 +27,7 @@ class Slot:
     is_acc: bool
     ops: int
     compiler: Compiler | None = None
+    refused: str | None = None  # why its backend cannot compile here (on_error="fallback": it runs eagerly)
 
 
 def resolve_device(device: Any) -> torch.device:
@@ -61,10 +62,13 @@ def _slot_of(name: str, by_tag: Mapping[str, Any]) -> Slot:
     return Slot(name, backend if is_acc else FALLBACK, is_acc, 0)
 
 
-def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | None = None) -> list[Slot]:
+def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | None = None,
+         on_error: str = "raise") -> list[Slot]:
     """The subgraph calls in graph order, each with its compiler. Raises before anything is
     compiled: TensorRTUnavailableError for TensorRT subgraphs that cannot be built here,
-    MeasureError for other backends that need CUDA or are unavailable, or have no compiler."""
+    MeasureError for other backends that need CUDA or are unavailable, or have no compiler.
+    With `on_error="fallback"` an unavailable backend is not an error: its slots carry the
+    reason in `refused` and run in eager PyTorch (counted as fallbacks)."""
     by_tag = {sg.tag: sg for sg in partition.subgraphs}
     slots = [_slot_of(str(n.target), by_tag) for n in partition.module.graph.nodes if n.op == "call_module"]
     by_backend: dict[str, list[Slot]] = {}
@@ -79,27 +83,46 @@ def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | No
         else:
             by_backend.setdefault(slot.backend, []).append(slot)
     for backend, group in by_backend.items():
-        tags = [s.name for s in group]
-        compiler = group[0].compiler
-        label = "TensorRT" if backend == "tensorrt" else f"the {backend!r} backend"
-        if compiler.needs_cuda and device.type != "cuda":
-            why = ("no CUDA device is available here" if not torch.cuda.is_available()
-                   else f"device={str(device)!r} was requested")
-            message = (f"{label} needs an NVIDIA GPU (CUDA), but {why}; {len(tags)} {backend} subgraph(s) "
-                       f"cannot be compiled: {names(tags)}. Measure on a machine with an NVIDIA GPU "
-                       "(device='cuda'), or partition without it, e.g. hv.partition(gm, priority=('inductor',)).")
-            raise (TensorRTUnavailableError if backend == "tensorrt" and not torch.cuda.is_available()
-                   else MeasureError)(message)
-        why_not = compiler.available(device)
-        if why_not:
-            error = TensorRTUnavailableError if backend == "tensorrt" else MeasureError
-            raise error(f"{len(tags)} {backend} subgraph(s) ({names(tags)}) cannot be compiled: {why_not}. "
-                        f"Fix that, or partition without {label}.")
+        refusal = _refusal(backend, group, device)
+        if refusal is None:
+            continue
+        error, why = refusal
+        if on_error == "fallback":
+            for slot in group:
+                slot.refused = why
+            continue
+        raise error(f"{why}. {_fix(backend)} Or pass on_error=\"fallback\" to run these subgraphs in eager "
+                    "PyTorch and measure the rest.")
     if unknown:
         lines = [f"no compiler for backend {backend!r} (subgraphs {names(tags)})" for backend, tags in unknown.items()]
         raise MeasureError("; ".join(lines) + ". Register one with hierviz.latency.register_compiler("
                            "name, fn) or pass compilers={name: fn} to hv.measure.")
     return slots
+
+
+def _fix(backend: str) -> str:
+    if backend == "tensorrt":
+        return ("Measure on a machine with an NVIDIA GPU that TensorRT builds for (device='cuda'), or partition "
+                "without TensorRT, e.g. hv.partition(gm, priority=('inductor',)).")
+    return f"Fix that, or partition without the {backend!r} backend."
+
+
+def _refusal(backend: str, group: list[Slot], device: torch.device) -> tuple[type, str] | None:
+    """(error class, why) when `backend` cannot compile `group` for `device`, else None."""
+    tags = [s.name for s in group]
+    compiler = group[0].compiler
+    label = "TensorRT" if backend == "tensorrt" else f"the {backend!r} backend"
+    unavailable = TensorRTUnavailableError if backend == "tensorrt" else MeasureError
+    if compiler.needs_cuda and device.type != "cuda":
+        cuda = torch.cuda.is_available()
+        why = "no CUDA device is available here" if not cuda else f"device={str(device)!r} was requested"
+        return ((unavailable if not cuda else MeasureError),
+                f"{label} needs an NVIDIA GPU (CUDA), but {why}; {len(tags)} {backend} subgraph(s) "
+                f"cannot be compiled: {names(tags)}")
+    why_not = compiler.available(device)
+    if why_not:
+        return unavailable, f"{len(tags)} {backend} subgraph(s) ({names(tags)}) cannot be compiled: {why_not}"
+    return None
 
 
 __all__ = ["Slot", "plan", "resolve_device", "names"]

@@ -63,20 +63,26 @@ def check_partition(partition: Any) -> None:
         raise MeasureError(f"this takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
 
 
+def check_trt_settings(trt_settings: Any, tf32: bool) -> None:
+    """ConfigError for trt_settings fields that cannot act at conversion, checked first (before
+    the device or the subgraphs: a mistake should not wait for a GPU to show)."""
+    if trt_settings is None:
+        return
+    from hierviz import trt
+
+    if trt.available():
+        trt.conversion_settings(trt_settings, None, tf32=tf32)
+
+
 def backend_options(slots: list, device: torch.device, trt_settings: Any, inductor_options: Any,
                     tf32: bool) -> dict[str, Any]:
     """Each backend's options as its compiler takes them; TensorRT's checked and built for
     `device` with TF32 as `tf32` says (ConfigError for settings that cannot act here)."""
     options = {"inductor": inductor_options, "tensorrt": trt_settings}
-    if any(s.compiler is TENSORRT for s in slots):  # the built-in compiler takes CompilationSettings
+    if any(s.compiler is TENSORRT and s.refused is None for s in slots):  # it takes CompilationSettings
         from hierviz import trt
 
         options["tensorrt"] = trt.conversion_settings(trt_settings, device, tf32=tf32)
-    elif trt_settings is not None:
-        from hierviz import trt
-
-        if trt.available():  # check it all the same: a mistake should not wait for a GPU to show
-            trt.conversion_settings(trt_settings, device if device.type == "cuda" else None, tf32=tf32)
     return options
 
 
@@ -87,16 +93,18 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
                   progress: Any = None, who: str = "compile_split") -> CompiledSplit:
     """Compile every subgraph of `partition` with its backend for `device` and assemble the
     split module (see CompiledSplit). Arguments as in `hv.measure`; raises
-    hv.TensorRTUnavailableError when TensorRT subgraphs cannot be built here, MeasureError
-    for other failures (or falls back per subgraph with `on_error="fallback"`). `who` names the
+    hv.TensorRTUnavailableError (a MeasureError) when TensorRT subgraphs cannot be built here,
+    MeasureError for other failures; with `on_error="fallback"` each failing or unbuildable
+    subgraph runs in eager PyTorch instead (listed in `fallbacks`). `who` names the
     caller in error messages about the inputs."""
     if on_error not in ON_ERROR:
         raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
     check_partition(partition)
     tf32 = check_tf32(tf32)
+    check_trt_settings(trt_settings, tf32)
     dev = resolve_device(device)
     check_inputs(partition.graph, example_inputs, who=who, error=MeasureError)
-    slots = plan(partition, dev, compilers)
+    slots = plan(partition, dev, compilers, on_error)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))
     store = cache if cache is not None else cache_mod.default_cache()
     try:

@@ -141,3 +141,60 @@ def test_bad_arguments(tiny_conv, shared_cache):
         hv.measure(part, (x[0], x[0]), cache=shared_cache, **QUICK)
     with pytest.raises(hv.MeasureError, match="not a device"):
         hv.measure(part, x, device="gpu0")
+
+
+# ----------------------------------------------------------------------------- TensorRT unavailable
+
+
+
+def test_tensorrt_unavailable_is_a_measure_error_that_names_the_fallback():
+    assert issubclass(hv.TensorRTUnavailableError, hv.MeasureError)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_tensorrt_unavailable_error_mentions_on_error_fallback(tiny_conv):
+    _, x, gm = tiny_conv
+    part = hv.partition(gm, min_block_size=1)
+    with pytest.raises(hv.MeasureError) as info:  # an hv.MeasureError, as API.md promises
+        hv.measure(part, x, cache=CompileCache(), **QUICK)
+    assert type(info.value) is hv.TensorRTUnavailableError
+    assert "on_error=\"fallback\"" in str(info.value)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the machine without CUDA")
+def test_fallback_covers_tensorrt_unavailable(tiny_conv, inductor_compiles):
+    _, x, gm = tiny_conv
+    # convolutions to inductor, the rest to TensorRT, which cannot build here
+    part = hv.partition(gm, priority=("inductor", "tensorrt"), min_block_size=1,
+                        support={"inductor": hv.support.ops([CONV])})
+    trt_tags = [sg.tag for sg in part.subgraphs if sg.backend == "tensorrt"]
+    ind_tags = [sg.tag for sg in part.subgraphs if sg.backend == "inductor"]
+    assert trt_tags and ind_tags
+    with pytest.warns(hv.latency.MeasureWarning, match="was not compiled: TensorRT needs an NVIDIA GPU"):
+        m = hv.measure(part, x, cache=CompileCache(), on_error="fallback", warmup=0, iters=1)
+    assert list(m.fallbacks) == trt_tags and m.to_dict()["fallbacks"] == len(trt_tags)
+    table = m.per_subgraph.set_index("tag")
+    assert (table.loc[trt_tags, "status"] == "fallback").all()
+    assert (table.loc[trt_tags, "backend"] == "torch").all()
+    assert (table.loc[ind_tags, "status"] == "compiled").all()  # the rest is measured as asked
+    assert inductor_compiles.calls == len(ind_tags)
+    assert m.outputs_match is True
+    assert f"{len(trt_tags)} FELL BACK to eager ({len(trt_tags)} tensorrt)" in repr(m)
+    compiled = part.compile(device="cpu", example_inputs=x, on_error="fallback", cache=CompileCache())
+    assert tuple(compiled.fallbacks) == tuple(trt_tags)
+    torch.testing.assert_close(compiled(*x), gm(*x))
+
+
+@pytest.mark.parametrize("field, value", [("enabled_precisions", {torch.half}), ("use_python_runtime", True)])
+@pytest.mark.parametrize("device", [None, "cuda"])
+def test_bad_trt_settings_are_reported_before_the_device(tiny_conv, field, value, device):
+    from hierviz import trt
+
+    if not trt.available():
+        pytest.skip("torch_tensorrt does not import here")
+    _, x, gm = tiny_conv
+    part = hv.partition(gm, min_block_size=1)  # TensorRT subgraphs: unbuildable without a GPU
+    with pytest.raises(hv.ConfigError, match=f"trt_settings: '{field}' does not exist"):
+        hv.measure(part, x, device=device, trt_settings={field: value}, cache=CompileCache(), **QUICK)
+    with pytest.raises(hv.ConfigError, match=f"trt_settings: '{field}' does not exist"):
+        part.compile(device=device, example_inputs=x, trt_settings={field: value})
