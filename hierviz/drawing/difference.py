@@ -1,9 +1,12 @@
 """The diff diagram: `a.render(against=b)` draws partition `a` with what `b` does differently.
 
-`hv.diff(a, b)` lists the nodes whose backend or subgraph differs between two partitions of
-the same graph. Here those nodes, and the module boxes and subgraphs that hold them, are
-marked with both backends ("tensorrt \u2192 torch") and a heavy black border; everything
-that did not change is dimmed to grey, so the change is what the eye finds first.
+`hv.diff(a, b)` lists the nodes whose backend or subgraph (by members) differs between two
+partitions of the same graph, each with a `change`: 'backend', 'split' or 'merged'. Here the
+nodes that change backend, and the boxes and subgraphs that hold them, are marked strongly:
+both backends ("tensorrt \u2192 torch") and a heavy black border. Nodes that keep their backend
+but whose subgraph was split or merged are marked lightly (a dark grey border, a short note),
+and everything that did not change is dimmed to grey, so the real change is what the eye
+finds first. The title counts each kind: "12 nodes change backend, 3 subgraphs split".
 """
 
 from __future__ import annotations
@@ -20,54 +23,83 @@ if TYPE_CHECKING:  # pragma: no cover
 DIM_FILL = "#F3F3F3"
 DIM_LINE = "#C4C4C4"
 DIM_TEXT = "#8A8A8A"
-CHANGED_LINE = "#000000"
+CHANGED_LINE = "#000000"  # a backend change
 CHANGED_PEN = 3.0
+REGROUPED_LINE = "#5A5A5A"  # same backend, subgraph split or merged
+REGROUPED_PEN = 1.8
+
+
+def _n(count: int, word: str) -> str:
+    return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
 class Difference:
-    """The nodes of `a` whose backend or subgraph differs in `b` (read from `hv.diff`)."""
+    """What `b` does differently from `a`, per node of `a` (read from hv.diff's rules)."""
 
     def __init__(self, a: "Partition", b: Any) -> None:
         from hierviz.partitioner import Partition, diff
+        from hierviz.partitioner.report import changes
 
         if not isinstance(b, Partition):
             raise RenderError(f"against= takes another hv.Partition of the same graph, not {type(b).__name__}.")
-        try:
-            table = diff(a, b)
-        except HiervizError as exc:  # not the same graph
-            raise RenderError(f"against=: {exc}") from None
-        t = a.records
+        if a.records.name != b.records.name:
+            try:
+                diff(a, b)  # says why: not the same graph
+            except HiervizError as exc:
+                raise RenderError(f"against=: {exc}") from None
+        ta, tb = a.records, b.records
         self.b = b
-        self.changed: dict[int, tuple[str, str, str | None, str | None]] = {}
-        for name, ba, bb, ta, tb in zip(table["node"], table["backend_a"], table["backend_b"], table["tag_a"],
-                                        table["tag_b"]):
-            self.changed[t.position[name]] = (ba, bb, ta, tb)
+        self.kind: dict[int, str] = changes(a, b)
+        # node -> (backend in a, backend in b, tag in a, tag in b)
+        self.changed: dict[int, tuple[str, str, str | None, str | None]] = {
+            i: (ta.backend[i], tb.backend[i], ta.tag[i], tb.tag[i]) for i in self.kind}
+        self.backend_nodes = sum(1 for c in self.kind.values() if c == "backend")
+        self.split_subgraphs = len({ta.subgraph[i] for i, c in self.kind.items() if c == "split"})
+        self.merged_subgraphs = len({tb.subgraph[i] for i, c in self.kind.items() if c == "merged"})
         self.label_b = b.config.label()
 
-    def mark(self, i: int) -> tuple[str, str] | None:
-        """(backend in a, backend in b) of a changed node, None when it is unchanged."""
+    def mark(self, i: int) -> tuple[str, str, str] | None:
+        """(backend in a, backend in b, change) of a changed node, None when it is unchanged."""
         c = self.changed.get(i)
-        return None if c is None else (c[0], c[1])
+        return None if c is None else (c[0], c[1], self.kind[i])
+
+    def summary(self) -> str:
+        """'12 nodes change backend, 3 subgraphs split, 1 merged', or 'no change'."""
+        parts = []
+        if self.backend_nodes:
+            parts.append(f"{_n(self.backend_nodes, 'node')} change{'s' if self.backend_nodes == 1 else ''} backend")
+        if self.split_subgraphs:
+            parts.append(f"{_n(self.split_subgraphs, 'subgraph')} split")
+        if self.merged_subgraphs:
+            parts.append(f"{_n(self.merged_subgraphs, 'subgraph')} merged" if not self.split_subgraphs
+                         else f"{self.merged_subgraphs:,} merged")
+        return ", ".join(parts) if parts else "no change"
 
     @staticmethod
     def dim(attrs: dict) -> None:
         attrs.update(fillcolor=DIM_FILL, color=DIM_LINE, fontcolor=DIM_TEXT)
 
-    def _changes(self, ops: Sequence[int]) -> Counter:
-        return Counter((self.changed[i][0], self.changed[i][1]) for i in ops if i in self.changed)
-
     def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
-        """A box or cluster standing for `ops`: the changes among them, or dimmed."""
-        moves = self._changes(ops)
-        if not moves:
+        """A box or cluster standing for `ops`: its backend changes (strong), its regrouped
+        nodes (light), or dimmed when none of its ops changed."""
+        moves = Counter((self.changed[i][0], self.changed[i][1]) for i in ops if self.kind.get(i) == "backend")
+        regroup = Counter(self.kind[i] for i in ops if self.kind.get(i) in ("split", "merged"))
+        if not moves and not regroup:
             self.dim(attrs)
             return
-        n = sum(moves.values())
-        text = ", ".join(f"{x} \u2192 {y} \u00d7{c}" if x != y else f"{x} (other subgraph) \u00d7{c}"
-                         for (x, y), c in moves.most_common(3))
-        lines.append(f'<FONT POINT-SIZE="9"><B>changed: {n} node{"s" if n != 1 else ""}</B> ({html(text)})</FONT>')
-        tip.append(f"against {self.label_b}: {n} node(s) changed: {text}")
-        attrs.update(color=CHANGED_LINE, penwidth=CHANGED_PEN)
+        if moves:
+            n = sum(moves.values())
+            text = ", ".join(f"{x} \u2192 {y} \u00d7{c}" for (x, y), c in moves.most_common(3))
+            verb = "changes" if n == 1 else "change"
+            lines.append(f'<FONT POINT-SIZE="9"><B>{_n(n, "node")} {verb} backend</B> ({html(text)})</FONT>')
+            tip.append(f"against {self.label_b}: {_n(n, 'node')} {verb} backend: {text}")
+            attrs.update(color=CHANGED_LINE, penwidth=CHANGED_PEN)
+        if regroup:
+            text = ", ".join(f"{kind} \u00d7{c}" for kind, c in sorted(regroup.items()))
+            lines.append(f'<FONT POINT-SIZE="8">regrouped, same backend: {html(text)}</FONT>')
+            tip.append(f"against {self.label_b}: same backend, subgraph {text}")
+            if not moves:
+                attrs.update(color=REGROUPED_LINE, penwidth=REGROUPED_PEN)
 
     def decorate_node(self, i: int, lines: list[str], tip: list[str], attrs: dict) -> None:
         """One node of the full or focus view."""
@@ -76,17 +108,22 @@ class Difference:
             self.dim(attrs)
             return
         ba, bb, ta, tb = c
-        lines.append(f'<FONT POINT-SIZE="8"><B>{html(ba)} \u2192 {html(bb)}</B></FONT>')
-        tip.append(f"against {self.label_b}: runs in {bb} (subgraph {tb}) instead of {ba} (subgraph {ta})")
-        attrs.update(color=CHANGED_LINE, penwidth=CHANGED_PEN)
+        if self.kind[i] == "backend":
+            lines.append(f'<FONT POINT-SIZE="8"><B>{html(ba)} \u2192 {html(bb)}</B></FONT>')
+            tip.append(f"against {self.label_b}: runs in {bb} (subgraph {tb}) instead of {ba} (subgraph {ta})")
+            attrs.update(color=CHANGED_LINE, penwidth=CHANGED_PEN)
+        else:
+            tip.append(f"against {self.label_b}: same backend, its subgraph was {self.kind[i]} "
+                       f"(subgraph {tb} instead of {ta})")
+            attrs.update(color=REGROUPED_LINE, penwidth=REGROUPED_PEN)
 
     def decorate_subgraph(self, members: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
         """A subgraph box or cluster of `a` (members: its node indices)."""
         self.decorate_ops(members, lines, tip, attrs)
 
     def legend(self) -> str:
-        return (f"against {self.label_b}: {len(self.changed)} node(s) change backend or subgraph "
-                "(black border, a \u2192 b); the rest dimmed")
+        return (f"against {self.label_b}: {self.summary()} (black border: backend a \u2192 b; grey border: "
+                "same backend, subgraph split or merged); the rest dimmed")
 
 
 def make_difference(a: "Partition", against: Any) -> Difference | None:
@@ -94,4 +131,4 @@ def make_difference(a: "Partition", against: Any) -> Difference | None:
     return None if against is None else Difference(a, against)
 
 
-__all__ = ["Difference", "make_difference"]
+__all__ = ["Difference", "make_difference", "CHANGED_LINE", "REGROUPED_LINE", "DIM_FILL"]

@@ -44,6 +44,8 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     always sits at the top left."""
     p = ctx.p
     s = p.stats
+    if ctx.difference is not None:  # the diff diagram: its counts in the title
+        view_text += f" \u00b7 diff: {ctx.difference.summary()}"
     by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
     stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {plural(s['subgraphs'], 'subgraph')} "
              f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")

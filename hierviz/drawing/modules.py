@@ -155,6 +155,8 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     if focus is not None:
         title += f" \u00b7 inside {base.path} ({base.cls})"
     title += f" \u00b7 depth {plan.depth}"
+    if difference is not None:
+        title += f" \u00b7 diff: {difference.summary()}"
     rolled = [it for it in walk_items(plan.items) if it.rolled]
     drawn.title(title, rolled)
     info = {"view": "modules", "nodes": sum(1 for it in walk_items(plan.items) if not it.cluster) + drawn.io,

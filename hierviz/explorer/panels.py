@@ -138,6 +138,10 @@ def history_html(df: "pd.DataFrame") -> str:
     return note + table_html(shown, height="420px")
 
 
+CHANGE_TEXT = {"backend": "change backend", "split": "stay on their backend, subgraph split",
+               "merged": "stay on their backend, subgraph merged"}
+
+
 def diff_html(moved: "pd.DataFrame | None", current: "Partition | None", other: "Partition | None",
               what: str) -> str:
     """The Diff panel: how many nodes moved from `other` (the previous or pinned run) to `current`."""
@@ -146,9 +150,15 @@ def diff_html(moved: "pd.DataFrame | None", current: "Partition | None", other: 
     if other is None or moved is None:
         hint = "press 'pin this run' to pin one" if what == "pinned run" else "change a setting to compare"
         return message_html(f"no {what} yet: {hint}")
+    kinds = moved["change"].value_counts() if len(moved) else {}
+    counts = ", ".join(f"{kinds[k]} {CHANGE_TEXT[k]}" for k in ("backend", "split", "merged") if kinds.get(k))
     head = (f"<div><b>{len(moved)}</b> node(s) moved from the {what} (A: {html.escape(other.config.label())}) "
-            f"to this run (B: {html.escape(current.config.label())})</div>")
-    return head + (table_html(moved) if len(moved) else "")
+            f"to this run (B: {html.escape(current.config.label())})" + (f": {counts}" if counts else "") + "</div>")
+    if not len(moved):
+        return head
+    # backend changes first (the real change), then the nodes only regrouped, graph order within
+    order = moved["change"].map({"backend": 0, "split": 1, "merged": 2})
+    return head + table_html(moved.iloc[order.argsort(kind="stable")].reset_index(drop=True))
 
 
 def ops_hint(graph_ops: Counter) -> str:

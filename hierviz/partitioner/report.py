@@ -176,8 +176,14 @@ def summary_table(p: "Partition") -> "pd.DataFrame":
 
 
 def diff(a: Partition, b: Partition) -> "pd.DataFrame":
-    """Nodes whose backend or subgraph differs between two partitions of the same graph
-    (a subgraph is compared by its members, not its number)."""
+    """Nodes whose backend or subgraph differs between two partitions of the same graph.
+
+    A subgraph is compared by its members, not its number: two partitions that group the
+    same nodes the same way, numbered differently, have no difference. `change` says what
+    happened to each listed node: 'backend' (it runs on another backend in b), 'split' (same
+    backend, but some of the nodes it ran with in a run elsewhere in b) or 'merged' (same
+    backend, its subgraph in b holds all of a's and more). A node whose backend and subgraph
+    members are the same has no row."""
     import pandas as pd
 
     from hierviz.partitioner.result import Partition
@@ -190,17 +196,32 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     if ta.name != tb.name:
         raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
                           "partition it with two configs).")
+    rows = []
+    for i, change in changes(a, b).items():
+        rows.append({"node": ta.name[i], "op": ta.op[i], "change": change, "backend_a": ta.backend[i],
+                     "backend_b": tb.backend[i], "tag_a": ta.tag[i], "tag_b": tb.tag[i],
+                     "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
+    return pd.DataFrame(rows, columns=["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b",
+                                       "reason_a", "reason_b"])
+
+
+CHANGES = ("backend", "split", "merged")
+
+
+def changes(a: Partition, b: Partition) -> dict[int, str]:
+    """Node index -> 'backend' / 'split' / 'merged' for every callable node of a (graph order)
+    whose backend or subgraph (by members) differs in b; the two partitions are of one graph."""
+    ta, tb = a.records, b.records
     # a subgraph's identity is its member set; -1 (no subgraph: dead code) is the empty set
     members_a = [frozenset(m) for m in ta.subgraph_members] + [frozenset()]
     members_b = [frozenset(m) for m in tb.subgraph_members] + [frozenset()]
-    rows = []
+    out: dict[int, str] = {}
     for i in range(len(ta)):
         if not ta.is_callable(i):
             continue
-        ka, kb = ta.subgraph[i], tb.subgraph[i]
-        if ta.backend[i] != tb.backend[i] or members_a[ka] != members_b[kb]:
-            rows.append({"node": ta.name[i], "op": ta.op[i], "backend_a": ta.backend[i], "backend_b": tb.backend[i],
-                         "tag_a": ta.tag[i], "tag_b": tb.tag[i],
-                         "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
-    return pd.DataFrame(rows, columns=["node", "op", "backend_a", "backend_b", "tag_a", "tag_b",
-                                       "reason_a", "reason_b"])
+        ma, mb = members_a[ta.subgraph[i]], members_b[tb.subgraph[i]]
+        if ta.backend[i] != tb.backend[i]:
+            out[i] = "backend"
+        elif ma != mb:
+            out[i] = "split" if ma - mb else "merged"
+    return out

@@ -82,6 +82,9 @@ def test_panels_are_functions_of_a_partition(small) -> None:
     moved = hv.diff(q, p)
     html = panels.diff_html(moved, p, q, "previous run")
     assert f"<b>{len(moved)}</b> node(s) moved from the previous run" in html
+    kinds = moved["change"].value_counts()
+    assert f"{kinds['backend']} change backend" in html  # counted by kind, backend changes listed first
+    assert html.index("<td>backend</td>") < html.index(f"<td>{kinds.index[-1]}</td>") or len(kinds) == 1
     assert "no pinned run yet" in panels.diff_html(None, p, None, "pinned run")
 
 

@@ -338,7 +338,7 @@ def test_diff():
     a = hv.partition(gm, min_block_size=3)
     b = hv.partition(gm, min_block_size=4)
     d = hv.diff(a, b)
-    assert list(d.columns) == ["node", "op", "backend_a", "backend_b", "tag_a", "tag_b", "reason_a", "reason_b"]
+    assert list(d.columns) == ["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b", "reason_a", "reason_b"]
     # the first block is demoted at 4 and joins frac's PyTorch subgraph: those 4 nodes differ
     assert list(d["node"]) == ["add_tensor", "add_tensor_1", "relu_default", "frac_default"]
     row = d.set_index("node").loc["add_tensor"]
@@ -346,6 +346,7 @@ def test_diff():
     assert row["reason_b"].startswith("demoted")
     frac = d.set_index("node").loc["frac_default"]
     assert frac["backend_a"] == frac["backend_b"] == "torch"  # same backend, different subgraph
+    assert frac["change"] == "merged" and row["change"] == "backend"  # frac's subgraph gained the block
     assert hv.diff(a, hv.partition(gm, min_block_size=3)).empty
     with pytest.raises(hv.ConfigError, match="same graph"):
         hv.diff(a, hv.partition(validator_graph()))
