@@ -66,5 +66,5 @@ __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
     "RenderError", "MeasureError", "TensorRTUnavailableError", "partition", "Partition", "Subgraph",
     "diff", "measure", "Measurement", "sweep", "explore", "Explorer", "plot_latency", "plot_subgraphs",
-    "zoo",
+    "tune", "TuneResult", "zoo",
 ]

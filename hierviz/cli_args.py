@@ -125,9 +125,6 @@ def build_config(args: argparse.Namespace) -> Any:
     return parse_config(fields)
 
 
-INDUCTOR_SUPPORT = ("all", "none")
-
-
 def _support_from(choice: str | None) -> Any:
     import hierviz as hv
 

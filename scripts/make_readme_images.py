@@ -1,10 +1,21 @@
 """Regenerate the README's diagrams from the project itself.
 
     .venv/bin/python scripts/make_readme_images.py
-(The explorer screenshot is written by tests/test_browser.py under test-artifacts/browser/;
-docs/images/model_explorer.png by tests/drawing/test_model_explorer_browser.py.)
+    .venv/bin/python scripts/make_readme_images.py model_explorer   # one of them
+
+The tests never write here (they write into temporary folders): this script is the one way
+the README's images change. model_explorer.png needs Model Explorer's server and Chromium
+(`make setup`), as tests/drawing/test_model_explorer_browser.py does.
 """
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import urllib.parse
+import urllib.request
 from pathlib import Path
 
 import hierviz as hv
@@ -34,10 +45,47 @@ def llama_modules() -> None:
     print(part.save(OUT / "llama-modules.png", view="modules"))
 
 
+def model_explorer(port: int = 8093) -> None:
+    """Model Explorer (its own server, headless Chromium) showing the zoo's Llama with sigmoid
+    forced to PyTorch."""
+    from playwright.sync_api import sync_playwright
+
+    model, inputs = hv.zoo.load("llama")
+    part = hv.partition(model, inputs, torch_executed_ops={SIGMOID})
+    graph = part.save(OUT / "model_explorer.tmp.json", format="model_explorer")
+    server = subprocess.Popen([sys.executable, "-m", "model_explorer", "--host", "127.0.0.1", "--port", str(port),
+                               "--no_open_in_browser"], stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
+                              start_new_session=True)
+    try:
+        for _ in range(200):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/check_health", timeout=2):
+                    break
+            except OSError:
+                time.sleep(0.3)
+        data = json.dumps({"models": [{"url": str(graph), "adapterId": "builtin_json"}]})
+        with sync_playwright() as pw:
+            browser = pw.chromium.launch(executable_path=os.environ.get("HIERVIZ_CHROMIUM", "/usr/bin/chromium"),
+                                         args=["--headless", "--no-sandbox", "--disable-gpu"])
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            page.goto(f"http://127.0.0.1:{port}/?data={urllib.parse.quote(data)}")
+            page.get_by_text("op node count").wait_for(timeout=90_000)
+            page.wait_for_timeout(2000)  # let the WebGL canvas draw
+            page.screenshot(path=str(OUT / "model_explorer.png"))
+            browser.close()
+    finally:
+        os.killpg(server.pid, signal.SIGTERM)
+        graph.unlink(missing_ok=True)
+    print(OUT / "model_explorer.png")
+
+
+IMAGES = {"bert_collapsed": bert_collapsed, "llama_modules": llama_modules, "model_explorer": model_explorer}
+
+
 def main() -> None:
     OUT.mkdir(parents=True, exist_ok=True)
-    bert_collapsed()
-    llama_modules()
+    for name in sys.argv[1:] or IMAGES:
+        IMAGES[name]()
 
 
 if __name__ == "__main__":

@@ -1,7 +1,7 @@
 """The package's shape, checked: data goes one way (nothing outside the partitioner imports
 the engine or reads another module's private names), heavy optional dependencies load on
-first use, every module says what it is for, and no module grows past ~400 lines without
-saying why (docs/architecture.md)."""
+first use, every module says what it is for, and no module grows past ~400 lines unless it is named,
+with its reason, in LONG_MODULES (docs/architecture.md)."""
 
 from __future__ import annotations
 
@@ -108,14 +108,33 @@ def test_every_module_says_what_it_is_for(path):
     assert doc and len(doc.split()) >= 4, f"{path.relative_to(ROOT)} needs a docstring saying its role"
 
 
+# The modules allowed past MAX_LINES, each with the reason it stays one module.
+LONG_MODULES = {
+    "hierviz/partitioner/engine.py": "the algorithm's passes share the index and subgraph type and read in order",
+    "hierviz/partitioner/result.py": "the one reader of the engine's result: Partition's questions and its record",
+    "hierviz/explorer/widget.py": "the Explorer's whole public surface (properties, buttons, find fastest)",
+    "hierviz/explorer/tuning.py": "the search loop's state (rows, ask/tell, waiting duplicates, Ray results)",
+    "hierviz/trt.py": "the single boundary to torch_tensorrt",
+}
+
+
+def lines_of(path: Path) -> int:
+    return path.read_text(encoding="utf-8").count("\n")
+
+
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_long_modules_say_why(path):
-    lines = path.read_text(encoding="utf-8").count("\n")
-    if lines > MAX_LINES:
-        doc = (ast.get_docstring(tree(path)) or "").lower()
-        assert "lines" in doc and any(w in doc for w in ("because", "on purpose", "why")), (
-            f"{path.relative_to(ROOT)} has {lines} lines; split it, or say at its top why it is one module "
-            "(a sentence with 'lines' and 'because')")
+def test_modules_stay_short(path):
+    """A module over MAX_LINES lines is split, or named in LONG_MODULES with its reason."""
+    rel = str(path.relative_to(ROOT))
+    assert lines_of(path) <= MAX_LINES or rel in LONG_MODULES, (
+        f"{rel} has {lines_of(path)} lines; split it (or name it in LONG_MODULES with the reason)")
+
+
+def test_long_module_exceptions_are_current():
+    """Every exception still exists and is still long: the list names no module that was split."""
+    for rel in LONG_MODULES:
+        assert (ROOT / rel).is_file(), f"{rel} is gone: remove it from LONG_MODULES"
+        assert lines_of(ROOT / rel) > MAX_LINES, f"{rel} is short now: remove it from LONG_MODULES"
 
 
 FRESH = """

@@ -225,8 +225,13 @@ def test_report_zoo_model(capsys: pytest.CaptureFixture) -> None:
     code, out, err = run_cli(capsys, "report", "tiny_conv", "--min-block-size", "3",
                              "--priority", "inductor,tensorrt", "--inductor-support", "all")
     assert code == 0, err
-    assert "Dry-Run Results" in out
-    assert "min_block_size" in out and "inductor" in out
+    import hierviz as hv
+
+    model, inputs = hv.zoo.load("tiny_conv")
+    given = hv.partition(model, inputs, min_block_size=3, priority=("inductor", "tensorrt"),
+                         support={"inductor": hv.support.inductor()})
+    assert out.strip() == given.report().strip()  # the report of the settings given, not the defaults
+    assert given.report().strip() != hv.partition(model, inputs).report().strip()
 
 
 def test_report_zoo_model_to_html(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:

@@ -5,9 +5,11 @@
     hierviz.drawing.to_svg(p)      # SVG text
 
 Modules: views (render, the entry point), one module per view (graph: full, collapsed, focus,
-modules), context (what a render reads: the partition's public record), budget (the one
-layout/label budget), legend, text (label helpers), dot (escaping DOT writer), palette,
-diagram (the Digraph subclass), export (running dot, files, HTML, JSON). Drawing imports
+modules, which draws the plan module_tree makes), context (what a render reads: the
+partition's public record), budget (the one layout/label budget), legend, text (label
+helpers), dot (escaping DOT writer), palette, diagram (the Digraph subclass), overlay and
+difference (measurement and `against=` marks), export (running dot, files, HTML, JSON) and
+model_explorer (Model Explorer's graph JSON). Drawing imports
 `hierviz.partitioner` (the Partition and its record), never the engine; graphviz is imported
 on first render.
 """

@@ -15,10 +15,9 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from hierviz.partitioner import (  # noqa: F401  (FALLBACK_REASONS: re-exported for style lookups)
+from hierviz.partitioner import (
     DEAD_CODE,
     DEMOTED,
-    FALLBACK_REASONS,
     FOLLOWS_PRODUCER,
     NOT_CALLABLE,
     SUPPORTED,
@@ -87,27 +86,25 @@ def _rgb(hex_color: str) -> tuple[int, int, int]:
 
 @dataclass(frozen=True)
 class NodeStyle:
-    """How a node is drawn for one reason code; `legend` is its legend text."""
+    """How a node is drawn for one reason code."""
 
     shape: str
     style: str
     penwidth: float
     peripheries: int
-    legend: str
 
 
 # Reason codes (hierviz.partitioner.REASON_CODES) -> style. The four fallback reasons differ in shape
 # and border so they stay apart without relying on color.
 STYLES: dict[str, NodeStyle] = {
-    SUPPORTED: NodeStyle("box", "rounded,filled", 1.0, 1, "supported op"),
-    FOLLOWS_PRODUCER: NodeStyle("ellipse", "filled", 0.8, 1, "non-compute op (runs with its producer)"),
-    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops"),
-    UNSUPPORTED: NodeStyle("octagon", "filled,bold", 2.0, 1, "unsupported: no backend takes it"),
-    VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it"),
-    DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
-                         "demoted: subgraph < min_block_size (border: backend it was eligible for)"),
-    NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1, "graph input / output"),
-    DEAD_CODE: NodeStyle("box", "rounded,filled,dotted", 1.0, 1, "removed by upstream's dead-code elimination"),
+    SUPPORTED: NodeStyle("box", "rounded,filled", 1.0, 1),
+    FOLLOWS_PRODUCER: NodeStyle("ellipse", "filled", 0.8, 1),
+    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2),
+    UNSUPPORTED: NodeStyle("octagon", "filled,bold", 2.0, 1),
+    VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1),
+    DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1),
+    NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1),
+    DEAD_CODE: NodeStyle("box", "rounded,filled,dotted", 1.0, 1),
 }
 
 
@@ -116,4 +113,4 @@ def style(code: str) -> NodeStyle:
 
 
 __all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GRAPH", "FIXED", "EXTRA", "color", "fill", "cluster_fill",
-           "border", "tint", "NodeStyle", "STYLES", "FALLBACK_REASONS", "style"]
+           "border", "tint", "NodeStyle", "STYLES", "style"]

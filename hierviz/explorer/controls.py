@@ -44,17 +44,13 @@ class _AnyValue(traitlets.Any):
     allow_none = False
 
 
-def _classify(sup: Any) -> str:
-    """The picker key of a Support object, or 'custom' when it is none of the presets."""
+def support_choice(sup: Any) -> str:
+    """The support picker's choice for a Support object (e.g. from a tuned Config), or
+    'custom' when it is none of the presets."""
     for key, (_, factory) in SUPPORT_CHOICES.items():
         if factory is not None and factory() == sup:
             return key
     return CUSTOM
-
-
-def support_key(sup: Any) -> str:
-    """The support picker's choice for a Support object (e.g. from a tuned Config)."""
-    return _classify(sup)
 
 
 class SupportPicker(widgets.HBox):
@@ -84,7 +80,7 @@ class SupportPicker(widgets.HBox):
             if sup is None:
                 value[b] = "default" if b in BUILTIN_BACKENDS else CUSTOM
             else:
-                value[b] = _classify(sup)
+                value[b] = support_choice(sup)
                 if value[b] == CUSTOM:
                     self.custom[b] = sup
         self.dropdowns: dict[str, widgets.Dropdown] = {}

@@ -423,10 +423,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     finally:
         bar.close()
 
-    extra_tail = ["status", "duplicate_of", "seconds"]
-    if "fallbacks" not in columns.LATENCY_COLUMNS:
-        extra_tail.insert(0, "fallbacks")
-    trials = columns.frame(rows, latency=True, extra_head=("trial",), extra_tail=extra_tail)
+    trials = columns.frame(rows, latency=True, extra_head=("trial",), extra_tail=("status", "duplicate_of", "seconds"))
     trials["duplicate_of"] = trials["duplicate_of"].astype("Int64")
     trials["fallbacks"] = trials["fallbacks"].astype("Int64")
 

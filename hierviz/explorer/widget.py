@@ -15,9 +15,8 @@ exception reaches the kernel, and the controls stay usable. A value a control ca
 (an unknown view, a min_block_size outside the slider) is refused with a message, never
 silently.
 
-This module is a little over 400 lines because it holds the Explorer's whole public surface
-(properties, buttons, find fastest) that API.md promises; the work is in the modules above and
-debounce.py.
+The work is in the modules above and in debounce.py (the Debouncer); this module holds the
+Explorer's public surface (properties, buttons, find fastest) that API.md promises.
 
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,
 else on a timer thread); `debounce=0` applies each change at once, synchronously. Reading
@@ -406,7 +405,7 @@ class Explorer(widgets.VBox):
         with self._debouncer.batch():  # one re-run for all the controls set below
             c = self.controls
             if best.support is not None:
-                c["support"].value = {**c["support"].value, **{b: ctl.support_key(s) for b, s in best.support.items()}}
+                c["support"].value = {**c["support"].value, **{b: ctl.support_choice(s) for b, s in best.support.items()}}
             c["priority"].value = list(best.priority)
             c["min_block_size"].value = best.min_block_size
             c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))

@@ -2,9 +2,10 @@
 the upstream adapter.
 
 Modules: engine (the algorithm; imported by nothing outside this package), result (Partition,
-Subgraph, diff: the only reader of the engine's result), record (the per-node record and the
-names everything downstream shares), report (the dryrun-style text), upstream (engine=
-"torch_tensorrt"). Downstream packages import from here, never from the engine.
+Subgraph: the only reader of the engine's result), record (the per-node record and the names
+everything downstream shares), report (the dryrun-style text, ops(), summary(), hv.diff),
+split (the split GraphModule), upstream (engine="torch_tensorrt"). Downstream packages import
+from here, never from the engine.
 """
 
 from __future__ import annotations
@@ -96,11 +97,9 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
     if engine == "hierviz":
         return Partition(gm, cfg, run_engine(gm, cfg))
-    if engine == "torch_tensorrt":
-        from hierviz.partitioner.upstream import partition_upstream
+    from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
 
-        return partition_upstream(gm, cfg)
-    raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
+    return partition_upstream(gm, cfg)
 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",

@@ -43,7 +43,6 @@ FALLBACK_REASONS = (TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED)
 # that engine="torch_tensorrt" removed as dead code).
 GRAPH = "graph"
 ACC_PREFIX = "_run_on_acc_"
-TORCH_PREFIX = "_run_on_gpu_"
 
 _DTYPE_ABBR = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",

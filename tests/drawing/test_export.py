@@ -14,6 +14,7 @@ import hierviz as hv
 import hierviz.drawing
 from hierviz.drawing import export, palette, views
 from hierviz.drawing import check_dot, notebook_html, to_svg
+from hierviz.partitioner import FALLBACK_REASONS
 
 from .helpers import parse_svg
 
@@ -197,5 +198,5 @@ def test_palette_fixed_and_custom_colors():
     assert len({palette.color(f"backend{i}") for i in range(40)}) == len(palette.EXTRA)
     for b in ("tensorrt", "inductor", "torch", "x"):
         assert palette.fill(b) != palette.cluster_fill(b) != palette.color(b)
-    styles = {(s.shape, s.style, s.peripheries) for c, s in palette.STYLES.items() if c in palette.FALLBACK_REASONS}
-    assert len(styles) == len(palette.FALLBACK_REASONS)
+    styles = {(s.shape, s.style, s.peripheries) for c, s in palette.STYLES.items() if c in FALLBACK_REASONS}
+    assert len(styles) == len(FALLBACK_REASONS)
