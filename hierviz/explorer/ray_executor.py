@@ -7,10 +7,8 @@ across the tasks it runs. A task asks for one GPU when the cluster has GPUs, one
 otherwise. A worker that dies (a crashing compiler, the OOM killer) makes that row
 `failed`; the other rows go on.
 
-An exported graph cannot be pickled as it is (its op targets and fake tensors refuse), so
-`pack_graph` writes it as plain data: nodes with their names, op names and arguments,
-picklable meta, and `meta['val']` as meta-device tensors; `unpack_graph` rebuilds an equal
-graph (same node names, same partitions).
+The graph travels as plain data (hierviz/graphdata.py: `pack_graph`, `unpack_graph`), since
+an exported graph cannot be pickled as it is.
 """
 
 from __future__ import annotations
@@ -18,156 +16,14 @@ from __future__ import annotations
 import importlib
 import pickle
 import threading
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
-import torch
-from torch.fx import Graph, GraphModule, Node
+from torch.fx import GraphModule
 
 from hierviz.errors import ConfigError
+from hierviz.graphdata import pack_graph, unpack_graph
 
 RAY_HINT = "install Ray with `pip install 'hierviz[ray]'` (make setup installs it)"
-
-
-# ----------------------------------------------------------------------------- the graph as data
-@dataclass(frozen=True)
-class _Ref:
-    """A reference to an earlier node, by name, inside packed arguments."""
-
-    name: str
-
-
-@dataclass(frozen=True)
-class _Op:
-    """An op target by qualified name (OpOverloads cannot be pickled)."""
-
-    name: str
-
-
-def _pack_target(target: Any) -> Any:
-    if isinstance(target, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
-        return _Op(str(target))  # 'aten::add.Tensor' or 'aten.add.Tensor'
-    return target
-
-
-def _unpack_target(target: Any) -> Any:
-    if not isinstance(target, _Op):
-        return target
-    name = target.name.replace("::", ".")
-    obj: Any = torch.ops
-    for part in name.split("."):
-        obj = getattr(obj, part)
-    return obj
-
-
-def _pack_arg(value: Any) -> Any:
-    if isinstance(value, Node):
-        return _Ref(value.name)
-    if isinstance(value, list):  # fx's immutable_list too: create_node makes it immutable again
-        return [_pack_arg(v) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_pack_arg(v) for v in value)
-    if isinstance(value, dict):
-        return {k: _pack_arg(v) for k, v in value.items()}
-    if isinstance(value, slice):
-        return slice(_pack_arg(value.start), _pack_arg(value.stop), _pack_arg(value.step))
-    return _pack_target(value)
-
-
-def _unpack_arg(value: Any, env: dict[str, Node]) -> Any:
-    if isinstance(value, _Ref):
-        return env[value.name]
-    if isinstance(value, list):
-        return [_unpack_arg(v, env) for v in value]
-    if isinstance(value, tuple):
-        return tuple(_unpack_arg(v, env) for v in value)
-    if isinstance(value, dict):
-        return {k: _unpack_arg(v, env) for k, v in value.items()}
-    if isinstance(value, slice):
-        return slice(_unpack_arg(value.start, env), _unpack_arg(value.stop, env), _unpack_arg(value.step, env))
-    return _unpack_target(value)
-
-
-def _pack_val(val: Any) -> Any:
-    """meta['val'] without fake tensors: a meta-device tensor of the same shape, stride and dtype."""
-    if isinstance(val, torch.Tensor):
-        if not all(isinstance(d, int) for d in val.shape) or not all(isinstance(s, int) for s in val.stride()):
-            return None  # symbolic shapes: recomputed on the worker from the example inputs
-        return torch.empty_strided(tuple(val.shape), tuple(val.stride()), dtype=val.dtype, device="meta")
-    if isinstance(val, (list, tuple)):
-        return type(val)(_pack_val(v) for v in val) if type(val) in (list, tuple) else tuple(_pack_val(v) for v in val)
-    if isinstance(val, (int, float, bool, str)) or val is None:
-        return val
-    return None
-
-
-def _pack_meta(meta: dict) -> dict:
-    out: dict[str, Any] = {}
-    for key, value in meta.items():
-        if key == "val":
-            out[key] = _pack_val(value)
-            continue
-        try:
-            pickle.dumps(value)
-        except Exception:  # noqa: BLE001 - meta that does not pickle (original_aten, ...) stays behind
-            continue
-        out[key] = value
-    return out
-
-
-def pack_graph(gm: GraphModule) -> dict[str, Any]:
-    """An aten GraphModule as picklable plain data (see the module docstring)."""
-    nodes = []
-    attrs: dict[str, Any] = {}
-    for n in gm.graph.nodes:
-        if n.op == "call_module":
-            raise ConfigError(f"the graph calls submodule {n.target!r}; only aten graphs (from hv.capture) "
-                              "can be sent to Ray workers.")
-        if n.op == "get_attr":
-            obj: Any = gm
-            for part in str(n.target).split("."):
-                obj = getattr(obj, part)
-            attrs[str(n.target)] = obj.detach() if isinstance(obj, torch.Tensor) else obj
-        nodes.append((n.name, n.op, _pack_target(n.target), _pack_arg(n.args), _pack_arg(n.kwargs),
-                      _pack_meta(n.meta)))
-    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen}
-
-
-def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModule:
-    """The GraphModule `pack_graph` described: same node names, ops, weights and meta."""
-    graph = Graph()
-    env: dict[str, Node] = {}
-    for name, op, target, args, kwargs, meta in data["nodes"]:
-        args, kwargs = _unpack_arg(args, env), _unpack_arg(kwargs, env)
-        if op == "output":
-            graph.output(args[0]).meta.update(meta)
-            continue
-        node = graph.create_node(op, _unpack_target(target), args, kwargs, name=name)
-        node.meta.update(meta)
-        env[name] = node
-    root = torch.nn.Module()
-    for path, value in data["attrs"].items():
-        owner = root
-        *parents, leaf = path.split(".")
-        for part in parents:
-            if not hasattr(owner, part):
-                owner.add_module(part, torch.nn.Module())
-            owner = getattr(owner, part)
-        if isinstance(value, torch.nn.Parameter):
-            owner.register_parameter(leaf, value)
-        elif isinstance(value, torch.Tensor):
-            owner.register_buffer(leaf, value)
-        else:
-            setattr(owner, leaf, value)
-    graph._codegen = data["codegen"]
-    gm = GraphModule(root, graph)
-    missing = [n for n in gm.graph.nodes if n.op not in ("output",) and n.meta.get("val", 0) is None]
-    if missing and example_inputs is not None:
-        from torch.fx.passes.fake_tensor_prop import FakeTensorProp
-        from torch.utils._pytree import tree_leaves
-
-        FakeTensorProp(gm).propagate(*tree_leaves(example_inputs))
-    return gm
 
 
 # ----------------------------------------------------------------------------- Ray
@@ -339,4 +195,4 @@ def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any,
     return [(None, row) for row in rows]  # type: ignore[misc]
 
 
-__all__ = ["pack_graph", "unpack_graph", "is_ray", "connect", "start_ray", "RayRunner", "WorkerDied", "sweep_on_ray"]
+__all__ = ["is_ray", "connect", "start_ray", "RayRunner", "WorkerDied", "sweep_on_ray"]

@@ -17,7 +17,8 @@ from torch.fx import GraphModule, Node
 
 from hierviz.errors import MeasureError
 from hierviz.latency import cache as cache_mod
-from hierviz.latency.lift import Lifted, bake, fetch_attr, lift, on_device
+from hierviz.graphdata import fetch_attr
+from hierviz.latency.lift import Lifted, bake, lift, on_device
 from hierviz.latency.plan import Slot
 from hierviz.latency.result import SubgraphRecord
 from hierviz.latency.timing import synchronize

@@ -3,7 +3,7 @@
 
 A split mixes backends, and no single format holds a TensorRT engine, TorchInductor code and
 eager PyTorch together, so `save(folder)` writes what rebuilds the same module: the captured
-graph (as plain data, see explorer/ray_executor.pack_graph), the Config, example inputs, and
+graph (as plain data, see graphdata.pack_graph), the Config, example inputs, and
 each compiled subgraph's artifact through the compile cache's disk format (TensorRT engines
 through their state_dict, TorchInductor code through `torch._inductor.standalone_compile`).
 `load(folder)` re-partitions (deterministic: the same subgraphs) and takes every subgraph
@@ -23,6 +23,7 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_unflatten
 
 from hierviz.errors import MeasureError
+from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.result import MeasureWarning
 
 FORMAT = "hierviz-compiled-v1"
@@ -85,7 +86,6 @@ class CompiledModel(torch.nn.Module):
     def save(self, folder: str | Path) -> Path:
         """Write this model to `folder` (created); `hierviz.latency.deploy.load(folder)` rebuilds it.
         Warns (MeasureWarning) naming the subgraphs that will be compiled again at load."""
-        from hierviz.explorer.ray_executor import pack_graph
         from hierviz.latency.cache import CompileCache
         from hierviz.latency.split import compile_split
 
@@ -122,7 +122,6 @@ class CompiledModel(torch.nn.Module):
 
 def load(folder: str | Path, device: Any = None) -> CompiledModel:
     """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
-    from hierviz.explorer.ray_executor import unpack_graph
     from hierviz.latency.cache import CompileCache
     from hierviz.latency.split import compile_split
     from hierviz.partitioner import partition

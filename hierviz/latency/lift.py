@@ -19,6 +19,7 @@ import torch
 from torch.fx import GraphModule, Node
 from torch.utils.weak import WeakIdKeyDictionary
 
+from hierviz.graphdata import fetch_attr, set_path
 from hierviz.opnames import qualname
 
 # Meta entries holding (fake) tensors of the capture's fake mode: dropped from lifted copies,
@@ -45,13 +46,6 @@ class Lifted:
     n_outputs: int
     single: bool
     children: tuple[tuple[str, torch.nn.Module], ...] = ()
-
-
-def fetch_attr(module: torch.nn.Module, target: str) -> Any:
-    obj: Any = module
-    for part in target.split("."):
-        obj = getattr(obj, part)
-    return obj
 
 
 # ----------------------------------------------------------------------------- device moves
@@ -193,19 +187,6 @@ def _map(value: Any, env: dict[Node, Node]) -> Any:
 
 def _clean_meta(meta: dict) -> dict:
     return {k: v for k, v in meta.items() if k not in _TENSOR_META_KEYS}
-
-
-def set_path(root: torch.nn.Module, path: str, value: Any) -> None:
-    *parents, leaf = path.split(".")
-    mod = root
-    for p in parents:
-        if not hasattr(mod, p):
-            mod.add_module(p, torch.nn.Module())
-        mod = getattr(mod, p)
-    if isinstance(value, torch.nn.Module):
-        mod.add_module(leaf, value)
-    else:
-        setattr(mod, leaf, value)
 
 
 def is_symbolic(value: Any) -> bool:
@@ -352,4 +333,4 @@ def digest(parts: Iterable[Any]) -> str:
 
 
 __all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_key", "tensor_digest", "digest",
-           "on_device", "fetch_attr", "set_path"]
+           "on_device"]

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.explorer.ray_executor import pack_graph, unpack_graph
+from hierviz.graphdata import pack_graph, unpack_graph
 
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"
