@@ -1,11 +1,12 @@
 """Backend support sources: which nodes a backend can take, and why not.
 
 `Support.check(node)` answers `(accepted, reason)`. Most sources decide per op target, which
-the engine caches; `where(...)` and `tensorrt(validate=True)` look at each node.
+the engine caches; `where(...)` and `tensorrt()` (validated, the default) look at each node.
 """
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 import warnings
@@ -61,6 +62,10 @@ class Support:
     def rejection(self, name: str) -> str:
         return f"not in {self.description}"
 
+    def checking(self) -> Any:
+        """A context that `check` is called in for many nodes at once (set-up done once)."""
+        return contextlib.nullcontext()
+
     def how(self, name: str) -> str:
         """How the backend runs an accepted op, when it has several ways ('' otherwise)."""
         return ""
@@ -91,7 +96,13 @@ class OpSetSupport(Support):
 
 
 class TensorRTSupport(OpSetSupport):
-    """Torch-TensorRT's converter registry (live, or the shipped snapshot), loaded on first use."""
+    """Torch-TensorRT's converter registry (live, or the shipped snapshot), loaded on first use.
+
+    Validated (the default): a node is supported when a converter for its op exists and that
+    converter's capability validator accepts the node, as torch_tensorrt.compile asks
+    (`node in DYNAMO_CONVERTERS`). `validate=False`: op names only, as upstream's hierarchical
+    partitioner checks. The snapshot (no torch_tensorrt installed) has names only and cannot
+    validate; its description says so."""
 
     def __init__(self, validate: bool) -> None:
         super().__init__(frozenset(), ("tensorrt", validate), "Torch-TensorRT converter registry",
@@ -111,17 +122,27 @@ class TensorRTSupport(OpSetSupport):
             self.source, self.version = source, version
             self.validate = self._validate and source == "live"
             self.description = f"Torch-TensorRT {version} converter registry ({source})"
+            if source != "live":
+                self.description = (f"Torch-TensorRT {version} converter registry (snapshot; op names only: "
+                                    "it cannot run the capability validators without torch_tensorrt installed)")
+            elif not self._validate:
+                self.description = (f"Torch-TensorRT {version} converter registry (live; op names only, "
+                                    "validators not run: tensorrt(validate=False))")
             return getattr(self, attr)
         raise AttributeError(attr)
+
+    def checking(self) -> Any:
+        """The context the engine checks many nodes in: the converter registry set up once
+        (hierviz.trt.validating) instead of once per node."""
+        return trt.validating() if self.validate else contextlib.nullcontext()
 
     def check(self, node: torch.fx.Node) -> tuple[bool, str]:
         name = qualname(node.target)
         if not self.accepts_name(name):
             return False, "no TensorRT converter"
         if self.validate:
-            registry = trt.converter_registry()
             try:
-                with trt.answer_cuda_queries():
+                with trt.validating() as registry:
                     ok = node in registry
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
                 return False, ValidatorRejection(
@@ -247,9 +268,11 @@ class InductorSupport(OpSetSupport):
         return {"kind": "inductor"} if self.fallbacks else {"kind": "inductor", "fallbacks": False}
 
 
-def tensorrt(validate: bool = False) -> Support:
-    """Torch-TensorRT's converters. `validate=True` also runs each converter's capability
-    validator on the node, as Torch-TensorRT's own compile does."""
+def tensorrt(validate: bool = True) -> Support:
+    """Torch-TensorRT's converters, each converter's capability validator run on the node, as
+    torch_tensorrt.compile does (squeezenet's max_pool2d(ceil_mode=True) has a converter that
+    refuses it). `validate=False` checks op names only, as upstream's hierarchical partitioner
+    does. Without torch_tensorrt installed: the shipped snapshot, op names only."""
     return TensorRTSupport(validate)
 
 
@@ -290,7 +313,7 @@ def from_dict(d: dict) -> Support:
 
     kind = d.get("kind")
     if kind == "tensorrt":
-        return tensorrt(bool(d.get("validate", False)))
+        return tensorrt(bool(d.get("validate", True)))
     if kind == "inductor":
         return inductor(bool(d.get("fallbacks", True)))
     if kind == "ops":
@@ -299,7 +322,8 @@ def from_dict(d: dict) -> Support:
 
 
 def upstream_default(backend: str) -> Support | None:
-    """Torch-TensorRT's defaults: tensorrt = the converter registry, inductor = no ops."""
+    """The defaults: tensorrt = the converter registry with its validators (what
+    torch_tensorrt.compile converts), inductor = no ops (Torch-TensorRT's)."""
     if backend == "tensorrt":
         return tensorrt()
     if backend == "inductor":

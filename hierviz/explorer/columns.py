@@ -22,9 +22,9 @@ LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "max_abs_er
 
 
 def support_label(sup: Any) -> str:
-    """A short name for a Support source: tensorrt, tensorrt+validate, inductor, none, ops(N), ..."""
+    """A short name for a Support source: tensorrt (validated), tensorrt-names, inductor, none, ops(N), ..."""
     if isinstance(sup, support_mod.TensorRTSupport):
-        return "tensorrt+validate" if sup.to_dict().get("validate") else "tensorrt"
+        return "tensorrt" if sup.to_dict().get("validate", True) else "tensorrt-names"
     if isinstance(sup, support_mod.OpSetSupport):
         if sup.kind == "inductor":
             return "inductor"

@@ -26,11 +26,12 @@ from hierviz.explorer import panels
 
 Refused = Callable[[str], None]
 
-# Support sources the picker offers: key -> (label, factory). "default" is Torch-TensorRT's default.
+# Support sources the picker offers: key -> (label, factory). "default" is Config's default
+# (tensorrt: validated converters, inductor: no ops).
 SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
-    "default": ("Torch-TensorRT default", None),
-    "tensorrt": ("Torch-TensorRT converters", lambda: support_mod.tensorrt()),
-    "tensorrt+validate": ("converters + validators", lambda: support_mod.tensorrt(validate=True)),
+    "default": ("default", None),
+    "tensorrt": ("Torch-TensorRT converters + validators", lambda: support_mod.tensorrt()),
+    "tensorrt-names": ("converter names only", lambda: support_mod.tensorrt(validate=False)),
     "inductor": ("TorchInductor lowerings", support_mod.inductor),
     "none": ("no ops", support_mod.none),
 }

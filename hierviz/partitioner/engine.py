@@ -25,6 +25,7 @@ and are meant to be read in order, as one algorithm.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import heapq
 import weakref
@@ -181,20 +182,18 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
             ok = accepted[key] = sup.check(index.nodes[i])[0]
         return ok
 
-    for i in range(n):
-        if not index.callable[i]:
-            continue
+    def assign_one(i: int) -> None:
         name = index.ops[i]
         if in_op_set(name, teo, teo_packets):
             code[i], detail[i] = TORCH_EXECUTED, None
-            continue
+            return
         if index.non_compute[i]:
             producer = next((j for j in index.inputs[i] if index.callable[j]), None)
             if producer is not None:
                 b = backend[producer]
                 if b is None or takes(b, i):
                     backend[i], code[i], detail[i] = b, FOLLOWS_PRODUCER, producer
-                    continue
+                    return
         if per_node:
             backend[i], code[i], detail[i] = decide(i)
         else:
@@ -202,6 +201,13 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
             if verdict is None:
                 verdict = verdicts[name] = decide(i)
             backend[i], code[i], detail[i] = verdict
+
+    with contextlib.ExitStack() as stack:
+        for _, sup in supports:  # e.g. the converter registry, set up once for every node
+            stack.enter_context(sup.checking())
+        for i in range(n):
+            if index.callable[i]:
+                assign_one(i)
     return Assignment(backend, code, detail)
 
 
@@ -555,6 +561,7 @@ class EngineResult:
     tags: list[str]
     demoted: dict[int, tuple[str, int]]  # node -> (its eligible backend, its small subgraph's size)
     deps: tuple[list[int], list[Sequence[int]]] | None = None  # the traversal's dependencies
+    early_return: int | None = None  # engine="fast"/"global": compile kept the whole graph in PyTorch
 
     def at_min_block_size(self, min_block_size: int,
                           keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:

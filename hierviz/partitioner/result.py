@@ -65,10 +65,12 @@ class Partition:
     """
 
     def __init__(self, graph: GraphModule, config: Config, result: eng.EngineResult,
-                 engine: str = "hierviz", module: GraphModule | None = None) -> None:
+                 engine: str = "hierviz", module: GraphModule | None = None,
+                 notes: tuple[str, ...] = ()) -> None:
         self.graph = graph
         self.config = config
         self.engine = engine
+        self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
         self._result = result
         self._module = module
         self._tag_of: dict[int, int] = {}
@@ -427,6 +429,10 @@ class _Explainer:
         min_size = self.config.min_block_size
         if i in res.demoted:
             backend, size = res.demoted[i]
+            if res.early_return is not None:
+                return (f"runs in PyTorch: eligible for {backend}, but the graph has only {res.early_return} "
+                        f"supported op(s) < min_block_size {min_size}, so torch_tensorrt.compile leaves "
+                        "the whole graph in PyTorch")
             if not size:  # upstream's engine does not keep its subgraphs before demotion
                 return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
                         f"than min_block_size {min_size}")

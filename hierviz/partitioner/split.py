@@ -18,8 +18,10 @@ from hierviz.inputs import check_call, check_inputs, spec_of
 from hierviz.partitioner import engine as eng
 
 
-def build_split_module(gm: GraphModule, result: eng.EngineResult) -> GraphModule:
-    """Split a copy of `gm` by subgraph tags, with the input check in front."""
+def build_split_module(gm: GraphModule, result: eng.EngineResult,
+                       original: GraphModule | None = None) -> GraphModule:
+    """Split a copy of `gm` by subgraph tags, with the input check in front (that of
+    `original`, the captured graph, when `gm` is a pruned copy of it)."""
     from torch.fx.passes.split_utils import split_by_tags
 
     from hierviz.partitioner.result import copy_graph_module
@@ -34,7 +36,7 @@ def build_split_module(gm: GraphModule, result: eng.EngineResult) -> GraphModule
     codegen = getattr(gm.graph, "_codegen", None)
     if codegen is not None and type(codegen) is not torch.fx.graph.CodeGen:
         split.graph._codegen = copy.deepcopy(codegen)
-    return with_input_check(split, gm)
+    return with_input_check(split, original if original is not None else gm)
 
 
 def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:

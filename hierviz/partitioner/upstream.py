@@ -5,7 +5,9 @@ Reason codes follow what upstream did: a getitem takes the backend of the callab
 before it in graph order (upstream's NON_COMPUTE_NODES rule; its "torch.ops.aten.view" entry
 never matches a view's qualified name, so views are checked like any other op); demoted
 nodes carry the size of upstream's own subgraph before its small-block pass; nodes its
-dead-code elimination removed are in no subgraph (code `dead_code`)."""
+dead-code elimination removed are in no subgraph (code `dead_code`). Upstream checks op
+names only, so validated TensorRT support is applied as `tensorrt(validate=False)` and the
+Partition's config says so."""
 
 from __future__ import annotations
 
@@ -18,9 +20,20 @@ from hierviz.partitioner import engine as eng
 from hierviz.partitioner.record import parse_tag
 from hierviz.partitioner.result import Partition, copy_graph_module
 from hierviz.partitioner.split import with_input_check
-from hierviz.support import OpSetSupport
+from hierviz import support as support_mod
+from hierviz.support import OpSetSupport, TensorRTSupport
 
 UPSTREAM_NON_COMPUTE = "_operator.getitem"  # the only NON_COMPUTE_NODES entry that matches a node
+
+
+def names_only(config: Config) -> Config:
+    """`config` as upstream's hierarchical partitioner applies it: it checks op names only, so
+    validated TensorRT support (the default) becomes `tensorrt(validate=False)`."""
+    changed = {b: support_mod.tensorrt(validate=False) for b in config.priority
+               if isinstance(config.support_for(b), TensorRTSupport) and config.support_for(b).per_node}
+    if not changed:
+        return config
+    return config.replace(support={**(config.support or {}), **changed})
 
 
 def support_map(config: Config, index: eng.GraphIndex) -> dict[str, set[str]]:
@@ -31,12 +44,13 @@ def support_map(config: Config, index: eng.GraphIndex) -> dict[str, set[str]]:
         sup = config.support_for(b)
         if not isinstance(sup, OpSetSupport) or sup.per_node:
             raise ConfigError(f"engine='torch_tensorrt' understands only op-set support; "
-                              f"{b!r} uses {sup!r}. Use engine='hierviz' for where()/validate=True.")
+                              f"{b!r} uses {sup!r}. Use engine='hierviz' for where() support.")
         result[b] = {name for name in ops if sup.accepts_name(name)}
     return result
 
 
 def partition_upstream(gm: GraphModule, config: Config) -> Partition:
+    config = names_only(config)
     index = eng.index_graph(gm)
     work = copy_graph_module(gm)
     before: list[tuple[bool, str, list[str]]] = []

@@ -15,7 +15,7 @@ GOLDEN = Path(__file__).resolve().parents[1] / "golden"
 def normalise_dot(source: str) -> str:
     """DOT text without what legitimately differs between machines: the TensorRT version and
     whether its registry was read live or from hierviz's snapshot; trailing blanks."""
-    source = re.sub(r"Torch-TensorRT \S+ converter registry \((live|snapshot)\)",
+    source = re.sub(r"Torch-TensorRT \S+ converter registry \((live|snapshot)[^)]*\)",
                     "Torch-TensorRT <version> converter registry", source)
     return "\n".join(line.rstrip() for line in source.splitlines()) + "\n"
 

@@ -153,6 +153,10 @@ def configs(draw) -> hv.Config:
     backends = draw(st.lists(st.sampled_from(["tensorrt", "inductor", "custom"]), min_size=1,
                              max_size=3, unique=True))
     support: dict[str, hv.Support] = {}
+    if "tensorrt" in backends and draw(st.sampled_from([True, True, True, False])):
+        # mostly op names only (what upstream's partitioner compares against); else the
+        # validated default
+        support["tensorrt"] = hv.support.tensorrt(validate=False)
     if "inductor" in backends:
         if draw(st.booleans()):
             support["inductor"] = hv.support.ops(draw(st.sets(st.sampled_from(ALL_OPS))))

@@ -189,9 +189,12 @@ def test_reason_of_validator_rejection():
         assert "tensorrt: converter exists, validator rejected this node" in p.reason_of(name)
         assert p.backend_of(name) == "torch"
     assert "validator rejected" in p.ops().set_index("op").loc[A + "max.dim", "reason"]
+    # the default validates too
+    assert hv.partition(gm, min_block_size=1).reason_code_of("max_dim") == "validator_rejected"
     # without validation the converters' existence is enough, as in upstream's partitioner
-    plain = hv.partition(gm, min_block_size=1)
+    plain = hv.partition(gm, min_block_size=1, support={"tensorrt": hv.support.tensorrt(validate=False)})
     assert plain.backend_of("max_dim") == "tensorrt"
+    assert "op names only, validators not run" in plain.reason_of("max_dim")
 
 
 # ------------------------------------------------------------------------------ report
