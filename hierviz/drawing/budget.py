@@ -30,6 +30,18 @@ LAYOUT_WORK_PER_NODE = 5
 # took over 2 minutes with labels and 0.4 s with `xlabel`s (placed after layout, may overlap).
 # Labels are used up to this much work per max_nodes (real models up to ~500 nodes).
 LABEL_WORK_PER_NODE = 3
+# The largest picture the auto view draws in full, in pixels at 96 dpi (what a .png gets):
+# taller or wider than this and it draws the module view (or the collapsed one) instead.
+MAX_HEIGHT_PX = 8000
+MAX_WIDTH_PX = 4000
+PX_PER_PT = 96 / 72
+# The full view's laid-out size, estimated without a layout: dot's ranks are about 40 pt
+# apart (node, labelled edge, rank gap), nodes about 150 pt wide, and the legend about 250 pt
+# tall and 600 pt wide (measured on resnet18, bert, vit_b_16, swin_t, deeplabv3, convnext:
+# 38-43 pt per rank).
+PT_PER_RANK = 40
+PT_PER_NODE_WIDE = 150
+LEGEND_PT = (600, 250)
 # A graph input (or weight) feeding more nodes or boxes than this gets one edge to its first
 # user and a small reference node beside each other user: long edges from one input to
 # every layer (attention masks, shared weights) cost dot seconds and draw a curtain of lines.
@@ -91,6 +103,27 @@ def work(ctx: Ctx, drawn: Sequence[int]) -> int:
     return len(drawn) + len(refs) + 2 * span(edges, int)
 
 
+def full_size(ctx: Ctx, drawn: Sequence[int]) -> tuple[int, int]:
+    """The full view's (width, height) in pixels at 96 dpi, estimated from its longest path
+    (dot's ranks) and its widest rank, without laying it out."""
+    t = ctx.t
+    rank: dict[int, int] = {}
+    for j in drawn:  # graph order is topological
+        rank[j] = max((rank[a] + 1 for a in t.inputs[j] if a in rank), default=0)
+    per_rank: dict[int, int] = {}
+    for r in rank.values():
+        per_rank[r] = per_rank.get(r, 0) + 1
+    ranks = max(rank.values(), default=0) + 1
+    widest = max(per_rank.values(), default=1)
+    width = max(LEGEND_PT[0], PT_PER_NODE_WIDE * widest)
+    height = LEGEND_PT[1] + PT_PER_RANK * ranks
+    return round(width * PX_PER_PT), round(height * PX_PER_PT)
+
+
+def too_big(size: tuple[int, int]) -> bool:
+    return size[0] > MAX_WIDTH_PX or size[1] > MAX_HEIGHT_PX
+
+
 def edge_labels(ctx: Ctx, drawn: Sequence[int], measured: int | None = None) -> str:
     """'label' (placed by the layout, readable) when dot can afford it, else 'xlabel'
     (placed after layout, may overlap, but a 250-node graph with long edges lays out 4-10x faster)."""
@@ -140,5 +173,5 @@ def group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int]
                             lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
 
 
-__all__ = ["DEFAULT_MAX_NODES", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
+__all__ = ["DEFAULT_MAX_NODES", "MAX_HEIGHT_PX", "MAX_WIDTH_PX", "full_size", "too_big", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
            "layout_budget", "span", "fanout_refs", "work", "edge_labels", "group_size", "group_span"]

@@ -28,6 +28,7 @@ class Ctx:
     reasons: Counter = field(default_factory=Counter)  # reason codes drawn, for the legend
     backends_seen: set = field(default_factory=set)
     full_work: int | None = None  # layout work of the full view, once auto has measured it
+    auto_note: str | None = None  # why auto did not draw the full view (said in the title)
 
     def __post_init__(self) -> None:
         self.t = self.p.records

@@ -44,6 +44,8 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     always sits at the top left."""
     p = ctx.p
     s = p.stats
+    if ctx.auto_note:
+        view_text += " \u00b7 chosen by auto"
     if ctx.difference is not None:  # the diff diagram: its counts in the title
         view_text += f" \u00b7 diff: {ctx.difference.summary()}"
     by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
@@ -85,6 +87,8 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     # what measurement= (cost overlay) and against= (diff diagram) add to the drawing
     overlays = "".join(f'<TR><TD ALIGN="LEFT">{html(extra.legend())}</TD></TR>'
                        for extra in (ctx.overlay, ctx.difference) if extra is not None)
+    if ctx.auto_note:
+        overlays = f'<TR><TD ALIGN="LEFT"><I>{html(ctx.auto_note)}</I></TD></TR>' + overlays
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>{overlays}'

@@ -127,7 +127,8 @@ def _share_text(order: list[str], backends: Counter) -> str:
 
 
 def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = None, max_nodes: int | None = None,
-                   overlay: "Overlay | None" = None, difference: "Difference | None" = None) -> tuple[list[str], dict]:
+                   overlay: "Overlay | None" = None, difference: "Difference | None" = None,
+                   note: str | None = None) -> tuple[list[str], dict]:
     """DOT body lines of the module view and its info dict (see `render`)."""
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise RenderError(f"depth must be a positive integer (1 = the model's top modules), not {depth!r}.")
@@ -151,14 +152,14 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
     drawn.items(plan.items)
     edges = drawn.edges(base)
-    title = "hierviz \u00b7 module view"
+    title = "hierviz \u00b7 module view" + (" \u00b7 chosen by auto" if note else "")
     if focus is not None:
         title += f" \u00b7 inside {base.path} ({base.cls})"
     title += f" \u00b7 depth {plan.depth}"
     if difference is not None:
         title += f" \u00b7 diff: {difference.summary()}"
     rolled = [it for it in walk_items(plan.items) if it.rolled]
-    drawn.title(title, rolled)
+    drawn.title(title, rolled, note)
     info = {"view": "modules", "nodes": sum(1 for it in walk_items(plan.items) if not it.cluster) + drawn.io,
             "boxes": sum(1 for it in walk_items(plan.items) if not it.cluster),
             "clusters": sum(1 for it in walk_items(plan.items) if it.cluster), "depth": plan.depth,
@@ -317,7 +318,7 @@ class _Drawer:
                    **{"class": "hv-boundary" if crossing else "hv-edge"})
         return len(pairs)
 
-    def title(self, text: str, rolled: list[Item]) -> None:
+    def title(self, text: str, rolled: list[Item], note: str | None = None) -> None:
         p = self.p
         s = p.stats
         by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
@@ -325,7 +326,8 @@ class _Drawer:
                  f"\u00b7 coverage {s['coverage']:.0%}")
         swatches = "".join(f'<TD BGCOLOR="{palette.fill(b)}" BORDER="1" COLOR="{palette.border(b)}" '
                            f'CELLPADDING="3">{html(b)}</TD>' for b in p.backends)
-        notes = ["box: a module (bar: its ops' backends); cluster: a module drawn inside",
+        notes = [note] if note else []
+        notes += ["box: a module (bar: its ops' backends); cluster: a module drawn inside",
                  "double border: repeated siblings with the same class and partition pattern, drawn once",
                  "edges: tensors between modules (dark: crossing subgraphs; width: bytes)"]
         if self.overlay is not None:

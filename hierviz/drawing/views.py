@@ -6,7 +6,9 @@
 - focus (focus.py):         the neighbourhood of a node (radius k), or one subgraph and its boundary
 - modules (modules.py):     grouped by nn.Module, repeated blocks rolled up
 - auto:                     full up to `max_nodes` drawn nodes if dot can lay that out in about
-                            a second (budget.py), collapsed above
+                            a second and the picture is at most 8,000 x 4,000 px (budget.py,
+                            estimated without a layout); else modules (collapsed for a graph
+                            without submodules), the title saying why
 
 Views read the partition's public record only (`Partition.records`, context.py); every view is
 linear in the graph size. No layout runs here: export.py runs `dot`.
@@ -17,7 +19,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.budget import DEFAULT_MAX_NODES, layout_budget, resolve_limit, work
+from hierviz.drawing.budget import DEFAULT_MAX_NODES, full_size, layout_budget, resolve_limit, too_big, work
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter
 from hierviz.drawing.text import FONT, op_short
@@ -38,7 +40,9 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
     a node name, or a subgraph tag for its inside and boundary), 'modules', or 'auto' (full
-    up to `max_nodes` drawn nodes, collapsed above; 'focus' when `focus` is given).
+    up to `max_nodes` drawn nodes when the picture is at most 8,000 px tall and 4,000 wide,
+    else modules, or collapsed without submodules; the title says why; 'focus' when `focus`
+    is given).
     max_nodes: auto's threshold, and the most boxes/nodes collapsed and focus draw
     (default DEFAULT_MAX_NODES, what graphviz lays out in about a second).
     radius: the focus neighbourhood, in edges. weights: also draw weights/constants.
@@ -62,23 +66,21 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
 
         if is_module(p, focus):
             view = "modules"
+    ctx = Ctx(p, limit, bool(weights), overlay=overlay, difference=difference)
+    note = None
+    if view == "auto" and focus is None and depth is None:
+        view, note = choose(p, ctx)
     if view == "modules":
         from hierviz.drawing.modules import render_modules
 
         lines, info = render_modules(p, focus=focus, depth=depth, max_nodes=max_nodes, overlay=overlay,
-                                     difference=difference)
-        return Diagram(lines, {"view": "modules", **info}, comment="hierviz modules view")
+                                     difference=difference, note=note)
+        return Diagram(lines, {"view": "modules", **info, "auto": note}, comment="hierviz modules view")
     if depth is not None:
         raise RenderError("depth= is for view='modules' (how many module levels to draw).")
-    ctx = Ctx(p, limit, bool(weights), overlay=overlay, difference=difference)
+    ctx.auto_note = note
     if view == "auto":
-        if focus is not None:
-            view = "focus"
-        elif ctx.drawn_count() <= limit:
-            ctx.full_work = work(ctx, ctx.all_drawn())
-            view = "full" if ctx.full_work <= layout_budget(limit) else "collapsed"
-        else:
-            view = "collapsed"
+        view = "focus" if focus is not None else "full"
     if focus is not None and view != "focus":
         raise RenderError(f"focus= draws the focus view; drop view={view!r} (or pass view='focus').")
     tags = ctx.t.subgraph_tag
@@ -101,7 +103,32 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
             from hierviz.drawing.focus import focus_view
 
             info = focus_view(ctx, w, focus, radius)
-    return Diagram(w.lines, {"view": view, **info}, comment=f"hierviz {view} view")
+    return Diagram(w.lines, {"view": view, **info, "auto": note}, comment=f"hierviz {view} view")
+
+
+def choose(p: "Partition", ctx: Ctx) -> tuple[str, str | None]:
+    """auto's view and, when it is not the full one, why (said in the title): the full view
+    when dot lays it out in about a second (budget.py) and its picture, estimated without a
+    layout, is at most MAX_HEIGHT_PX tall and MAX_WIDTH_PX wide; otherwise the module view
+    (the collapsed view for a graph without submodules)."""
+    from hierviz.drawing.module_tree import build_tree
+
+    limit = ctx.max_nodes
+    count = ctx.drawn_count()
+    if count > limit:
+        why = f"{count:,} nodes > max_nodes={limit:,}"
+    else:
+        drawn = ctx.all_drawn()
+        size = full_size(ctx, drawn)
+        if too_big(size):
+            why = f"the full view would be about {size[0]:,}\u00d7{size[1]:,} px"
+        else:
+            ctx.full_work = work(ctx, drawn)
+            if ctx.full_work <= layout_budget(limit):
+                return "full", None
+            why = "the full view would take graphviz long to lay out"
+    view = "modules" if build_tree(ctx.t).children else "collapsed"
+    return view, f"auto chose the {'module' if view == 'modules' else 'collapsed'} view: {why}; view='full' draws every node"
 
 
 def defaults(w: DotWriter) -> None:

@@ -9,6 +9,7 @@ import shutil
 import xml.etree.ElementTree as ET
 
 import pytest
+import torch
 
 import hierviz as hv
 import hierviz.drawing
@@ -158,7 +159,47 @@ def test_layout_timeout_is_a_render_error(part, needs_dot):
 def test_auto_draws_small_graphs_in_full(part, conv_parts):
     assert part.render().info["view"] == "full"
     assert conv_parts["default"].render().info["view"] == "full"
-    assert part.render(max_nodes=20).info["view"] == "collapsed"  # 33 drawn nodes > 20
+    g = part.render(max_nodes=20)  # 33 drawn nodes > 20: the module view, and the title says why
+    assert g.info["view"] == "modules"
+    assert "module view \u00b7 chosen by auto" in g.source
+    assert "auto chose the module view: 33 nodes &gt; max_nodes=20; view=&#39;full&#39; draws every node" in g.source
+
+
+class Deep(torch.nn.Module):
+    """A chain of 150 small Linear-ReLU blocks: few nodes, but a full view ~40,000 px tall."""
+
+    def __init__(self, blocks: int = 150) -> None:
+        super().__init__()
+        self.blocks = torch.nn.Sequential(*[torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+                                            for _ in range(blocks)])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.blocks(x)
+
+
+def laid_out_px(graph) -> tuple[float, float]:
+    """(width, height) of dot's layout in pixels at 96 dpi (a .png's size)."""
+    bb = json.loads(export.layout(graph, "json0"))["bb"].split(",")
+    return float(bb[2]) * 96 / 72, float(bb[3]) * 96 / 72
+
+
+def test_auto_never_draws_a_picture_taller_than_8000_px(needs_dot, tmp_path):
+    torch.manual_seed(0)
+    part = hv.partition(hv.capture(Deep(), (torch.randn(2, 4),)))
+    assert part.records and len(part.subgraphs) == 1 and part.stats["nodes"] < views.DEFAULT_MAX_NODES
+    full = part.render("full")
+    assert laid_out_px(full)[1] > 8000  # the full view is too tall ...
+    g = part.render()
+    assert g.info["view"] == "modules"  # ... so auto draws the module view, and says so
+    assert "auto chose the module view: the full view would be about" in g.source
+    assert "draws every node" in g.source
+    width, height = laid_out_px(g)
+    assert height <= 8000 and width <= 4000
+    # save follows auto
+    png = part.save(tmp_path / "deep.png")
+    with png.open("rb") as f:
+        head = f.read(24)
+    assert int.from_bytes(head[20:24], "big") <= 8000 and int.from_bytes(head[16:20], "big") <= 4000
 
 
 def test_auto_collapses_large_graphs_within_dot_budget():
