@@ -14,7 +14,7 @@ from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.graph import node_label, node_tooltip
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import LABEL_CHARS, css, op_short, plural, tooltip
-from hierviz.partitioner import FALLBACK, FALLBACK_REASONS, UNSUPPORTED, VALIDATOR, NodeTable
+from hierviz.partitioner import FALLBACK, FALLBACK_REASONS, REASONS, UNSUPPORTED, VALIDATOR, NodeTable
 
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
@@ -44,10 +44,6 @@ def why_torch(ctx: Ctx, k: int) -> Counter:
         if code in FALLBACK_REASONS:
             why[code] += 1
     return why
-
-
-_WHY_TEXT = {"unsupported": "unsupported", "validator_rejected": "validator rejected",
-             "torch_executed_ops": "torch_executed_ops", "demoted": "demoted"}
 
 
 def collapsed(ctx: Ctx, w: DotWriter) -> dict:
@@ -191,7 +187,7 @@ def subgraph_box(ctx: Ctx, w: DotWriter, k: int) -> None:
     if backend == FALLBACK:
         why = why_torch(ctx, k)
         if why:
-            text = ", ".join(f"{_WHY_TEXT[c]} ×{n}" for c, n in sorted(why.items()))
+            text = ", ".join(f"{REASONS[c].name} ×{n}" for c, n in sorted(why.items()))
             lines.append(f'<FONT POINT-SIZE="9">why: {html(text)}</FONT>')
             tip.append(f"why: {text}")
             if why.get(UNSUPPORTED) or why.get(VALIDATOR):

@@ -10,7 +10,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.text import BR_LEFT, plural
-from hierviz.partitioner import DEMOTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+from hierviz.partitioner import GRAPH
 
 
 def swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | None = "rounded",
@@ -37,6 +37,20 @@ def legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str) -> str:
     return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0">' + "".join(lines) + "</TABLE>")
 
 
+def node_samples(ctx: Ctx) -> list[str]:
+    """The legend's node column, generated from palette.STYLES (the table the nodes are drawn
+    from): one sample per reason code a drawn node has."""
+    samples = []
+    for code, st in palette.STYLES.items():
+        if st.legend is None or not (st.always or ctx.reasons.get(code)):
+            continue
+        sw = st.swatch
+        text = st.legend.format(min_block_size=ctx.p.config.min_block_size, br=BR_LEFT)
+        samples.append(swatch(text, palette.fill(sw.on), sw.line or palette.border(sw.on), border=sw.border,
+                              style=sw.style, double=sw.double))
+    return samples
+
+
 def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False) -> None:
     """The graph label: view, config and stats, then the legend (backends, node styles, edges).
 
@@ -52,29 +66,12 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {plural(s['subgraphs'], 'subgraph')} "
              f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")
     counts = s["subgraphs_by_backend"]
-    backends = list(p.backends) + sorted(b for b in ctx.backends_seen if b not in p.backends and b != "graph")
+    backends = list(p.backends) + sorted(b for b in ctx.backends_seen if b not in p.backends and b != GRAPH)
     cells = [swatch(f"{html(b)} · {plural(counts.get(b, 0), 'subgraph')}", palette.fill(b), palette.border(b))
              for b in backends]
     columns: list[tuple[str, Sequence[str]]] = [("backends", cells)]
     if not collapsed:
-        torch_fill, torch_line = palette.fill("torch"), palette.border("torch")
-        samples = [swatch("op (color: its backend)", palette.fill("graph"), palette.border("graph"))]
-        if ctx.reasons.get(FOLLOWS_PRODUCER):
-            samples.append(swatch("getitem/view, runs with its producer (oval)", palette.fill("graph"),
-                                   palette.border("graph")))
-        if ctx.reasons.get(UNSUPPORTED):
-            samples.append(swatch("unsupported by every backend (octagon)", torch_fill, torch_line, border=3,
-                                   style=None))
-        if ctx.reasons.get(VALIDATOR):
-            samples.append(swatch("converter validator rejected it (octagon, dashed)", torch_fill, torch_line,
-                                   border=2, style="dashed"))
-        if ctx.reasons.get(TORCH_EXECUTED):
-            samples.append(swatch("in torch_executed_ops", torch_fill, torch_line, style=None, double=True))
-        if ctx.reasons.get(DEMOTED):
-            samples.append(swatch(f"demoted: its subgraph &lt; min_block_size {p.config.min_block_size}"
-                                   f"{BR_LEFT}(rounded, dashed; border: the backend it was eligible for)", torch_fill,
-                                   palette.GRAPH, border=2, style="rounded,dashed"))
-        columns.append(("nodes", samples))
+        columns.append(("nodes", node_samples(ctx)))
         note = (f"bold, labelled dtype[shape]:{BR_LEFT}a tensor crossing subgraphs{BR_LEFT}thin grey: inside a subgraph{BR_LEFT}"
                 f"{BR_LEFT}SVG: hover nodes, edges and{BR_LEFT}subgraphs for details{BR_LEFT}")
     else:
@@ -96,4 +93,4 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     w.defaults("graph", label=Html(label))
 
 
-__all__ = ["swatch", "legend_grid", "title"]
+__all__ = ["swatch", "legend_grid", "node_samples", "title"]

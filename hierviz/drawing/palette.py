@@ -1,5 +1,9 @@
 """Colors and node styles of the diagrams, by backend and by reason code.
 
+`STYLES` is the one table of how each reason code is drawn: a node's shape and border in
+every view, and its legend entry (text and swatch), so the legend shows exactly the styles
+the nodes have (legend.py reads it; no other table of reason styles exists).
+
 Backends get fixed colors from the Okabe-Ito palette, which stays distinguishable under the
 common forms of color blindness: TensorRT bluish green, TorchInductor blue, PyTorch fallback
 vermillion. Any other backend gets a color picked by a stable hash of its name (the same in
@@ -18,7 +22,9 @@ from dataclasses import dataclass
 from hierviz.partitioner import (
     DEAD_CODE,
     DEMOTED,
+    FALLBACK,
     FOLLOWS_PRODUCER,
+    GRAPH,
     NOT_CALLABLE,
     SUPPORTED,
     TORCH_EXECUTED,
@@ -29,9 +35,9 @@ from hierviz.partitioner import (
 TENSORRT = "#009E73"
 INDUCTOR = "#0072B2"
 TORCH = "#D55E00"
-GRAPH = "#7F7F7F"  # graph inputs, outputs and weights: not partitioned
+GREY = "#7F7F7F"  # graph inputs, outputs and weights: not partitioned
 
-FIXED: dict[str, str] = {"tensorrt": TENSORRT, "inductor": INDUCTOR, "torch": TORCH, "graph": GRAPH}
+FIXED: dict[str, str] = {"tensorrt": TENSORRT, "inductor": INDUCTOR, FALLBACK: TORCH, GRAPH: GREY}
 
 # Colors for custom backends, none of them close to the three fixed ones (Okabe-Ito's orange
 # and sky blue would pass for PyTorch and TorchInductor once tinted, so they are left out).
@@ -67,7 +73,7 @@ def tint(hex_color: str, white: float) -> str:
 
 def fill(backend: str) -> str:
     """Node fill of a backend: a tint light enough for black text."""
-    return tint(color(backend), 0.55 if backend != "graph" else 0.8)
+    return tint(color(backend), 0.55 if backend != GRAPH else 0.8)
 
 
 def cluster_fill(backend: str) -> str:
@@ -85,24 +91,46 @@ def _rgb(hex_color: str) -> tuple[int, int, int]:
 
 
 @dataclass(frozen=True)
+class Swatch:
+    """How the legend draws a reason's sample box: in the colors of backend `on` (its border
+    color replaced by `line` when given), with `border` width and `style`, or `double`."""
+
+    on: str
+    border: int = 1
+    style: str | None = "rounded"
+    double: bool = False
+    line: str | None = None
+
+
+@dataclass(frozen=True)
 class NodeStyle:
-    """How a node is drawn for one reason code."""
+    """How a node is drawn for one reason code, and its legend entry: `legend` (HTML-label
+    text; `{min_block_size}` and `{br}` are filled in; None: not in the legend), shown when a
+    drawn node has the code, or `always`."""
 
     shape: str
     style: str
     penwidth: float
     peripheries: int
+    legend: str | None = None
+    swatch: Swatch = Swatch(GRAPH)
+    always: bool = False
 
 
-# Reason codes (hierviz.partitioner.REASON_CODES) -> style. The four fallback reasons differ in shape
-# and border so they stay apart without relying on color.
+# Reason codes (hierviz.partitioner.REASON_CODES) -> style, in legend order. The four fallback
+# reasons differ in shape and border so they stay apart without relying on color.
 STYLES: dict[str, NodeStyle] = {
-    SUPPORTED: NodeStyle("box", "rounded,filled", 1.0, 1),
-    FOLLOWS_PRODUCER: NodeStyle("ellipse", "filled", 0.8, 1),
-    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2),
-    UNSUPPORTED: NodeStyle("octagon", "filled,bold", 2.0, 1),
-    VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1),
-    DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1),
+    SUPPORTED: NodeStyle("box", "rounded,filled", 1.0, 1, "op (color: its backend)", always=True),
+    FOLLOWS_PRODUCER: NodeStyle("ellipse", "filled", 0.8, 1, "getitem/view, runs with its producer (oval)"),
+    UNSUPPORTED: NodeStyle("octagon", "filled,bold", 2.0, 1, "unsupported by every backend (octagon)",
+                           Swatch(FALLBACK, border=3, style=None)),
+    VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it (octagon, dashed)",
+                         Swatch(FALLBACK, border=2, style="dashed")),
+    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops", Swatch(FALLBACK, style=None, double=True)),
+    DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
+                       "demoted: its subgraph &lt; min_block_size {min_block_size}"
+                       "{br}(rounded, dashed; border: the backend it was eligible for)",
+                       Swatch(FALLBACK, border=2, style="rounded,dashed", line=GREY)),
     NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1),
     DEAD_CODE: NodeStyle("box", "rounded,filled,dotted", 1.0, 1),
 }
@@ -112,5 +140,5 @@ def style(code: str) -> NodeStyle:
     return STYLES.get(code, STYLES[SUPPORTED])
 
 
-__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GRAPH", "FIXED", "EXTRA", "color", "fill", "cluster_fill",
-           "border", "tint", "NodeStyle", "STYLES", "style"]
+__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "EXTRA", "color", "fill", "cluster_fill",
+           "border", "tint", "Swatch", "NodeStyle", "STYLES", "style"]

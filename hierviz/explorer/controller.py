@@ -22,13 +22,12 @@ from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns, panels
 from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
-from hierviz.partitioner import Partition, diff
+from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
 if TYPE_CHECKING:
     import pandas as pd
     from torch.fx import GraphModule
 
-CALLABLE_OPS = ("call_function", "call_method", "call_module")
 CONFIG_FIELDS = columns.CONFIG_COLUMNS
 CACHE_SIZE = 64  # settings whose diagrams, tables, measurements and diffs are kept
 

@@ -2,8 +2,8 @@
 the upstream adapter.
 
 Modules: engine (the algorithm; imported by nothing outside this package), result (Partition,
-Subgraph: the only reader of the engine's result), record (the per-node record and the names
-everything downstream shares), report (the dryrun-style text, ops(), summary(), hv.diff),
+Subgraph: the only reader of the engine's result), record (the per-node record), reasons (the
+names everything downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style text, ops(), summary(), hv.diff),
 split (the split GraphModule), upstream (engine="torch_tensorrt"). Downstream packages import
 from here, never from the engine.
 """
@@ -17,7 +17,7 @@ from torch.fx import GraphModule
 from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
-from hierviz.partitioner.record import (
+from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
     DEAD_CODE,
     DEMOTED,
@@ -25,19 +25,16 @@ from hierviz.partitioner.record import (
     FALLBACK_REASONS,
     FOLLOWS_PRODUCER,
     GRAPH,
-    NODE_COLUMNS,
     NOT_CALLABLE,
     REASON_CODES,
+    REASONS,
     SUPPORTED,
     TORCH_EXECUTED,
     UNSUPPORTED,
     VALIDATOR,
-    NodeRecord,
-    NodeTable,
-    TensorSpec,
     parse_tag,
-    tensor_spec,
 )
+from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.report import diff
 from hierviz.partitioner.result import Partition, Subgraph
 
@@ -105,4 +102,4 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
            "graph_of", "make_config", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED",
-           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE"]
+           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

@@ -39,21 +39,20 @@ from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.gcpause import gc_paused
 from hierviz.opnames import in_op_set, packets_in, qualname
+from hierviz.partitioner.reasons import (  # the codes this engine gives each node (reasons.py)
+    CALLABLE_OPS,
+    FALLBACK,
+    FOLLOWS_PRODUCER,
+    NOT_CALLABLE,
+    SUPPORTED,
+    TORCH_EXECUTED,
+    UNSUPPORTED,
+    VALIDATOR,
+    make_tag,
+)
 
-FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
-CALLABLE_OPS = ("call_function", "call_method", "call_module")
 NON_COMPUTE_OPS = frozenset({"_operator.getitem"})
 NON_COMPUTE_PACKETS = frozenset({"torch.ops.aten.view"})
-
-# Reason codes, one per node; the text is built on demand from the code and its detail.
-SUPPORTED = "supported"
-FOLLOWS_PRODUCER = "follows_producer"
-TORCH_EXECUTED = "torch_executed_ops"
-UNSUPPORTED = "unsupported"
-VALIDATOR = "validator_rejected"
-DEMOTED = "demoted"
-NOT_CALLABLE = "not_callable"
-DEAD_CODE = "dead_code"  # engine="torch_tensorrt" only: upstream's dead-code elimination removed it
 
 
 @functools.lru_cache(maxsize=None)
@@ -544,8 +543,7 @@ def merge_small(subgraphs: list[RawSubgraph], min_block_size: int,
 
 def tags_for(subgraphs: Sequence[RawSubgraph]) -> list[str]:
     """Upstream's submodule names: _run_on_acc_<backend>_<i> / _run_on_gpu_<i>."""
-    return [f"_run_on_acc_{sg.backend}_{i}" if sg.is_acc else f"_run_on_gpu_{i}"
-            for i, sg in enumerate(subgraphs)]
+    return [make_tag(sg.is_acc, sg.backend, i) for i, sg in enumerate(subgraphs)]
 
 
 # --------------------------------------------------------------------------- the whole run

@@ -5,9 +5,8 @@ Everything downstream of partitioning (drawing, the HTML and text reports, the e
 columnar, built once per Partition), `Partition.record(name)` (one `NodeRecord`) and
 `Partition.nodes()` (the same as a DataFrame), never through the engine's internals.
 
-Also defined here, once: the tensor spec of a node and its text forms (`TensorSpec`), the
-reason codes (re-exported from the engine, which produces them), the fallback backend name
-and the parsing of a subgraph tag back into its backend.
+Also defined here: the tensor spec of a node and its text forms (`TensorSpec`). The words the
+record is written in (reason codes, the fallback backend, tags) are defined in reasons.py.
 """
 
 from __future__ import annotations
@@ -18,45 +17,17 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, Sequence
 
 import torch
 
-from hierviz.partitioner.engine import (  # the engine produces the codes; this is their public home
-    CALLABLE_OPS,
-    DEAD_CODE,
-    DEMOTED,
-    FALLBACK,
-    FOLLOWS_PRODUCER,
-    NOT_CALLABLE,
-    SUPPORTED,
-    TORCH_EXECUTED,
-    UNSUPPORTED,
-    VALIDATOR,
-)
+from hierviz.partitioner.reasons import CALLABLE_OPS
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
-# Every reason code a node can have, in the order tables list them.
-REASON_CODES = (SUPPORTED, FOLLOWS_PRODUCER, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED, NOT_CALLABLE,
-                DEAD_CODE)
-# The codes of nodes that run in PyTorch although they are compute ops.
-FALLBACK_REASONS = (TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, DEMOTED)
-# The backend of placeholders, weights and the output: they are not partitioned (nor are nodes
-# that engine="torch_tensorrt" removed as dead code).
-GRAPH = "graph"
-ACC_PREFIX = "_run_on_acc_"
 
 _DTYPE_ABBR = {
     "float32": "f32", "float16": "f16", "bfloat16": "bf16", "float64": "f64", "int64": "i64",
     "int32": "i32", "int16": "i16", "int8": "i8", "uint8": "u8", "bool": "bool",
     "complex64": "c64", "float8_e4m3fn": "f8e4m3", "float8_e5m2": "f8e5m2",
 }
-
-
-def parse_tag(tag: str) -> tuple[bool, str]:
-    """(is_acc, backend) of a subgraph tag: '_run_on_acc_tensorrt_3' -> (True, 'tensorrt'),
-    '_run_on_gpu_2' (or any other name) -> (False, 'torch')."""
-    if tag.startswith(ACC_PREFIX):
-        return True, tag[len(ACC_PREFIX):].rsplit("_", 1)[0]
-    return False, FALLBACK
 
 
 def short_dtype(dtype: str | None) -> str:
@@ -340,6 +311,4 @@ NODE_COLUMNS = ("name", "op", "kind", "eligible_backend", "backend", "tag", "rea
                 "module_path", "module_class", "dtype", "shape")
 
 
-__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype",
-           "parse_tag", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED",
-           "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE"]
+__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype"]

@@ -12,7 +12,8 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
-from hierviz.partitioner.record import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR, TensorSpec
+from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+from hierviz.partitioner.record import TensorSpec
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

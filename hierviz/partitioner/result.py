@@ -25,9 +25,18 @@ from hierviz.config import Config, parse_min_block_size
 from hierviz.errors import ConfigError
 from hierviz.gcpause import gc_paused
 from hierviz.partitioner import engine as eng
-from hierviz.partitioner.record import (
+from hierviz.partitioner.reasons import (
+    DEAD_CODE,
+    DEMOTED,
     FALLBACK,
+    FOLLOWS_PRODUCER,
     GRAPH,
+    TORCH_EXECUTED,
+    UNSUPPORTED,
+    VALIDATOR,
+    short_reason,
+)
+from hierviz.partitioner.record import (
     NodeRecord,
     NodeTable,
     TensorSpec,
@@ -352,7 +361,7 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
     sg_backend = tuple(sg.backend for sg in res.subgraphs)
     code = list(res.assignment.code)
     for i in res.demoted:
-        code[i] = eng.DEMOTED
+        code[i] = DEMOTED
     stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
     module_stack, shapes, dtypes, counts = [], [], [], []
     for node in index.nodes:
@@ -402,22 +411,8 @@ class _Explainer:
 
     def short(self, i: int) -> str:
         res = self.res
-        if i in res.demoted:
-            return f"demoted (subgraph < min_block_size {self.config.min_block_size})"
-        code = res.assignment.code[i]
-        if code == eng.SUPPORTED:
-            return f"supported by {res.assignment.backend[i]}"
-        if code == eng.DEAD_CODE:
-            return "dead code (removed)"
-        if code == eng.FOLLOWS_PRODUCER:
-            return "non-compute: follows producer"
-        if code == eng.TORCH_EXECUTED:
-            return "in torch_executed_ops"
-        if code == eng.VALIDATOR:
-            return "validator rejected"
-        if code == eng.NOT_CALLABLE:
-            return "not partitioned"
-        return "no support in any backend"
+        code = DEMOTED if i in res.demoted else res.assignment.code[i]
+        return short_reason(code, backend=res.assignment.backend[i], min_block_size=self.config.min_block_size)
 
     def long(self, i: int) -> str:
         res = self.res
@@ -439,14 +434,14 @@ class _Explainer:
             return f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < min_block_size {min_size}"
         code, detail = res.assignment.code[i], res.assignment.detail[i]
         where = self.backend(i)
-        if code == eng.DEAD_CODE:
+        if code == DEAD_CODE:
             return "removed by upstream's dead-code elimination; runs nowhere"
-        if code == eng.TORCH_EXECUTED:
+        if code == TORCH_EXECUTED:
             return f"runs in PyTorch: {op} is in torch_executed_ops"
-        if code == eng.FOLLOWS_PRODUCER:
+        if code == FOLLOWS_PRODUCER:
             return (f"non-compute node ({op.rsplit('.', 2)[-2] if op.startswith('torch.ops') else op}): "
                     f"follows its producer {index.names[detail]}, runs in {where}")
-        if code in (eng.UNSUPPORTED, eng.VALIDATOR):
+        if code in (UNSUPPORTED, VALIDATOR):
             why = "; ".join(f"{b}: {r}" for b, r in detail.items())
             return f"runs in PyTorch: no support in any backend ({why})"
         skipped = "; ".join(f"{b}: {r}" for b, r in (detail or {}).items())

@@ -17,7 +17,8 @@ from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import engine as eng
-from hierviz.partitioner.record import parse_tag
+from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, FOLLOWS_PRODUCER, NOT_CALLABLE, SUPPORTED
+from hierviz.partitioner.reasons import TORCH_EXECUTED, UNSUPPORTED, parse_tag, tag_number
 from hierviz.partitioner.result import Partition, copy_graph_module
 from hierviz.partitioner.split import with_input_check
 from hierviz import support as support_mod
@@ -78,29 +79,29 @@ def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
     copied = {n.name: n for n in work.graph.nodes}
     n = len(index.nodes)
     backend: list[str | None] = [None] * n
-    code = [eng.NOT_CALLABLE] * n
+    code = [NOT_CALLABLE] * n
     detail: list = [None] * n
     tag_nodes: dict[str, list[int]] = {}
     previous = None  # the callable node upstream's getitem rule follows
     for i in index.callable_indices:
         node = copied.get(index.names[i])
         if node is None:  # removed by upstream's eliminate_dead_code
-            code[i] = eng.DEAD_CODE
+            code[i] = DEAD_CODE
             continue
         b = getattr(node, "backend", "None")
         backend[i] = None if b == "None" else b
         if index.ops[i] == UPSTREAM_NON_COMPUTE:
-            code[i] = eng.FOLLOWS_PRODUCER
+            code[i] = FOLLOWS_PRODUCER
             detail[i] = previous if previous is not None else i
         else:
             previous = i
             if index.ops[i] in config.torch_executed_ops:
-                code[i] = eng.TORCH_EXECUTED
+                code[i] = TORCH_EXECUTED
             else:
-                code[i] = eng.SUPPORTED if backend[i] else eng.UNSUPPORTED
+                code[i] = SUPPORTED if backend[i] else UNSUPPORTED
                 detail[i] = {}
         tag_nodes.setdefault(node.tag, []).append(i)
-    order = sorted(tag_nodes, key=lambda t: int(t.rsplit("_", 1)[1]))
+    order = sorted(tag_nodes, key=tag_number)
     subgraphs = []
     for tag in order:
         is_acc, b = parse_tag(tag)
@@ -118,7 +119,7 @@ def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
             for i in sg.nodes:
                 if index.names[i] in was_in:
                     demoted[i] = was_in[index.names[i]]
-    raw = [eng.RawSubgraph(is_acc, b if is_acc else eng.FALLBACK, [index.position[m] for m in names])
+    raw = [eng.RawSubgraph(is_acc, b if is_acc else FALLBACK, [index.position[m] for m in names])
            for is_acc, b, names in before]
     assignment = eng.Assignment(backend, code, detail)
     return eng.EngineResult(index, assignment, raw, subgraphs, order, demoted)
