@@ -17,7 +17,7 @@ from hierviz.partitioner import FALLBACK
 CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
-LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "max_abs_error",
+LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error",
                    "outputs_match", "fallbacks", "compile_s", "cache_hits", "cache_misses")
 
 

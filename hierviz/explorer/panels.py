@@ -83,6 +83,11 @@ def latency_html(measurement: Any) -> str:
     text = f"<b>{_num(lat['median_ms'])} ms</b> median (p10 {_num(lat['p10_ms'])}, p90 {_num(lat['p90_ms'])})"
     if lat.get("speedup") is not None:
         text += f", {_num(lat['speedup'])}&times; vs eager"
+        ci = lat.get("speedup_ci")
+        if ci is not None:
+            from hierviz.latency.result import ci_text, verdict
+
+            text += f" ({html.escape(ci_text(ci))}: <b>{html.escape(verdict(ci))}</b>)"
     if lat.get("max_abs_error") is not None:
         text += f", max abs error {_num(lat['max_abs_error'])}"
     if lat.get("compile_s") is not None:
@@ -229,7 +234,12 @@ def fastest_html(result: Any, message: str | None = None) -> str:
         return message_html(f"{done}; none measured with outputs matching the model's.", "#b00")
     best = t[t["trial"] == result.best_trial].iloc[0]
     start = t[t["trial"] == 0].iloc[0]
-    text = (f"fastest: <b>{html.escape(result.best.label())}</b> {_num(best['median_ms'])} ms "
-            f"(from {html.escape(result.default.label())}: {_num(start['median_ms'])} ms); {done}. "
-            "Press <i>apply best</i> to show it.")
+    verdict = getattr(result, "verdict", "")
+    if getattr(result, "beat_eager", True):
+        text = (f"fastest: <b>{html.escape(result.best.label())}</b> {_num(best['median_ms'])} ms "
+                f"(from {html.escape(result.default.label())}: {_num(start['median_ms'])} ms); "
+                f"{html.escape(verdict)}; {done}. Press <i>apply best</i> to show it.")
+    else:
+        text = (f"fastest: <b>{html.escape(verdict or 'no setting beat eager')}</b>: keep "
+                f"{html.escape(result.best.label())}; {done}.")
     return f"<div style='color:#333'>{text}</div>"

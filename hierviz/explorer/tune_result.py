@@ -11,21 +11,46 @@ import pandas as pd
 from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.explorer.cache import cached_partition
+from hierviz.latency.result import ci_text
 from hierviz.partitioner import Partition
 
-STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "failed", "invalid")
+STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", "failed", "invalid")
+NO_WINNER = "no setting beat eager nn.Module here"
+
+
+def pick_best(trials: pd.DataFrame) -> tuple[int | None, int | None]:
+    """(crowned, fastest): `fastest` is the fastest trial that qualifies (status "measured",
+    outputs match, no fallbacks: "nothing accelerated", "pruned", "mismatch" ... never do);
+    `crowned` the fastest of those whose speed-up interval against eager lies above 1.0
+    (`speedup_ci` low > 1), None when no trial's does."""
+    ok = trials[trials["status"] == "measured"]
+    ok = ok[ok["outputs_match"].astype("boolean").fillna(False) & (ok["fallbacks"].fillna(0) == 0)]
+    if not len(ok):
+        return None, None
+    ok = ok.sort_values(["median_ms", "trial"])
+    fastest = int(ok.iloc[0]["trial"])
+    low = ok["speedup_ci"].map(lambda ci: ci[0] if isinstance(ci, tuple) else float("nan")) \
+        if "speedup_ci" in ok.columns else pd.Series(float("nan"), index=ok.index)
+    above = ok[low > 1.0]
+    return (int(above.iloc[0]["trial"]) if len(above) else None), fastest
 
 
 @dataclass
 class TuneResult:
     """What `hv.tune` found.
 
-    `best` is the fastest setting whose outputs match the model's (None when no trial
-    qualified); `best_measurement` its full `hv.Measurement` (per-subgraph times, baseline);
-    `trials` one row per trial (the config's fields, subgraph counts, latency, `fallbacks`,
-    `status`, `duplicate_of`); `default` the setting tuning started from; `baselines` the
-    model's own times (`eager_ms`: your nn.Module run eagerly; `graph_eager_ms`: the captured
-    graph run eagerly; `torch_compile_ms` when asked for).
+    `best` is the fastest setting that beats eager: outputs match the model's, nothing fell
+    back, something is accelerated, and its speed-up interval against your nn.Module run
+    eagerly (`speedup_ci`, 95%, bootstrap over the timed samples) lies above 1.0, confirmed
+    by the full measurement of `best_measurement`. When no setting does, `best` is the default
+    setting, `beat_eager` is False and `verdict` says "no setting beat eager nn.Module here"
+    (None only when the default's outputs differ from the model's too). `best_measurement` is
+    the best setting's full `hv.Measurement` (per-subgraph times, baseline); `best_trial` its
+    row; `fastest_trial` the fastest qualifying trial whatever its interval. `trials` has one
+    row per trial (the config's fields, subgraph counts, latency, `speedup`, `speedup_ci`,
+    `fallbacks`, `status`, `duplicate_of`); `default` the setting tuning started from;
+    `baselines` the model's own times (`eager_ms`: your nn.Module run eagerly;
+    `graph_eager_ms`: the captured graph run eagerly; `torch_compile_ms` when asked for).
     """
 
     best: Config | None
@@ -42,6 +67,10 @@ class TuneResult:
     capture_s: float = 0.0
     study: Any = field(default=None, repr=False)
     graph: Any = field(default=None, repr=False)
+    best_trial: int | None = None
+    fastest_trial: int | None = None
+    beat_eager: bool = False
+    verdict: str = ""
 
     # -------------------------------------------------------------- figures
     @property
@@ -62,14 +91,6 @@ class TuneResult:
         return rows.iloc[0] if len(rows) else None
 
     @property
-    def best_trial(self) -> int | None:
-        ok = self.trials[self.trials["status"] == "measured"]
-        ok = ok[ok["outputs_match"].astype("boolean").fillna(False) & (ok["fallbacks"].fillna(0) == 0)]
-        if not len(ok):
-            return None
-        return int(ok.sort_values(["median_ms", "trial"]).iloc[0]["trial"])
-
-    @property
     def default_trial(self) -> int | None:
         return 0 if len(self.trials) else None
 
@@ -80,7 +101,8 @@ class TuneResult:
     def partition(self) -> Partition:
         """The best setting's partition (hv.ConfigError when no trial qualified)."""
         if self.best is None:
-            raise ConfigError("no trial qualified as best (see .trials['status'] and ['error']).")
+            raise ConfigError("no trial qualified as best, not even the default setting "
+                              "(see .trials['status'] and ['error']).")
         return cached_partition(self.graph, self.best)
 
     # -------------------------------------------------------------- display
@@ -95,7 +117,8 @@ class TuneResult:
         figure = "not measured" if ms is None or (isinstance(ms, float) and math.isnan(ms)) else f"{_ms(ms)} ms"
         speed = row.get("speedup")
         if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
-            figure += f", {speed:.2f}x vs eager"
+            ci = row.get("speedup_ci")
+            figure += f", {speed:.2f}x vs eager" + (f" ({ci_text(ci)})" if isinstance(ci, tuple) else "")
         status = row["status"]
         if status != "measured":
             figure += f" ({status}{': ' + str(row['error'])[:80] if isinstance(row['error'], str) else ''})"
@@ -106,8 +129,12 @@ class TuneResult:
         parts = ", ".join(f"{counts[s]} {s}" for s in STATUSES if counts.get(s))
         lines = [f"<hv.tune: {len(self.trials)} trials ({parts}) in {self.seconds:.1f} s on {self.device}, "
                  f"stopped by {self.stopped}"]
-        lines.append(self._line("best", self.best_trial) if self.best is not None else "  best     none: no trial "
-                     "measured with matching outputs")
+        if self.best is None:
+            lines.append("  best     none: no trial measured with matching outputs")
+        else:
+            lines.append(self._line("best", self.best_trial))
+        if self.verdict:
+            lines.append(f"  verdict: {self.verdict}")
         lines.append(self._line("default", self.default_trial))
         b = self.baselines
         base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
@@ -165,4 +192,4 @@ def _ms(x: Any) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
-__all__ = ["TuneResult", "STATUSES"]
+__all__ = ["TuneResult", "STATUSES", "NO_WINNER", "pick_best"]

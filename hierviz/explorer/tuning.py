@@ -7,7 +7,11 @@ backends and tags) are not measured again: they reuse its figures and say so
 (`status="duplicate"`, `duplicate_of`). Measuring is done in two steps: a few timed calls
 first, reported to Optuna's pruner (median rule), which stops slow trials there
 (`status="pruned"`), then the full timing. A trial whose outputs differ from the model's,
-or in which a subgraph fell back to eager because its backend failed, is never `best`.
+in which a subgraph fell back to eager because its backend failed, or whose partition
+accelerates nothing (`status="nothing accelerated"`: not measured), is never `best`; nor is
+a setting whose speed-up over the eager nn.Module has a 95% interval reaching down to 1.0
+(see tune_result.pick_best): then the default setting is `best`, with the verdict "no setting
+beat eager nn.Module here".
 
 With `executor="ray"` (or a Ray address) trials run as Ray tasks, several at a time
 (TPE proposes a batch while earlier ones run; no pruning there). The default space is
@@ -33,7 +37,9 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cached_partition
 from hierviz.explorer.sweep import expand_grid
-from hierviz.explorer.tune_result import TuneResult
+from hierviz.explorer.tune_result import NO_WINNER, TuneResult, pick_best
+from hierviz.latency.result import ci_text
+from hierviz.latency.timing import speedup_interval
 from hierviz.explorer.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.partitioner import Partition, graph_of, make_config
 
@@ -213,7 +219,6 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     Returns a TuneResult: `.best`, `.best_measurement`, `.trials`, `.plot()`.
     """
     from hierviz.explorer.ray_executor import is_ray
-    from hierviz.latency import measure as hv_measure
     from hierviz.latency.baselines import time_model
     from hierviz.latency.plan import resolve_device
 
@@ -251,6 +256,12 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
 
         timed = model if runnable_model(model) is not None else (source_of(gm) or model)  # the nn.Module
         own = time_model(timed, example_inputs, dev, torch_compile=torch_compile, updates=updates_of(gm), **timing)
+    eager_stats = own["eager"].stats if own.get("eager") is not None else None
+    against = "eager nn.Module"
+    if eager_stats is None:  # no nn.Module to run (a bare graph): the captured graph eagerly is the baseline
+        eager_stats = _graph_eager(gm, example_inputs, dev, timing)
+        against = "the captured graph run eagerly"
+        baselines["graph_eager_ms"] = eager_stats.median_ms if eager_stats is not None else None
     for name, b in own.items():
         baselines[f"{name}_ms"] = b.median_ms
         if b.error:
@@ -308,8 +319,11 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
             for name in ("outputs_match", "max_abs_error", "compile_s", "cache_hits", "cache_misses"):
                 row[name] = getattr(first, name)
             row["fallbacks"] = len(m.fallbacks)
-            eager = baselines.get("eager_ms")
+            eager = eager_stats.median_ms if eager_stats is not None else None
             row["speedup"] = eager / m.median_ms if eager and m.median_ms else None
+            samples = getattr(getattr(m, "timing", None), "samples_ms", None)
+            row["speedup_ci"] = speedup_interval(eager_stats.samples_ms, samples) \
+                if eager_stats is not None and samples else None
         row["status"] = o.status
         row["error"] = o.error
         row["seconds"] = round(o.seconds, 3)
@@ -375,6 +389,13 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
                 row = new_row(k, cfg, changes)
                 row.update(columns.stat_columns(part))
                 rows.append(row)
+                if not any(sg.is_acc for sg in part.subgraphs):  # all PyTorch: nothing to compile or crown
+                    outcomes[k] = _Outcome("nothing accelerated", error="no subgraph is accelerated: every node "
+                                           "runs in PyTorch, as in the eager model")
+                    fill(row, outcomes[k])
+                    tell(trial, k)
+                    bar.update(1)
+                    continue
                 fp = fingerprint(part)
                 if fp in by_print:
                     source = by_print[fp]
@@ -430,22 +451,68 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     result = TuneResult(best=None, best_measurement=None, trials=trials, default=default, baselines=baselines,
                         space={k: [v for _, v in pairs] for k, pairs in search.fields.items()}, device=str(dev),
                         notes=notes, stopped=stopped, study=study, capture_s=capture_s, graph=gm)
-    best = result.best_trial
-    if best is not None:
-        result.best = configs[best]
-        t1 = time.perf_counter()
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            try:
-                result.best_measurement = hv_measure(cached_partition(gm, result.best), example_inputs, device=dev,
-                                                     **{**FULL, **options})
-            except HiervizError as exc:
-                notes.append(f"the best setting's final measurement failed: {exc}")
-        measure_s += time.perf_counter() - t1
-    baselines["graph_eager_ms"] = getattr(result.best_measurement, "graph_eager_ms", None)
+    crowned, result.fastest_trial = pick_best(trials)
+    t1 = time.perf_counter()
+    if crowned is not None:
+        m = _final_measure(gm, configs[crowned], example_inputs, dev, options, notes)
+        ci = getattr(m, "speedup_ci", None)
+        if m is not None and (ci is None or ci[0] > 1.0 or getattr(m, "baseline_ms", None) is None):
+            result.best, result.best_trial, result.best_measurement = configs[crowned], crowned, m
+            result.beat_eager = True
+            result.verdict = (f"trial {crowned} beats {against}: {trials.loc[trials['trial'] == crowned, 'speedup'].iloc[0]:.2f}x "
+                              f"({ci_text(trials.loc[trials['trial'] == crowned, 'speedup_ci'].iloc[0])})")
+        else:
+            notes.append(f"trial {crowned} looked faster than {against} but not when measured again"
+                         + (f" ({ci_text(ci)})" if ci else ""))
+            crowned = None
+    if crowned is None:
+        result.verdict = NO_WINNER if against == "eager nn.Module" else f"no setting beat {against} here"
+        default_row = trials[trials["trial"] == 0]
+        if len(default_row) and default_row["status"].iloc[0] != "mismatch":
+            result.best, result.best_trial = default, 0
+            result.verdict += "; best is the default setting"
+            if default_row["status"].iloc[0] not in ("measured", "nothing accelerated") or \
+                    default_row["outputs_match"].iloc[0] is False:
+                result.verdict += f" (its own trial: {default_row['status'].iloc[0]})"
+            result.best_measurement = _final_measure(gm, default, example_inputs, dev, options, notes)
+    measure_s += time.perf_counter() - t1
+    baselines["graph_eager_ms"] = getattr(result.best_measurement, "graph_eager_ms", None) or \
+        baselines.get("graph_eager_ms")
     result.measure_s = measure_s
     result.seconds = time.perf_counter() - started
     return result
+
+
+def _final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
+                   notes: list[str]) -> Any:
+    """The full hv.measure of `config` (its baseline timed in the same call), or None with a note."""
+    from hierviz.latency import measure as hv_measure
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return hv_measure(cached_partition(gm, config), example_inputs, device=device, **{**FULL, **options})
+        except HiervizError as exc:
+            notes.append(f"the final measurement of {config.label()} failed: {exc}")
+            return None
+
+
+def _graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, int]) -> Any:
+    """Stats of the captured graph run eagerly (the baseline when there is no nn.Module), or None."""
+    import torch
+    from torch.utils._pytree import tree_leaves
+
+    from hierviz.latency.lift import lift
+    from hierviz.latency.timing import time_fn
+
+    try:
+        base = lift(gm, device)
+        inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs)]
+        with torch.no_grad():
+            return time_fn(lambda: base.gm(*inputs, *base.weights), device, warmup=max(1, timing["warmup"]),
+                           iters=timing["iters"])
+    except Exception:  # noqa: BLE001 - without a baseline no setting is crowned, which the verdict says
+        return None
 
 
 def _copy_outcome(outcomes: dict[int, _Outcome], k: int, source: int) -> None:

@@ -23,7 +23,7 @@ from hierviz.latency.plan import names, resolve_device
 from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.result import PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord
 from hierviz.latency.split import ON_ERROR, check_trt_settings, compile_split
-from hierviz.latency.timing import NOISY_CV, time_fn, time_submodules
+from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_submodules
 
 
 def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: int = 10, iters: int = 100,
@@ -156,6 +156,8 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         fallbacks=split.fallbacks, warnings=notes, config=getattr(partition, "config", None),
         timing=stats, baseline_timing=base_stats, precision=precision, compile_state=compile_state,
         records=tuple(records.values()),
+        speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms) if eager else None,
+        eager_timing=eager,
     )
 
 

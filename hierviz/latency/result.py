@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hierviz.latency.timing import NOISY_CV, Stats
+from hierviz.latency.timing import CI_LEVEL, NOISY_CV, Stats
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -58,7 +58,11 @@ class Measurement:
     Times are per call of the whole split model, in milliseconds (`median_ms`, `p10_ms`,
     `p90_ms`, `std_ms`, `cv` = std / mean). `baseline_ms` is your nn.Module run eagerly (the
     model the partition's graph was captured from, or `model=`), timed the same way in the same
-    call; `speedup` = baseline_ms / median_ms. `graph_eager_ms` is the captured aten graph run
+    call; `speedup` = baseline_ms / median_ms, and `speedup_ci` its 95% confidence interval
+    (low, high), a bootstrap over both sets of timed samples (hierviz.latency.timing.
+    speedup_interval): the split model is faster than eager only when `low > 1` (`verdict`
+    says it in words). Every timing keeps its samples (`timing`, `eager_timing`,
+    `baseline_timing`: Stats with `samples_ms`). `graph_eager_ms` is the captured aten graph run
     eagerly (the baseline itself when there is no nn.Module, e.g. for a GraphModule), and
     `torch_compile_ms` the whole model through torch.compile when asked for (`torch_compile_s`
     its compile time). `compile_s` is the
@@ -104,6 +108,14 @@ class Measurement:
     graph_eager_ms: float | None = None
     torch_compile_ms: float | None = None
     torch_compile_s: float | None = None
+    speedup_ci: tuple[float, float] | None = None
+    eager_timing: Stats | None = field(default=None, repr=False)
+
+    @property
+    def verdict(self) -> str:
+        """'faster than eager', 'slower than eager' or 'no clear difference from eager', from
+        where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline)."""
+        return verdict(self.speedup_ci)
 
     @property
     def noisy(self) -> bool:
@@ -130,6 +142,7 @@ class Measurement:
             "torch_compile_ms": self.torch_compile_ms,
             "baseline_cv": self.baseline_cv,
             "speedup": self.speedup,
+            "speedup_ci": self.speedup_ci,
             "compile_s": self.compile_s,
             "cache_hits": self.cache_hits,
             "cache_misses": self.cache_misses,
@@ -153,7 +166,8 @@ class Measurement:
         parts = [f"{self.device}: {ms(self.median_ms)} ms median (p10 {ms(self.p10_ms)}, "
                  f"p90 {ms(self.p90_ms)}, cv {self.cv:.1%})"]
         if self.baseline_ms is not None:
-            parts.append(f"eager {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x")
+            parts.append(f"eager {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x"
+                         + (f" ({ci_text(self.speedup_ci)}: {self.verdict})" if self.speedup_ci else ""))
         if self.graph_eager_ms is not None and self.graph_eager_ms != self.baseline_ms:
             parts.append(f"captured graph eager {ms(self.graph_eager_ms)} ms")
         if self.torch_compile_ms is not None:
@@ -189,4 +203,22 @@ class Measurement:
         return f"<div><p><code>{head}</code></p>{'<ul>' + warn + '</ul>' if warn else ''}{table}</div>"
 
 
-__all__ = ["Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]
+def ci_text(ci: tuple[float, float] | None) -> str:
+    """'95% CI 1.02-1.10x' ('' without an interval)."""
+    if ci is None:
+        return ""
+    return f"{CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x"
+
+
+def verdict(ci: tuple[float, float] | None, against: str = "eager") -> str:
+    """What a speed-up interval says: faster (low > 1), slower (high < 1) or no clear difference."""
+    if ci is None:
+        return f"not compared with {against}"
+    if ci[0] > 1.0:
+        return f"faster than {against}"
+    if ci[1] < 1.0:
+        return f"slower than {against}"
+    return f"no clear difference from {against}"
+
+
+__all__ = ["ci_text", "verdict", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]

@@ -13,6 +13,8 @@ import torch
 from hierviz.gcpause import gc_paused
 
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
+CI_LEVEL = 0.95  # confidence level of speed-up intervals
+CI_RESAMPLES = 2000  # bootstrap resamples per interval
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,30 @@ def percentile(sorted_xs: list[float], q: float) -> float:
     lo = math.floor(pos)
     hi = min(lo + 1, n - 1)
     return sorted_xs[lo] + (sorted_xs[hi] - sorted_xs[lo]) * (pos - lo)
+
+
+def speedup_interval(baseline_ms: Sequence[float], candidate_ms: Sequence[float], *, level: float = CI_LEVEL,
+                     resamples: int = CI_RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
+    """A bootstrap confidence interval of median(baseline) / median(candidate): both sample
+    sets are resampled with replacement `resamples` times (a fixed seed, so the same samples
+    always give the same interval) and the central `level` share of the ratios is kept
+    (percentile method). None when either side has no samples or a median of zero. One sample
+    on each side gives a zero-width interval: hv.tune never crowns a setting on that."""
+    import numpy as np
+
+    base = np.asarray(list(baseline_ms), dtype=float)
+    cand = np.asarray(list(candidate_ms), dtype=float)
+    if base.size == 0 or cand.size == 0 or not (np.isfinite(base).all() and np.isfinite(cand).all()):
+        return None
+    rng = np.random.default_rng(seed)
+    b = np.median(base[rng.integers(0, base.size, (resamples, base.size))], axis=1)
+    c = np.median(cand[rng.integers(0, cand.size, (resamples, cand.size))], axis=1)
+    if (c <= 0).any():
+        return None
+    ratios = b / c
+    tail = (1.0 - level) / 2 * 100
+    lo, hi = np.percentile(ratios, [tail, 100 - tail])
+    return float(lo), float(hi)
 
 
 def synchronize(device: torch.device) -> None:
@@ -140,4 +166,4 @@ def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence
     return out
 
 
-__all__ = ["Stats", "time_fn", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
+__all__ = ["Stats", "time_fn", "speedup_interval", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]

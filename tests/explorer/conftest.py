@@ -108,6 +108,54 @@ def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
     return fake
 
 
+# ----------------------------------------------------------------------------- scripted timings
+# Backends whose speed a test decides: hv.tune's verdicts must not depend on timing noise.
+RAN: list[str] = []  # which scripted backends ran during the current timed call
+
+
+def fast(gm, example_inputs):
+    """Right outputs; timed at half the eager model's latency."""
+    def run(*args):
+        RAN.append("fast")
+        return gm(*args)
+    return run
+
+
+def same(gm, example_inputs):
+    """Right outputs; timed like the eager model, within its noise."""
+    def run(*args):
+        RAN.append("same")
+        return gm(*args)
+    return run
+
+
+SCRIPTED_COMPILERS = {"fast": fast, "same": same}
+# deterministic "noise": +-3% in a fixed pattern, the same for every timing
+JITTER = [((i * 7) % 11 - 5) * 0.006 for i in range(200)]
+
+
+def scripted(fn, device, *, warmup=10, iters=100):
+    """Stands in for time_fn: runs `fn` once, then reports 10 ms (eager, `same`) or 5 ms
+    (`fast` ran) per call, with the fixed jitter."""
+    RAN.clear()
+    fn()
+    from hierviz.latency.timing import Stats
+
+    base = 5.0 if "fast" in RAN else 10.0
+    return Stats.of([base * (1 + JITTER[i % len(JITTER)]) for i in range(iters)])
+
+
+@pytest.fixture
+def scripted_timing(monkeypatch):
+    """Timings from `scripted` instead of the clock, for hv.measure, its baselines and hv.tune."""
+    import hierviz.latency.baselines as baselines
+    import hierviz.latency.core as core
+    import hierviz.latency.timing as timing
+
+    for module in (core, baselines, timing):
+        monkeypatch.setattr(module, "time_fn", scripted)
+
+
 @pytest.fixture(autouse=True)
 def _agg_backend() -> None:
     import matplotlib

@@ -23,7 +23,7 @@ CONFIG_COLUMNS = ["priority", "support", "min_block_size", "torch_executed_ops",
                   "skip_fusion"]
 STAT_COLUMNS = ["subgraphs", "acc_subgraphs", "subgraphs_tensorrt", "subgraphs_inductor", "subgraphs_torch",
                 "coverage", "accelerated_coverage", "boundary_tensors", "recommendation"]
-LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "max_abs_error", "outputs_match",
+LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error", "outputs_match",
                    "fallbacks", "compile_s", "cache_hits", "cache_misses"]
 INDUCTOR = {"inductor": hv.support.inductor()}
 
@@ -201,6 +201,9 @@ def test_real_measurement_on_cpu(small) -> None:
     assert df["error"].isna().all(), df["error"].tolist()
     assert (df["median_ms"] > 0).all() and df["outputs_match"].all()
     assert df["max_abs_error"].max() < 1e-3
+    # the speed-up comes with its interval, which holds the point estimate
+    for speedup, (low, high) in zip(df["speedup"], df["speedup_ci"]):
+        assert 0 < low <= speedup <= high
     again = sweep(model, inputs, {"min_block_size": [1, 2]},
                   base={"priority": ("inductor",), "support": INDUCTOR, "torch_executed_ops": UNSUPPORTED},
                   measure={"iters": 3, "warmup": 1}, progress=False)

@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_map
 import hierviz as hv
 from hierviz.explorer.tuning import TuneResult, default_space
 
-from .conftest import SmallNet
+from .conftest import SCRIPTED_COMPILERS, SmallNet
 
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"
@@ -72,9 +72,12 @@ def test_inductor_search_measures_each_partition_once(small) -> None:
     forced = t[t["torch_executed_ops"] == RELU]
     assert set(forced["status"]) == {"measured"} and forced["subgraphs"].nunique() == 2
     assert (t["fallbacks"] == 0).all() and t["outputs_match"].all()
-    # the best is the fastest measured trial, and its measurement is a full one
+    # the fastest measured trial is best when its speed-up interval clears 1.0, else the default
     measured = t[t["status"] == "measured"]
-    assert res.best_trial == int(measured.sort_values("median_ms").iloc[0]["trial"])
+    assert res.fastest_trial == int(measured.sort_values("median_ms").iloc[0]["trial"])
+    fastest_low = t.loc[t["trial"] == res.fastest_trial, "speedup_ci"].iloc[0][0]
+    assert res.best_trial == (res.fastest_trial if res.beat_eager else 0)
+    assert res.beat_eager == (fastest_low > 1.0 and res.best_measurement.speedup_ci[0] > 1.0)
     assert res.best.priority == ("inductor",)
     best_row = t[t["trial"] == res.best_trial].iloc[0]
     assert res.best.min_block_size == best_row["min_block_size"]
@@ -217,19 +220,22 @@ def test_repr_and_plot(small) -> None:
     assert "<table" in res._repr_html_()
 
 
-def test_explorer_find_fastest_runs_in_the_background_and_applies(small) -> None:
+def test_explorer_find_fastest_runs_in_the_background_and_applies(small, scripted_timing) -> None:
     model, inputs, _ = small
-    ex = hv.explore(model, inputs, hv.Config(priority=("wrong", "exact"), support=OWN), debounce=0)
+    own = {**OWN, "fast": EVERY_CALL}
+    ex = hv.explore(model, inputs, hv.Config(priority=("wrong", "exact", "fast"), support=own),
+                    debounce=0)
     ex.buttons["apply_fastest"].click()                     # nothing found yet: a message, not an exception
     assert "find fastest" in ex.errors.get("action", "") and not ex.internal_errors
     assert ex.buttons["apply_fastest"].disabled
-    thread = ex.find_fastest(budget=4, space={"min_block_size": [1, 2], "priority": [("exact",), ("wrong",)]},
-                             measure={**FAST, "compilers": OWN_COMPILERS})
+    thread = ex.find_fastest(budget=4, space={"min_block_size": [1, 2], "priority": [("fast",), ("wrong",)]},
+                             measure={**FAST, "compilers": {**OWN_COMPILERS, **SCRIPTED_COMPILERS}})
     thread.join(timeout=120)
     assert not thread.is_alive() and ex.fastest is not None
     assert "fastest:" in ex.panels["fastest"].value and not ex.buttons["apply_fastest"].disabled
     best = ex.fastest.best
-    assert best.priority == ("exact",)                      # the wrong backend is never offered
+    assert best.priority == ("fast",)                       # the wrong backend is never offered
+    assert "beats eager nn.Module" in ex.panels["fastest"].value
     runs = len(ex.history)
     ex.buttons["apply_fastest"].click()
     assert not ex.errors, ex.errors

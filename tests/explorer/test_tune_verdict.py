@@ -1,0 +1,99 @@
+"""hv.tune's verdicts with scripted timings (no timing noise decides a test): a setting is
+best only when its speed-up interval over the eager nn.Module lies above 1.0; otherwise the
+default setting is best with "no setting beat eager nn.Module here"; a partition that
+accelerates nothing is never measured nor best; the interval shows in trials, reprs, the
+explorer's line and hv.measure's repr."""
+
+from __future__ import annotations
+
+import pytest
+
+import hierviz as hv
+from hierviz.explorer.tune_result import NO_WINNER
+from hierviz.latency.timing import speedup_interval
+
+from .conftest import JITTER, SCRIPTED_COMPILERS
+
+EVERY_CALL = hv.support.where(lambda node: node.op == "call_function", name="every op")
+SUPPORT = {"fast": EVERY_CALL, "same": EVERY_CALL}
+
+
+def tune(model, inputs, space, base_priority=("same",), **kwargs):
+    return hv.tune(model, inputs, space, base=hv.Config(priority=base_priority, support=SUPPORT),
+                   measure={"warmup": 0, "iters": 20, "compilers": SCRIPTED_COMPILERS}, pruning=False, progress=False,
+                   **kwargs)
+
+
+def test_interval_is_deterministic_and_tells_noise_from_speed():
+    eager = [10 * (1 + j) for j in JITTER[:100]]
+    assert speedup_interval(eager, eager) == speedup_interval(eager, eager)  # the same samples, the same interval
+    low, high = speedup_interval(eager, [x * 1.01 for x in eager])
+    assert low < 1.0 < high                                 # 1% slower within 3% noise: no verdict
+    low, high = speedup_interval(eager, [x / 2 for x in eager])
+    assert 1.9 < low <= 2.0 <= high < 2.1
+    assert speedup_interval([], eager) is None
+
+
+def test_measure_keeps_samples_and_reports_the_interval(small, scripted_timing):
+    model, inputs, gm = small
+    part = hv.partition(gm, priority=("fast",), support=SUPPORT, min_block_size=1)
+    m = hv.measure(part, inputs, compilers=SCRIPTED_COMPILERS, warmup=0, iters=40, per_subgraph=False)
+    assert len(m.timing.samples_ms) == 40 and len(m.eager_timing.samples_ms) == 40
+    low, high = m.speedup_ci
+    assert 1.9 < low <= m.speedup <= high < 2.1
+    assert m.verdict == "faster than eager"
+    assert f"speedup 2.00x (95% CI {low:.2f}-{high:.2f}x: faster than eager)" in repr(m)
+    assert m.to_dict()["speedup_ci"] == m.speedup_ci
+    same_part = hv.partition(gm, priority=("same",), support=SUPPORT, min_block_size=1)
+    m2 = hv.measure(same_part, inputs, compilers=SCRIPTED_COMPILERS, warmup=0, iters=40, per_subgraph=False)
+    assert m2.speedup_ci[0] < 1.0 < m2.speedup_ci[1] and m2.verdict == "no clear difference from eager"
+
+
+def test_a_setting_that_beats_eager_is_crowned(small, scripted_timing):
+    model, inputs, _ = small
+    res = tune(model, inputs, {"priority": [("same",), ("fast",)]})
+    t = res.trials.set_index("priority")
+    assert res.beat_eager and res.best.priority == ("fast",)
+    assert t.loc["fast", "speedup_ci"][0] > 1.0 and t.loc["same", "speedup_ci"][0] < 1.0
+    assert res.verdict.startswith(f"trial {res.best_trial} beats eager nn.Module: 2.00x (95% CI")
+    assert res.best_measurement.speedup_ci[0] > 1.0      # confirmed by the final measurement
+    assert "verdict: trial" in repr(res) and "95% CI" in repr(res)
+
+
+def test_no_setting_beat_eager_means_the_default_is_best(small, scripted_timing):
+    model, inputs, _ = small
+    res = tune(model, inputs, {"min_block_size": [1, 2, 3]})
+    assert set(res.trials["status"]) <= {"measured", "duplicate"}
+    assert not res.beat_eager and res.best == res.default and res.best_trial == 0
+    assert res.verdict == NO_WINNER + "; best is the default setting"
+    assert res.fastest_trial is not None                    # a fastest trial exists, yet it is not crowned
+    assert "verdict: no setting beat eager nn.Module here" in repr(res)
+    assert res.best_measurement is not None and res.best_measurement.config == res.default
+    from hierviz.explorer.panels import fastest_html
+
+    line = fastest_html(res)
+    assert "no setting beat eager nn.Module here" in line and "keep" in line
+
+
+def test_nothing_accelerated_is_never_measured_nor_best(small, scripted_timing):
+    model, inputs, gm = small
+    n_ops = sum(node.op == "call_function" for node in gm.graph.nodes)
+    # min_block_size above the graph's size demotes every subgraph: all PyTorch, like mnasnet
+    # with its one convolution forced to torch in issue 21
+    res = tune(model, inputs, {"min_block_size": [5, n_ops + 1]}, base_priority=("fast",))
+    t = res.trials.set_index("min_block_size")
+    row = t.loc[n_ops + 1]
+    assert row["status"] == "nothing accelerated" and row["acc_subgraphs"] == 0
+    assert "every node runs in PyTorch" in row["error"] and row["median_ms"] != row["median_ms"]  # not measured
+    assert res.best.min_block_size == 5 and res.beat_eager
+    assert "1 nothing accelerated" in repr(res)
+
+
+def test_a_bare_graph_is_compared_with_the_captured_graph_run_eagerly(small, scripted_timing):
+    from hierviz.partitioner.result import copy_graph_module
+
+    _, inputs, gm = small
+    bare = copy_graph_module(gm)  # a graph hv.capture did not make: no nn.Module to time
+    res = tune(bare, inputs, {"min_block_size": [1, 2]})
+    assert res.baselines["eager_ms"] is None and res.baselines["graph_eager_ms"] == pytest.approx(10.0, rel=0.05)
+    assert res.verdict.startswith("no setting beat the captured graph run eagerly here")
