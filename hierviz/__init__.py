@@ -34,6 +34,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "measure": "hierviz.latency",
     "Measurement": "hierviz.latency",
+    "numerics": "hierviz.latency",
+    "Numerics": "hierviz.latency",
     "sweep": "hierviz.explorer",
     "explore": "hierviz.explorer",
     "Explorer": "hierviz.explorer",
@@ -65,6 +67,6 @@ def __dir__() -> list[str]:
 __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
     "RenderError", "MeasureError", "TensorRTUnavailableError", "partition", "Partition", "Subgraph",
-    "diff", "measure", "Measurement", "sweep", "explore", "Explorer", "plot_latency", "plot_subgraphs",
-    "tune", "TuneResult", "zoo",
+    "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore", "Explorer", "plot_latency",
+    "plot_subgraphs", "tune", "TuneResult", "zoo",
 ]

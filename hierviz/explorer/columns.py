@@ -18,7 +18,7 @@ CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
 LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error",
-                   "outputs_match", "fallbacks", "compile_s", "cache_hits", "cache_misses")
+                   "outputs_match", "mismatch_at", "fallbacks", "compile_s", "cache_hits", "cache_misses")
 
 
 def support_label(sup: Any) -> str:

@@ -178,6 +178,12 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 
 
 def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
+    starts (hv.numerics on the same compiled subgraphs)."""
     from hierviz.latency import measure
+    from hierviz.latency.numerics import locate_mismatch
 
-    return measure(part, example_inputs, **kwargs)
+    m = measure(part, example_inputs, **kwargs)
+    if m.outputs_match is False:
+        locate_mismatch(part, example_inputs, m, **kwargs)
+    return m

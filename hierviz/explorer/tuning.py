@@ -64,6 +64,7 @@ def _measure_trial(part: Partition, example_inputs: Any, device: Any, options: M
     """Measure one partition: a quick timing (checked against eager), `prune(median_ms)` asked
     whether to stop there, then the full timing. Never raises for a HiervizError."""
     from hierviz.latency import measure
+    from hierviz.latency.numerics import locate_mismatch
 
     start = time.perf_counter()
     quick_opts = {**options, **QUICK, "check": True, "baseline": False, "per_subgraph": False}
@@ -75,7 +76,9 @@ def _measure_trial(part: Partition, example_inputs: Any, device: Any, options: M
             warnings.simplefilter("ignore")
             quick = measure(part, example_inputs, device=device, **quick_opts)
             if quick.outputs_match is False:
-                return _Outcome("mismatch", quick, None, "; ".join(w for w in quick.warnings if "differ" in w)[:300],
+                where = locate_mismatch(part, example_inputs, quick, **quick_opts)
+                text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
+                return _Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
                                 time.perf_counter() - start)
             if quick.fallbacks:
                 return _Outcome("fallback", quick, None, f"{len(quick.fallbacks)} subgraph(s) fell back to eager: "

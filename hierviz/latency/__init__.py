@@ -11,7 +11,8 @@ cannot be compiled here), `compilers` (one per backend; `register_compiler` for 
 split module: `compile_split`), `timing` (CUDA events / perf_counter_ns, statistics),
 `compare` (outputs against eager), `precision` (TF32, the same for every backend), `cache`
 (compiled subgraphs keyed by structure, bounded), `lift` (weights as inputs, device moves,
-structural fingerprints), `result` (Measurement, SubgraphRecord), `core` (`measure`, the entry).
+structural fingerprints), `result` (Measurement, SubgraphRecord), `core` (`measure`, the entry), `numerics`
+(`hv.numerics`: per-subgraph error against eager, the culprit).
 """
 
 from __future__ import annotations
@@ -20,12 +21,13 @@ from hierviz.latency.cache import CompileCache, clear_cache, default_cache
 from hierviz.latency.compare import TOLERANCES, compare
 from hierviz.latency.compilers import Compiler, compilers, get_compiler, register_compiler, unregister_compiler
 from hierviz.latency.core import measure
+from hierviz.latency.numerics import Numerics, numerics
 from hierviz.latency.result import Measurement, MeasureWarning, SubgraphRecord
 from hierviz.latency.split import CompiledSplit, compile_split
 from hierviz.latency.timing import NOISY_CV, Stats, time_fn
 
 
-__all__ = ["measure", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning", "SubgraphRecord",
+__all__ = ["measure", "numerics", "Numerics", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning", "SubgraphRecord",
            "CompileCache", "default_cache", "clear_cache",
            "Compiler", "register_compiler", "unregister_compiler", "get_compiler", "compilers",
            "compare", "TOLERANCES", "Stats", "time_fn", "NOISY_CV"]

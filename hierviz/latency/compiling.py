@@ -117,8 +117,11 @@ class Builder:
         self.progress = progress
         self.out = Built()
 
-    def run(self, inputs: Sequence[Any]) -> tuple[Built, Any]:
-        """Compile every subgraph; returns the build and the split model's output on `inputs`."""
+    def run(self, inputs: Sequence[Any], observe: Callable[..., Any] | None = None) -> tuple[Built, Any]:
+        """Compile every subgraph; returns the build and the split model's output on `inputs`.
+        `observe(node, value, runner)` is called after each node of the split module's graph
+        with the value the split model computed for it (the output node: the output) and, for
+        a subgraph call, its runner (hv.numerics checks each value as it is made)."""
         env: dict[Node, Any] = {}
         placeholders = [n for n in self.module.graph.nodes if n.op == "placeholder"]
         if len(placeholders) != len(inputs):
@@ -134,7 +137,8 @@ class Builder:
             elif node.op == "get_attr":
                 attr = fetch_attr(self.module, node.target)
                 env[node] = on_device(attr, self.device) if isinstance(attr, torch.Tensor) else attr
-            elif node.op == "call_module":
+            runner = None
+            if node.op == "call_module":
                 args, kwargs = value(node.args), value(node.kwargs)
                 runner = self._build(self.slots[str(node.target)], args)
                 env[node] = self._first_run(runner, args, kwargs)
@@ -145,6 +149,8 @@ class Builder:
                 env[node] = getattr(args[0], node.target)(*args[1:], **value(node.kwargs))
             elif node.op == "output":
                 result = value(node.args[0])
+            if observe is not None:
+                observe(node, result if node.op == "output" else env.get(node), runner)
         return self.out, result
 
     def _first_run(self, runner: Runner, args: tuple, kwargs: dict) -> Any:
@@ -184,7 +190,7 @@ class Builder:
             self._count(hit=True)
             self.progress.step(f"{slot.name}: remembered failure")
             return self._failed(slot, args, key, entry.error, 0.0, cached=True)
-        if entry is not None:
+        if entry is not None and entry.origin == "disk":  # compiled in this process: it ran already
             try:
                 check_outputs(entry.fn(*args, *weights), lifted)
             except Exception:  # noqa: BLE001 - e.g. a disk artifact this process cannot run: recompile

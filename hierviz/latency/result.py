@@ -76,6 +76,8 @@ class Measurement:
     between subgraphs; can be slightly negative from noise). `fallbacks` are the tags of
     subgraphs whose backend failed and that ran in eager PyTorch instead. `precision` records
     TF32 and matmul precision for every backend (see hierviz.latency.precision).
+    `mismatch_at`: for outputs that differ, the subgraph where the error starts, when
+    hv.tune / hv.sweep looked it up (hierviz.latency.numerics.locate_mismatch), else None.
     """
 
     median_ms: float
@@ -110,6 +112,7 @@ class Measurement:
     torch_compile_s: float | None = None
     speedup_ci: tuple[float, float] | None = None
     eager_timing: Stats | None = field(default=None, repr=False)
+    mismatch_at: str | None = None
 
     @property
     def verdict(self) -> str:
@@ -149,6 +152,7 @@ class Measurement:
             "outputs_match": self.outputs_match,
             "max_abs_error": self.max_abs_error,
             "max_rel_error": self.max_rel_error,
+            "mismatch_at": self.mismatch_at,
             "glue_ms": self.glue_ms,
             "subgraphs": self.subgraphs,
             **{f"subgraphs_{b}": int(n) for b, n in sorted(counts.items())},
@@ -183,7 +187,7 @@ class Measurement:
             err = "n/a" if self.max_abs_error is None or math.isnan(self.max_abs_error) \
                 else f"{self.max_abs_error:.2g}"
             parts.append(("outputs match" if self.outputs_match else "OUTPUTS DIFFER") +
-                         f" (max abs err {err})")
+                         f" (max abs err {err})" + (f", starting in {self.mismatch_at}" if self.mismatch_at else ""))
         if self.fallbacks:
             asked = self.per_subgraph.loc[self.per_subgraph["status"] == "fallback", "asked"].value_counts()
             parts.append(f"{len(self.fallbacks)} FELL BACK to eager ("

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import torch
 from torch.fx import GraphModule
@@ -91,13 +91,15 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
                   cache: cache_mod.CompileCache | None = None, cache_dir: str | Path | None = None,
                   trt_settings: Any = None, inductor_options: dict | None = None,
                   compilers: Mapping[str, Any] | None = None, tf32: bool = False,
-                  progress: Any = None, who: str = "compile_split") -> CompiledSplit:
+                  progress: Any = None, who: str = "compile_split",
+                  observe: Callable[..., Any] | None = None) -> CompiledSplit:
     """Compile every subgraph of `partition` with its backend for `device` and assemble the
     split module (see CompiledSplit). Arguments as in `hv.measure`; raises
     hv.TensorRTUnavailableError (a MeasureError) when TensorRT subgraphs cannot be built here,
     MeasureError for other failures; with `on_error="fallback"` each failing or unbuildable
     subgraph runs in eager PyTorch instead (listed in `fallbacks`). `who` names the
-    caller in error messages about the inputs."""
+    caller in error messages about the inputs; `observe` sees each value of the compiling run
+    (see compiling.Builder.run)."""
     if on_error not in ON_ERROR:
         raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
     check_partition(partition)
@@ -116,7 +118,8 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
     bar = progress if isinstance(progress, Progress) else Progress(progress, len(slots))
     try:
         with torch.no_grad(), fp32_precision(tf32):
-            built, output = Builder(partition.module, slots, dev, store, directory, options, on_error, bar).run(inputs)
+            built, output = Builder(partition.module, slots, dev, store, directory, options, on_error, bar).run(
+                inputs, observe)
     finally:
         if bar is not progress:
             bar.close()

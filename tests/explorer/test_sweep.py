@@ -24,6 +24,7 @@ CONFIG_COLUMNS = ["priority", "support", "min_block_size", "torch_executed_ops",
 STAT_COLUMNS = ["subgraphs", "acc_subgraphs", "subgraphs_tensorrt", "subgraphs_inductor", "subgraphs_torch",
                 "coverage", "accelerated_coverage", "boundary_tensors", "recommendation"]
 LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error", "outputs_match",
+                   "mismatch_at",
                    "fallbacks", "compile_s", "cache_hits", "cache_misses"]
 INDUCTOR = {"inductor": hv.support.inductor()}
 
