@@ -28,9 +28,10 @@ from torch.fx import Node
 from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import MeasureError
+from hierviz.graphdata import fetch_attr
 from hierviz.latency.compare import TOLERANCES, compare
 from hierviz.latency.compiling import Runner, short
-from hierviz.latency.lift import fetch_attr, lift
+from hierviz.latency.lift import lift
 from hierviz.latency.plan import resolve_device
 from hierviz.latency.split import check_partition, compile_split
 
