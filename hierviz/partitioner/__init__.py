@@ -3,9 +3,10 @@ the upstream adapter.
 
 Modules: engine (the algorithm; imported by nothing outside this package), result (Partition,
 Subgraph: the only reader of the engine's result), record (the per-node record), reasons (the
-names everything downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style text, ops(), summary(), hv.diff),
-split (the split GraphModule), upstream (engine="torch_tensorrt"). Downstream packages import
-from here, never from the engine.
+names everything downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the
+dryrun-style text, ops(), summary(), hv.diff), split (the split GraphModule), upstream
+(engine="torch_tensorrt"), compiled (engine="fast" / "global": torch_tensorrt.compile's
+partitioners). Downstream packages import from here, never from the engine.
 """
 
 from __future__ import annotations
@@ -38,7 +39,25 @@ from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, Tens
 from hierviz.partitioner.report import diff
 from hierviz.partitioner.result import Partition, Subgraph
 
-ENGINES = ("hierviz", "torch_tensorrt")
+# engine= values: hierviz's hierarchical partitioner; upstream's hierarchical one ("hierarchical"
+# is another name for it); what torch_tensorrt.compile runs ("fast", its default, and "global").
+ENGINES = ("hierviz", "torch_tensorrt", "hierarchical", "fast", "global")
+ENGINE_ALIASES = {"hierarchical": "torch_tensorrt"}
+
+
+def parse_engine(engine: object) -> str:
+    """The engine name partition() runs ('hierarchical' -> 'torch_tensorrt'); ConfigError
+    naming the engines otherwise."""
+    if isinstance(engine, str) and engine.strip().lower() in ENGINES:
+        name = engine.strip().lower()
+        return ENGINE_ALIASES.get(name, name)
+    import difflib
+
+    close = difflib.get_close_matches(str(engine).lower(), ENGINES, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}{hint}: 'fast' is what "
+                      "torch_tensorrt.compile partitions with by default, 'global' its use_fast_partitioner=False, "
+                      "'torch_tensorrt'/'hierarchical' upstream's hierarchical partitioner, 'hierviz' hierviz's own.")
 
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
@@ -81,16 +100,23 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
     `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes` and
     `kwargs` go to hv.capture when a model is captured. The input is never
-    modified and the result is the same in every process. `engine="torch_tensorrt"` runs
-    the upstream partitioner on a copy instead, for comparison.
+    modified and the result is the same in every process. `engine="torch_tensorrt"` (or
+    "hierarchical") runs upstream's hierarchical partitioner on a copy instead, for comparison;
+    `engine="fast"` / `"global"` the partitioners torch_tensorrt.compile runs (fast is its
+    default), with compile's rules, on a copy.
     """
     if isinstance(example_inputs, Config):
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
     cfg = make_config(config, overrides)
-    if engine not in ENGINES:
-        raise ConfigError(f"engine must be one of {ENGINES}, not {engine!r}")
+    engine = parse_engine(engine)
+    if engine in ("fast", "global"):
+        from hierviz.partitioner.compiled import check_config, partition_compiled
+
+        check_config(cfg, engine)  # before capturing: a wrong setting fails at once
+        gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
+        return partition_compiled(gm, cfg, engine)
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
     if engine == "hierviz":
         return Partition(gm, cfg, run_engine(gm, cfg))
@@ -101,5 +127,5 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
-           "graph_of", "make_config", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED",
-           "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]
+           "graph_of", "make_config", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
+           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

@@ -26,7 +26,7 @@ UNSUPPORTED = "unsupported"
 VALIDATOR = "validator_rejected"
 DEMOTED = "demoted"
 NOT_CALLABLE = "not_callable"
-DEAD_CODE = "dead_code"  # engine="torch_tensorrt" only: upstream's dead-code elimination removed it
+DEAD_CODE = "dead_code"  # engine="torch_tensorrt" / "fast": the partitioner's dead-code elimination removed it
 
 
 @dataclass(frozen=True)

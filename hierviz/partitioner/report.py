@@ -37,6 +37,9 @@ def report(p: "Partition") -> str:
     add = lines.append
     add(f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}")
     add("")
+    for note in getattr(p, "notes", ()):
+        add(f"Note: {note}.")
+        add("")
     add(f"The graph consists of {stats['compute_ops']} Total Operators, of which "
         f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage")
     compute = [i for i in range(len(t)) if t.compute[i]]

@@ -1,0 +1,166 @@
+"""engine="fast" / "global": the partition torch_tensorrt.compile makes, as an ordinary Partition.
+
+`torch_tensorrt.compile` never runs the hierarchical partitioner: it partitions with its
+adjacency partitioner (`partitioning.fast_partition`, `use_fast_partitioner=True`, the
+default), falling back to `partitioning.global_partition` when that raises
+`FxNetSplitterInternalError`, or with the global one when `use_fast_partitioner=False`. This
+module runs the installed Torch-TensorRT's own partitioners, with compile's rules around them
+(hierviz.trt.run_compile_partitioner), on a copy of the captured graph, and reads their blocks
+back into the engine's result type, with a reason for every node: supported, unsupported,
+validator rejected, torch_executed_ops, demoted below min_block_size (or the whole graph left
+in PyTorch by compile's early return), removed as dead code.
+"""
+
+from __future__ import annotations
+
+import heapq
+
+from torch.fx import GraphModule
+
+from hierviz import trt
+from hierviz.config import Config
+from hierviz.errors import ConfigError
+from hierviz.partitioner import engine as eng
+from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
+from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
+from hierviz.partitioner.result import Partition, copy_graph_module
+from hierviz.support import TensorRTSupport, tensorrt
+
+COMPILE_ENGINES = {"fast": "torch_tensorrt.compile's default partitioner (use_fast_partitioner=True)",
+                   "global": "torch_tensorrt.compile's global partitioner (use_fast_partitioner=False)"}
+INSTALL = 'pip install "hierviz[tensorrt]" (GPU machines) or "hierviz[tensorrt-rtx]" (anywhere, no GPU needed)'
+
+
+def check_config(config: Config, engine: str) -> None:
+    """ConfigError naming the engine for each setting torch_tensorrt.compile's partitioners do
+    not take; none when torch_tensorrt is missing (saying what to install)."""
+    if not trt.available():
+        raise ConfigError(f"engine={engine!r} runs the installed Torch-TensorRT's own partitioner, and "
+                          f"torch_tensorrt is not available here ({trt.info().error}); install it: {INSTALL}.")
+    where = f"engine={engine!r} ({COMPILE_ENGINES[engine]})"
+    if "tensorrt" not in config.priority:
+        raise ConfigError(f"{where} partitions for TensorRT only: put 'tensorrt' in priority, e.g. "
+                          "priority=('tensorrt',).")
+    others = [b for b in config.priority if b != "tensorrt" and _takes_ops(config, b)]
+    if others:
+        raise ConfigError(f"{where} partitions for TensorRT only, but priority gives {others[0]!r} ops to take; "
+                          "use priority=('tensorrt',), or engine='hierviz' for several backends.")
+    sup = config.support_for("tensorrt")
+    if sup != tensorrt(validate=True):
+        raise ConfigError(f"{where} checks support with Torch-TensorRT's converter registry and their "
+                          f"capability validators, as compile does; it cannot use support['tensorrt']={sup!r}. "
+                          "Leave support['tensorrt'] out, or use engine='hierviz'.")
+    if config.skip_fusion:
+        raise ConfigError(f"{where} sets skip_fusion itself (when every op is supported), as compile does; "
+                          "leave skip_fusion=False, or use engine='hierviz'.")
+    if getattr(config, "demote_to", "torch") != "torch":
+        raise ConfigError(f"{where} demotes small blocks to PyTorch; it cannot take demote_to="
+                          f"{config.demote_to!r}. Use engine='hierviz' for that.")
+
+
+def _takes_ops(config: Config, backend: str) -> bool:
+    sup = config.support_for(backend)
+    return sup is None or isinstance(sup, TensorRTSupport) or sup.per_node or bool(getattr(sup, "names", True)) \
+        or getattr(sup, "kind", "") == "inductor"
+
+
+def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partition:
+    """The partition torch_tensorrt.compile makes of `gm` (`engine` "fast" or "global")."""
+    check_config(config, engine)
+    index = eng.index_graph(gm)
+    work = copy_graph_module(gm)
+    made = trt.run_compile_partitioner(work, fast=engine == "fast", min_block_size=config.min_block_size,
+                                       torch_executed_ops=set(config.torch_executed_ops),
+                                       require_full_compilation=config.require_full_compilation)
+    result = _result(index, config, made)
+    notes = []
+    if made.fell_back:
+        notes.append(f"the fast partitioner failed ({made.fell_back}); torch_tensorrt.compile retried with the "
+                     "global partitioner, whose partition this is")
+    if made.early_return is not None:
+        notes.append(f"only {made.early_return} supported op(s) < min_block_size {config.min_block_size}: "
+                     "torch_tensorrt.compile leaves the whole graph in PyTorch")
+    module = None
+    if made.removed:  # the split module is built on the graph the partitioner kept
+        from hierviz.partitioner.split import build_split_module
+
+        kept = copy_graph_module(gm)
+        kept.graph.eliminate_dead_code()
+        kept.recompile()
+        module = build_split_module(kept, result, original=gm)
+    return Partition(gm, config, result, engine=engine, module=module, notes=tuple(notes))
+
+
+def _result(index: eng.GraphIndex, config: Config, made: trt.CompilePartition) -> eng.EngineResult:
+    n = len(index.nodes)
+    sup = tensorrt(validate=True)
+    backend: list[str | None] = [None] * n
+    code = [NOT_CALLABLE] * n
+    detail: list = [None] * n
+    with sup.checking():
+        for i in index.callable_indices:
+            name = index.names[i]
+            if name in made.removed:
+                code[i] = DEAD_CODE
+            elif name in made.supported:
+                backend[i], code[i], detail[i] = "tensorrt", SUPPORTED, {}
+            elif index.ops[i] in config.torch_executed_ops:
+                code[i] = TORCH_EXECUTED
+            else:
+                ok, why = sup.check(index.nodes[i])
+                if ok:  # the partitioner refused it for a reason of its own (complex dtype, ...)
+                    why = "Torch-TensorRT's partitioner does not take it (e.g. a complex dtype)"
+                code[i] = VALIDATOR if why.startswith("converter exists") else UNSUPPORTED
+                detail[i] = {"tensorrt": why}
+    pos = index.position
+    blocks = [(True, made_names) for made_names in made.acc] + [(False, names) for names in made.torch]
+    if made.early_return is not None:
+        blocks = [(False, [index.names[i] for i in index.callable_indices])]
+    groups = [(is_acc, sorted(pos[m] for m in names if m in pos)) for is_acc, names in blocks]
+    groups = [(is_acc, members) for is_acc, members in groups if members]
+    subgraphs = [eng.RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK, members)
+                 for is_acc, members in _topological(index, groups)]
+    final_acc = {i for sg in subgraphs if sg.is_acc for i in sg.nodes}
+    demoted: dict[int, tuple[str, int]] = {}
+    size_of: dict[str, int] = {}
+    for is_acc, names in made.before_demotion:
+        if is_acc:
+            size_of.update(dict.fromkeys(names, len(names)))
+    for i in index.callable_indices:
+        if backend[i] is not None and i not in final_acc:
+            demoted[i] = ("tensorrt", 0 if made.early_return is not None else size_of.get(index.names[i], 0))
+    raw = [eng.RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK,
+                           sorted(pos[m] for m in names if m in pos)) for is_acc, names in made.before_demotion]
+    return eng.EngineResult(index, eng.Assignment(backend, code, detail), raw or subgraphs, subgraphs,
+                            eng.tags_for(subgraphs), demoted, early_return=made.early_return)
+
+
+def _topological(index: eng.GraphIndex, groups: list[tuple[bool, list[int]]]) -> list[tuple[bool, list[int]]]:
+    """The blocks in a topological order of the block graph (Kahn's, the block with the
+    earliest first node first), so that the split module runs them in order."""
+    group_of = {}
+    for k, (_, members) in enumerate(groups):
+        for i in members:
+            group_of[i] = k
+    succs: list[set[int]] = [set() for _ in groups]
+    waiting = [0] * len(groups)
+    for k, (_, members) in enumerate(groups):
+        for i in members:
+            for u in index.users[i]:
+                g = group_of.get(u)
+                if g is not None and g != k and g not in succs[k]:
+                    succs[k].add(g)
+                    waiting[g] += 1
+    heap = [(groups[k][1][0], k) for k in range(len(groups)) if waiting[k] == 0]
+    heapq.heapify(heap)
+    order = []
+    while heap:
+        _, k = heapq.heappop(heap)
+        order.append(groups[k])
+        for g in succs[k]:
+            waiting[g] -= 1
+            if waiting[g] == 0:
+                heapq.heappush(heap, (groups[g][1][0], g))
+    if len(order) != len(groups):  # pragma: no cover - upstream's blocks never form a cycle
+        raise ConfigError("torch_tensorrt's partitioner returned blocks that depend on each other in a cycle")
+    return order
