@@ -12,6 +12,8 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+import hierviz as hv
+from hierviz import trt
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -22,6 +24,7 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     positive,
     writable,
 )
+from hierviz.errors import HiervizError
 
 EXIT_USAGE = 2
 
@@ -74,8 +77,6 @@ def import_tensorrt_quietly(args: argparse.Namespace) -> None:
     """Import Torch-TensorRT now, hiding what its import prints without a GPU (a CUDA warning
     from C++, optional-dependency and deprecation lines), which would bury the report and the
     one-line errors. `--debug` shows it; `hierviz info` says whether the import worked."""
-    from hierviz import trt
-
     if getattr(args, "debug", False):
         trt.available()
         return
@@ -97,8 +98,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
     import torch
 
-    from hierviz import trt
-
     print(f"hierviz {__import__('hierviz').__version__}, torch {torch.__version__}")
     print(trt.info())
     print(f"graphviz dot: {shutil.which('dot') or 'missing (apt-get install graphviz)'}")
@@ -106,8 +105,6 @@ def cmd_info(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    import hierviz as hv
-
     out = writable(args.output, "-o") if args.output else None
     config = build_config(args)
     model, inputs = load_model(args.model)
@@ -129,7 +126,6 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    import hierviz as hv
     from hierviz.explorer.sweep import validate_grid
 
     out = writable(args.csv, "--csv")
@@ -159,8 +155,6 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    import hierviz as hv
-
     out = writable(args.csv, "--csv") if args.csv else None
     base = build_config(args)
     measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None}
@@ -190,8 +184,6 @@ DEMO_MEASURE = {"warmup": 3, "iters": 20}
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    import hierviz as hv
-
     out_dir = Path(args.output_dir)
     try:
         out_dir.mkdir(parents=True, exist_ok=True)
@@ -340,7 +332,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     if not getattr(args, "command", None):
         parser.print_help()
         return EXIT_USAGE
-    from hierviz.errors import HiervizError
 
     try:
         return int(args.func(args) or 0)

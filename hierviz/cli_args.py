@@ -13,6 +13,11 @@ import sys
 from pathlib import Path
 from typing import Any, Sequence
 
+import hierviz as hv
+from hierviz.config import BUILTIN_BACKENDS, FIELDS, parse_config, parse_text, unknown_backend_message
+from hierviz.errors import ConfigError
+
+
 class UsageError(Exception):
     """A mistake in the command line: printed as one line, exit code 2."""
 
@@ -102,8 +107,6 @@ def _split(text: str | None, sep: str = ",") -> list[str]:
 
 def build_config(args: argparse.Namespace) -> Any:
     """The Config the options describe, read by the one settings parser (hierviz.config)."""
-    from hierviz.config import BUILTIN_BACKENDS, parse_config, parse_text, unknown_backend_message
-
     fields: dict[str, Any] = {}
     if args.priority is not None:
         fields["priority"] = parse_text("priority", args.priority)
@@ -126,8 +129,6 @@ def build_config(args: argparse.Namespace) -> Any:
 
 
 def _support_from(choice: str | None) -> Any:
-    import hierviz as hv
-
     if choice is None or choice.strip().lower() == "none":
         return None
     if choice.strip().lower() == "all":
@@ -141,8 +142,6 @@ def _support_from(choice: str | None) -> Any:
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
     Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
-    from hierviz.config import FIELDS
-
     names = [f for f in FIELDS if f != "support"]
     grid: dict[str, list[Any]] = {}
     for item in items:
@@ -164,9 +163,6 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
 
 
 def _grid_value(field: str, text: str) -> Any:
-    from hierviz.config import parse_text
-    from hierviz.errors import ConfigError
-
     try:
         return parse_text(field, text)
     except ConfigError as exc:

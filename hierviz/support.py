@@ -16,6 +16,7 @@ from typing import Any, Callable, Iterable
 import torch
 
 from hierviz import trt
+from hierviz.errors import ConfigError
 from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
 
 
@@ -294,8 +295,6 @@ def where(predicate: Callable[[torch.fx.Node], bool], name: str | None = None) -
     """Support decided by a callable on each `torch.fx.Node`. An exception in the predicate
     counts as "not supported" and warns once, naming the node."""
     if not callable(predicate):
-        from hierviz.errors import ConfigError
-
         raise ConfigError(f"hv.support.where() needs a callable taking a torch.fx.Node and returning "
                           f"True/False, not {type(predicate).__name__} {predicate!r}; e.g. "
                           "hv.support.where(lambda node: node.target in my_ops).")
@@ -309,8 +308,6 @@ def none() -> Support:
 
 
 def from_dict(d: dict) -> Support:
-    from hierviz.errors import ConfigError
-
     kind = d.get("kind")
     if kind == "tensorrt":
         return tensorrt(bool(d.get("validate", True)))

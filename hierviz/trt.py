@@ -350,8 +350,6 @@ def run_upstream_partitioner(gm: torch.fx.GraphModule, before_demotion: list | N
     try:
         return hp.hierarchical_adjacency_partition(gm, **kwargs)
     except hp.FxNetSplitterInternalError as exc:
-        from hierviz.errors import ConfigError
-
         raise ConfigError(f"upstream's partitioner failed internally (FxNetSplitterInternalError: {exc}); "
                           "engine='hierviz' partitions this graph.") from exc
     finally:

@@ -1,11 +1,12 @@
-"""The package's shape, checked: data goes one way (nothing outside the partitioner imports
-the engine or reads another module's private names), heavy optional dependencies load on
+"""The package's shape, checked: data goes one way (imports follow the layer order, nothing
+outside the partitioner imports the engine or reads another module's private names), heavy optional dependencies load on
 first use, every module says what it is for, and no module grows past ~400 lines unless it is named,
 with its reason, in LONG_MODULES (docs/architecture.md)."""
 
 from __future__ import annotations
 
 import ast
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -24,6 +25,7 @@ def module_name(path: Path) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+@functools.lru_cache(maxsize=None)
 def tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
@@ -137,14 +139,139 @@ def test_long_module_exceptions_are_current():
         assert lines_of(ROOT / rel) > MAX_LINES, f"{rel} is short now: remove it from LONG_MODULES"
 
 
+# ----------------------------------------------------------------------------- the layer order
+# docs/architecture.md: foundation < partitioner < drawing, latency < explorer < cli. A module
+# imports only its own layer and those below (drawing and latency not each other); the package
+# facade hierviz/__init__.py, which names everything public, is outside the order.
+LAYERS = {"partitioner": 1, "drawing": 2, "latency": 2, "explorer": 3, "cli": 4, "cli_args": 4}
+# The Partition methods that hand a partition to drawing and latency: the named exceptions.
+UPWARD_ALLOWED = {
+    ("hierviz.partitioner.result", "Partition.render"),
+    ("hierviz.partitioner.result", "Partition.save"),
+    ("hierviz.partitioner.result", "Partition._repr_html_"),
+    ("hierviz.partitioner.result", "Partition.compile"),
+}
+MODULE_NAMES = {module_name(p) for p in MODULES}
+
+
+def layer_of(module: str) -> tuple[int, str] | None:
+    """(rank, package) of a hierviz module (cli.py and cli_args.py are one layer); None for the facade."""
+    parts = module.split(".")
+    if len(parts) == 1:
+        return None
+    if parts[1] not in LAYERS:
+        return 0, "foundation"
+    return LAYERS[parts[1]], "cli" if parts[1].startswith("cli") else parts[1]
+
+
+def imports(path: Path) -> list[tuple[str, str, int]]:
+    """(module imported, where: 'module' or the enclosing Class.function, line) for every hierviz
+    import of a module, function-local ones included; `if TYPE_CHECKING:` blocks are skipped."""
+    found: list[tuple[str, str, int]] = []
+
+    def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                visit(ast.Module(body=child.orelse, type_ignores=[]), scope)
+                continue
+            inner = scope
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                inner = (*scope, child.name)
+            where = ".".join(scope) or "module"
+            if isinstance(child, ast.Import):
+                found.extend((a.name, where, child.lineno) for a in child.names if a.name.startswith("hierviz"))
+            elif isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("hierviz"):
+                for a in child.names:
+                    sub = f"{child.module}.{a.name}"
+                    found.append((sub if sub in MODULE_NAMES else child.module, where, child.lineno))
+            visit(child, inner)
+
+    visit(tree(path), ())
+    return found
+
+
+def downward_imports(path: Path) -> list[str]:
+    """Imports against the layer order, less the named exceptions."""
+    me = layer_of(module_name(path))
+    if me is None:
+        return []
+    bad = []
+    for target, where, line in imports(path):
+        them = layer_of(target)
+        if them is None or (module_name(path), where) in UPWARD_ALLOWED:
+            continue
+        if them[0] > me[0] or (them[0] == me[0] and them[1] != me[1]):
+            bad.append(f"{path.relative_to(ROOT)}:{line} ({where}) imports {target}, a layer above {me[1]}")
+    return bad
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_imports_follow_the_layer_order(path):
+    assert downward_imports(path) == []
+
+
+def test_the_layer_exceptions_are_used():
+    """Each named exception is still an upward import (the list names nothing stale)."""
+    used = {(module_name(p), where) for p in MODULES for target, where, _ in imports(p)
+            if (layer_of(target) or (0,))[0] > (layer_of(module_name(p)) or (9,))[0]}
+    assert UPWARD_ALLOWED <= used, sorted(UPWARD_ALLOWED - used)
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path):
+    """Not vacuous: a function-local import of the explorer from latency is flagged; one under
+    TYPE_CHECKING is not."""
+    global ROOT
+    bad = tmp_path / "hierviz" / "latency" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.explorer import sweep\n'
+                   "def f():\n    from hierviz.explorer.sweep import sweep\n    return sweep\n", encoding="utf-8")
+    old = ROOT
+    try:
+        ROOT = tmp_path
+        found = downward_imports(bad)
+    finally:
+        ROOT = old
+    assert found == ["hierviz/latency/bad.py:6 (f) imports hierviz.explorer.sweep, a layer above latency"]
+
+
+@functools.lru_cache(maxsize=None)
+def top_level_imports() -> dict[str, set[str]]:
+    return {module_name(p): {t for t, where, _ in imports(p) if where == "module"} for p in MODULES}
+
+
+def reachable(start: str, graph: dict[str, set[str]]) -> set[str]:
+    seen, todo = set(), [start]
+    while todo:
+        m = todo.pop()
+        for nxt in graph.get(m, ()):
+            if nxt not in seen:
+                seen.add(nxt)
+                todo.append(nxt)
+    return seen
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_function_local_imports_buy_something(path, fresh):
+    """A function-local import of a module that `import hierviz` loads anyway, and that could be
+    imported at the top without a cycle, buys nothing: it is imported at the top."""
+    me = module_name(path)
+    graph = top_level_imports()
+    pointless = [f"{path.relative_to(ROOT)}:{line} ({where}) imports {target} inside a function"
+                 for target, where, line in imports(path)
+                 if where != "module" and target in fresh["loaded"] and target != me
+                 and me not in reachable(target, graph) and me != "hierviz"]
+    assert pointless == []
+
+
 FRESH = """
 import json, sys, torch
 before = set(sys.modules)
 import hierviz as hv
 added = sorted(m for m in HEAVY if m in set(sys.modules) - before)
+loaded = sorted(m for m in sys.modules if m.startswith("hierviz"))
 hv.Config; hv.partition; hv.Partition
 after_core = sorted(m for m in HEAVY if m in sys.modules)
-facts = {"added": added, "after_core": after_core, "to_json": hv.drawing.to_json.__name__,
+facts = {"added": added, "loaded": loaded, "after_core": after_core, "to_json": hv.drawing.to_json.__name__,
          "measure": hv.latency.measure is hv.measure, "sweep": hv.explorer.sweep is hv.sweep,
          "zoo": hv.zoo.names()[:1]}
 print(json.dumps(facts))

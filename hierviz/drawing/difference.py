@@ -12,13 +12,12 @@ finds first. The title counts each kind: "12 nodes change backend, 3 subgraphs s
 from __future__ import annotations
 
 from collections import Counter
-from typing import TYPE_CHECKING, Any, Sequence
+from typing import Any, Sequence
 
 from hierviz.drawing.dot import html
 from hierviz.errors import HiervizError, RenderError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner.result import Partition
+from hierviz.partitioner import Partition, diff
+from hierviz.partitioner.report import changes
 
 DIM_FILL = "#F3F3F3"
 DIM_LINE = "#C4C4C4"
@@ -37,9 +36,6 @@ class Difference:
     """What `b` does differently from `a`, per node of `a` (read from hv.diff's rules)."""
 
     def __init__(self, a: "Partition", b: Any) -> None:
-        from hierviz.partitioner import Partition, diff
-        from hierviz.partitioner.report import changes
-
         if not isinstance(b, Partition):
             raise RenderError(f"against= takes another hv.Partition of the same graph, not {type(b).__name__}.")
         if a.records.name != b.records.name:

@@ -19,10 +19,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hierviz.errors import RenderError
+import hierviz
 from hierviz.drawing import palette
 from hierviz.drawing.budget import DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
+from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
@@ -155,8 +156,6 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
 
 def to_json(p: "Partition") -> dict:
     """Nodes (the per-node record), subgraphs, config and stats, JSON-safe, for other tools."""
-    import hierviz
-
     t = p.records
 
     def spec(s: Any) -> dict:
@@ -276,8 +275,6 @@ def _table(df: Any, what: str) -> str:
 def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = None, **kwargs: Any) -> str:
     """A standalone HTML report (no external resources, no script): the diagram inline, the
     config, the summary() and ops() tables and the text report."""
-    import hierviz
-
     esc = htmlmod.escape
     try:
         graph = render(p, view=view, **kwargs)

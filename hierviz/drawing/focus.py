@@ -4,7 +4,7 @@ boundary, with stubs counting the neighbours left out."""
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import Any, Iterable
 
 import torch
 
@@ -15,14 +15,10 @@ from hierviz.drawing.graph import draw_nodes_and_edges
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import plural
 from hierviz.errors import RenderError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
+from hierviz.partitioner import Partition, Subgraph
 
 
 def resolve_focus(p: "Partition", focus: Any) -> tuple[str, Any]:
-    from hierviz.partitioner import Subgraph
-
     if isinstance(focus, Subgraph):
         focus = focus.tag
     elif isinstance(focus, torch.fx.Node):

@@ -22,6 +22,7 @@ from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns, panels
 from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
+from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
 if TYPE_CHECKING:
@@ -333,8 +334,6 @@ class Controller:
 
 def _count_ops(graph: "GraphModule") -> Counter:
     """How many nodes call each op (qualified names, as torch_executed_ops takes them)."""
-    from hierviz.opnames import qualname
-
     counts: Counter = Counter()
     for node in graph.graph.nodes:
         if node.op in CALLABLE_OPS:

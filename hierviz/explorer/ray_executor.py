@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from torch.fx import GraphModule
 
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, HiervizError
 from hierviz.graphdata import pack_graph, unpack_graph
 
 RAY_HINT = "install Ray with `pip install 'hierviz[ray]'` (make setup installs it)"
@@ -159,7 +159,6 @@ class RayRunner:
 def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
                 measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """One sweep row, on a worker: the same row a local sweep makes."""
-    from hierviz.errors import HiervizError
     from hierviz.explorer import columns
     from hierviz.explorer.sweep import partition_row, run_measure
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 import itertools
 from typing import Any, Mapping
 
-from hierviz.config import Config
+from hierviz import support
+from hierviz.config import BUILTIN_BACKENDS, Config, parse_priority
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.explorer.cache import cached_partition
+from hierviz.opnames import qualname
 from hierviz.partitioner import Partition, graph_of, make_config
 
 MAX_OPS = 4                            # torch_executed_ops candidates in the default space
@@ -40,8 +42,6 @@ def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = N
     """The Config trials start from: `base`, with TorchInductor allowed every op when `base`
     gives inductor no support of its own (Torch-TensorRT's default, no ops, would make it a no-op)
     and its priority restricted to the backends measurable here."""
-    from hierviz import support
-
     notes = []
     if "inductor" not in (base.support or {}):
         sup = dict(base.support or {})
@@ -62,8 +62,6 @@ def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = N
 def apply_changes(base: Config, changes: Mapping[str, Any]) -> Config:
     """`base.replace(**changes)`, leaving out of `support` the backends of our own that the new
     priority no longer names (a Config refuses support it would ignore)."""
-    from hierviz.config import BUILTIN_BACKENDS, parse_priority
-
     changes = dict(changes)
     if "priority" in changes and "support" not in changes and base.support is not None:
         priority = parse_priority(changes["priority"])
@@ -94,8 +92,6 @@ def _sizes_changing(part: Partition) -> list[int]:
 def _boundary_ops(part: Partition) -> list[str]:
     """Ops of accelerated compute nodes at subgraph boundaries (producing a subgraph's output
     or consuming its input), most frequent first."""
-    from hierviz.opnames import qualname
-
     nodes = {n.name: n for n in part.graph.graph.nodes}
     counts: dict[str, int] = {}
     for sg in part.subgraphs:
@@ -118,8 +114,6 @@ def _boundary_ops(part: Partition) -> list[str]:
 def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
     """Candidate torch_executed_ops: boundary ops first, then the other accelerated ops,
     keeping those whose forcing changes the partition into one no other op gives."""
-    from hierviz.opnames import qualname
-
     nodes = {n.name: n for n in part.graph.graph.nodes}
     acc_ops: list[str] = []
     for sg in part.subgraphs:

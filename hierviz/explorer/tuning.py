@@ -32,6 +32,7 @@ import warnings
 from dataclasses import dataclass
 from typing import Any, Iterable, Mapping
 
+from hierviz.capturing import source_of, updates_of
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
@@ -41,6 +42,7 @@ from hierviz.explorer.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.latency.result import ci_text
 from hierviz.latency.timing import speedup_interval
 from hierviz.explorer.tune_space import apply_changes, default_space, fingerprint, tune_base
+from hierviz.opnames import normalize_all
 from hierviz.partitioner import Partition, graph_of, make_config
 
 DEFAULT_BUDGET = 20
@@ -129,8 +131,6 @@ class _Search:
         if name in ("require_full_compilation", "skip_fusion"):
             return bool(value)
         if name == "torch_executed_ops":
-            from hierviz.opnames import normalize_all
-
             try:
                 ops = normalize_all(value if not isinstance(value, str) else
                                     [v for v in value.split(",") if v.strip()])
@@ -254,7 +254,6 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     baselines: dict[str, Any] = {}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        from hierviz.capturing import source_of, updates_of
         from hierviz.latency.baselines import runnable_model
 
         timed = model if runnable_model(model) is not None else (source_of(gm) or model)  # the nn.Module

@@ -20,6 +20,7 @@ from typing import Any, Callable, Sequence
 import torch
 from torch.fx import GraphModule
 
+from hierviz import trt
 from hierviz.errors import MeasureError
 
 CompileFn = Callable[[GraphModule, Sequence[Any], Any, bool], Callable[..., Any]]
@@ -175,49 +176,35 @@ INDUCTOR = Compiler(
 # ----------------------------------------------------------------------------- TensorRT
 def _trt_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool,
                  name: str = "") -> Any:
-    from hierviz import trt
-
     return trt.compile_submodule(gm, settings=options, name=name)
 
 
 def _trt_save(artifact: Any, path: Path) -> bool:
-    from hierviz import trt
-
     trt.save_engine(artifact, path)
     return True
 
 
 def _trt_load(path: Path) -> Any:
-    from hierviz import trt
-
     return trt.load_engine(path)
 
 
 def _trt_state() -> str:
-    from hierviz import trt
-
     return trt.build_state()
 
 
 def _trt_options_key(options: Any) -> Any:
-    from hierviz import trt
-
     return trt.settings_key(options)
 
 
 @functools.lru_cache(maxsize=1)
 def _trt_version() -> str:
     """The versions in TensorRT cache keys (fixed for the process: asked once)."""
-    from hierviz import trt
-
     info = trt.info()
     return (f"torch_tensorrt {info.version} ({info.variant}); TensorRT {info.tensorrt_version}; "
             f"torch {torch.__version__}")
 
 
 def _trt_available(device: torch.device) -> str | None:
-    from hierviz import trt
-
     return trt.info(device).reason
 
 

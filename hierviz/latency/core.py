@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 import torch
 
+from hierviz.capturing import source_of, updates_of
 from hierviz.errors import MeasureError, user_stacklevel
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import cache as cache_mod
@@ -164,7 +165,6 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
 def _model_baselines(partition: Any, model: Any, example_inputs: Any, device: Any, warmup: int, iters: int,
                      torch_compile: bool) -> dict[str, Any]:
     """The user's model timed eagerly (and through torch.compile): hierviz.latency.baselines."""
-    from hierviz.capturing import source_of, updates_of
     from hierviz.latency.baselines import time_model
 
     source = model if model is not None else source_of(partition.graph)

@@ -24,7 +24,10 @@ from torch.utils._pytree import tree_leaves, tree_unflatten
 
 from hierviz.errors import MeasureError
 from hierviz.graphdata import pack_graph, unpack_graph
+from hierviz.latency.cache import CompileCache
 from hierviz.latency.result import MeasureWarning
+from hierviz.latency.split import compile_split
+from hierviz.partitioner import partition
 
 FORMAT = "hierviz-compiled-v1"
 
@@ -86,9 +89,6 @@ class CompiledModel(torch.nn.Module):
     def save(self, folder: str | Path) -> Path:
         """Write this model to `folder` (created); `hierviz.latency.deploy.load(folder)` rebuilds it.
         Warns (MeasureWarning) naming the subgraphs that will be compiled again at load."""
-        from hierviz.latency.cache import CompileCache
-        from hierviz.latency.split import compile_split
-
         folder = Path(folder).expanduser()
         try:
             folder.mkdir(parents=True, exist_ok=True)
@@ -120,12 +120,18 @@ class CompiledModel(torch.nn.Module):
         return folder
 
 
+def compile_partition(partition: Any, device: Any = None, *, example_inputs: Any = None,
+                      **options: Any) -> CompiledModel:
+    """`Partition.compile`: the compiled split model of `partition`, each subgraph compiled
+    with `example_inputs` (default: random inputs shaped like the graph's); `options` are
+    hv.measure's."""
+    inputs = example_inputs if example_inputs is not None else example_from_graph(partition.graph)
+    split = compile_split(partition, inputs, device, who="Partition.compile", **options)
+    return CompiledModel(partition, split, inputs)
+
+
 def load(folder: str | Path, device: Any = None) -> CompiledModel:
     """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
-    from hierviz.latency.cache import CompileCache
-    from hierviz.latency.split import compile_split
-    from hierviz.partitioner import partition
-
     folder = Path(folder).expanduser()
     meta_path = folder / "hierviz.json"
     if not meta_path.is_file():
@@ -143,4 +149,4 @@ def load(folder: str | Path, device: Any = None) -> CompiledModel:
     return CompiledModel(part, split, inputs)
 
 
-__all__ = ["CompiledModel", "load", "example_from_graph"]
+__all__ = ["CompiledModel", "compile_partition", "load", "example_from_graph"]

@@ -17,6 +17,8 @@ from typing import Any, Iterator
 
 import torch
 
+from hierviz.errors import MeasureError
+
 
 def _state() -> tuple[str, bool]:
     return torch.get_float32_matmul_precision(), bool(torch.backends.cudnn.allow_tf32)
@@ -54,8 +56,6 @@ def record(tf32: bool, dtypes: set[str], backends: set[str]) -> dict[str, Any]:
 
 
 def check_tf32(tf32: Any) -> bool:
-    from hierviz.errors import MeasureError
-
     if not isinstance(tf32, bool):
         raise MeasureError(f"tf32 must be True or False, not {tf32!r}")
     return tf32

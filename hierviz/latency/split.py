@@ -17,12 +17,13 @@ import torch
 from torch.fx import GraphModule
 from torch.utils._pytree import tree_leaves
 
+from hierviz import trt
 from hierviz.errors import MeasureError
+from hierviz.graphdata import fetch_attr, set_path
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import cache as cache_mod
 from hierviz.latency.compilers import TENSORRT
 from hierviz.latency.compiling import Builder, Progress, Runner
-from hierviz.graphdata import fetch_attr, set_path
 from hierviz.latency.lift import on_device
 from hierviz.latency.plan import plan, resolve_device
 from hierviz.latency.precision import check_tf32, fp32_precision
@@ -69,7 +70,6 @@ def check_trt_settings(trt_settings: Any, tf32: bool) -> None:
     the device or the subgraphs: a mistake should not wait for a GPU to show)."""
     if trt_settings is None:
         return
-    from hierviz import trt
 
     if trt.available():
         trt.conversion_settings(trt_settings, None, tf32=tf32)
@@ -81,7 +81,6 @@ def backend_options(slots: list, device: torch.device, trt_settings: Any, induct
     `device` with TF32 as `tf32` says (ConfigError for settings that cannot act here)."""
     options = {"inductor": inductor_options, "tensorrt": trt_settings}
     if any(s.compiler is TENSORRT and s.refused is None for s in slots):  # it takes CompilationSettings
-        from hierviz import trt
 
         options["tensorrt"] = trt.conversion_settings(trt_settings, device, tf32=tf32)
     return options

@@ -15,6 +15,7 @@ from typing import Any
 
 from torch.fx import GraphModule
 
+from hierviz.capturing import capture, is_aten_graph
 from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
@@ -65,8 +66,6 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
     """The graph to partition: an aten-level GraphModule as given; a model, an ExportedProgram
     or any other GraphModule (symbolic_trace, ExportedProgram.module()) captured first, with
     `dynamic_shapes` and `kwargs` passed to hv.capture."""
-    from hierviz.capturing import capture, is_aten_graph
-
     captured = isinstance(model_or_graph, Partition) or (
         isinstance(model_or_graph, GraphModule) and is_aten_graph(model_or_graph))
     if captured and (dynamic_shapes is not None or kwargs is not None):

@@ -50,6 +50,7 @@ from hierviz.partitioner.reasons import (  # the codes this engine gives each no
     VALIDATOR,
     make_tag,
 )
+from hierviz.support import is_validator_rejection
 
 NON_COMPUTE_OPS = frozenset({"_operator.getitem"})
 NON_COMPUTE_PACKETS = frozenset({"torch.ops.aten.view"})
@@ -147,8 +148,6 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
     """Each callable node's eligible backend. A getitem or view whose producer runs in backend
     b stays with it when b's support takes the node too (or b is PyTorch, which takes
     anything); otherwise it gets its own verdict like every other node."""
-    from hierviz.support import is_validator_rejection
-
     n = len(index.nodes)
     backend: list[str | None] = [None] * n
     code = [NOT_CALLABLE] * n

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hierviz.errors import ConfigError
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
+from hierviz.partitioner.result import Partition
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -189,8 +190,6 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     backend, its subgraph in b holds all of a's and more). A node whose backend and subgraph
     members are the same has no row."""
     import pandas as pd
-
-    from hierviz.partitioner.result import Partition
 
     for which, p in (("first", a), ("second", b)):
         if not isinstance(p, Partition):

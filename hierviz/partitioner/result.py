@@ -317,12 +317,9 @@ class Partition:
         shaped like the graph's) are what each subgraph is compiled with; `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, tf32, cache_dir).
         `.save(folder)` writes it, `hierviz.latency.deploy.load(folder)` reads it back."""
-        from hierviz.latency.deploy import CompiledModel, example_from_graph
-        from hierviz.latency.split import compile_split
+        from hierviz.latency.deploy import compile_partition
 
-        inputs = example_inputs if example_inputs is not None else example_from_graph(self.graph)
-        split = compile_split(self, inputs, device, who="Partition.compile", **options)
-        return CompiledModel(self, split, inputs)
+        return compile_partition(self, device, example_inputs=example_inputs, **options)
 
     def _repr_html_(self) -> str:
         from hierviz.drawing import notebook_html

@@ -16,6 +16,7 @@ from torch.fx import GraphModule
 
 from hierviz.inputs import check_call, check_inputs, spec_of
 from hierviz.partitioner import engine as eng
+from hierviz.partitioner.result import copy_graph_module
 
 
 def build_split_module(gm: GraphModule, result: eng.EngineResult,
@@ -23,8 +24,6 @@ def build_split_module(gm: GraphModule, result: eng.EngineResult,
     """Split a copy of `gm` by subgraph tags, with the input check in front (that of
     `original`, the captured graph, when `gm` is a pruned copy of it)."""
     from torch.fx.passes.split_utils import split_by_tags
-
-    from hierviz.partitioner.result import copy_graph_module
 
     work = copy_graph_module(gm)
     copies = {n.name: n for n in work.graph.nodes}
