@@ -27,7 +27,7 @@ import torch
 from torch.fx import Node
 from torch.utils._pytree import tree_leaves
 
-from hierviz.errors import MeasureError
+from hierviz.errors import HiervizError, MeasureError
 from hierviz.graphdata import fetch_attr
 from hierviz.latency.compare import TOLERANCES, compare
 from hierviz.latency.compiling import Runner, short
@@ -195,8 +195,6 @@ def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, **mea
     (`Numerics.mismatch_at`), found with the compiled subgraphs it used (cache hits). Sets
     `measurement.mismatch_at` and returns it; None when the outputs matched, or when the check
     itself could not run (a HiervizError: the measurement's own mismatch still stands)."""
-    from hierviz.errors import HiervizError
-
     if getattr(measurement, "outputs_match", None) is not False:
         return None
     options = {k: v for k, v in measure_options.items() if k in _COMPILE_OPTIONS + _CHECK_OPTIONS}
