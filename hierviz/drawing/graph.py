@@ -132,6 +132,9 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
         else:
             clusters.setdefault(k, []).append(i)
     refs = fanout_refs(ctx, drawn, drawn_set)
+    rank: dict[int, int] = {}  # dot's rank of each drawn node (longest path; graph order is topological)
+    for j in drawn:
+        rank[j] = max((rank[a] + 1 for a in t.inputs[j] if a in drawn_set), default=0)
     refs_of: dict[int, list[int]] = {}
     for a, j in sorted(refs):
         refs_of.setdefault(j, []).append(a)
@@ -149,26 +152,29 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
         ops = ctx.compute_ops(k)
         members = clusters[k]
         size = len(t.subgraph_members[k])
-        shown = "" if len(members) == size else f" (showing {len(members):,} of {size:,} nodes)"
+        # a focus view draws part of a subgraph: say how much, in nodes (the ops are in the tooltip)
+        line = (f"{backend} · {plural(ops, 'op')}" if len(members) == size else
+                f"{backend} · showing {len(members):,} of its {size:,} nodes")
         extra: list[str] = []
         notes: list[str] = []
         marks: dict = {"fillcolor": palette.cluster_fill(backend), "color": palette.color(backend),
                        "penwidth": 3.0 if k == focus_cluster else 1.4}
         ctx.decorate_subgraph(k, extra, notes, marks)
         marks.pop("fontcolor", None)
-        label = cluster_label(tag, f"{backend} · {plural(ops, 'op')}{shown}", extra)
+        label = cluster_label(tag, line, extra)
         tip = tooltip([tag, f"backend: {backend}", f"{plural(ops, 'op')}, {plural(size, 'node')}", *notes])
         w.open(f"cluster_{k}", label="", style="filled,rounded", **marks, tooltip=tip,
                **{"class": f"hv-subgraph hv-{css(backend)}"})
         for i in members:
             draw_node(ctx, w, i, i == focus_node)
             draw_refs(i)  # inside the cluster: outside, they push each cluster sideways
-        # The label is a node beside the first member, not the cluster label: dot routes edges
-        # around nodes but straight through cluster labels.
+        # The label is a node beside the member drawn highest, not the cluster label: dot routes
+        # edges around nodes but straight through cluster labels.
+        top = min(members, key=lambda i: (rank[i], i))
         w.node(f"h{k}", label=label, shape="plaintext", margin="0.02", height=0.2, tooltip=tip,
                **{"class": "hv-cluster-label"})
-        w.raw(f"{{rank=same; h{k}; n{members[0]}}}")
-        w.edge(f"h{k}", f"n{members[0]}", style="invis")
+        w.raw(f"{{rank=same; h{k}; n{top}}}")
+        w.edge(f"h{k}", f"n{top}", style="invis")
         w.close()
     for i in outside:
         draw_node(ctx, w, i, i == focus_node)

@@ -55,9 +55,11 @@ class Item:
     run: list[Mod]                # the siblings drawn as this item (several when rolled up)
     members: list[Mod]            # every module it stands for: the run, and inside a rolled-up
                                   # cluster the same module of each copy
-    own_only: bool = False        # the own-ops box of a cluster
+    own_only: bool = False        # an own-ops box of a cluster (one per run of own ops between children)
     cluster: bool = False
     children: list["Item"] = field(default_factory=list)
+    own: list[int] = field(default_factory=list)  # an own-ops box: its ops, in every member
+    first: int = 0                # the graph position of its first op: the data-flow order
 
     @property
     def mod(self) -> Mod:
@@ -162,11 +164,18 @@ class Plan:
         children, rolled up."""
         m = group[0]
         items: list[Item] = []
-        if m.own:
-            own = Item(self._new_id("m"), run, list(group), own_only=True)
-            for g in group:
-                for i in g.own:
-                    self.box_of[i] = own.id
+        # Own ops are drawn where they run: one box per stretch of them between the children
+        # (a residual add after attention, another after the MLP), not one box for all.
+        segments: dict[int, list[int]] = {}
+        for g in group:
+            firsts = sorted(c.ops[0] for c in g.children.values() if c.ops)
+            for i in g.own:
+                segments.setdefault(_count_below(firsts, i), []).append(i)
+        for key in sorted(segments):
+            ops = segments[key]
+            own = Item(self._new_id("m"), run, list(group), own_only=True, own=ops, first=min(ops))
+            for i in ops:
+                self.box_of[i] = own.id
             items.append(own)
         runs: list[list[Mod]] = []
         for c in m.children.values():
@@ -178,21 +187,80 @@ class Plan:
             # the same run in every module of the group (same signature: same relative paths)
             members = [g.children[g.path + c.path[len(m.path):]] if g is not m else c for g in group for c in run]
             items.append(self._item(run, members))
+        items.sort(key=lambda it: it.first)  # in the order the ops run
         return items
 
     def _item(self, run: list[Mod], members: list[Mod]) -> Item:
         rep = run[0]
         level = rep.level - self.base.level
+        first = rep.ops[0] if rep.ops else 0
         if level < self.depth and rep.children:
-            item = Item(self._new_id("c"), run, members, cluster=True)
+            item = Item(self._new_id("c"), run, members, cluster=True, first=first)
             # expand the first module with every other one it stands for in parallel
             item.children = self._expand([rep] + [x for x in members if x is not rep], run)
             return item
-        item = Item(self._new_id("m"), run, members)
+        item = Item(self._new_id("m"), run, members, first=first)
         for member in members:
             for i in member.ops:
                 self.box_of[i] = item.id
         return item
+
+
+def _count_below(sorted_values: list[int], x: int) -> int:
+    """How many of sorted_values are below x."""
+    import bisect
+
+    return bisect.bisect_left(sorted_values, x)
+
+
+def copies(items: Sequence[Item]) -> dict[int, dict[int, int]]:
+    """Op -> {rolled item number: which copy of it holds the op}, for every rolled-up item
+    holding the op. An edge between two copies of one rolled-up block (layer 3 feeding
+    layer 4) is not drawn: the block is drawn once."""
+    out: dict[int, dict[int, int]] = {}
+    for n, it in enumerate(walk_items(items)):
+        if not it.rolled:
+            continue
+        span = len(it.run)
+        for k, member in enumerate(it.members):  # members: each outer copy's run, in order
+            for i in member.ops:
+                out.setdefault(i, {})[n] = k % span
+    return out
+
+
+def between_copies(copy_of: dict[int, dict[int, int]], a: int, b: int) -> bool:
+    """Whether ops a and b lie in different copies of one rolled-up block."""
+    ca, cb = copy_of.get(a), copy_of.get(b)
+    if not ca or not cb:
+        return False
+    return any(cb.get(n, k) != k for n, k in ca.items())
+
+
+def loose_edges(edges: Sequence[tuple[str, str]], first: dict[str, int]) -> set[tuple[str, str]]:
+    """The box edges that must not decide the ranks (dot's constraint=false): those against
+    the data flow (the head's first op runs before the tail's: ops of two boxes interleave),
+    and skip edges (a residual: the head is also reached from the tail through other boxes),
+    which would otherwise stretch the chain they jump over and pull its boxes aside."""
+    forward = [(a, b) for a, b in edges if first.get(a, 0) < first.get(b, 0)]
+    loose = {(a, b) for a, b in edges if first.get(a, 0) >= first.get(b, 0)}
+    succ: dict[str, list[str]] = {}
+    for a, b in forward:
+        succ.setdefault(a, []).append(b)
+    for a, b in forward:
+        # reached from a through another box, on forward edges only (they never go back)
+        stack = [c for c in succ[a] if c != b and first.get(c, 0) < first.get(b, 0)]
+        seen = set(stack)
+        while stack:
+            c = stack.pop()
+            if c == b:
+                break
+            for d in succ.get(c, ()):
+                if d not in seen and first.get(d, 0) <= first.get(b, 0):
+                    seen.add(d)
+                    stack.append(d)
+        if b in seen:
+            loose.add((a, b))
+    return loose
 
 
 def _rollable(a: Mod, b: Mod) -> bool:
@@ -243,4 +311,4 @@ def effective_root_of(plan: Plan) -> Mod:
 
 
 __all__ = ["Mod", "Item", "Plan", "build_tree", "effective_root", "effective_root_of", "find_module",
-           "is_module", "make_plan", "walk_items", "INDEXED"]
+           "is_module", "make_plan", "walk_items", "copies", "between_copies", "loose_edges", "INDEXED"]

@@ -35,6 +35,9 @@ from hierviz.drawing.module_tree import (
     find_module,
     is_module,
     make_plan,
+    between_copies,
+    copies,
+    loose_edges,
     walk_items,
 )
 from hierviz.drawing.overlay import edge_weight, size_text, tensor_bytes
@@ -107,9 +110,7 @@ class _Facts:
 
 
 def _facts(t: NodeTable, item: Item, tag_order: dict[str, int]) -> _Facts:
-    ops: list[int] = []
-    for m in item.members:
-        ops.extend(m.own if item.own_only else m.ops)
+    ops: list[int] = list(item.own) if item.own_only else [i for m in item.members for i in m.ops]
     compute = [i for i in ops if t.compute[i]] or ops
     backends = Counter(t.backend[i] for i in compute)
     tags = sorted({t.tag[i] for i in ops if t.tag[i] is not None}, key=lambda g: tag_order.get(g, 0))
@@ -163,7 +164,7 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     info = {"view": "modules", "nodes": sum(1 for it in walk_items(plan.items) if not it.cluster) + drawn.io,
             "boxes": sum(1 for it in walk_items(plan.items) if not it.cluster),
             "clusters": sum(1 for it in walk_items(plan.items) if it.cluster), "depth": plan.depth,
-            "rolled_up": [_range_name(it.run, it.run[0].parent or base) for it in rolled],
+            "rolled_up": [_range_name(it.run, base) for it in rolled],
             "boundary_edges": edges, "focus": base.path if focus is not None else None}
     return w.lines, info
 
@@ -190,7 +191,9 @@ class _Drawer:
         if it.own_only and head is self.plan.base:
             name = f"{head.path} (own ops)" if head.path else TOP
         else:
-            name = _range_name(it.run, parent) + (" (own ops)" if it.own_only else "")
+            # one module: its name inside its parent; a roll-up: the full path, 'layers.0–23 ×24'
+            name = _range_name(it.run, parent if len(it.run) == 1 else self.plan.base) + (
+                " (own ops)" if it.own_only else "")
         order = _order(p, f.backends)
         each = " each" if len(it.members) > 1 else ""
         lines = [f"<B>{html(name, 60)}</B>",
@@ -241,9 +244,14 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module-cluster" + (" hv-rolled" if it.rolled else "")
-        self.w.open(f"cluster_{it.id}", label=Html(label), tooltip=tooltip(tip), **attrs,
-                    **{"class": klass})
+        self.w.open(f"cluster_{it.id}", label="", tooltip=tooltip(tip), **attrs, **{"class": klass})
+        # The title is a node at the cluster's top, above every child (invisible edges), not
+        # the cluster's label: dot routes edges around nodes but straight through cluster labels.
+        self.w.node(f"t{it.id}", label=Html(label), shape="plaintext", margin="0.02", tooltip=tooltip(tip),
+                    fontcolor=attrs.get("fontcolor"), **{"class": "hv-cluster-label"})
         self.items(it.children)
+        for child in it.children:
+            self.w.edge(f"t{it.id}", f"t{child.id}" if child.cluster else child.id, style="invis")
         self.w.close()
 
     # -- edges
@@ -251,6 +259,10 @@ class _Drawer:
         """Inputs, outputs and the tensors between boxes (one edge per pair of boxes)."""
         t, plan, w = self.t, self.plan, self.w
         inside = set(base.ops)
+        copy_of = copies(plan.items)
+        # where each box sits in the data flow: the graph position of its first op
+        first = {it.id: it.first for it in walk_items(plan.items) if not it.cluster}
+        first.update(inputs=-2, from_outside=-1, outputs=len(t) + 1, to_outside=len(t) + 2)
         src_of: dict[int, str] = {}
         pairs: dict[tuple[str, str], dict[int, None]] = {}
         inputs: list[int] = []
@@ -271,7 +283,7 @@ class _Drawer:
                 else:
                     src = "from_outside"
                     outside_in = True
-                if src != dst:
+                if src != dst and not (a in inside and between_copies(copy_of, a, j)):
                     pairs.setdefault((src, dst), {})[a] = None
         users = t.users
         for a in base.ops:
@@ -302,6 +314,14 @@ class _Drawer:
             w.node("to_outside", label="to the rest of the model", shape="plaintext", fontcolor="#555555",
                    **{"class": "hv-outside"})
             self.io += 1
+        loose = loose_edges(list(pairs), first)
+        # a cluster's title sits below whatever feeds the cluster, so the cluster starts where
+        # its inputs end (clusters stack along the flow instead of side by side)
+        inside_of = _clusters_of(plan.items)
+        titles = {(src, f"t{c}") for src, dst in pairs if (src, dst) not in loose
+                  for c in inside_of.get(dst, ()) if c not in inside_of.get(src, ())}
+        for src, title in sorted(titles):
+            w.edge(src, title, style="invis")
         for (src, dst), tensors in sorted(pairs.items(), key=lambda kv: (_key(kv[0][0]), _key(kv[0][1]))):
             ts = list(tensors)
             nbytes = sum(tensor_bytes(t.spec[a]) for a in ts)
@@ -312,7 +332,10 @@ class _Drawer:
                                                       else f"{len(ts)} tensors")
             tip = [f"{len(ts)} tensor(s), {size_text(nbytes)}:"] + [f"{t.name[a]}: {_spec(t, a)}" for a in ts[:20]]
             pen = edge_weight(nbytes)
-            w.edge(src, dst, xlabel=text + (f" \u00b7 {size_text(nbytes)}" if nbytes else ""), tooltip=tooltip(tip),
+            # labels placed by the layout (never over a box); edges against the data flow and
+            # skip edges do not decide the ranks (module_tree.loose_edges)
+            w.edge(src, dst, label=text + (f" \u00b7 {size_text(nbytes)}" if nbytes else ""), tooltip=tooltip(tip),
+                   constraint="false" if (src, dst) in loose else None,
                    penwidth=pen, color=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    fontcolor=palette.BOUNDARY_EDGE if crossing else palette.INTERNAL_EDGE,
                    **{"class": "hv-boundary" if crossing else "hv-edge"})
@@ -340,6 +363,16 @@ class _Drawer:
                  f'</TD></TR><TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{stats}</TD></TR>'
                  f"<TR>{swatches}</TR>{rows}</TABLE>")
         self.w.defaults("graph", label=Html(label))
+
+
+def _clusters_of(items: Sequence[Item], outer: tuple[str, ...] = ()) -> dict[str, tuple[str, ...]]:
+    """Drawn box or cluster id -> the ids of the clusters around it, outermost first."""
+    out: dict[str, tuple[str, ...]] = {}
+    for it in items:
+        out[it.id] = outer
+        if it.cluster:
+            out.update(_clusters_of(it.children, outer + (it.id,)))
+    return out
 
 
 def _key(node_id: str) -> tuple[int, int, str]:
