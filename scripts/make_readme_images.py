@@ -79,7 +79,42 @@ def model_explorer(port: int = 8093) -> None:
     print(OUT / "model_explorer.png")
 
 
-IMAGES = {"bert_collapsed": bert_collapsed, "llama_modules": llama_modules, "model_explorer": model_explorer}
+def numerics_culprit() -> None:
+    """hv.numerics on the zoo's BERT with its FFN's GELU on a backend with a deliberate bug (0.05
+    added to each GELU output; everything else on an exact backend): the collapsed view
+    coloured by each subgraph's isolated error, the culprit marked."""
+    import torch
+
+    from hierviz.latency import register_compiler, unregister_compiler
+
+    gelu = torch.ops.aten.gelu.default
+
+    def buggy(gm, example_inputs):
+        for n in list(gm.graph.nodes):
+            if n.op == "call_function" and n.target is gelu:
+                with gm.graph.inserting_after(n):
+                    bumped = gm.graph.call_function(torch.ops.aten.add.Tensor, (n, 0.05))
+                n.replace_all_uses_with(bumped, delete_user_cb=lambda u: u is not bumped)
+        gm.recompile()
+        return gm
+
+    register_compiler("buggy", buggy)
+    register_compiler("exact", lambda gm, example_inputs: gm)
+    try:
+        model, inputs = hv.zoo.load("bert")
+        every = hv.support.where(lambda n: n.op == "call_function" and n.target is not gelu, name="all but gelu")
+        part = hv.partition(model, inputs, priority=("exact", "buggy"), min_block_size=1,
+                            support={"exact": every, "buggy": hv.support.ops(["torch.ops.aten.gelu.default"])})
+        result = hv.numerics(part, inputs)
+        print(result)
+        print(part.save(OUT / "numerics-culprit.png", view="collapsed", numerics=result))
+    finally:
+        unregister_compiler("buggy")
+        unregister_compiler("exact")
+
+
+IMAGES = {"bert_collapsed": bert_collapsed, "llama_modules": llama_modules, "model_explorer": model_explorer,
+          "numerics_culprit": numerics_culprit}
 
 
 def main() -> None:

@@ -24,6 +24,7 @@ class Ctx:
     weights: bool
     overlay: Any = None  # drawing.overlay.Overlay (measurement=)
     difference: Any = None  # drawing.difference.Difference (against=)
+    numerics: Any = None  # drawing.accuracy.NumericsMarks (numerics=)
     t: NodeTable = field(init=False)
     reasons: Counter = field(default_factory=Counter)  # reason codes drawn, for the legend
     backends_seen: set = field(default_factory=set)
@@ -61,6 +62,8 @@ class Ctx:
         """Overlay (measured time) and diff marks of subgraph k, into label lines, tooltip, attributes."""
         if self.overlay is not None:
             self.overlay.decorate_subgraph(self.t.subgraph_tag[k], lines, tip, attrs)
+        if self.numerics is not None:
+            self.numerics.decorate_subgraph(self.t.subgraph_tag[k], lines, tip, attrs)
         if self.difference is not None:
             self.difference.decorate_subgraph(self.t.subgraph_members[k], lines, tip, attrs)
 
@@ -69,6 +72,8 @@ class Ctx:
         members = [i for k in ks for i in self.t.subgraph_members[k]]
         if self.overlay is not None:
             self.overlay.decorate_ops(members, lines, tip, attrs, bar=False)
+        if self.numerics is not None:
+            self.numerics.decorate_ops(members, lines, tip, attrs)
         if self.difference is not None:
             self.difference.decorate_ops(members, lines, tip, attrs)
 

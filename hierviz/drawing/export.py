@@ -274,7 +274,8 @@ def _table(df: Any, what: str) -> str:
 
 def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = None, **kwargs: Any) -> str:
     """A standalone HTML report (no external resources, no script): the diagram inline, the
-    config, the summary() and ops() tables and the text report."""
+    config, the summary() and ops() tables and the text report; with `numerics=` (hv.numerics)
+    the diagram is coloured by each subgraph's error and a Numerics section has its table."""
     esc = htmlmod.escape
     try:
         graph = render(p, view=view, **kwargs)
@@ -311,13 +312,21 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <table class="hv-table">{cfg_rows}</table>
 <h2 id="subgraphs">Subgraphs</h2>
 {_table(p.summary(), "subgraphs")}
-<h2 id="ops">Ops</h2>
+{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
 {_table(p.ops(), "ops")}
 <h2 id="report">Report</h2>
 <pre>{esc(p.report())}</pre>
 </body>
 </html>
 """
+
+
+def _numerics_section(result: Any) -> str:
+    """The report's Numerics section: where the error starts and the per-subgraph table."""
+    if result is None:
+        return ""
+    return (f'<h2 id="numerics">Numerics</h2>\n<p>{htmlmod.escape(repr(result))}</p>\n'
+            f'{_table(result.per_subgraph, "subgraphs")}\n')
 
 
 __all__ = ["check_dot", "layout", "to_svg", "save", "to_json", "notebook_html", "report_html", "diagram_html",

@@ -84,6 +84,8 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     # what measurement= (cost overlay) and against= (diff diagram) add to the drawing
     overlays = "".join(f'<TR><TD ALIGN="LEFT">{html(extra.legend())}</TD></TR>'
                        for extra in (ctx.overlay, ctx.difference) if extra is not None)
+    if ctx.numerics is not None:  # numerics=: the colour scale
+        overlays += f'<TR><TD ALIGN="LEFT">{ctx.numerics.legend_html()}</TD></TR>'
     if ctx.auto_note:
         overlays = f'<TR><TD ALIGN="LEFT"><I>{html(ctx.auto_note)}</I></TD></TR>' + overlays
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'

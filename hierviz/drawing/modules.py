@@ -129,7 +129,7 @@ def _share_text(order: list[str], backends: Counter) -> str:
 
 def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = None, max_nodes: int | None = None,
                    overlay: "Overlay | None" = None, difference: "Difference | None" = None,
-                   note: str | None = None) -> tuple[list[str], dict]:
+                   note: str | None = None, numerics: Any = None) -> tuple[list[str], dict]:
     """DOT body lines of the module view and its info dict (see `render`)."""
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise RenderError(f"depth must be a positive integer (1 = the model's top modules), not {depth!r}.")
@@ -151,6 +151,7 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
 
     defaults(w)
     drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
+    drawn.numerics = numerics  # drawing.accuracy.NumericsMarks
     drawn.items(plan.items)
     edges = drawn.edges(base)
     title = "hierviz \u00b7 module view" + (" \u00b7 chosen by auto" if note else "")
@@ -175,6 +176,7 @@ class _Drawer:
         self.p, self.t, self.plan, self.w = p, t, plan, w
         self.tag_order, self.overlay, self.difference = tag_order, overlay, difference
         self.io = 0
+        self.numerics: Any = None
 
     # -- items
     def items(self, items: Sequence[Item]) -> None:
@@ -218,6 +220,8 @@ class _Drawer:
     def _decorate(self, f: _Facts, lines: list[str], tip: list[str], attrs: dict) -> None:
         if self.overlay is not None:
             self.overlay.decorate_ops(f.ops, lines, tip, attrs)
+        if self.numerics is not None:
+            self.numerics.decorate_ops(f.ops, lines, tip, attrs)
         if self.difference is not None:
             self.difference.decorate_ops(f.ops, lines, tip, attrs)
 
@@ -358,6 +362,8 @@ class _Drawer:
         if self.difference is not None:
             notes.append(self.difference.legend())
         rows = "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{html(n)}</TD></TR>' for n in notes)
+        if self.numerics is not None:
+            rows += f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{self.numerics.legend_html()}</TD></TR>'
         label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
                  f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}"><FONT POINT-SIZE="14"><B>{html(text)}</B></FONT>'
                  f'</TD></TR><TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{stats}</TD></TR>'

@@ -35,7 +35,7 @@ VIEWS = ("auto", "full", "collapsed", "focus", "modules")
 
 def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
            radius: int = 2, weights: bool = False, depth: int | None = None, measurement: Any = None,
-           against: Any = None) -> "Diagram":
+           against: Any = None, numerics: Any = None) -> "Diagram":
     """The partition as a `Diagram` (a `graphviz.Digraph` with `.info`; DOT only, no layout).
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
@@ -49,6 +49,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     view='modules' groups nodes by nn.Module (`depth` levels deep; `focus`: a module path).
     measurement: a hv.Measurement of p, overlaid as time per subgraph / module.
     against: another Partition of the same graph; what differs from it is marked, the rest dimmed.
+    numerics: a hv.numerics result of p; each subgraph's border coloured by its isolated error.
     """
     from hierviz.drawing.diagram import Diagram  # imports graphviz
 
@@ -57,6 +58,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
         raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
     limit = resolve_limit(max_nodes)
+    from hierviz.drawing.accuracy import make_numerics
     from hierviz.drawing.difference import make_difference
     from hierviz.drawing.overlay import make_overlay
 
@@ -66,7 +68,8 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
 
         if is_module(p, focus):
             view = "modules"
-    ctx = Ctx(p, limit, bool(weights), overlay=overlay, difference=difference)
+    marks = make_numerics(p, numerics)
+    ctx = Ctx(p, limit, bool(weights), overlay=overlay, difference=difference, numerics=marks)
     note = None
     if view == "auto" and focus is None and depth is None:
         view, note = choose(p, ctx)
@@ -74,7 +77,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
         from hierviz.drawing.modules import render_modules
 
         lines, info = render_modules(p, focus=focus, depth=depth, max_nodes=max_nodes, overlay=overlay,
-                                     difference=difference, note=note)
+                                     difference=difference, note=note, numerics=marks)
         return Diagram(lines, {"view": "modules", **info, "auto": note}, comment="hierviz modules view")
     if depth is not None:
         raise RenderError("depth= is for view='modules' (how many module levels to draw).")

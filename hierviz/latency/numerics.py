@@ -48,8 +48,9 @@ _CHECK_OPTIONS = ("rtol", "atol", "rel_floor")
 _TIMING_OPTIONS = ("warmup", "iters", "check", "baseline", "per_subgraph", "model", "torch_compile")
 
 NUMERICS_COLUMNS = ["tag", "backend", "asked", "status", "ops", "outputs", "dtypes", "shapes",
-                    "isolated_max_abs", "isolated_max_rel", "isolated_cosine", "isolated_ok",
+                    "isolated_max_abs", "isolated_max_rel", "isolated_cosine", "isolated_ok", "isolated_ratio",
                     "accumulated_max_abs", "accumulated_max_rel", "accumulated_cosine", "accumulated_ok",
+                    "accumulated_ratio",
                     "tolerance", "problem"]
 
 
@@ -61,7 +62,8 @@ class Numerics:
     is what ran it (`asked` what the partition gave it), its outputs' `dtypes` and `shapes`, and
     for the isolated and the accumulated error the max absolute error, the max relative error
     (|out - ref| / max(|ref|, rel_floor x max|ref|)), the cosine similarity and whether it is
-    within `hv.measure`'s tolerance for the output's dtype (`tolerance` says which).
+    within `hv.measure`'s tolerance for the output's dtype (`tolerance` says which), and the
+    error as a fraction of that tolerance (`*_ratio`: <= 1 passes; what diagrams colour by).
     `culprit` is the first subgraph in graph order whose isolated error fails, else None.
     `outputs_match` / `max_abs_error` judge the split model's final outputs, as hv.measure does.
     `check_s` is the time the check took beyond compiling (`compile_s`; zero when every subgraph
@@ -207,7 +209,7 @@ def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, **mea
     return tag
 
 
-_EXACT = (0.0, 0.0, 1.0, True, "")
+_EXACT = (0.0, 0.0, 1.0, True, "", 0.0)
 
 
 class _Check:
@@ -281,24 +283,40 @@ class _Check:
             "dtypes": ", ".join(dict.fromkeys(str(x.dtype).replace("torch.", "") for x in leaves)),
             "shapes": "; ".join(str(list(x.shape)) for x in leaves),
             "isolated_max_abs": iso[0], "isolated_max_rel": iso[1], "isolated_cosine": iso[2], "isolated_ok": iso[3],
+            "isolated_ratio": iso[5],
             "accumulated_max_abs": cum[0], "accumulated_max_rel": cum[1], "accumulated_cosine": cum[2],
-            "accumulated_ok": cum[3], "tolerance": _tolerance(leaves, self.rtol, self.atol),
+            "accumulated_ok": cum[3], "accumulated_ratio": cum[5], "tolerance": _tolerance(leaves, self.rtol, self.atol),
             "problem": iso[4] or cum[4],
         })
         # bitwise the reference: share the split model's value, so later subgraphs are not run twice
         return value if cum[0] == 0.0 and cum[3] and _same_structure(value, want) else want
 
-    def errors(self, got: Any, want: Any) -> tuple[float, float, float, bool, str]:
-        """(max abs, max rel with the floor, min cosine, within tolerance, first problem)."""
+    def errors(self, got: Any, want: Any) -> tuple[float, float, float, bool, str, float]:
+        """(max abs, max rel with the floor, min cosine, within tolerance, first problem,
+        error / tolerance: the largest over the outputs, <= 1 passes)."""
         ok, max_abs, _, problems = compare(got, want, self.rtol, self.atol)
-        rel, cos = 0.0, 1.0
+        rel, cos, ratio = 0.0, 1.0, 0.0
         for a, b in zip(tree_leaves(got), tree_leaves(want)):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and b.numel():
-                r, c = _rel_and_cosine(a, b, self.rel_floor)
+                r, c, err, scale = _leaf_errors(a, b, self.rel_floor)
                 rel, cos = max(rel, r), min(cos, c)
+                ratio = max(ratio, _ratio(err, scale, b.dtype, self.rtol, self.atol))
         if not math.isfinite(max_abs):
             rel = math.inf
-        return float(max_abs), rel, cos, bool(ok), (problems[0] if problems and not ok else "")
+        if not ok and ratio <= 1.0:  # a non-finite, shape or integer mismatch
+            ratio = math.inf
+        return float(max_abs), rel, cos, bool(ok), (problems[0] if problems and not ok else ""), ratio
+
+
+def _ratio(err: float, scale: float, dtype: torch.dtype, rtol: float | None, atol: float | None) -> float:
+    """`err` as a fraction of the tolerance for `dtype` (atol + rtol x max|ref|), as compare judges."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return 0.0 if err == 0 else math.inf
+    r, t = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    bound = (t if atol is None else atol) + (r if rtol is None else rtol) * scale
+    if err == 0:
+        return 0.0
+    return err / bound if bound > 0 else math.inf
 
 
 def _same_structure(a: Any, b: Any) -> bool:
@@ -309,8 +327,8 @@ def _same_structure(a: Any, b: Any) -> bool:
         else type(x) is type(y) for x, y in zip(la, lb))
 
 
-def _rel_and_cosine(a: torch.Tensor, b: torch.Tensor, floor: float) -> tuple[float, float]:
-    """max |a - b| / max(|b|, floor x max|b|) and the cosine similarity of a and b, over the
+def _leaf_errors(a: torch.Tensor, b: torch.Tensor, floor: float) -> tuple[float, float, float, float]:
+    """(max |a - b| / max(|b|, floor x max|b|), cosine similarity, max |a - b|, max |b|) over the
     elements finite in both (non-finite mismatches are compare's to report)."""
     work = torch.float64 if b.dtype == torch.float64 else torch.float32
     if b.is_complex():
@@ -320,17 +338,18 @@ def _rel_and_cosine(a: torch.Tensor, b: torch.Tensor, floor: float) -> tuple[flo
     if not bool(finite.all()):
         a, b = a[finite], b[finite]
     if a.numel() == 0:
-        return 0.0, 1.0
+        return 0.0, 1.0, 0.0, 0.0
     mag = b.abs()
     scale = float(mag.max())
+    diff = (a - b).abs()
     denom = torch.clamp(mag, min=max(floor * scale, torch.finfo(work).tiny))
-    rel = float(((a - b).abs() / denom).max())
+    rel = float((diff / denom).max())
     na, nb = float(torch.linalg.vector_norm(a)), float(torch.linalg.vector_norm(b))
     if na == 0.0 or nb == 0.0:
         cos = 1.0 if na == nb else 0.0
     else:
         cos = float(torch.dot(a, b)) / (na * nb)
-    return rel, min(1.0, cos)
+    return rel, min(1.0, cos), float(diff.max()), scale
 
 
 def _tolerance(leaves: list[torch.Tensor], rtol: float | None, atol: float | None) -> str:

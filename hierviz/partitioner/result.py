@@ -298,7 +298,8 @@ class Partition:
         """A graphviz.Digraph of the partition: view is full, collapsed, focus, modules (by
         nn.Module, repeated blocks rolled up; `depth` levels) or auto (full up to max_nodes,
         collapsed above); `measurement=` overlays measured time, `against=` marks what another
-        partition does differently; `weights=True` also draws weights."""
+        partition does differently; `numerics=` (hv.numerics) colours each subgraph by its error;
+        `weights=True` also draws weights."""
         from hierviz.drawing import render
 
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
