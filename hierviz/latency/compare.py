@@ -1,4 +1,5 @@
-"""Comparing the split model's outputs with eager's: dtype-aware tolerances, NaN/inf-aware errors."""
+"""Comparing the split model's outputs with eager's: dtype-aware tolerances, NaN/inf-aware errors,
+and the per-tensor figures hv.numerics reports (relative error with a floor, cosine, error / tolerance)."""
 
 from __future__ import annotations
 
@@ -85,4 +86,52 @@ def _max_error(a: torch.Tensor, b: torch.Tensor) -> tuple[float, float]:
     return err, scale
 
 
-__all__ = ["compare", "TOLERANCES"]
+def leaf_errors(a: torch.Tensor, b: torch.Tensor, floor: float) -> tuple[float, float, float, float]:
+    """(max |a - b| / max(|b|, floor x max|b|), cosine similarity, max |a - b|, max |b|) over the
+    elements finite in both (non-finite mismatches are compare's to report)."""
+    work = torch.float64 if b.dtype == torch.float64 else torch.float32
+    if b.is_complex():
+        a, b = torch.view_as_real(a.to(b.dtype)), torch.view_as_real(b)
+    a, b = a.detach().to(device=b.device, dtype=work).flatten(), b.detach().to(work).flatten()
+    finite = torch.isfinite(a) & torch.isfinite(b)
+    if not bool(finite.all()):
+        a, b = a[finite], b[finite]
+    if a.numel() == 0:
+        return 0.0, 1.0, 0.0, 0.0
+    mag = b.abs()
+    scale = float(mag.max())
+    diff = (a - b).abs()
+    denom = torch.clamp(mag, min=max(floor * scale, torch.finfo(work).tiny))
+    rel = float((diff / denom).max())
+    na, nb = float(torch.linalg.vector_norm(a)), float(torch.linalg.vector_norm(b))
+    if na == 0.0 or nb == 0.0:
+        cos = 1.0 if na == nb else 0.0
+    else:
+        cos = float(torch.dot(a, b)) / (na * nb)
+    return rel, min(1.0, cos), float(diff.max()), scale
+
+
+def tolerance_ratio(err: float, scale: float, dtype: torch.dtype, rtol: float | None, atol: float | None) -> float:
+    """`err` as a fraction of the tolerance for `dtype` (atol + rtol x max|ref|), as compare judges."""
+    if not (dtype.is_floating_point or dtype.is_complex):
+        return 0.0 if err == 0 else math.inf
+    r, t = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+    bound = (t if atol is None else atol) + (r if rtol is None else rtol) * scale
+    if err == 0:
+        return 0.0
+    return err / bound if bound > 0 else math.inf
+
+
+def tolerance_text(leaves: list[torch.Tensor], rtol: float | None, atol: float | None) -> str:
+    parts = []
+    for dtype in dict.fromkeys(x.dtype for x in leaves):
+        if not (dtype.is_floating_point or dtype.is_complex):
+            parts.append(f"{str(dtype).replace('torch.', '')}: exact")
+            continue
+        r, t = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
+        r, t = (r if rtol is None else rtol), (t if atol is None else atol)
+        parts.append(f"{str(dtype).replace('torch.', '')}: {t:.0e} + {r:.0e} x max|ref|")
+    return "; ".join(parts)
+
+
+__all__ = ["compare", "TOLERANCES", "leaf_errors", "tolerance_ratio", "tolerance_text"]

@@ -29,7 +29,7 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.graphdata import fetch_attr
-from hierviz.latency.compare import TOLERANCES, compare
+from hierviz.latency.compare import compare, leaf_errors, tolerance_ratio, tolerance_text
 from hierviz.latency.compiling import Runner, short
 from hierviz.latency.lift import lift
 from hierviz.latency.plan import resolve_device
@@ -285,7 +285,7 @@ class _Check:
             "isolated_max_abs": iso[0], "isolated_max_rel": iso[1], "isolated_cosine": iso[2], "isolated_ok": iso[3],
             "isolated_ratio": iso[5],
             "accumulated_max_abs": cum[0], "accumulated_max_rel": cum[1], "accumulated_cosine": cum[2],
-            "accumulated_ok": cum[3], "accumulated_ratio": cum[5], "tolerance": _tolerance(leaves, self.rtol, self.atol),
+            "accumulated_ok": cum[3], "accumulated_ratio": cum[5], "tolerance": tolerance_text(leaves, self.rtol, self.atol),
             "problem": iso[4] or cum[4],
         })
         # bitwise the reference: share the split model's value, so later subgraphs are not run twice
@@ -298,25 +298,14 @@ class _Check:
         rel, cos, ratio = 0.0, 1.0, 0.0
         for a, b in zip(tree_leaves(got), tree_leaves(want)):
             if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.shape == b.shape and b.numel():
-                r, c, err, scale = _leaf_errors(a, b, self.rel_floor)
+                r, c, err, scale = leaf_errors(a, b, self.rel_floor)
                 rel, cos = max(rel, r), min(cos, c)
-                ratio = max(ratio, _ratio(err, scale, b.dtype, self.rtol, self.atol))
+                ratio = max(ratio, tolerance_ratio(err, scale, b.dtype, self.rtol, self.atol))
         if not math.isfinite(max_abs):
             rel = math.inf
         if not ok and ratio <= 1.0:  # a non-finite, shape or integer mismatch
             ratio = math.inf
         return float(max_abs), rel, cos, bool(ok), (problems[0] if problems and not ok else ""), ratio
-
-
-def _ratio(err: float, scale: float, dtype: torch.dtype, rtol: float | None, atol: float | None) -> float:
-    """`err` as a fraction of the tolerance for `dtype` (atol + rtol x max|ref|), as compare judges."""
-    if not (dtype.is_floating_point or dtype.is_complex):
-        return 0.0 if err == 0 else math.inf
-    r, t = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
-    bound = (t if atol is None else atol) + (r if rtol is None else rtol) * scale
-    if err == 0:
-        return 0.0
-    return err / bound if bound > 0 else math.inf
 
 
 def _same_structure(a: Any, b: Any) -> bool:
@@ -325,43 +314,6 @@ def _same_structure(a: Any, b: Any) -> bool:
     return len(la) == len(lb) and all(
         (x.dtype, x.shape) == (y.dtype, y.shape) if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor)
         else type(x) is type(y) for x, y in zip(la, lb))
-
-
-def _leaf_errors(a: torch.Tensor, b: torch.Tensor, floor: float) -> tuple[float, float, float, float]:
-    """(max |a - b| / max(|b|, floor x max|b|), cosine similarity, max |a - b|, max |b|) over the
-    elements finite in both (non-finite mismatches are compare's to report)."""
-    work = torch.float64 if b.dtype == torch.float64 else torch.float32
-    if b.is_complex():
-        a, b = torch.view_as_real(a.to(b.dtype)), torch.view_as_real(b)
-    a, b = a.detach().to(device=b.device, dtype=work).flatten(), b.detach().to(work).flatten()
-    finite = torch.isfinite(a) & torch.isfinite(b)
-    if not bool(finite.all()):
-        a, b = a[finite], b[finite]
-    if a.numel() == 0:
-        return 0.0, 1.0, 0.0, 0.0
-    mag = b.abs()
-    scale = float(mag.max())
-    diff = (a - b).abs()
-    denom = torch.clamp(mag, min=max(floor * scale, torch.finfo(work).tiny))
-    rel = float((diff / denom).max())
-    na, nb = float(torch.linalg.vector_norm(a)), float(torch.linalg.vector_norm(b))
-    if na == 0.0 or nb == 0.0:
-        cos = 1.0 if na == nb else 0.0
-    else:
-        cos = float(torch.dot(a, b)) / (na * nb)
-    return rel, min(1.0, cos), float(diff.max()), scale
-
-
-def _tolerance(leaves: list[torch.Tensor], rtol: float | None, atol: float | None) -> str:
-    parts = []
-    for dtype in dict.fromkeys(x.dtype for x in leaves):
-        if not (dtype.is_floating_point or dtype.is_complex):
-            parts.append(f"{str(dtype).replace('torch.', '')}: exact")
-            continue
-        r, t = TOLERANCES.get(dtype, TOLERANCES[torch.float32])
-        r, t = (r if rtol is None else rtol), (t if atol is None else atol)
-        parts.append(f"{str(dtype).replace('torch.', '')}: {t:.0e} + {r:.0e} x max|ref|")
-    return "; ".join(parts)
 
 
 def _args(value: Any, env: dict[Node, Any]) -> Any:
