@@ -236,6 +236,21 @@ def _inductor_fallback(name: str) -> str:
         why = INDUCTOR_REFUSED_TAGS.get(tag.name)
         if why:
             return f"TorchInductor cannot compile it: {why} (tag {tag.name})"
+    return _inductor_alias_refusal(op)
+
+
+def _inductor_alias_refusal(op: Any) -> str:
+    """Why TorchInductor refuses `op` for aliasing, or ''. torch._inductor.compile functionalizes
+    the graph first (AOTAutograd), and functionalization takes only aten ops among those whose
+    outputs alias an input (schema `-> Tensor(a)`, e.g. prims.broadcast_in_dim in train-mode
+    BatchNorm): any other namespace raises "Found a custom (non-ATen) operator whose output has
+    alias annotations", even when TorchInductor has a lowering for it."""
+    if op.namespace == "aten":
+        return ""
+    returns = getattr(op._schema, "returns", ())
+    if any(r.alias_info is not None for r in returns):
+        return (f"TorchInductor cannot compile it: {op.namespace}.{op._schema.name.split('::')[-1]} is a non-aten op "
+                "whose output aliases its input, which functionalization refuses")
     return ""
 
 
@@ -251,14 +266,17 @@ class InductorSupport(OpSetSupport):
         self.fallbacks = fallbacks
 
     def accepts_name(self, name: str) -> bool:
-        if not self.fallbacks:
-            return super().accepts_name(name)
         if name == "_operator.getitem":
             return True
+        if not self.fallbacks:
+            return super().accepts_name(name) and not _inductor_fallback(name)
         return not _inductor_fallback(name)  # also refuses lowered ops such as nonzero
 
     def rejection(self, name: str) -> str:
-        return (_inductor_fallback(name) or "no TorchInductor lowering") if self.fallbacks \
+        why = _inductor_fallback(name)
+        if why.startswith("TorchInductor cannot"):
+            return why
+        return (why or "no TorchInductor lowering") if self.fallbacks \
             else "no TorchInductor lowering (fallback kernels left out: inductor(fallbacks=False))"
 
     def how(self, name: str) -> str:
@@ -279,8 +297,9 @@ def tensorrt(validate: bool = True) -> Support:
 
 def inductor(fallbacks: bool = True) -> Support:
     """Every op TorchInductor compiles: its lowerings and decompositions ("lowered") and every
-    other OpOverload it runs as an implicit fallback kernel ("fallback kernel"), except ops
-    with data-dependent output shapes or values, which it refuses. `fallbacks=False` keeps
+    other OpOverload it runs as an implicit fallback kernel ("fallback kernel"), except what
+    `torch._inductor.compile` refuses on a captured subgraph: ops with data-dependent output
+    shapes or values, and non-aten ops whose output aliases an input (prims.broadcast_in_dim). `fallbacks=False` keeps
     only the ops it lowers itself."""
     return InductorSupport(bool(fallbacks))
 
