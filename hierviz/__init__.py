@@ -43,6 +43,7 @@ _LAZY = {
     "plot_subgraphs": "hierviz.explorer",
     "tune": "hierviz.explorer",
     "TuneResult": "hierviz.explorer",
+    "compare_engines": "hierviz.explorer",
 }
 # submodules reachable as attributes before anything imported them (hv.drawing.to_json(p))
 _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",
@@ -68,5 +69,5 @@ __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
     "RenderError", "MeasureError", "TensorRTUnavailableError", "partition", "Partition", "Subgraph",
     "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore", "Explorer", "plot_latency",
-    "plot_subgraphs", "tune", "TuneResult", "zoo",
+    "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo",
 ]

@@ -20,6 +20,7 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     build_config,
     load_model,
     non_negative,
+    parse_engine_text,
     parse_grid,
     positive,
     writable,
@@ -107,9 +108,14 @@ def cmd_info(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     out = writable(args.output, "-o") if args.output else None
     config = build_config(args)
+    engine = parse_engine_text(args.engine)
+    if engine in ("fast", "global"):
+        from hierviz.partitioner.compiled import check_config
+
+        check_config(config, engine)  # before the model is loaded
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    part = hv.partition(model, inputs, config)
+    part = hv.partition(model, inputs, config, engine=engine)
     text = part.report()
     print(text)
     if out is not None:
@@ -133,6 +139,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     if not grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
     base = build_config(args)
+    engine = parse_engine_text(args.engine)
+    if engine != "hierviz" and "engine" not in grid:
+        grid = {"engine": [engine], **grid}
     validate_grid(grid, base)  # every configuration is valid before anything runs
     measure: Any = False
     if args.measure:
@@ -156,6 +165,9 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 def cmd_tune(args: argparse.Namespace) -> int:
     out = writable(args.csv, "--csv") if args.csv else None
+    if parse_engine_text(args.engine) != "hierviz":
+        raise UsageError("tune --engine: tune searches hierviz's partitioner; what torch_tensorrt.compile "
+                         "runs (engine fast) is its compile_ms baseline. Leave --engine out.")
     base = build_config(args)
     measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None}
     model, inputs = load_model(args.model)
@@ -259,6 +271,10 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: no ops) or an op list")
     p.add_argument("--require-full-compilation", action="store_true", help="fail unless every op is accelerated")
     p.add_argument("--skip-fusion", action="store_true", help="do not keep fusion groups together")
+    p.add_argument("--engine", default="hierviz", metavar="NAME",
+                   help="hierviz (default), fast (what torch_tensorrt.compile runs), global "
+                        "(compile with use_fast_partitioner=False), torch_tensorrt or hierarchical "
+                        "(upstream's hierarchical partitioner)")
 
 
 class Parser(argparse.ArgumentParser):

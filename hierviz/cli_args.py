@@ -142,7 +142,7 @@ def _support_from(choice: str | None) -> Any:
 def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
     Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
-    names = [f for f in FIELDS if f != "support"]
+    names = [f for f in FIELDS if f != "support"] + ["engine"]
     grid: dict[str, list[Any]] = {}
     for item in items:
         if "=" not in item:
@@ -162,7 +162,20 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
     return grid
 
 
+def parse_engine_text(text: str, option: str = "--engine") -> str:
+    """An engine name from the command line (hv.partition's engine=), or UsageError."""
+    from hierviz.errors import ConfigError
+    from hierviz.partitioner import parse_engine
+
+    try:
+        return parse_engine(text)
+    except ConfigError as exc:
+        raise UsageError(f"{option}: {exc}") from None
+
+
 def _grid_value(field: str, text: str) -> Any:
+    if field == "engine":
+        return parse_engine_text(text, "--grid engine")
     try:
         return parse_text(field, text)
     except ConfigError as exc:

@@ -272,6 +272,27 @@ def _table(df: Any, what: str) -> str:
     return note + df.to_html(index=False, border=0, classes="hv-table", escape=True, na_rep="")
 
 
+def _compile_today(p: "Partition") -> str:
+    """The fast partition's counts (what torch_tensorrt.compile runs with these settings)
+    beside this one's, as a small table; or why they are left out."""
+    from hierviz.partitioner.compiled import compile_today
+
+    esc = htmlmod.escape
+    fast, why = (p, "") if p.engine == "fast" else compile_today(p.graph, p.config)
+    head = '<h2 id="compile-today">torch_tensorrt.compile today</h2>'
+    if fast is None:
+        return f'{head}<p class="hv-note">{esc(why)}</p>'
+    rows = [(f"torch_tensorrt.compile (fast){' = this report' if fast is p else ''}", fast)]
+    if fast is not p:
+        rows.append((f"this partition ({p.engine})", p))
+    body = "".join(
+        f"<tr><td>{esc(name)}</td><td>{q.stats['subgraphs']}</td><td>{q.stats['acc_subgraphs']}</td>"
+        f"<td>{q.stats['accelerated_ops']} / {q.stats['compute_ops']}</td><td>{q.stats['boundary_tensors']}</td>"
+        f"<td>{esc('; '.join(getattr(q, 'notes', ())))}</td></tr>" for name, q in rows)
+    return (f'{head}<table class="hv-table"><tr><th>partition</th><th>subgraphs</th><th>accelerated subgraphs'
+            f"</th><th>accelerated ops</th><th>boundary tensors</th><th>note</th></tr>{body}</table>")
+
+
 def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = None, **kwargs: Any) -> str:
     """A standalone HTML report (no external resources, no script): the diagram inline, the
     config, the summary() and ops() tables and the text report; with `numerics=` (hv.numerics)
@@ -310,6 +331,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 {diagram}
 <h2 id="config">Configuration</h2>
 <table class="hv-table">{cfg_rows}</table>
+{_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
 {_table(p.summary(), "subgraphs")}
 {_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>

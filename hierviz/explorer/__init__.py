@@ -1,5 +1,6 @@
 """Exploring and comparing settings: the `hv.explore` widget, `hv.sweep` and its plots,
-`hv.tune` (tuning.py; trials on Ray: ray_executor.py).
+`hv.tune` (tuning.py; trials on Ray: ray_executor.py), `hv.compare_engines` (engines.py: what
+torch_tensorrt.compile runs beside the hierarchical partitions).
 
 The widget is three parts: controls.py (the ipywidgets), controller.py (control state ->
 Config -> Partition, history and caches; no ipywidgets) and panels.py (pure functions from a
@@ -17,7 +18,8 @@ from hierviz.partitioner import diff
 
 _LAZY = {"Explorer": "hierviz.explorer.widget", "explore": "hierviz.explorer.widget",
          "plot_latency": "hierviz.explorer.plots", "plot_subgraphs": "hierviz.explorer.plots",
-         "tune": "hierviz.explorer.tuning", "TuneResult": "hierviz.explorer.tuning"}
+         "tune": "hierviz.explorer.tuning", "TuneResult": "hierviz.explorer.tuning",
+         "compare_engines": "hierviz.explorer.engines"}
 
 
 def __getattr__(name: str) -> Any:
@@ -26,5 +28,5 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hierviz.explorer' has no attribute {name!r}")
 
 
-__all__ = ["explore", "Explorer", "sweep", "tune", "TuneResult", "diff", "plot_latency", "plot_subgraphs",
+__all__ = ["explore", "Explorer", "sweep", "tune", "TuneResult", "compare_engines", "diff", "plot_latency", "plot_subgraphs",
            "cache_info", "cached_partition", "clear_cache"]

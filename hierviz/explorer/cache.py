@@ -19,20 +19,21 @@ from hierviz.partitioner import Partition, partition
 MAXSIZE = 512
 
 _lock = threading.RLock()
-_entries: "OrderedDict[tuple[int, Config], Partition]" = OrderedDict()
+_entries: "OrderedDict[tuple[int, Config, str], Partition]" = OrderedDict()
 _counters = {"hits": 0, "misses": 0}
 
 
-def cached_partition(gm: GraphModule, config: Config) -> Partition:
-    """`hv.partition(gm, config=config)`, from the cache when this graph and config were seen."""
-    key = (id(gm), config)
+def cached_partition(gm: GraphModule, config: Config, engine: str = "hierviz") -> Partition:
+    """`hv.partition(gm, config=config, engine=engine)`, from the cache when this graph, config
+    and engine were seen."""
+    key = (id(gm), config, engine)
     with _lock:
         part = _entries.get(key)
         if part is not None and part.graph is gm:
             _entries.move_to_end(key)
             _counters["hits"] += 1
             return part
-    part = partition(gm, config=config)  # outside the lock: threads partition in parallel
+    part = partition(gm, config=config, engine=engine)  # outside the lock: threads partition in parallel
     with _lock:
         _counters["misses"] += 1
         _entries[key] = part

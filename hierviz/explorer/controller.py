@@ -23,7 +23,7 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns, panels
 from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
 from hierviz.opnames import qualname
-from hierviz.partitioner import CALLABLE_OPS, Partition, diff
+from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -40,6 +40,11 @@ def views() -> tuple[str, ...]:
     return tuple(VIEWS)
 
 
+def key_of(part: Partition) -> tuple[Config, str]:
+    """What identifies a shown partition in the caches and the history: its Config and engine."""
+    return (part.config, part.engine)
+
+
 @dataclass(frozen=True)
 class ControlState:
     """What the controls show: the Config fields (`values`, possibly an invalid combination),
@@ -49,6 +54,7 @@ class ControlState:
     view: str = "auto"
     focus: str | None = None
     measure: bool = False
+    engine: str = "hierviz"  # hv.partition's engine=
 
 
 @dataclass
@@ -99,7 +105,9 @@ class Controller:
 
     # ------------------------------------------------------------------ settings -> partition
     def config_of(self, values: Mapping[str, Any]) -> Config:
-        """The Config the control values describe (ConfigError when they are invalid)."""
+        """The Config the control values describe (ConfigError when they are invalid); the
+        engine, not a Config field, is left out."""
+        values = {k: v for k, v in values.items() if k != "engine"}
         unknown = set(values) - set(CONFIG_FIELDS)
         if unknown:
             raise ConfigError(f"unknown Config field(s) {sorted(unknown)}; fields are {list(CONFIG_FIELDS)}.")
@@ -116,15 +124,17 @@ class Controller:
             if isinstance(state, HiervizError):
                 raise state
             cfg = self.config_of(values)
+            engine = parse_engine(state.engine)
             hits = cache_info()["hits"]
-            part = cached_partition(self.graph, cfg)
+            part = cached_partition(self.graph, cfg, engine)
             cached = cache_info()["hits"] > hits
             error = None
         except HiervizError as exc:
             cfg, part, error = None, None, str(exc)
         timings = {"partition": time.perf_counter() - t0}
 
-        key = cfg if error is None else ("error", error, repr(values))
+        engine = state.engine if isinstance(state, ControlState) else "hierviz"
+        key = key_of(part) if part is not None else ("error", error, repr(values), engine)
         changed = key != self._state_key
         self._state_key = key
         self.config, self.partition = cfg, part
@@ -133,15 +143,16 @@ class Controller:
             self.errors["partition"] = error
         else:
             self.errors.pop("partition", None)
-        if part is not None and (self.shown is None or self.shown.config != part.config):
+        if part is not None and (self.shown is None or key_of(self.shown) != key_of(part)):
             self.previous, self.shown = self.shown, part
         if changed:
-            self._add_run(values, cfg, part, error, cached)
+            self._add_run({**values, "engine": engine}, cfg, part, error, cached)
         return Update(cfg, part, error, changed, cached, timings)
 
     def _add_run(self, values: Mapping[str, Any], cfg: Config | None, part: Partition | None,
                  error: str | None, cached: bool) -> None:
         row: dict[str, Any] = {"run": len(self.runs) + 1}
+        row["engine"] = part.engine if part is not None else values.get("engine", "hierviz")
         if part is not None and cfg is not None:
             row.update(columns.config_columns(cfg))
             row.update(columns.stat_columns(part))
@@ -149,7 +160,7 @@ class Controller:
             row.update({k: columns.format_field(k, v) for k, v in values.items() if k in CONFIG_FIELDS})
         row["error"] = error
         row["cached"] = cached
-        row["_key"] = cfg
+        row["_key"] = key_of(part) if part is not None else None
         self.runs.append(row)
 
     def note_seconds(self, seconds: float) -> None:
@@ -159,7 +170,7 @@ class Controller:
 
     def history(self) -> "pd.DataFrame":
         """One row per run: run number, config fields, stats, latency, error, cached, seconds."""
-        return columns.frame(self.runs, latency=True, extra_head=("run",), extra_tail=("cached", "seconds"))
+        return columns.frame(self.runs, latency=True, extra_head=("run", "engine"), extra_tail=("cached", "seconds"))
 
     # ------------------------------------------------------------------ panels
     def diagram(self, part: Partition, view: str, focus: str | None) -> str:
@@ -179,7 +190,7 @@ class Controller:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
         measured = self.measurement_of(part)  # drawn as the cost overlay when there is one
-        key = (part.config, view, focus, self.max_nodes, id(measured) if measured is not None else None)
+        key = (key_of(part), view, focus, self.max_nodes, id(measured) if measured is not None else None)
         svg = self._svgs.get(key)
         if svg is None:
             from hierviz.drawing import to_svg
@@ -192,14 +203,14 @@ class Controller:
         """The SVG already drawn for these settings, else None (never draws)."""
         focus = (focus or None) if view == "focus" else None
         measured = self.measurement_of(part)
-        return self._svgs.get((part.config, view, focus, self.max_nodes,
+        return self._svgs.get((key_of(part), view, focus, self.max_nodes,
                                id(measured) if measured is not None else None))
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
-        out = self._tables.get(part.config)
+        out = self._tables.get(key_of(part))
         if out is None:
-            out = self._tables.put(part.config, panels.tables_html(part))
+            out = self._tables.put(key_of(part), panels.tables_html(part))
         return out
 
     def focus_options(self, part: Partition) -> list[str]:
@@ -207,7 +218,13 @@ class Controller:
         return [sg.tag for sg in part.subgraphs] + self.node_names
 
     def stats(self, measuring: bool) -> str:
-        return panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
+        text = panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
+        if self.shown is None:
+            return text
+        from hierviz.explorer.engines import compile_partition
+
+        fast, why = compile_partition(self.graph, self.shown.config)
+        return text + panels.compile_today_html(fast, why, self.shown)
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
         """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""
@@ -222,7 +239,7 @@ class Controller:
         other, _ = self.diff_target(against)
         if other is None or self.shown is None:
             return None
-        key = (other.config, self.shown.config)
+        key = (key_of(other), key_of(self.shown))
         df = self._diffs.get(key)
         if df is None:
             df = self._diffs.put(key, diff(other, self.shown))
@@ -236,7 +253,7 @@ class Controller:
         table = panels.diff_html(self.moved(against), self.shown, other, what)
         if other is None or self.shown is None:
             return table
-        key = ("diagram", other.config, self.shown.config, self.max_nodes)
+        key = ("diagram", key_of(other), key_of(self.shown), self.max_nodes)
         svg = self._diffs.get(key)
         if svg is None:
             from hierviz.drawing import to_svg
@@ -262,19 +279,19 @@ class Controller:
         self.pinned = None
 
     # ------------------------------------------------------------------ measuring
-    def _measure_key(self, cfg: Config) -> tuple[Config, tuple]:
-        return (cfg, tuple(sorted((k, repr(v)) for k, v in self.measure_options.items())))
+    def _measure_key(self, part: Partition) -> tuple[Any, tuple]:
+        return (key_of(part), tuple(sorted((k, repr(v)) for k, v in self.measure_options.items())))
 
     def measurement_of(self, part: Partition | None) -> Any:
         """The stored measurement of `part`'s settings, else None."""
         if part is None:
             return None
-        return self._measurements.get(self._measure_key(part.config))
+        return self._measurements.get(self._measure_key(part))
 
     def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
         """`hv.measure` of `part` (stored per config), filling in its history row's latency.
         A MeasureError is filed under errors['measure'] and None returned."""
-        key = self._measure_key(part.config)
+        key = self._measure_key(part)
         m = self._measurements.get(key)
         if m is None:
             from hierviz import latency
@@ -288,7 +305,7 @@ class Controller:
                 return None
             self._measurements.put(key, m)
         self.errors.pop("measure", None)
-        if self.runs and self.runs[-1].get("_key") == part.config:
+        if self.runs and self.runs[-1].get("_key") == key_of(part):
             self.runs[-1].update(columns.latency_columns(m))
         return m
 

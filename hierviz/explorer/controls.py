@@ -258,10 +258,20 @@ class Choice(_Refusing, widgets.ToggleButtons):
                             f"kept {self.value!r}.")
 
 
+def engine_options() -> list[str]:
+    """The partitioners the engine control offers: hierviz's, and when torch_tensorrt imports,
+    what torch_tensorrt.compile runs (fast, global) and upstream's hierarchical one."""
+    from hierviz import trt
+
+    return ["hierviz", "fast", "global", "torch_tensorrt"] if trt.available() else ["hierviz"]
+
+
 def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
-                   view: str, focus: str | None, on_refused: Refused) -> tuple[Mapping[str, widgets.Widget], dict]:
-    """(controls, extras): `controls` maps each Config field plus view, focus and measure to its
-    widget; `extras` holds the min_block_size box, the ops counter line and the support backends."""
+                   view: str, focus: str | None, on_refused: Refused,
+                   engine: str = "hierviz") -> tuple[Mapping[str, widgets.Widget], dict]:
+    """(controls, extras): `controls` maps each Config field plus engine, view, focus and
+    measure to its widget; `extras` holds the min_block_size box, the ops counter line and the
+    support backends."""
     backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
     backends += [b for b in (base.support or {}) if b not in backends]
     priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
@@ -293,6 +303,14 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                                layout=widgets.Layout(width="320px"))
     measure_w = Toggle(value=bool(measure), description="measure latency", icon="clock-o",
                        layout=widgets.Layout(width="auto"))
+    offered = engine_options()
+    if engine not in offered:
+        raise ConfigError(f"hv.explore: engine={engine!r} needs torch_tensorrt, which is not available here; "
+                          f"engines offered: {', '.join(offered)}.")
+    engine_w = Choice(options=offered, value=engine, description="engine",
+                      tooltip="hierviz: hierviz's partitioner; fast: what torch_tensorrt.compile runs; global: "
+                              "compile with use_fast_partitioner=False; torch_tensorrt: upstream's hierarchical one",
+                      style={"button_width": "110px", "description_width": "initial"})
     controls = MappingProxyType({
         "priority": priority,
         "support": support,
@@ -300,6 +318,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
         "torch_executed_ops": teo,
         "require_full_compilation": rfc,
         "skip_fusion": skip,
+        "engine": engine_w,
         "view": view_w,
         "focus": focus_w,
         "measure": measure_w,
@@ -365,9 +384,10 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
                         layout=widgets.Layout(width="100%"))
     row4 = widgets.HBox([widgets.Label("support"), c["support"]])
     row5 = widgets.HBox([c["view"], c["focus"]])
+    row0 = widgets.HBox([c["engine"]])
     progress = widgets.HBox([more["progress"], more["progress_label"]])
     fastest = widgets.HBox([b["find_fastest"], b["apply_fastest"], p["fastest"]])
-    box = widgets.VBox([row1, row4, row2, row3, extras["teo_counts"], row5, progress, fastest])
+    box = widgets.VBox([row0, row1, row4, row2, row3, extras["teo_counts"], row5, progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
     pages["export_box"] = widgets.VBox([widgets.HBox([more["output_dir"], b["export_svg"], b["export_html"],

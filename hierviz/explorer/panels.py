@@ -130,6 +130,26 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
     return f"<table>{body}</table>"
 
 
+def compile_today_html(fast: "Partition | None", why: str, shown: "Partition | None" = None) -> str:
+    """One line: the partition torch_tensorrt.compile makes with these settings (engine
+    "fast"), its counts beside the shown partition's; or why it is not shown."""
+    label = '<span style="color:#555">torch_tensorrt.compile today (fast):</span> '
+    if fast is None:
+        return f'<div class="hv-compile-today">{label}{html.escape(why)}</div>'
+    s = fast.stats
+    text = (f"<b>{s['subgraphs_by_backend'].get('tensorrt', 0)}</b> TensorRT engine(s), "
+            f"{s['subgraphs_by_backend'].get('torch', 0)} PyTorch subgraph(s), "
+            f"{s['accelerated_ops']} of {s['compute_ops']} ops accelerated")
+    if shown is not None and shown is not fast:
+        t = shown.stats
+        text += (f" &mdash; this partition ({html.escape(shown.engine)}): {t['acc_subgraphs']} accelerated "
+                 f"subgraph(s), {t['accelerated_ops']} ops accelerated")
+    notes = "; ".join(getattr(fast, "notes", ()))
+    if notes:
+        text += f' <span style="color:#a60">({html.escape(notes)})</span>'
+    return f'<div class="hv-compile-today">{label}{text}</div>'
+
+
 def history_html(df: "pd.DataFrame") -> str:
     """The history table, newest first; settings that never changed go last, so what changed
     and its effect fit on screen."""

@@ -16,6 +16,15 @@ from hierviz.explorer.cache import cache_info, cached_partition
 from hierviz.partitioner import graph_of, make_config
 
 FIELDS = columns.CONFIG_COLUMNS
+ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's engine=
+
+
+def split_combo(combo: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(engine, Config fields) of one grid combination; the engine read by parse_engine."""
+    from hierviz.partitioner import parse_engine
+
+    fields = {k: v for k, v in combo.items() if k != ENGINE}
+    return parse_engine(combo.get(ENGINE, "hierviz")), fields
 
 
 def _values(field: str, values: Any) -> list[Any]:
@@ -35,11 +44,16 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
         raise ConfigError("grid must map Config fields to lists of values, e.g. "
                           "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
     try:
-        check_fields(grid)
+        check_fields({k: v for k, v in grid.items() if k != ENGINE})
     except ConfigError as exc:
-        raise ConfigError(f"grid: {exc}") from None
+        raise ConfigError(f"grid: {exc} The grid may also vary {ENGINE!r} (hv.partition's engine=).") from None
     keys = list(grid)
     lists = [_values(k, grid[k]) for k in keys]
+    if ENGINE in grid:  # engine names are checked up front, like field names
+        from hierviz.partitioner import parse_engine
+
+        for value in lists[keys.index(ENGINE)]:
+            parse_engine(value)
     empty = [k for k, v in zip(keys, lists) if not v]
     if empty:
         raise ConfigError(f"grid gives no values for {empty}; give at least one value per field.")
@@ -54,14 +68,20 @@ def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) ->
     configs = []
     for combo in expand_grid(grid):
         try:
-            configs.append(base_cfg.replace(**combo))
+            engine, fields = split_combo(combo)
+            cfg = base_cfg.replace(**fields)
+            if engine in ("fast", "global"):
+                from hierviz.partitioner.compiled import check_config
+
+                check_config(cfg, engine)
+            configs.append(cfg)
         except ConfigError as exc:
             shown = " ".join(f"{k}={columns.format_field(k, v)}" for k, v in combo.items())
             raise ConfigError(f"grid configuration {shown}: {exc}") from None
     return configs
 
 
-def _measure_kwargs(measure: Any) -> dict[str, Any] | None:
+def measure_kwargs(measure: Any) -> dict[str, Any] | None:
     if measure is None or measure is False:
         return None
     if measure is True:
@@ -77,9 +97,12 @@ def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, di
     row: dict[str, Any] = columns.config_columns(base)
     row.update({k: columns.format_field(k, v) for k, v in combo.items()})
     try:
-        cfg = base.replace(**combo)
+        engine, fields = split_combo(combo)
+        cfg = base.replace(**fields)
         row.update(columns.config_columns(cfg))
-        part = cached_partition(gm, cfg)
+        if ENGINE in combo:
+            row[ENGINE] = engine
+        part = cached_partition(gm, cfg, engine)
         row.update(columns.stat_columns(part))
     except HiervizError as exc:
         row["error"] = str(exc)
@@ -94,6 +117,8 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
+    `grid` may also vary `engine` (hv.partition's engine=: "hierviz", "fast", "global",
+    "torch_tensorrt"); then the first column is the engine.
     Columns: the Config fields, then stats (subgraphs, acc_subgraphs, subgraphs_<backend>,
     coverage, accelerated_coverage, boundary_tensors, recommendation — the min_block_size
     `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes), then
@@ -116,7 +141,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
         raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
                           f"or a Ray address, not {type(executor).__name__}.")
-    mkw = _measure_kwargs(measure)
+    mkw = measure_kwargs(measure)
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
@@ -166,7 +191,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     finally:
         bar.close()
 
-    df = columns.frame(rows, latency=mkw is not None)
+    df = columns.frame(rows, latency=mkw is not None, extra_head=(ENGINE,) if ENGINE in grid else ())
     after = cache_info()
     df.attrs["seconds"] = round(time.perf_counter() - start, 4)
     df.attrs["partition_cache_hits"] = after["hits"] - before["hits"]

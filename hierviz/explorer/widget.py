@@ -40,7 +40,7 @@ from hierviz.explorer import controls as ctl
 from hierviz.explorer import panels
 from hierviz.explorer.controller import ControlState, Controller, check_options, views
 from hierviz.explorer.debounce import Debouncer
-from hierviz.partitioner import Partition, graph_of, make_config
+from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -48,7 +48,7 @@ if TYPE_CHECKING:
 DEFAULT_DEBOUNCE = 0.15
 DEFAULT_OUTPUT_DIR = "hierviz-export"
 FASTEST_BUDGET = 8  # settings the "find fastest" button measures
-OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name")
+OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name", "engine")
 
 
 class Explorer(widgets.VBox):
@@ -65,7 +65,7 @@ class Explorer(widgets.VBox):
                  measure: bool = False, view: str = "auto", focus: str | None = None,
                  debounce: float = DEFAULT_DEBOUNCE, output_dir: str | Path = DEFAULT_OUTPUT_DIR,
                  max_nodes: int | None = None, measure_options: Mapping[str, Any] | None = None,
-                 name: str | None = None, **overrides: Any) -> None:
+                 name: str | None = None, engine: str | None = None, **overrides: Any) -> None:
         super().__init__()
         self.add_class("hierviz-explorer")  # a stable hook for CSS and the browser test
         unknown = sorted(set(overrides) - set(FIELDS))
@@ -77,6 +77,9 @@ class Explorer(widgets.VBox):
                                        measure_options=measure_options, name=name)
         if config is None and isinstance(model, Partition):
             config = model.config
+        if engine is None:
+            engine = model.engine if isinstance(model, Partition) else "hierviz"
+        engine = parse_engine(engine)
         base = make_config(config, overrides)
         self.graph = graph_of(model, example_inputs)
         self.example_inputs = example_inputs
@@ -89,7 +92,8 @@ class Explorer(widgets.VBox):
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
 
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
-                                                   view=view, focus=focus, on_refused=self._refused)
+                                                   view=view, focus=focus, on_refused=self._refused,
+                                                   engine=engine)
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
@@ -189,7 +193,7 @@ class Explorer(widgets.VBox):
     def state(self) -> ControlState:
         """What the controls show, as the controller takes it."""
         c = self.controls
-        return ControlState(values=self.control_values(), view=c["view"].value,
+        return ControlState(values=self.control_values(), engine=c["engine"].value, view=c["view"].value,
                             focus=(c["focus"].value or "").strip() or None, measure=bool(c["measure"].value))
 
     @property
@@ -424,5 +428,6 @@ def explore(model: Any, example_inputs: Any = None, config: Config | dict | None
     """An interactive Explorer of `model`'s partition: change the settings with widgets and see
     the diagram, stats, tables, report, history and diff update. `overrides` are Config fields
     (`hv.explore(m, x, min_block_size=2)`, as in hv.partition) and Explorer options (view,
-    focus, debounce, output_dir, max_nodes, measure_options, name)."""
+    focus, debounce, output_dir, max_nodes, measure_options, name, engine: "hierviz", "fast" —
+    what torch_tensorrt.compile runs —, "global" or "torch_tensorrt")."""
     return Explorer(model, example_inputs, config, measure=measure, **overrides)

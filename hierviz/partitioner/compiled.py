@@ -14,6 +14,7 @@ in PyTorch by compile's early return), removed as dead code.
 from __future__ import annotations
 
 import heapq
+from typing import Any
 
 from torch.fx import GraphModule
 
@@ -164,3 +165,39 @@ def _topological(index: eng.GraphIndex, groups: list[tuple[bool, list[int]]]) ->
     if len(order) != len(groups):  # pragma: no cover - upstream's blocks never form a cycle
         raise ConfigError("torch_tensorrt's partitioner returned blocks that depend on each other in a cycle")
     return order
+
+
+def compile_config(config: Config) -> Config:
+    """The settings torch_tensorrt.compile would run for `config`: TensorRT only (the other
+    backends are for the hierarchical partitioners), its validated converter support, no
+    skip_fusion of the user's (compile sets it itself); min_block_size, torch_executed_ops and
+    require_full_compilation as given."""
+    changes: dict = {}
+    if config.priority != ("tensorrt",):
+        changes["priority"] = ("tensorrt",)
+    if config.support is not None:
+        changes["support"] = None
+    if config.skip_fusion:
+        changes["skip_fusion"] = False
+    if getattr(config, "demote_to", "torch") != "torch":
+        changes["demote_to"] = "torch"
+    return config.replace(**changes) if changes else config
+
+
+def compile_today(gm: GraphModule, config: Config, run: Any = None) -> tuple[Partition | None, str]:
+    """(the partition torch_tensorrt.compile makes of `gm` with `config`'s settings, '') or
+    (None, why it is left out: no torch_tensorrt here, or compile's partitioner refused).
+    `run(gm, config, engine)` partitions (default: hv.partition; the explorer passes its cache)."""
+    if not trt.available():
+        return None, ("left out: torch_tensorrt is not available here; "
+                      'pip install "hierviz[tensorrt-rtx]" to see it')
+    from hierviz.errors import HiervizError
+
+    try:
+        cfg = compile_config(config)
+        if run is None:
+            check_config(cfg, "fast")
+            return partition_compiled(gm, cfg, "fast"), ""
+        return run(gm, cfg, "fast"), ""
+    except HiervizError as exc:
+        return None, str(exc)

@@ -52,7 +52,8 @@ def test_explore_is_a_widget_with_the_default_partition(ex: Explorer, small) -> 
 
 
 def test_controls_cover_every_config_field_and_show_the_config(ex: Explorer) -> None:
-    assert set(CONFIG_FIELDS) | {"view", "measure"} <= set(ex.controls)
+    assert set(CONFIG_FIELDS) | {"engine", "view", "measure"} <= set(ex.controls)
+    assert ex.controls["engine"].value == "hierviz"
     c = ex.controls
     assert list(c["priority"].value) == ["tensorrt", "inductor"]
     assert c["min_block_size"].value == 5 and ex.min_block_size_box.value == 5

@@ -1,0 +1,79 @@
+"""hv.compare_engines: "your compile today" beside the hierarchical partitions.
+
+Most Torch-TensorRT users never call the hierarchical partitioner: `torch_tensorrt.compile`
+partitions with its fast (adjacency) partitioner, or the global one. This module puts the
+partition each engine makes of the same graph side by side (one DataFrame row per engine),
+and gives the explorer, the HTML report and `hv.tune` the fast partition's counts: what
+`torch_tensorrt.compile` would run with the same settings.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from hierviz.config import Config
+from hierviz.errors import ConfigError, HiervizError
+from hierviz.explorer import columns
+from hierviz.explorer.cache import cached_partition
+from hierviz.partitioner import Partition, graph_of, make_config
+from hierviz.partitioner.compiled import compile_config, compile_today
+
+# (engine, what it is), in the order compare_engines lists them.
+ENGINE_ROWS = (
+    ("fast", "torch_tensorrt.compile today (its default: the fast adjacency partitioner)"),
+    ("global", "torch_tensorrt.compile with use_fast_partitioner=False (the global partitioner)"),
+    ("torch_tensorrt", "upstream's hierarchical partitioner (not reachable from compile)"),
+    ("hierviz", "hierviz's hierarchical partitioner"),
+)
+
+
+def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
+    """hierviz.partitioner.compiled.compile_today through the partition cache."""
+    return compile_today(gm, config, cached_partition)
+
+
+def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
+                    measure: bool | Mapping[str, Any] = False, **overrides: Any) -> "Any":
+    """One row per engine — fast (what torch_tensorrt.compile runs today), global, upstream's
+    hierarchical partitioner, hierviz — partitioning the same captured graph: subgraphs per
+    backend, accelerated ops, boundary tensors, and latency when `measure` (True, or a dict of
+    hv.measure options; TensorRT needs a GPU). fast and global run with `compile_config`
+    (TensorRT only); the hierarchical ones with `config` as given. A row that cannot be made
+    here has its reason in `error`; `note` says what the engine did besides partitioning
+    (compile's fallback to the global partitioner, its early return)."""
+    from hierviz.explorer.sweep import measure_kwargs, run_measure
+
+    cfg = make_config(config, overrides)
+    mkw = measure_kwargs(measure)
+    gm = graph_of(model_or_graph, example_inputs)
+    if mkw is not None and example_inputs is None:
+        raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
+    rows = []
+    for engine, what in ENGINE_ROWS:
+        used = compile_config(cfg) if engine in ("fast", "global") else cfg
+        row: dict[str, Any] = {"engine": engine, "what": what, **columns.config_columns(used)}
+        try:
+            part = cached_partition(gm, used, engine)
+            row.update(columns.stat_columns(part))
+            row["accelerated_ops"] = part.stats["accelerated_ops"]
+            row["note"] = "; ".join(getattr(part, "notes", ())) or None
+            row["error"] = None
+        except HiervizError as exc:
+            row["error"] = str(exc)
+            part = None
+        if mkw is not None and part is not None:
+            try:
+                row.update(columns.latency_columns(run_measure(part, example_inputs, mkw)))
+            except HiervizError as exc:
+                row["error"] = str(exc)
+        rows.append(row)
+    df = columns.frame(rows, latency=mkw is not None, extra_head=("engine", "what"),
+                       extra_tail=("accelerated_ops", "note"))
+    cols = list(df.columns)
+    if "accelerated_ops" in cols:  # beside the subgraph counts
+        cols.remove("accelerated_ops")
+        cols.insert(cols.index("coverage"), "accelerated_ops")
+    return df[cols]
+
+
+__all__ = ["compare_engines", "compile_config", "compile_partition", "ENGINE_ROWS"]
