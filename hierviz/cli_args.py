@@ -16,6 +16,7 @@ from typing import Any, Sequence
 import hierviz as hv
 from hierviz.config import BUILTIN_BACKENDS, FIELDS, parse_config, parse_text, unknown_backend_message
 from hierviz.errors import ConfigError
+from hierviz.partitioner import parse_engine
 
 
 class UsageError(Exception):
@@ -164,9 +165,6 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
 
 def parse_engine_text(text: str, option: str = "--engine") -> str:
     """An engine name from the command line (hv.partition's engine=), or UsageError."""
-    from hierviz.errors import ConfigError
-    from hierviz.partitioner import parse_engine
-
     try:
         return parse_engine(text)
     except ConfigError as exc:

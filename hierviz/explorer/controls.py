@@ -20,6 +20,7 @@ import ipywidgets as widgets
 import traitlets
 
 from hierviz import support as support_mod
+from hierviz import trt
 from hierviz.config import BUILTIN_BACKENDS, Config
 from hierviz.errors import ConfigError
 from hierviz.explorer import panels
@@ -261,8 +262,6 @@ class Choice(_Refusing, widgets.ToggleButtons):
 def engine_options() -> list[str]:
     """The partitioners the engine control offers: hierviz's, and when torch_tensorrt imports,
     what torch_tensorrt.compile runs (fast, global) and upstream's hierarchical one."""
-    from hierviz import trt
-
     return ["hierviz", "fast", "global", "torch_tensorrt"] if trt.available() else ["hierviz"]
 
 

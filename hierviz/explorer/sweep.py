@@ -13,7 +13,8 @@ from hierviz.config import Config, check_fields
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cache_info, cached_partition
-from hierviz.partitioner import graph_of, make_config
+from hierviz.partitioner import graph_of, make_config, parse_engine
+from hierviz.partitioner.compiled import check_config
 
 FIELDS = columns.CONFIG_COLUMNS
 ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's engine=
@@ -21,8 +22,6 @@ ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's
 
 def split_combo(combo: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(engine, Config fields) of one grid combination; the engine read by parse_engine."""
-    from hierviz.partitioner import parse_engine
-
     fields = {k: v for k, v in combo.items() if k != ENGINE}
     return parse_engine(combo.get(ENGINE, "hierviz")), fields
 
@@ -50,8 +49,6 @@ def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
     keys = list(grid)
     lists = [_values(k, grid[k]) for k in keys]
     if ENGINE in grid:  # engine names are checked up front, like field names
-        from hierviz.partitioner import parse_engine
-
         for value in lists[keys.index(ENGINE)]:
             parse_engine(value)
     empty = [k for k, v in zip(keys, lists) if not v]
@@ -71,8 +68,6 @@ def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) ->
             engine, fields = split_combo(combo)
             cfg = base_cfg.replace(**fields)
             if engine in ("fast", "global"):
-                from hierviz.partitioner.compiled import check_config
-
                 check_config(cfg, engine)
             configs.append(cfg)
         except ConfigError as exc:

@@ -20,7 +20,7 @@ from torch.fx import GraphModule
 
 from hierviz import trt
 from hierviz.config import Config
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import engine as eng
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
@@ -191,8 +191,6 @@ def compile_today(gm: GraphModule, config: Config, run: Any = None) -> tuple[Par
     if not trt.available():
         return None, ("left out: torch_tensorrt is not available here; "
                       'pip install "hierviz[tensorrt-rtx]" to see it')
-    from hierviz.errors import HiervizError
-
     try:
         cfg = compile_config(config)
         if run is None:
