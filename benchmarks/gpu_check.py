@@ -11,7 +11,11 @@ In order, so that what matters is measured first:
   3. per model, small ones first: `tensorrt` (TensorRT only, the rest eager) and `mixed`
      (TensorRT + TorchInductor + eager in one split model), then `inductor` for reference;
   4. with time left (and unless --no-tune): hv.tune on tiny_conv with TensorRT in its space,
-     the best setting compiled (Partition.compile), saved, loaded back and checked (issue 15).
+     the best setting compiled (Partition.compile), saved, loaded back and checked (issue 15),
+     and "compile today vs best hierarchical": tune's compile_ms baseline (what
+     torch_tensorrt.compile runs) beside the best hierarchical setting.
+Per model, `compile` is the partition torch_tensorrt.compile makes (engine="fast"), beside
+`tensorrt` (hierviz's, TensorRT only).
 Each row: subgraphs by the backend that actually RAN, fallbacks, precision (strict FP32 unless
 --tf32, the same for every backend), latency against eager, compile time (cold / warm),
 outputs match. Results go to OUT.json (rewritten after every row, for the README table).
@@ -88,6 +92,8 @@ def configs(hv, gm, trt_ok: bool) -> list[tuple[str, dict]]:
     out = []
     if trt_ok:
         out.append(("tensorrt", dict(priority=("tensorrt",))))
+        # what torch_tensorrt.compile runs with the same settings (its fast partitioner)
+        out.append(("compile", dict(priority=("tensorrt",), engine="fast")))
         act, eager = _pick(gm, ACTIVATIONS), _pick(gm, EAGER_OPS)
         mixed = dict(priority=("inductor", "tensorrt"), min_block_size=1,
                      support={"inductor": hv.support.ops([act] if act else []), "tensorrt": hv.support.tensorrt()})
@@ -114,7 +120,7 @@ def row_of(model: str, config: str, m) -> dict:
 
 def trt_problem(row: dict) -> bool:
     """A TensorRT config that fell back, failed, was stopped or did not match."""
-    uses_trt = row["config"] in ("smoke", "tensorrt", "mixed")
+    uses_trt = row["config"] in ("smoke", "tensorrt", "compile", "mixed")
     return uses_trt and ("error" in row or row.get("fallbacks", 0) > 0 or row.get("outputs_match") is not True)
 
 
@@ -203,7 +209,8 @@ def main(argv: list[str] | None = None) -> int:
         t0 = time.time()
         signal.alarm(max(1, int(left)))
         try:
-            m = hv.measure(hv.partition(gm, **cfg), inputs, **settings)
+            cfg = dict(cfg)
+            m = hv.measure(hv.partition(gm, engine=cfg.pop("engine", "hierviz"), **cfg), inputs, **settings)
             row = row_of(model, config, m)
         except (Exception, Stopped) as exc:  # noqa: BLE001 - one failing config must not stop the check
             row = {"model": model, "config": config, "error": f"{type(exc).__name__}: {exc}",
@@ -298,6 +305,14 @@ def tune_check(folder: Path, device: str, budget_s: float, model_name: str = "ti
         out["best"] = res.best.label() if res.best else None
         out["tensorrt_tried"] = bool(t["priority"].str.contains("tensorrt").any())
         print(f"\nhv.tune on {model_name} ({device}):\n{res}")
+        # compile today vs best hierarchical: torch_tensorrt.compile's fast partition (tune's
+        # compile_ms baseline) beside the best setting hv.tune found
+        best_ms = getattr(res.best_measurement, "median_ms", None)
+        out["compile_today_ms"], out["best_hierarchical_ms"] = res.baselines.get("compile_ms"), best_ms
+        out["compile_today_vs_best"] = (round(res.baselines["compile_ms"] / best_ms, 3)
+                                        if res.baselines.get("compile_ms") and best_ms else None)
+        print(f"compile today vs best hierarchical: torch_tensorrt.compile {out['compile_today_ms']} ms, "
+              f"best hierarchical ({out['best']}) {best_ms} ms, ratio {out['compile_today_vs_best']}")
         if res.best is None:
             out.update(ok=False, problem="no trial qualified as best")
             return out

@@ -32,6 +32,27 @@ def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
     return compile_today(gm, config, cached_partition)
 
 
+def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
+                     compilers: Mapping[str, Any] | None = None) -> tuple[float | None, str]:
+    """(median ms of the fast partition torch_tensorrt.compile would run with `config`'s
+    settings, '') for hv.tune's `compile_ms` baseline; (None, why it was left out) where
+    TensorRT cannot be timed here or the measurement failed."""
+    from hierviz.explorer.sweep import run_measure
+    from hierviz.explorer.tune_space import why_unmeasurable
+
+    why = why_unmeasurable("tensorrt", device, compilers)
+    if why is not None:
+        return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
+    fast, why = compile_partition(gm, config)
+    if fast is None:
+        return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
+    try:
+        m = run_measure(fast, example_inputs, {**dict(options), "device": device})
+    except HiervizError as exc:
+        return None, f"compile_ms (what torch_tensorrt.compile runs) could not be measured: {exc}"
+    return m.median_ms, ""
+
+
 def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
                     measure: bool | Mapping[str, Any] = False, **overrides: Any) -> "Any":
     """One row per engine — fast (what torch_tensorrt.compile runs today), global, upstream's
@@ -76,4 +97,4 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     return df[cols]
 
 
-__all__ = ["compare_engines", "compile_config", "compile_partition", "ENGINE_ROWS"]
+__all__ = ["compare_engines", "compile_baseline", "compile_config", "compile_partition", "ENGINE_ROWS"]

@@ -50,7 +50,9 @@ class TuneResult:
     row per trial (the config's fields, subgraph counts, latency, `speedup`, `speedup_ci`,
     `fallbacks`, `status`, `duplicate_of`); `default` the setting tuning started from;
     `baselines` the model's own times (`eager_ms`: your nn.Module run eagerly;
-    `graph_eager_ms`: the captured graph run eagerly; `torch_compile_ms` when asked for).
+    `graph_eager_ms`: the captured graph run eagerly; `torch_compile_ms` when asked for or
+    when TensorRT times here; `compile_ms`: the fast partition torch_tensorrt.compile would
+    run with the same settings, when TensorRT times here, else None and a note says why).
     """
 
     best: Config | None
@@ -140,6 +142,8 @@ class TuneResult:
         base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
         if "torch_compile_ms" in b:
             base.append(f"torch.compile {_ms(b.get('torch_compile_ms'))} ms")
+        if b.get("compile_ms") is not None:
+            base.append(f"torch_tensorrt.compile {_ms(b.get('compile_ms'))} ms")
         lines.append("  baselines: " + "; ".join(base))
         for note in self.notes:
             lines.append(f"  note: {note}")
@@ -171,7 +175,8 @@ class TuneResult:
             running = ok.set_index("trial")["median_ms"].astype(float).cummin()
             ax.step(running.index, running.values, where="post", color="tab:green", label="best so far", zorder=2)
         refs = [("eager nn.Module", self.baselines.get("eager_ms"), "black"),
-                ("torch.compile", self.baselines.get("torch_compile_ms"), "tab:brown")]
+                ("torch.compile", self.baselines.get("torch_compile_ms"), "tab:brown"),
+                ("torch_tensorrt.compile", self.baselines.get("compile_ms"), "tab:olive")]
         default = self._row(self.default_trial)
         if default is not None and pd.notna(default.get("median_ms")):
             refs.append(("default setting", float(default["median_ms"]), "tab:cyan"))

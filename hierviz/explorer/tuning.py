@@ -248,8 +248,18 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
         notes.append("space derived from the graph: " + ", ".join(f"{k} ({len(v)})" for k, v in space.items()))
     search = _Search(space, default)
 
-    # baselines: the model itself, timed once
+    # baselines: the model itself, timed once; what torch_tensorrt.compile would run (its fast
+    # partition) and torch.compile, the two things a user would pick instead, where TensorRT times
+    from hierviz.explorer.engines import compile_baseline
+
     t0 = time.perf_counter()
+    compile_ms, why = compile_baseline(gm, make_config(base), example_inputs, dev,
+                                       {**FULL, **options, "check": False, "baseline": False,
+                                        "per_subgraph": False}, options.get("compilers"))
+    if why:
+        notes.append(why)
+    else:
+        torch_compile = True
     timing = {"warmup": options.get("warmup", FULL["warmup"]), "iters": options.get("iters", FULL["iters"])}
     baselines: dict[str, Any] = {}
     with warnings.catch_warnings():
@@ -271,6 +281,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
         if name == "torch_compile" and b.stats is not None:
             baselines["torch_compile_s"] = round(b.compile_s, 3)
     baselines.setdefault("eager_ms", None)
+    baselines["compile_ms"] = compile_ms
     measure_s += time.perf_counter() - t0
 
     sampler = optuna.samplers.TPESampler(seed=seed, n_startup_trials=min(8, max(2, budget // 3)))

@@ -5,6 +5,7 @@ report's section, the command line's --engine."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 import hierviz as hv
 from hierviz import cli, trt
@@ -102,3 +103,17 @@ def test_cli_engine(capsys) -> None:
     assert cli.main(["sweep", "tiny_conv", "--grid", "engine=fast,hierviz", "--csv", "/dev/null", "--quiet"]) == 0
     out = capsys.readouterr().out
     assert "fast" in out.splitlines()[1] and "hierviz" in out.splitlines()[2]
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available() or not trt.available() or not trt.info().can_build,
+                    reason="TensorRT needs a CUDA GPU it builds for")
+def test_tune_times_what_compile_runs_on_a_gpu(small) -> None:
+    model, inputs, _ = small
+    inputs = tuple(x.cuda() for x in inputs)
+    res = hv.tune(model.cuda(), inputs, {"min_block_size": [1, 3]}, budget=2, device="cuda",
+                  measure={"warmup": 2, "iters": 5}, progress=False)
+    assert res.baselines["compile_ms"] > 0 and res.baselines["torch_compile_ms"] > 0
+    assert "torch_tensorrt.compile" in repr(res)
+    df = hv.compare_engines(model.cuda(), inputs, measure={"warmup": 2, "iters": 5})
+    assert df.set_index("engine").loc["fast", "median_ms"] > 0

@@ -146,6 +146,10 @@ def test_default_space_comes_from_the_graph_and_skips_tensorrt_on_cpu(small) -> 
     res = own_tune(model, inputs, None, base=hv.Config(support={"inductor": hv.support.inductor()}), budget=2)
     assert all("tensorrt" not in p for p in res.trials["priority"])
     assert any("tensorrt left out" in n and "GPU" in n for n in res.notes)
+    # what torch_tensorrt.compile would run cannot be timed here either: the result says so
+    assert res.baselines["compile_ms"] is None
+    assert any(n.startswith("compile_ms (what torch_tensorrt.compile runs) left out") and "GPU" in n
+               for n in res.notes)
 
 
 def test_tensorrt_asked_for_on_cpu_is_a_failed_trial_not_a_crash(small) -> None:
