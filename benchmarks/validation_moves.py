@@ -7,7 +7,8 @@ For each zoo model, with TensorRT only (priority=("tensorrt",)) at min_block_siz
 default 5: nodes whose capability validator rejects them (reason validator_rejected), nodes
 whose backend differs between `hv.support.tensorrt()` (validated, the default) and
 `hv.support.tensorrt(validate=False)` (op names only, as upstream's hierarchical partitioner
-checks), the TensorRT subgraph counts of both, and the time validation takes."""
+checks), the TensorRT subgraph counts of both, and the validated partition's time. Also
+squeezenet1_1 from torchvision (not in the zoo), whose ceil-mode pools a validator rejects."""
 
 from __future__ import annotations
 
@@ -25,8 +26,19 @@ def main() -> None:
 
     names_only = {"tensorrt": hv.support.tensorrt(validate=False)}
     print("model                mbs  nodes  rejected  moved  trt(validated)  trt(names only)  validate_s")
-    for name in hv.zoo.names():
-        model, inputs = hv.zoo.load(name)
+    import torch
+
+    models = [(name, lambda name=name: hv.zoo.load(name)) for name in hv.zoo.names()]
+    try:
+        import torchvision
+
+        models.append(("squeezenet1_1", lambda: (torchvision.models.squeezenet1_1().eval(),
+                                                 (torch.randn(1, 3, 224, 224),))))
+    except ImportError:
+        pass
+    for name, load in models:
+        torch.manual_seed(0)
+        model, inputs = load()
         gm = hv.capture(model, inputs)
         for mbs in (1, 5):
             t0 = time.perf_counter()
