@@ -83,6 +83,27 @@ def _spline_points(draw_ops: list[dict] | None, steps: int = 8) -> list[tuple[fl
     return out
 
 
+def _segment_hits(p: tuple[float, float], q: tuple[float, float], box: tuple) -> bool:
+    """Whether the segment p-q passes through the box (x0, y0, x1, y1) (Liang-Barsky clipping)."""
+    x0, y0, x1, y1 = box
+    dx, dy = q[0] - p[0], q[1] - p[1]
+    lo, hi = 0.0, 1.0
+    for d, a, b in ((dx, p[0] - x0, x1 - p[0]), (dy, p[1] - y0, y1 - p[1])):
+        for num, den in ((a, -d), (b, d)):  # Liang-Barsky: p_k = den, q_k = num
+            if den == 0:
+                if num < 0:
+                    return False
+                continue
+            t = num / den
+            if den < 0:
+                lo = max(lo, t)
+            else:
+                hi = min(hi, t)
+            if lo > hi:
+                return False
+    return True
+
+
 def _union(boxes: list[tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
     if not boxes:
         return None
@@ -118,7 +139,8 @@ def quality(layout_json: str | bytes) -> dict[str, Any]:
             if (head[1] + head[3]) / 2 > (tail[1] + tail[3]) / 2 + 1:  # dot's y grows upward
                 upward += 1
         points = _spline_points(e.get("_draw_"))
-        if any(t[0] + 1 < x < t[2] - 1 and t[1] + 1 < y < t[3] - 1 for t in titles for x, y in points):
+        inner = [(t[0] + 1, t[1] + 1, t[2] - 1, t[3] - 1) for t in titles]
+        if any(_segment_hits(p, q, box) for box in inner for p, q in zip(points, points[1:])):
             crossings += 1
         for key in ("_ldraw_", "_xldraw_", "_hldraw_", "_tldraw_"):
             box = _union(_boxes_of_text(e.get(key)))
