@@ -5,7 +5,8 @@
 
 The tests never write here (they write into temporary folders): this script is the one way
 the README's images change. model_explorer.png needs Model Explorer's server and Chromium
-(`make setup`), as tests/drawing/test_model_explorer_browser.py does.
+(`make setup`), as tests/drawing/test_model_explorer_browser.py does. The 'before' images of
+docs/diagrams.md (qwen2-*-before.png) were drawn once by hierviz before issue 24 (commit 9551b55).
 """
 
 import json
@@ -43,6 +44,30 @@ def llama_modules() -> None:
     part = hv.partition(model, inputs, torch_executed_ops={SDPA, SIGMOID})
     print(part)
     print(part.save(OUT / "llama-modules.png", view="modules"))
+
+
+def _qwen2() -> tuple:
+    """A 12-layer Qwen2 (small sizes, random weights): its default partition and the one with
+    SDPA forced to PyTorch (issue 24's example)."""
+    sys.path.insert(0, str(OUT.parent.parent / "benchmarks"))
+    import picture_quality
+
+    model, inputs = picture_quality.qwen2(12)
+    graph = hv.capture(model, inputs)
+    return hv.partition(graph), hv.partition(graph, torch_executed_ops={SDPA})
+
+
+def qwen2_modules() -> None:
+    """The module view of a 12-layer Qwen2, along the data flow (docs/diagrams.md, 'after')."""
+    default, _ = _qwen2()
+    print(default.save(OUT / "qwen2-modules-after.png", view="modules"))
+
+
+def qwen2_diff() -> None:
+    """The diff of SDPA forced to PyTorch against the default on a 12-layer Qwen2 ('after'):
+    12 nodes change backend, the one TensorRT subgraph split."""
+    default, forced = _qwen2()
+    print(default.save(OUT / "qwen2-diff-after.png", view="modules", against=forced))
 
 
 def model_explorer(port: int = 8093) -> None:
@@ -113,8 +138,8 @@ def numerics_culprit() -> None:
         unregister_compiler("exact")
 
 
-IMAGES = {"bert_collapsed": bert_collapsed, "llama_modules": llama_modules, "model_explorer": model_explorer,
-          "numerics_culprit": numerics_culprit}
+IMAGES = {"bert_collapsed": bert_collapsed, "llama_modules": llama_modules, "qwen2_modules": qwen2_modules,
+          "qwen2_diff": qwen2_diff, "model_explorer": model_explorer, "numerics_culprit": numerics_culprit}
 
 
 def main() -> None:
