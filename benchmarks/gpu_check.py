@@ -10,7 +10,11 @@ In order, so that what matters is measured first:
   2. a TensorRT smoke test on tiny_conv (every TensorRT subgraph must compile and match eager);
   3. per model, small ones first: `tensorrt` (TensorRT only, the rest eager) and `mixed`
      (TensorRT + TorchInductor + eager in one split model), then `inductor` for reference;
-  4. with time left (and unless --no-tune): hv.tune on tiny_conv with TensorRT in its space,
+  4. with time left: a numerics row (issue 25): resnet18 cast to FP16 under TensorRT (with
+     --cpu: BF16 under TorchInductor), measured, then hv.numerics on the same compiled subgraphs:
+     compiled again (must be 0), where the error starts, the largest isolated error and its ratio
+     to the FP16 tolerance, and the check's time against one measured iteration;
+  5. with time left (and unless --no-tune): hv.tune on tiny_conv with TensorRT in its space,
      the best setting compiled (Partition.compile), saved, loaded back and checked (issue 15),
      and "compile today vs best hierarchical": tune's compile_ms baseline (what
      torch_tensorrt.compile runs) beside the best hierarchical setting.
@@ -254,6 +258,23 @@ def main(argv: list[str] | None = None) -> int:
         cache.clear()  # frees the engines' GPU memory before the next model
 
     left = args.budget - (time.time() - start)
+    if left > 30:
+        signal.alarm(max(1, int(left - 5)))
+        try:
+            report["numerics"] = numerics_row(hv, device, trt_ok, cache)
+        except Stopped as exc:
+            report["numerics"] = {"error": f"Stopped: {exc}"}
+        finally:
+            signal.alarm(0)
+        cache.clear()
+        write()
+    else:
+        report["skipped"].append({"model": "resnet18", "config": "numerics", "why": "time budget spent"})
+    if "error" in report.get("numerics", {}) or report.get("numerics", {}).get("compiled_again"):
+        report["skipped"].append({"model": "resnet18", "config": "numerics",
+                                  "why": report["numerics"].get("error") or "hv.numerics compiled again"})
+
+    left = args.budget - (time.time() - start)
     if trt_ok and not args.no_tune and left > 60:
         report["tune"] = tune_check(out_path.with_suffix(".tune"), device, budget_s=left - 10)
         write()
@@ -270,6 +291,8 @@ def main(argv: list[str] | None = None) -> int:
     problems = [f"{r['model']}/{r['config']}" for r in report["results"] if trt_problem(r)]
     if "tune" in report and not report["tune"].get("ok"):
         problems.append(f"tune: {report['tune'].get('problem')}")
+    if trt_ok and ("error" in report.get("numerics", {}) or report.get("numerics", {}).get("compiled_again")):
+        problems.append("numerics: " + str(report["numerics"].get("error") or "hv.numerics compiled again"))
     if not trt_ok:
         problems.insert(0, "TensorRT was not measured: " + str(info["reason"]))
     report["trt_problems"] = problems
@@ -279,6 +302,47 @@ def main(argv: list[str] | None = None) -> int:
         print("TensorRT problems: " + "; ".join(problems))
         return EXIT_TRT_PROBLEM
     return EXIT_OK
+
+
+# ----------------------------------------------------------------------------- issue 25: numerics
+def numerics_row(hv, device: str, trt_ok: bool, cache, model_name: str = "resnet18") -> dict:
+    """`model_name` cast to FP16 and partitioned for TensorRT (BF16 and TorchInductor where
+    TensorRT cannot build), measured, then checked with hv.numerics on the same compile cache.
+    Returns a JSON-able dict (with `error` when something failed)."""
+    import torch
+
+    half = torch.float16 if trt_ok else torch.bfloat16
+    out: dict = {"model": model_name, "dtype": str(half).replace("torch.", ""),
+                 "backend": "tensorrt" if trt_ok else "inductor"}
+    started = time.time()
+    try:
+        model, inputs = hv.zoo.load(model_name)
+        model = model.eval().to(device=device, dtype=half)
+        inputs = tuple(t.to(device=device, dtype=half) if t.is_floating_point() else t.to(device) for t in inputs)
+        cfg = (dict(priority=("tensorrt",)) if trt_ok else
+               dict(priority=("inductor",), support={"inductor": hv.support.inductor()}))
+        part = hv.partition(model, inputs, **cfg)
+        m = hv.measure(part, inputs, device=device, cache=cache, warmup=1, iters=5, per_subgraph=False,
+                       on_error="fallback")
+        r = hv.numerics(part, inputs, device=device, cache=cache, on_error="fallback")
+        t = r.per_subgraph
+        worst = t.loc[t["isolated_ratio"].idxmax()] if len(t) else None
+        out.update(subgraphs=len(t), ran={k: int(v) for k, v in t["backend"].value_counts().items()},
+                   fallbacks=len(r.fallbacks), culprit=r.culprit, failing=len(r.failing),
+                   outputs_match=r.outputs_match, max_abs_error=r.max_abs_error,
+                   worst_tag=None if worst is None else worst["tag"],
+                   worst_isolated_max_abs=None if worst is None else float(worst["isolated_max_abs"]),
+                   worst_ratio=None if worst is None else float(worst["isolated_ratio"]),
+                   tolerance=None if worst is None else worst["tolerance"],
+                   compiled_again=r.cache_misses, check_ms=round(r.check_s * 1e3, 2),
+                   iteration_ms=round(m.median_ms, 3), measure_outputs_match=m.outputs_match)
+        print(f"\nnumerics: {model_name} {out['dtype']} under {out['backend']}: {r!r}\n"
+              f"  compiled again {r.cache_misses}, check {out['check_ms']} ms vs one iteration {out['iteration_ms']} ms")
+    except Exception as exc:  # noqa: BLE001 - reported in the JSON, never stops the check
+        out.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
+        print(f"\nnumerics check failed: {out['error'][:300]}")
+    out["wall_s"] = round(time.time() - started, 1)
+    return out
 
 
 # ----------------------------------------------------------------------------- issue 15: tune + deploy

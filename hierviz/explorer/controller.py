@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.explorer import columns, panels
+from hierviz.explorer import columns, numerics_tab, panels
 from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
@@ -96,6 +96,7 @@ class Controller:
         self._svgs = BoundedCache(cache_size)
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
+        self._checks = BoundedCache(cache_size)  # hv.numerics results
         self._diffs = BoundedCache(cache_size)
 
     def cache_sizes(self) -> dict[str, int]:
@@ -190,21 +191,25 @@ class Controller:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
         measured = self.measurement_of(part)  # drawn as the cost overlay when there is one
-        key = (key_of(part), view, focus, self.max_nodes, id(measured) if measured is not None else None)
+        checked = self.numerics_of(part)  # and the numerics colours
+        key = self._svg_key(part, view, focus)
         svg = self._svgs.get(key)
         if svg is None:
             from hierviz.drawing import to_svg
 
             svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
-                                             measurement=measured))
+                                             measurement=measured, numerics=checked))
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
         """The SVG already drawn for these settings, else None (never draws)."""
         focus = (focus or None) if view == "focus" else None
-        measured = self.measurement_of(part)
-        return self._svgs.get((key_of(part), view, focus, self.max_nodes,
-                               id(measured) if measured is not None else None))
+        return self._svgs.get(self._svg_key(part, view, focus))
+
+    def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
+        measured, checked = self.measurement_of(part), self.numerics_of(part)
+        return (key_of(part), view, focus, self.max_nodes, None if measured is None else id(measured),
+                None if checked is None else id(checked))
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
@@ -287,6 +292,21 @@ class Controller:
         if part is None:
             return None
         return self._measurements.get(self._measure_key(part))
+
+    def numerics_of(self, part: Partition | None) -> Any:
+        """The stored hv.numerics check of `part`'s settings, else None."""
+        return None if part is None else self._checks.get(self._measure_key(part))
+
+    def check_numerics(self, part: Partition) -> Any:
+        """hv.numerics of `part` (stored per config; the compile cache makes it cheap after a
+        measurement). A HiervizError is filed under errors['numerics'] and None returned."""
+        result, error = numerics_tab.check(part, self.example_inputs, self.measure_options)
+        if error is not None:
+            self.errors["numerics"] = error
+            return None
+        self.errors.pop("numerics", None)
+        self._checks.put(self._measure_key(part), result)
+        return result
 
     def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
         """`hv.measure` of `part` (stored per config), filling in its history row's latency.

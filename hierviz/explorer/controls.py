@@ -355,15 +355,17 @@ def build_buttons() -> Mapping[str, widgets.Button]:
         "find_fastest": widgets.Button(description="find fastest", icon="search",
                                        tooltip="Run a small hv.tune from these settings in the background "
                                                "(measures each candidate)"),
+        "check_numerics": widgets.Button(description="check numerics", icon="crosshairs",
+                                         tooltip="Compare each subgraph with eager PyTorch: where does the error start?"),
         "apply_fastest": widgets.Button(description="apply best", icon="check", disabled=True,
                                         tooltip="Set the controls to the fastest setting found"),
     })
 
 
 PANEL_NAMES = ("error", "status", "stats", "diagram", "ops", "summary", "report", "history", "diff", "export",
-               "fastest")
+               "fastest", "numerics")
 TABS = (("Diagram", "diagram"), ("Ops", "ops"), ("Subgraphs", "summary"), ("Report", "report"),
-        ("History", "history"), ("Diff", "diff_box"), ("Export", "export_box"))
+        ("History", "history"), ("Diff", "diff_box"), ("Numerics", "numerics_box"), ("Export", "export_box"))
 
 
 def build_panels() -> Mapping[str, widgets.HTML]:
@@ -389,6 +391,7 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     box = widgets.VBox([row0, row1, row4, row2, row3, extras["teo_counts"], row5, progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
+    pages["numerics_box"] = widgets.VBox([widgets.HBox([b["check_numerics"]]), p["numerics"]])
     pages["export_box"] = widgets.VBox([widgets.HBox([more["output_dir"], b["export_svg"], b["export_html"],
                                                       b["export_csv"]]), p["export"]])
     tabs = widgets.Tab(children=[pages[key] for _, key in TABS])

@@ -25,7 +25,7 @@ ERROR_COLOR = "#D55E00"
 
 # The error area's heading per kind of message (the keys of Controller.errors).
 ERROR_LABELS = {"partition": "These settings are invalid", "control": "Control", "diagram": "Diagram",
-                "measure": "Latency", "export": "Export", "action": "Error",
+                "measure": "Latency", "numerics": "Numerics", "export": "Export", "action": "Error",
                 "internal": "Internal error (please report)"}
 
 

@@ -37,7 +37,7 @@ import ipywidgets as widgets
 from hierviz.config import FIELDS, Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import controls as ctl
-from hierviz.explorer import panels
+from hierviz.explorer import numerics_tab, panels
 from hierviz.explorer.controller import ControlState, Controller, check_options, views
 from hierviz.explorer.debounce import Debouncer
 from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
@@ -125,6 +125,7 @@ class Explorer(widgets.VBox):
             "export_csv": lambda: self.export("csv"),
             "find_fastest": self.find_fastest,
             "apply_fastest": self.apply_fastest,
+            "check_numerics": self.check_numerics,
         }
         for key, action in actions.items():
             self.buttons[key].on_click(self._guard(lambda _b, action=action: action()))
@@ -297,6 +298,7 @@ class Explorer(widgets.VBox):
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
+        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         if upd.changed:
@@ -358,6 +360,20 @@ class Explorer(widgets.VBox):
             self._show_errors()
         self.panels["export"].value = panels.exported_html(self.controller.exported)
         return path
+
+    def check_numerics(self) -> Any:
+        """`hv.numerics` of the shown settings (the Numerics tab's button): the table in the
+        Numerics panel, the diagram coloured by each subgraph's error; returns the result."""
+        self.flush()
+        part = self.controller.shown
+        result = self.controller.check_numerics(part) if part is not None else None
+        if result is not None:
+            c = self.controls
+            self.panels["diagram"].value = self.controller.diagram(part, c["view"].value,
+                                                                   (c["focus"].value or "").strip() or None)
+        self.panels["numerics"].value = numerics_tab.numerics_html(result)
+        self._show_errors()
+        return result
 
     # ------------------------------------------------------------------ find fastest
     def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False, **tune_options: Any) -> threading.Thread:
