@@ -305,9 +305,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 # ----------------------------------------------------------------------------- issue 25: numerics
-def numerics_row(hv, device: str, trt_ok: bool, cache, model_name: str = "resnet18") -> dict:
+def numerics_row(hv, device: str, trt_ok: bool, cache, model_name: str = "resnet18", size: int | None = None) -> dict:
     """`model_name` cast to FP16 and partitioned for TensorRT (BF16 and TorchInductor where
     TensorRT cannot build), measured, then checked with hv.numerics on the same compile cache.
+    `size`: the image side for image models (default: the zoo's; the CPU test uses a small one).
     Returns a JSON-able dict (with `error` when something failed)."""
     import torch
 
@@ -317,6 +318,8 @@ def numerics_row(hv, device: str, trt_ok: bool, cache, model_name: str = "resnet
     started = time.time()
     try:
         model, inputs = hv.zoo.load(model_name)
+        if size is not None:
+            inputs = tuple(torch.randn(*t.shape[:-2], size, size) if t.dim() == 4 else t for t in inputs)
         model = model.eval().to(device=device, dtype=half)
         inputs = tuple(t.to(device=device, dtype=half) if t.is_floating_point() else t.to(device) for t in inputs)
         cfg = (dict(priority=("tensorrt",)) if trt_ok else

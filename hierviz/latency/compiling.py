@@ -131,6 +131,7 @@ class Builder:
         value = lambda a: torch.fx.node.map_arg(a, lambda n: env[n])  # noqa: E731
         position = {n: i for i, n in enumerate(placeholders)}
         result: Any = None
+        left = {n: len(n.users) for n in self.module.graph.nodes}
         for node in self.module.graph.nodes:
             if node.op == "placeholder":
                 env[node] = inputs[position[node]]
@@ -151,6 +152,10 @@ class Builder:
                 result = value(node.args[0])
             if observe is not None:
                 observe(node, result if node.op == "output" else env.get(node), runner)
+            for used in node.all_input_nodes:  # a value goes once its last reader has run
+                left[used] -= 1
+                if left[used] == 0:
+                    env.pop(used, None)
         return self.out, result
 
     def _first_run(self, runner: Runner, args: tuple, kwargs: dict) -> Any:

@@ -80,7 +80,7 @@ def test_a_row_that_fell_back_is_a_problem_and_shows_it(gpu_check, tiny_conv, mo
 def test_numerics_row_checks_a_half_precision_model_without_compiling_again(gpu_check) -> None:
     """Without TensorRT the numerics row runs BF16 under TorchInductor (on a GPU: FP16 under
     TensorRT): measured, then checked on the same compiled subgraphs."""
-    row = gpu_check.numerics_row(hv, "cpu", False, CompileCache(), model_name="tiny_conv")
+    row = gpu_check.numerics_row(hv, "cpu", False, CompileCache(), model_name="tiny_conv", size=16)
     assert "error" not in row, row.get("error")
     assert row["dtype"] == "bfloat16" and row["backend"] == "inductor" and row["compiled_again"] == 0
     assert row["ran"] == {"inductor": row["subgraphs"]} and row["tolerance"].startswith("bfloat16: ")
