@@ -96,7 +96,7 @@ class Controller:
         self._svgs = BoundedCache(cache_size)
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
-        self._checks = BoundedCache(cache_size)  # hv.numerics results
+        self.checks = numerics_tab.Checks(self, cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
 
     def cache_sizes(self) -> dict[str, int]:
@@ -190,15 +190,13 @@ class Controller:
     def svg(self, part: Partition, view: str, focus: str | None) -> str:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
-        measured = self.measurement_of(part)  # drawn as the cost overlay when there is one
-        checked = self.numerics_of(part)  # and the numerics colours
-        key = self._svg_key(part, view, focus)
+        key = self._svg_key(part, view, focus)  # with the cost overlay and numerics colours when there are
         svg = self._svgs.get(key)
         if svg is None:
             from hierviz.drawing import to_svg
 
             svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
-                                             measurement=measured, numerics=checked))
+                                             measurement=self.measurement_of(part), numerics=self.checks.of(part)))
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
@@ -207,7 +205,7 @@ class Controller:
         return self._svgs.get(self._svg_key(part, view, focus))
 
     def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
-        measured, checked = self.measurement_of(part), self.numerics_of(part)
+        measured, checked = self.measurement_of(part), self.checks.of(part)
         return (key_of(part), view, focus, self.max_nodes, None if measured is None else id(measured),
                 None if checked is None else id(checked))
 
@@ -284,34 +282,20 @@ class Controller:
         self.pinned = None
 
     # ------------------------------------------------------------------ measuring
-    def _measure_key(self, part: Partition) -> tuple[Any, tuple]:
+    def measure_key(self, part: Partition) -> tuple[Any, tuple]:
+        """What a measurement (or a numerics check) of `part` is stored under."""
         return (key_of(part), tuple(sorted((k, repr(v)) for k, v in self.measure_options.items())))
 
     def measurement_of(self, part: Partition | None) -> Any:
         """The stored measurement of `part`'s settings, else None."""
         if part is None:
             return None
-        return self._measurements.get(self._measure_key(part))
-
-    def numerics_of(self, part: Partition | None) -> Any:
-        """The stored hv.numerics check of `part`'s settings, else None."""
-        return None if part is None else self._checks.get(self._measure_key(part))
-
-    def check_numerics(self, part: Partition) -> Any:
-        """hv.numerics of `part` (stored per config; the compile cache makes it cheap after a
-        measurement). A HiervizError is filed under errors['numerics'] and None returned."""
-        result, error = numerics_tab.check(part, self.example_inputs, self.measure_options)
-        if error is not None:
-            self.errors["numerics"] = error
-            return None
-        self.errors.pop("numerics", None)
-        self._checks.put(self._measure_key(part), result)
-        return result
+        return self._measurements.get(self.measure_key(part))
 
     def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
         """`hv.measure` of `part` (stored per config), filling in its history row's latency.
         A MeasureError is filed under errors['measure'] and None returned."""
-        key = self._measure_key(part)
+        key = self.measure_key(part)
         m = self._measurements.get(key)
         if m is None:
             from hierviz import latency

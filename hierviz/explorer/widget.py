@@ -298,7 +298,7 @@ class Explorer(widgets.VBox):
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
-        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
+        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.checks.of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         if upd.changed:
@@ -366,7 +366,7 @@ class Explorer(widgets.VBox):
         Numerics panel, the diagram coloured by each subgraph's error; returns the result."""
         self.flush()
         part = self.controller.shown
-        result = self.controller.check_numerics(part) if part is not None else None
+        result = self.controller.checks.run(part) if part is not None else None
         if result is not None:
             c = self.controls
             self.panels["diagram"].value = self.controller.diagram(part, c["view"].value,
