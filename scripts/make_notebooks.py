@@ -602,17 +602,25 @@ YOUR_MODEL = [
     with_inductor
     """),
     md("""
-    **4. Check what TensorRT will really accept.** By default hierviz, like the upstream
-    partitioner, checks support by op name. `hv.support.tensorrt(validate=True)` also runs each
-    converter's capability validator on each node (dtypes, shapes, arguments), as
-    `torch_tensorrt.compile` does later, so nodes that would be rejected at compile time show
-    up now, with the reason:
+    **4. Check what TensorRT will really accept, and what `torch_tensorrt.compile` runs.** hierviz's
+    default TensorRT support runs each converter's capability validator on each node (dtypes,
+    shapes, arguments), as `torch_tensorrt.compile` does, so nodes that would be rejected at
+    compile time show up now, with the reason "validator rejected";
+    `hv.support.tensorrt(validate=False)` checks op names only, as upstream's hierarchical
+    partitioner does. `engine="fast"` is the partition `torch_tensorrt.compile` itself makes
+    (its fast partitioner, with its rules); `hv.compare_engines` puts every engine side by side:
     """),
     code("""
-    validated = hv.partition(graph, support={"tensorrt": hv.support.tensorrt(validate=True)}, min_block_size=1)
-    print(validated)
-    rejected = validated.ops()
+    names_only = hv.partition(graph, support={"tensorrt": hv.support.tensorrt(validate=False)}, min_block_size=1)
+    today = hv.partition(graph, engine="fast", min_block_size=1)
+    print(names_only)
+    print(today)
+    rejected = part.ops()
     rejected[rejected["reason"].str.contains("validator|no support")]
+    """),
+    code("""
+    hv.compare_engines(graph, min_block_size=1)[["engine", "subgraphs", "subgraphs_tensorrt", "accelerated_ops",
+                                                 "boundary_tensors"]]
     """),
     md("""
     ## Run it
