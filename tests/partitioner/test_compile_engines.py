@@ -183,3 +183,24 @@ def test_resnet18_views_diff_and_recommend(zoo_cache) -> None:
     counts = fast.recommend([1, 5])
     assert list(counts["min_block_size"]) == [1, 5]
     assert counts.set_index("min_block_size").loc[5, "tensorrt"] == 8
+
+
+@needs_trt
+def test_compile_and_measure_take_the_fast_partition() -> None:
+    """Partition.compile and hv.measure run compile's partition like any other (TensorRT
+    subgraphs through a stand-in compiler here: building engines needs a GPU)."""
+    gm = chain()
+    p = hv.partition(gm, engine="fast", min_block_size=3)
+    built = []
+
+    def stand_in(sub, inputs):
+        built.append(len(sub.graph.nodes))
+        return sub
+
+    x = torch.randn(4, 8)
+    compiled = p.compile("cpu", example_inputs=(x,), compilers={"tensorrt": stand_in})
+    torch.testing.assert_close(compiled(x), gm(x))
+    assert len(built) == 2  # one per TensorRT block
+    m = hv.measure(p, (x,), device="cpu", warmup=0, iters=2, compilers={"tensorrt": stand_in})
+    assert m.outputs_match is True
+    assert sorted(m.per_subgraph["backend"]) == ["tensorrt", "tensorrt", "torch"]
