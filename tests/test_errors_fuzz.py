@@ -164,14 +164,15 @@ def test_partition_methods(tiny, tmp_path_factory, method: str, value: Any) -> N
 
 @FUZZ
 @given(what=st.sampled_from(["ops", "where", "tensorrt", "zoo_load", "zoo_synthetic", "grid", "grid_value",
-                             "sweep_base", "sweep_measure", "sweep_executor", "plot_latency", "plot_subgraphs"]),
+                             "sweep_base", "sweep_measure", "sweep_executor", "plot_latency", "plot_subgraphs",
+                             "engine", "grid_engine", "compare_engines", "compare_measure"]),
        value=junk)
 def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
     model, inputs, gm, _ = tiny
     before = snapshot(model, gm, inputs)
     if what == "zoo_synthetic":
         assume(not (isinstance(value, int) and value > 2000))  # legal, just slow
-    if what == "sweep_measure":
+    if what in ("sweep_measure", "compare_measure"):
         assume(value is not True and not isinstance(value, dict))  # would measure for real (tests/latency)
     if what == "sweep_executor":
         assume(not isinstance(value, str))  # a text executor is a Ray address (tests/explorer/test_ray*)
@@ -188,6 +189,10 @@ def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
         "sweep_executor": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, executor=value, progress=False),
         "plot_latency": lambda: hv.plot_latency(value),
         "plot_subgraphs": lambda: hv.plot_subgraphs(value),
+        "engine": lambda: hv.partition(gm, engine=value),
+        "grid_engine": lambda: hv.sweep(gm, None, {"engine": [value]}, progress=False),
+        "compare_engines": lambda: hv.compare_engines(gm, None, value),
+        "compare_measure": lambda: hv.compare_engines(gm, None, measure=value),
     }
     only_hierviz_errors(calls[what])
     assert_untouched(before, model, gm, inputs)
@@ -286,8 +291,8 @@ text = st.one_of(st.text(max_size=10), st.sampled_from(
      "min_block_size=1", "priority=tensorrt+tensorrt", "skip_fusion=yes", "/proc/zz/x.csv", ".", "x.html",
      "--debug", "-o", "resnt18", "tiny.py:fn"]))
 SUBCOMMANDS = {
-    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "-o"],
-    "sweep": ["--grid", "--min-block-size", "--priority", "--csv", "--iters", "--warmup"],
+    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "--engine", "-o"],
+    "sweep": ["--grid", "--min-block-size", "--priority", "--csv", "--iters", "--warmup", "--engine"],
     "tune": ["--budget", "--timeout", "--seed", "--csv", "--min-block-size"],
     "zoo": [],
     "info": [],
