@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 import hierviz as hv
-from hierviz.config import BUILTIN_BACKENDS, FIELDS, parse_config, parse_text, unknown_backend_message
+from hierviz.config import BUILTIN_BACKENDS, FIELDS, parse_config, parse_text, unknown_backend_message, whole_number
 from hierviz.errors import ConfigError
 from hierviz.partitioner import parse_engine
 
@@ -188,7 +188,7 @@ def _whole_number(text: str, minimum: int) -> int:
         value = int(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-    if value < minimum:
+    if not whole_number(value, minimum):
         raise argparse.ArgumentTypeError(f"must be >= {minimum}, not {value}")
     return value
 

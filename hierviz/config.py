@@ -243,16 +243,22 @@ def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
     return SupportMap(items)
 
 
+def whole_number(value: Any, minimum: int = 1) -> bool:
+    """Whether `value` is a Python int (not a bool) of at least `minimum`: the one check of the
+    counts every entry point takes (min_block_size, iters, warmup, budget, cache sizes, CLI numbers)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
+
+
 def parse_min_block_size(value: Any) -> int:
-    """min_block_size: an int >= 1 (not a bool, not a float)."""
+    """min_block_size: an int >= 1 (not a bool, not a float; numpy integers are taken)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and whole_number(int(value)):
+        return int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         if isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 1:
             raise ConfigError(f"min_block_size must be an int, not the float {value!r}: write {int(value)}.")
         raise ConfigError(f"min_block_size must be an integer >= 1 (Torch-TensorRT's default is "
                           f"{MIN_BLOCK_SIZE}), not {type(value).__name__} {value!r}.")
-    if value < 1:
-        raise ConfigError(f"min_block_size must be >= 1 (got {value}); 1 keeps every accelerated subgraph.")
-    return int(value)
+    raise ConfigError(f"min_block_size must be >= 1 (got {value}); 1 keeps every accelerated subgraph.")
 
 
 def parse_bool(name: str, value: Any) -> bool:
@@ -311,7 +317,8 @@ def parse_text(name: str, text: str) -> Any:
 
 def parse_config(values: Mapping[str, Any] | None = None, base: "Config | None" = None) -> Config:
     """A Config from `base` (default: the defaults) and `values` (Config fields, Python values
-    or the text forms above). The one place settings from the user become a Config."""
+    or the text forms above): the entry for a dict of settings; it runs the same `parse_*`
+    checks as `Config(...)` and `Config.replace`."""
     if values is not None and not isinstance(values, Mapping):
         raise ConfigError(f"settings must be a dict of Config fields, not {type(values).__name__}.")
     values = dict(values or {})

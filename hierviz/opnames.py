@@ -1,5 +1,5 @@
 """Op names: the qualified strings Torch-TensorRT uses for node targets, and lookup of
-unknown names with close matches."""
+unknown names with close matches; and `CALLABLE_OPS`, the fx node kinds that are ops."""
 
 from __future__ import annotations
 
@@ -9,6 +9,9 @@ from typing import Any, Iterable
 
 import torch
 from torch.fx.node import _get_qualified_name
+
+# The fx node kinds that are ops (and are partitioned); the others are inputs, weights, the output.
+CALLABLE_OPS = ("call_function", "call_method", "call_module")
 
 from hierviz.errors import ConfigError
 

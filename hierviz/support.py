@@ -1,7 +1,11 @@
 """Backend support sources: which nodes a backend can take, and why not.
 
-`Support.check(node)` answers `(accepted, reason)`. Most sources decide per op target, which
-the engine caches; `where(...)` and `tensorrt()` (validated, the default) look at each node.
+`Support.verdict(node)` answers a `Verdict(ok, code, why)`: accepted, or the code of the
+refusal (`unsupported`, or `validator_rejected` when a converter exists but its capability
+validator refuses the node) and its reason; `check(node)` is the same as `(ok, why)`. Sources
+compose as torch.fx's OperatorSupportBase does: `chain(a, b)` takes a node when every source
+does, `any_chain(a, b)` when one does. Most sources decide per op target, which the engine
+caches; `where(...)` and `tensorrt()` (validated, the default) look at each node.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import functools
 import json
 import warnings
 from importlib import resources
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 import torch
@@ -20,15 +25,26 @@ from hierviz.errors import ConfigError
 from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
 
 
-class ValidatorRejection(str):
-    """A rejection text that comes from a converter's capability validator (the converter
-    exists, but refuses this node), so that the engine can label it `validator_rejected`
-    without looking at the words."""
+# The codes of a verdict (the partitioner's reason codes of the same names, hierviz.partitioner).
+SUPPORTED = "supported"
+UNSUPPORTED = "unsupported"
+VALIDATOR = "validator_rejected"  # a converter exists, but its capability validator refuses the node
 
 
-def is_validator_rejection(why: str) -> bool:
-    """Whether a rejection reason came from a capability validator."""
-    return isinstance(why, ValidatorRejection)
+@dataclass(frozen=True)
+class Verdict:
+    """What a support source says of one node: `ok`, else the refusal's `code` and `why`."""
+
+    ok: bool
+    code: str = SUPPORTED
+    why: str = ""
+
+
+ACCEPTED = Verdict(True)
+
+
+def refused(why: str, code: str = UNSUPPORTED) -> Verdict:
+    return Verdict(False, code, why)
 
 
 class Support:
@@ -53,12 +69,18 @@ class Support:
         """Whether an op with this qualified name is supported (target-level answer)."""
         raise NotImplementedError
 
-    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
-        """(accepted, reason when not accepted) for one node."""
+    def verdict(self, node: torch.fx.Node) -> Verdict:
+        """Whether this source takes one node, and if not, the code and reason."""
+        if type(self).check is not Support.check:  # a subclass that answers check() itself
+            ok, why = self.check(node)
+            return ACCEPTED if ok else refused(why)
         name = qualname(node.target)
-        if self.accepts_name(name):
-            return True, ""
-        return False, self.rejection(name)
+        return ACCEPTED if self.accepts_name(name) else refused(self.rejection(name))
+
+    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
+        """(accepted, reason when not accepted) for one node: `verdict(node)` as a pair."""
+        v = self.verdict(node)
+        return v.ok, v.why
 
     def rejection(self, name: str) -> str:
         return f"not in {self.description}"
@@ -105,52 +127,56 @@ class TensorRTSupport(OpSetSupport):
     partitioner checks. The snapshot (no torch_tensorrt installed) has names only and cannot
     validate; its description says so."""
 
-    def __init__(self, validate: bool) -> None:
-        super().__init__(frozenset(), ("tensorrt", validate), "Torch-TensorRT converter registry",
-                         "tensorrt", reject="no TensorRT converter")
+    # The registry is read on first use (names, source, version, description are properties),
+    # so that every TensorRTSupport describes itself the same way.
+    packets = frozenset()
+
+    def __init__(self, validate: bool) -> None:  # not super().__init__: it would set what the registry answers
+        self._key = ("tensorrt", validate)
+        self.kind = "tensorrt"
+        self._reject = "no TensorRT converter"
         self._validate = validate
-        # loaded on first use, so that every TensorRTSupport describes itself the same way
-        del self.names, self.packets, self.description
 
     @property
     def per_node(self) -> bool:  # type: ignore[override]
-        return self._validate and _tensorrt_names()[1] == "live"
+        return self.validate
 
-    def __getattr__(self, attr: str) -> Any:
-        if attr in ("names", "packets", "source", "version", "validate", "description"):
-            names, source, version = _tensorrt_names()
-            self.names, self.packets = names, frozenset()
-            self.source, self.version = source, version
-            self.validate = self._validate and source == "live"
-            self.description = f"Torch-TensorRT {version} converter registry ({source})"
-            if source != "live":
-                self.description = (f"Torch-TensorRT {version} converter registry (snapshot; op names only: "
-                                    "it cannot run the capability validators without torch_tensorrt installed)")
-            elif not self._validate:
-                self.description = (f"Torch-TensorRT {version} converter registry (live; op names only, "
-                                    "validators not run: tensorrt(validate=False))")
-            return getattr(self, attr)
-        raise AttributeError(attr)
+    names = property(lambda self: _tensorrt_names()[0], doc="the op names with a converter")
+    source = property(lambda self: _tensorrt_names()[1], doc='"live" (the installed registry) or "snapshot"')
+    version = property(lambda self: _tensorrt_names()[2], doc="the Torch-TensorRT version the names are from")
+
+    @property
+    def validate(self) -> bool:
+        return self._validate and self.source == "live"
+
+    @property
+    def description(self) -> str:  # type: ignore[override]
+        if self.source != "live":
+            return (f"Torch-TensorRT {self.version} converter registry (snapshot; op names only: "
+                    "it cannot run the capability validators without torch_tensorrt installed)")
+        if not self._validate:
+            return (f"Torch-TensorRT {self.version} converter registry (live; op names only, "
+                    "validators not run: tensorrt(validate=False))")
+        return f"Torch-TensorRT {self.version} converter registry ({self.source})"
 
     def checking(self) -> Any:
         """The context the engine checks many nodes in: the converter registry set up once
         (hierviz.trt.validating) instead of once per node."""
         return trt.validating() if self.validate else contextlib.nullcontext()
 
-    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
+    def verdict(self, node: torch.fx.Node) -> Verdict:
         name = qualname(node.target)
         if not self.accepts_name(name):
-            return False, "no TensorRT converter"
+            return refused("no TensorRT converter")
         if self.validate:
             try:
                 with trt.validating() as registry:
                     ok = node in registry
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
-                return False, ValidatorRejection(
-                    f"converter exists, validator failed: {type(exc).__name__}: {exc}")
+                return refused(f"converter exists, validator failed: {type(exc).__name__}: {exc}", VALIDATOR)
             if not ok:
-                return False, ValidatorRejection("converter exists, validator rejected this node")
-        return True, ""
+                return refused("converter exists, validator rejected this node", VALIDATOR)
+        return ACCEPTED
 
     def to_dict(self) -> dict:
         return {"kind": "tensorrt", "validate": self._validate}
@@ -168,7 +194,7 @@ class PredicateSupport(Support):
     def accepts_name(self, name: str) -> bool:  # pragma: no cover - per-node only
         raise TypeError("where() support is decided per node")
 
-    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
+    def verdict(self, node: torch.fx.Node) -> Verdict:
         try:
             ok = bool(self.predicate(node))
         except Exception as exc:  # noqa: BLE001 - the user's predicate; reported, not fatal
@@ -179,11 +205,55 @@ class PredicateSupport(Support):
                               "the node is treated as not supported. Fix the predicate so that it "
                               "returns True/False for every node (this warning is shown once).",
                               RuntimeWarning, stacklevel=2)
-            return False, why
-        return ok, "" if ok else f"rejected by {self.description}"
+            return refused(why)
+        return ACCEPTED if ok else refused(f"rejected by {self.description}")
 
     def to_dict(self) -> dict:
         return {"kind": "where", "name": self.description}
+
+
+class ComposedSupport(Support):
+    """`chain(...)` (every source takes the node) or `any_chain(...)` (one does), as torch.fx's
+    OperatorSupportBase composes; a refusal is validator_rejected when one of the refusals is."""
+
+    def __init__(self, kind: str, parts: tuple[Support, ...]) -> None:
+        bad = [p for p in parts if not isinstance(p, Support)]
+        if not parts or bad:
+            raise ConfigError(f"hv.support.{kind}() takes hv.Support sources (hv.support.ops(...), ...), "
+                              f"not {[type(p).__name__ for p in bad] or 'nothing'}.")
+        super().__init__((kind, parts), f"{kind}({', '.join(p.description for p in parts)})")
+        self.kind, self.parts, self.per_node = kind, parts, any(p.per_node for p in parts)
+
+    def accepts_name(self, name: str) -> bool:
+        answers = (p.accepts_name(name) for p in self.parts)
+        return all(answers) if self.kind == "chain" else any(answers)
+
+    def verdict(self, node: torch.fx.Node) -> Verdict:
+        verdicts = [p.verdict(node) for p in self.parts]
+        refusals = [v for v in verdicts if not v.ok]
+        accepted = not refusals if self.kind == "chain" else len(refusals) < len(verdicts)
+        if accepted:
+            return ACCEPTED
+        code = VALIDATOR if any(v.code == VALIDATOR for v in refusals) else UNSUPPORTED
+        return refused("; ".join(v.why for v in refusals), code)
+
+    @contextlib.contextmanager
+    def checking(self) -> Any:
+        with contextlib.ExitStack() as stack:
+            yield [stack.enter_context(p.checking()) for p in self.parts]
+
+    def to_dict(self) -> dict:
+        return {"kind": self.kind, "of": [p.to_dict() for p in self.parts]}
+
+
+def chain(*sources: Support) -> Support:
+    """A node is supported when every source takes it (torch.fx's `chain`)."""
+    return ComposedSupport("chain", sources)
+
+
+def any_chain(*sources: Support) -> Support:
+    """A node is supported when one of the sources takes it (torch.fx's `any_chain`)."""
+    return ComposedSupport("any_chain", sources)
 
 
 SNAPSHOT_FILE = "trt_converters.json"
@@ -334,6 +404,8 @@ def from_dict(d: dict) -> Support:
         return inductor(bool(d.get("fallbacks", True)))
     if kind == "ops":
         return ops(d.get("ops", []))
+    if kind in ("chain", "any_chain") and isinstance(d.get("of"), (list, tuple)):
+        return ComposedSupport(kind, tuple(from_dict(p) if isinstance(p, dict) else p for p in d["of"]))
     raise ConfigError(f"support of kind {kind!r} cannot be rebuilt from a dict; pass a hv.Support.")
 
 

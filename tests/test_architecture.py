@@ -115,8 +115,6 @@ LONG_MODULES = {
     "hierviz/partitioner/engine.py": "the algorithm's passes share the index and subgraph type and read in order",
     "hierviz/partitioner/result.py": "the one reader of the engine's result: Partition's questions and its record",
     "hierviz/explorer/widget.py": "the Explorer's whole public surface (properties, buttons, find fastest)",
-    "hierviz/explorer/tuning.py": "the search loop's state (rows, ask/tell, waiting duplicates, Ray results)",
-    "hierviz/trt.py": "the single boundary to torch_tensorrt",
 }
 
 

@@ -1,6 +1,7 @@
 """Exploring and comparing settings: the `hv.explore` widget, `hv.sweep` and its plots,
-`hv.tune` (tuning.py; trials on Ray: ray_executor.py), `hv.compare_engines` (engines.py: what
-torch_tensorrt.compile runs beside the hierarchical partitions).
+`hv.tune` (tuning.py, one trial tune_trial.py, the space tune_space.py, the result tune_result.py; trials on
+Ray: ray_executor.py), `hv.compare_engines` (engines.py: what torch_tensorrt.compile runs beside the
+hierarchical partitions).
 
 The widget is three parts: controls.py (the ipywidgets), controller.py (control state ->
 Config -> Partition, history and caches; no ipywidgets) and panels.py (pure functions from a

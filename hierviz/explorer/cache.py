@@ -13,7 +13,7 @@ from typing import Any
 
 from torch.fx import GraphModule
 
-from hierviz.config import Config
+from hierviz.config import Config, whole_number
 from hierviz.partitioner import Partition, partition
 
 MAXSIZE = 512
@@ -61,7 +61,7 @@ class BoundedCache:
     and a long session cannot grow memory without limit."""
 
     def __init__(self, maxsize: int) -> None:
-        if isinstance(maxsize, bool) or not isinstance(maxsize, int) or maxsize < 1:
+        if not whole_number(maxsize, 1):
             raise ValueError(f"maxsize must be a positive int, not {maxsize!r}")
         self.maxsize = maxsize
         self._lock = threading.RLock()

@@ -35,6 +35,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
+from hierviz.config import whole_number
 from hierviz.errors import ConfigError
 from hierviz.latency.compilers import Compiler
 from hierviz.latency.lift import Lifted, digest, graph_signature, symbolic_shapes, tensor_digest, tensor_key
@@ -73,7 +74,7 @@ class CompileCache:
 
     def __init__(self, max_entries: int | None = MAX_ENTRIES, max_bytes: int | None = MAX_BYTES) -> None:
         for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
+            if value is not None and not whole_number(value, 1):
                 raise ConfigError(f"CompileCache({name}=...) must be a positive integer or None, not {value!r}")
         self.max_entries = max_entries
         self.max_bytes = max_bytes

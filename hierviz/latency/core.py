@@ -14,6 +14,7 @@ from typing import Any, Mapping
 import torch
 
 from hierviz.capturing import source_of, updates_of
+from hierviz.config import whole_number
 from hierviz.errors import MeasureError, user_stacklevel
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import cache as cache_mod
@@ -62,9 +63,9 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
       when it is in train mode or on another device). `graph_eager_ms` is the captured graph's.
     - `torch_compile`: also time the whole model through torch.compile (`torch_compile_ms`).
     """
-    if not isinstance(iters, int) or isinstance(iters, bool) or iters < 1:
+    if not whole_number(iters, 1):
         raise MeasureError(f"iters must be a positive integer, not {iters!r}")
-    if not isinstance(warmup, int) or isinstance(warmup, bool) or warmup < 0:
+    if not whole_number(warmup, 0):
         raise MeasureError(f"warmup must be a non-negative integer, not {warmup!r}")
     if on_error not in ON_ERROR:
         raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")

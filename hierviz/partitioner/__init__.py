@@ -82,7 +82,8 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
 
 def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:
     """A Config from a Config, a dict (Config.from_dict) or None (the defaults), with
-    `overrides` (Config fields) applied: the one coercion every entry point uses."""
+    `overrides` (Config fields) applied: how hv.partition (and what calls it) reads its config
+    argument, through Config.from_dict and Config.replace (hierviz.config parses every field)."""
     if config is None:
         config = Config()
     elif isinstance(config, dict):

@@ -108,10 +108,10 @@ def _result(index: eng.GraphIndex, config: Config, made: trt.CompilePartition) -
             elif index.ops[i] in config.torch_executed_ops:
                 code[i] = TORCH_EXECUTED
             else:
-                ok, why = sup.check(index.nodes[i])
-                if ok:  # the partitioner refused it for a reason of its own (complex dtype, ...)
-                    why = "Torch-TensorRT's partitioner does not take it (e.g. a complex dtype)"
-                code[i] = VALIDATOR if why.startswith("converter exists") else UNSUPPORTED
+                v = sup.verdict(index.nodes[i])
+                # accepted: the partitioner refused it for a reason of its own (complex dtype, ...)
+                why = v.why if not v.ok else "Torch-TensorRT's partitioner does not take it (e.g. a complex dtype)"
+                code[i] = VALIDATOR if v.code == VALIDATOR else UNSUPPORTED
                 detail[i] = {"tensorrt": why}
     pos = index.position
     blocks = [(True, made_names) for made_names in made.acc] + [(False, names) for names in made.torch]

@@ -50,7 +50,6 @@ from hierviz.partitioner.reasons import (  # the codes this engine gives each no
     VALIDATOR,
     make_tag,
 )
-from hierviz.support import is_validator_rejection
 
 NON_COMPUTE_OPS = frozenset({"_operator.getitem"})
 NON_COMPUTE_PACKETS = frozenset({"torch.ops.aten.view"})
@@ -162,22 +161,23 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
 
     def decide(i: int) -> tuple[str | None, str, Any]:
         rejections: dict[str, str] = {}
+        validator = False
         for b, sup in supports:
-            ok, why = sup.check(index.nodes[i])
-            if ok:
+            v = sup.verdict(index.nodes[i])
+            if v.ok:
                 return b, SUPPORTED, rejections
-            rejections[b] = why
-        validator = any(is_validator_rejection(why) for why in rejections.values())
+            rejections[b] = v.why
+            validator = validator or v.code == VALIDATOR
         return None, VALIDATOR if validator else UNSUPPORTED, rejections
 
     def takes(b: str, i: int) -> bool:
         sup = support_of[b]
         if sup.per_node:
-            return sup.check(index.nodes[i])[0]
+            return sup.verdict(index.nodes[i]).ok
         key = (b, index.ops[i])
         ok = accepted.get(key)
         if ok is None:
-            ok = accepted[key] = sup.check(index.nodes[i])[0]
+            ok = accepted[key] = sup.verdict(index.nodes[i]).ok
         return ok
 
     def assign_one(i: int) -> None:

@@ -1,6 +1,6 @@
 """The vocabulary of a partition, each word defined once: why a node runs where it runs (the
 reason codes and their short texts), the fallback backend's name, which fx nodes are
-partitioned, and the subgraph tag format.
+partitioned (`CALLABLE_OPS`, from opnames), and the subgraph tag format.
 
 The engine produces these codes and tags; the record, the reports, the drawings and the
 explorer read them through `hierviz.partitioner`. Reason texts built from a node's details
@@ -11,19 +11,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from hierviz.opnames import CALLABLE_OPS  # the fx node kinds that are partitioned (defined with the op names)
+from hierviz.support import SUPPORTED, UNSUPPORTED, VALIDATOR
+
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
 # The backend of placeholders, weights and the output: they are not partitioned (nor are nodes
 # that engine="torch_tensorrt" removed as dead code).
 GRAPH = "graph"
-# The fx node kinds that are partitioned (the others are inputs, weights and the output).
-CALLABLE_OPS = ("call_function", "call_method", "call_module")
 
 # Reason codes, one per node; the text is built on demand from the code and its detail.
-SUPPORTED = "supported"
+# (SUPPORTED, UNSUPPORTED and VALIDATOR are a support verdict's codes: hierviz.support.Verdict.)
 FOLLOWS_PRODUCER = "follows_producer"
 TORCH_EXECUTED = "torch_executed_ops"
-UNSUPPORTED = "unsupported"
-VALIDATOR = "validator_rejected"
 DEMOTED = "demoted"
 NOT_CALLABLE = "not_callable"
 DEAD_CODE = "dead_code"  # engine="torch_tensorrt" / "fast": the partitioner's dead-code elimination removed it

@@ -97,15 +97,15 @@ class TrtStandIn(hv_support.Support):
     def __init__(self) -> None:
         super().__init__(("trt_stand_in",), "where(trt_stand_in)")
 
-    def check(self, node: torch.fx.Node) -> tuple[bool, str]:
+    def verdict(self, node: torch.fx.Node) -> hv_support.Verdict:
         from hierviz.opnames import qualname
 
         name = qualname(node.target)
         if name == "torch.ops.aten._softmax.default":
-            return False, hv_support.ValidatorRejection(
-                "where(trt_stand_in) raised ValueError: converter validator rejected this softmax")
+            return hv_support.refused("where(trt_stand_in) raised ValueError: converter validator rejected this "
+                                      "softmax", hv_support.VALIDATOR)
         ok = name != "torch.ops.aten.clone.default" and node.name not in ("gelu", "linear_3", "add_1")
-        return ok, "" if ok else f"rejected by {self.description}"
+        return hv_support.ACCEPTED if ok else hv_support.refused(f"rejected by {self.description}")
 
     def to_dict(self) -> dict:
         return {"kind": "where", "name": self.description}

@@ -1,0 +1,125 @@
+"""Importing Torch-TensorRT without a GPU, and whether it is there.
+
+Torch-TensorRT queries the CUDA device while it is imported (`is_tegra_platform()` calls
+`torch.cuda.get_device_capability()`; `CompilationSettings()` defaults call
+`torch.cuda.current_device()`), so on a machine without an NVIDIA driver the import fails.
+Its converter registry, lowering and partitioner do not need a GPU, so while the import runs
+we answer those queries with neutral values and restore torch's own functions afterwards
+(`answer_cuda_queries`). Nothing is changed when a real CUDA device is present.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import importlib.metadata
+import importlib.util
+import functools
+from typing import Any, Iterator
+
+import torch
+
+from hierviz.errors import TensorRTUnavailableError
+
+# The device queries upstream makes at import time, with the answers used without a GPU.
+# (8, 0) is an ordinary data-centre GPU: not Tegra/Orin/Thor, so no platform special cases.
+_CUDA_ANSWERS: dict[str, Any] = {
+    "get_device_capability": lambda device=None: (8, 0),
+    "current_device": lambda: 0,
+}
+
+
+FIX_DATACENTER = 'pip install "hierviz[tensorrt]"'  # standard TensorRT: every GPU from SM75 on
+
+
+FIX_RTX = 'pip install "hierviz[tensorrt-rtx]"'  # TensorRT-RTX: GeForce/RTX GPUs, installs from PyPI
+
+
+@contextlib.contextmanager
+def answer_cuda_queries() -> Iterator[None]:
+    """Answer upstream's import-time CUDA queries when CUDA is not real; restore after."""
+    if torch.cuda.is_available():
+        yield
+        return
+    saved = {name: getattr(torch.cuda, name) for name in _CUDA_ANSWERS}
+    try:
+        for name, fn in _CUDA_ANSWERS.items():
+            setattr(torch.cuda, name, fn)
+        yield
+    finally:
+        for name, fn in saved.items():
+            setattr(torch.cuda, name, fn)
+
+
+def installed_variant() -> tuple[str | None, str | None]:
+    """(version, "standard" or "rtx") of the installed Torch-TensorRT distribution, or (None, None)."""
+    for dist, variant in (("torch-tensorrt", "standard"), ("torch_tensorrt", "standard"),
+                          ("torch-tensorrt-rtx", "rtx"), ("torch_tensorrt_rtx", "rtx")):
+        try:
+            return importlib.metadata.version(dist), variant
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None, None
+
+
+@functools.lru_cache(maxsize=1)
+def load() -> tuple[Any, str | None]:
+    """(the torch_tensorrt module, None), or (None, why it does not import); imported once."""
+    if importlib.util.find_spec("torch_tensorrt") is None:
+        return None, "torch_tensorrt is not installed"
+    try:
+        with answer_cuda_queries():
+            module = importlib.import_module("torch_tensorrt")
+            # submodules that also read the device when first imported
+            importlib.import_module("torch_tensorrt.dynamo")
+            importlib.import_module("torch_tensorrt.dynamo.lowering")
+            importlib.import_module("torch_tensorrt.dynamo.conversion._ConverterRegistry")
+    except Exception as exc:  # noqa: BLE001 - reported to the user through info()
+        return None, f"import torch_tensorrt failed: {type(exc).__name__}: {exc}"
+    return module, None
+
+
+def tensorrt_library() -> Any:
+    """The TensorRT library module (torch_tensorrt registers TensorRT-RTX under this name)."""
+    require()
+    import tensorrt
+
+    return tensorrt
+
+
+def available() -> bool:
+    """torch_tensorrt imports (enough to partition; see `info().can_build` for compiling)."""
+    return load()[0] is not None
+
+
+def require() -> Any:
+    """The torch_tensorrt module, or TensorRTUnavailableError saying how to get it."""
+    module, error = load()
+    if module is None:
+        raise TensorRTUnavailableError(
+            f"This needs Torch-TensorRT, but {error}. Install it with "
+            f"`{FIX_DATACENTER}` (data-centre GPUs, NVIDIA's index) or "
+            f"`{FIX_RTX}` (RTX GPUs, from PyPI; also partitions without a GPU)."
+        )
+    return module
+
+
+def default_settings(**overrides: Any) -> Any:
+    """A CompilationSettings, built without needing a GPU."""
+    require()
+    from torch_tensorrt.dynamo import CompilationSettings
+
+    with answer_cuda_queries():
+        return CompilationSettings(**overrides)
+
+
+def lowering() -> Any:
+    """torch_tensorrt.dynamo.lowering (its passes and decompositions)."""
+    require()
+    from torch_tensorrt.dynamo import lowering as lowering_module
+
+    return lowering_module
+
+
+__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "installed_variant", "load", "tensorrt_library",
+           "available", "require", "default_settings", "lowering"]

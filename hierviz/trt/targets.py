@@ -1,0 +1,163 @@
+"""Whether this machine's TensorRT can build engines for its GPU, and why not.
+
+Importable (`available()`, enough for partitioning) is not the same as able to build engines
+(`info().can_build`): that needs a CUDA GPU whose compute capability the installed TensorRT
+builds for. TensorRT-RTX (`torch-tensorrt-rtx`, what `make setup` installs from PyPI) lists its
+targets in `tensorrt.ComputeCapability` and has no SM90 (H100/H200) or SM100 (B200): data-centre
+GPUs need the standard package, `pip install "hierviz[tensorrt]"`. `build_verdict` is the pure
+decision; `info` gathers its inputs from the machine.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from hierviz.errors import ConfigError, TensorRTUnavailableError
+from hierviz.trt.loading import FIX_DATACENTER, FIX_RTX, installed_variant, load, tensorrt_library
+
+# Standard TensorRT 10 builds for Turing (SM75) and newer; it has no ComputeCapability table.
+STANDARD_MIN_CAPABILITY = (7, 5)
+
+
+@dataclass(frozen=True)
+class TRTInfo:
+    """What hierviz found of Torch-TensorRT on this machine, and whether it can build engines.
+
+    `available`: torch_tensorrt imports (partitioning works). `can_build`: engines can be built
+    for `gpu` here; `reason` says why not, with the fix. `tensorrt_version` is the TensorRT
+    library's (for RTX, TensorRT-RTX's) version; `capability` the GPU's (major, minor);
+    `targets` the capabilities this TensorRT lists as build targets (None: not listed).
+    """
+
+    available: bool
+    version: str | None
+    variant: str | None  # "standard", "rtx" or None
+    cuda: bool  # a real CUDA device is present
+    error: str | None = None
+    tensorrt_version: str | None = None
+    gpu: str | None = None
+    capability: tuple[int, int] | None = None
+    targets: tuple[tuple[int, int], ...] | None = None
+    can_build: bool = False
+    reason: str | None = None
+
+    def __str__(self) -> str:
+        if not self.available:
+            return f"torch_tensorrt: not available ({self.error})"
+        text = f"torch_tensorrt {self.version} ({self.variant}, TensorRT {self.tensorrt_version})"
+        if not self.cuda:
+            return text + "; no CUDA device (CPU-only: partitioning works, TensorRT compile does not)"
+        gpu = f"{self.gpu} (SM{sm(self.capability)})" if self.capability else str(self.gpu)
+        verdict = "can build engines" if self.can_build else f"cannot build engines: {self.reason}"
+        return f"{text}; GPU {gpu}; {verdict}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**dataclasses.asdict(self), "summary": str(self)}
+
+
+def sm(capability: Sequence[int] | None) -> str:
+    """(9, 0) -> '90', (12, 1) -> '121'."""
+    return "?" if capability is None else f"{capability[0]}{capability[1]}"
+
+
+def build_targets() -> tuple[tuple[int, int], ...] | None:
+    """The compute capabilities the installed TensorRT lists as build targets
+    (`tensorrt.ComputeCapability`, e.g. SM75 ... SM121 for TensorRT-RTX); None when it lists none
+    (standard TensorRT builds for its whole support range)."""
+    table = getattr(tensorrt_library(), "ComputeCapability", None)
+    if table is None:
+        return None
+    found = []
+    for name in getattr(table, "__members__", {}):
+        match = re.fullmatch(r"SM(\d+)(\d)", name)
+        if match:
+            found.append((int(match.group(1)), int(match.group(2))))
+    return tuple(sorted(found)) or None
+
+
+def build_verdict(variant: str | None, capability: tuple[int, int] | None,
+                  targets: Sequence[tuple[int, int]] | None, *, gpu: str | None = None,
+                  version: str | None = None) -> str | None:
+    """None when this TensorRT can build engines for a GPU of `capability`, else why not and
+    what to do. A pure decision: `targets` is the build-target table (see build_targets)."""
+    if capability is None:
+        return ("no CUDA device here: TensorRT engines need an NVIDIA GPU. Measure on a GPU machine "
+                "(device='cuda'), or partition without TensorRT, e.g. priority=('inductor',)")
+    capability = (int(capability[0]), int(capability[1]))
+    name = "TensorRT-RTX" if variant == "rtx" else "TensorRT"
+    where = f"this GPU ({gpu + ', ' if gpu else ''}SM{sm(capability)})"
+    if targets is not None:
+        if capability in {tuple(t) for t in targets}:
+            return None
+        listed = ", ".join(f"SM{sm(t)}" for t in targets)
+        fix = (f"install the standard TensorRT, which builds for every GPU from SM75 on (H100, H200, B200, ...): "
+               f"pip uninstall torch-tensorrt-rtx tensorrt-rtx, then {FIX_DATACENTER}"
+               if variant == "rtx" else f"install a TensorRT that supports SM{sm(capability)}")
+        return f"{name} {version or ''} builds only for {listed}, not for {where}; {fix}".replace("  ", " ")
+    if capability < STANDARD_MIN_CAPABILITY:
+        return (f"{name} {version or ''} builds for SM{sm(STANDARD_MIN_CAPABILITY)} and newer, not for "
+                f"{where}; use a newer GPU").replace("  ", " ")
+    return None
+
+
+def info(device: Any = None) -> TRTInfo:
+    """Whether torch_tensorrt imports, its versions and variant, the GPU (`device`, the current
+    one by default) and whether TensorRT can build engines for it, with the reason if not."""
+    module, error = load()
+    version, variant = installed_variant()
+    cuda = torch.cuda.is_available()
+    if module is None:
+        return TRTInfo(available=False, version=version, variant=variant, cuda=cuda, error=error,
+                       reason=f"{error}; install it with {FIX_DATACENTER} (data-centre GPUs) or {FIX_RTX} (RTX)")
+    version = getattr(module, "__version__", version)
+    lib = getattr(tensorrt_library(), "__version__", None)
+    targets = build_targets()
+    gpu = capability = None
+    if cuda:
+        index = cuda_index(device)
+        gpu = torch.cuda.get_device_name(index)
+        capability = tuple(torch.cuda.get_device_capability(index))
+    reason = build_verdict(variant, capability, targets, gpu=gpu, version=lib)
+    return TRTInfo(available=True, version=version, variant=variant, cuda=cuda, tensorrt_version=lib,
+                   gpu=gpu, capability=capability, targets=targets, can_build=reason is None, reason=reason)
+
+
+def require_build(device: Any = None) -> TRTInfo:
+    """The TRTInfo when TensorRT can build engines for `device`, else TensorRTUnavailableError
+    with the reason and the fix."""
+    found = info(device)
+    if not found.can_build:
+        raise TensorRTUnavailableError(f"TensorRT cannot build engines here: {found.reason}. ({found})")
+    return found
+
+
+def cuda_index(device: Any = None) -> int:
+    """The CUDA device index of `device` (None, an int, 'cuda', 'cuda:1', a torch.device or a
+    torch_tensorrt.Device); ConfigError for anything else."""
+    if device is None:
+        return torch.cuda.current_device() if torch.cuda.is_available() else 0
+    if isinstance(device, bool):
+        raise ConfigError(f"device={device!r} is not a CUDA device; use 'cuda' or 'cuda:N'")
+    if isinstance(device, int):
+        return device
+    gpu_id = getattr(device, "gpu_id", None)  # torch_tensorrt.Device
+    if isinstance(gpu_id, int) and not isinstance(device, (str, torch.device)):
+        return max(gpu_id, 0)
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, TypeError):
+        raise ConfigError(f"device={device!r} is not a CUDA device; use 'cuda' or 'cuda:N'") from None
+    if dev.type != "cuda":
+        raise ConfigError(f"TensorRT builds for CUDA devices, not {str(dev)!r}; use 'cuda' or 'cuda:N'")
+    if dev.index is not None:
+        return dev.index
+    return torch.cuda.current_device() if torch.cuda.is_available() else 0
+
+
+__all__ = ["STANDARD_MIN_CAPABILITY", "TRTInfo", "sm", "build_targets", "build_verdict", "info", "require_build",
+           "cuda_index"]
