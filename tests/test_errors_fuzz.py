@@ -219,6 +219,25 @@ def test_measure_arguments(tiny, arg: str, value: Any) -> None:
 
 
 @FUZZ
+@given(arg=st.sampled_from(["partition", "inputs", "device", "reference", "on_error"]), value=junk)
+def test_numerics_arguments(tiny, arg: str, value: Any) -> None:
+    """Only wrong values (a valid one compiles for real: tests/latency does that)."""
+    model, inputs, gm, p = tiny
+    valid = {"partition": lambda v: False, "inputs": lambda v: False,
+             "device": lambda v: v is None or v in ("cpu", "cuda") or isinstance(v, str) and v.startswith("cuda"),
+             "reference": lambda v: v == "eager", "on_error": lambda v: v in ("raise", "fallback")}
+    assume(not valid[arg](value))
+    before = snapshot(model, gm, inputs)
+    kwargs: dict[str, Any] = {"device": "cpu"}
+    if arg in ("device", "reference", "on_error"):
+        kwargs[arg] = value
+    target = value if arg == "partition" else p
+    example = value if arg == "inputs" else inputs
+    only_hierviz_errors(lambda: hv.numerics(target, example, **kwargs))
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
 @given(arg=st.sampled_from(["budget", "seed", "timeout", "space", "base", "measure"]), value=junk)
 def test_tune_arguments(tiny, arg: str, value: Any) -> None:
     """Only values of a wrong type (a valid one would run trials)."""
@@ -343,7 +362,7 @@ def test_fuzz_covers_every_public_function() -> None:
     """Every public function and entry class of hv.__all__ is exercised above (a new one needs a
     fuzz case). Errors, value classes and results are what those cases raise and return."""
     returned = {"HiervizError", "ConfigError", "CaptureError", "RenderError", "MeasureError",
-                "TensorRTUnavailableError", "Support", "Subgraph", "Measurement", "TuneResult"}
+                "TensorRTUnavailableError", "Support", "Subgraph", "Measurement", "TuneResult", "Numerics"}
     public = set(hv.__all__) - returned
     assert public - fuzzed_names() == set(), sorted(public - fuzzed_names())
     assert set(cli.build_parser().commands) - {"demo"} <= set(SUBCOMMANDS)  # demo: only --output-dir
