@@ -22,6 +22,7 @@ import torch
 
 from hierviz import trt
 from hierviz.errors import ConfigError
+from hierviz.inductor_ops import fallback_refusal, lowered_names
 from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
 
 
@@ -268,62 +269,6 @@ def _tensorrt_names() -> tuple[frozenset[str], str, str]:
     return frozenset(data["ops"]), "snapshot", data["torch_tensorrt_version"]
 
 
-@functools.lru_cache(maxsize=1)
-def _inductor_names() -> frozenset[str]:
-    """Ops TorchInductor lowers itself: its lowerings, decompositions and explicit fallbacks."""
-    from torch._inductor import decomposition, lowering
-
-    targets: set[Any] = set(lowering.lowerings)
-    targets |= set(getattr(lowering, "fallbacks", set()))
-    targets |= set(decomposition.select_decomp_table())
-    names = {qualname(t) for t in targets if isinstance(t, torch._ops.OpOverload)}
-    names.add("_operator.getitem")
-    return frozenset(names)
-
-
-# Tags of ops TorchInductor refuses even as fallback kernels: their output's shape (or a
-# Python scalar) depends on the input's values, which fake-tensor tracing cannot know without
-# unbacked symbolic sizes (torch._inductor.compile raises DynamicOutputShapeException, or
-# "trying to get value out of a tracing tensor" for item()).
-INDUCTOR_REFUSED_TAGS = {"dynamic_output_shape": "its output shape depends on the input's values",
-                         "data_dependent_output": "its output is a Python value read from the tensor"}
-
-
-@functools.lru_cache(maxsize=None)
-def _inductor_fallback(name: str) -> str:
-    """'' when TorchInductor runs the op `name` as an implicit fallback kernel
-    (torch._inductor.config.implicit_fallbacks, on by default), else why not."""
-    parts = name.split(".")
-    if len(parts) != 5 or parts[:2] != ["torch", "ops"]:
-        return "not an aten/custom OpOverload (TorchInductor compiles only those)"
-    try:
-        op = getattr(getattr(getattr(torch.ops, parts[2]), parts[3]), parts[4])
-    except (AttributeError, RuntimeError):
-        return "not a registered operator"
-    if not isinstance(op, torch._ops.OpOverload):
-        return "not an OpOverload (TorchInductor compiles only those)"
-    for tag in op.tags:
-        why = INDUCTOR_REFUSED_TAGS.get(tag.name)
-        if why:
-            return f"TorchInductor cannot compile it: {why} (tag {tag.name})"
-    return _inductor_alias_refusal(op)
-
-
-def _inductor_alias_refusal(op: Any) -> str:
-    """Why TorchInductor refuses `op` for aliasing, or ''. torch._inductor.compile functionalizes
-    the graph first (AOTAutograd), and functionalization takes only aten ops among those whose
-    outputs alias an input (schema `-> Tensor(a)`, e.g. prims.broadcast_in_dim in train-mode
-    BatchNorm): any other namespace raises "Found a custom (non-ATen) operator whose output has
-    alias annotations", even when TorchInductor has a lowering for it."""
-    if op.namespace == "aten":
-        return ""
-    returns = getattr(op._schema, "returns", ())
-    if any(r.alias_info is not None for r in returns):
-        return (f"TorchInductor cannot compile it: {op.namespace}.{op._schema.name.split('::')[-1]} is a non-aten op "
-                "whose output aliases its input, which functionalization refuses")
-    return ""
-
-
 class InductorSupport(OpSetSupport):
     """What TorchInductor compiles: ops it lowers, plus (with `fallbacks`) every other
     OpOverload it runs as an implicit fallback kernel, minus the ops it refuses (even those
@@ -331,7 +276,7 @@ class InductorSupport(OpSetSupport):
 
     def __init__(self, fallbacks: bool) -> None:
         what = "lowerings and fallback kernels" if fallbacks else "lowerings"
-        super().__init__(_inductor_names(), ("inductor",) if fallbacks else ("inductor", False),
+        super().__init__(lowered_names(), ("inductor",) if fallbacks else ("inductor", False),
                          f"TorchInductor's {what}", "inductor", reject="no TorchInductor lowering")
         self.fallbacks = fallbacks
 
@@ -339,11 +284,11 @@ class InductorSupport(OpSetSupport):
         if name == "_operator.getitem":
             return True
         if not self.fallbacks:
-            return super().accepts_name(name) and not _inductor_fallback(name)
-        return not _inductor_fallback(name)  # also refuses lowered ops such as nonzero
+            return super().accepts_name(name) and not fallback_refusal(name)
+        return not fallback_refusal(name)  # also refuses lowered ops such as nonzero
 
     def rejection(self, name: str) -> str:
-        why = _inductor_fallback(name)
+        why = fallback_refusal(name)
         if why.startswith("TorchInductor cannot"):
             return why
         return (why or "no TorchInductor lowering") if self.fallbacks \
