@@ -38,7 +38,7 @@ import torch
 from hierviz.config import whole_number
 from hierviz.errors import ConfigError
 from hierviz.latency.compilers import Compiler
-from hierviz.latency.lift import Lifted, digest, graph_signature, symbolic_shapes, tensor_digest, tensor_key
+from hierviz.latency.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key
 from hierviz.latency.precision import precision_key
 
 KEY_VERSION = "hierviz-compile-v2"
@@ -204,7 +204,7 @@ def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options
         precision_key(),
         lifted.single,
         graph_signature(lifted.gm),
-        symbolic_shapes(lifted.gm),
+        lifted.dynamic,
         tuple(tensor_key(x) for x in inputs),
         tuple(tensor_key(w) for w in lifted.weights),
     ]

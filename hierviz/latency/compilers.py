@@ -126,9 +126,32 @@ def _inductor_compile(gm: GraphModule, example_inputs: Sequence[Any], options: A
     opts = dict(options or {})
     inputs = list(example_inputs)
     standalone = getattr(torch._inductor, "standalone_compile", None)
+    dims = gm.meta.get("hierviz_dynamic_dims")
+    if dims and standalone is not None:  # a dynamic capture: compile for every size, not the example's
+        mode, fakes = _symbolic_inputs(inputs, dims)
+        return standalone(gm, fakes, dynamic_shapes="from_example_inputs", fake_mode=mode, options=opts)
     if persist and standalone is not None:
         return standalone(gm, inputs, dynamic_shapes="from_example_inputs", options=opts)
     return torch._inductor.compile(gm, inputs, options=opts or None)
+
+
+def _symbolic_inputs(inputs: Sequence[Any], dims: Sequence[Sequence[int]]) -> tuple[Any, list[Any]]:
+    """Fake copies of `inputs` in a fresh fake mode, with the dimensions `dims[i]` of input i
+    symbolic (the dynamic dimensions of the capture) and every other dimension fixed."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import DimDynamic, ShapeEnv, StatelessSymbolicContext
+
+    mode = FakeTensorMode(shape_env=ShapeEnv())
+    fakes = []
+    for i, x in enumerate(inputs):
+        if not isinstance(x, torch.Tensor):
+            fakes.append(x)
+            continue
+        dynamic = set(dims[i]) if i < len(dims) else set()
+        context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if d in dynamic else DimDynamic.STATIC
+                                                          for d in range(x.dim())])
+        fakes.append(mode.from_tensor(x, symbolic_context=context))
+    return mode, fakes
 
 
 def _inductor_save(artifact: Any, path: Path) -> bool:

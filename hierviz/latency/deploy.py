@@ -23,6 +23,7 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_unflatten
 
 from hierviz.errors import MeasureError
+from hierviz.inputs import InputSpec, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.cache import CompileCache
 from hierviz.latency.result import MeasureWarning
@@ -41,13 +42,29 @@ def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
         if node.op != "placeholder":
             continue
         val = node.meta.get("val")
-        if not isinstance(val, torch.Tensor) or not all(isinstance(d, int) for d in val.shape):
-            raise MeasureError(f"input {node.name} has no static shape recorded; pass example_inputs=... to compile().")
+        shape = tuple(_size_hint(d) for d in val.shape) if isinstance(val, torch.Tensor) else None
+        if shape is None or None in shape:
+            raise MeasureError(f"input {node.name} has no shape recorded; pass example_inputs=... to compile().")
         if val.dtype.is_floating_point or val.dtype.is_complex:
-            out.append(torch.randn(tuple(val.shape), generator=gen).to(val.dtype))
+            out.append(torch.randn(shape, generator=gen).to(val.dtype))
         else:
-            out.append(torch.zeros(tuple(val.shape), dtype=val.dtype))
+            out.append(torch.zeros(shape, dtype=val.dtype))
     return tuple(out)
+
+
+def _size_hint(d: Any) -> int | None:
+    """A size: the int, or for a dynamic dimension the size the capture's example had."""
+    if isinstance(d, int):
+        return d
+    node = getattr(d, "node", None)
+    hint = getattr(node, "hint", None)
+    if hint is not None:
+        return int(hint)
+    env = getattr(node, "shape_env", None)
+    try:
+        return int(node.expr.xreplace(env.var_to_val))
+    except Exception:  # noqa: BLE001 - no recorded example size
+        return None
 
 
 class CompiledModel(torch.nn.Module):
@@ -106,6 +123,7 @@ class CompiledModel(torch.nn.Module):
         not_saved = [w for w in split.warnings if "not written" in w] + \
                     [str(w.message) for w in caught if "not written" in str(w.message)]
         (folder / "graph.pkl").write_bytes(pickle.dumps(pack_graph(self._partition.graph)))
+        (folder / "inputs.json").write_text(spec_of(self._partition.graph).to_json())
         (folder / "config.pkl").write_bytes(config)
         torch.save(tuple(x.detach().cpu() if isinstance(x, torch.Tensor) else x
                          for x in tree_leaves(self._example_inputs)), folder / "inputs.pt")
@@ -130,6 +148,54 @@ def compile_partition(partition: Any, device: Any = None, *, example_inputs: Any
     return CompiledModel(partition, split, inputs)
 
 
+def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: Any) -> None:
+    """Fill `graph`'s meta['val'] again, as the capture had it: every dimension the capture
+    made dynamic is the same symbol with the same range (so the rebuilt split module accepts,
+    and refuses, the same sizes, and TorchInductor compiles for the whole range); the others
+    take the example inputs' sizes."""
+    import sympy
+    from torch._subclasses.fake_tensor import FakeTensorMode
+    from torch.fx.experimental.symbolic_shapes import ShapeEnv
+    from torch.fx.passes.fake_tensor_prop import FakeTensorProp
+    from torch.utils._sympy.value_ranges import ValueRanges
+
+    env = ShapeEnv()
+    mode = FakeTensorMode(shape_env=env, allow_non_fake_inputs=True)
+    ranges = {name: (lo, hi) for name, lo, hi in spec.ranges}
+    symbols: dict[str, Any] = {}
+
+    def size(dim: Any, actual: int) -> Any:
+        if isinstance(dim, int) or not str(dim).isidentifier():  # fixed, or a derived size such as 2*s0
+            return actual
+        if dim not in symbols:
+            sym = sympy.Symbol(dim, integer=True, positive=True)
+            lo, hi = ranges.get(dim, (2, None))
+            env._update_var_to_range(sym, ValueRanges(lo, sympy.oo if hi is None else hi))
+            env.var_to_val[sym] = sympy.Integer(actual)
+            if hasattr(env, "backed_var_to_val"):
+                env.backed_var_to_val[sym] = sympy.Integer(actual)
+            symbols[dim] = env.create_symintnode(sym, hint=actual)
+        return symbols[dim]
+
+    fakes = []
+    for arg, value in zip(spec.args, tree_leaves(example_inputs)):
+        if arg.kind == "tensor" and isinstance(value, torch.Tensor) and arg.shape is not None:
+            with mode:
+                fakes.append(torch.empty([size(d, int(n)) for d, n in zip(arg.shape, value.shape)], dtype=value.dtype))
+        else:
+            fakes.append(value)
+    FakeTensorProp(graph, mode).propagate_dont_convert_inputs(*fakes)
+    # as torch.export leaves them: the declared ranges in `range_constraints` (what the split
+    # module checks), the shape environment's from 2 on (0/1 specialisation; part of cache keys)
+    constraints = {}
+    for name, sym_int in symbols.items():
+        lo, hi = ranges.get(name, (2, None))
+        upper = sympy.oo if hi is None else hi
+        constraints[sym_int.node.expr] = ValueRanges(lo, upper)
+        env.var_to_range[sym_int.node.expr] = ValueRanges(max(lo, 2), upper)
+    graph.range_constraints = constraints
+
+
 def load(folder: str | Path, device: Any = None) -> CompiledModel:
     """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
     folder = Path(folder).expanduser()
@@ -141,7 +207,9 @@ def load(folder: str | Path, device: Any = None) -> CompiledModel:
     if meta.get("format") != FORMAT:
         raise MeasureError(f"{folder} was saved in format {meta.get('format')!r}; this hierviz reads {FORMAT!r}.")
     inputs = torch.load(folder / "inputs.pt", weights_only=False)
-    graph = unpack_graph(pickle.loads((folder / "graph.pkl").read_bytes()), inputs)
+    graph = unpack_graph(pickle.loads((folder / "graph.pkl").read_bytes()))
+    spec = folder / "inputs.json"
+    recorded_meta(graph, InputSpec.from_json(spec.read_text()) if spec.is_file() else spec_of(graph), inputs)
     config = pickle.loads((folder / "config.pkl").read_bytes())
     part = partition(graph, config=config)
     split = compile_split(part, inputs, device if device is not None else meta.get("device"), cache=CompileCache(),

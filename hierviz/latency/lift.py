@@ -46,6 +46,8 @@ class Lifted:
     n_outputs: int
     single: bool
     children: tuple[tuple[str, torch.nn.Module], ...] = ()
+    dynamic: tuple = ()  # symbolic_shapes of the source subgraph: empty for a static capture
+    dynamic_dims: tuple[tuple[int, ...], ...] = ()  # per input, the dimensions that are symbolic
 
 
 # ----------------------------------------------------------------------------- device moves
@@ -175,10 +177,15 @@ def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: 
         new.meta = clean(n.meta)
         env[n] = new
     gm = GraphModule(root, graph, class_name="LiftedSubgraph")
+    dims = tuple(tuple(i for i, d in enumerate(n.meta["val"].shape) if isinstance(d, torch.SymInt))
+                 if is_symbolic(n.meta.get("val")) else () for n in placeholders)
+    if any(dims):
+        gm.meta["hierviz_dynamic_dims"] = dims  # read by compilers that compile for dynamic shapes
     sources = tuple(fetch_attr(module, t) for t in tensors)
     weights = tuple(on_device(s, device) if device is not None else s.detach() for s in sources)
     return Lifted(gm=gm, n_inputs=len(placeholders), weight_names=tuple(tensors), weights=weights,
-                  sources=sources, n_outputs=n_outputs, single=single, children=tuple(children))
+                  sources=sources, n_outputs=n_outputs, single=single, children=tuple(children),
+                  dynamic=symbolic_shapes(module), dynamic_dims=dims if any(dims) else ())
 
 
 def _map(value: Any, env: dict[Node, Node]) -> Any:

@@ -67,3 +67,81 @@ def test_save_and_load_without_compiling_again(split, tmp_path) -> None:
 def test_load_of_a_wrong_folder_says_what_to_do(tmp_path) -> None:
     with pytest.raises(hv.MeasureError, match="no saved hierviz model"):
         load(tmp_path)
+
+
+# ----------------------------------------------------------------------------- dynamic shapes
+class ConvBN(torch.nn.Module):
+    """Conv -> BN -> ReLU -> Conv (issue 21's repro)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(8)
+        self.conv2 = torch.nn.Conv2d(8, 4, 3, padding=1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.conv2(torch.relu(self.bn(self.conv(x))))
+
+
+@pytest.fixture(scope="module")
+def dynamic():
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        model, x = ConvBN().eval(), torch.randn(2, 3, 8, 8)
+    batch = torch.export.Dim("batch", min=1, max=16)
+    gm = hv.capture(model, (x,), dynamic_shapes=({0: batch},))
+    part = hv.partition(gm, priority=("inductor",), support={"inductor": hv.support.inductor()}, min_block_size=1)
+    return model, x, part
+
+
+def _sizes_equal_eager(compiled, model, sizes=(1, 5, 16)) -> None:
+    for b in sizes:
+        x = torch.randn(b, 3, 8, 8, generator=torch.Generator().manual_seed(b))
+        with torch.no_grad():
+            torch.testing.assert_close(compiled(x), model(x), rtol=1e-4, atol=1e-5)
+
+
+def _out_of_range(fn) -> str:
+    with pytest.raises(hv.CaptureError) as info:
+        fn(torch.randn(17, 3, 8, 8))
+    return str(info.value)
+
+
+def test_dynamic_capture_compiles_saves_and_loads_for_every_size_in_range(dynamic, tmp_path) -> None:
+    from hierviz.latency import CompileCache
+
+    model, x, part = dynamic
+    compiled = part.compile(device="cpu", cache=CompileCache())  # example inputs from the capture's own sizes
+    _sizes_equal_eager(compiled, model)
+    # outside the declared range: the split module's own CaptureError, word for word
+    message = _out_of_range(part.module)
+    assert "outside the range 1..16" in message and _out_of_range(compiled) == message
+    again = load(compiled.save(tmp_path / "dyn"))
+    assert all(r.status == "cached" for t, r in again.records.items() if t.startswith("_run_on_acc"))  # no recompile
+    _sizes_equal_eager(again, model)
+    assert _out_of_range(again) == message
+    # hv.measure times the same dynamic model, at the example size
+    m = hv.measure(part, (x,), warmup=0, iters=2, per_subgraph=False, cache=CompileCache())
+    assert m.outputs_match and not m.fallbacks
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+def test_dynamic_capture_tensorrt_profile_after_load(dynamic, tmp_path) -> None:
+    from hierviz import trt
+
+    if not trt.info().can_build:
+        pytest.skip(f"TensorRT cannot build here: {trt.info().reason}")
+    model, x, _ = dynamic
+    model = model.cuda()
+    batch = torch.export.Dim("batch", min=1, max=16)
+    gm = hv.capture(model, (x.cuda(),), dynamic_shapes=({0: batch},))
+    part = hv.partition(gm, priority=("tensorrt",), min_block_size=1)
+    compiled = part.compile(device="cuda", example_inputs=(x.cuda(),))
+    again = load(compiled.save(tmp_path / "trt"))
+    for b in (1, 5, 16):
+        xb = torch.randn(b, 3, 8, 8, device="cuda")
+        with torch.no_grad():
+            torch.testing.assert_close(again(xb), model(xb), rtol=1e-3, atol=1e-3)
+    with pytest.raises(hv.CaptureError, match="outside the range 1..16"):
+        again(torch.randn(17, 3, 8, 8, device="cuda"))
