@@ -219,18 +219,22 @@ def test_measure_arguments(tiny, arg: str, value: Any) -> None:
 
 
 @FUZZ
-@given(arg=st.sampled_from(["partition", "inputs", "device", "reference", "on_error"]), value=junk)
+@given(arg=st.sampled_from(["device", "on_error", "inputs", "partition", "reference", "rel_floor", "option"]),
+       value=junk)
 def test_numerics_arguments(tiny, arg: str, value: Any) -> None:
-    """Only wrong values (a valid one compiles for real: tests/latency does that)."""
+    """Only wrong values: a valid one would compile for real (tests/latency/test_numerics.py does that)."""
     model, inputs, gm, p = tiny
-    valid = {"partition": lambda v: False, "inputs": lambda v: False,
-             "device": lambda v: v is None or v in ("cpu", "cuda") or isinstance(v, str) and v.startswith("cuda"),
-             "reference": lambda v: v == "eager", "on_error": lambda v: v in ("raise", "fallback")}
+    valid = {"device": lambda v: v is None or v in ("cpu", "cuda") or isinstance(v, str) and v.startswith("cuda"),
+             "on_error": lambda v: v in ("raise", "fallback"), "reference": lambda v: v == "eager",
+             "rel_floor": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 < v <= 1,
+             "inputs": lambda v: False, "partition": lambda v: False, "option": lambda v: False}
     assume(not valid[arg](value))
     before = snapshot(model, gm, inputs)
     kwargs: dict[str, Any] = {"device": "cpu"}
-    if arg in ("device", "reference", "on_error"):
+    if arg in ("device", "on_error", "reference", "rel_floor"):
         kwargs[arg] = value
+    if arg == "option":
+        kwargs["bogus_option"] = value
     target = value if arg == "partition" else p
     example = value if arg == "inputs" else inputs
     only_hierviz_errors(lambda: hv.numerics(target, example, **kwargs))
