@@ -4,7 +4,7 @@
     python benchmarks/picture_quality.py --quick    # tiny_conv, bert and a small Qwen2 only
     python benchmarks/picture_quality.py --save DIR # also write each picture as DIR/<model>-<view>.png
 
-For each view (auto, full, modules, collapsed) it lays the diagram out with `dot -Tjson` and
+For each view (auto, full, modules, collapsed, focus on the middle subgraph) it lays the diagram out with `dot -Tjson` and
 reads from the positions:
 
 - size: the laid-out picture in pixels at 96 dpi (what a .png gets), width x height;
@@ -45,7 +45,7 @@ import hierviz as hv  # noqa: E402
 PX_PER_PT = 96 / 72
 MAX_HEIGHT_PX, MAX_WIDTH_PX = 8000, 4000
 MAX_UPWARD = 0.05
-VIEWS = ("auto", "full", "modules", "collapsed")
+VIEWS = ("auto", "full", "modules", "collapsed", "focus")
 FULL_LIMIT = 2000  # the full view of bigger graphs takes dot minutes: not measured
 
 
@@ -157,10 +157,12 @@ def quality(layout_json: str | bytes) -> dict[str, Any]:
 
 
 def measure(part: hv.Partition, view: str, *, save: Path | None = None, name: str = "") -> dict[str, Any]:
-    """One row: the view auto chose (for 'auto'), the quality figures, the layout time."""
+    """One row: the view auto chose (for 'auto'), the quality figures, the layout time. The
+    focus view is drawn around the middle subgraph."""
     from hierviz.drawing import export
 
-    g = part.render(view)
+    focus = part.subgraphs[len(part.subgraphs) // 2].tag if view == "focus" else None
+    g = part.render(view, focus=focus)
     start = time.perf_counter()
     out = export.layout(g, "json", timeout=600)
     row = {"view": view, "drawn": g.info["view"], "dot_s": round(time.perf_counter() - start, 2), **quality(out)}

@@ -164,29 +164,32 @@ class Plan:
         children, rolled up."""
         m = group[0]
         items: list[Item] = []
-        # Own ops are drawn where they run: one box per stretch of them between the children
-        # (a residual add after attention, another after the MLP), not one box for all.
-        segments: dict[int, list[int]] = {}
-        for g in group:
-            firsts = sorted(c.ops[0] for c in g.children.values() if c.ops)
-            for i in g.own:
-                segments.setdefault(_count_below(firsts, i), []).append(i)
-        for key in sorted(segments):
-            ops = segments[key]
-            own = Item(self._new_id("m"), run, list(group), own_only=True, own=ops, first=min(ops))
-            for i in ops:
-                self.box_of[i] = own.id
-            items.append(own)
         runs: list[list[Mod]] = []
         for c in m.children.values():
             if runs and _rollable(runs[-1][-1], c) and self.signature(runs[-1][-1]) == self.signature(c):
                 runs[-1].append(c)
             else:
                 runs.append([c])
-        for run in runs:
+        # Own ops are drawn where they run: one box per stretch of them between the children
+        # (a residual add after attention, another after the MLP), not one box for all; own
+        # ops between the copies of a rolled-up run share one box after it.
+        segments: dict[int, list[int]] = {}
+        for g in group:
+            heads = sorted(h.ops[0] for h in (g.children.get(g.path + r[0].path[len(m.path):]) for r in runs)
+                           if h is not None and h.ops)
+            for i in g.own:
+                segments.setdefault(_count_below(heads, i), []).append(i)
+        for key in sorted(segments):
+            ops = segments[key]
+            own = Item(self._new_id("m"), run, list(group), own_only=True, own=ops, first=min(ops))
+            for i in ops:
+                self.box_of[i] = own.id
+            items.append(own)
+        for sibling_run in runs:
             # the same run in every module of the group (same signature: same relative paths)
-            members = [g.children[g.path + c.path[len(m.path):]] if g is not m else c for g in group for c in run]
-            items.append(self._item(run, members))
+            members = [g.children[g.path + c.path[len(m.path):]] if g is not m else c
+                       for g in group for c in sibling_run]
+            items.append(self._item(sibling_run, members))
         items.sort(key=lambda it: it.first)  # in the order the ops run
         return items
 
