@@ -17,7 +17,7 @@ Each node carries its backend, subgraph tag, reason, op, module, dtype and shape
 and is filled with its backend's color; subgraph layers get their backend's color too. With a
 measurement, each node gets its subgraph's time (`subgraph_ms`, `subgraph_share`), and a
 node-data file (Model Explorer's "per-node data" overlay) is written beside the graph: each
-subgraph's median time split evenly over its compute ops, so a layer's sum is its time.
+subgraph's median time split over its compute ops by estimated work, so a layer's sum is its time.
 """
 
 from __future__ import annotations
@@ -144,14 +144,15 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
 
 
 def node_data(p: "Partition", measurement: "Measurement") -> dict:
-    """Model Explorer node data (one entry per graph id): each subgraph's median ms split
-    evenly over its nodes (as the cost overlay does), with a white-to-red gradient."""
+    """Model Explorer node data (one entry per graph id): each subgraph's median ms split over
+    its nodes by estimated work (as the cost overlay does, drawing/work.py), with a white-to-red
+    gradient."""
     overlay = Overlay(p, measurement)
     t = p.records
     results = {t.name[i]: {"value": round(overlay.op_ms[i], 6)} for i in range(len(t)) if t.subgraph[i] >= 0}
     gradient = [{"stop": 0, "bgColor": "#FFFFFF"}, {"stop": 0.5, "bgColor": "#FDB863"},
                 {"stop": 1, "bgColor": "#D7301F"}]
-    one = {"name": "latency (ms, subgraph time / its nodes)", "results": results, "gradient": gradient}
+    one = {"name": "latency (ms, subgraph time split by estimated work)", "results": results, "gradient": gradient}
     return {gid: one for gid in GRAPH_IDS}
 
 

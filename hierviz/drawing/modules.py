@@ -11,7 +11,7 @@ in order) are drawn once, as `layers.0–23 ×24`. A block that differs is drawn
 one odd layer stands out. `focus=<module path>` draws a module's inside.
 
 With a measurement each box also shows its measured time (each subgraph's median split
-evenly over its ops; see `overlay`), and with `against=` the ops whose backend or subgraph
+over its ops by estimated work, FLOPs + bytes; see `overlay` and `work`), and with `against=` the ops whose backend or subgraph
 changed are marked with both backends and the rest dimmed (see `difference`).
 """
 

@@ -5,7 +5,8 @@ The overlay writes those milliseconds and their share of the total into the labe
 tooltips of subgraphs (collapsed view, clusters of the full view) and module boxes, and
 thickens their border with the share, so the expensive parts stand out without hiding the
 backend colors. A module box's time is the sum over its ops of their subgraph's time split
-evenly over that subgraph's ops (an estimate: subgraphs are timed whole, not op by op).
+over that subgraph's ops by an estimate of each op's work (FLOPs + bytes from the tensor
+metadata, zero for getitem and views: drawing/work.py), since subgraphs are timed whole.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
+from hierviz.drawing.work import node_work, split_time
 from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -62,13 +64,13 @@ class Overlay:
         self.subgraph_ms = {tag: ms for tag, (ms, _) in times.items()}
         self.total = sum(self.subgraph_ms.values()) or 1.0
         self.op_ms = [0.0] * len(t)
+        work = node_work(t)
         for k, members in enumerate(t.subgraph_members):
             ms = self.subgraph_ms.get(t.subgraph_tag[k])
             if ms is None or not members:
                 continue
-            each = ms / len(members)
-            for i in members:
-                self.op_ms[i] = each
+            for i, part in split_time(ms, members, work).items():
+                self.op_ms[i] = part
         self.device = str(getattr(measurement, "device", ""))
 
     def share(self, ms: float) -> float:
@@ -93,9 +95,9 @@ class Overlay:
     def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
                      bar: bool = True) -> None:
         """Module boxes (and boxes of several subgraphs): the time of these ops (subgraph times
-        split evenly over their nodes)."""
+        split over their nodes by estimated work)."""
         self._annotate(sum(self.op_ms[i] for i in ops), lines, tip, attrs,
-                       "; each subgraph's time split evenly over its nodes", bar=bar)
+                       "; each subgraph's time split over its nodes by estimated work (FLOPs + bytes)", bar=bar)
 
     def decorate_subgraph(self, tag: str, lines: list[str], tip: list[str], attrs: dict) -> None:
         """A subgraph box or cluster (text lines only, no bar): its measured median."""

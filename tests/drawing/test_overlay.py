@@ -5,6 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 import pandas as pd
+import torch
 import pytest
 
 import hierviz as hv
@@ -108,3 +109,40 @@ def test_boxes_of_several_subgraphs_carry_their_sum(odd, fake):
 
     times = [float(x) for x in re.findall(r"<B>([0-9.]+) ms</B>", g.source)]
     assert sum(times) == pytest.approx(4.0, abs=0.03) and len(times) == g.info["boxes"]
+
+
+class _ConvBN(torch.nn.Module):
+    """One subgraph holding a convolution and the BatchNorm after it (which has a getitem)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.bn = torch.nn.BatchNorm2d(16)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.bn(self.conv(x))
+
+
+def test_a_subgraphs_time_is_split_by_estimated_work_not_evenly(needs_dot):
+    """Issue 21: the BatchNorm's extra getitem must not give it twice the convolution's share."""
+    import re
+
+    from hierviz.drawing.work import node_work
+
+    model = _ConvBN().eval()
+    x = (torch.randn(1, 8, 16, 16),)
+    p = hv.partition(model, x, priority=("inductor",), support={"inductor": hv.support.inductor()},
+                     min_block_size=1)
+    assert len(p.subgraphs) == 1
+    t = p.records
+    work = node_work(t)
+    assert all(work[i] == 0 for i in range(len(t)) if not t.compute[i])  # getitem, views: no work of their own
+    src = p.render("modules", measurement=fake_measurement(p, [10.0])).source
+    share = {}
+    for line in src.splitlines():
+        found = re.search(r"<B>([0-9.]+) ms</B> · (\d+)% of time", line)
+        name = re.search(r">(conv|bn)<", line) or re.search(r"\b(conv|bn)\b", line)
+        if found and name:
+            share[name.group(1)] = int(found.group(2))
+    assert set(share) == {"conv", "bn"} and share["conv"] > share["bn"], share
+    assert share["conv"] + share["bn"] in (99, 100, 101)
