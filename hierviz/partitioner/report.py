@@ -32,90 +32,93 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
 
 
 def report(p: "Partition") -> str:
-    t = p.records
-    stats = p.stats
-    lines: list[str] = []
-    add = lines.append
-    add(f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}")
-    add("")
+    """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
+    PyTorch, the graph's structure, then per backend its engines and min_block_size advice."""
+    lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     for note in getattr(p, "notes", ()):
-        add(f"Note: {note}.")
-        add("")
-    add(f"The graph consists of {stats['compute_ops']} Total Operators, of which "
-        f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage")
+        lines += [f"Note: {note}.", ""]
+    lines += _coverage(p) + _left_to_torch(p) + _structure(p)
+    for b in p.config.priority:
+        lines += _aggregate(p, b)
+    return "\n".join(lines) + "\n"
+
+
+def _coverage(p: "Partition") -> list[str]:
+    t, stats = p.records, p.stats
+    lines = [f"The graph consists of {stats['compute_ops']} Total Operators, of which "
+             f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage"]
     compute = [i for i in range(len(t)) if t.compute[i]]
     per_backend = Counter(t.eligible_backend[i] for i in compute)
     for b in p.config.priority:
         share = per_backend.get(b, 0) / len(compute) * 100 if compute else 0.0
-        add(f"  {b}: {per_backend.get(b, 0)} operators eligible ({share:.2f}%)")
-    add(f"  PyTorch (no backend): {per_backend.get(FALLBACK, 0)} operators")
-    add("")
+        lines.append(f"  {b}: {per_backend.get(b, 0)} operators eligible ({share:.2f}%)")
+    return lines + [f"  PyTorch (no backend): {per_backend.get(FALLBACK, 0)} operators", ""]
+
+
+def _left_to_torch(p: "Partition") -> list[str]:
+    """The unsupported and excluded ops with their counts, and every node that runs in PyTorch."""
+    t = p.records
+    lines: list[str] = []
+    compute = [i for i in range(len(t)) if t.compute[i]]
     code = t.reason_code  # demotion only ever overrides 'supported'
     unsupported = Counter(t.op[i] for i in compute if code[i] in (UNSUPPORTED, VALIDATOR))
     excluded = Counter(t.op[i] for i in compute if code[i] == TORCH_EXECUTED)
     if unsupported or excluded:
-        add("The following ops are currently unsupported or excluded from conversion, "
-            "and are listed with their op-count in the graph:")
+        lines.append("The following ops are currently unsupported or excluded from conversion, "
+                     "and are listed with their op-count in the graph:")
         for op, c in (unsupported + excluded).most_common():
             why = "excluded (torch_executed_ops)" if op in excluded else "unsupported"
-            add(f" {op}: {c}  [{why}]")
-        add("")
+            lines.append(f" {op}: {c}  [{why}]")
+        lines.append("")
     in_torch = [i for i in range(len(t)) if t.backend[i] == FALLBACK]
     if in_torch:
-        add("The following nodes are currently set to run in Torch:")
-        for i in in_torch:
-            add(f"Node: {t.op[i]}, with layer location: {t.name[i]}  ({t.short_reason(i)})")
-        add("Note: Some of the above nodes may be supported, but were not included in an "
-            "accelerated graph by the partitioner")
-        add("")
-    add(f"Compiled with: {p.config.to_dict()}")
-    add("")
-    add("  Graph Structure:")
-    add("")
+        lines.append("The following nodes are currently set to run in Torch:")
+        lines += [f"Node: {t.op[i]}, with layer location: {t.name[i]}  ({t.short_reason(i)})" for i in in_torch]
+        lines += ["Note: Some of the above nodes may be supported, but were not included in an "
+                  "accelerated graph by the partitioner", ""]
+    return lines
+
+
+def _structure(p: "Partition") -> list[str]:
+    """The settings, then inputs -> each subgraph (inputs, op count, outputs) -> outputs."""
+    t = p.records
+    lines = [f"Compiled with: {p.config.to_dict()}", "", "  Graph Structure:", ""]
     graph_inputs = [t.spec[i] for i in range(len(t)) if t.kind[i] == "placeholder"]
     output = next((i for i in range(len(t)) if t.kind[i] == "output"), None)
     graph_outputs = [t.spec[a] for a in t.inputs[output]] if output is not None else []
-    add(f"   Inputs: {_specs(graph_inputs)}")
+    lines.append(f"   Inputs: {_specs(graph_inputs)}")
     numbers: Counter = Counter()
     for sg in p.subgraphs:
         numbers[sg.backend] += 1
         kind = f"{sg.backend} engine" if sg.is_acc else "PyTorch segment"
-        add("    ...")
-        add(f"    {kind} #{numbers[sg.backend]} - Submodule name: {sg.tag}")
-        add(f"     Engine Inputs: {_specs(sg.inputs)}")
-        add(f"     Number of Operators in Engine: {sg.compute_ops}")
-        add(f"     Engine Outputs: {_specs(sg.outputs)}")
-    add("    ...")
-    add(f"   Outputs: {_specs(graph_outputs)}")
+        lines += ["    ...", f"    {kind} #{numbers[sg.backend]} - Submodule name: {sg.tag}",
+                  f"     Engine Inputs: {_specs(sg.inputs)}", f"     Number of Operators in Engine: {sg.compute_ops}",
+                  f"     Engine Outputs: {_specs(sg.outputs)}"]
+    return lines + ["    ...", f"   Outputs: {_specs(graph_outputs)}"]
 
-    for b in p.config.priority:
-        engines = [sg for sg in p.subgraphs if sg.is_acc and sg.backend == b]
-        add("")
-        add(f"  {'-' * 20} Aggregate Stats: {b} {'-' * 20}")
-        add("")
-        if not engines:
-            add(f"   Aggregate stats not available since no {b} engines were generated.")
-            continue
-        ops = [sg.compute_ops for sg in engines]
-        add(f"   Number of {b} engines: {len(engines)}")
-        add(f"   Average Number of Operators per {b} Engine: {round(sum(ops) / len(ops), 2)}")
-        add(f"   Most Operators in a {b} Engine: {max(ops)}")
-        add("")
-        add(f"  {'*' * 10} Recommendations: {b} {'*' * 10}")
-        add("")
-        # min_block_size counts every node of a subgraph (getitem included), as upstream's partitioner does,
-        # so the recommended sizes are in nodes; the engine counts come from re-partitioning.
-        sizes = [len(sg.nodes) for sg in engines]
-        most, moderate, least = max(sizes), math.ceil(sum(sizes) / len(sizes)), min(sizes)
-        add(f"   - For minimal graph segmentation, select min_block_size={most} which would generate "
-            f"{_engines_at(p, b, most, sizes)} {b} engine(s)")
-        if moderate != most:
-            add(f"   - For moderate graph segmentation, select min_block_size={moderate} which would "
-                f"generate {_engines_at(p, b, moderate, sizes)} {b} engine(s)")
-        add(f"   - The current level of graph segmentation is equivalent to selecting min_block_size="
-            f"{least} which generates {_engines_at(p, b, least, sizes)} {b} engine(s)")
-        add("     (min_block_size counts the nodes of a subgraph, getitem and view included)")
-    return "\n".join(lines) + "\n"
+
+def _aggregate(p: "Partition", b: str) -> list[str]:
+    """One backend's engines (count, average and largest op count) and min_block_size advice."""
+    engines = [sg for sg in p.subgraphs if sg.is_acc and sg.backend == b]
+    lines = ["", f"  {'-' * 20} Aggregate Stats: {b} {'-' * 20}", ""]
+    if not engines:
+        return lines + [f"   Aggregate stats not available since no {b} engines were generated."]
+    ops = [sg.compute_ops for sg in engines]
+    lines += [f"   Number of {b} engines: {len(engines)}",
+              f"   Average Number of Operators per {b} Engine: {round(sum(ops) / len(ops), 2)}",
+              f"   Most Operators in a {b} Engine: {max(ops)}", "", f"  {'*' * 10} Recommendations: {b} {'*' * 10}", ""]
+    # min_block_size counts every node of a subgraph (getitem included), as upstream's partitioner does,
+    # so the recommended sizes are in nodes; the engine counts come from re-partitioning.
+    sizes = [len(sg.nodes) for sg in engines]
+    most, moderate, least = max(sizes), math.ceil(sum(sizes) / len(sizes)), min(sizes)
+    lines.append(f"   - For minimal graph segmentation, select min_block_size={most} which would generate "
+                 f"{_engines_at(p, b, most, sizes)} {b} engine(s)")
+    if moderate != most:
+        lines.append(f"   - For moderate graph segmentation, select min_block_size={moderate} which would "
+                     f"generate {_engines_at(p, b, moderate, sizes)} {b} engine(s)")
+    lines.append(f"   - The current level of graph segmentation is equivalent to selecting min_block_size="
+                 f"{least} which generates {_engines_at(p, b, least, sizes)} {b} engine(s)")
+    return lines + ["     (min_block_size counts the nodes of a subgraph, getitem and view included)"]
 
 
 def _engines_at(p: "Partition", backend: str, size: int, sizes: list[int]) -> int:
