@@ -14,7 +14,7 @@ from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.graph import node_label, node_tooltip
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import LABEL_CHARS, css, op_short, plural, tooltip
-from hierviz.partitioner import FALLBACK, FALLBACK_REASONS, REASONS, UNSUPPORTED, VALIDATOR, NodeTable
+from hierviz.partitioner import FALLBACK, FALLBACK_REASONS, GRAPH, REASONS, UNSUPPORTED, VALIDATOR, NodeTable
 
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
 MAX_INPUT_NODES = 12
@@ -61,20 +61,7 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
         key[i] = n_sub + (0 if merged_inputs else slot)
     for slot, i in enumerate(outputs):
         key[i] = n_sub + n_in + slot
-    crossing: dict[tuple[int, int], dict[int, None]] = {}
-    for j in range(len(t)):
-        dst = key[j]
-        if dst < 0:
-            continue
-        for a in t.inputs[j]:
-            src = key[a]
-            if src < 0 or src == dst:
-                continue
-            tensors = crossing.get((src, dst))
-            if tensors is None:
-                tensors = crossing[(src, dst)] = {}
-            tensors[a] = None
-
+    crossing = crossing_tensors(t, key)
     size, labels = group_size(n_sub, n_in, len(outputs), list(crossing), ctx.max_nodes)
     groups = [range(s, min(s + size, n_sub)) for s in range(0, n_sub, size)]
     grouped = size > 1
@@ -103,25 +90,7 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
     view_text = f"hierviz · collapsed view · {plural(n_sub, 'subgraph')}"
     if grouped:
         view_text += f", {size} per box"
-    # Inputs
-    if merged_inputs:
-        shown = "<BR/>".join(f'<FONT POINT-SIZE="9">{named_spec_html(t, i)}</FONT>'
-                             for i in placeholders[:6])
-        w.node("inputs", label=Html(f"<B>{len(placeholders)} graph inputs</B><BR/>{shown}<BR/>"
-                                    f'<FONT POINT-SIZE="9">...</FONT>'),
-               shape="box", style="rounded,filled", fillcolor=palette.fill("graph"), color=palette.border("graph"),
-               tooltip=tooltip([named_spec(t, i) for i in placeholders[:40]]),
-               **{"class": "hv-node hv-graph hv-input"})
-    else:
-        for i in placeholders:
-            w.node(f"in{i}", label=node_label(ctx, i), shape="box", style="rounded,filled",
-                   fillcolor=palette.fill("graph"), color=palette.border("graph"),
-                   tooltip=node_tooltip(ctx, i), **{"class": "hv-node hv-graph hv-input"})
-    for i in outputs:
-        w.node(f"out{i}", label=node_label(ctx, i), shape="box", style="rounded,filled",
-               fillcolor=palette.fill("graph"), color=palette.border("graph"),
-               tooltip=tooltip(["output"] + [named_spec(t, a) for a in t.inputs[i][:40]]),
-               **{"class": "hv-node hv-graph hv-output"})
+    draw_inputs_and_outputs(ctx, w, placeholders, outputs, merged_inputs)
 
     # Boxes
     for g, rng in enumerate(groups):
@@ -132,6 +101,7 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
         for k in rng:
             ctx.backends_seen.add(t.subgraph_backend[k])
 
+    # an input feeding more than FANOUT boxes is drawn once, and named where else it is used
     fans: dict[int, list[int]] = {}
     for ga, gb in edges:
         if n_sub <= ga - n_sub < n_sub + n_in:
@@ -148,26 +118,68 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
             w.node(tail, label=Html(f'<FONT POINT-SIZE="8">{html(name, 24)}</FONT>'), shape="plaintext",
                    height=0.15, margin="0.02", tooltip=tooltip([name, "(a reference: drawn once, used here too)"]),
                    **{"class": "hv-input-ref"})
-        tensors = list(edges[(ga, gb)])
-        specs = {t.spec[a].compact() for a in tensors[:50]}
-        if len(tensors) == 1:
-            text = specs.pop() or None  # a value without a known spec: no label
-        elif len(specs) == 1 and len(tensors) <= 50 and "" not in specs:
-            text = f"{len(tensors)} × {specs.pop()}"
-        else:
-            text = f"{len(tensors)} tensors"
-        tip = [f"{len(tensors)} tensor(s):"] + [named_spec(t, a) for a in tensors[:20]]
-        if len(tensors) > 20:
-            tip.append(f"... {len(tensors) - 20} more")
-        pen = round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2
-        if ctx.overlay is not None:  # with a measurement, edges are weighted by the bytes they carry
-            text, pen = ctx.overlay.weigh_edge([t.spec[a] for a in tensors], text, tip)
-        w.edge(tail, ids[gb], label=text if labels == "label" else None,
-               xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
-               fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})
+        draw_boundary_edge(ctx, w, tail, ids[gb], list(edges[(ga, gb)]), labels)
     title(ctx, w, view_text, collapsed=True, grouped=grouped)
     return {"nodes": len(groups) + io_nodes, "boxes": len(groups), "grouped": grouped,
             "group_size": size, "boundary_edges": len(edges), "edge_labels": labels}
+
+
+def crossing_tensors(t: NodeTable, key: list[int]) -> dict[tuple[int, int], dict[int, None]]:
+    """(source endpoint, destination endpoint) -> the tensors (producer indices, in order) that
+    cross between them; `key` is each node's endpoint, -1 for nodes in no endpoint."""
+    crossing: dict[tuple[int, int], dict[int, None]] = {}
+    for j in range(len(t)):
+        dst = key[j]
+        if dst < 0:
+            continue
+        for a in t.inputs[j]:
+            src = key[a]
+            if src >= 0 and src != dst:
+                crossing.setdefault((src, dst), {})[a] = None
+    return crossing
+
+
+def draw_inputs_and_outputs(ctx: Ctx, w: DotWriter, placeholders: list[int], outputs: list[int],
+                            merged: bool) -> None:
+    """The graph's inputs (one box for all of them when `merged`) and outputs."""
+    t = ctx.t
+    look = dict(shape="box", style="rounded,filled", fillcolor=palette.fill(GRAPH), color=palette.border(GRAPH))
+    if merged:
+        shown = "<BR/>".join(f'<FONT POINT-SIZE="9">{named_spec_html(t, i)}</FONT>' for i in placeholders[:6])
+        w.node("inputs", label=Html(f"<B>{len(placeholders)} graph inputs</B><BR/>{shown}<BR/>"
+                                    f'<FONT POINT-SIZE="9">...</FONT>'),
+               **look, tooltip=tooltip([named_spec(t, i) for i in placeholders[:40]]),
+               **{"class": "hv-node hv-graph hv-input"})
+    else:
+        for i in placeholders:
+            w.node(f"in{i}", label=node_label(ctx, i), **look, tooltip=node_tooltip(ctx, i),
+                   **{"class": "hv-node hv-graph hv-input"})
+    for i in outputs:
+        w.node(f"out{i}", label=node_label(ctx, i), **look,
+               tooltip=tooltip(["output"] + [named_spec(t, a) for a in t.inputs[i][:40]]),
+               **{"class": "hv-node hv-graph hv-output"})
+
+
+def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: list[int], labels: str) -> None:
+    """One edge for the tensors crossing from box `tail` to box `head`: labelled with their
+    spec (or their count), thicker the more there are (by bytes, with a measurement)."""
+    t = ctx.t
+    specs = {t.spec[a].compact() for a in tensors[:50]}
+    if len(tensors) == 1:
+        text = specs.pop() or None  # a value without a known spec: no label
+    elif len(specs) == 1 and len(tensors) <= 50 and "" not in specs:
+        text = f"{len(tensors)} × {specs.pop()}"
+    else:
+        text = f"{len(tensors)} tensors"
+    tip = [f"{len(tensors)} tensor(s):"] + [named_spec(t, a) for a in tensors[:20]]
+    if len(tensors) > 20:
+        tip.append(f"... {len(tensors) - 20} more")
+    pen = round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2
+    if ctx.overlay is not None:  # with a measurement, edges are weighted by the bytes they carry
+        text, pen = ctx.overlay.weigh_edge([t.spec[a] for a in tensors], text, tip)
+    w.edge(tail, head, label=text if labels == "label" else None,
+           xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
+           fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})
 
 
 def subgraph_box(ctx: Ctx, w: DotWriter, k: int) -> None:
@@ -237,4 +249,5 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
            **{"class": f"hv-group-box hv-{css(dominant)}"})
 
 
-__all__ = ["collapsed", "subgraph_box", "group_box", "MAX_INPUT_NODES"]
+__all__ = ["collapsed", "crossing_tensors", "draw_inputs_and_outputs", "draw_boundary_edge", "subgraph_box", "group_box",
+           "MAX_INPUT_NODES"]
