@@ -22,6 +22,7 @@ from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns, numerics_tab, panels
 from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
+from hierviz.explorer.engines import CompileToday
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
 
@@ -98,6 +99,7 @@ class Controller:
         self._measurements = BoundedCache(cache_size)
         self.checks = numerics_tab.Checks(self, cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
+        self.compile_today = CompileToday(graph, cache_size)  # what torch_tensorrt.compile runs
 
     def cache_sizes(self) -> dict[str, int]:
         """Entries in each per-setting cache (each holds at most `cache_size`)."""
@@ -221,13 +223,11 @@ class Controller:
         return [sg.tag for sg in part.subgraphs] + self.node_names
 
     def stats(self, measuring: bool) -> str:
+        """The stats panel, with torch_tensorrt.compile's partition once `compile_today` made it."""
         text = panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
-        if self.shown is None:
-            return text
-        from hierviz.explorer.engines import compile_partition
-
-        fast, why = compile_partition(self.graph, self.shown.config)
-        return text + panels.compile_today_html(fast, why, self.shown)
+        got = self.compile_today.get(self.shown) if self.shown is not None else None
+        return text if self.shown is None else text + panels.compile_today_html(*(got or (None, "computing ...")),
+                                                                                 self.shown)
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
         """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""

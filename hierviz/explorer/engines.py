@@ -14,7 +14,7 @@ from typing import Any, Mapping
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
-from hierviz.explorer.cache import cached_partition
+from hierviz.explorer.cache import BoundedCache, cached_partition
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.partitioner.compiled import compile_config, compile_today
 
@@ -30,6 +30,27 @@ ENGINE_ROWS = (
 def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
     """hierviz.partitioner.compiled.compile_today through the partition cache."""
     return compile_today(gm, config, cached_partition)
+
+
+class CompileToday:
+    """The explorer's "torch_tensorrt.compile today" partitions of one graph, one per setting
+    that matters to compile (`compile_config`), in a bounded cache."""
+
+    def __init__(self, graph: Any, cache_size: int) -> None:
+        self.graph = graph
+        self._made = BoundedCache(cache_size)
+
+    def get(self, part: Partition) -> tuple[Partition | None, str] | None:
+        """The fast partition for `part`'s settings (or why there is none), if already made."""
+        return self._made.get(compile_config(part.config))
+
+    def compute(self, part: Partition) -> tuple[Partition | None, str]:
+        """Make it (once per setting); it takes as long as upstream's partitioner, so the
+        widget runs this in a thread."""
+        got = self.get(part)
+        if got is None:
+            got = self._made.put(compile_config(part.config), compile_partition(self.graph, part.config))
+        return got
 
 
 def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
@@ -97,4 +118,4 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     return df[cols]
 
 
-__all__ = ["compare_engines", "compile_baseline", "compile_config", "compile_partition", "ENGINE_ROWS"]
+__all__ = ["CompileToday", "compare_engines", "compile_baseline", "compile_config", "compile_partition", "ENGINE_ROWS"]

@@ -294,6 +294,7 @@ class Explorer(widgets.VBox):
             timings["tables"] = time.perf_counter() - t
         t = time.perf_counter()
         self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
+        self._start_compile_today()
         self._refresh_diff()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops)
@@ -376,6 +377,24 @@ class Explorer(widgets.VBox):
         return result
 
     # ------------------------------------------------------------------ find fastest
+    def _start_compile_today(self) -> None:
+        """Make the "torch_tensorrt.compile today" line in a background thread (upstream's
+        partitioner takes up to seconds), then show it if those settings are still shown."""
+        shown = self.controller.shown
+        if shown is None or self.controller.compile_today.get(shown) is not None:
+            return
+
+        def work() -> None:
+            try:
+                self.controller.compile_today.compute(shown)
+                if self.controller.shown is shown:
+                    self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
+            except Exception as exc:  # noqa: BLE001 - a background thread must not die loudly
+                self.internal_errors.append(exc)
+
+        self.compile_today_thread = threading.Thread(target=work, name="hierviz-compile-today", daemon=True)
+        self.compile_today_thread.start()
+
     def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False, **tune_options: Any) -> threading.Thread:
         """Run a small `hv.tune` from the shown settings in a background thread (the widget stays
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
