@@ -187,6 +187,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
         seen["partitions"] = [[n.name for n in part.nodes] for part in result]
         return result
 
+    _VALIDATING.acquire()  # the registry's state is set for this run: one thread at a time
     saved = registry.compilation_settings, registry.disallowed_targets
     recorders = {(fast_cls, "remove_small_acc_subgraphs"): recording_small,
                  (global_cls, "propose_partitions"): recording_propose}
@@ -220,6 +221,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                           "or give the ops it lists a converter") from exc
     finally:
         registry.compilation_settings, registry.disallowed_targets = saved
+        _VALIDATING.release()
     if "after" in seen:
         acc = [names for is_acc, names in seen["after"] if is_acc]
         rest = [names for is_acc, names in seen["after"] if not is_acc]
