@@ -130,12 +130,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     """
     from hierviz.explorer.ray_executor import is_ray
 
-    if isinstance(executor, ProcessPoolExecutor):
-        raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
-                          "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
-    if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
-        raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
-                          f"or a Ray address, not {type(executor).__name__}.")
+    check_executor(executor)
     mkw = measure_kwargs(measure)
     start = time.perf_counter()
     before = cache_info()
@@ -152,37 +147,9 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
             from hierviz.explorer.ray_executor import sweep_on_ray
 
             results = sweep_on_ray(executor, gm, example_inputs, base_cfg, combos, mkw, bar)
-        elif executor is None:
-            results = []
-            for combo in combos:
-                results.append(partition_row(gm, base_cfg, combo))
-                bar.update(1)
         else:
-            futures: list[Future] = [executor.submit(partition_row, gm, base_cfg, combo) for combo in combos]
-            for fut in futures:
-                fut.add_done_callback(lambda _f: bar.update(1))
-            results = [fut.result() for fut in futures]  # grid order, whatever order they finish in
-
-        rows = []
-        measure_stats = {"hits": 0, "misses": 0}
-        if mkw is not None and not on_ray:
-            bar.reset(total=len(results))
-            bar.set_description("hv.sweep: measuring")
-        for part, row in results:
-            if mkw is not None and part is not None:
-                try:
-                    m = run_measure(part, example_inputs, mkw)
-                    row.update(columns.latency_columns(m))
-                    measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
-                    measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
-                except HiervizError as exc:
-                    row["error"] = str(exc)
-                bar.update(1)
-            rows.append(row)
-        if on_ray and mkw is not None:  # measured on the workers
-            for row in rows:
-                measure_stats["hits"] += int(row.get("cache_hits") or 0)
-                measure_stats["misses"] += int(row.get("cache_misses") or 0)
+            results = partition_rows(executor, gm, base_cfg, combos, bar)
+        rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray)
     finally:
         bar.close()
 
@@ -195,6 +162,60 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         df.attrs["compile_cache_hits"] = measure_stats["hits"]
         df.attrs["compile_cache_misses"] = measure_stats["misses"]
     return df
+
+
+def check_executor(executor: Any) -> None:
+    """ConfigError unless `executor` is None, a thread-based Executor, or Ray."""
+    from hierviz.explorer.ray_executor import is_ray
+
+    if isinstance(executor, ProcessPoolExecutor):
+        raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
+                          "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
+    if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
+        raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
+                          f"or a Ray address, not {type(executor).__name__}.")
+
+
+def partition_rows(executor: Executor | None, gm: Any, base_cfg: Config, combos: list[dict[str, Any]],
+                   bar: Any) -> list[tuple[Any, dict[str, Any]]]:
+    """(Partition or None, row) per combination, in grid order: here, or on `executor`'s threads."""
+    if executor is None:
+        results = []
+        for combo in combos:
+            results.append(partition_row(gm, base_cfg, combo))
+            bar.update(1)
+        return results
+    futures: list[Future] = [executor.submit(partition_row, gm, base_cfg, combo) for combo in combos]
+    for fut in futures:
+        fut.add_done_callback(lambda _f: bar.update(1))
+    return [fut.result() for fut in futures]  # grid order, whatever order they finish in
+
+
+def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any, mkw: dict[str, Any] | None,
+                 bar: Any, on_ray: bool) -> tuple[list[dict[str, Any]], dict[str, int]]:
+    """The rows, measured one at a time when `mkw` (on Ray they were measured on the workers),
+    and the compile-cache counts of those measurements."""
+    rows = []
+    measure_stats = {"hits": 0, "misses": 0}
+    if mkw is not None and not on_ray:
+        bar.reset(total=len(results))
+        bar.set_description("hv.sweep: measuring")
+    for part, row in results:
+        if mkw is not None and part is not None:
+            try:
+                m = run_measure(part, example_inputs, mkw)
+                row.update(columns.latency_columns(m))
+                measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
+                measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
+            except HiervizError as exc:
+                row["error"] = str(exc)
+            bar.update(1)
+        rows.append(row)
+    if on_ray and mkw is not None:  # measured on the workers
+        for row in rows:
+            measure_stats["hits"] += int(row.get("cache_hits") or 0)
+            measure_stats["misses"] += int(row.get("cache_misses") or 0)
+    return rows, measure_stats
 
 
 def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
