@@ -108,6 +108,10 @@ class SearchSpace:
     """The space as Optuna categorical choices (labels), mapped back to Config values."""
 
     def __init__(self, space: Mapping[str, Any], default: Config) -> None:
+        if isinstance(space, Mapping) and "engine" in space:
+            raise ConfigError("hv.tune searches hierviz's partitioner, so its space cannot vary 'engine': what "
+                              "torch_tensorrt.compile runs is its compile_ms baseline; hv.compare_engines or "
+                              "hv.sweep(grid={'engine': [...]}) compare engines.")
         expand_grid(space)  # checks field names and values the same way hv.sweep does
         self.fields: dict[str, list[tuple[Any, Any]]] = {}
         for name, values in space.items():

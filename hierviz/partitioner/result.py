@@ -330,8 +330,9 @@ class Partition:
     def __repr__(self) -> str:
         s = self.stats
         by = ", ".join(f"{b}={n}" for b, n in s["subgraphs_by_backend"].items() if n)
+        engine = "" if self.engine == "hierviz" else f", engine={self.engine}"
         return (f"<hv.Partition {s['nodes']} nodes, {s['subgraphs']} subgraphs ({by}), "
-                f"coverage {s['coverage']:.0%}, {self.config.label()}>")
+                f"coverage {s['coverage']:.0%}, {self.config.label()}{engine}>")
 
 
 def copy_graph_module(gm: GraphModule) -> GraphModule:

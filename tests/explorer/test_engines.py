@@ -119,3 +119,9 @@ def test_tune_times_what_compile_runs_on_a_gpu(small) -> None:
     assert "torch_tensorrt.compile" in repr(res)
     df = hv.compare_engines(model.cuda(), inputs, measure={"warmup": 2, "iters": 5})
     assert df.set_index("engine").loc["fast", "median_ms"] > 0
+
+
+def test_tune_space_cannot_vary_the_engine(small) -> None:
+    model, inputs, _ = small
+    with pytest.raises(hv.ConfigError, match="its space cannot vary 'engine'.*compile_ms baseline"):
+        hv.tune(model, inputs, {"engine": ["fast", "hierviz"]}, budget=2, progress=False)

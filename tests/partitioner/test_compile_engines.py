@@ -67,6 +67,7 @@ def test_chain_blocks_reasons_and_outputs(engine) -> None:
     forced = hv.partition(gm, engine=engine, min_block_size=1, torch_executed_ops={A + "mul.Tensor"})
     assert forced.backend_of("mul_tensor") == "torch" and forced.reason_code_of("mul_tensor") == "torch_executed_ops"
     assert "hierarchical" not in p.report() and f"({engine} engine)" in p.report()
+    assert repr(p).endswith(f"mbs=3, engine={engine}>")
 
 
 @needs_trt
