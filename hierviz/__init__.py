@@ -23,6 +23,7 @@ from hierviz.errors import (
     HiervizError,
     MeasureError,
     RenderError,
+    SavedModelNotFoundError,
     TensorRTUnavailableError,
 )
 from hierviz.partitioner import Partition, Subgraph, diff, partition
@@ -67,7 +68,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
-    "RenderError", "MeasureError", "TensorRTUnavailableError", "partition", "Partition", "Subgraph",
-    "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore", "Explorer", "plot_latency",
-    "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo",
+    "RenderError", "MeasureError", "TensorRTUnavailableError", "SavedModelNotFoundError", "partition",
+    "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
+    "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo",
 ]

@@ -22,7 +22,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.errors import CaptureError, ConfigError, user_stacklevel
+from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
@@ -258,6 +258,7 @@ def source_of(graph: GraphModule) -> Any:
     return None
 
 
+@checked_arguments
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
             kwargs: dict | None = None) -> GraphModule:
     """The aten-level graph Torch-TensorRT would partition for `model`.

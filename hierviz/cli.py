@@ -1,11 +1,10 @@
 """The `hierviz` command: demo, report, sweep, tune, zoo, info (reading MODEL, paths and
-settings from the command line lives in cli_args.py)."""
+settings from the command line lives in cli_args.py, what it prints besides results in
+cli_output.py)."""
 
 from __future__ import annotations
 
 import argparse
-import contextlib
-import os
 import re
 import sys
 import time
@@ -25,9 +24,21 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     positive,
     writable,
 )
+from hierviz.cli_output import import_tensorrt_quietly, one_line_warnings
 from hierviz.errors import HiervizError
 
 EXIT_USAGE = 2
+
+GRID_HELP = """\
+lists inside grid values:
+  In --grid a comma separates the values; a list inside one value (priority, torch_executed_ops)
+  is joined by > or +. The same text means the same in --priority, hv.sweep and hv.tune, where
+  > and + join lists too (a comma also joins a list in --priority, which takes one value).
+    --grid priority=tensorrt>inductor,inductor      two configurations: (tensorrt, inductor), (inductor)
+    --grid torch_executed_ops=none,add.Tensor+relu.default
+                                                  two: no ops, {add.Tensor, relu.default}
+    --grid min_block_size=1,3,5 --grid skip_fusion=yes,no
+"""
 
 DESCRIPTION = """\
 See and tune Torch-TensorRT's hierarchical adjacency partitioner.
@@ -39,50 +50,10 @@ EPILOG = """\
 examples:
   hierviz demo
   hierviz report resnet18 --min-block-size 3 -o resnet18.html
-  hierviz report my_model.py:build --priority inductor,tensorrt --inductor-support all
-  hierviz sweep bert --grid min_block_size=1,3,5,10 --grid priority=tensorrt+inductor,inductor+tensorrt --csv bert.csv
+  hierviz report my_model.py:build --priority inductor>tensorrt --inductor-support all
+  hierviz sweep bert --grid min_block_size=1,3,5,10 --grid priority=tensorrt>inductor,inductor>tensorrt --csv bert.csv
   hierviz tune tiny_conv --budget 20 --csv tiny_conv-tune.csv
 """
-
-
-@contextlib.contextmanager
-def _quiet_stderr() -> Any:
-    """Silence stderr, file descriptor included, and torch / Torch-TensorRT log warnings."""
-    import logging
-
-    loggers = [logging.getLogger(name) for name in ("torch_tensorrt", "torch")]
-    levels = [logger.level for logger in loggers]
-    for logger in loggers:
-        logger.setLevel(logging.ERROR)
-    sys.stderr.flush()
-    saved = devnull = None
-    try:
-        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, 2)
-    except OSError:  # no real file descriptor 2: the logging levels still apply
-        pass
-    try:
-        yield
-    finally:
-        sys.stderr.flush()
-        if saved is not None:
-            os.dup2(saved, 2)
-            os.close(saved)
-        if devnull is not None:
-            os.close(devnull)
-        for logger, level in zip(loggers, levels):
-            logger.setLevel(level)
-
-
-def import_tensorrt_quietly(args: argparse.Namespace) -> None:
-    """Import Torch-TensorRT now, hiding what its import prints without a GPU (a CUDA warning
-    from C++, optional-dependency and deprecation lines), which would bury the report and the
-    one-line errors. `--debug` shows it; `hierviz info` says whether the import worked."""
-    if getattr(args, "debug", False):
-        trt.available()
-        return
-    with _quiet_stderr():
-        trt.available()
 
 
 # ------------------------------------------------------------------ commands
@@ -100,7 +71,9 @@ def cmd_info(args: argparse.Namespace) -> int:
     import torch
 
     print(f"hierviz {__import__('hierviz').__version__}, torch {torch.__version__}")
-    print(trt.info())
+    if args.check:
+        import_tensorrt_quietly(args)
+    print(trt.info(imports=args.check))
     print(f"graphviz dot: {shutil.which('dot') or 'missing (apt-get install graphviz)'}")
     return 0
 
@@ -132,17 +105,17 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from hierviz.explorer.sweep import validate_grid
+    from hierviz.explorer.grid import validate_grid
 
     out = writable(args.csv, "--csv")
-    grid = parse_grid(args.grid or [])
-    if not grid:
+    if not args.grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
     base = build_config(args)
+    grid = parse_grid(args.grid, base)  # every configuration is valid before anything runs
     engine = parse_engine_text(args.engine)
     if engine != "hierviz" and "engine" not in grid:
         grid = {"engine": [engine], **grid}
-    validate_grid(grid, base)  # every configuration is valid before anything runs
+        validate_grid(grid, base)  # fast / global take fewer settings
     measure: Any = False
     if args.measure:
         measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None} or True
@@ -164,11 +137,18 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
+    from hierviz.explorer.ray_executor import check_executor
+
     out = writable(args.csv, "--csv") if args.csv else None
     if parse_engine_text(args.engine) != "hierviz":
         raise UsageError("tune --engine: tune searches hierviz's partitioner; what torch_tensorrt.compile "
                          "runs (engine fast) is its compile_ms baseline. Leave --engine out.")
     base = build_config(args)
+    if args.executor is not None:
+        try:
+            check_executor(args.executor)
+        except hv.ConfigError as exc:
+            raise UsageError(f"--executor: {exc}") from None
     measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None}
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
@@ -265,7 +245,8 @@ def _demo_table(table: Any) -> str:
 # ------------------------------------------------------------------ parser
 def _add_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--min-block-size", metavar="N", help="smallest accelerated subgraph kept (default 5)")
-    p.add_argument("--priority", metavar="a,b", help="backends, highest priority first (default tensorrt,inductor)")
+    p.add_argument("--priority", metavar="a>b", help="backends, highest priority first, e.g. inductor>tensorrt "
+                   "(also inductor,tensorrt; default tensorrt>inductor)")
     p.add_argument("--torch-executed-ops", metavar="op,...", help="ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor")
     p.add_argument("--inductor-support", metavar="all|none|op,...", default=None,
                    help="what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: no ops) or an op list")
@@ -275,6 +256,14 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="hierviz (default), fast (what torch_tensorrt.compile runs), global "
                         "(compile with use_fast_partitioner=False), torch_tensorrt or hierarchical "
                         "(upstream's hierarchical partitioner)")
+    _add_debug(p)
+
+
+def _add_debug(p: argparse.ArgumentParser) -> None:
+    """--debug also after the subcommand (`hierviz report m --debug`); SUPPRESS keeps the
+    top-level value when it is not given here."""
+    p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
+                   help="show full tracebacks on errors")
 
 
 class Parser(argparse.ArgumentParser):
@@ -293,6 +282,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo = sub.add_parser("demo", help="the main job on built-in models: reports, diagrams, HTML, sweep CSV")
     demo.add_argument("--output-dir", default="hierviz-demo", help="where to write (default ./hierviz-demo)")
     demo.add_argument("--no-measure", action="store_true", help="skip the CPU latency measurement in the sweep")
+    _add_debug(demo)
     demo.set_defaults(func=cmd_demo)
 
     report = sub.add_parser("report", help="partition MODEL and print the dryrun-style report")
@@ -302,11 +292,12 @@ def build_parser() -> argparse.ArgumentParser:
                         help="also save: .html report, .svg/.png/.pdf diagram, .dot, .json, or text")
     report.set_defaults(func=cmd_report)
 
-    sweep = sub.add_parser("sweep", help="partition MODEL under a grid of settings into a CSV")
+    sweep = sub.add_parser("sweep", help="partition MODEL under a grid of settings into a CSV",
+                           epilog=GRID_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     sweep.add_argument("model", metavar="MODEL")
     sweep.add_argument("--grid", action="append", metavar="field=v1,v2",
-                       help="a Config field and its values; repeat for more fields. Lists inside a value "
-                            "use + (priority=tensorrt+inductor,inductor)")
+                       help="a Config field and its values, separated by commas; repeat for more fields. "
+                            "A list inside one value is joined by > or + (see below)")
     _add_config_args(sweep)
     sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
     sweep.add_argument("--iters", type=positive, metavar="N", help="timed runs per configuration with --measure (default 100)")
@@ -330,9 +321,13 @@ def build_parser() -> argparse.ArgumentParser:
     tune.set_defaults(func=cmd_tune)
 
     zoo = sub.add_parser("zoo", help="list the built-in models")
+    _add_debug(zoo)
     zoo.set_defaults(func=cmd_zoo)
 
     info = sub.add_parser("info", help="versions, Torch-TensorRT and graphviz status")
+    info.add_argument("--check", action="store_true",
+                      help="also import Torch-TensorRT to check that it loads (about 5 s)")
+    _add_debug(info)
     info.set_defaults(func=cmd_info)
     parser.commands = tuple(sub.choices)  # type: ignore[attr-defined]
     return parser
@@ -349,18 +344,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return EXIT_USAGE
 
-    try:
-        return int(args.func(args) or 0)
-    except (UsageError, HiervizError) as exc:
-        if args.debug:
-            if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
-                raise exc.__cause__  # the user's own traceback
-            raise
-        message = " ".join(str(exc).split())
-        print(f"hierviz: error: {message}", file=sys.stderr)
-        return EXIT_USAGE
-    except KeyboardInterrupt:
-        return 130
+    import warnings
+
+    with warnings.catch_warnings():  # the caller's warning display is back after the command
+        one_line_warnings()
+        try:
+            return int(args.func(args) or 0)
+        except (UsageError, HiervizError) as exc:
+            if args.debug:
+                if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
+                    raise exc.__cause__  # the user's own traceback
+                raise
+            message = " ".join(str(exc).split())
+            print(f"hierviz: error: {message}", file=sys.stderr)
+            return EXIT_USAGE
+        except KeyboardInterrupt:
+            return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

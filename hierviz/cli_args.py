@@ -9,6 +9,7 @@ import difflib
 import importlib.util
 import inspect
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
@@ -137,14 +138,23 @@ def _support_from(choice: str | None) -> Any:
     ops = _split(choice)
     if not ops:
         raise UsageError(f"--inductor-support takes all, none or op,op,..., not {choice!r}")
-    return hv.support.ops(ops)
+    try:
+        return hv.support.ops(ops)
+    except hv.ConfigError as exc:
+        message = re.sub(r"^support\.ops:\s*", "", str(exc))
+        raise UsageError(f"--inductor-support {choice}: {message} The option takes all (every op "
+                         "TorchInductor compiles), none (no ops) or a comma-separated op list.") from None
 
 
-def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
-    """--grid field=v1,v2 → {field: [v1, v2]}; list values inside one value use '+' or '>'.
-    Every value is read by the settings parser now, so a typo stops the sweep before it runs."""
+def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
+    """--grid field=v1,v2 → {field: [v1, v2]}: a comma separates values, '>' or '+' joins a
+    list inside one value (priority=tensorrt>inductor,inductor is two configurations). Every
+    value is read and checked on `base` by the one grid check (hierviz.explorer.grid, as
+    hv.sweep does), so every typo is reported, in one line, before the sweep runs."""
+    from hierviz.explorer.grid import check_grid  # the explorer package loads pandas
+
     names = [f for f in FIELDS if f != "support"] + ["engine"]
-    grid: dict[str, list[Any]] = {}
+    texts: dict[str, list[str]] = {}
     for item in items:
         if "=" not in item:
             raise UsageError(f"--grid takes field=v1,v2 (got {item!r})")
@@ -154,12 +164,15 @@ def parse_grid(items: Sequence[str]) -> dict[str, list[Any]]:
             hint = difflib.get_close_matches(field, names, n=1)
             raise UsageError(f"--grid: unknown field {field!r}" + (f", did you mean {hint[0]!r}?" if hint else "")
                              + f" Use one of {', '.join(names)}")
-        if field in grid:
+        if field in texts:
             raise UsageError(f"--grid {field} is given twice; list all its values in one --grid {field}=v1,v2")
-        texts = _split(values)
-        if not texts:
+        texts[field] = _split(values)
+        if not texts[field]:
             raise UsageError(f"--grid {field}= has no values")
-        grid[field] = [_grid_value(field, t) for t in texts]
+    try:
+        grid, _ = check_grid(texts, base, name="--grid", text=True)
+    except ConfigError as exc:
+        raise UsageError(str(exc)) from None
     return grid
 
 
@@ -169,18 +182,6 @@ def parse_engine_text(text: str, option: str = "--engine") -> str:
         return parse_engine(text)
     except ConfigError as exc:
         raise UsageError(f"{option}: {exc}") from None
-
-
-def _grid_value(field: str, text: str) -> Any:
-    if field == "engine":
-        return parse_engine_text(text, "--grid engine")
-    try:
-        return parse_text(field, text)
-    except ConfigError as exc:
-        message = str(exc)
-        if message.startswith(f"{field}:"):
-            message = message[len(field) + 1:].strip()
-        raise UsageError(f"--grid {field}: {message}") from None
 
 
 def _whole_number(text: str, minimum: int) -> int:

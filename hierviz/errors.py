@@ -3,8 +3,14 @@ says what went wrong and what to do about it."""
 
 from __future__ import annotations
 
+import difflib
+import functools
+import inspect
 import sys
 from pathlib import Path
+from typing import Any, Callable, Iterable, Sequence, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 class HiervizError(Exception):
@@ -32,9 +38,62 @@ class TensorRTUnavailableError(MeasureError):
     and Partition.compile raise it for TensorRT subgraphs (unless on_error="fallback")."""
 
 
+class SavedModelNotFoundError(HiervizError, FileNotFoundError):
+    """`hierviz.latency.deploy.load(folder)`: no saved model there (`.filename` is the path)."""
+
+    def __init__(self, message: str, path: str) -> None:
+        super().__init__(message)
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+
 class ConfigWarning(UserWarning):
     """A setting that is valid but probably not what was meant (e.g. support for a custom
     backend that is not in priority, so it is ignored)."""
+
+
+def unknown_arguments(who: str, given: Iterable[str], valid: Sequence[str]) -> None:
+    """ConfigError when `given` holds names that are not in `valid`: naming the closest valid
+    name and listing them all (what a TypeError "unexpected keyword argument" would not say)."""
+    unknown = [str(k) for k in given if k not in valid]
+    if not unknown:
+        return
+    hints = [m for k in unknown for m in difflib.get_close_matches(k, valid, n=1)]
+    msg = f"{who}: unknown argument(s) {unknown}"
+    msg += f"; did you mean {', '.join(repr(h) for h in hints)}?" if hints else "."
+    raise ConfigError(f"{msg} It takes {', '.join(valid)}.")
+
+
+def parameter_names(func: Callable[..., Any], skip: Sequence[str] = ()) -> list[str]:
+    """The names `func` takes (not *args/**kwargs, not `skip`)."""
+    return [p.name for p in inspect.signature(func).parameters.values()
+            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD) and p.name not in ("self", *skip)]
+
+
+_PUBLIC_PREFIX = {"hierviz.zoo": "hv.zoo.", "hierviz.latency.deploy": "hierviz.latency.deploy."}
+
+
+def checked_arguments(func: F) -> F:
+    """Decorator for public functions: a call with an unknown keyword, a missing argument or
+    too many positional ones raises ConfigError naming the valid arguments (not TypeError)."""
+    signature = inspect.signature(func)
+    names = parameter_names(func)
+    who = func.__qualname__.replace("<locals>.", "")
+    if "." not in who:  # a function: the name a user calls it by
+        who = _PUBLIC_PREFIX.get(func.__module__, "hv.") + who
+
+    @functools.wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            signature.bind(*args, **kwargs)
+        except TypeError as exc:
+            unknown_arguments(who, kwargs, names)
+            raise ConfigError(f"{who}: {exc}. It takes {', '.join(names)}.") from None
+        return func(*args, **kwargs)
+
+    return wrapper  # type: ignore[return-value]
 
 
 def user_stacklevel() -> int:

@@ -16,7 +16,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, checked_arguments
 from hierviz.gcpause import gc_paused
 
 SEED = 0
@@ -179,6 +179,7 @@ def _check(name: str) -> None:
         raise ConfigError(f"unknown zoo model {name!r}; choose one of: {', '.join(_MODELS)}.")
 
 
+@checked_arguments
 def load(name: str) -> tuple[nn.Module, tuple]:
     """`(model, example_inputs)`: the model in eval mode with random weights seeded by SEED
     (identical on every load), example_inputs a tuple of tensors."""
@@ -218,6 +219,7 @@ SYNTHETIC_UNSUPPORTED = frozenset({
 })
 
 
+@checked_arguments
 def synthetic(nodes: int, *, seed: int = 0) -> torch.fx.GraphModule:
     """An aten GraphModule of exactly `nodes` nodes (2 placeholders, 1 output), built directly
     with `torch.fx.Graph` so it scales to hundreds of thousands of nodes.

@@ -192,15 +192,14 @@ def test_sweep_reads_the_same_text_as_config(tiny) -> None:
     assert list(df["priority"]) == ["tensorrt>inductor"] * 3
     assert list(df["torch_executed_ops"]) == [A + "relu.default"] * 3
     assert df["subgraphs"].nunique() == 1
-    # an invalid value becomes an error row showing the value as typed, min_block_size stays ints
-    bad = hv.sweep(gm, None, {"min_block_size": [2, 2.5]}, progress=False)
-    assert bad["error"].isna().tolist() == [True, False]
-    assert "2.5" in bad.loc[1, "error"] and list(bad["min_block_size"]) == [2, 2.5]
+    # an invalid value stops the sweep before it runs, naming the value as typed
+    with pytest.raises(hv.ConfigError, match=r"^grid min_block_size=2.5: min_block_size must be an integer"):
+        hv.sweep(gm, None, {"min_block_size": [2, 2.5]}, progress=False)
     good = hv.sweep(gm, None, {"min_block_size": [1, 3]}, progress=False)
     assert str(good["min_block_size"].dtype) == "int64"
     from hierviz.explorer.sweep import validate_grid
 
-    with pytest.raises(hv.ConfigError, match=r"grid configuration min_block_size=2.5: min_block_size must be"):
+    with pytest.raises(hv.ConfigError, match=r"^grid min_block_size=2.5: min_block_size must be"):
         validate_grid({"min_block_size": [2, 2.5]})
     assert [c.min_block_size for c in validate_grid({"min_block_size": [1, 3]})] == [1, 3]
 

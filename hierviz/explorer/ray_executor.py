@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import pickle
+import re
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
@@ -33,6 +34,25 @@ def is_ray(executor: Any) -> bool:
     if isinstance(executor, str):
         return True
     return getattr(executor, "__name__", None) == "ray" and hasattr(executor, "remote")
+
+
+# "ray://head:10001", "head-node:6379", "10.0.0.5:6379", "[::1]:6379"
+_ADDRESS = re.compile(r"(ray://)?(\[[0-9A-Fa-f:]+\]|[A-Za-z0-9_.-]+):\d+\Z")
+
+
+def check_executor(executor: Any) -> None:
+    """ConfigError unless `executor` is a way to reach Ray that hierviz understands: "ray" or
+    "local" (a local Ray), "auto" (the cluster of this node), an address (ray://host:10001,
+    host:6379) or the initialised `ray` module. Checked before the model is captured."""
+    if not isinstance(executor, str):
+        if is_ray(executor):
+            return
+        raise ConfigError(f"executor must be 'ray' or a Ray address, not {type(executor).__name__}")
+    text = executor.strip()
+    if text in ("ray", "local", "auto") or _ADDRESS.match(text):
+        return
+    raise ConfigError(f"executor {executor!r:.60} is not 'ray' (a local Ray), 'auto' (the Ray cluster this "
+                      "machine is part of) or a Ray address such as ray://head-node:10001 or head-node:6379.")
 
 
 def _import_ray() -> Any:

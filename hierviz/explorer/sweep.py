@@ -2,78 +2,20 @@
 
 from __future__ import annotations
 
-import itertools
 import time
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from typing import Any, Mapping
 
 import pandas as pd
 
-from hierviz.config import Config, check_fields
-from hierviz.errors import ConfigError, HiervizError
+from hierviz.config import Config
+from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cache_info, cached_partition
-from hierviz.partitioner import graph_of, make_config, parse_engine
-from hierviz.partitioner.compiled import check_config
+from hierviz.explorer.grid import ENGINE, check_grid, expand_grid, split_combo, validate_grid  # noqa: F401
+from hierviz.partitioner import graph_of, make_config
 
 FIELDS = columns.CONFIG_COLUMNS
-ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's engine=
-
-
-def split_combo(combo: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(engine, Config fields) of one grid combination; the engine read by parse_engine."""
-    fields = {k: v for k, v in combo.items() if k != ENGINE}
-    return parse_engine(combo.get(ENGINE, "hierviz")), fields
-
-
-def _values(field: str, values: Any) -> list[Any]:
-    """A grid entry as a list of values; one value (or a string) is a list of one."""
-    if isinstance(values, (str, bytes, Config)) or not hasattr(values, "__iter__"):
-        return [values]
-    if field == "support" and isinstance(values, Mapping):
-        return [values]
-    if isinstance(values, (set, frozenset)):
-        return sorted(values, key=repr)
-    return list(values)
-
-
-def expand_grid(grid: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The cartesian product of `grid` (first key varies slowest), as dicts of Config fields."""
-    if not isinstance(grid, Mapping):
-        raise ConfigError("grid must map Config fields to lists of values, e.g. "
-                          "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
-    try:
-        check_fields({k: v for k, v in grid.items() if k != ENGINE})
-    except ConfigError as exc:
-        raise ConfigError(f"grid: {exc} The grid may also vary {ENGINE!r} (hv.partition's engine=).") from None
-    keys = list(grid)
-    lists = [_values(k, grid[k]) for k in keys]
-    if ENGINE in grid:  # engine names are checked up front, like field names
-        for value in lists[keys.index(ENGINE)]:
-            parse_engine(value)
-    empty = [k for k, v in zip(keys, lists) if not v]
-    if empty:
-        raise ConfigError(f"grid gives no values for {empty}; give at least one value per field.")
-    return [dict(zip(keys, combo)) for combo in itertools.product(*lists)]
-
-
-def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) -> list[Config]:
-    """The Config of every combination of `grid` on `base`, checked before anything runs;
-    ConfigError naming the first invalid combination. (hv.sweep itself turns invalid
-    combinations into error rows; the command line refuses them up front.)"""
-    base_cfg = make_config(base)
-    configs = []
-    for combo in expand_grid(grid):
-        try:
-            engine, fields = split_combo(combo)
-            cfg = base_cfg.replace(**fields)
-            if engine in ("fast", "global"):
-                check_config(cfg, engine)
-            configs.append(cfg)
-        except ConfigError as exc:
-            shown = " ".join(f"{k}={columns.format_field(k, v)}" for k, v in combo.items())
-            raise ConfigError(f"grid configuration {shown}: {exc}") from None
-    return configs
 
 
 def measure_kwargs(measure: Any) -> dict[str, Any] | None:
@@ -106,6 +48,7 @@ def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, di
     return part, row
 
 
+@checked_arguments
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
           progress: bool = True) -> pd.DataFrame:
@@ -117,8 +60,11 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     Columns: the Config fields, then stats (subgraphs, acc_subgraphs, subgraphs_<backend>,
     coverage, accelerated_coverage, boundary_tensors, recommendation — the min_block_size
     `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes), then
-    latency columns when `measure` (True, or a dict of `hv.measure` options), then `error`: an
-    invalid configuration gives a row with its message instead of stopping the sweep.
+    latency columns when `measure` (True, or a dict of `hv.measure` options), then `error`: a
+    configuration that fails when partitioned or measured gives a row with its message instead
+    of stopping the sweep. The grid itself is checked first: a value the settings parser
+    refuses (`min_block_size="x"`, an unknown backend or op) stops the sweep before anything
+    runs, with one ConfigError listing every bad value.
 
     Partitions are cached per (graph, Config), so running a sweep again does not re-partition;
     `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
@@ -135,7 +81,8 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
-    combos = expand_grid(grid)
+    parsed, _ = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
+    combos = expand_grid(parsed)
     gm = graph_of(model, example_inputs)
 
     from tqdm.auto import tqdm
@@ -165,8 +112,9 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 
 
 def check_executor(executor: Any) -> None:
-    """ConfigError unless `executor` is None, a thread-based Executor, or Ray."""
-    from hierviz.explorer.ray_executor import is_ray
+    """ConfigError unless `executor` is None, a thread-based Executor, or Ray (as text: an address
+    the Ray check understands)."""
+    from hierviz.explorer.ray_executor import check_executor as check_ray, is_ray
 
     if isinstance(executor, ProcessPoolExecutor):
         raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
@@ -174,6 +122,8 @@ def check_executor(executor: Any) -> None:
     if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
         raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
                           f"or a Ray address, not {type(executor).__name__}.")
+    if executor is not None and is_ray(executor):
+        check_ray(executor)
 
 
 def partition_rows(executor: Executor | None, gm: Any, base_cfg: Config, combos: list[dict[str, Any]],

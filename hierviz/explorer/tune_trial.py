@@ -21,8 +21,8 @@ from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cached_partition
-from hierviz.explorer.ray_executor import is_ray
-from hierviz.explorer.sweep import expand_grid
+from hierviz.explorer.grid import expand_grid
+from hierviz.explorer.ray_executor import check_executor, is_ray
 from hierviz.latency import measure
 from hierviz.latency.lift import lift
 from hierviz.latency.numerics import locate_mismatch
@@ -94,6 +94,8 @@ def check_options(budget: Any, timeout: Any, seed: Any, executor: Any, measure: 
     if executor is not None and not is_ray(executor):
         raise ConfigError("hv.tune measures one trial at a time in this process (parallel timings would disturb "
                           "each other); executor may be None, or 'ray' / a Ray address to run trials on Ray workers.")
+    if executor is not None:
+        check_executor(executor)  # before capturing: a typo must not cost the capture
     if measure is not None and not isinstance(measure, Mapping):
         raise ConfigError("measure must be a dict of hv.measure options, e.g. {'iters': 50}.")
     options = dict(measure or {})
@@ -112,11 +114,11 @@ class SearchSpace:
             raise ConfigError("hv.tune searches hierviz's partitioner, so its space cannot vary 'engine': what "
                               "torch_tensorrt.compile runs is its compile_ms baseline; hv.compare_engines or "
                               "hv.sweep(grid={'engine': [...]}) compare engines.")
-        expand_grid(space)  # checks field names and values the same way hv.sweep does
+        expand_grid(space, name="space")  # field names; hv.tune checked the values first (check_grid)
         self.fields: dict[str, list[tuple[Any, Any]]] = {}
         for name, values in space.items():
             pairs: list[tuple[Any, Any]] = []
-            for combo in expand_grid({name: values}):
+            for combo in expand_grid({name: values}, name="space"):
                 raw = combo[name]
                 label = self.label(name, raw)
                 if label not in [p[0] for p in pairs]:

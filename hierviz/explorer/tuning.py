@@ -30,10 +30,11 @@ from typing import Any, Iterable, Mapping
 
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import Config
-from hierviz.errors import HiervizError
+from hierviz.errors import HiervizError, checked_arguments
 from hierviz.explorer import columns
 from hierviz.explorer.cache import cached_partition
 from hierviz.explorer.engines import compile_baseline
+from hierviz.explorer.grid import check_grid
 from hierviz.explorer.ray_executor import RayRunner
 from hierviz.explorer.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.explorer.tune_space import apply_changes, default_space, fingerprint, tune_base
@@ -62,6 +63,7 @@ from hierviz.partitioner import graph_of, make_config
 DEFAULT_BUDGET = 20
 
 
+@checked_arguments
 def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[Any]] | None = None, *,
          base: Config | Mapping[str, Any] | None = None, budget: int = DEFAULT_BUDGET,
          timeout: float | None = None, device: Any = None, executor: Any = None, seed: int = 0,
@@ -99,6 +101,8 @@ class _TuneRun:
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
                  pruning: bool) -> None:
         self.options = check_options(budget, timeout, seed, executor, measure)
+        if space is not None:  # every bad value at once, before capturing
+            check_grid(space, make_config(base), name="space")
         self.optuna = load_optuna()
         self.model, self.example_inputs, self.budget, self.timeout = model, example_inputs, budget, timeout
         self.executor, self.device, self.pruning, self.seed = executor, device, pruning, seed

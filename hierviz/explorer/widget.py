@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import ipywidgets as widgets
 
 from hierviz.config import FIELDS, Config
-from hierviz.errors import ConfigError, HiervizError
+from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.explorer import controls as ctl
 from hierviz.explorer import numerics_tab, panels
 from hierviz.explorer.controller import ControlState, Controller, check_options, views
@@ -458,6 +458,7 @@ class Explorer(widgets.VBox):
         return f"<hv.Explorer {self.name}: {state!r}>"
 
 
+@checked_arguments
 def explore(model: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
             measure: bool = False, **overrides: Any) -> Explorer:
     """An interactive Explorer of `model`'s partition: change the settings with widgets and see

@@ -15,7 +15,7 @@ import torch
 
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import whole_number
-from hierviz.errors import MeasureError, user_stacklevel
+from hierviz.errors import MeasureError, checked_arguments, user_stacklevel
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import cache as cache_mod
 from hierviz.latency.compare import TOLERANCES, compare
@@ -28,6 +28,7 @@ from hierviz.latency.split import ON_ERROR, check_trt_settings, compile_split
 from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_submodules
 
 
+@checked_arguments
 def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: int = 10, iters: int = 100,
             check: bool = True, on_error: str = "raise", cache_dir: str | Path | None = None,
             trt_settings: Any = None, progress: Any = None, inductor_options: dict | None = None,
@@ -72,7 +73,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     if not all(hasattr(partition, a) for a in ("module", "subgraphs", "graph")):
         raise MeasureError(f"measure takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
     check_trt_settings(trt_settings, tf32 if isinstance(tf32, bool) else False)
-    dev = resolve_device(device)
+    dev = resolve_device(device, partition)
     check_inputs(partition.graph, example_inputs, who="hv.measure", error=MeasureError)
     n_subgraphs = sum(n.op == "call_module" for n in partition.module.graph.nodes)
     bar = Progress(progress, n_subgraphs + 1 + int(baseline) + (n_subgraphs if per_subgraph else 0))

@@ -22,7 +22,8 @@ from typing import Any
 import torch
 from torch.utils._pytree import tree_leaves, tree_unflatten
 
-from hierviz.errors import MeasureError
+from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
+                            unknown_arguments)
 from hierviz.inputs import InputSpec, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.cache import CompileCache
@@ -143,6 +144,8 @@ def compile_partition(partition: Any, device: Any = None, *, example_inputs: Any
     """`Partition.compile`: the compiled split model of `partition`, each subgraph compiled
     with `example_inputs` (default: random inputs shaped like the graph's); `options` are
     hv.measure's."""
+    unknown_arguments("Partition.compile", options, parameter_names(
+        compile_split, skip=("partition", "example_inputs", "device", "who")))
     inputs = example_inputs if example_inputs is not None else example_from_graph(partition.graph)
     split = compile_split(partition, inputs, device, who="Partition.compile", **options)
     return CompiledModel(partition, split, inputs)
@@ -196,13 +199,20 @@ def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: 
     graph.range_constraints = constraints
 
 
+@checked_arguments
 def load(folder: str | Path, device: Any = None) -> CompiledModel:
     """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
+    if not isinstance(folder, (str, Path)):
+        raise ConfigError(f"load takes the folder a compiled model was saved in (str or Path), "
+                          f"not {type(folder).__name__}.")
     folder = Path(folder).expanduser()
     meta_path = folder / "hierviz.json"
+    if not folder.exists():
+        raise SavedModelNotFoundError(f"no saved hierviz model at {folder}: the folder does not exist; save one "
+                                      "with part.compile().save(folder).", str(folder))
     if not meta_path.is_file():
-        raise MeasureError(f"{folder} holds no saved hierviz model (no hierviz.json); save one with "
-                           "part.compile().save(folder).")
+        raise SavedModelNotFoundError(f"{folder} holds no saved hierviz model (no hierviz.json); save one with "
+                                      "part.compile().save(folder).", str(folder))
     meta = json.loads(meta_path.read_text())
     if meta.get("format") != FORMAT:
         raise MeasureError(f"{folder} was saved in format {meta.get('format')!r}; this hierviz reads {FORMAT!r}.")

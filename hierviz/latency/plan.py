@@ -30,9 +30,11 @@ class Slot:
     refused: str | None = None  # why its backend cannot compile here (on_error="fallback": it runs eagerly)
 
 
-def resolve_device(device: Any) -> torch.device:
+def resolve_device(device: Any, partition: Any = None) -> torch.device:
     """`device` as a torch.device ('cuda' when a GPU is there, else 'cpu'; a bare 'cuda' gets
-    the current index); MeasureError for what is not a usable device here."""
+    the current index); MeasureError for what is not a usable device here, and
+    TensorRTUnavailableError (a MeasureError) for CUDA asked for without one when `partition`
+    has TensorRT subgraphs, as for TensorRT subgraphs on the CPU."""
     if device is None:
         device = "cuda" if torch.cuda.is_available() else "cpu"
     try:
@@ -40,8 +42,12 @@ def resolve_device(device: Any) -> torch.device:
     except (RuntimeError, TypeError, ValueError, OverflowError):
         raise MeasureError(f"device={device!r} is not a device. Use 'cpu' or 'cuda'.") from None
     if dev.type == "cuda" and not torch.cuda.is_available():
-        raise MeasureError(f"device={device!r} was requested but no CUDA device is available here; "
-                           "use device='cpu' (the default without a GPU).")
+        trt = any(getattr(sg, "backend", None) == "tensorrt" for sg in getattr(partition, "subgraphs", ()))
+        raise (TensorRTUnavailableError if trt else MeasureError)(
+            f"device={device!r} was requested but no CUDA device is available here"
+            + ("; TensorRT engines need an NVIDIA GPU: measure on a GPU machine, or use device='cpu' with "
+               "priority=('inductor',) to compile without TensorRT." if trt else
+               "; use device='cpu' (the default without a GPU)."))
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
     if dev.type == "cuda" and dev.index >= torch.cuda.device_count():

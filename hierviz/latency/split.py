@@ -104,7 +104,7 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
     check_partition(partition)
     tf32 = check_tf32(tf32)
     check_trt_settings(trt_settings, tf32)
-    dev = resolve_device(device)
+    dev = resolve_device(device, partition)
     check_inputs(partition.graph, example_inputs, who=who, error=MeasureError)
     slots = plan(partition, dev, compilers, on_error)
     inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))

@@ -17,7 +17,7 @@ from torch.fx import GraphModule
 
 from hierviz.capturing import capture, is_aten_graph
 from hierviz.config import Config
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
@@ -93,6 +93,7 @@ def make_config(config: Config | dict | None = None, overrides: dict[str, Any] |
     return config.replace(**overrides) if overrides else config
 
 
+@checked_arguments
 def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
               *, engine: str = "hierviz", dynamic_shapes: Any = None, kwargs: dict | None = None,
               **overrides: Any) -> Partition:

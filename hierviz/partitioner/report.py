@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 from hierviz.partitioner.result import Partition
@@ -183,6 +183,7 @@ def summary_table(p: "Partition") -> "pd.DataFrame":
                                        "outputs", "input_shapes", "output_shapes", "top_ops"])
 
 
+@checked_arguments
 def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     """Nodes whose backend or subgraph differs between two partitions of the same graph.
 

@@ -22,7 +22,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz.config import Config, parse_min_block_size
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.partitioner import engine as eng
 from hierviz.partitioner.reasons import (
@@ -109,6 +109,7 @@ class Partition:
         """One node's record: op, kind, backend, tag, reason, module, dtype, shape, ..."""
         return self.records[self._pos(node_name)]
 
+    @checked_arguments
     def nodes(self) -> "pd.DataFrame":
         """One row per graph node, in graph order: name, op, kind, eligible_backend, backend,
         tag, reason_code, reason, module_path, module_class, dtype, shape."""
@@ -224,24 +225,28 @@ class Partition:
             "boundary_tensors": boundary,
         }
 
+    @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """One row per op target: how many, where they run, and why."""
         from hierviz.partitioner.report import ops_table
 
         return ops_table(self)
 
+    @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
         from hierviz.partitioner.report import summary_table
 
         return summary_table(self)
 
+    @checked_arguments
     def report(self) -> str:
         """Everything Torch-TensorRT's dryrun report shows, for every backend."""
         from hierviz.partitioner.report import report
 
         return report(self)
 
+    @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
         """Subgraphs per backend (priority order, then 'torch') that partitioning this graph at
         `min_block_size` gives, everything else in the config unchanged. hierviz's engine
@@ -263,6 +268,7 @@ class Partition:
         again = partition(self.graph, config=self.config.replace(min_block_size=min_block_size), engine=self.engine)
         return again._result.subgraphs
 
+    @checked_arguments
     def recommend(self, sizes: Iterable[int] | None = None) -> "pd.DataFrame":
         """min_block_size -> subgraph counts per backend, by re-partitioning at each size
         (only the small-block pass is re-run; assignment and traversal are reused)."""
@@ -292,6 +298,7 @@ class Partition:
         return pd.DataFrame(rows)
 
     # ------------------------------------------------------------------ drawing
+    @checked_arguments
     def render(self, view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
                measurement: Any = None, against: "Partition | None" = None, depth: int | None = None,
                radius: int = 2, **kwargs: Any) -> "graphviz.Digraph":
@@ -302,15 +309,20 @@ class Partition:
         `weights=True` also draws weights."""
         from hierviz.drawing import render
 
+        unknown_arguments("Partition.render", kwargs, parameter_names(render, skip=("p",)))
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
                       depth=depth, radius=radius, **kwargs)
 
+    @checked_arguments
     def save(self, path: str | Path, **kwargs: Any) -> Path:
-        from hierviz.drawing import save
+        from hierviz.drawing import render, save
 
+        unknown_arguments("Partition.save", kwargs, [*parameter_names(save, skip=("p", "path")),
+                                                     *parameter_names(render, skip=("p", "view"))])
         return save(self, path, **kwargs)
 
     # ------------------------------------------------------------------ deploying
+    @checked_arguments
     def compile(self, device: Any = None, *, example_inputs: Any = None, **options: Any) -> Any:
         """The compiled split model (hierviz.latency.deploy.CompiledModel): TensorRT subgraphs
         through Torch-TensorRT, TorchInductor subgraphs through TorchInductor, the rest eager;

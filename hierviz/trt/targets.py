@@ -11,6 +11,8 @@ decision; `info` gathers its inputs from the machine.
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import importlib.util
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -45,11 +47,14 @@ class TRTInfo:
     targets: tuple[tuple[int, int], ...] | None = None
     can_build: bool = False
     reason: str | None = None
+    checked: bool = True  # torch_tensorrt was imported (False: versions read from the packages)
 
     def __str__(self) -> str:
         if not self.available:
             return f"torch_tensorrt: not available ({self.error})"
         text = f"torch_tensorrt {self.version} ({self.variant}, TensorRT {self.tensorrt_version})"
+        if not self.checked:
+            text += " installed (its import not tried: hierviz info --check)"
         if not self.cuda:
             return text + "; no CUDA device (CPU-only: partitioning works, TensorRT compile does not)"
         gpu = f"{self.gpu} (SM{sm(self.capability)})" if self.capability else str(self.gpu)
@@ -65,11 +70,22 @@ def sm(capability: Sequence[int] | None) -> str:
     return "?" if capability is None else f"{capability[0]}{capability[1]}"
 
 
-def build_targets() -> tuple[tuple[int, int], ...] | None:
+def _tensorrt_alone(variant: str | None) -> Any:
+    """The TensorRT library imported by itself (0.1 s, where torch_tensorrt takes 5 s), or None."""
+    for name in (("tensorrt_rtx", "tensorrt") if variant == "rtx" else ("tensorrt",)):
+        try:
+            if importlib.util.find_spec(name) is not None:
+                return importlib.import_module(name)
+        except Exception:  # noqa: BLE001 - a broken install: info() reports no library version
+            continue
+    return None
+
+
+def build_targets(library: Any = None) -> tuple[tuple[int, int], ...] | None:
     """The compute capabilities the installed TensorRT lists as build targets
     (`tensorrt.ComputeCapability`, e.g. SM75 ... SM121 for TensorRT-RTX); None when it lists none
     (standard TensorRT builds for its whole support range)."""
-    table = getattr(tensorrt_library(), "ComputeCapability", None)
+    table = getattr(library if library is not None else tensorrt_library(), "ComputeCapability", None)
     if table is None:
         return None
     found = []
@@ -105,18 +121,26 @@ def build_verdict(variant: str | None, capability: tuple[int, int] | None,
     return None
 
 
-def info(device: Any = None) -> TRTInfo:
+def info(device: Any = None, *, imports: bool = True) -> TRTInfo:
     """Whether torch_tensorrt imports, its versions and variant, the GPU (`device`, the current
-    one by default) and whether TensorRT can build engines for it, with the reason if not."""
-    module, error = load()
+    one by default) and whether TensorRT can build engines for it, with the reason if not.
+    `imports=False` does not import torch_tensorrt (5 s without a GPU): it reads the installed
+    versions and TensorRT's build targets from the packages alone (`checked` is False)."""
     version, variant = installed_variant()
     cuda = torch.cuda.is_available()
+    if imports or load.cache_info().currsize:
+        module, error = load()
+        library = tensorrt_library() if module is not None else None
+    else:
+        installed = importlib.util.find_spec("torch_tensorrt") is not None
+        module, error = (True if installed else None), (None if installed else "torch_tensorrt is not installed")
+        library = _tensorrt_alone(variant) if installed else None
     if module is None:
         return TRTInfo(available=False, version=version, variant=variant, cuda=cuda, error=error,
                        reason=f"{error}; install it with {FIX_DATACENTER} (data-centre GPUs) or {FIX_RTX} (RTX)")
     version = getattr(module, "__version__", version)
-    lib = getattr(tensorrt_library(), "__version__", None)
-    targets = build_targets()
+    lib = getattr(library, "__version__", None)
+    targets = build_targets(library) if library is not None else None
     gpu = capability = None
     if cuda:
         index = cuda_index(device)
@@ -124,7 +148,8 @@ def info(device: Any = None) -> TRTInfo:
         capability = tuple(torch.cuda.get_device_capability(index))
     reason = build_verdict(variant, capability, targets, gpu=gpu, version=lib)
     return TRTInfo(available=True, version=version, variant=variant, cuda=cuda, tensorrt_version=lib,
-                   gpu=gpu, capability=capability, targets=targets, can_build=reason is None, reason=reason)
+                   gpu=gpu, capability=capability, targets=targets, can_build=reason is None, reason=reason,
+                   checked=module is not True)
 
 
 def require_build(device: Any = None) -> TRTInfo:

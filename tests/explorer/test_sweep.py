@@ -105,20 +105,24 @@ def test_recommendation_is_a_min_block_size_from_recommend(small) -> None:
     assert chosen["subgraphs"] == keep["subgraphs"].min()
 
 
-def test_invalid_configurations_become_error_rows(small) -> None:
+def test_failing_configurations_become_error_rows(small) -> None:
+    """A configuration that is valid but fails when partitioned is a row with its error; a
+    value the settings parser refuses stops the sweep first (tests/explorer/test_grid_check.py)."""
     model, inputs, _ = small
     df = sweep(model, inputs, {"require_full_compilation": [False, True],
-                               "torch_executed_ops": [[], ["torch.ops.aten.nope.default"]]}, progress=False)
+                               "torch_executed_ops": [[], ["torch.ops.aten.relu.default"]]}, progress=False)
     assert len(df) == 4
-    assert df["error"].isna().tolist() == [True, False, False, False]
+    assert df["error"].isna().tolist() == [True, True, False, False]
     assert "require_full_compilation=True" in df.loc[2, "error"]
-    assert "unknown op name" in df.loc[1, "error"]
     assert pd.isna(df.loc[2, "subgraphs"]) and df.loc[0, "subgraphs"] == 3
     # the row still says which configuration failed
     assert bool(df.loc[2, "require_full_compilation"]) is True
-    assert df.loc[1, "torch_executed_ops"] == "torch.ops.aten.nope.default"
-    empty = sweep(model, inputs, {"priority": [(), "tensorrt"]}, progress=False)
-    assert "priority is empty" in empty.loc[0, "error"] and pd.isna(empty.loc[1, "error"])
+    assert df.loc[3, "torch_executed_ops"] == "torch.ops.aten.relu.default"
+    with pytest.raises(hv.ConfigError, match=r"^grid has 2 bad values \(nothing ran\): torch_executed_ops="):
+        sweep(model, inputs, {"torch_executed_ops": [["torch.ops.aten.nope.default"], ["aten.nope2.default"]]},
+              progress=False)
+    with pytest.raises(hv.ConfigError, match=r"^grid priority=\(\): priority is empty"):
+        sweep(model, inputs, {"priority": [(), "tensorrt"]}, progress=False)
 
 
 def test_bad_grids_raise_config_error(small) -> None:

@@ -65,7 +65,7 @@ def test_save_and_load_without_compiling_again(split, tmp_path) -> None:
 
 
 def test_load_of_a_wrong_folder_says_what_to_do(tmp_path) -> None:
-    with pytest.raises(hv.MeasureError, match="no saved hierviz model"):
+    with pytest.raises(hv.SavedModelNotFoundError, match="no saved hierviz model"):
         load(tmp_path)
 
 

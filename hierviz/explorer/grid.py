@@ -1,0 +1,166 @@
+"""Grids of settings (hv.sweep's `grid`, hv.tune's `space`, the command line's `--grid`):
+expanded into configurations and checked as a whole before anything runs.
+
+`check_grid` is the one check: every value of every field is read by the settings parser
+(hierviz.config; text too, for the command line) and tried on the base Config, then every
+combination is built; all the bad values come back in one ConfigError, so a typo in the
+last value does not cost the rest of the sweep.
+"""
+
+from __future__ import annotations
+
+import itertools
+import warnings
+from typing import Any, Mapping
+
+from hierviz.config import Config, check_fields, parse_text
+from hierviz.errors import ConfigError
+from hierviz.partitioner import make_config, parse_engine
+from hierviz.partitioner.compiled import check_config
+
+ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's engine=
+
+# At most this many combinations of the other fields are tried to see whether a value that
+# fails on the base Config is valid together with some other grid value (priority + support).
+_PARTNERS = 64
+_SHOWN = 8  # bad values listed by name; the rest are counted
+
+
+def grid_values(field: str, values: Any) -> list[Any]:
+    """A grid entry as a list of values; one value (or a string) is a list of one."""
+    if isinstance(values, (str, bytes, Config)) or not hasattr(values, "__iter__"):
+        return [values]
+    if field == "support" and isinstance(values, Mapping):
+        return [values]
+    if isinstance(values, (set, frozenset)):
+        return sorted(values, key=repr)
+    return list(values)
+
+
+def split_combo(combo: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
+    """(engine, Config fields) of one grid combination; the engine read by parse_engine."""
+    fields = {k: v for k, v in combo.items() if k != ENGINE}
+    return parse_engine(combo.get(ENGINE, "hierviz")), fields
+
+
+def _config_of(base: Config, combo: Mapping[str, Any]) -> Config:
+    """The Config of one combination, checked for its engine ("fast"/"global" take fewer settings)."""
+    engine, fields = split_combo(combo)
+    cfg = base.replace(**fields)
+    if engine in ("fast", "global"):
+        check_config(cfg, engine)
+    return cfg
+
+
+def _shape(grid: Any, name: str) -> dict[str, list[Any]]:
+    if not isinstance(grid, Mapping):
+        raise ConfigError(f"{name} must map Config fields to lists of values, e.g. "
+                          "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
+    try:
+        check_fields({k: v for k, v in grid.items() if k != ENGINE})
+    except ConfigError as exc:
+        raise ConfigError(f"{name}: {exc} The grid may also vary {ENGINE!r} (hv.partition's engine=).") from None
+    lists = {k: grid_values(k, v) for k, v in grid.items()}
+    empty = [k for k, v in lists.items() if not v]
+    if empty:
+        raise ConfigError(f"{name} gives no values for {empty}; give at least one value per field.")
+    return lists
+
+
+def expand_grid(grid: Mapping[str, Any], name: str = "grid") -> list[dict[str, Any]]:
+    """The cartesian product of `grid` (first key varies slowest), as dicts of Config fields;
+    field names checked, values not (see `check_grid`)."""
+    lists = _shape(grid, name)
+    keys = list(lists)
+    return [dict(zip(keys, combo)) for combo in itertools.product(*lists.values())]
+
+
+def _shown(value: Any) -> str:
+    text = value if isinstance(value, str) else repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _message(field: str, exc: ConfigError) -> str:
+    text = " ".join(str(exc).split())
+    return text[len(field) + 1:].strip() if text.startswith(f"{field}:") else text
+
+
+def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None = None, *, name: str = "grid",
+               text: bool = False) -> tuple[dict[str, list[Any]], list[Config]]:
+    """(the grid with every value read by the settings parser, the Config of every
+    combination in grid order), or one ConfigError listing every bad value.
+
+    `text=True` reads each value as command-line text (`parse_text`). `name` says what the
+    grid is called in messages ("grid", "space", "--grid")."""
+    lists = _shape(grid, name)
+    base_cfg = make_config(base)
+    parsed: dict[str, list[Any]] = {}
+    failed: dict[tuple[str, int], str] = {}
+    with warnings.catch_warnings():  # warnings come once, when the configurations are used
+        warnings.simplefilter("ignore")
+        for field, values in lists.items():
+            parsed[field] = []
+            for i, raw in enumerate(values):
+                try:
+                    if field == ENGINE:
+                        value = parse_engine(raw)
+                    else:
+                        value = parse_text(field, raw) if text else raw
+                except ConfigError as exc:
+                    failed[(field, i)] = _message(field, exc)
+                    parsed[field].append(raw)
+                    continue
+                parsed[field].append(value)
+                if field == ENGINE:
+                    continue
+                try:
+                    base_cfg.replace(**{field: value})
+                except ConfigError as exc:
+                    if not _valid_with_partners(base_cfg, parsed, lists, field, value):
+                        failed[(field, i)] = _message(field, exc)
+        problems = [f"{field}={_shown(lists[field][i])}: {msg}" for (field, i), msg in failed.items()]
+        configs: list[Config] = []
+        if not problems:
+            keys = list(parsed)
+            for combo in itertools.product(*parsed.values()):
+                changes = dict(zip(keys, combo))
+                try:
+                    configs.append(_config_of(base_cfg, changes))
+                except ConfigError as exc:
+                    shown = " ".join(f"{k}={_shown(v)}" for k, v in zip(keys, _raw_combo(lists, parsed, changes)))
+                    problems.append(f"the configuration {shown}: {' '.join(str(exc).split())}")
+    if problems:
+        if len(problems) == 1:
+            raise ConfigError(f"{name} {problems[0]}")
+        listed = "; ".join(p.rstrip(".") for p in problems[:_SHOWN]) + (f"; and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else "")
+        raise ConfigError(f"{name} has {len(problems)} bad values (nothing ran): {listed}")
+    return parsed, configs
+
+
+def _valid_with_partners(base: Config, parsed: Mapping[str, list[Any]], lists: Mapping[str, list[Any]],
+                         field: str, value: Any) -> bool:
+    """Whether `value` is valid together with some values of the other fields (a custom
+    backend in priority with its support given in the grid)."""
+    others = [k for k in lists if k != field]
+    choices = [lists[k] if k not in parsed else parsed[k] + lists[k][len(parsed[k]):] for k in others]
+    for combo in itertools.islice(itertools.product(*choices), _PARTNERS):
+        try:
+            base.replace(**{field: value}, **{k: v for k, v in zip(others, combo) if k != ENGINE})
+            return True
+        except ConfigError:
+            continue
+    return False
+
+
+def _raw_combo(lists: Mapping[str, list[Any]], parsed: Mapping[str, list[Any]], changes: Mapping[str, Any]) -> list[Any]:
+    """The values of a combination as the user wrote them."""
+    out = []
+    for k, v in changes.items():
+        index = next(i for i, p in enumerate(parsed[k]) if p is v)
+        out.append(lists[k][index])
+    return out
+
+
+def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) -> list[Config]:
+    """The Config of every combination of `grid` on `base`; ConfigError listing every bad value."""
+    return check_grid(grid, base)[1]
