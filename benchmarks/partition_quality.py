@@ -16,6 +16,9 @@ Three tables, every count taken in the same run:
    no partitioner can beat), and the share of graphs where hierviz and upstream reach it.
 3. random DAGs of 30-60 callable nodes, where exhaustive search is out of reach: hierviz
    against the best of 200 randomized greedy traversals of the same graph.
+4. `demote_to`: table 1's models and configs with `demote_to="torch"` (upstream's rule) and
+   `"next"` (a small accelerated subgraph goes to the next backend in priority): accelerated
+   ops and subgraphs (accelerated / all) for each (`--part demote` runs only this one).
 
 Tables 2 and 3 use min_block_size=1 (no demotion), so the count is the traversal's.
 """
@@ -275,6 +278,59 @@ def zoo_table(models: Sequence[str], config_names: Sequence[str] | None, runs: i
     return rows
 
 
+def demote_table(models: Sequence[str], config_names: Sequence[str] | None, progress: bool = False) -> list[dict]:
+    """Table 4: per model and config, accelerated ops and subgraphs with demote_to torch / next;
+    every "next" partition's split module is checked against the graph's outputs."""
+    configs = zoo_configs()
+    rows = []
+    for model in models:
+        module, inputs = hv.zoo.load(model)
+        gm = hv.capture(module, inputs)
+        for name in config_names or list(configs):
+            row: dict = {"model": model, "config": name}
+            for rule in ("torch", "next"):
+                p = hv.partition(gm, config=configs[name].replace(demote_to=rule))
+                st = p.stats
+                row[f"{rule}_acc_ops"] = st["accelerated_ops"]
+                row[f"{rule}_subgraphs"] = st["subgraphs"]
+                row[f"{rule}_acc_subgraphs"] = st["subgraphs"] - st["subgraphs_by_backend"].get("torch", 0)
+                if rule == "next" and row["next_subgraphs"] != row["torch_subgraphs"]:
+                    check_model_outputs(p, gm, inputs)
+            rows.append(row)
+            if progress:
+                print_demote_row(row)
+    return rows
+
+
+def check_model_outputs(p: hv.Partition, gm: torch.fx.GraphModule, inputs: tuple) -> None:
+    from torch.utils._pytree import tree_leaves
+
+    with torch.no_grad():
+        got, want = tree_leaves(p.module(*inputs)), tree_leaves(gm(*inputs))
+    if not all(torch.allclose(a, b, atol=1e-4, rtol=1e-4, equal_nan=True) for a, b in zip(got, want)):
+        raise AssertionError(f"the split module's outputs differ from the graph's ({p.config.label()})")
+
+
+DEMOTE_HEADER = (f"{'model':<20}{'config':<36}{'acc ops torch':>14}{'next':>6}"
+                 f"{'subgraphs torch (acc)':>23}{'next (acc)':>12}")
+
+
+def print_demote_row(r: dict) -> None:
+    print(f"{r['model']:<20}{r['config']:<36}{r['torch_acc_ops']:>14}{r['next_acc_ops']:>6}"
+          f"{r['torch_subgraphs']:>16} ({r['torch_acc_subgraphs']:>3}){r['next_subgraphs']:>7} "
+          f"({r['next_acc_subgraphs']:>3})", flush=True)
+
+
+def print_demote_summary(rows: list[dict]) -> None:
+    more = sum(1 for r in rows if r["next_acc_ops"] > r["torch_acc_ops"])
+    fewer = sum(1 for r in rows if r["next_subgraphs"] < r["torch_subgraphs"])
+    worse = sum(1 for r in rows if r["next_subgraphs"] > r["torch_subgraphs"])
+    print(f"cases: {len(rows)}; more accelerated ops with next: {more}; fewer subgraphs: {fewer}; "
+          f"more subgraphs: {worse}; total accelerated ops {sum(r['torch_acc_ops'] for r in rows)} -> "
+          f"{sum(r['next_acc_ops'] for r in rows)}, subgraphs {sum(r['torch_subgraphs'] for r in rows)} -> "
+          f"{sum(r['next_subgraphs'] for r in rows)}")
+
+
 HEADER = (f"{'model':<20}{'config':<36}{'hierviz':>8}{'up.min':>8}{'up.med':>8}"
           f"{'acc ops hv':>11}{'up@min':>8}")
 
@@ -301,7 +357,7 @@ def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="every zoo model, 8 configs, 10 upstream runs, "
                         "300 small and 60 medium DAGs")
-    parser.add_argument("--part", choices=("all", "zoo", "dags"), default="all", help="which tables to run")
+    parser.add_argument("--part", choices=("all", "zoo", "dags", "demote"), default="all", help="which tables to run")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
     if args.full:
@@ -331,6 +387,11 @@ def main(argv: Sequence[str] | None = None) -> dict:
               f"of {greedy_runs} randomized greedy traversals on {medium['at_or_below']} "
               f"({100 * medium['at_or_below'] / medium['graphs']:.1f}%), mean difference "
               f"{medium['mean_difference']:+.2f} subgraphs")
+    if args.part in ("all", "demote"):
+        print("\n4. demote_to: accelerated ops and subgraphs (accelerated ones in brackets), torch vs next")
+        print(DEMOTE_HEADER, flush=True)
+        out["demote"] = demote = demote_table(models, config_names, progress=True)
+        print_demote_summary(demote)
     print(f"\n({time.perf_counter() - t0:.1f} s)")
     return out
 

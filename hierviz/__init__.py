@@ -27,6 +27,7 @@ from hierviz.errors import (
     TensorRTUnavailableError,
 )
 from hierviz.partitioner import Partition, Subgraph, diff, partition
+from hierviz.provenance import source_ops
 from hierviz.support import Support
 
 __version__ = "0.1.0"
@@ -70,5 +71,5 @@ __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
     "RenderError", "MeasureError", "TensorRTUnavailableError", "SavedModelNotFoundError", "partition",
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
-    "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo",
+    "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
 ]

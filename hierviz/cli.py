@@ -256,6 +256,9 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
                    help="hierviz (default), fast (what torch_tensorrt.compile runs), global "
                         "(compile with use_fast_partitioner=False), torch_tensorrt or hierarchical "
                         "(upstream's hierarchical partitioner)")
+    p.add_argument("--demote-to", metavar="torch|next", default=None,
+                   help="where an accelerated subgraph below min_block_size goes: torch (upstream's rule, "
+                        "the default) or next (the next backend in priority that takes its nodes)")
     _add_debug(p)
 
 

@@ -124,6 +124,8 @@ def build_config(args: argparse.Namespace) -> Any:
         fields["require_full_compilation"] = True
     if args.skip_fusion:
         fields["skip_fusion"] = True
+    if getattr(args, "demote_to", None) is not None:
+        fields["demote_to"] = parse_text("demote_to", args.demote_to)
     support = _support_from(args.inductor_support)
     if support is not None:
         fields["support"] = {"inductor": support}

@@ -83,6 +83,7 @@ class Config(metaclass=_Checked):
     torch_executed_ops: frozenset[str] = field(default_factory=frozenset)
     require_full_compilation: bool = False
     skip_fusion: bool = False
+    demote_to: str = "torch"
 
     def __post_init__(self) -> None:
         priority = parse_priority(self.priority)
@@ -97,6 +98,7 @@ class Config(metaclass=_Checked):
         object.__setattr__(self, "require_full_compilation",
                            parse_bool("require_full_compilation", self.require_full_compilation))
         object.__setattr__(self, "skip_fusion", parse_bool("skip_fusion", self.skip_fusion))
+        object.__setattr__(self, "demote_to", parse_demote_to(self.demote_to))
 
     def support_for(self, backend: str) -> support_mod.Support | None:
         """The Support used for `backend`: the one given, else Torch-TensorRT's default."""
@@ -118,6 +120,7 @@ class Config(metaclass=_Checked):
             "torch_executed_ops": sorted(self.torch_executed_ops),
             "require_full_compilation": self.require_full_compilation,
             "skip_fusion": self.skip_fusion,
+            "demote_to": self.demote_to,
         }
 
     @classmethod
@@ -144,6 +147,8 @@ class Config(metaclass=_Checked):
             parts.append("full")
         if self.skip_fusion:
             parts.append("nofusion")
+        if self.demote_to != "torch":
+            parts.append(f"demote={self.demote_to}")
         return " ".join(parts)
 
 
@@ -283,6 +288,18 @@ def parse_ops(value: Any, field: str = "torch_executed_ops") -> frozenset[str]:
     return normalize_all(value, field)
 
 
+DEMOTE_TO = ("torch", "next")
+
+
+def parse_demote_to(value: Any) -> str:
+    """demote_to: 'torch' (upstream's rule) or 'next' (the next backend in priority)."""
+    if isinstance(value, str) and value.strip().lower() in DEMOTE_TO:
+        return value.strip().lower()
+    raise ConfigError(f"demote_to must be 'torch' (upstream's rule: an accelerated subgraph below min_block_size "
+                      f"runs in PyTorch) or 'next' (it goes to the next backend in priority that takes its nodes), "
+                      f"not {type(value).__name__} {value!r:.40}.")
+
+
 TEXT_TRUE = ("true", "yes", "on", "1")
 TEXT_FALSE = ("false", "no", "off", "0")
 
@@ -305,6 +322,8 @@ def parse_text(name: str, text: str) -> Any:
         if t.lower() in TEXT_FALSE:
             return False
         raise ConfigError(f"{name}: {text!r} is not true/false.")
+    if name == "demote_to":
+        return parse_demote_to(t)
     if name == "min_block_size":
         try:
             number = int(t)

@@ -136,10 +136,17 @@ def _torch_level(name: str) -> bool:
     return not (attr.startswith("sym_") or attr.startswith("_sym"))
 
 
+# torch_executed_ops entries that name a source op (hv.source_ops): "source:torch.ops.aten.silu.default"
+SOURCE_PREFIX = "source:"
+
+
 def normalize(op: Any, field: str = "torch_executed_ops") -> str:
     """Turn an OpOverload, packet or name string into its qualified name; 'aten.x.y' and
     'x.y' (an aten op) are accepted. Unknown names raise ConfigError naming close matches;
-    torch-level names (torch.relu) raise ConfigError naming the aten ops they lower to."""
+    torch-level names (torch.relu) raise ConfigError naming the aten ops they lower to.
+    'source:<op>' (hv.source_ops) keeps its prefix, the op normalised."""
+    if isinstance(op, str) and op.strip().startswith(SOURCE_PREFIX):
+        return SOURCE_PREFIX + normalize(op.strip()[len(SOURCE_PREFIX):], field)
     if isinstance(op, (torch._ops.OpOverload, torch._ops.OpOverloadPacket)):
         return qualname(op)
     if callable(op) and not isinstance(op, str):

@@ -100,7 +100,7 @@ def valid_mbs(value: Any) -> bool:
 
 # ---------------------------------------------------------------- functions
 CONFIG_FIELDS = ("priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
-                 "skip_fusion")
+                 "skip_fusion", "demote_to")
 
 
 @FUZZ
@@ -165,7 +165,8 @@ def test_partition_methods(tiny, tmp_path_factory, method: str, value: Any) -> N
 @FUZZ
 @given(what=st.sampled_from(["ops", "where", "tensorrt", "zoo_load", "zoo_synthetic", "grid", "grid_value",
                              "sweep_base", "sweep_measure", "sweep_executor", "plot_latency", "plot_subgraphs",
-                             "engine", "grid_engine", "compare_engines", "compare_measure"]),
+                             "engine", "grid_engine", "compare_engines", "compare_measure",
+                             "source_ops", "source_ops_config"]),
        value=junk)
 def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
     model, inputs, gm, _ = tiny
@@ -187,6 +188,8 @@ def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
         "sweep_base": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, base=value, progress=False),
         "sweep_measure": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, measure=value, progress=False),
         "sweep_executor": lambda: hv.sweep(gm, None, {"min_block_size": [1]}, executor=value, progress=False),
+        "source_ops": lambda: hv.partition(gm, torch_executed_ops=hv.source_ops(value)),
+        "source_ops_config": lambda: hv.Config(torch_executed_ops={f"source:{value}"}),
         "plot_latency": lambda: hv.plot_latency(value),
         "plot_subgraphs": lambda: hv.plot_subgraphs(value),
         "engine": lambda: hv.partition(gm, engine=value),
@@ -386,7 +389,7 @@ text = st.one_of(st.text(max_size=10), st.sampled_from(
      "min_block_size=1", "priority=tensorrt+tensorrt", "skip_fusion=yes", "/proc/zz/x.csv", ".", "x.html",
      "--debug", "-o", "resnt18", "tiny.py:fn"]))
 SUBCOMMANDS = {
-    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "--engine", "-o"],
+    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "--engine", "--demote-to", "-o"],
     "sweep": ["--grid", "--min-block-size", "--priority", "--csv", "--iters", "--warmup", "--engine"],
     "tune": ["--budget", "--timeout", "--seed", "--csv", "--min-block-size", "--executor", "--inductor-support"],
     "zoo": [],

@@ -15,7 +15,7 @@ from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import BR_LEFT, LABEL_CHARS, css, op_short, plural, tooltip
-from hierviz.partitioner import CALLABLE_OPS, DEMOTED, FOLLOWS_PRODUCER, NOT_CALLABLE
+from hierviz.partitioner import CALLABLE_OPS, DEMOTED, DEMOTED_NEXT, FOLLOWS_PRODUCER, NOT_CALLABLE
 
 SMALL = '<FONT POINT-SIZE="9">{}</FONT>'
 
@@ -81,7 +81,7 @@ def draw_node(ctx: Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
         code = NOT_CALLABLE
     st = palette.style(code)
     line = palette.border(backend)
-    if code == DEMOTED:
+    if code in (DEMOTED, DEMOTED_NEXT):
         line = palette.color(t.eligible_backend[i])
     shape, styl, pen = st.shape, st.style, st.penwidth
     if kind == "get_attr":

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from hierviz.partitioner import (
     DEAD_CODE,
     DEMOTED,
+    DEMOTED_NEXT,
     FALLBACK,
     FOLLOWS_PRODUCER,
     GRAPH,
@@ -131,6 +132,10 @@ STYLES: dict[str, NodeStyle] = {
                        "demoted: its subgraph &lt; min_block_size {min_block_size}"
                        "{br}(rounded, dashed; border: the backend it was eligible for)",
                        Swatch(FALLBACK, border=2, style="rounded,dashed", line=GREY)),
+    DEMOTED_NEXT: NodeStyle("box", "rounded,filled,dashed", 1.6, 1,
+                            "demoted to the next backend: its subgraph &lt; min_block_size {min_block_size}"
+                            "{br}(rounded, dashed; border: the backend it was eligible for)",
+                            Swatch(GRAPH, border=2, style="rounded,dashed", line=GREY)),
     NOT_CALLABLE: NodeStyle("box", "rounded,filled", 1.0, 1),
     DEAD_CODE: NodeStyle("box", "rounded,filled,dotted", 1.0, 1),
 }

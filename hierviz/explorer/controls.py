@@ -23,6 +23,7 @@ from hierviz import support as support_mod
 from hierviz import trt
 from hierviz.config import BUILTIN_BACKENDS, Config
 from hierviz.errors import ConfigError
+from hierviz.opnames import SOURCE_PREFIX
 from hierviz.explorer import panels
 
 Refused = Callable[[str], None]
@@ -279,7 +280,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                          placeholder="+ backend", layout=widgets.Layout(width="auto"))
     support = SupportPicker(backends, base.support)
 
-    top = max(2, sum(graph_ops.values()), base.min_block_size)
+    top = max(2, sum(n for op, n in graph_ops.items() if not op.startswith(SOURCE_PREFIX)), base.min_block_size)
     mbs = BlockSizeSlider(value=base.min_block_size, min=1, max=top, step=1, continuous_update=False,
                           readout=False, description="min_block_size", style={"description_width": "initial"},
                           layout=widgets.Layout(width="420px"))
@@ -295,6 +296,10 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     rfc = Toggle(value=base.require_full_compilation, description="require full compilation",
                  icon="lock", layout=widgets.Layout(width="auto"))
     skip = Toggle(value=base.skip_fusion, description="skip fusion", layout=widgets.Layout(width="auto"))
+    demote = Choice(options=["torch", "next"], value=base.demote_to, description="demote to",
+                    tooltips=["a subgraph below min_block_size runs in PyTorch (upstream's rule)",
+                              "it goes to the next backend in priority that takes its nodes"],
+                    style={"button_width": "56px", "description_width": "initial"})
     view_w = Choice(options=list(views), value=view, description="view",
                          style={"button_width": "96px", "description_width": "initial"})
     focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
@@ -318,6 +323,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
         "require_full_compilation": rfc,
         "skip_fusion": skip,
         "engine": engine_w,
+        "demote_to": demote,
         "view": view_w,
         "focus": focus_w,
         "measure": measure_w,
@@ -340,6 +346,7 @@ def state_values(controls: Mapping[str, widgets.Widget]) -> dict[str, Any]:
         "torch_executed_ops": frozenset(controls["torch_executed_ops"].value),
         "require_full_compilation": bool(controls["require_full_compilation"].value),
         "skip_fusion": bool(controls["skip_fusion"].value),
+        "demote_to": controls["demote_to"].value,
     }
 
 
@@ -380,7 +387,7 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     c, p, b = controls, panels_, buttons
     row1 = widgets.HBox([widgets.Label("priority"), c["priority"]], layout=widgets.Layout(width="100%"))
     row2 = widgets.HBox([c["min_block_size"], extras["min_block_size_box"], c["require_full_compilation"],
-                         c["skip_fusion"], c["measure"]])
+                         c["skip_fusion"], c["demote_to"], c["measure"]])
     row3 = widgets.HBox([widgets.Label("torch_executed_ops"), c["torch_executed_ops"]],
                         layout=widgets.Layout(width="100%"))
     row4 = widgets.HBox([widgets.Label("support"), c["support"]])

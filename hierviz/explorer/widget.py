@@ -91,9 +91,9 @@ class Explorer(widgets.VBox):
 
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
 
-        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
-                                                   view=view, focus=focus, on_refused=self._refused,
-                                                   engine=engine)
+        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops + self.controller.source_ops,
+                                                   views(), measure=measure, view=view, focus=focus,
+                                                   on_refused=self._refused, engine=engine)
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
@@ -297,7 +297,7 @@ class Explorer(widgets.VBox):
         self._start_compile_today()
         self._refresh_diff()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
-                                                       self.controller.graph_ops)
+                                                       self.controller.graph_ops + self.controller.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
         self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.checks.of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
@@ -450,6 +450,7 @@ class Explorer(widgets.VBox):
             c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))
             c["require_full_compilation"].value = best.require_full_compilation
             c["skip_fusion"].value = best.skip_fusion
+            c["demote_to"].value = best.demote_to
         return best
 
     def __repr__(self) -> str:

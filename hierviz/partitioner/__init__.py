@@ -23,6 +23,7 @@ from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
     DEAD_CODE,
     DEMOTED,
+    DEMOTED_NEXT,
     FALLBACK,
     FALLBACK_REASONS,
     FOLLOWS_PRODUCER,
@@ -119,6 +120,10 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
         return partition_compiled(gm, cfg, engine)
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
+    if cfg.torch_executed_ops:
+        from hierviz.partitioner.lowered import warn_lowered_away
+
+        warn_lowered_away(gm, cfg)  # an op the lowering removed would force nothing, silently
     if engine == "hierviz":
         return Partition(gm, cfg, run_engine(gm, cfg))
     from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
@@ -129,4 +134,4 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
            "graph_of", "make_config", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
-           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]
+           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

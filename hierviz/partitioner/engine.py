@@ -16,10 +16,14 @@ the ready queues):
                 subgraphs (TVM BYOC's "merge compiler regions"), checked by a bounded search
                 on the subgraph DAG
 5. `merge_small` upstream's remove_small_acc_subgraphs, then `merge` again, so that demoted
-                blocks join neighbouring PyTorch subgraphs
+                blocks join neighbouring PyTorch subgraphs. With `demote_to="next"`, a small
+                accelerated subgraph first moves to the next backend in priority that takes
+                all its nodes (`demote_to_next`), joins that backend's neighbours where no
+                cycle results, and is tested against min_block_size there; PyTorch only when
+                no backend is left
 
 The input graph is never modified; every pass works on integer node indices. The passes
-stay in one module of about 600 lines because they share the index and the subgraph type
+stay in one module of about 700 lines because they share the index and the subgraph type
 and are meant to be read in order, as one algorithm.
 """
 
@@ -39,6 +43,7 @@ from hierviz.config import Config
 from hierviz.errors import ConfigError
 from hierviz.gcpause import gc_paused
 from hierviz.opnames import in_op_set, packets_in, qualname
+from hierviz.provenance import source_op, split_sources
 from hierviz.partitioner.reasons import (  # the codes this engine gives each node (reasons.py)
     CALLABLE_OPS,
     FALLBACK,
@@ -153,8 +158,9 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
     detail: list[Any] = [None] * n
     supports = [(b, config.support_for(b)) for b in config.priority]
     support_of = dict(supports)
-    teo = config.torch_executed_ops
+    teo, sources = split_sources(config.torch_executed_ops)
     teo_packets = packets_in(teo)
+    source_packets = packets_in(sources)
     verdicts: dict[str, tuple[str | None, str, Any]] = {}  # op name -> decision, when per-target
     accepted: dict[tuple[str, str], bool] = {}  # (backend, op name) -> its support takes it
     per_node = any(s.per_node for _, s in supports)
@@ -185,6 +191,11 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
         if in_op_set(name, teo, teo_packets):
             code[i], detail[i] = TORCH_EXECUTED, None
             return
+        if sources:  # hv.source_ops: the op of the exported graph this node came from
+            src = source_op(index.nodes[i])
+            if src is not None and in_op_set(src, sources, source_packets):
+                code[i], detail[i] = TORCH_EXECUTED, src
+                return
         if index.non_compute[i]:
             producer = next((j for j in index.inputs[i] if index.callable[j]), None)
             if producer is not None:
@@ -513,6 +524,65 @@ def _add_fusion_deps(index: GraphIndex, deps: dict[int, set[int]],
 
 
 # --------------------------------------------------------------------------- 4. small blocks
+class NextBackend:
+    """`demote_to="next"`: which later backend in priority takes every node of a subgraph.
+    Op-level verdicts are cached per (backend, op); per-node supports are asked per node."""
+
+    def __init__(self, index: GraphIndex, config: Config) -> None:
+        self.index = index
+        self.priority = config.priority
+        self.supports = {b: config.support_for(b) for b in config.priority}
+        self._verdicts: dict[tuple[str, str], bool] = {}
+
+    def _takes(self, b: str, i: int) -> bool:
+        sup = self.supports[b]
+        if sup.per_node:
+            return bool(sup.check(self.index.nodes[i])[0])
+        key = (b, self.index.ops[i])
+        ok = self._verdicts.get(key)
+        if ok is None:
+            ok = self._verdicts[key] = bool(sup.check(self.index.nodes[i])[0])
+        return ok
+
+    def after(self, backend: str, nodes: Sequence[int]) -> str | None:
+        """The first backend after `backend` in priority that takes all of `nodes`, or None."""
+        if backend not in self.priority:
+            return None
+        for b in self.priority[self.priority.index(backend) + 1:]:
+            with self.supports[b].checking():
+                if all(self._takes(b, i) for i in nodes):
+                    return b
+        return None
+
+
+Moves = dict[int, tuple[tuple[str, str, int], ...]]  # node -> ((from, to, subgraph size), ...)
+
+
+def demote_to_next(index: GraphIndex, dependents: Sequence[Sequence[int]], subgraphs: list[RawSubgraph],
+                   min_block_size: int, nxt: NextBackend) -> tuple[list[RawSubgraph], Moves]:
+    """Each accelerated subgraph under `min_block_size` moves to the next backend in priority
+    that takes all its nodes; then `merge` joins it with subgraphs of that backend wherever no
+    cycle results, and the sizes are tested again, until nothing moves. A backend is only ever
+    left for a later one, so this ends after at most len(priority) rounds. What is still small
+    afterwards is for upstream's rule (`merge_small`)."""
+    moves: dict[int, list[tuple[str, str, int]]] = {}
+    while True:
+        changed = False
+        out: list[RawSubgraph] = []
+        for sg in subgraphs:
+            if sg.is_acc and len(sg.nodes) < min_block_size:
+                target = nxt.after(sg.backend, sg.nodes)
+                if target is not None:
+                    for m in sg.nodes:
+                        moves.setdefault(m, []).append((sg.backend, target, len(sg.nodes)))
+                    sg = RawSubgraph(True, target, list(sg.nodes))
+                    changed = True
+            out.append(sg)
+        if not changed:
+            return out, {i: tuple(m) for i, m in moves.items()}
+        subgraphs = merge(index, out, dependents)
+
+
 def merge_small(subgraphs: list[RawSubgraph], min_block_size: int,
                 keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
     """Upstream's remove_small_acc_subgraphs. Returns the new list and, for each demoted
@@ -559,6 +629,8 @@ class EngineResult:
     demoted: dict[int, tuple[str, int]]  # node -> (its eligible backend, its small subgraph's size)
     deps: tuple[list[int], list[Sequence[int]]] | None = None  # the traversal's dependencies
     early_return: int | None = None  # engine="fast"/"global": compile kept the whole graph in PyTorch
+    moved: Moves = field(default_factory=dict)  # demote_to="next": the backends each node moved through
+    next_backend: NextBackend | None = None  # demote_to="next": set; None: upstream's rule
 
     def at_min_block_size(self, min_block_size: int,
                           keep_all: bool = False) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
@@ -566,19 +638,25 @@ class EngineResult:
         the small-block pass and the merge after it (assignment and traversal are kept)."""
         if self.deps is None:  # upstream's result: only upstream's pass
             return merge_small(self.raw, min_block_size, keep_all)
-        return small_blocks(self.index, self.deps, self.raw, min_block_size, keep_all)
+        subgraphs, demoted, _ = small_blocks(self.index, self.deps, self.raw, min_block_size, keep_all,
+                                             self.next_backend)
+        return subgraphs, demoted
 
 
 def small_blocks(index: GraphIndex, deps: tuple[list[int], list[Sequence[int]]],
-                 raw: list[RawSubgraph], min_block_size: int,
-                 keep_all: bool) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]]]:
+                 raw: list[RawSubgraph], min_block_size: int, keep_all: bool,
+                 nxt: NextBackend | None = None) -> tuple[list[RawSubgraph], dict[int, tuple[str, int]], Moves]:
     """Upstream's small-block pass, then `merge`, so that demoted blocks join PyTorch
-    subgraphs they can reach without a cycle. (Traversing again with the demoted nodes in
-    PyTorch was tried: on no zoo model and config did it give fewer subgraphs.)"""
+    subgraphs they can reach without a cycle; with `nxt` (demote_to="next"), small blocks try
+    the later backends in priority first (`demote_to_next`). (Traversing again with the
+    demoted nodes in PyTorch was tried: on no zoo model and config did it give fewer subgraphs.)"""
+    moved: Moves = {}
+    if nxt is not None and not keep_all:
+        raw, moved = demote_to_next(index, deps[1], raw, min_block_size, nxt)
     subgraphs, demoted = merge_small(raw, min_block_size, keep_all)
     if demoted:
         subgraphs = merge(index, subgraphs, deps[1])
-    return subgraphs, demoted
+    return subgraphs, demoted, moved
 
 
 def check_full_compilation(index: GraphIndex, assignment: Assignment) -> None:
@@ -610,6 +688,8 @@ def _run(gm: GraphModule, config: Config) -> EngineResult:
     groups = {} if config.skip_fusion else fusions(index, acc)
     deps = dependencies(index, groups)
     raw = merge(index, traverse(index, assignment.backend, groups, deps), deps[1])
-    subgraphs, demoted = small_blocks(index, deps, raw, config.min_block_size,
-                                      config.require_full_compilation)
-    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted, deps)
+    nxt = NextBackend(index, config) if config.demote_to == "next" and len(config.priority) > 1 else None
+    subgraphs, demoted, moved = small_blocks(index, deps, raw, config.min_block_size,
+                                             config.require_full_compilation, nxt)
+    return EngineResult(index, assignment, raw, subgraphs, tags_for(subgraphs), demoted, deps,
+                        moved=moved, next_backend=nxt)

@@ -24,6 +24,7 @@ GRAPH = "graph"
 FOLLOWS_PRODUCER = "follows_producer"
 TORCH_EXECUTED = "torch_executed_ops"
 DEMOTED = "demoted"
+DEMOTED_NEXT = "demoted_next"  # demote_to="next": moved to a later backend in priority
 NOT_CALLABLE = "not_callable"
 DEAD_CODE = "dead_code"  # engine="torch_tensorrt" / "fast": the partitioner's dead-code elimination removed it
 
@@ -45,6 +46,8 @@ REASONS: dict[str, Reason] = {r.code: r for r in (
     Reason(UNSUPPORTED, "unsupported", "no support in any backend"),
     Reason(VALIDATOR, "validator rejected", "validator rejected"),
     Reason(DEMOTED, "demoted", "demoted (subgraph < min_block_size {min_block_size})"),
+    Reason(DEMOTED_NEXT, "demoted to next backend",
+           "demoted from {backend} (subgraph < min_block_size {min_block_size})"),
     Reason(NOT_CALLABLE, "not partitioned", "not partitioned"),
     Reason(DEAD_CODE, "dead code", "dead code (removed)"),
 )}
@@ -83,5 +86,5 @@ def tag_number(tag: str) -> int:
 
 
 __all__ = ["FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED",
-           "VALIDATOR", "DEMOTED", "NOT_CALLABLE", "DEAD_CODE", "Reason", "REASONS", "REASON_CODES",
+           "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "Reason", "REASONS", "REASON_CODES",
            "FALLBACK_REASONS", "short_reason", "ACC_PREFIX", "TORCH_PREFIX", "make_tag", "parse_tag", "tag_number"]

@@ -66,8 +66,10 @@ def _left_to_torch(p: "Partition") -> list[str]:
     if unsupported or excluded:
         lines.append("The following ops are currently unsupported or excluded from conversion, "
                      "and are listed with their op-count in the graph:")
+        forced = {t.op[i]: t.short_reason(i) for i in compute if code[i] == TORCH_EXECUTED}
         for op, c in (unsupported + excluded).most_common():
-            why = "excluded (torch_executed_ops)" if op in excluded else "unsupported"
+            why = "unsupported" if op not in excluded else (
+                f"excluded ({forced[op]})" if forced[op].startswith("forced from") else "excluded (torch_executed_ops)")
             lines.append(f" {op}: {c}  [{why}]")
         lines.append("")
     in_torch = [i for i in range(len(t)) if t.backend[i] == FALLBACK]

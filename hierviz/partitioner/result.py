@@ -24,10 +24,12 @@ from torch.fx import GraphModule
 from hierviz.config import Config, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
+from hierviz.provenance import short_op
 from hierviz.partitioner import engine as eng
 from hierviz.partitioner.reasons import (
     DEAD_CODE,
     DEMOTED,
+    DEMOTED_NEXT,
     FALLBACK,
     FOLLOWS_PRODUCER,
     GRAPH,
@@ -371,6 +373,8 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
             sub[i] = k
     sg_backend = tuple(sg.backend for sg in res.subgraphs)
     code = list(res.assignment.code)
+    for i in res.moved:
+        code[i] = DEMOTED_NEXT
     for i in res.demoted:
         code[i] = DEMOTED
     stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
@@ -407,6 +411,10 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
     )
 
 
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
+
+
 class _Explainer:
     """Reason texts from the engine's reason codes and details, built one node at a time."""
 
@@ -422,7 +430,9 @@ class _Explainer:
 
     def short(self, i: int) -> str:
         res = self.res
-        code = DEMOTED if i in res.demoted else res.assignment.code[i]
+        code = DEMOTED if i in res.demoted else DEMOTED_NEXT if i in res.moved else res.assignment.code[i]
+        if code == TORCH_EXECUTED and res.assignment.detail[i]:
+            return f"forced from {short_op(res.assignment.detail[i])}"
         return short_reason(code, backend=res.assignment.backend[i], min_block_size=self.config.min_block_size)
 
     def long(self, i: int) -> str:
@@ -433,8 +443,15 @@ class _Explainer:
             kind = {"placeholder": "graph input", "get_attr": "weight/constant", "output": "graph output"}
             return f"{kind.get(index.nodes[i].op, index.nodes[i].op)}: not partitioned"
         min_size = self.config.min_block_size
+        moved = "; ".join(f"demoted from {a} to {b}: its {a} subgraph had {_nodes(k)} < {min_size}"
+                          for a, b, k in res.moved.get(i, ()))
+        if moved and i not in res.demoted:
+            return moved
         if i in res.demoted:
             backend, size = res.demoted[i]
+            if moved:
+                return (f"{moved}; then demoted to PyTorch: its {backend} subgraph had {size} node(s) < "
+                        f"min_block_size {min_size}, and no later backend in priority takes all its nodes")
             if res.early_return is not None:
                 return (f"runs in PyTorch: eligible for {backend}, but the graph has only {res.early_return} "
                         f"supported op(s) < min_block_size {min_size}, so torch_tensorrt.compile leaves "
@@ -448,6 +465,9 @@ class _Explainer:
         if code == DEAD_CODE:
             return "removed by upstream's dead-code elimination; runs nowhere"
         if code == TORCH_EXECUTED:
+            if detail:  # hv.source_ops
+                return (f"runs in PyTorch: forced from {short_op(detail)}: Torch-TensorRT's lowering turned "
+                        f"{detail} into nodes such as this {op}, and torch_executed_ops names that source op")
             return f"runs in PyTorch: {op} is in torch_executed_ops"
         if code == FOLLOWS_PRODUCER:
             return (f"non-compute node ({op.rsplit('.', 2)[-2] if op.startswith('torch.ops') else op}): "

@@ -20,7 +20,7 @@ from .conftest import UNSUPPORTED
 RELU = "torch.ops.aten.relu.default"
 SIGMOID = "torch.ops.aten.sigmoid.default"
 CONFIG_COLUMNS = ["priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
-                  "skip_fusion"]
+                  "skip_fusion", "demote_to"]
 STAT_COLUMNS = ["subgraphs", "acc_subgraphs", "subgraphs_tensorrt", "subgraphs_inductor", "subgraphs_torch",
                 "coverage", "accelerated_coverage", "boundary_tensors", "recommendation"]
 LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error", "outputs_match",

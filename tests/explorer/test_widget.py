@@ -65,7 +65,8 @@ def test_controls_cover_every_config_field_and_show_the_config(ex: Explorer) -> 
     assert c["view"].value == "auto" and c["measure"].value is False
     assert ex.control_values() == {"priority": ("tensorrt", "inductor"), "support": None, "min_block_size": 5,
                                    "torch_executed_ops": frozenset(), "require_full_compilation": False,
-                                   "skip_fusion": False}
+                                   "skip_fusion": False, "demote_to": "torch"}
+    assert c["demote_to"].value == "torch"
 
 
 def test_explorer_starts_from_a_given_config(small) -> None:
@@ -124,9 +125,12 @@ def test_priority_order_and_switching_backends_off(ex: Explorer, small) -> None:
 def test_torch_executed_ops_picked_from_the_graph_with_counts(ex: Explorer, small) -> None:
     _, _, gm = small
     teo = ex.controls["torch_executed_ops"]
-    # autocomplete offers exactly the graph's ops, most frequent first
-    assert set(teo.allowed_tags) == set(ex.controller.graph_ops)
-    counts = [ex.controller.graph_ops[o] for o in teo.allowed_tags]
+    # autocomplete offers exactly the graph's ops, most frequent first, and the source ops the
+    # lowering replaced (for hv.source_ops: conv2d -> convolution, batch_norm -> its lowered op)
+    offered = ex.controller.graph_ops + ex.controller.source_ops
+    assert set(teo.allowed_tags) == set(offered)
+    assert {"source:torch.ops.aten.conv2d.default", "source:torch.ops.aten.batch_norm.default"} <= set(offered)
+    counts = [offered[o] for o in teo.allowed_tags]
     assert counts == sorted(counts, reverse=True)
     assert "relu.default x2" in teo.tooltip
     teo.value = [RELU]
