@@ -9,6 +9,8 @@ import os
 import sys
 from typing import Any
 
+from hierviz import trt
+
 
 @contextlib.contextmanager
 def _quiet_stderr() -> Any:
@@ -43,8 +45,6 @@ def import_tensorrt_quietly(args: argparse.Namespace) -> None:
     """Import Torch-TensorRT now, hiding what its import prints without a GPU (a CUDA warning
     from C++, optional-dependency and deprecation lines), which would bury the report and the
     one-line errors. `--debug` shows it; `hierviz info --check` says whether the import worked."""
-    from hierviz import trt
-
     if getattr(args, "debug", False):
         trt.available()
     else:

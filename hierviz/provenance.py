@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 import torch
 
-from hierviz.opnames import SOURCE_PREFIX, normalize
+from hierviz.opnames import SOURCE_PREFIX, normalize, qualname
 
 # how deep a from_node chain is followed (real chains are a few passes long)
 _MAX_DEPTH = 64
@@ -54,8 +54,6 @@ def source_ops(*ops: Any) -> frozenset[str]:
 def lowered_sources(nodes: Iterable[torch.fx.Node]) -> dict[str, int]:
     """The source ops the lowering replaced, as torch_executed_ops entries
     ("source:torch.ops.aten.silu.default"), each with how many lowered nodes came from it."""
-    from hierviz.opnames import qualname
-
     counts: dict[str, int] = {}
     for node in nodes:
         if node.op != "call_function":
