@@ -297,8 +297,6 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                  icon="lock", layout=widgets.Layout(width="auto"))
     skip = Toggle(value=base.skip_fusion, description="skip fusion", layout=widgets.Layout(width="auto"))
     demote = Choice(options=["torch", "next"], value=base.demote_to, description="demote to",
-                    tooltips=["a subgraph below min_block_size runs in PyTorch (upstream's rule)",
-                              "it goes to the next backend in priority that takes its nodes"],
                     style={"button_width": "56px", "description_width": "initial"})
     view_w = Choice(options=list(views), value=view, description="view",
                          style={"button_width": "96px", "description_width": "initial"})
