@@ -25,7 +25,6 @@ from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
 from hierviz.explorer.engines import CompileToday
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
-from hierviz.provenance import lowered_sources
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -84,9 +83,6 @@ class Controller:
         self.max_nodes = max_nodes
         self.measure_options = dict(measure_options or {})
         self.graph_ops: Counter = _count_ops(graph)
-        # the op picker also offers the source ops the lowering replaced ("source:<op>", for
-        # hv.source_ops), each with how many lowered nodes came from it
-        self.source_ops: Counter = Counter(lowered_sources(graph.graph.nodes))
         self.node_names = [n.name for n in graph.graph.nodes if n.op in CALLABLE_OPS]
 
         self.config: Config | None = None

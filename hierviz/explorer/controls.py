@@ -23,7 +23,6 @@ from hierviz import support as support_mod
 from hierviz import trt
 from hierviz.config import BUILTIN_BACKENDS, Config
 from hierviz.errors import ConfigError
-from hierviz.opnames import SOURCE_PREFIX
 from hierviz.explorer import panels
 
 Refused = Callable[[str], None]
@@ -269,9 +268,8 @@ def engine_options() -> list[str]:
 def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
                    view: str, focus: str | None, on_refused: Refused,
                    engine: str = "hierviz") -> tuple[Mapping[str, widgets.Widget], dict]:
-    """(controls, extras): `controls` maps each Config field plus engine, view, focus and
-    measure to its widget; `extras` holds the min_block_size box, the ops counter line and the
-    support backends."""
+    """(controls, extras): `controls` maps each Config field plus engine, view, focus and measure
+    to its widget; `extras` holds the min_block_size box, the ops counter line, the backends."""
     backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
     backends += [b for b in (base.support or {}) if b not in backends]
     priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
@@ -279,15 +277,13 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                                  "remove one to switch it off, type a name to add it back.",
                          placeholder="+ backend", layout=widgets.Layout(width="auto"))
     support = SupportPicker(backends, base.support)
-
-    top = max(2, sum(n for op, n in graph_ops.items() if not op.startswith(SOURCE_PREFIX)), base.min_block_size)
+    top = max(2, sum(graph_ops.values()), base.min_block_size)
     mbs = BlockSizeSlider(value=base.min_block_size, min=1, max=top, step=1, continuous_update=False,
                           readout=False, description="min_block_size", style={"description_width": "initial"},
                           layout=widgets.Layout(width="420px"))
     box = BlockSizeBox(value=base.min_block_size, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
     box.on_refused = on_refused
     link = widgets.link((mbs, "value"), (box, "value"))
-
     ops_sorted = [op for op, _ in panels.ops_by_count(graph_ops)]  # type: ignore[arg-type]
     allowed = ops_sorted + sorted(o for o in base.torch_executed_ops if o not in graph_ops)
     teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
@@ -296,8 +292,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     rfc = Toggle(value=base.require_full_compilation, description="require full compilation",
                  icon="lock", layout=widgets.Layout(width="auto"))
     skip = Toggle(value=base.skip_fusion, description="skip fusion", layout=widgets.Layout(width="auto"))
-    demote = Choice(options=["torch", "next"], value=base.demote_to, description="demote to",
-                    style={"button_width": "56px", "description_width": "initial"})
+    demote = Choice(options=["torch", "next"], value=base.demote_to, description="demote to")
     view_w = Choice(options=list(views), value=view, description="view",
                          style={"button_width": "96px", "description_width": "initial"})
     focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,

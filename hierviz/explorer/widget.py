@@ -29,6 +29,7 @@ from __future__ import annotations
 import threading
 import time
 import traceback
+from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
@@ -41,6 +42,7 @@ from hierviz.explorer import numerics_tab, panels
 from hierviz.explorer.controller import ControlState, Controller, check_options, views
 from hierviz.explorer.debounce import Debouncer
 from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
+from hierviz.provenance import lowered_sources
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -91,9 +93,13 @@ class Explorer(widgets.VBox):
 
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
 
-        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops + self.controller.source_ops,
-                                                   views(), measure=measure, view=view, focus=focus,
-                                                   on_refused=self._refused, engine=engine)
+        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
+                                                   view=view, focus=focus, on_refused=self._refused, engine=engine)
+        # the op picker also offers the source ops the lowering replaced ("source:<op>", for
+        # hv.source_ops), each with how many lowered nodes came from it
+        self.source_ops = Counter(lowered_sources(self.controller.graph.graph.nodes))
+        picker = self.controls["torch_executed_ops"]
+        picker.allowed_tags = [*picker.allowed_tags, *(o for o, _ in panels.ops_by_count(self.source_ops))]
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
@@ -297,7 +303,7 @@ class Explorer(widgets.VBox):
         self._start_compile_today()
         self._refresh_diff()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
-                                                       self.controller.graph_ops + self.controller.source_ops)
+                                                       self.controller.graph_ops + self.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
         self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.checks.of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t

@@ -127,11 +127,12 @@ def test_torch_executed_ops_picked_from_the_graph_with_counts(ex: Explorer, smal
     teo = ex.controls["torch_executed_ops"]
     # autocomplete offers exactly the graph's ops, most frequent first, and the source ops the
     # lowering replaced (for hv.source_ops: conv2d -> convolution, batch_norm -> its lowered op)
-    offered = ex.controller.graph_ops + ex.controller.source_ops
-    assert set(teo.allowed_tags) == set(offered)
-    assert {"source:torch.ops.aten.conv2d.default", "source:torch.ops.aten.batch_norm.default"} <= set(offered)
-    counts = [offered[o] for o in teo.allowed_tags]
+    ops = ex.controller.graph_ops
+    assert set(teo.allowed_tags) == set(ops) | set(ex.source_ops)
+    assert {"source:torch.ops.aten.conv2d.default", "source:torch.ops.aten.batch_norm.default"} <= set(ex.source_ops)
+    counts = [ops[o] for o in teo.allowed_tags[:len(ops)]]
     assert counts == sorted(counts, reverse=True)
+    assert teo.allowed_tags[len(ops):] == sorted(ex.source_ops, key=lambda o: (-ex.source_ops[o], o))
     assert "relu.default x2" in teo.tooltip
     teo.value = [RELU]
     assert ex.partition.config.torch_executed_ops == frozenset({RELU})
