@@ -117,29 +117,9 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     finally:
         bar.close()
 
-    notes = list(split.warnings)
-    if stats.noisy:
-        notes.append(f"split model timing is noisy: coefficient of variation {stats.cv:.1%} > {NOISY_CV:.0%}; "
-                     "close other programs, fix GPU clocks, or raise iters")
-    if base_stats is not None and base_stats.noisy:
-        notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
-    if match is False:
-        notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
-    elif problems:
-        notes.append("; ".join(problems[:3]))
-    level = user_stacklevel()
-    for note in notes:
-        warnings.warn(note, MeasureWarning, stacklevel=level)
+    notes = _notes(split, stats, base_stats, match, problems, own)
     records = split.records
-    noisy_subs = [n for n, r in records.items() if r.stats is not None and r.stats.noisy]
-    if noisy_subs:  # recorded, not warned: small subgraphs are often noisy and there can be hundreds
-        notes.append(f"{len(noisy_subs)} of {len(records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
-                     f"{names(noisy_subs, 5)}")
-
     eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
-    for b in own.values():
-        if b.error:
-            notes.append(f"{b.name} baseline: {b.error}")
     table = per_subgraph_table(records)
     sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
     compile_state = {r.asked: "cached" for r in records.values() if r.status == "cached"}
@@ -162,6 +142,35 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms) if eager else None,
         eager_timing=eager,
     )
+
+
+def _notes(split: Any, stats: Any, base_stats: Any, match: bool | None, problems: list[str],
+           own: dict[str, Any]) -> list[str]:
+    """The Measurement's notes: the compile warnings, noisy timings and output differences
+    (each also warned, at the user's line), then the noisy subgraphs and failed baselines
+    (recorded only: there can be hundreds of small, noisy subgraphs)."""
+    notes = list(split.warnings)
+    if stats.noisy:
+        notes.append(f"split model timing is noisy: coefficient of variation {stats.cv:.1%} > {NOISY_CV:.0%}; "
+                     "close other programs, fix GPU clocks, or raise iters")
+    if base_stats is not None and base_stats.noisy:
+        notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
+    if match is False:
+        notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
+    elif problems:
+        notes.append("; ".join(problems[:3]))
+    level = user_stacklevel()
+    for note in notes:
+        warnings.warn(note, MeasureWarning, stacklevel=level)
+    records = split.records
+    noisy_subs = [n for n, r in records.items() if r.stats is not None and r.stats.noisy]
+    if noisy_subs:
+        notes.append(f"{len(noisy_subs)} of {len(records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
+                     f"{names(noisy_subs, 5)}")
+    for b in own.values():
+        if b.error:
+            notes.append(f"{b.name} baseline: {b.error}")
+    return notes
 
 
 def _model_baselines(partition: Any, model: Any, example_inputs: Any, device: Any, warmup: int, iters: int,
