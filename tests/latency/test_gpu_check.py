@@ -47,7 +47,10 @@ def test_without_cuda_it_reports_and_exits_3(tmp_path) -> None:
 def test_configs_give_tensorrt_only_and_mixed_splits(gpu_check, tiny_conv, bert) -> None:
     for _, _, gm in (tiny_conv, bert):
         cfgs = dict(gpu_check.configs(hv, gm, trt_ok=True))
-        assert list(cfgs) == ["tensorrt", "mixed", "inductor"]
+        assert list(cfgs) == ["tensorrt", "compile", "mixed", "inductor"]
+        compiled = hv.partition(gm, **cfgs["compile"])
+        assert compiled.engine == "fast" and {sg.backend for sg in compiled.subgraphs} <= {"tensorrt", "torch"}
+        assert "tensorrt" in {sg.backend for sg in compiled.subgraphs}
         trt_only = {sg.backend for sg in hv.partition(gm, **cfgs["tensorrt"]).subgraphs}
         assert "tensorrt" in trt_only and "inductor" not in trt_only
         mixed = {sg.backend for sg in hv.partition(gm, **cfgs["mixed"]).subgraphs}
