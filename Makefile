@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test clean snapshot
+.PHONY: setup demo test test-zoo-compile clean snapshot
 
 setup: $(STAMP)
 	@bash scripts/system_deps.sh
@@ -21,6 +21,9 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q -ra
+
+test-zoo-compile: setup
+	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/test_support_inductor.py
 
 snapshot: setup
 	$(BIN)/python scripts/snapshot_converters.py
