@@ -2,7 +2,8 @@
 user values and text into settings.
 
 Every entry point — `Config(...)`, `Config.replace`, `hv.partition(**overrides)`, the CLI,
-`hv.sweep` grids, the Explorer and the tables — goes through the `parse_*` functions here, so
+`hv.sweep` grids, the Explorer and the tables — goes through one parser (`read_values`: text,
+`to_dict` forms or Python values) and one checker (`check_value`, run by `Config` on every field), so
 `"tensorrt>inductor"`, `"tensorrt,inductor"` and `("tensorrt", "inductor")` mean the same
 everywhere, op names are accepted with or without `torch.ops.aten.`, and a wrong type or value
 is a `ConfigError` saying what to write instead. Python values are strict (a bool field takes
@@ -86,19 +87,8 @@ class Config(metaclass=_Checked):
     demote_to: str = "torch"
 
     def __post_init__(self) -> None:
-        priority = parse_priority(self.priority)
-        object.__setattr__(self, "priority", priority)
-        support = parse_support(self.support, priority)
-        object.__setattr__(self, "support", support)
-        for backend in priority:
-            if backend not in (support or {}) and backend not in BUILTIN_BACKENDS:
-                raise ConfigError(unknown_backend_message(backend))
-        object.__setattr__(self, "min_block_size", parse_min_block_size(self.min_block_size))
-        object.__setattr__(self, "torch_executed_ops", parse_ops(self.torch_executed_ops))
-        object.__setattr__(self, "require_full_compilation",
-                           parse_bool("require_full_compilation", self.require_full_compilation))
-        object.__setattr__(self, "skip_fusion", parse_bool("skip_fusion", self.skip_fusion))
-        object.__setattr__(self, "demote_to", parse_demote_to(self.demote_to))
+        for name in FIELDS:  # priority first: support and the backends are checked against it
+            object.__setattr__(self, name, check_value(name, getattr(self, name), self.priority))
 
     def support_for(self, backend: str) -> support_mod.Support | None:
         """The Support used for `backend`: the one given, else Torch-TensorRT's default."""
@@ -128,15 +118,7 @@ class Config(metaclass=_Checked):
         """The inverse of `to_dict` (also takes Python values, like `Config(**d)`)."""
         if not isinstance(d, Mapping):
             raise ConfigError(f"Config.from_dict takes a dict of Config fields, not {type(d).__name__}.")
-        d = dict(d)
-        check_fields(d)
-        sup = d.get("support")
-        if sup is not None:
-            if not isinstance(sup, Mapping):
-                raise ConfigError(_SUPPORT_HELP)
-            d["support"] = {k: v if isinstance(v, support_mod.Support) else _support_from_dict(k, v)
-                            for k, v in sup.items()}
-        return cls(**d)
+        return cls(**read_values(d, form="dict"))
 
     def label(self) -> str:
         """A short one-line description, for tables and titles."""
@@ -242,7 +224,7 @@ def parse_support(value: Any, priority: tuple[str, ...]) -> "SupportMap | None":
     if ignored:  # a warning, not an error: sweeps vary priority over one support mapping
         warnings.warn(f"support names backend {ignored[0]!r}, which is not in priority {priority}, so it is "
                       f"ignored: add it, e.g. priority={(ignored[0], *priority)!r}, to use it.",
-                      ConfigWarning, stacklevel=4)
+                      ConfigWarning, stacklevel=5)
     if isinstance(value, SupportMap) and dict(value) == items:
         return value
     return SupportMap(items)
@@ -304,54 +286,96 @@ TEXT_TRUE = ("true", "yes", "on", "1")
 TEXT_FALSE = ("false", "no", "off", "0")
 
 
-def parse_text(name: str, text: str) -> Any:
-    """The typed value of a Config field written as text (the command line, a CSV cell):
-    priority 'a>b' / 'a,b' / 'a+b'; op names comma- or '+'-separated, 'none' for no ops;
-    bools true/false/yes/no/1/0; min_block_size an integer."""
-    check_fields({name: text})
+def _read_text(name: str, text: Any) -> Any:
+    """The Python value of Config field `name` written as text (unchecked: `check_value` checks it)."""
     if not isinstance(text, str):
         raise ConfigError(f"{name}: expected text, got {type(text).__name__} {text!r}.")
     t = text.strip()
-    if name == "priority":
-        return parse_priority(t)
     if name == "torch_executed_ops":
-        return frozenset() if t.lower() in ("", "none", "()") else parse_ops(t.replace("+", ","))
+        return frozenset() if t.lower() in ("", "none", "()") else t.replace("+", ",")
     if name in ("require_full_compilation", "skip_fusion"):
         if t.lower() in TEXT_TRUE:
             return True
         if t.lower() in TEXT_FALSE:
             return False
         raise ConfigError(f"{name}: {text!r} is not true/false.")
-    if name == "demote_to":
-        return parse_demote_to(t)
     if name == "min_block_size":
         try:
-            number = int(t)
+            return int(t)
         except ValueError:
             raise ConfigError(f"min_block_size: {text!r} is not a whole number; give an integer >= 1.") from None
-        return parse_min_block_size(number)
-    raise ConfigError(f"{name} cannot be given as text; pass hv.support.* objects from Python "
-                      "(or --inductor-support on the command line).")
+    if name == "support":
+        raise ConfigError(f"{name} cannot be given as text; pass hv.support.* objects from Python "
+                          "(or --inductor-support on the command line).")
+    return t
 
 
-def parse_config(values: Mapping[str, Any] | None = None, base: "Config | None" = None) -> Config:
-    """A Config from `base` (default: the defaults) and `values` (Config fields, Python values
-    or the text forms above): the entry for a dict of settings; it runs the same `parse_*`
-    checks as `Config(...)` and `Config.replace`."""
-    if values is not None and not isinstance(values, Mapping):
-        raise ConfigError(f"settings must be a dict of Config fields, not {type(values).__name__}.")
-    values = dict(values or {})
+def _read_dict(name: str, value: Any) -> Any:
+    """The Python value of Config field `name` in its `to_dict` form (support descriptions)."""
+    if name != "support" or value is None:
+        return value
+    if not isinstance(value, Mapping):
+        raise ConfigError(_SUPPORT_HELP)
+    return {k: v if isinstance(v, support_mod.Support) else _support_from_dict(k, v) for k, v in value.items()}
+
+
+def read_values(values: Any, form: str = "value") -> dict[str, Any]:
+    """The one parser: Config field values from a mapping of Python values (`form="value"`),
+    their `to_dict` forms (`"dict"`) or text (`"text"`, the command line and CSV cells:
+    priority 'a>b' / 'a,b' / 'a+b'; op names comma- or '+'-separated, 'none' for no ops;
+    bools true/false/yes/no/1/0; min_block_size an integer). Unknown field names are a
+    ConfigError; the values are checked by `check_value` when the Config is built."""
+    if not isinstance(values, Mapping):
+        what = {"dict": "Config.from_dict takes a dict of Config fields",
+                "text": "settings must be a dict of field -> text"}.get(form, "settings must be a dict of Config fields")
+        raise ConfigError(f"{what}, not {type(values).__name__}.")
+    values = dict(values)
     check_fields(values)
+    read = {"value": lambda _name, v: v, "dict": _read_dict, "text": _read_text}[form]
+    return {name: read(name, value) for name, value in values.items()}
+
+
+def check_value(name: str, value: Any, priority: tuple[str, ...] | None = None) -> Any:
+    """The one checker: the checked value of Config field `name` (ConfigError saying what to
+    write instead). `support` and custom backends are checked against `priority`."""
+    check_fields({name: value})
+    if name == "priority":
+        return parse_priority(value)
+    if name == "support":
+        checked = parse_priority(priority if priority is not None else Config.priority)
+        support = parse_support(value, checked)
+        for backend in checked:
+            if backend not in (support or {}) and backend not in BUILTIN_BACKENDS:
+                raise ConfigError(unknown_backend_message(backend))
+        return support
+    if name == "min_block_size":
+        return parse_min_block_size(value)
+    if name == "torch_executed_ops":
+        return parse_ops(value)
+    if name == "demote_to":
+        return parse_demote_to(value)
+    return parse_bool(name, value)
+
+
+def parse_text(name: str, text: str) -> Any:
+    """The checked value of a Config field written as text (`read_values(form="text")`)."""
+    return check_value(name, read_values({name: text}, form="text")[name])
+
+
+def parse_config(values: Mapping[str, Any] | None = None, base: "Config | None" = None,
+                 form: str = "value") -> Config:
+    """A Config from `base` (default: the defaults) and `values` (Config fields, read by
+    `read_values` in `form`): the entry for a dict of settings; `Config(...)` checks each
+    field with `check_value`."""
+    values = read_values(values if values is not None else {}, form)
     base = base if base is not None else Config()
     return base.replace(**values) if values else base
 
 
 def config_from_text(fields: Mapping[str, str], base: "Config | None" = None) -> Config:
     """A Config from settings written as text (`{"priority": "tensorrt>inductor",
-    "min_block_size": "3", "skip_fusion": "yes"}`), each read by `parse_text`, on `base`."""
-    if not isinstance(fields, Mapping):
-        raise ConfigError(f"settings must be a dict of field -> text, not {type(fields).__name__}.")
-    return parse_config({name: parse_text(name, text) for name, text in fields.items()}, base)
+    "min_block_size": "3", "skip_fusion": "yes"}`), each read by `read_values(form="text")`, on `base`."""
+    return parse_config(fields, base, form="text")
 
 
 def _support_from_dict(name: str, d: Any) -> support_mod.Support:

@@ -19,19 +19,8 @@ import functools
 import hashlib
 from dataclasses import dataclass
 
-from hierviz.partitioner import (
-    DEAD_CODE,
-    DEMOTED,
-    DEMOTED_NEXT,
-    FALLBACK,
-    FOLLOWS_PRODUCER,
-    GRAPH,
-    NOT_CALLABLE,
-    SUPPORTED,
-    TORCH_EXECUTED,
-    UNSUPPORTED,
-    VALIDATOR,
-)
+from hierviz.partitioner import (DEAD_CODE, DEMOTED, DEMOTED_NEXT, FALLBACK, FOLLOWS_PRODUCER, GRAPH,
+                                  NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR)
 
 TENSORRT = "#009E73"
 INDUCTOR = "#0072B2"

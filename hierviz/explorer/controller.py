@@ -110,11 +110,7 @@ class Controller:
     def config_of(self, values: Mapping[str, Any]) -> Config:
         """The Config the control values describe (ConfigError when they are invalid); the
         engine, not a Config field, is left out."""
-        values = {k: v for k, v in values.items() if k != "engine"}
-        unknown = set(values) - set(CONFIG_FIELDS)
-        if unknown:
-            raise ConfigError(f"unknown Config field(s) {sorted(unknown)}; fields are {list(CONFIG_FIELDS)}.")
-        return parse_config(values)
+        return parse_config({k: v for k, v in values.items() if k != "engine"})
 
     def update(self, state: ControlState | HiervizError) -> Update:
         """Partition for `state` (from the cache when seen before); add a history row when the

@@ -21,7 +21,7 @@ import traitlets
 
 from hierviz import support as support_mod
 from hierviz import trt
-from hierviz.config import BUILTIN_BACKENDS, Config
+from hierviz.config import BUILTIN_BACKENDS, Config, parse_bool
 from hierviz.errors import ConfigError
 from hierviz.explorer import panels
 
@@ -188,11 +188,10 @@ class Toggle(_Refusing, widgets.ToggleButton):
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> bool:
-        value = proposal["value"]
-        if isinstance(value, bool):
-            return value
-        return self._refuse(f"{self.what} must be True or False, not {type(value).__name__} {value!r}; "
-                            f"kept {self.value}.")
+        try:
+            return parse_bool(self.what, proposal["value"])  # Config's rule for a bool field
+        except ConfigError as exc:
+            return self._refuse(f"{str(exc).rstrip('.')}; kept {self.value}.")
 
 
 class FocusBox(_Refusing, widgets.Combobox):
