@@ -84,8 +84,10 @@ EXPLORE = [
     * **priority**: backends, highest first. Drag to reorder; remove a backend to switch it off.
     * **min_block_size**: accelerated subgraphs with fewer nodes go back to PyTorch.
     * **torch_executed_ops**: type an op name (autocomplete lists the ops of this graph).
-    * **view**: `full` draws every node, `collapsed` one box per subgraph, `focus` the
-      neighbourhood of one node or subgraph.
+    * **view**: `full` draws every node, `collapsed` one box per subgraph, `modules` one box
+      per `nn.Module`, `focus` the neighbourhood of one node or subgraph. Here it starts at
+      `full`, every node inside its subgraph's box; left at `auto`, a model as long as
+      resnet50 is drawn in the module view, so the picture stays under 8,000 px.
 
     The tabs below the diagram hold the per-op table, the subgraphs, the dryrun-style report,
     the history of every setting you tried, and a diff against the previous setting.
@@ -97,7 +99,7 @@ EXPLORE = [
         torch_executed_ops={"torch.ops.aten.add.Tensor"},       # the residual adds run in PyTorch
         min_block_size=5,
     )
-    explorer = hv.explore(model, inputs, config, name="resnet50")
+    explorer = hv.explore(model, inputs, config, name="resnet50", view="full")
     explorer
     """),
     md("""
