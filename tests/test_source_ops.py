@@ -82,7 +82,7 @@ def test_silu_in_torch_executed_ops_warns_what_it_became(qwen2) -> None:
     plain = hv.partition(gm)
     p, messages = caught(lambda: hv.partition(gm, torch_executed_ops={"aten.silu.default"}))
     assert messages == [
-        "aten.silu.default is not in the lowered graph: Torch-TensorRT's lowering turned its 4 node(s) into "
+        "aten.silu.default is not in the lowered graph: Torch-TensorRT's lowering turned it into 4 node(s) of "
         "aten.sigmoid.default + aten.mul.Tensor; force those, or pass source ops with "
         "torch_executed_ops=hv.source_ops('aten.silu.default')."]
     assert [sg.nodes for sg in p.subgraphs] == [sg.nodes for sg in plain.subgraphs]  # it forced nothing
@@ -124,7 +124,7 @@ def test_softmax_int_lowered_to__softmax(swin_like) -> None:
     gm, inputs = swin_like
     _, messages = caught(lambda: hv.partition(gm, torch_executed_ops={"aten.softmax.int"}, min_block_size=1))
     assert messages == [
-        "aten.softmax.int is not in the lowered graph: Torch-TensorRT's lowering turned its 1 node(s) into "
+        "aten.softmax.int is not in the lowered graph: Torch-TensorRT's lowering turned it into 1 node(s) of "
         "aten._softmax.default; force those, or pass source ops with "
         "torch_executed_ops=hv.source_ops('aten.softmax.int')."]
     p = hv.partition(gm, torch_executed_ops=hv.source_ops("aten.softmax.int"), min_block_size=1)
@@ -164,5 +164,5 @@ def test_cli_prints_the_warning_on_one_line(tmp_path) -> None:
     assert proc.returncode == 0, proc.stderr[-2000:]
     lines = [ln for ln in proc.stderr.splitlines() if "silu" in ln]
     assert lines == ["warning: aten.silu.default is not in the lowered graph: Torch-TensorRT's lowering turned "
-                     "its 2 node(s) into aten.sigmoid.default + aten.mul.Tensor; force those, or pass source ops "
+                     "it into 2 node(s) of aten.sigmoid.default + aten.mul.Tensor; force those, or pass source ops "
                      "with torch_executed_ops=hv.source_ops('aten.silu.default')."]

@@ -53,8 +53,8 @@ def lowered_away_message(op: str, into: Counter) -> str:
     """The warning for one op: what the lowering turned its nodes into, and the two fixes."""
     count = sum(into.values())
     made = " + ".join(_plain(o) for o in into)
-    return (f"{_plain(op)} is not in the lowered graph: Torch-TensorRT's lowering turned its {count} node(s) "
-            f"into {made}; force those, or pass source ops with "
+    return (f"{_plain(op)} is not in the lowered graph: Torch-TensorRT's lowering turned it into {count} node(s) "
+            f"of {made}; force those, or pass source ops with "
             f"torch_executed_ops=hv.source_ops({_plain(op)!r}).")
 
 
