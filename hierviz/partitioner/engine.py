@@ -419,15 +419,34 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
     (plus 20000, so that small graphs are searched fully), and
     a check cut short counts as a path (no merge), so the pass stays linear and never makes
     a cycle. The result is in a topological order (Kahn's, earliest first subgraph first)."""
-    count = len(subgraphs)
-    if count < 2:
+    if len(subgraphs) < 2:
         return subgraphs
+    preds, succs = _subgraph_edges(index, subgraphs, dependents)
+    members: list[list[int] | None] = [list(sg.nodes) for sg in subgraphs]
+    keys = [(sg.is_acc, sg.backend) for sg in subgraphs]
+    search = _PathSearch(preds, MERGE_SEARCH_BUDGET * len(index.nodes) + 20_000)
+    live: dict[tuple[bool, str], list[int]] = {}
+    for b in range(len(subgraphs)):
+        same = live.setdefault(keys[b], [])
+        target = search.merge_target(same, b)
+        if target < 0:
+            same.append(b)
+            continue
+        members[target].extend(members[b])  # type: ignore[union-attr]
+        members[b] = None
+        _move_edges(preds, succs, b, target)
+    return _topological(keys, members, preds, succs)
+
+
+def _subgraph_edges(index: GraphIndex, subgraphs: Sequence[RawSubgraph],
+                    dependents: Sequence[Sequence[int]]) -> tuple[list[set[int]], list[set[int]]]:
+    """(predecessors, successors) of each subgraph in the subgraph DAG."""
     group_of = [-1] * len(index.nodes)
     for k, sg in enumerate(subgraphs):
         for i in sg.nodes:
             group_of[i] = k
-    preds: list[set[int]] = [set() for _ in range(count)]
-    succs: list[set[int]] = [set() for _ in range(count)]
+    preds: list[set[int]] = [set() for _ in subgraphs]
+    succs: list[set[int]] = [set() for _ in subgraphs]
     for k, sg in enumerate(subgraphs):
         for i in sg.nodes:
             for d in dependents[i]:
@@ -435,14 +454,27 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
                 if g != k:
                     succs[k].add(g)
                     preds[g].add(k)
-    members: list[list[int] | None] = [list(sg.nodes) for sg in subgraphs]
-    keys = [(sg.is_acc, sg.backend) for sg in subgraphs]
-    live: dict[tuple[bool, str], list[int]] = {}
-    budget = MERGE_SEARCH_BUDGET * len(index.nodes) + 20_000
+    return preds, succs
 
-    def path_between(g: int, b: int) -> bool:
+
+class _PathSearch:
+    """merge's cycle checks over the subgraph DAG, within the pass's and each check's budget."""
+
+    def __init__(self, preds: list[set[int]], budget: int) -> None:
+        self.preds = preds
+        self.budget = budget
+
+    def merge_target(self, same: Sequence[int], b: int) -> int:
+        """The latest of the last MERGE_CANDIDATES subgraphs in `same` that `b` can join, or -1."""
+        if self.budget > 0:
+            for g in reversed(same[-MERGE_CANDIDATES:]):
+                if not self.path_between(g, b):
+                    return g
+        return -1
+
+    def path_between(self, g: int, b: int) -> bool:
         """Whether b depends on g through some third subgraph (True when unsure)."""
-        nonlocal budget
+        preds = self.preds
         stack = [p for p in preds[b] if p != g]
         seen = set(stack)
         visits = 0
@@ -453,39 +485,33 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
             x = stack.pop()
             for p in preds[x]:
                 if p == g:
-                    budget -= visits
+                    self.budget -= visits
                     return True
                 if p not in seen:
                     seen.add(p)
                     stack.append(p)
-        budget -= visits
+        self.budget -= visits
         return bool(stack)
 
-    for b in range(count):
-        same = live.setdefault(keys[b], [])
-        target = -1
-        if budget > 0:
-            for g in reversed(same[-MERGE_CANDIDATES:]):
-                if not path_between(g, b):
-                    target = g
-                    break
-        if target < 0:
-            same.append(b)
-            continue
-        members[target].extend(members[b])  # type: ignore[union-attr]
-        members[b] = None
-        for p in preds[b]:
-            succs[p].discard(b)
-            if p != target:
-                succs[p].add(target)
-                preds[target].add(p)
-        for s in succs[b]:
-            preds[s].discard(b)
-            preds[s].add(target)
-            succs[target].add(s)
-        preds[b] = succs[b] = set()
-    # Kahn's algorithm over the merged subgraphs, the earliest-numbered ready one first
-    alive = [k for k in range(count) if members[k] is not None]
+
+def _move_edges(preds: list[set[int]], succs: list[set[int]], b: int, target: int) -> None:
+    """Subgraph b joined `target`: b's edges become target's."""
+    for p in preds[b]:
+        succs[p].discard(b)
+        if p != target:
+            succs[p].add(target)
+            preds[target].add(p)
+    for s in succs[b]:
+        preds[s].discard(b)
+        preds[s].add(target)
+        succs[target].add(s)
+    preds[b] = succs[b] = set()
+
+
+def _topological(keys: Sequence[tuple[bool, str]], members: Sequence[list[int] | None],
+                 preds: Sequence[set[int]], succs: Sequence[set[int]]) -> list[RawSubgraph]:
+    """The merged subgraphs in Kahn's order, the earliest-numbered ready one first."""
+    alive = [k for k in range(len(members)) if members[k] is not None]
     waiting = {k: len(preds[k]) for k in alive}
     heap = [k for k in alive if waiting[k] == 0]
     heapq.heapify(heap)
