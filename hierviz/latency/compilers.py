@@ -120,6 +120,23 @@ def compilers() -> dict[str, Compiler]:
 
 
 # ----------------------------------------------------------------------------- TorchInductor
+def perturbing(target: Any, amount: float) -> Callable[[GraphModule, Sequence[Any]], GraphModule]:
+    """A compiler with a known numerical bug, for trying `hv.numerics`: it runs the subgraph
+    eagerly with `amount` added to every output of the op `target` (an OpOverload).
+    `register_compiler("buggy", perturbing(torch.ops.aten.gelu.default, 0.05))`."""
+
+    def compile_perturbed(gm: GraphModule, example_inputs: Sequence[Any]) -> GraphModule:
+        for n in list(gm.graph.nodes):
+            if n.op == "call_function" and n.target is target:
+                with gm.graph.inserting_after(n):
+                    bumped = gm.graph.call_function(torch.ops.aten.add.Tensor, (n, amount))
+                n.replace_all_uses_with(bumped, delete_user_cb=lambda u: u is not bumped)
+        gm.recompile()
+        return gm
+
+    return compile_perturbed
+
+
 def _inductor_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool) -> Any:
     import torch._inductor
 
@@ -242,5 +259,5 @@ register_compiler("inductor", INDUCTOR)
 register_compiler("tensorrt", TENSORRT)
 
 
-__all__ = ["Compiler", "register_compiler", "unregister_compiler", "get_compiler", "compilers",
+__all__ = ["Compiler", "perturbing", "register_compiler", "unregister_compiler", "get_compiler", "compilers",
            "from_function", "INDUCTOR", "TENSORRT"]

@@ -11,6 +11,7 @@ from hierviz.drawing import layout
 from hierviz.drawing.accuracy import SCALE, colour
 from hierviz.drawing.dot import html
 from hierviz.latency import CompileCache, register_compiler, unregister_compiler
+from hierviz.latency.compilers import perturbing
 
 from .helpers import parse_svg
 
@@ -18,21 +19,10 @@ RELU = torch.ops.aten.relu.default
 CONV = "torch.ops.aten.convolution.default"
 
 
-def bump_relus(gm, inputs):
-    """A test backend: the subgraph run eagerly, 0.5 added to each relu's output."""
-    for n in list(gm.graph.nodes):
-        if n.op == "call_function" and n.target is RELU:
-            with gm.graph.inserting_after(n):
-                bumped = gm.graph.call_function(torch.ops.aten.add.Tensor, (n, 0.5))
-            n.replace_all_uses_with(bumped, delete_user_cb=lambda u: u is not bumped)
-    gm.recompile()
-    return gm
-
-
 @pytest.fixture(scope="module")
 def checked():
     """(partition, numerics): tiny_conv with conv and relu on the bumping backend."""
-    register_compiler("bumped", bump_relus)
+    register_compiler("bumped", perturbing(RELU, 0.5))  # 0.5 added to each relu output
     try:
         model, x = hv.zoo.load("tiny_conv")
         part = hv.partition(model, x, priority=("bumped",), min_block_size=1,

@@ -7,6 +7,7 @@ import torch
 
 import hierviz as hv
 from hierviz.latency import CompileCache, register_compiler, unregister_compiler
+from hierviz.latency.compilers import perturbing
 
 from _measure_helpers import inductor_partition, load, snapshot, same_snapshot
 
@@ -14,20 +15,9 @@ ADD = torch.ops.aten.add.Tensor
 RELU = "torch.ops.aten.relu.default"
 
 
-def perturb_adds(gm, inputs):
-    """A test backend: runs the subgraph eagerly, with 0.5 added to every aten.add.Tensor's output."""
-    for n in list(gm.graph.nodes):
-        if n.op == "call_function" and n.target is ADD:
-            with gm.graph.inserting_after(n):
-                bumped = gm.graph.call_function(ADD, (n, 0.5))
-            n.replace_all_uses_with(bumped, delete_user_cb=lambda u: u is not bumped)
-    gm.recompile()
-    return gm
-
-
 @pytest.fixture
 def perturb_backend():
-    register_compiler("perturb", perturb_adds)
+    register_compiler("perturb", perturbing(ADD, 0.5))  # 0.5 added to every aten.add.Tensor output
     yield "perturb"
     unregister_compiler("perturb")
 
