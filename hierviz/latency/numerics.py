@@ -117,7 +117,8 @@ class Numerics:
                 worst = f"; largest isolated max abs {_num(row['isolated_max_abs'])} in {row['tag']}"
             return f"every subgraph is within tolerance of eager{worst}"
         row = t.loc[t["tag"] == self.culprit].iloc[0]
-        return (f"the error starts in {self.culprit} ({row['backend']}, {int(row['ops'])} ops): "
+        ops = int(row['ops'])
+        return (f"the error starts in {self.culprit} ({row['backend']}, {ops} op{'' if ops == 1 else 's'}): "
                 f"isolated max abs {_num(row['isolated_max_abs'])}")
 
     def __repr__(self) -> str:
