@@ -75,7 +75,7 @@ def upstream_seconds(gm, cfg) -> float | None:
 
 def bench(name: str, upstream: bool) -> list[float]:
     import hierviz as hv
-    from hierviz.explorer import clear_cache
+    from hierviz.compare import clear_cache
 
     model, inputs = hv.zoo.load(name)
     t = time.perf_counter()

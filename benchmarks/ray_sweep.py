@@ -43,7 +43,7 @@ def sweep(model_name: str, iters: int, executor: str | None, cache_dir: str) -> 
     if executor is not None:
         import ray
 
-        from hierviz.explorer.ray_executor import start_ray
+        from hierviz.compare.ray_executor import start_ray
 
         t = time.perf_counter()
         start_ray(ray, num_cpus=2, runtime_env={"env_vars": {"TORCHINDUCTOR_CACHE_DIR": cache_dir}})

@@ -38,18 +38,19 @@ _LAZY = {
     "Measurement": "hierviz.latency",
     "numerics": "hierviz.latency",
     "Numerics": "hierviz.latency",
-    "sweep": "hierviz.explorer",
-    "explore": "hierviz.explorer",
-    "Explorer": "hierviz.explorer",
-    "plot_latency": "hierviz.explorer",
-    "plot_subgraphs": "hierviz.explorer",
-    "tune": "hierviz.explorer",
-    "TuneResult": "hierviz.explorer",
-    "compare_engines": "hierviz.explorer",
+    "sweep": "hierviz.compare",
+    "explore": "hierviz.widget",
+    "Explorer": "hierviz.widget",
+    "plot_latency": "hierviz.compare",
+    "plot_subgraphs": "hierviz.compare",
+    "tune": "hierviz.compare",
+    "TuneResult": "hierviz.compare",
+    "compare_engines": "hierviz.compare",
 }
 # submodules reachable as attributes before anything imported them (hv.drawing.to_json(p))
 _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",
-                 "latency": "hierviz.latency", "explorer": "hierviz.explorer"}
+                 "latency": "hierviz.latency", "compare": "hierviz.compare",
+                 "widget": "hierviz.widget"}
 
 
 def __getattr__(name: str) -> Any:

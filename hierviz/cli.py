@@ -105,7 +105,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from hierviz.explorer.grid import validate_grid
+    from hierviz.compare.grid import validate_grid
 
     out = writable(args.csv, "--csv")
     if not args.grid:
@@ -137,7 +137,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
 
 
 def cmd_tune(args: argparse.Namespace) -> int:
-    from hierviz.explorer.ray_executor import check_executor
+    from hierviz.compare.ray_executor import check_executor
 
     out = writable(args.csv, "--csv") if args.csv else None
     if parse_engine_text(args.engine) != "hierviz":

@@ -151,9 +151,9 @@ def _support_from(choice: str | None) -> Any:
 def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
     """--grid field=v1,v2 → {field: [v1, v2]}: a comma separates values, '>' or '+' joins a
     list inside one value (priority=tensorrt>inductor,inductor is two configurations). Every
-    value is read and checked on `base` by the one grid check (hierviz.explorer.grid, as
+    value is read and checked on `base` by the one grid check (hierviz.compare.grid, as
     hv.sweep does), so every typo is reported, in one line, before the sweep runs."""
-    from hierviz.explorer.grid import check_grid  # the explorer package loads pandas
+    from hierviz.compare.grid import check_grid  # the explorer package loads pandas
 
     names = [f for f in FIELDS if f != "support"] + ["engine"]
     texts: dict[str, list[str]] = {}

@@ -202,7 +202,7 @@ COMPARE = [
 
 import pandas as pd
 import matplotlib.pyplot as plt
-from hierviz.explorer import plot_latency, plot_subgraphs
+from hierviz.compare import plot_latency, plot_subgraphs
 
 pd.set_option("display.max_columns", 30)
 pd.set_option("display.width", 200)'''),

@@ -114,7 +114,7 @@ def test_every_module_says_what_it_is_for(path):
 LONG_MODULES = {
     "hierviz/partitioner/engine.py": "the algorithm's passes share the index and subgraph type and read in order",
     "hierviz/partitioner/result.py": "the one reader of the engine's result: Partition's questions and its record",
-    "hierviz/explorer/widget.py": "the Explorer's whole public surface (properties, buttons, find fastest)",
+    "hierviz/widget/explorer.py": "the Explorer's whole public surface (properties, buttons, find fastest)",
 }
 
 
@@ -141,7 +141,7 @@ def test_long_module_exceptions_are_current():
 # docs/architecture.md: foundation < partitioner < drawing, latency < explorer < cli. A module
 # imports only its own layer and those below (drawing and latency not each other); the package
 # facade hierviz/__init__.py, which names everything public, is outside the order.
-LAYERS = {"partitioner": 1, "drawing": 2, "latency": 2, "explorer": 3, "cli": 4, "cli_args": 4}
+LAYERS = {"partitioner": 1, "drawing": 2, "latency": 2, "compare": 3, "widget": 4, "cli": 5, "cli_args": 5}
 # The Partition methods that hand a partition to drawing and latency: the named exceptions.
 UPWARD_ALLOWED = {
     ("hierviz.partitioner.result", "Partition.render"),
@@ -221,15 +221,15 @@ def test_the_layer_check_catches_an_upward_import(tmp_path):
     global ROOT
     bad = tmp_path / "hierviz" / "latency" / "bad.py"
     bad.parent.mkdir(parents=True)
-    bad.write_text('"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.explorer import sweep\n'
-                   "def f():\n    from hierviz.explorer.sweep import sweep\n    return sweep\n", encoding="utf-8")
+    bad.write_text('"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.compare import sweep\n'
+                   "def f():\n    from hierviz.compare.sweep import sweep\n    return sweep\n", encoding="utf-8")
     old = ROOT
     try:
         ROOT = tmp_path
         found = downward_imports(bad)
     finally:
         ROOT = old
-    assert found == ["hierviz/latency/bad.py:6 (f) imports hierviz.explorer.sweep, a layer above latency"]
+    assert found == ["hierviz/latency/bad.py:6 (f) imports hierviz.compare.sweep, a layer above latency"]
 
 
 @functools.lru_cache(maxsize=None)
@@ -270,7 +270,7 @@ loaded = sorted(m for m in sys.modules if m.startswith("hierviz"))
 hv.Config; hv.partition; hv.Partition
 after_core = sorted(m for m in HEAVY if m in sys.modules)
 facts = {"added": added, "loaded": loaded, "after_core": after_core, "to_json": hv.drawing.to_json.__name__,
-         "measure": hv.latency.measure is hv.measure, "sweep": hv.explorer.sweep is hv.sweep,
+         "measure": hv.latency.measure is hv.measure, "sweep": hv.compare.sweep is hv.sweep,
          "zoo": hv.zoo.names()[:1]}
 print(json.dumps(facts))
 """

@@ -72,14 +72,14 @@ def test_tune_executor_checked_before_the_model_is_loaded(capsys: pytest.Capture
 
 def test_python_tune_checks_the_executor_before_capturing(monkeypatch: pytest.MonkeyPatch) -> None:
     import hierviz as hv
-    from hierviz.explorer import tuning
+    from hierviz.compare import tuning
 
     captured: list[object] = []
     monkeypatch.setattr(tuning, "graph_of", lambda *a: captured.append(a))
     with pytest.raises(hv.ConfigError, match="executor 'ray:/x' is not 'ray'"):
         hv.tune(object(), None, executor="ray:/x", budget=1, progress=False)
     assert captured == []
-    from hierviz.explorer.ray_executor import check_executor
+    from hierviz.compare.ray_executor import check_executor
 
     for good in ("ray", "local", "auto", "ray://head-node:10001", "10.0.0.5:6379", "[::1]:6379"):
         check_executor(good)

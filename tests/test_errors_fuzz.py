@@ -318,7 +318,7 @@ def test_deploy_load(tmp_path_factory, value: Any) -> None:
 @given(executor=st.one_of(st.text(max_size=20), st.sampled_from(["nosuch", "ray:/x", "host:", "ray://", "a b:1"])))
 def test_text_executors_are_checked_up_front(tiny, executor: str) -> None:
     """tune and sweep refuse an executor text that is no Ray address before capturing."""
-    from hierviz.explorer.ray_executor import check_executor
+    from hierviz.compare.ray_executor import check_executor
 
     model, inputs, gm, _ = tiny
     try:
@@ -414,7 +414,7 @@ def test_cli_subcommands(tmp_path_factory, monkeypatch, capsys, command: str, da
     argv += data.draw(st.lists(text, max_size=2), label="extra")
     monkeypatch.chdir(tmp_path_factory.mktemp("cli"))
     if "--executor" in argv:  # only addresses the check refuses: a valid one would start Ray
-        from hierviz.explorer.ray_executor import check_executor
+        from hierviz.compare.ray_executor import check_executor
 
         try:
             check_executor(argv[argv.index("--executor") + 1])

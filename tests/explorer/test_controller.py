@@ -9,9 +9,9 @@ import sys
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import panels
-from hierviz.explorer.cache import BoundedCache
-from hierviz.explorer.controller import ControlState, Controller
+from hierviz.widget import panels
+from hierviz.compare.cache import BoundedCache
+from hierviz.widget.controller import ControlState, Controller
 from hierviz.partitioner import partition as hv_partition
 
 RELU = "torch.ops.aten.relu.default"
@@ -26,7 +26,7 @@ def state(**values) -> ControlState:
 
 
 def test_controller_and_panels_import_no_ipywidgets() -> None:
-    code = ("import sys, hierviz.explorer.controller, hierviz.explorer.panels; "
+    code = ("import sys, hierviz.widget.controller, hierviz.widget.panels; "
             "print('ipywidgets' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -147,7 +147,7 @@ def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) ->
     assert "1.50 ms" not in c.svg(part, "collapsed", None)
     c.measurement_of = lambda p: fake if p is part else None  # as if hv.measure had run
     assert "1.50 ms" in c.svg(part, "collapsed", None)
-    from hierviz.explorer.controller import views
+    from hierviz.widget.controller import views
 
     assert "modules" in views()  # the view control's buttons
 

@@ -9,7 +9,7 @@ import torch
 
 import hierviz as hv
 from hierviz import cli, trt
-from hierviz.explorer import Explorer
+from hierviz.widget import Explorer
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast' runs torch_tensorrt's partitioners")
 UNSUPPORTED = 2  # special_i0e and hypot (conftest.SmallNet) have no TensorRT converter

@@ -9,10 +9,10 @@ import pytest
 
 import hierviz as hv
 from hierviz import cli
-from hierviz.explorer import grid as grid_mod
-from hierviz.explorer import tuning
+from hierviz.compare import grid as grid_mod
+from hierviz.compare import tuning
 
-sweep_mod = importlib.import_module("hierviz.explorer.sweep")  # hv.explorer.sweep is the function
+sweep_mod = importlib.import_module("hierviz.compare.sweep")  # hv.compare.sweep is the function
 BAD = {"min_block_size": ["x", 2], "priority": ["foo", "tensorrt"], "torch_executed_ops": [{"sigmoidx"}]}
 
 

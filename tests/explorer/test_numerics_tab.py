@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import hierviz as hv
 from hierviz.drawing.accuracy import SCALE
-from hierviz.explorer import numerics_tab
+from hierviz.widget import numerics_tab
 
 from .test_mismatch_at import BASE, MEASURE, _wrong_tag
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import plot_latency, plot_subgraphs, sweep
+from hierviz.compare import plot_latency, plot_subgraphs, sweep
 
 INDUCTOR = {"inductor": hv.support.inductor()}
 

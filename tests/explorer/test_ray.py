@@ -33,7 +33,7 @@ def test_packed_graph_partitions_and_runs_like_the_original(small) -> None:
 @pytest.fixture(scope="module")
 def ray_local():
     ray = pytest.importorskip("ray")
-    from hierviz.explorer.ray_executor import start_ray
+    from hierviz.compare.ray_executor import start_ray
 
     started = not ray.is_initialized()
     if started:

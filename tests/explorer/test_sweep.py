@@ -11,8 +11,8 @@ import pandas as pd
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import cache_info, clear_cache, sweep
-from hierviz.explorer.columns import recommendation
+from hierviz.compare import cache_info, clear_cache, sweep
+from hierviz.compare.columns import recommendation
 from hierviz.partitioner import partition as hv_partition
 
 from .conftest import UNSUPPORTED
@@ -226,7 +226,7 @@ def test_process_pools_are_refused_with_a_message(small) -> None:
 
 def test_hv_sweep_public_name(small) -> None:
     model, inputs, _ = small
-    import hierviz.explorer  # noqa: F401
+    import hierviz.compare  # noqa: F401
 
     df = hv.sweep(model, inputs, {"min_block_size": [1, 5]}, progress=False)
     assert list(df["subgraphs"]) == [5, 3]

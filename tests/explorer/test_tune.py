@@ -14,7 +14,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 import hierviz as hv
-from hierviz.explorer.tuning import TuneResult, default_space
+from hierviz.compare.tuning import TuneResult, default_space
 
 from .conftest import SCRIPTED_COMPILERS, SmallNet
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 import hierviz as hv
-from hierviz.explorer.tune_result import NO_WINNER
+from hierviz.compare.tune_result import NO_WINNER
 from hierviz.latency.timing import speedup_interval
 
 from .conftest import JITTER, SCRIPTED_COMPILERS
@@ -69,7 +69,7 @@ def test_no_setting_beat_eager_means_the_default_is_best(small, scripted_timing)
     assert res.fastest_trial is not None                    # a fastest trial exists, yet it is not crowned
     assert "verdict: no setting beat eager nn.Module here" in repr(res)
     assert res.best_measurement is not None and res.best_measurement.config == res.default
-    from hierviz.explorer.panels import fastest_html
+    from hierviz.widget.panels import fastest_html
 
     line = fastest_html(res)
     assert "no setting beat eager nn.Module here" in line and "keep" in line

@@ -12,7 +12,7 @@ import pandas as pd
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import Explorer, explore
+from hierviz.widget import Explorer, explore
 from hierviz.partitioner import partition as hv_partition
 
 RELU = "torch.ops.aten.relu.default"
@@ -223,7 +223,7 @@ def test_views_and_focus(ex: Explorer, small) -> None:
 
 
 def test_results_are_cached_per_config(small, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hierviz.explorer import clear_cache
+    from hierviz.compare import clear_cache
 
     clear_cache()
     model, inputs, _ = small
@@ -415,7 +415,7 @@ def test_debounce_on_a_running_event_loop(small) -> None:
 
 def test_hv_explore_public_name(small) -> None:
     model, inputs, _ = small
-    import hierviz.explorer  # noqa: F401 - binds hv.explore to the package; it must still work
+    import hierviz.widget  # noqa: F401 - binds hv.widget to the package; it must still work
 
     ex = hv.explore(model, inputs, debounce=0)
     assert isinstance(ex, hv.Explorer)

@@ -9,7 +9,7 @@ import html
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import Explorer
+from hierviz.widget import Explorer
 
 
 @pytest.fixture

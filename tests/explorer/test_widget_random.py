@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
-from hierviz.explorer import Explorer
-from hierviz.explorer.columns import config_columns
+from hierviz.widget import Explorer
+from hierviz.compare.columns import config_columns
 from hierviz.partitioner import partition as hv_partition
 
 STEPS = 200

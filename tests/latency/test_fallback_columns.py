@@ -7,7 +7,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.explorer import columns
+from hierviz.compare import columns
 from hierviz.latency import CompileCache, clear_cache
 
 

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from hierviz import support
 from hierviz.config import BUILTIN_BACKENDS, Config, parse_priority
 from hierviz.errors import HiervizError, MeasureError
-from hierviz.explorer.cache import cached_partition
+from hierviz.compare.cache import cached_partition
 from hierviz.opnames import qualname
 from hierviz.partitioner import Partition, graph_of, make_config
 

@@ -13,7 +13,7 @@ import warnings
 from typing import Any, Mapping
 
 from hierviz.errors import HiervizError
-from hierviz.explorer.cache import BoundedCache
+from hierviz.compare.cache import BoundedCache
 
 HINT = ("Press <b>check numerics</b> to compare each subgraph of these settings with eager PyTorch "
         "(isolated and accumulated error); the diagram then colours each subgraph by its error.")

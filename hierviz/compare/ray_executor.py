@@ -179,8 +179,8 @@ class RayRunner:
 def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
                 measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """One sweep row, on a worker: the same row a local sweep makes."""
-    from hierviz.explorer import columns
-    from hierviz.explorer.sweep import partition_row, run_measure
+    from hierviz.compare import columns
+    from hierviz.compare.sweep import partition_row, run_measure
 
     part, row = partition_row(gm, base, combo)
     if measure_kwargs is not None and part is not None:
@@ -195,7 +195,7 @@ def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any,
                  measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
     """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
     died has the configuration's fields and the message in `error`."""
-    from hierviz.explorer import columns
+    from hierviz.compare import columns
 
     runner = RayRunner(executor, gm, example_inputs)
     refs = [runner.submit(_sweep_task, base, combo, measure_kwargs) for combo in combos]

@@ -10,9 +10,9 @@ import pandas as pd
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.explorer import columns
-from hierviz.explorer.cache import cache_info, cached_partition
-from hierviz.explorer.grid import ENGINE, check_grid, expand_grid, split_combo, validate_grid  # noqa: F401
+from hierviz.compare import columns
+from hierviz.compare.cache import cache_info, cached_partition
+from hierviz.compare.grid import ENGINE, check_grid, expand_grid, split_combo, validate_grid  # noqa: F401
 from hierviz.partitioner import graph_of, make_config
 
 FIELDS = columns.CONFIG_COLUMNS
@@ -71,10 +71,10 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
     parallel; measuring always runs one configuration at a time, so timings do not disturb
     each other. `executor="ray"` (or a Ray address, or the initialised `ray` module) runs
-    each row, measuring included, as a Ray task (see hierviz/explorer/ray_executor.py).
+    each row, measuring included, as a Ray task (see hierviz/compare/ray_executor.py).
     `df.attrs` holds the run time and cache counters.
     """
-    from hierviz.explorer.ray_executor import is_ray
+    from hierviz.compare.ray_executor import is_ray
 
     check_executor(executor)
     mkw = measure_kwargs(measure)
@@ -91,7 +91,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     on_ray = executor is not None and is_ray(executor)
     try:
         if on_ray:
-            from hierviz.explorer.ray_executor import sweep_on_ray
+            from hierviz.compare.ray_executor import sweep_on_ray
 
             results = sweep_on_ray(executor, gm, example_inputs, base_cfg, combos, mkw, bar)
         else:
@@ -114,7 +114,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 def check_executor(executor: Any) -> None:
     """ConfigError unless `executor` is None, a thread-based Executor, or Ray (as text: an address
     the Ray check understands)."""
-    from hierviz.explorer.ray_executor import check_executor as check_ray, is_ray
+    from hierviz.compare.ray_executor import check_executor as check_ray, is_ray
 
     if isinstance(executor, ProcessPoolExecutor):
         raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "

@@ -37,10 +37,10 @@ import ipywidgets as widgets
 
 from hierviz.config import FIELDS, Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.explorer import controls as ctl
-from hierviz.explorer import numerics_tab, panels
-from hierviz.explorer.controller import ControlState, Controller, check_options, views
-from hierviz.explorer.debounce import Debouncer
+from hierviz.widget import controls as ctl
+from hierviz.widget import numerics_tab, panels
+from hierviz.widget.controller import ControlState, Controller, check_options, views
+from hierviz.widget.debounce import Debouncer
 from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
 from hierviz.provenance import lowered_sources
 
@@ -406,7 +406,7 @@ class Explorer(widgets.VBox):
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
         holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks
         until it ends (for scripts and tests)."""
-        from hierviz.explorer.tuning import tune
+        from hierviz.compare.tuning import tune
 
         running = getattr(self, "_fastest_thread", None)
         if running is not None and running.is_alive():

@@ -19,10 +19,10 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.explorer import columns
-from hierviz.explorer.cache import cached_partition
-from hierviz.explorer.grid import expand_grid
-from hierviz.explorer.ray_executor import check_executor, is_ray
+from hierviz.compare import columns
+from hierviz.compare.cache import cached_partition
+from hierviz.compare.grid import expand_grid
+from hierviz.compare.ray_executor import check_executor, is_ray
 from hierviz.latency import measure
 from hierviz.latency.lift import lift
 from hierviz.latency.numerics import locate_mismatch

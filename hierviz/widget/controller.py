@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.explorer import columns, numerics_tab, panels
-from hierviz.explorer.cache import BoundedCache, cache_info, cached_partition
-from hierviz.explorer.engines import CompileToday
+from hierviz.compare import columns
+from hierviz.widget import numerics_tab, panels
+from hierviz.compare.cache import BoundedCache, cache_info, cached_partition
+from hierviz.compare.engines import CompileToday
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
 

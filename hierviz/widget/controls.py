@@ -23,7 +23,7 @@ from hierviz import support as support_mod
 from hierviz import trt
 from hierviz.config import BUILTIN_BACKENDS, Config, parse_bool
 from hierviz.errors import ConfigError
-from hierviz.explorer import panels
+from hierviz.widget import panels
 
 Refused = Callable[[str], None]
 

@@ -31,16 +31,16 @@ from typing import Any, Iterable, Mapping
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import Config
 from hierviz.errors import HiervizError, checked_arguments
-from hierviz.explorer import columns
-from hierviz.explorer.cache import cached_partition
-from hierviz.explorer.engines import compile_baseline
-from hierviz.explorer.grid import check_grid
-from hierviz.explorer.ray_executor import RayRunner
-from hierviz.explorer.tune_result import NO_WINNER, TuneResult, pick_best
-from hierviz.explorer.tune_space import apply_changes, default_space, fingerprint, tune_base
+from hierviz.compare import columns
+from hierviz.compare.cache import cached_partition
+from hierviz.compare.engines import compile_baseline
+from hierviz.compare.grid import check_grid
+from hierviz.compare.ray_executor import RayRunner
+from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
+from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.plan import resolve_device
-from hierviz.explorer.tune_trial import (
+from hierviz.compare.tune_trial import (
     FULL,
     Outcome,
     check_options,

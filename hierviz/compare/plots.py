@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from hierviz.errors import ConfigError
-from hierviz.explorer.columns import CONFIG_COLUMNS, FALLBACK
+from hierviz.compare.columns import CONFIG_COLUMNS, FALLBACK
 
 
 def _axes(ax: Any) -> Any:

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
-from hierviz.explorer import columns
+from hierviz.compare import columns
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -105,7 +105,7 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
     """Subgraphs per backend, coverage, boundary tensors and latency (or why there is none)."""
     if part is None:
         return ""
-    from hierviz.explorer.plots import backend_colors
+    from hierviz.compare.plots import backend_colors
 
     s = part.stats
     backends = list(s["subgraphs_by_backend"])

@@ -1,0 +1,29 @@
+"""Comparing and searching settings: `hv.sweep` (sweep.py, its grid check grid.py, its table
+columns columns.py, its plots plots.py), `hv.tune` (tuning.py, one trial tune_trial.py, the space
+tune_space.py, the result tune_result.py), `hv.compare_engines` (engines.py: what
+torch_tensorrt.compile runs beside the hierarchical partitions), the Ray executor
+(ray_executor.py) and the bounded partition cache they share (cache.py). pandas and matplotlib
+load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+from hierviz.compare.cache import cache_info, cached_partition, clear_cache
+from hierviz.compare.sweep import sweep
+
+_LAZY = {"plot_latency": "hierviz.compare.plots", "plot_subgraphs": "hierviz.compare.plots",
+         "tune": "hierviz.compare.tuning", "TuneResult": "hierviz.compare.tuning",
+         "compare_engines": "hierviz.compare.engines"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    raise AttributeError(f"module 'hierviz.compare' has no attribute {name!r}")
+
+
+__all__ = ["sweep", "tune", "TuneResult", "compare_engines", "plot_latency", "plot_subgraphs",
+           "cache_info", "cached_partition", "clear_cache"]
