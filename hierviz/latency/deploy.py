@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_leaves, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
-from hierviz.inputs import InputSpec, spec_of
+from hierviz.inputs import InputSpec, check_structure, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.cache import CompileCache
 from hierviz.latency.result import MeasureWarning
@@ -91,6 +91,7 @@ class CompiledModel(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         """The model's outputs, in the model's own structure (a tensor, a tuple, a dict ...)."""
+        check_structure("CompiledModel", self._partition.graph, args, {})
         out = self.module(*tree_leaves(args))
         if self._out_spec is None:
             return out
