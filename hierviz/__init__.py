@@ -3,7 +3,9 @@
     import hierviz as hv
     part = hv.partition(model, example_inputs, min_block_size=3)
 
-The public names of the API and nothing else. Configuration, capture and partitioning load
+The public names of the API, and the one place that joins the layers: it registers
+Partition's conveniences (render, save, compile) with the partitioner (partitioner/handoff.py).
+Configuration, capture and partitioning load
 with the package; measuring, sweeping, tuning, the explorer widget and the zoo load on first
 use, and so do their heavy dependencies (pandas, ipywidgets, tqdm, graphviz, matplotlib):
 `benchmarks/import_time.py` keeps `import hierviz` cheap.
@@ -26,11 +28,10 @@ from hierviz.errors import (
     SavedModelNotFoundError,
     TensorRTUnavailableError,
 )
-from hierviz.partitioner import Partition, Subgraph, diff, partition
+from hierviz.partitioner import Partition, Subgraph, diff, handoff, partition
 from hierviz.provenance import source_ops
 from hierviz.support import Support
-
-__version__ = "0.1.0"
+from hierviz.version import __version__
 
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {
@@ -51,6 +52,20 @@ _LAZY = {
 _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",
                  "latency": "hierviz.latency", "compare": "hierviz.compare",
                  "widget": "hierviz.widget"}
+
+
+
+def _loader(module: str, name: str) -> Any:
+    """A function returning `module.name`, importing the module when first called."""
+    return lambda: getattr(importlib.import_module(module), name)
+
+
+# Partition's conveniences hand the partition to drawing and latency, which the partitioner
+# cannot import (they import it): they are registered here, and load their layer on first use.
+handoff.provide("render", _loader("hierviz.drawing.views", "render"))
+handoff.provide("save", _loader("hierviz.drawing.export", "save"))
+handoff.provide("html", _loader("hierviz.drawing.export", "notebook_html"))
+handoff.provide("compile", _loader("hierviz.latency.deploy", "compile_partition"))
 
 
 def __getattr__(name: str) -> Any:

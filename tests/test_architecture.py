@@ -1,7 +1,8 @@
-"""The package's shape, checked: data goes one way (imports follow the layer order, nothing
-outside the partitioner imports the engine or reads another module's private names), heavy optional dependencies load on
-first use, every module says what it is for, and no module grows past ~400 lines unless it is named,
-with its reason, in LONG_MODULES (docs/architecture.md)."""
+"""The package's shape, checked: data goes one way (imports follow the layer order of
+docs/architecture.md, function-local ones included; below the CLI no module reads the package
+facade; no import cycle between the parts; nothing outside the partitioner imports the engine or
+reads another module's private names), heavy optional dependencies load on first use, and every
+module's docstring names its one job."""
 
 from __future__ import annotations
 
@@ -17,7 +18,6 @@ ROOT = Path(__file__).resolve().parents[1]
 PACKAGE = ROOT / "hierviz"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "data" not in p.relative_to(PACKAGE).parts)
 HEAVY = ("ipywidgets", "pandas", "tqdm", "graphviz", "matplotlib")
-MAX_LINES = 400
 
 
 def module_name(path: Path) -> str:
@@ -106,65 +106,46 @@ def test_the_checker_catches_what_it_should(tmp_path):
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_every_module_says_what_it_is_for(path):
+    """A module is split by responsibility, not by size: its docstring opens with the one job it
+    does (a summary line of a few words at least)."""
     doc = ast.get_docstring(tree(path))
-    assert doc and len(doc.split()) >= 4, f"{path.relative_to(ROOT)} needs a docstring saying its role"
-
-
-# The modules allowed past MAX_LINES, each with the reason it stays one module.
-LONG_MODULES = {
-    "hierviz/partitioner/engine.py": "the algorithm's passes share the index and subgraph type and read in order",
-    "hierviz/partitioner/result.py": "the one reader of the engine's result: Partition's questions and its record",
-    "hierviz/widget/explorer.py": "the Explorer's whole public surface (properties, buttons, find fastest)",
-}
-
-
-def lines_of(path: Path) -> int:
-    return path.read_text(encoding="utf-8").count("\n")
-
-
-@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_modules_stay_short(path):
-    """A module over MAX_LINES lines is split, or named in LONG_MODULES with its reason."""
-    rel = str(path.relative_to(ROOT))
-    assert lines_of(path) <= MAX_LINES or rel in LONG_MODULES, (
-        f"{rel} has {lines_of(path)} lines; split it (or name it in LONG_MODULES with the reason)")
-
-
-def test_long_module_exceptions_are_current():
-    """Every exception still exists and is still long: the list names no module that was split."""
-    for rel in LONG_MODULES:
-        assert (ROOT / rel).is_file(), f"{rel} is gone: remove it from LONG_MODULES"
-        assert lines_of(ROOT / rel) > MAX_LINES, f"{rel} is short now: remove it from LONG_MODULES"
+    first = (doc or "").strip().split("\n\n")[0]
+    assert len(first.split()) >= 4, f"{path.relative_to(ROOT)} needs a docstring that names its one job"
 
 
 # ----------------------------------------------------------------------------- the layer order
-# docs/architecture.md: foundation < partitioner < drawing, latency < explorer < cli. A module
-# imports only its own layer and those below (drawing and latency not each other); the package
-# facade hierviz/__init__.py, which names everything public, is outside the order.
+# docs/architecture.md: foundation < partitioner < drawing, latency < compare < widget < cli. A
+# module imports only its own layer and those below (drawing and latency not each other); every
+# import counts, function-local ones included (only `if TYPE_CHECKING:` blocks are skipped). The
+# package facade hierviz/__init__.py, which names everything public, is above them all: only the
+# CLI may import it (`import hierviz`, `from hierviz import <public name>`).
 LAYERS = {"partitioner": 1, "drawing": 2, "latency": 2, "compare": 3, "widget": 4, "cli": 5, "cli_args": 5}
-# The Partition methods that hand a partition to drawing and latency: the named exceptions.
-UPWARD_ALLOWED = {
-    ("hierviz.partitioner.result", "Partition.render"),
-    ("hierviz.partitioner.result", "Partition.save"),
-    ("hierviz.partitioner.result", "Partition._repr_html_"),
-    ("hierviz.partitioner.result", "Partition.compile"),
-}
+FACADE = "hierviz"
 MODULE_NAMES = {module_name(p) for p in MODULES}
 
 
-def layer_of(module: str) -> tuple[int, str] | None:
-    """(rank, package) of a hierviz module (cli.py and cli_args.py are one layer); None for the facade."""
+def layer_of(module: str) -> tuple[int, str]:
+    """(rank, layer) of a hierviz module (cli.py and cli_args.py are one layer); the facade ranks
+    above everything."""
     parts = module.split(".")
     if len(parts) == 1:
-        return None
+        return 9, "the facade"
     if parts[1] not in LAYERS:
         return 0, "foundation"
     return LAYERS[parts[1]], "cli" if parts[1].startswith("cli") else parts[1]
 
 
+def part_of(module: str) -> str:
+    """The part a module belongs to: its subpackage (partitioner, drawing, trt, ...) or, for a
+    top-level module, the module itself (config, support, capturing, ...; cli* are one part)."""
+    name = module.split(".")[1]
+    return "cli" if name.startswith("cli") else name
+
+
 def imports(path: Path) -> list[tuple[str, str, int]]:
     """(module imported, where: 'module' or the enclosing Class.function, line) for every hierviz
-    import of a module, function-local ones included; `if TYPE_CHECKING:` blocks are skipped."""
+    import of a module, function-local ones included; `if TYPE_CHECKING:` blocks are skipped.
+    `from hierviz import x` is the submodule hierviz.x when there is one, else the facade."""
     found: list[tuple[str, str, int]] = []
 
     def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
@@ -177,8 +158,10 @@ def imports(path: Path) -> list[tuple[str, str, int]]:
                 inner = (*scope, child.name)
             where = ".".join(scope) or "module"
             if isinstance(child, ast.Import):
-                found.extend((a.name, where, child.lineno) for a in child.names if a.name.startswith("hierviz"))
-            elif isinstance(child, ast.ImportFrom) and child.module and child.module.startswith("hierviz"):
+                found.extend((a.name, where, child.lineno) for a in child.names
+                             if a.name == FACADE or a.name.startswith(FACADE + "."))
+            elif isinstance(child, ast.ImportFrom) and child.module and (
+                    child.module == FACADE or child.module.startswith(FACADE + ".")):
                 for a in child.names:
                     sub = f"{child.module}.{a.name}"
                     found.append((sub if sub in MODULE_NAMES else child.module, where, child.lineno))
@@ -188,48 +171,123 @@ def imports(path: Path) -> list[tuple[str, str, int]]:
     return found
 
 
-def downward_imports(path: Path) -> list[str]:
-    """Imports against the layer order, less the named exceptions."""
-    me = layer_of(module_name(path))
-    if me is None:
+def upward_imports(path: Path) -> list[str]:
+    """Imports against the layer order: of a layer above, of a sibling layer, or of the facade."""
+    me = module_name(path)
+    if me == FACADE:
         return []
+    rank, layer = layer_of(me)
     bad = []
     for target, where, line in imports(path):
         them = layer_of(target)
-        if them is None or (module_name(path), where) in UPWARD_ALLOWED:
-            continue
-        if them[0] > me[0] or (them[0] == me[0] and them[1] != me[1]):
-            bad.append(f"{path.relative_to(ROOT)}:{line} ({where}) imports {target}, a layer above {me[1]}")
+        if target == FACADE and layer != "cli":
+            bad.append(f"{path.relative_to(ROOT)}:{line} ({where}) imports the package facade; below the CLI "
+                       "import the module that defines the name")
+        elif target != FACADE and (them[0] > rank or (them[0] == rank and them[1] != layer)):
+            bad.append(f"{path.relative_to(ROOT)}:{line} ({where}) imports {target}, a layer above {layer}")
     return bad
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
 def test_imports_follow_the_layer_order(path):
-    assert downward_imports(path) == []
+    assert upward_imports(path) == []
 
 
-def test_the_layer_exceptions_are_used():
-    """Each named exception is still an upward import (the list names nothing stale)."""
-    used = {(module_name(p), where) for p in MODULES for target, where, _ in imports(p)
-            if (layer_of(target) or (0,))[0] > (layer_of(module_name(p)) or (9,))[0]}
-    assert UPWARD_ALLOWED <= used, sorted(UPWARD_ALLOWED - used)
-
-
-def test_the_layer_check_catches_an_upward_import(tmp_path):
-    """Not vacuous: a function-local import of the explorer from latency is flagged; one under
-    TYPE_CHECKING is not."""
+def checked_source(tmp_path: Path, rel: str, source: str) -> list[str]:
+    """upward_imports of a synthetic module written at hierviz/<rel> under tmp_path."""
     global ROOT
-    bad = tmp_path / "hierviz" / "latency" / "bad.py"
-    bad.parent.mkdir(parents=True)
-    bad.write_text('"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.compare import sweep\n'
-                   "def f():\n    from hierviz.compare.sweep import sweep\n    return sweep\n", encoding="utf-8")
+    bad = tmp_path / "hierviz" / rel
+    bad.parent.mkdir(parents=True, exist_ok=True)
+    bad.write_text(source, encoding="utf-8")
     old = ROOT
     try:
         ROOT = tmp_path
-        found = downward_imports(bad)
+        return upward_imports(bad)
     finally:
         ROOT = old
+
+
+def test_the_layer_check_catches_an_upward_import(tmp_path):
+    """Not vacuous: a function-local import of compare from latency is flagged; one under
+    TYPE_CHECKING is not."""
+    found = checked_source(tmp_path, "latency/bad.py",
+                           '"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.compare import sweep\n'
+                           "def f():\n    from hierviz.compare.sweep import sweep\n    return sweep\n")
     assert found == ["hierviz/latency/bad.py:6 (f) imports hierviz.compare.sweep, a layer above latency"]
+
+
+def test_the_layer_check_catches_a_facade_import(tmp_path):
+    """`from hierviz import explore` (or `import hierviz`) in the partitioner reads the facade, which
+    imports the partitioner: flagged, at the top of a module or inside a function. A submodule
+    imported as `from hierviz import support` is not the facade."""
+    found = checked_source(tmp_path, "partitioner/bad.py",
+                           '"""x."""\nfrom hierviz import support\nfrom hierviz import explore\n'
+                           "def f():\n    import hierviz as hv\n    return hv.sweep\n")
+    assert found == [
+        "hierviz/partitioner/bad.py:3 (module) imports the package facade; below the CLI import the module "
+        "that defines the name",
+        "hierviz/partitioner/bad.py:5 (f) imports the package facade; below the CLI import the module that "
+        "defines the name",
+    ]
+    assert checked_source(tmp_path, "cli_args.py", '"""x."""\nimport hierviz as hv\n') == []
+
+
+def part_graph(modules: list[Path]) -> dict[str, set[str]]:
+    """part -> the parts it imports, every import counted (function-local ones too), the facade left out."""
+    graph: dict[str, set[str]] = {}
+    for path in modules:
+        me = module_name(path)
+        if me == FACADE:
+            continue
+        for target, _, _ in imports(path):
+            if target != FACADE and part_of(target) != part_of(me):
+                graph.setdefault(part_of(me), set()).add(part_of(target))
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one node (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                found.append(sorted(comp))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_no_import_cycle_between_parts():
+    """capture, config, support, trt, partitioner, drawing, latency, compare, widget, cli...: no two
+    import each other, directly or through others, counting function-local imports."""
+    graph = part_graph(MODULES)
+    assert {"partitioner", "drawing", "latency", "compare", "widget", "cli", "config", "trt"} <= set(graph)
+    assert cycles(graph) == []
+
+
+def test_the_cycle_check_catches_a_cycle():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
 
 
 @functools.lru_cache(maxsize=None)

@@ -58,7 +58,7 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
     """(median ms of the fast partition torch_tensorrt.compile would run with `config`'s
     settings, '') for hv.tune's `compile_ms` baseline; (None, why it was left out) where
     TensorRT cannot be timed here or the measurement failed."""
-    from hierviz.compare.sweep import run_measure
+    from hierviz.compare.rows import run_measure
     from hierviz.compare.tune_space import why_unmeasurable
 
     why = why_unmeasurable("tensorrt", device, compilers)
@@ -83,7 +83,7 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     (TensorRT only); the hierarchical ones with `config` as given. A row that cannot be made
     here has its reason in `error`; `note` says what the engine did besides partitioning
     (compile's fallback to the global partitioner, its early return)."""
-    from hierviz.compare.sweep import measure_kwargs, run_measure
+    from hierviz.compare.rows import measure_kwargs, run_measure
 
     cfg = make_config(config, overrides)
     mkw = measure_kwargs(measure)

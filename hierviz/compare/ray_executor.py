@@ -174,44 +174,4 @@ class RayRunner:
                 yield ref, None, WorkerDied(f"the Ray worker running it died ({type(exc).__name__}: {first[:200]})")
 
 
-
-# ----------------------------------------------------------------------------- hv.sweep on Ray
-def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
-                measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
-    """One sweep row, on a worker: the same row a local sweep makes."""
-    from hierviz.compare import columns
-    from hierviz.compare.sweep import partition_row, run_measure
-
-    part, row = partition_row(gm, base, combo)
-    if measure_kwargs is not None and part is not None:
-        try:
-            row.update(columns.latency_columns(run_measure(part, example_inputs, measure_kwargs)))
-        except HiervizError as exc:
-            row["error"] = str(exc)
-    return row
-
-
-def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any, combos: list[dict[str, Any]],
-                 measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
-    """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
-    died has the configuration's fields and the message in `error`."""
-    from hierviz.compare import columns
-
-    runner = RayRunner(executor, gm, example_inputs)
-    refs = [runner.submit(_sweep_task, base, combo, measure_kwargs) for combo in combos]
-    index = {ref: i for i, ref in enumerate(refs)}
-    rows: list[dict[str, Any] | None] = [None] * len(refs)
-    for ref, row, error in runner.wait(refs):
-        i = index[ref]
-        if error is not None:
-            row = columns.config_columns(base)
-            row.update({k: columns.format_field(k, v) for k, v in combos[i].items()})
-            text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
-            row["error"] = text
-        rows[i] = row
-        if bar is not None:
-            bar.update(1)
-    return [(None, row) for row in rows]  # type: ignore[misc]
-
-
-__all__ = ["is_ray", "connect", "start_ray", "RayRunner", "WorkerDied", "sweep_on_ray"]
+__all__ = ["is_ray", "connect", "start_ray", "RayRunner", "WorkerDied"]

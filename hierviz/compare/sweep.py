@@ -11,41 +11,14 @@ import pandas as pd
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
-from hierviz.compare.cache import cache_info, cached_partition
-from hierviz.compare.grid import ENGINE, check_grid, expand_grid, split_combo, validate_grid  # noqa: F401
+from hierviz.compare.cache import cache_info
+from hierviz.compare.grid import ENGINE, check_grid, expand_grid, validate_grid  # noqa: F401
+from hierviz.compare.ray_executor import check_executor as check_ray
+from hierviz.compare.ray_executor import is_ray
+from hierviz.compare.rows import measure_kwargs, partition_row, run_measure, sweep_on_ray
 from hierviz.partitioner import graph_of, make_config
 
 FIELDS = columns.CONFIG_COLUMNS
-
-
-def measure_kwargs(measure: Any) -> dict[str, Any] | None:
-    if measure is None or measure is False:
-        return None
-    if measure is True:
-        return {}
-    if isinstance(measure, Mapping):
-        return dict(measure)
-    raise ConfigError(f"measure must be True/False or a dict of hv.measure options, e.g. {{'iters': 20}}, "
-                      f"not {type(measure).__name__}.")
-
-
-def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(partition or None, row) for one configuration; HiervizErrors become the row's `error`."""
-    row: dict[str, Any] = columns.config_columns(base)
-    row.update({k: columns.format_field(k, v) for k, v in combo.items()})
-    try:
-        engine, fields = split_combo(combo)
-        cfg = base.replace(**fields)
-        row.update(columns.config_columns(cfg))
-        if ENGINE in combo:
-            row[ENGINE] = engine
-        part = cached_partition(gm, cfg, engine)
-        row.update(columns.stat_columns(part))
-    except HiervizError as exc:
-        row["error"] = str(exc)
-        return None, row
-    row["error"] = None
-    return part, row
 
 
 @checked_arguments
@@ -74,8 +47,6 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     each row, measuring included, as a Ray task (see hierviz/compare/ray_executor.py).
     `df.attrs` holds the run time and cache counters.
     """
-    from hierviz.compare.ray_executor import is_ray
-
     check_executor(executor)
     mkw = measure_kwargs(measure)
     start = time.perf_counter()
@@ -91,8 +62,6 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     on_ray = executor is not None and is_ray(executor)
     try:
         if on_ray:
-            from hierviz.compare.ray_executor import sweep_on_ray
-
             results = sweep_on_ray(executor, gm, example_inputs, base_cfg, combos, mkw, bar)
         else:
             results = partition_rows(executor, gm, base_cfg, combos, bar)
@@ -114,8 +83,6 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 def check_executor(executor: Any) -> None:
     """ConfigError unless `executor` is None, a thread-based Executor, or Ray (as text: an address
     the Ray check understands)."""
-    from hierviz.compare.ray_executor import check_executor as check_ray, is_ray
-
     if isinstance(executor, ProcessPoolExecutor):
         raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
                           "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
@@ -166,15 +133,3 @@ def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any,
             measure_stats["hits"] += int(row.get("cache_hits") or 0)
             measure_stats["misses"] += int(row.get("cache_misses") or 0)
     return rows, measure_stats
-
-
-def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
-    """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
-    starts (hv.numerics on the same compiled subgraphs)."""
-    from hierviz.latency import measure
-    from hierviz.latency.numerics import locate_mismatch
-
-    m = measure(part, example_inputs, **kwargs)
-    if m.outputs_match is False:
-        locate_mismatch(part, example_inputs, m, **kwargs)
-    return m

@@ -19,11 +19,11 @@ import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import hierviz
 from hierviz.drawing import palette
 from hierviz.drawing.budget import DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
+from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
@@ -186,7 +186,7 @@ def to_json(p: "Partition") -> dict:
     colors = {b: palette.color(b) for b in p.backends}
     return {
         "format": "hierviz-partition/1",
-        "hierviz_version": hierviz.__version__,
+        "hierviz_version": __version__,
         "engine": p.engine,
         "config": p.config.to_dict(),
         "stats": p.stats,
@@ -318,7 +318,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="hierviz {esc(hierviz.__version__)}">
+<meta name="generator" content="hierviz {esc(__version__)}">
 <title>{esc(title)}</title>
 <link rel="icon" href="data:,">
 <style>{_REPORT_CSS}</style>

@@ -147,9 +147,7 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     plan = make_plan(t, base, depth, budget, pattern)
     tag_order = {sg.tag: k for k, sg in enumerate(p.subgraphs)}
     w = DotWriter()
-    from hierviz.drawing.views import defaults
-
-    defaults(w)
+    palette.defaults(w)
     drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
     drawn.numerics = numerics  # drawing.accuracy.NumericsMarks
     drawn.items(plan.items)

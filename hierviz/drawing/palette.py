@@ -10,7 +10,8 @@ vermillion. Any other backend gets a color picked by a stable hash of its name (
 every process), from the rest of Okabe-Ito and Paul Tol's colorblind-safe sets.
 
 Fills are light tints of those colors so black text stays readable; borders and legend
-swatches use the full color.
+swatches use the full color. `defaults` writes the graph, node and edge defaults every view
+starts from.
 """
 
 from __future__ import annotations
@@ -18,6 +19,9 @@ from __future__ import annotations
 import functools
 import hashlib
 from dataclasses import dataclass
+
+from hierviz.drawing.dot import DotWriter
+from hierviz.drawing.text import FONT
 
 from hierviz.partitioner import (DEAD_CODE, DEMOTED, DEMOTED_NEXT, FALLBACK, FOLLOWS_PRODUCER, GRAPH,
                                   NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR)
@@ -134,5 +138,14 @@ def style(code: str) -> NodeStyle:
     return STYLES.get(code, STYLES[SUPPORTED])
 
 
+def defaults(w: DotWriter) -> None:
+    """Graph, node and edge defaults shared by every view."""
+    w.defaults("graph", rankdir="TB", fontname=FONT, fontsize=11, nodesep=0.2, ranksep=0.26,
+               labelloc="t", labeljust="l", outputorder="edgesfirst", forcelabels=True)
+    w.defaults("node", fontname=FONT, fontsize=10, height=0.26, margin="0.1,0.02", penwidth=1.0)
+    w.defaults("edge", fontname=FONT, fontsize=8, arrowsize=0.6, color=INTERNAL_EDGE,
+               penwidth=0.9)
+
+
 __all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "EXTRA", "color", "fill", "cluster_fill",
-           "border", "tint", "Swatch", "NodeStyle", "STYLES", "style"]
+           "border", "tint", "Swatch", "NodeStyle", "STYLES", "style", "defaults"]

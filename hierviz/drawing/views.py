@@ -22,7 +22,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import DEFAULT_MAX_NODES, full_size, layout_budget, resolve_limit, too_big, work
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter
-from hierviz.drawing.text import FONT, op_short
+from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
 from hierviz.gcpause import gc_paused
 
@@ -92,7 +92,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
                           f"focus={tags[0]!r}." if tags else
                           "view='focus' needs focus=<node name> or focus=<subgraph tag>.")
     w = DotWriter()
-    defaults(w)
+    palette.defaults(w)
     with gc_paused():
         if view == "full":
             from hierviz.drawing.graph import full
@@ -134,13 +134,4 @@ def choose(p: "Partition", ctx: Ctx) -> tuple[str, str | None]:
     return view, f"auto chose the {'module' if view == 'modules' else 'collapsed'} view: {why}; view='full' draws every node"
 
 
-def defaults(w: DotWriter) -> None:
-    """Graph, node and edge defaults shared by every view."""
-    w.defaults("graph", rankdir="TB", fontname=FONT, fontsize=11, nodesep=0.2, ranksep=0.26,
-               labelloc="t", labeljust="l", outputorder="edgesfirst", forcelabels=True)
-    w.defaults("node", fontname=FONT, fontsize=10, height=0.26, margin="0.1,0.02", penwidth=1.0)
-    w.defaults("edge", fontname=FONT, fontsize=8, arrowsize=0.6, color=palette.INTERNAL_EDGE,
-               penwidth=0.9)
-
-
-__all__ = ["render", "defaults", "VIEWS", "DEFAULT_MAX_NODES", "op_short"]
+__all__ = ["render", "VIEWS", "DEFAULT_MAX_NODES", "op_short"]

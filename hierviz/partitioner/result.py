@@ -26,6 +26,7 @@ from hierviz.errors import ConfigError, checked_arguments, parameter_names, unkn
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
 from hierviz.partitioner import engine as eng
+from hierviz.partitioner import handoff
 from hierviz.partitioner.reasons import (
     DEAD_CODE,
     DEMOTED,
@@ -309,16 +310,14 @@ class Partition:
         collapsed above); `measurement=` overlays measured time, `against=` marks what another
         partition does differently; `numerics=` (hv.numerics) colours each subgraph by its error;
         `weights=True` also draws weights."""
-        from hierviz.drawing import render
-
+        render = handoff.handler("render")
         unknown_arguments("Partition.render", kwargs, parameter_names(render, skip=("p",)))
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
                       depth=depth, radius=radius, **kwargs)
 
     @checked_arguments
     def save(self, path: str | Path, **kwargs: Any) -> Path:
-        from hierviz.drawing import render, save
-
+        render, save = handoff.handler("render"), handoff.handler("save")
         unknown_arguments("Partition.save", kwargs, [*parameter_names(save, skip=("p", "path")),
                                                      *parameter_names(render, skip=("p", "view"))])
         return save(self, path, **kwargs)
@@ -332,14 +331,10 @@ class Partition:
         shaped like the graph's) are what each subgraph is compiled with; `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, tf32, cache_dir).
         `.save(folder)` writes it, `hierviz.latency.deploy.load(folder)` reads it back."""
-        from hierviz.latency.deploy import compile_partition
-
-        return compile_partition(self, device, example_inputs=example_inputs, **options)
+        return handoff.handler("compile")(self, device, example_inputs=example_inputs, **options)
 
     def _repr_html_(self) -> str:
-        from hierviz.drawing import notebook_html
-
-        return notebook_html(self)
+        return handoff.handler("html")(self)
 
     def __repr__(self) -> str:
         s = self.stats

@@ -1,0 +1,93 @@
+"""One row of hv.sweep: a configuration partitioned (and optionally measured), in this
+process or as a Ray task; `hv.compare_engines` makes its rows with the same functions."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from torch.fx import GraphModule
+
+from hierviz.compare import columns
+from hierviz.compare.cache import cached_partition
+from hierviz.compare.grid import ENGINE, split_combo
+from hierviz.compare.ray_executor import RayRunner, WorkerDied
+from hierviz.config import Config
+from hierviz.errors import ConfigError, HiervizError
+
+
+def measure_kwargs(measure: Any) -> dict[str, Any] | None:
+    if measure is None or measure is False:
+        return None
+    if measure is True:
+        return {}
+    if isinstance(measure, Mapping):
+        return dict(measure)
+    raise ConfigError(f"measure must be True/False or a dict of hv.measure options, e.g. {{'iters': 20}}, "
+                      f"not {type(measure).__name__}.")
+
+
+def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(partition or None, row) for one configuration; HiervizErrors become the row's `error`."""
+    row: dict[str, Any] = columns.config_columns(base)
+    row.update({k: columns.format_field(k, v) for k, v in combo.items()})
+    try:
+        engine, fields = split_combo(combo)
+        cfg = base.replace(**fields)
+        row.update(columns.config_columns(cfg))
+        if ENGINE in combo:
+            row[ENGINE] = engine
+        part = cached_partition(gm, cfg, engine)
+        row.update(columns.stat_columns(part))
+    except HiervizError as exc:
+        row["error"] = str(exc)
+        return None, row
+    row["error"] = None
+    return part, row
+
+
+def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
+    """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
+    starts (hv.numerics on the same compiled subgraphs)."""
+    from hierviz.latency import measure
+    from hierviz.latency.numerics import locate_mismatch
+
+    m = measure(part, example_inputs, **kwargs)
+    if m.outputs_match is False:
+        locate_mismatch(part, example_inputs, m, **kwargs)
+    return m
+
+
+def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
+                measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+    """One sweep row, on a worker: the same row a local sweep makes."""
+    part, row = partition_row(gm, base, combo)
+    if measure_kwargs is not None and part is not None:
+        try:
+            row.update(columns.latency_columns(run_measure(part, example_inputs, measure_kwargs)))
+        except HiervizError as exc:
+            row["error"] = str(exc)
+    return row
+
+
+def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any, combos: list[dict[str, Any]],
+                 measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
+    """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
+    died has the configuration's fields and the message in `error`."""
+    runner = RayRunner(executor, gm, example_inputs)
+    refs = [runner.submit(_sweep_task, base, combo, measure_kwargs) for combo in combos]
+    index = {ref: i for i, ref in enumerate(refs)}
+    rows: list[dict[str, Any] | None] = [None] * len(refs)
+    for ref, row, error in runner.wait(refs):
+        i = index[ref]
+        if error is not None:
+            row = columns.config_columns(base)
+            row.update({k: columns.format_field(k, v) for k, v in combos[i].items()})
+            text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
+            row["error"] = text
+        rows[i] = row
+        if bar is not None:
+            bar.update(1)
+    return [(None, row) for row in rows]  # type: ignore[misc]
+
+
+__all__ = ["measure_kwargs", "partition_row", "run_measure", "sweep_on_ray"]

@@ -1,0 +1,48 @@
+"""Partition's conveniences (render, save, _repr_html_, compile) reach drawing and latency through
+partitioner/handoff.py, which the facade fills when hierviz is imported."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz.partitioner import handoff
+
+
+class Small(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + 1
+
+
+@pytest.fixture(scope="module")
+def part():
+    return hv.partition(Small(), (torch.randn(2, 3),), min_block_size=1)
+
+
+def test_conveniences_are_registered_whenever_a_partition_exists(run_python):
+    """Importing only the partitioner imports the facade first, which registers every convenience."""
+    proc = run_python("from hierviz.partitioner import handoff, partition\n"
+                      "print(sorted(n for n in handoff.CONVENIENCES if callable(handoff.handler(n))))")
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip().splitlines()[-1] == "['compile', 'html', 'render', 'save']"
+
+
+def test_they_hand_the_partition_to_drawing(part, tmp_path):
+    from hierviz.drawing import render
+
+    assert part.render("collapsed").source == render(part, view="collapsed").source
+    assert "digraph" in part.save(tmp_path / "p.dot").read_text(encoding="utf-8")
+
+
+def test_an_unregistered_convenience_says_what_to_do(part, monkeypatch):
+    monkeypatch.setattr(handoff, "_PROVIDERS", {})
+    for call in (lambda: part.render(), lambda: part.compile(), part._repr_html_):
+        with pytest.raises(hv.HiervizError, match=r"Partition\.\w+ needs hierviz's drawing and latency layers.*"
+                                                  r"import hierviz"):
+            call()
+
+
+def test_only_the_conveniences_can_be_provided():
+    with pytest.raises(ValueError, match="no Partition convenience called 'draw'"):
+        handoff.provide("draw", lambda: print)
