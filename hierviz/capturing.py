@@ -193,7 +193,7 @@ def _lower(ep: Any, name: str) -> GraphModule:
         lowering = trt.lowering()
         settings = trt.default_settings()
         try:
-            with trt.answer_cuda_queries():
+            with trt.lowering_device():
                 ep = lowering.pre_export_lowering(ep, settings)
                 ep = ep.run_decompositions(lowering.get_decompositions(False))
                 state, inputs = _mutations(ep)

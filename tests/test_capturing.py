@@ -325,3 +325,39 @@ def test_exported_module_has_no_guards_subgraph() -> None:
     with torch.no_grad():
         torch.testing.assert_close(p.module(x), model(x))
 
+
+
+class _InplaceDropout(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3)
+        self.drop = nn.Dropout(0.5, inplace=True)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.drop(torch.relu(self.conv(x))).sum(1)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU-only lowering path")
+@pytest.mark.parametrize("name", ["inplace_dropout", "mobilenet_v3_small", "efficientnet_b0"])
+def test_train_mode_inplace_dropout_captures_on_the_cpu(name, monkeypatch) -> None:
+    """Torch-TensorRT's empty_permuted decomposition allocates on its default device: without a
+    GPU that is the CPU, and capture never sees hierviz's answers to the CUDA queries."""
+    if not trt.available():
+        pytest.skip("Torch-TensorRT's lowering")
+    if name == "inplace_dropout":
+        model, inputs = _InplaceDropout().train(), (torch.randn(1, 3, 8, 8),)
+    else:
+        model, inputs = zoo.load(name)
+        model = copy.deepcopy(model).train()
+    asked = []
+    real = torch.cuda.current_device
+    monkeypatch.setattr(torch.cuda, "current_device", lambda: asked.append(1) or real())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # CaptureWarning: BatchNorm's running statistics
+        gm = hv.capture(model, inputs)
+    assert not asked  # the lowering ran without the import-time answers
+    devices = {str(n.meta["val"].device) for n in gm.graph.nodes if isinstance(n.meta.get("val"), torch.Tensor)}
+    assert devices == {"cpu"}
+    assert any("dropout" in str(n.target) or "bernoulli" in str(n.target) for n in gm.graph.nodes)
+    assert gm(*inputs).shape == model(*inputs).shape

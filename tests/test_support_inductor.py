@@ -106,9 +106,6 @@ def test_odd_models_compile_with_no_fallback(name):
     _compiles_as_claimed(hv.capture(model, inputs), inputs)
 
 
-ZOO_TRAIN_CAPTURE_FAILS = {"mobilenet_v3_small", "efficientnet_b0"}  # dropout_ in train mode, see below
-
-
 # `make test` compiles a convolutional net, an encoder and a decoder in both modes; the other
 # zoo models (minutes each under TorchInductor on 2 cores) run with `make test-zoo-compile`
 # (pytest -m zoo_compile), which pyproject's addopts leaves out of the default run.
@@ -124,12 +121,6 @@ def test_every_zoo_model_compiles_with_no_fallback(zoo_cache, name, mode):
     if mode == "eval":
         gm = zoo_cache.capture(name)  # shared with the other tests of the session
     else:
-        if name in ZOO_TRAIN_CAPTURE_FAILS:
-            # not an inductor() question: Torch-TensorRT's lowering of an in-place dropout in
-            # train mode fails without a GPU (FakeTensorDeviceMismatchError, cpu and cuda:0)
-            with pytest.raises(hv.CaptureError, match="FakeTensorDeviceMismatchError"):
-                hv.capture(copy.deepcopy(model).train(), inputs)
-            pytest.xfail("capture of this model in train mode fails on a CPU-only machine")
         gm = hv.capture(copy.deepcopy(model).train(), inputs)
     has_dropout = mode == "train" and any(isinstance(m, nn.modules.dropout._DropoutNd) and m.p > 0
                                           for m in model.modules())

@@ -29,6 +29,7 @@ from hierviz.trt.loading import (
     installed_variant,
     load,
     lowering,
+    lowering_device,
     require,
     tensorrt_library,
 )
@@ -54,7 +55,7 @@ from hierviz.trt.targets import (
 )
 
 __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "default_settings", "installed_variant",
-           "load", "lowering", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
+           "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
            "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
            "converter_targets", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",

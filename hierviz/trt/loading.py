@@ -6,6 +6,11 @@ Torch-TensorRT queries the CUDA device while it is imported (`is_tegra_platform(
 Its converter registry, lowering and partitioner do not need a GPU, so while the import runs
 we answer those queries with neutral values and restore torch's own functions afterwards
 (`answer_cuda_queries`). Nothing is changed when a real CUDA device is present.
+
+Those answers stay inside the import and the settings' construction: capture runs the lowering
+without them, and the decompositions that allocate on upstream's default device (cuda:0,
+e.g. `empty_permuted` from an in-place dropout in train mode) allocate on the CPU instead
+(`lowering_device`), so a CPU capture never meets a cuda:0 tensor.
 """
 
 from __future__ import annotations
@@ -49,6 +54,23 @@ def answer_cuda_queries() -> Iterator[None]:
     finally:
         for name, fn in saved.items():
             setattr(torch.cuda, name, fn)
+
+
+@contextlib.contextmanager
+def lowering_device() -> Iterator[None]:
+    """While capture lowers without a GPU: upstream's decompositions that allocate on its
+    default device (`empty_permuted`, `empty_strided`) allocate on the CPU; restored after."""
+    if torch.cuda.is_available():
+        yield
+        return
+    from torch_tensorrt.dynamo.lowering import _decompositions
+
+    saved = _decompositions.default_device
+    _decompositions.default_device = lambda: torch.device("cpu")
+    try:
+        yield
+    finally:
+        _decompositions.default_device = saved
 
 
 def installed_variant() -> tuple[str | None, str | None]:
@@ -121,5 +143,5 @@ def lowering() -> Any:
     return lowering_module
 
 
-__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "installed_variant", "load", "tensorrt_library",
+__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant", "load", "tensorrt_library",
            "available", "require", "default_settings", "lowering"]
