@@ -212,9 +212,10 @@ class Ordered(set):
 for name, order in (("graph order", acc), ("reversed", acc[::-1])):
     res = FxNetAccFusionsFinder(gm, Ordered(acc, order))()
     print(f"torch.fx finder, seeds in {name}:", sorted({n.name: sorted(m.name for m in g) for n, g in res.items()}.items()))
-from hierviz.partitioner import engine
-idx = engine.index_graph(gm)
+from hierviz.partitioner.graph_index import index_graph
+from hierviz.partitioner.passes.fusion import fusions
+idx = index_graph(gm)
 p = hv.partition(gm, min_block_size=1)
-print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in engine.fusions(idx, [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]).items()})
+print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in fusions(idx, [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]).items()})
 
 print("== 10 linear time: run benchmarks/partition_scale.py")

@@ -1,12 +1,15 @@
 """Partitioning: hv.partition, the Partition result and its per-node record, hv.diff and
 the upstream adapter.
 
-Modules: engine (the algorithm; imported by nothing outside this package), result (Partition,
-Subgraph: the only reader of the engine's result), record (the per-node record), reasons (the
-names everything downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the
-dryrun-style text, ops(), summary(), hv.diff), split (the split GraphModule), upstream
+Modules: graph_index (the integer-indexed graph every engine reads), plan (the result types
+every engine builds: Assignment, RawSubgraph, EngineResult), engine (hierviz's engine: the
+passes/ package run in order), result (Partition, Subgraph: the per-node record and questions
+built from an engine's result), record (the per-node record), reasons (the names everything
+downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style
+text, ops(), summary(), hv.diff), split (the split GraphModule), upstream
 (engine="torch_tensorrt"), compiled (engine="fast" / "global": torch_tensorrt.compile's
-partitioners). Downstream packages import from here, never from the engine.
+partitioners). Downstream packages import from here, never from graph_index, plan, engine or
+passes.
 """
 
 from __future__ import annotations

@@ -13,7 +13,6 @@ in PyTorch by compile's early return), removed as dead code.
 
 from __future__ import annotations
 
-import heapq
 from typing import Any
 
 from torch.fx import GraphModule
@@ -21,7 +20,8 @@ from torch.fx import GraphModule
 from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.partitioner import engine as eng
+from hierviz.partitioner.graph_index import GraphIndex, index_graph
+from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.result import Partition, copy_graph_module
@@ -68,7 +68,7 @@ def _takes_ops(config: Config, backend: str) -> bool:
 def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partition:
     """The partition torch_tensorrt.compile makes of `gm` (`engine` "fast" or "global")."""
     check_config(config, engine)
-    index = eng.index_graph(gm)
+    index = index_graph(gm)
     work = copy_graph_module(gm)
     made = trt.run_compile_partitioner(work, fast=engine == "fast", min_block_size=config.min_block_size,
                                        torch_executed_ops=set(config.torch_executed_ops),
@@ -92,7 +92,7 @@ def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partitio
     return Partition(gm, config, result, engine=engine, module=module, notes=tuple(notes))
 
 
-def _result(index: eng.GraphIndex, config: Config, made: trt.CompilePartition) -> eng.EngineResult:
+def _result(index: GraphIndex, config: Config, made: trt.CompilePartition) -> EngineResult:
     n = len(index.nodes)
     sup = tensorrt(validate=True)
     backend: list[str | None] = [None] * n
@@ -119,8 +119,8 @@ def _result(index: eng.GraphIndex, config: Config, made: trt.CompilePartition) -
         blocks = [(False, [index.names[i] for i in index.callable_indices])]
     groups = [(is_acc, sorted(pos[m] for m in names if m in pos)) for is_acc, names in blocks]
     groups = [(is_acc, members) for is_acc, members in groups if members]
-    subgraphs = [eng.RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK, members)
-                 for is_acc, members in _topological(index, groups)]
+    subgraphs = [RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK, members)
+                 for is_acc, members in _blocks_in_order(index, groups)]
     final_acc = {i for sg in subgraphs if sg.is_acc for i in sg.nodes}
     demoted: dict[int, tuple[str, int]] = {}
     size_of: dict[str, int] = {}
@@ -130,41 +130,21 @@ def _result(index: eng.GraphIndex, config: Config, made: trt.CompilePartition) -
     for i in index.callable_indices:
         if backend[i] is not None and i not in final_acc:
             demoted[i] = ("tensorrt", 0 if made.early_return is not None else size_of.get(index.names[i], 0))
-    raw = [eng.RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK,
-                           sorted(pos[m] for m in names if m in pos)) for is_acc, names in made.before_demotion]
-    return eng.EngineResult(index, eng.Assignment(backend, code, detail), raw or subgraphs, subgraphs,
-                            eng.tags_for(subgraphs), demoted, early_return=made.early_return)
+    raw = [RawSubgraph(is_acc, "tensorrt" if is_acc else FALLBACK,
+                       sorted(pos[m] for m in names if m in pos)) for is_acc, names in made.before_demotion]
+    return EngineResult(index, Assignment(backend, code, detail), raw or subgraphs, subgraphs,
+                        tags_for(subgraphs), demoted, early_return=made.early_return)
 
 
-def _topological(index: eng.GraphIndex, groups: list[tuple[bool, list[int]]]) -> list[tuple[bool, list[int]]]:
+def _blocks_in_order(index: GraphIndex, groups: list[tuple[bool, list[int]]]) -> list[tuple[bool, list[int]]]:
     """The blocks in a topological order of the block graph (Kahn's, the block with the
     earliest first node first), so that the split module runs them in order."""
-    group_of = {}
-    for k, (_, members) in enumerate(groups):
-        for i in members:
-            group_of[i] = k
-    succs: list[set[int]] = [set() for _ in groups]
-    waiting = [0] * len(groups)
-    for k, (_, members) in enumerate(groups):
-        for i in members:
-            for u in index.users[i]:
-                g = group_of.get(u)
-                if g is not None and g != k and g not in succs[k]:
-                    succs[k].add(g)
-                    waiting[g] += 1
-    heap = [(groups[k][1][0], k) for k in range(len(groups)) if waiting[k] == 0]
-    heapq.heapify(heap)
-    order = []
-    while heap:
-        _, k = heapq.heappop(heap)
-        order.append(groups[k])
-        for g in succs[k]:
-            waiting[g] -= 1
-            if waiting[g] == 0:
-                heapq.heappush(heap, (groups[g][1][0], g))
+    groups = sorted(groups, key=lambda group: group[1][0])  # blocks are disjoint: first nodes differ
+    preds, succs = subgraph_edges(len(index.nodes), [members for _, members in groups], index.users)
+    order = topological_order(range(len(groups)), preds, succs)
     if len(order) != len(groups):  # pragma: no cover - upstream's blocks never form a cycle
         raise ConfigError("torch_tensorrt's partitioner returned blocks that depend on each other in a cycle")
-    return order
+    return [groups[k] for k in order]
 
 
 def compile_config(config: Config) -> Config:

@@ -17,7 +17,7 @@ from torch.fx import GraphModule
 from hierviz.config import Config
 from hierviz.errors import ConfigWarning, user_stacklevel
 from hierviz.opnames import packet_name, packets_in
-from hierviz.partitioner.engine import index_graph
+from hierviz.partitioner.graph_index import index_graph
 from hierviz.provenance import source_op, split_sources
 
 

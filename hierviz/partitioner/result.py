@@ -25,8 +25,9 @@ from hierviz.config import Config, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
-from hierviz.partitioner import engine as eng
 from hierviz.partitioner import handoff
+from hierviz.partitioner.passes.demotion import at_min_block_size
+from hierviz.partitioner.plan import EngineResult
 from hierviz.partitioner.reasons import (
     DEAD_CODE,
     DEMOTED,
@@ -76,7 +77,7 @@ class Partition:
     on first use; `.subgraphs` lists each subgraph with its boundary tensors.
     """
 
-    def __init__(self, graph: GraphModule, config: Config, result: eng.EngineResult,
+    def __init__(self, graph: GraphModule, config: Config, result: EngineResult,
                  engine: str = "hierviz", module: GraphModule | None = None,
                  notes: tuple[str, ...] = ()) -> None:
         self.graph = graph
@@ -264,7 +265,7 @@ class Partition:
         """The engine's subgraphs at another min_block_size. hierviz's engine re-runs only its
         small-block pass; upstream's, whose subgraphs before demotion are not kept, runs again."""
         if self.engine == "hierviz":
-            merged, _ = self._result.at_min_block_size(min_block_size, self.config.require_full_compilation)
+            merged, _ = at_min_block_size(self._result, min_block_size, self.config.require_full_compilation)
             return merged
         from hierviz.partitioner import partition
 
@@ -358,7 +359,7 @@ def copy_graph_module(gm: GraphModule) -> GraphModule:
 
 
 # ---------------------------------------------------------------------------- record building
-def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
+def _node_table(res: EngineResult, config: Config) -> NodeTable:
     """The NodeTable of an engine result: every column in one pass over the graph."""
     index = res.index
     n = len(index.nodes)
@@ -367,11 +368,12 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
         for i in sg.nodes:
             sub[i] = k
     sg_backend = tuple(sg.backend for sg in res.subgraphs)
-    code = list(res.assignment.code)
+    code = list(res.assignment.code)  # the one place the codes' precedence is decided
     for i in res.moved:
         code[i] = DEMOTED_NEXT
     for i in res.demoted:
         code[i] = DEMOTED
+    code = tuple(code)
     stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
     module_stack, shapes, dtypes, counts = [], [], [], []
     for node in index.nodes:
@@ -389,7 +391,7 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
                                for b, c in zip(res.assignment.backend, index.callable)),
         backend=tuple(GRAPH if k < 0 else sg_backend[k] for k in sub),
         subgraph=tuple(sub),
-        reason_code=tuple(code),
+        reason_code=code,
         dtype=tuple(dtypes),
         shape=tuple(shapes),
         count=tuple(counts),
@@ -402,7 +404,7 @@ def _node_table(res: eng.EngineResult, config: Config) -> NodeTable:
         subgraph_is_acc=tuple(sg.is_acc for sg in res.subgraphs),
         subgraph_members=tuple(tuple(sorted(sg.nodes)) for sg in res.subgraphs),
         target=tuple(op if c else str(node.target) for op, c, node in zip(index.ops, index.callable, index.nodes)),
-        explain=_Explainer(res, config, sub),
+        explain=_Explainer(res, config, sub, code),
     )
 
 
@@ -413,8 +415,8 @@ def _nodes(count: int) -> str:
 class _Explainer:
     """Reason texts from the engine's reason codes and details, built one node at a time."""
 
-    def __init__(self, res: eng.EngineResult, config: Config, sub: list[int]) -> None:
-        self.res, self.config, self.sub = res, config, sub
+    def __init__(self, res: EngineResult, config: Config, sub: list[int], code: tuple[str, ...]) -> None:
+        self.res, self.config, self.sub, self.code = res, config, sub, code
 
     def backend(self, i: int) -> str:
         k = self.sub[i]
@@ -425,7 +427,7 @@ class _Explainer:
 
     def short(self, i: int) -> str:
         res = self.res
-        code = DEMOTED if i in res.demoted else DEMOTED_NEXT if i in res.moved else res.assignment.code[i]
+        code = self.code[i]
         if code == TORCH_EXECUTED and res.assignment.detail[i]:
             return f"forced from {short_op(res.assignment.detail[i])}"
         return short_reason(code, backend=res.assignment.backend[i], min_block_size=self.config.min_block_size)

@@ -15,11 +15,11 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz.inputs import check_call, check_inputs, spec_of
-from hierviz.partitioner import engine as eng
+from hierviz.partitioner.plan import EngineResult
 from hierviz.partitioner.result import copy_graph_module
 
 
-def build_split_module(gm: GraphModule, result: eng.EngineResult,
+def build_split_module(gm: GraphModule, result: EngineResult,
                        original: GraphModule | None = None) -> GraphModule:
     """Split a copy of `gm` by subgraph tags, with the input check in front (that of
     `original`, the captured graph, when `gm` is a pruned copy of it)."""

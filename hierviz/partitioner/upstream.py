@@ -16,7 +16,8 @@ from torch.fx import GraphModule
 from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.partitioner import engine as eng
+from hierviz.partitioner.graph_index import GraphIndex, index_graph
+from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, FOLLOWS_PRODUCER, NOT_CALLABLE, SUPPORTED
 from hierviz.partitioner.reasons import TORCH_EXECUTED, UNSUPPORTED, parse_tag, tag_number
 from hierviz.partitioner.result import Partition, copy_graph_module
@@ -37,7 +38,7 @@ def names_only(config: Config) -> Config:
     return config.replace(support={**(config.support or {}), **changed})
 
 
-def support_map(config: Config, index: eng.GraphIndex) -> dict[str, set[str]]:
+def support_map(config: Config, index: GraphIndex) -> dict[str, set[str]]:
     """Upstream's backend_support_map: for each backend, the graph's ops its support takes."""
     result = {}
     ops = {index.ops[i] for i in index.callable_indices}
@@ -52,7 +53,7 @@ def support_map(config: Config, index: eng.GraphIndex) -> dict[str, set[str]]:
 
 def partition_upstream(gm: GraphModule, config: Config) -> Partition:
     config = names_only(config)
-    index = eng.index_graph(gm)
+    index = index_graph(gm)
     work = copy_graph_module(gm)
     before: list[tuple[bool, str, list[str]]] = []
     try:
@@ -74,8 +75,8 @@ def partition_upstream(gm: GraphModule, config: Config) -> Partition:
                      engine="torch_tensorrt", module=with_input_check(split, gm))
 
 
-def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
-                      before: list[tuple[bool, str, list[str]]]) -> eng.EngineResult:
+def _result_from_tags(index: GraphIndex, work: GraphModule, config: Config,
+                      before: list[tuple[bool, str, list[str]]]) -> EngineResult:
     copied = {n.name: n for n in work.graph.nodes}
     n = len(index.nodes)
     backend: list[str | None] = [None] * n
@@ -105,7 +106,7 @@ def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
     subgraphs = []
     for tag in order:
         is_acc, b = parse_tag(tag)
-        subgraphs.append(eng.RawSubgraph(is_acc, b, tag_nodes[tag]))
+        subgraphs.append(RawSubgraph(is_acc, b, tag_nodes[tag]))
     # a node is demoted when upstream's traversal put it in an accelerated subgraph and its
     # small-block pass moved it to PyTorch
     was_in: dict[str, tuple[str, int]] = {}
@@ -119,7 +120,7 @@ def _result_from_tags(index: eng.GraphIndex, work: GraphModule, config: Config,
             for i in sg.nodes:
                 if index.names[i] in was_in:
                     demoted[i] = was_in[index.names[i]]
-    raw = [eng.RawSubgraph(is_acc, b if is_acc else FALLBACK, [index.position[m] for m in names])
+    raw = [RawSubgraph(is_acc, b if is_acc else FALLBACK, [index.position[m] for m in names])
            for is_acc, b, names in before]
-    assignment = eng.Assignment(backend, code, detail)
-    return eng.EngineResult(index, assignment, raw, subgraphs, order, demoted)
+    assignment = Assignment(backend, code, detail)
+    return EngineResult(index, assignment, raw, subgraphs, order, demoted)

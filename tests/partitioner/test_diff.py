@@ -9,7 +9,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.partitioner.engine import tags_for
+from hierviz.partitioner.plan import tags_for
 
 GELU = "torch.ops.aten.gelu.default"
 SDPA = "torch.ops.aten.scaled_dot_product_attention.default"

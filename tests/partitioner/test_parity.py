@@ -32,7 +32,8 @@ import pytest
 
 import hierviz as hv
 from hierviz.opnames import qualname
-from hierviz.partitioner import engine
+from hierviz.partitioner.graph_index import is_non_compute
+from hierviz.partitioner.reasons import CALLABLE_OPS
 
 pytestmark = pytest.mark.slow
 
@@ -96,7 +97,7 @@ def upstream_runs(gm, cfg: hv.Config, runs: int = UPSTREAM_RUNS) -> list[hv.Part
 
 
 def callable_nodes(gm) -> list:
-    return [n for n in gm.graph.nodes if n.op in engine.CALLABLE_OPS]
+    return [n for n in gm.graph.nodes if n.op in CALLABLE_OPS]
 
 
 def explained_difference(ours: hv.Partition, cfg: hv.Config, node) -> bool:
@@ -106,12 +107,12 @@ def explained_difference(ours: hv.Partition, cfg: hv.Config, node) -> bool:
     because its producer's backend does not take it, or a getitem in torch_executed_ops
     (upstream ignores that for getitem)."""
     name = qualname(node.target)
-    if not engine.is_non_compute(name):
+    if not is_non_compute(name):
         return False
     mine = ours.eligible_backend_of(node.name)
     if name in cfg.torch_executed_ops:
         return name == "_operator.getitem" and mine == "torch"
-    producer = next(a for a in node.all_input_nodes if a.op in engine.CALLABLE_OPS)
+    producer = next(a for a in node.all_input_nodes if a.op in CALLABLE_OPS)
     pb = ours.eligible_backend_of(producer.name)
     if mine == pb:
         return True

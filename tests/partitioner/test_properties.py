@@ -40,7 +40,8 @@ from torch.fx.passes.tools_common import FxNetAccFusionsFinder
 
 import hierviz as hv
 from hierviz.opnames import qualname
-from hierviz.partitioner import engine
+from hierviz.partitioner.graph_index import index_graph
+from hierviz.partitioner.passes.fusion import fusions
 from hierviz.partitioner.upstream import copy_graph_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
@@ -371,8 +372,8 @@ def test_fusion_groups_match_torch_fx(spec: GraphSpec, cfg: hv.Config) -> None:
     acc_nodes = GraphOrderSet(n for n in gm.graph.nodes
                               if n.op == "call_function" and p.eligible_backend_of(n.name) != "torch")
     theirs = FxNetAccFusionsFinder(gm, acc_nodes)()
-    index = engine.index_graph(gm)
-    ours = engine.fusions(index, [n in acc_nodes for n in index.nodes])
+    index = index_graph(gm)
+    ours = fusions(index, [n in acc_nodes for n in index.nodes])
     assert {index.names[i]: sorted(index.names[j] for j in g) for i, g in ours.items()} == \
         {n.name: sorted(m.name for m in g) for n, g in theirs.items()}
 

@@ -1,0 +1,4 @@
+"""The passes of hierviz's engine, one module each, run in this order by engine.py: assignment
+(each node's eligible backend), fusion (groups that pass non-tensor data), traversal (the
+phased topological walk), merging (same-backend subgraphs joined where no cycle results) and
+demotion (small accelerated blocks). Each reads the graph index and builds the plan types."""
