@@ -9,8 +9,6 @@ per-setting result sits in a `BoundedCache`, so a long session cannot grow witho
 
 from __future__ import annotations
 
-import math
-import numbers
 import time
 import warnings
 from collections import Counter
@@ -21,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 from hierviz.config import Config, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
-from hierviz.widget import numerics_tab, panels
+from hierviz.widget import panels
 from hierviz.compare.cache import BoundedCache, cache_info, cached_partition
 from hierviz.compare.engines import CompileToday
 from hierviz.opnames import qualname
@@ -33,13 +31,6 @@ if TYPE_CHECKING:
 
 CONFIG_FIELDS = columns.CONFIG_COLUMNS
 CACHE_SIZE = 64  # settings whose diagrams, tables, measurements and diffs are kept
-
-
-def views() -> tuple[str, ...]:
-    """The diagram views the view control offers (those `Partition.render` draws)."""
-    from hierviz.drawing.views import VIEWS
-
-    return tuple(VIEWS)
 
 
 def key_of(part: Partition) -> tuple[Config, str]:
@@ -98,14 +89,14 @@ class Controller:
         self._svgs = BoundedCache(cache_size)
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
-        self.checks = numerics_tab.Checks(self, cache_size)  # hv.numerics results (the Numerics tab)
+        self._checks = BoundedCache(cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
         self.compile_today = CompileToday(graph, cache_size)  # what torch_tensorrt.compile runs
 
     def cache_sizes(self) -> dict[str, int]:
         """Entries in each per-setting cache (each holds at most `cache_size`)."""
         return {"svgs": len(self._svgs), "tables": len(self._tables), "measurements": len(self._measurements),
-                "diffs": len(self._diffs)}
+                "checks": len(self._checks), "diffs": len(self._diffs)}
 
     # ------------------------------------------------------------------ settings -> partition
     def config_of(self, values: Mapping[str, Any]) -> Config:
@@ -195,7 +186,7 @@ class Controller:
             from hierviz.drawing import to_svg
 
             svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
-                                             measurement=self.measurement_of(part), numerics=self.checks.of(part)))
+                                             measurement=self.measurement_of(part), numerics=self.numerics_of(part)))
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
@@ -204,7 +195,7 @@ class Controller:
         return self._svgs.get(self._svg_key(part, view, focus))
 
     def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
-        measured, checked = self.measurement_of(part), self.checks.of(part)
+        measured, checked = self.measurement_of(part), self.numerics_of(part)
         return (key_of(part), view, focus, self.max_nodes, None if measured is None else id(measured),
                 None if checked is None else id(checked))
 
@@ -310,6 +301,27 @@ class Controller:
             self.runs[-1].update(columns.latency_columns(m))
         return m
 
+    def numerics_of(self, part: Partition | None) -> Any:
+        """The stored hv.numerics check of `part`'s settings, else None."""
+        return None if part is None else self._checks.get(self.measure_key(part))
+
+    def check_numerics(self, part: Partition) -> Any:
+        """`hv.numerics` of `part` with the example inputs and measure options (stored as its
+        measurement is; the compile cache makes it cheap after a measurement). A HiervizError
+        is filed under errors['numerics'] and None returned."""
+        from hierviz.latency import numerics
+
+        options = {k: v for k, v in self.measure_options.items() if k != "progress"}
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                result = numerics(part, self.example_inputs, **options)
+        except HiervizError as exc:
+            self.errors["numerics"] = str(exc)
+            return None
+        self.errors.pop("numerics", None)
+        return self._checks.put(self.measure_key(part), result)
+
     # ------------------------------------------------------------------ export
     def export(self, kind: str, out_dir: str | Path, name: str, *, view: str = "auto",
                focus: str | None = None) -> Path:
@@ -369,29 +381,3 @@ def slug(text: str, limit: int = 60) -> str:
         s = s[:limit] + "-" + hashlib.sha1(text.encode()).hexdigest()[:8]
     return s
 
-
-def check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_dir: Any, max_nodes: Any,
-                   measure_options: Any, name: Any) -> float:
-    """ConfigError for an Explorer option of the wrong type or range; the debounce in seconds."""
-    if isinstance(debounce, bool) or not isinstance(debounce, numbers.Real) or \
-            not math.isfinite(float(debounce)) or debounce < 0:
-        raise ConfigError(f"debounce must be a number of seconds >= 0 (0: apply each change at once), "
-                          f"not {type(debounce).__name__} {debounce!r}.")
-    known = views()
-    if not isinstance(view, str) or view not in known:
-        raise ConfigError(f"view must be one of {', '.join(known)}, not {view!r}.")
-    if focus is not None and not isinstance(focus, str):
-        raise ConfigError(f"focus must be a node name or subgraph tag (str), not {type(focus).__name__}.")
-    if not isinstance(measure, bool):
-        raise ConfigError(f"measure must be True or False, not {type(measure).__name__} {measure!r}.")
-    if not isinstance(output_dir, (str, Path)):
-        raise ConfigError(f"output_dir must be a path (str or Path), not {type(output_dir).__name__}.")
-    if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, numbers.Integral)
-                                  or max_nodes < 1):
-        raise ConfigError(f"max_nodes must be a whole number >= 1 or None, not {max_nodes!r}.")
-    if measure_options is not None and not isinstance(measure_options, Mapping):
-        raise ConfigError(f"measure_options must be a dict of hv.measure options (e.g. {{'iters': 20}}), "
-                          f"not {type(measure_options).__name__}.")
-    if name is not None and not isinstance(name, str):
-        raise ConfigError(f"name must be a str, not {type(name).__name__}.")
-    return float(debounce)

@@ -265,10 +265,12 @@ def engine_options() -> list[str]:
 
 
 def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
-                   view: str, focus: str | None, on_refused: Refused,
-                   engine: str = "hierviz") -> tuple[Mapping[str, widgets.Widget], dict]:
+                   view: str, focus: str | None, on_refused: Refused, engine: str = "hierviz",
+                   source_ops: Mapping[str, int] | None = None) -> tuple[Mapping[str, widgets.Widget], dict]:
     """(controls, extras): `controls` maps each Config field plus engine, view, focus and measure
-    to its widget; `extras` holds the min_block_size box, the ops counter line, the backends."""
+    to its widget; `extras` holds the min_block_size box, the ops counter line, the backends.
+    The op picker offers the graph's ops, most frequent first, then `source_ops` (the source ops
+    the lowering replaced, "source:<op>" -> how many lowered nodes came from it)."""
     backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
     backends += [b for b in (base.support or {}) if b not in backends]
     priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
@@ -285,6 +287,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     link = widgets.link((mbs, "value"), (box, "value"))
     ops_sorted = [op for op, _ in panels.ops_by_count(graph_ops)]  # type: ignore[arg-type]
     allowed = ops_sorted + sorted(o for o in base.torch_executed_ops if o not in graph_ops)
+    allowed += [op for op, _ in panels.ops_by_count(source_ops or {})]  # type: ignore[arg-type]
     teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
                     ops=True, tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(graph_ops)}",  # type: ignore[arg-type]
                     placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))

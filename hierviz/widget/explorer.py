@@ -15,8 +15,10 @@ exception reaches the kernel, and the controls stay usable. A value a control ca
 (an unknown view, a min_block_size outside the slider) is refused with a message, never
 silently.
 
-The work is in the modules above and in debounce.py (the Debouncer); this module holds the
-Explorer's public surface (properties, buttons, find fastest) that API.md promises.
+The work is in the modules above, in debounce.py (the Debouncer), options.py (the Explorer's
+options, checked once) and background.py (the compile-today line and find fastest run in the
+background); this module holds the Explorer's public surface (properties, buttons, find
+fastest) that API.md promises.
 
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,
 else on a timer thread); `debounce=0` applies each change at once, synchronously. Reading
@@ -37,12 +39,14 @@ import ipywidgets as widgets
 
 from hierviz.config import FIELDS, Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.widget import controls as ctl
-from hierviz.widget import numerics_tab, panels
-from hierviz.widget.controller import ControlState, Controller, check_options, views
-from hierviz.widget.debounce import Debouncer
 from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
 from hierviz.provenance import lowered_sources
+from hierviz.widget import controls as ctl
+from hierviz.widget import numerics_tab, panels
+from hierviz.widget.background import BackgroundJob
+from hierviz.widget.controller import ControlState, Controller
+from hierviz.widget.debounce import Debouncer
+from hierviz.widget.options import OPTIONS, check_options, views
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -50,7 +54,6 @@ if TYPE_CHECKING:
 DEFAULT_DEBOUNCE = 0.15
 DEFAULT_OUTPUT_DIR = "hierviz-export"
 FASTEST_BUDGET = 8  # settings the "find fastest" button measures
-OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name", "engine")
 
 
 class Explorer(widgets.VBox):
@@ -92,14 +95,15 @@ class Explorer(widgets.VBox):
         self.timings: dict[str, float] = {}
 
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
+        self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append)
+        self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed)
 
-        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
-                                                   view=view, focus=focus, on_refused=self._refused, engine=engine)
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
         self.source_ops = Counter(lowered_sources(self.controller.graph.graph.nodes))
-        picker = self.controls["torch_executed_ops"]
-        picker.allowed_tags = [*picker.allowed_tags, *(o for o, _ in panels.ops_by_count(self.source_ops))]
+        self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
+                                                   view=view, focus=focus, on_refused=self._refused, engine=engine,
+                                                   source_ops=self.source_ops)
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
@@ -305,7 +309,7 @@ class Explorer(widgets.VBox):
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
-        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.checks.of(self.controller.shown))
+        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         if upd.changed:
@@ -373,7 +377,7 @@ class Explorer(widgets.VBox):
         Numerics panel, the diagram coloured by each subgraph's error; returns the result."""
         self.flush()
         part = self.controller.shown
-        result = self.controller.checks.run(part) if part is not None else None
+        result = self.controller.check_numerics(part) if part is not None else None
         if result is not None:
             c = self.controls
             self.panels["diagram"].value = self.controller.diagram(part, c["view"].value,
@@ -384,34 +388,34 @@ class Explorer(widgets.VBox):
 
     # ------------------------------------------------------------------ find fastest
     def _start_compile_today(self) -> None:
-        """Make the "torch_tensorrt.compile today" line in a background thread (upstream's
+        """Make the "torch_tensorrt.compile today" line in the background (upstream's
         partitioner takes up to seconds), then show it if those settings are still shown."""
         shown = self.controller.shown
         if shown is None or self.controller.compile_today.get(shown) is not None:
             return
 
         def work() -> None:
-            try:
-                self.controller.compile_today.compute(shown)
-                if self.controller.shown is shown:
-                    self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
-            except Exception as exc:  # noqa: BLE001 - a background thread must not die loudly
-                self.internal_errors.append(exc)
+            self.controller.compile_today.compute(shown)
+            if self.controller.shown is shown:
+                self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
 
-        self.compile_today_thread = threading.Thread(target=work, name="hierviz-compile-today", daemon=True)
-        self.compile_today_thread.start()
+        self._compile_today_job.start(work)
+
+    @property
+    def compile_today_thread(self) -> threading.Thread | None:
+        """The thread making the latest "torch_tensorrt.compile today" line (join it to wait)."""
+        return self._compile_today_job.thread
 
     def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False, **tune_options: Any) -> threading.Thread:
-        """Run a small `hv.tune` from the shown settings in a background thread (the widget stays
+        """Run a small `hv.tune` from the shown settings in the background (the widget stays
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
         holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks
         until it ends (for scripts and tests)."""
-        from hierviz.compare.tuning import tune
+        from hierviz.compare.tuning import tune  # tuning loads when the user asks for it
 
-        running = getattr(self, "_fastest_thread", None)
-        if running is not None and running.is_alive():
+        if self._fastest_job.running:
             self.panels["fastest"].value = panels.fastest_html(None, "a search is already running")
-            return running
+            return self._fastest_job.thread  # type: ignore[return-value]
         base = self.config
         if base is None:
             raise ConfigError("the shown settings are invalid; fix them before searching from them.")
@@ -426,20 +430,18 @@ class Explorer(widgets.VBox):
             except HiervizError as exc:
                 self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}")
                 return
-            except Exception as exc:  # noqa: BLE001 - a background thread must not die loudly
-                self.internal_errors.append(exc)
-                self.panels["fastest"].value = panels.fastest_html(None, f"unexpected {type(exc).__name__}: {exc}")
-                return
             self.fastest = result
             self.buttons["apply_fastest"].disabled = result.best is None
             self.panels["fastest"].value = panels.fastest_html(result)
 
-        thread = threading.Thread(target=work, name="hierviz-find-fastest", daemon=True)
-        self._fastest_thread = thread
-        thread.start()
+        thread = self._fastest_job.start(work)
         if wait:
             thread.join()
         return thread
+
+    def _fastest_failed(self, exc: Exception) -> None:
+        self.internal_errors.append(exc)
+        self.panels["fastest"].value = panels.fastest_html(None, f"unexpected {type(exc).__name__}: {exc}")
 
     def apply_fastest(self) -> Config | None:
         """Set the controls to the best setting `find_fastest` found (one re-run); returns it."""

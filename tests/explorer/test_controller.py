@@ -147,7 +147,7 @@ def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) ->
     assert "1.50 ms" not in c.svg(part, "collapsed", None)
     c.measurement_of = lambda p: fake if p is part else None  # as if hv.measure had run
     assert "1.50 ms" in c.svg(part, "collapsed", None)
-    from hierviz.widget.controller import views
+    from hierviz.widget.options import views
 
     assert "modules" in views()  # the view control's buttons
 

@@ -22,7 +22,7 @@ def test_numerics_tab_names_the_culprit_and_colours_the_diagram(small) -> None:
     assert numerics_tab.HINT in ex.panels["numerics"].value  # nothing checked yet
     ex.buttons["check_numerics"].click()                       # as a user's click
     expected = _wrong_tag(gm, BASE)
-    result = ex.controller.checks.of(ex.partition)
+    result = ex.controller.numerics_of(ex.partition)
     assert result is not None and result.culprit == expected
     panel = ex.panels["numerics"].value
     assert f"the error starts in {expected}" in panel and "outputs differ from eager" in panel
