@@ -17,11 +17,12 @@ import importlib
 from typing import Any
 
 from hierviz import support
-from hierviz.capturing import capture
+from hierviz.capturing import CaptureWarning, capture
 from hierviz.config import Config
 from hierviz.errors import (
     CaptureError,
     ConfigError,
+    ConfigWarning,
     HiervizError,
     MeasureError,
     RenderError,
@@ -37,6 +38,7 @@ from hierviz.version import __version__
 _LAZY = {
     "measure": "hierviz.latency",
     "Measurement": "hierviz.latency",
+    "MeasureWarning": "hierviz.latency.result",
     "numerics": "hierviz.latency",
     "Numerics": "hierviz.latency",
     "sweep": "hierviz.compare",
@@ -88,4 +90,5 @@ __all__ = [
     "RenderError", "MeasureError", "TensorRTUnavailableError", "SavedModelNotFoundError", "partition",
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
+    "ConfigWarning", "CaptureWarning", "MeasureWarning",
 ]

@@ -86,9 +86,12 @@ def test_silu_in_torch_executed_ops_warns_what_it_became(qwen2) -> None:
         "aten.sigmoid.default + aten.mul.Tensor; force those, or pass source ops with "
         "torch_executed_ops=hv.source_ops('aten.silu.default')."]
     assert [sg.nodes for sg in p.subgraphs] == [sg.nodes for sg in plain.subgraphs]  # it forced nothing
-    # an op that simply is not in the model stays silent; a name that is no op stays an error
-    _, none = caught(lambda: hv.partition(gm, torch_executed_ops={"aten.frac.default"}))
-    assert none == []
+    # an op that is not in the model at all forces nothing either: said once; a name that is no op stays an error
+    absent, said = caught(lambda: hv.partition(gm, torch_executed_ops={"aten.frac.default", "aten.sigmoid.default"}))
+    assert said == [
+        "aten.frac.default is not in the graph, and no node was lowered from it: torch_executed_ops="
+        "{'aten.frac.default'} forces nothing here. Check the op name against the graph's ops (part.ops() lists them)."]
+    assert any(absent.reason_code_of(n) == "torch_executed_ops" for n in absent.records.name)  # sigmoid still forced
     with pytest.raises(hv.ConfigError, match="unknown op name 'aten.silux.default'"):
         hv.partition(gm, torch_executed_ops={"aten.silux.default"})
 
@@ -166,3 +169,42 @@ def test_cli_prints_the_warning_on_one_line(tmp_path) -> None:
     assert lines == ["warning: aten.silu.default is not in the lowered graph: Torch-TensorRT's lowering turned "
                      "it into 2 node(s) of aten.sigmoid.default + aten.mul.Tensor; force those, or pass source ops "
                      "with torch_executed_ops=hv.source_ops('aten.silu.default')."]
+
+
+WARNINGS_SEEN = """
+import logging, warnings, sys
+import pytest, torch
+import hierviz as hv
+class M(torch.nn.Module):
+    def forward(self, x):
+        return torch.relu(x) + 1
+def twice():  # the first partition imports torch_tensorrt, inside the user's block
+    assert "torch_tensorrt" not in sys.modules
+    hv.partition(M(), (torch.randn(4),), torch_executed_ops={"aten.relu.default"})
+    assert "torch_tensorrt" in sys.modules
+    hv.partition(M(), (torch.randn(4),), torch_executed_ops={"aten.sin.default"})
+if sys.argv[1] == "catch_warnings":
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        twice()
+    assert [w.category for w in seen] == [hv.ConfigWarning], seen
+else:
+    with pytest.warns(hv.ConfigWarning, match="aten.sin.default is not in the graph"):
+        twice()
+with warnings.catch_warnings(record=True) as seen:  # and after it
+    warnings.simplefilter("always")
+    hv.partition(M(), (torch.randn(4),), torch_executed_ops={"aten.sin.default"})
+assert [w.category for w in seen] == [hv.ConfigWarning], seen
+print("seen")
+"""
+
+
+@pytest.mark.parametrize("how", ["catch_warnings", "pytest.warns"])
+def test_hierviz_warnings_reach_the_user_after_torch_tensorrt_was_imported(tmp_path, how) -> None:
+    """Importing torch_tensorrt turns on logging.captureWarnings for the process; hierviz puts
+    the routing back, so catch_warnings(record=True) and pytest.warns see its warnings."""
+    proc = subprocess.run([sys.executable, "-c", WARNINGS_SEEN, how], cwd=tmp_path, capture_output=True,
+                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == "seen"
+    assert "py.warnings" not in proc.stderr

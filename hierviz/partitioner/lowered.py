@@ -1,6 +1,6 @@
-"""torch_executed_ops entries that Torch-TensorRT's lowering removed from the graph: a
-ConfigWarning saying what the lowering turned them into and how to force those nodes
-(the op names themselves, or `hv.source_ops(...)`).
+"""torch_executed_ops entries that match no node of the graph: a ConfigWarning each, saying
+what Torch-TensorRT's lowering turned them into and how to force those nodes (the op names
+themselves, or `hv.source_ops(...)`), or that the op is not in the model at all.
 
 Torch-TensorRT ignores such an entry silently (its decompositions do not depend on
 torch_executed_ops): `torch_executed_ops={"aten.silu.default"}` on a Llama leaves every
@@ -22,8 +22,9 @@ from hierviz.provenance import source_op, split_sources
 
 
 def lowered_away(gm: GraphModule, config: Config) -> dict[str, Counter]:
-    """For each torch_executed_ops name that matches no node of `gm` but names the source op
-    of some: the lowered ops those nodes are, with their counts (in graph order)."""
+    """For each torch_executed_ops name that matches no node of `gm`: the lowered ops of the
+    nodes it is the source op of, with their counts (in graph order); an empty Counter when it
+    is the source of none either (the op is not in the model)."""
     names, _ = split_sources(config.torch_executed_ops)
     if not names:
         return {}
@@ -32,7 +33,7 @@ def lowered_away(gm: GraphModule, config: Config) -> dict[str, Counter]:
     present_packets = {packet_name(o) for o in present if o.startswith("torch.ops.")}
     packets = packets_in(names)
     missing = [o for o in sorted(names) if o not in present and not (o in packets and o in present_packets)]
-    found: dict[str, Counter] = {}
+    found: dict[str, Counter] = {o: Counter() for o in missing}
     if not missing:
         return found
     for i in index.callable_indices:
@@ -41,7 +42,7 @@ def lowered_away(gm: GraphModule, config: Config) -> dict[str, Counter]:
             continue
         for o in missing:
             if src == o or (o in packets and packet_name(src) == o):
-                found.setdefault(o, Counter())[index.ops[i]] += 1
+                found[o][index.ops[i]] += 1
     return found
 
 
@@ -50,8 +51,13 @@ def _plain(name: str) -> str:
 
 
 def lowered_away_message(op: str, into: Counter) -> str:
-    """The warning for one op: what the lowering turned its nodes into, and the two fixes."""
+    """The warning for one op: what the lowering turned its nodes into, and the two fixes (or
+    that no node comes from it)."""
     count = sum(into.values())
+    if not count:
+        return (f"{_plain(op)} is not in the graph, and no node was lowered from it: torch_executed_ops="
+                f"{{{_plain(op)!r}}} forces nothing here. Check the op name against the graph's ops "
+                "(part.ops() lists them).")
     made = " + ".join(_plain(o) for o in into)
     return (f"{_plain(op)} is not in the lowered graph: Torch-TensorRT's lowering turned it into {count} node(s) "
             f"of {made}; force those, or pass source ops with "
@@ -59,7 +65,7 @@ def lowered_away_message(op: str, into: Counter) -> str:
 
 
 def warn_lowered_away(gm: GraphModule, config: Config) -> None:
-    """A ConfigWarning per torch_executed_ops name the lowering removed (see lowered_away)."""
+    """A ConfigWarning per torch_executed_ops name that matches no node (see lowered_away)."""
     for op, into in lowered_away(gm, config).items():
         warnings.warn(lowered_away_message(op, into), ConfigWarning, stacklevel=user_stacklevel())
 

@@ -10,7 +10,8 @@ we answer those queries with neutral values and restore torch's own functions af
 Those answers stay inside the import and the settings' construction: capture runs the lowering
 without them, and the decompositions that allocate on upstream's default device (cuda:0,
 e.g. `empty_permuted` from an in-place dropout in train mode) allocate on the CPU instead
-(`lowering_device`), so a CPU capture never meets a cuda:0 tensor.
+(`lowering_device`), so a CPU capture never meets a cuda:0 tensor. The import also turns on
+`logging.captureWarnings` for the whole process; `warning_routing` puts it back.
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ import importlib
 import importlib.metadata
 import importlib.util
 import functools
+import logging
+import warnings
 from typing import Any, Iterator
 
 import torch
@@ -57,6 +60,21 @@ def answer_cuda_queries() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def warning_routing() -> Iterator[None]:
+    """Keep the process's warning routing as it was: importing torch_tensorrt calls
+    `logging.captureWarnings(True)`, which would send every later warning (hierviz's included)
+    to the `py.warnings` logger, unseen by `warnings.catch_warnings(record=True)` and
+    `pytest.warns`."""
+    before = warnings.showwarning
+    try:
+        yield
+    finally:
+        if warnings.showwarning is not before:
+            logging.captureWarnings(False)  # drops logging's hook (only if it was installed here)
+            warnings.showwarning = before
+
+
+@contextlib.contextmanager
 def lowering_device() -> Iterator[None]:
     """While capture lowers without a GPU: upstream's decompositions that allocate on its
     default device (`empty_permuted`, `empty_strided`) allocate on the CPU; restored after."""
@@ -90,7 +108,7 @@ def load() -> tuple[Any, str | None]:
     if importlib.util.find_spec("torch_tensorrt") is None:
         return None, "torch_tensorrt is not installed"
     try:
-        with answer_cuda_queries():
+        with answer_cuda_queries(), warning_routing():
             module = importlib.import_module("torch_tensorrt")
             # submodules that also read the device when first imported
             importlib.import_module("torch_tensorrt.dynamo")
