@@ -7,8 +7,9 @@
 Modules: views (render, the entry point), one module per view (graph: full, collapsed, focus,
 modules, which draws the plan module_tree makes), context (what a render reads: the
 partition's public record), budget (the one layout/label budget), legend, text (label
-helpers), dot (escaping DOT writer), palette, diagram (the Digraph subclass), overlay and
-difference (measurement and `against=` marks), export (running dot, files, HTML, JSON) and
+helpers), dot (escaping DOT writer), palette, diagram (the Digraph subclass), overlays (the
+one overlay interface: per-node values and per-subgraph decorations) with overlay, accuracy
+and difference (measurement=, numerics= and against=), export (running dot, files, HTML, JSON) and
 model_explorer (Model Explorer's graph JSON). Drawing imports
 `hierviz.partitioner` (the Partition and its record), never the engine; graphviz is imported
 on first render.

@@ -14,6 +14,7 @@ import math
 from typing import Any, Sequence
 
 from hierviz.drawing.dot import html
+from hierviz.drawing.overlays import Overlay
 from hierviz.errors import RenderError
 
 # (upper bound of error / tolerance, border colour, legend text); a ratio above the last bound
@@ -42,8 +43,14 @@ def _num(x: float) -> str:
     return "inf" if x == math.inf else (f"{x:.1e}" if x else "0")
 
 
-class NumericsMarks:
-    """Per-subgraph isolated errors of one hv.numerics result of partition `p`."""
+class NumericsMarks(Overlay):
+    """Per-subgraph isolated errors of one hv.numerics result of partition `p`: each node's
+    value is its subgraph's isolated error as a multiple of the tolerance."""
+
+    data_name = "numerics (isolated error / tolerance of the node's subgraph)"
+    data_suffix = ".numerics.json"
+    gradient = ({"stop": 0, "bgColor": SCALE[0][1]}, {"stop": 0.5, "bgColor": SCALE[2][1]},
+                {"stop": 1, "bgColor": SCALE[-1][1]})
 
     def __init__(self, p: Any, result: Any) -> None:
         table = getattr(result, "per_subgraph", None)
@@ -58,11 +65,24 @@ class NumericsMarks:
         self.rows = {str(r["tag"]): r for r in table.to_dict("records")}
         self.culprit = getattr(result, "culprit", None)
         self.device = str(getattr(result, "device", ""))
-        t = p.records
+        t = self.t = p.records
         self.tag_of_node = [t.subgraph_tag[k] if k >= 0 else None for k in t.subgraph]
 
-    def decorate_subgraph(self, tag: str, lines: list[str], tip: list[str], attrs: dict) -> None:
+    def node_value(self, i: int) -> float | None:
+        row = self.rows.get(self.tag_of_node[i])  # type: ignore[arg-type]
+        return None if row is None else float(row["isolated_ratio"])
+
+    def node_attrs(self, i: int) -> list[tuple[str, str]]:
+        row = self.rows.get(self.tag_of_node[i])  # type: ignore[arg-type]
+        if row is None:
+            return []
+        return [("isolated_err", _num(float(row["isolated_max_abs"]))),
+                ("isolated_ratio", f"{float(row['isolated_ratio']):.3g}"),
+                ("accumulated_err", _num(float(row["accumulated_max_abs"])))]
+
+    def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
         """A subgraph box or cluster: border colour and width by its isolated error, a label line."""
+        tag = self.t.subgraph_tag[k]
         row = self.rows.get(tag)
         if row is None:
             return
@@ -104,6 +124,7 @@ class NumericsMarks:
         tip.append(f"numerics: worst isolated error in {worst['tag']} ({len(rows)} subgraph(s) here)")
 
     def legend(self) -> str:
+        """The scale in words."""
         return ("border colour: each subgraph's isolated error against eager, as a fraction of the tolerance "
                 "for its dtype: " + "; ".join(f"{text}" for _, _, text in SCALE)
                 + (f"; the error starts in {self.culprit}" if self.culprit else "; every subgraph within tolerance"))
@@ -120,9 +141,4 @@ class NumericsMarks:
                 f'<TR>{cells}</TR></TABLE>')
 
 
-def make_numerics(p: Any, result: Any) -> NumericsMarks | None:
-    """NumericsMarks for `numerics=` (None passes through)."""
-    return None if result is None else NumericsMarks(p, result)
-
-
-__all__ = ["NumericsMarks", "make_numerics", "colour", "SCALE", "NOT_CHECKED"]
+__all__ = ["NumericsMarks", "colour", "SCALE", "NOT_CHECKED"]

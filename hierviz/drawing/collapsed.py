@@ -175,8 +175,10 @@ def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: li
     if len(tensors) > 20:
         tip.append(f"... {len(tensors) - 20} more")
     pen = round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2
-    if ctx.overlay is not None:  # with a measurement, edges are weighted by the bytes they carry
-        text, pen = ctx.overlay.weigh_edge([t.spec[a] for a in tensors], text, tip)
+    if ctx.overlays:  # e.g. with a measurement, edges are weighted by the bytes they carry
+        specs = [t.spec[a] for a in tensors]
+        for overlay in ctx.overlays:
+            text, pen = overlay.weigh_edge(specs, text, pen, tip)
     w.edge(tail, head, label=text if labels == "label" else None,
            xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
            fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})

@@ -1,8 +1,8 @@
-"""What one render call draws from: the partition's public record plus the options and what
-the drawing has used so far (for the legend).
+"""What one render call draws from: the partition's public record, the options, the overlays
+(`make_overlays`) and what the drawing has used so far (for the legend).
 
 Views read nodes and subgraphs through `Ctx.t` (the Partition's `NodeTable`) and the
-Partition's public methods only.
+Partition's public methods only, and overlays through the `Overlay` interface (overlays.py).
 """
 
 from __future__ import annotations
@@ -11,10 +11,24 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hierviz.drawing.accuracy import NumericsMarks
+from hierviz.drawing.difference import Difference
+from hierviz.drawing.overlay import TimeOverlay
+from hierviz.drawing.overlays import Overlay
 from hierviz.partitioner import GRAPH, NodeTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
+
+
+def make_overlays(p: "Partition", measurement: Any = None, against: Any = None,
+                  numerics: Any = None) -> tuple[Overlay, ...]:
+    """The overlays of `measurement=`, `against=` and `numerics=` (each checked, in that order;
+    None: left out), in the order they decorate: time, numerics, diff."""
+    time = None if measurement is None else TimeOverlay(p, measurement)
+    difference = None if against is None else Difference(p, against)
+    marks = None if numerics is None else NumericsMarks(p, numerics)
+    return tuple(x for x in (time, marks, difference) if x is not None)
 
 
 @dataclass
@@ -22,9 +36,7 @@ class Ctx:
     p: "Partition"
     max_nodes: int
     weights: bool
-    overlay: Any = None  # drawing.overlay.Overlay (measurement=)
-    difference: Any = None  # drawing.difference.Difference (against=)
-    numerics: Any = None  # drawing.accuracy.NumericsMarks (numerics=)
+    overlays: tuple[Overlay, ...] = ()  # make_overlays: measurement=, numerics=, against=
     t: NodeTable = field(init=False)
     reasons: Counter = field(default_factory=Counter)  # reason codes drawn, for the legend
     backends_seen: set = field(default_factory=set)
@@ -59,23 +71,15 @@ class Ctx:
         return [i for i in range(len(self.t)) if self.drawable(i)]
 
     def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
-        """Overlay (measured time) and diff marks of subgraph k, into label lines, tooltip, attributes."""
-        if self.overlay is not None:
-            self.overlay.decorate_subgraph(self.t.subgraph_tag[k], lines, tip, attrs)
-        if self.numerics is not None:
-            self.numerics.decorate_subgraph(self.t.subgraph_tag[k], lines, tip, attrs)
-        if self.difference is not None:
-            self.difference.decorate_subgraph(self.t.subgraph_members[k], lines, tip, attrs)
+        """Every overlay's marks of subgraph k, into label lines, tooltip, attributes."""
+        for overlay in self.overlays:
+            overlay.decorate_subgraph(k, lines, tip, attrs)
 
     def decorate_group(self, ks: range, lines: list[str], tip: list[str], attrs: dict) -> None:
         """The same for a box of consecutive subgraphs (the collapsed view of many subgraphs)."""
         members = [i for k in ks for i in self.t.subgraph_members[k]]
-        if self.overlay is not None:
-            self.overlay.decorate_ops(members, lines, tip, attrs, bar=False)
-        if self.numerics is not None:
-            self.numerics.decorate_ops(members, lines, tip, attrs)
-        if self.difference is not None:
-            self.difference.decorate_ops(members, lines, tip, attrs)
+        for overlay in self.overlays:
+            overlay.decorate_ops(members, lines, tip, attrs, bar=False)
 
 
-__all__ = ["Ctx", "GRAPH"]
+__all__ = ["Ctx", "GRAPH", "make_overlays"]

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any, Sequence
 
 from hierviz.drawing.dot import html
+from hierviz.drawing.overlays import Overlay
 from hierviz.errors import HiervizError, RenderError
 from hierviz.partitioner import Partition, diff
 from hierviz.partitioner.report import changes
@@ -26,14 +27,21 @@ CHANGED_LINE = "#000000"  # a backend change
 CHANGED_PEN = 3.0
 REGROUPED_LINE = "#5A5A5A"  # same backend, subgraph split or merged
 REGROUPED_PEN = 1.8
+CHANGE_VALUE = {"backend": 2, "split": 1, "merged": 1}  # a node's value: how strongly it changed
 
 
 def _n(count: int, word: str) -> str:
     return f"{count:,} {word}{'' if count == 1 else 's'}"
 
 
-class Difference:
-    """What `b` does differently from `a`, per node of `a` (read from hv.diff's rules)."""
+class Difference(Overlay):
+    """What `b` does differently from `a`, per node of `a` (read from hv.diff's rules): each
+    node's value is 2 when it changes backend, 1 when its subgraph is split or merged, else 0."""
+
+    data_name = "change against the other partition (2: backend, 1: subgraph split or merged)"
+    data_suffix = ".diff.json"
+    gradient = ({"stop": 0, "bgColor": DIM_FILL}, {"stop": 0.5, "bgColor": "#BDBDBD"},
+                {"stop": 1, "bgColor": CHANGED_LINE})
 
     def __init__(self, a: "Partition", b: Any) -> None:
         if not isinstance(b, Partition):
@@ -44,7 +52,7 @@ class Difference:
             except HiervizError as exc:
                 raise RenderError(f"against=: {exc}") from None
         ta, tb = a.records, b.records
-        self.b = b
+        self.b, self.t = b, ta
         self.kind: dict[int, str] = changes(a, b)
         # node -> (backend in a, backend in b, tag in a, tag in b)
         self.changed: dict[int, tuple[str, str, str | None, str | None]] = {
@@ -58,6 +66,20 @@ class Difference:
         """(backend in a, backend in b, change) of a changed node, None when it is unchanged."""
         c = self.changed.get(i)
         return None if c is None else (c[0], c[1], self.kind[i])
+
+    def node_key(self, i: int) -> tuple[str, str, str] | None:
+        return self.mark(i)
+
+    def node_value(self, i: int) -> float | None:
+        if self.t.subgraph[i] < 0:
+            return None
+        return float(CHANGE_VALUE.get(self.kind.get(i, ""), 0))
+
+    def node_attrs(self, i: int) -> list[tuple[str, str]]:
+        c = self.changed.get(i)
+        if c is None:
+            return []
+        return [("against_change", self.kind[i]), ("against_backend", c[1]), ("against_tag", c[3] or "")]
 
     def summary(self) -> str:
         """'12 nodes change backend, 3 subgraphs split, 1 merged', or 'no change'."""
@@ -75,7 +97,8 @@ class Difference:
     def dim(attrs: dict) -> None:
         attrs.update(fillcolor=DIM_FILL, color=DIM_LINE, fontcolor=DIM_TEXT)
 
-    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
+    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
+                     bar: bool = True) -> None:
         """A box or cluster standing for `ops`: its backend changes (strong), its regrouped
         nodes (light), or dimmed when none of its ops changed."""
         moves = Counter((self.changed[i][0], self.changed[i][1]) for i in ops if self.kind.get(i) == "backend")
@@ -113,18 +136,16 @@ class Difference:
                        f"(subgraph {tb} instead of {ta})")
             attrs.update(color=REGROUPED_LINE, penwidth=REGROUPED_PEN)
 
-    def decorate_subgraph(self, members: Sequence[int], lines: list[str], tip: list[str], attrs: dict) -> None:
-        """A subgraph box or cluster of `a` (members: its node indices)."""
-        self.decorate_ops(members, lines, tip, attrs)
+    def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
+        """Subgraph k of `a`, a box or cluster."""
+        self.decorate_ops(self.t.subgraph_members[k], lines, tip, attrs)
 
-    def legend(self) -> str:
-        return (f"against {self.label_b}: {self.summary()} (black border: backend a \u2192 b; grey border: "
-                "same backend, subgraph split or merged); the rest dimmed")
+    def title(self) -> str:
+        return f"diff: {self.summary()}"
 
-
-def make_difference(a: "Partition", against: Any) -> Difference | None:
-    """A Difference for `against=` (None passes through)."""
-    return None if against is None else Difference(a, against)
+    def legend_html(self) -> str:
+        return html(f"against {self.label_b}: {self.summary()} (black border: backend a \u2192 b; grey border: "
+                    "same backend, subgraph split or merged); the rest dimmed")
 
 
-__all__ = ["Difference", "make_difference", "CHANGED_LINE", "REGROUPED_LINE", "DIM_FILL"]
+__all__ = ["Difference", "CHANGED_LINE", "REGROUPED_LINE", "DIM_FILL"]

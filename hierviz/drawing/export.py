@@ -122,7 +122,8 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     if format == "model_explorer":
         from hierviz.drawing import model_explorer
 
-        return model_explorer.save(p, path, measurement=kwargs.get("measurement"))
+        return model_explorer.save(p, path, measurement=kwargs.get("measurement"), against=kwargs.get("against"),
+                                   numerics=kwargs.get("numerics"))
     suffix = path.suffix.lower()
     if format is not None:
         suffix = "." + str(format).lower().lstrip(".")

@@ -93,9 +93,10 @@ def draw_node(ctx: Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
     notes: list[str] = []
     marks: dict = {"fillcolor": palette.fill(backend), "color": palette.FOCUS if focus else line,
                    "penwidth": 3.5 if focus else pen}
-    if ctx.difference is not None and kind in CALLABLE_OPS:
+    if ctx.overlays and kind in CALLABLE_OPS:
         extra: list[str] = []
-        ctx.difference.decorate_node(i, extra, notes, marks)
+        for overlay in ctx.overlays:
+            overlay.decorate_node(i, extra, notes, marks)
         label = Html("<BR/>".join([label, *extra]))
     tip = node_tooltip(ctx, i, notes)
     w.node(

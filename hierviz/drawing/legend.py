@@ -60,8 +60,9 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     s = p.stats
     if ctx.auto_note:
         view_text += " \u00b7 chosen by auto"
-    if ctx.difference is not None:  # the diff diagram: its counts in the title
-        view_text += f" \u00b7 diff: {ctx.difference.summary()}"
+    for overlay in ctx.overlays:  # e.g. the diff diagram: its counts in the title
+        if overlay.title():
+            view_text += f" \u00b7 {overlay.title()}"
     by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
     stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {plural(s['subgraphs'], 'subgraph')} "
              f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")
@@ -81,11 +82,8 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
                      f"of ops per backend{BR_LEFT}")
         text += f"{BR_LEFT}detail: view='full', or focus={BR_LEFT}a subgraph tag or node name{BR_LEFT}"
         note = text
-    # what measurement= (cost overlay) and against= (diff diagram) add to the drawing
-    overlays = "".join(f'<TR><TD ALIGN="LEFT">{html(extra.legend())}</TD></TR>'
-                       for extra in (ctx.overlay, ctx.difference) if extra is not None)
-    if ctx.numerics is not None:  # numerics=: the colour scale
-        overlays += f'<TR><TD ALIGN="LEFT">{ctx.numerics.legend_html()}</TD></TR>'
+    # what measurement= (time), numerics= (the colour scale) and against= (diff) add to the drawing
+    overlays = "".join(f'<TR><TD ALIGN="LEFT">{overlay.legend_html()}</TD></TR>' for overlay in ctx.overlays)
     if ctx.auto_note:
         overlays = f'<TR><TD ALIGN="LEFT"><I>{html(ctx.auto_note)}</I></TD></TR>' + overlays
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'

@@ -14,10 +14,14 @@ Model Explorer's `graph_builder.py` (read by its built-in JSON loader), with two
 - `subgraphs`: the same nodes grouped by subgraph first (`_run_on_acc_tensorrt_0/...`).
 
 Each node carries its backend, subgraph tag, reason, op, module, dtype and shape as attributes
-and is filled with its backend's color; subgraph layers get their backend's color too. With a
-measurement, each node gets its subgraph's time (`subgraph_ms`, `subgraph_share`), and a
-node-data file (Model Explorer's "per-node data" overlay) is written beside the graph: each
-subgraph's median time split over its compute ops by estimated work, so a layer's sum is its time.
+and is filled with its backend's color; subgraph layers get their backend's color too.
+Overlays come through the one `Overlay` interface (overlays.py) the diagrams read: each adds
+its node attributes and, beside the graph, a node-data file (Model Explorer's "per-node data"
+overlay) of its per-node values. With a measurement, each node gets its subgraph's time
+(`subgraph_ms`, `subgraph_share`) and `part.latency.json` holds each subgraph's median time
+split over its compute ops by estimated work, so a layer's sum is its time; with `numerics=`,
+`isolated_err` / `isolated_ratio` and `part.numerics.json`; with `against=`, `against_change`
+/ `against_backend` / `against_tag` and `part.diff.json`.
 """
 
 from __future__ import annotations
@@ -28,7 +32,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.overlay import Overlay, make_overlay
+from hierviz.drawing.context import make_overlays
+from hierviz.drawing.overlay import TimeOverlay
+from hierviz.drawing.overlays import Overlay
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
 from hierviz.partitioner.record import short_dtype
@@ -83,10 +89,14 @@ def _shape_text(shape: Any) -> str:
 
 
 def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, *,
-                      label: str | None = None) -> dict:
-    """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`."""
+                      label: str | None = None, against: Any = None, numerics: Any = None) -> dict:
+    """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`,
+    with each overlay's node attributes (`measurement=`, `numerics=`, `against=`, as `render`)."""
+    return _graphs(p, make_overlays(p, measurement, against, numerics), label)
+
+
+def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> dict:
     t = p.records
-    overlay = make_overlay(p, measurement)
     backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}
     keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
     kept = set(keep)
@@ -102,9 +112,8 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
                  ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)), ("shape", _shape_text(t.spec[i].shape))]
         if weights[i]:
             attrs.append(("weights", str(weights[i])))
-        if overlay is not None and t.tag[i] in overlay.subgraph_ms:
-            ms = overlay.subgraph_ms[t.tag[i]]
-            attrs += [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{overlay.share(ms):.1%}")]
+        for overlay in overlays:
+            attrs += overlay.node_attrs(i)
         node = {
             "id": t.name[i],
             "label": _label(t, i),
@@ -144,38 +153,49 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
 
 
 def node_data(p: "Partition", measurement: "Measurement") -> dict:
-    """Model Explorer node data (one entry per graph id): each subgraph's median ms split over
-    its nodes by estimated work (as the cost overlay does, drawing/work.py), with a white-to-red
-    gradient."""
-    overlay = Overlay(p, measurement)
+    """Model Explorer node data (one entry per graph id) of a measurement: each subgraph's median
+    ms split over its nodes by estimated work (as the time overlay does, drawing/work.py), with a
+    white-to-red gradient."""
+    return overlay_node_data(p, TimeOverlay(p, measurement))
+
+
+def overlay_node_data(p: "Partition", overlay: Overlay) -> dict:
+    """Model Explorer node data (one entry per graph id) of one overlay: its per-node values."""
     t = p.records
-    results = {t.name[i]: {"value": round(overlay.op_ms[i], 6)} for i in range(len(t)) if t.subgraph[i] >= 0}
-    gradient = [{"stop": 0, "bgColor": "#FFFFFF"}, {"stop": 0.5, "bgColor": "#FDB863"},
-                {"stop": 1, "bgColor": "#D7301F"}]
-    one = {"name": "latency (ms, subgraph time split by estimated work)", "results": results, "gradient": gradient}
+    results = {}
+    for i in range(len(t)):
+        value = overlay.node_value(i)
+        if value is not None:
+            results[t.name[i]] = {"value": value}
+    one = {"name": overlay.data_name, "results": results, "gradient": list(overlay.gradient)}
     return {gid: one for gid in GRAPH_IDS}
 
 
-def save(p: "Partition", path: str | Path, measurement: "Measurement | None" = None) -> Path:
-    """Write `to_model_explorer(p)` to `path` (and, with a measurement, its node data to
-    `<stem>.latency.json`); returns the graph file's path."""
+def save(p: "Partition", path: str | Path, measurement: "Measurement | None" = None, *,
+         against: Any = None, numerics: Any = None) -> Path:
+    """Write `to_model_explorer(p)` to `path` and, for each overlay (`measurement=`, `numerics=`,
+    `against=`), its node data beside it (`<stem>.latency.json`, `.numerics.json`, `.diff.json`);
+    returns the graph file's path."""
     path = Path(path)
-    doc = to_model_explorer(p, measurement)
+    overlays = make_overlays(p, measurement, against, numerics)
+    doc = _graphs(p, overlays, None)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(doc, separators=(",", ":"), ensure_ascii=False), encoding="utf-8",
                         errors="backslashreplace")
-        if measurement is not None:
-            node_data_path(path).write_text(json.dumps(node_data(p, measurement)), encoding="utf-8")
+        for overlay in overlays:
+            node_data_path(path, overlay.data_suffix).write_text(json.dumps(overlay_node_data(p, overlay)),
+                                                                 encoding="utf-8")
     except OSError as exc:
         raise RenderError(f"cannot save {str(path)!r}: {exc}") from exc
     return path
 
 
-def node_data_path(path: str | Path) -> Path:
-    """Where `save` writes the node data of the graph file `path`: `part.json` -> `part.latency.json`."""
+def node_data_path(path: str | Path, suffix: str = NODE_DATA_SUFFIX) -> Path:
+    """Where `save` writes an overlay's node data beside the graph file `path`: `part.json` ->
+    `part.latency.json` (the measurement's; `suffix` for another overlay's)."""
     path = Path(path)
-    return path.with_name(path.stem + NODE_DATA_SUFFIX)
+    return path.with_name(path.stem + suffix)
 
 
-__all__ = ["to_model_explorer", "node_data", "save", "node_data_path", "GRAPH_IDS"]
+__all__ = ["to_model_explorer", "node_data", "overlay_node_data", "save", "node_data_path", "GRAPH_IDS"]

@@ -10,9 +10,11 @@ partition pattern (the same ops at the same relative module paths, each on the s
 in order) are drawn once, as `layers.0–23 ×24`. A block that differs is drawn apart, so the
 one odd layer stands out. `focus=<module path>` draws a module's inside.
 
-With a measurement each box also shows its measured time (each subgraph's median split
-over its ops by estimated work, FLOPs + bytes; see `overlay` and `work`), and with `against=` the ops whose backend or subgraph
-changed are marked with both backends and the rest dimmed (see `difference`).
+Overlays (the `Overlay` interface, overlays.py) decorate each box: with a measurement its
+measured time (each subgraph's median split over its ops by estimated work, FLOPs + bytes; see
+`overlay` and `work`), with `numerics=` the worst error of its subgraphs, and with `against=`
+the ops whose backend or subgraph changed are marked with both backends and the rest dimmed
+(see `difference`); a repeated block rolls up only where the overlays' node keys match too.
 """
 
 from __future__ import annotations
@@ -41,13 +43,12 @@ from hierviz.drawing.module_tree import (
     walk_items,
 )
 from hierviz.drawing.overlay import edge_weight, size_text, tensor_bytes
+from hierviz.drawing.overlays import Overlay, node_keys
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
-    from hierviz.drawing.difference import Difference
-    from hierviz.drawing.overlay import Overlay
     from hierviz.partitioner.result import Partition
 
 # The most boxes and clusters the default depth may draw: more stop being an overview (and
@@ -128,8 +129,7 @@ def _share_text(order: list[str], backends: Counter) -> str:
 
 
 def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = None, max_nodes: int | None = None,
-                   overlay: "Overlay | None" = None, difference: "Difference | None" = None,
-                   note: str | None = None, numerics: Any = None) -> tuple[list[str], dict]:
+                   overlays: Sequence[Overlay] = (), note: str | None = None) -> tuple[list[str], dict]:
     """DOT body lines of the module view and its info dict (see `render`)."""
     if depth is not None and (isinstance(depth, bool) or not isinstance(depth, int) or depth < 1):
         raise RenderError(f"depth must be a positive integer (1 = the model's top modules), not {depth!r}.")
@@ -142,22 +142,22 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
                           "module): the module view needs a graph captured from an nn.Module with submodules "
                           "(hv.capture / hv.partition(model, inputs)). Use view='collapsed' or 'full'.")
     base = find_module(root, focus) if focus is not None else effective_root(root)
-    pattern = [t.backend[i] if difference is None else (t.backend[i], difference.mark(i)) for i in range(len(t))]
+    pattern = node_keys(overlays, t.backend)
     budget = DEFAULT_BUDGET if max_nodes is None else max_nodes
     plan = make_plan(t, base, depth, budget, pattern)
     tag_order = {sg.tag: k for k, sg in enumerate(p.subgraphs)}
     w = DotWriter()
     palette.defaults(w)
-    drawn = _Drawer(p, t, plan, w, tag_order, overlay, difference)
-    drawn.numerics = numerics  # drawing.accuracy.NumericsMarks
+    drawn = _Drawer(p, t, plan, w, tag_order, tuple(overlays))
     drawn.items(plan.items)
     edges = drawn.edges(base)
     title = "hierviz \u00b7 module view" + (" \u00b7 chosen by auto" if note else "")
     if focus is not None:
         title += f" \u00b7 inside {base.path} ({base.cls})"
     title += f" \u00b7 depth {plan.depth}"
-    if difference is not None:
-        title += f" \u00b7 diff: {difference.summary()}"
+    for overlay in overlays:
+        if overlay.title():
+            title += f" \u00b7 {overlay.title()}"
     rolled = [it for it in walk_items(plan.items) if it.rolled]
     drawn.title(title, rolled, note)
     info = {"view": "modules", "nodes": sum(1 for it in walk_items(plan.items) if not it.cluster) + drawn.io,
@@ -170,11 +170,10 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
 
 class _Drawer:
     def __init__(self, p: "Partition", t: NodeTable, plan: Plan, w: DotWriter, tag_order: dict[str, int],
-                 overlay: "Overlay | None", difference: "Difference | None") -> None:
+                 overlays: tuple[Overlay, ...]) -> None:
         self.p, self.t, self.plan, self.w = p, t, plan, w
-        self.tag_order, self.overlay, self.difference = tag_order, overlay, difference
+        self.tag_order, self.overlays = tag_order, overlays
         self.io = 0
-        self.numerics: Any = None
 
     # -- items
     def items(self, items: Sequence[Item]) -> None:
@@ -216,12 +215,8 @@ class _Drawer:
         return lines, tip, dominant
 
     def _decorate(self, f: _Facts, lines: list[str], tip: list[str], attrs: dict) -> None:
-        if self.overlay is not None:
-            self.overlay.decorate_ops(f.ops, lines, tip, attrs)
-        if self.numerics is not None:
-            self.numerics.decorate_ops(f.ops, lines, tip, attrs)
-        if self.difference is not None:
-            self.difference.decorate_ops(f.ops, lines, tip, attrs)
+        for overlay in self.overlays:
+            overlay.decorate_ops(f.ops, lines, tip, attrs)
 
     def box(self, it: Item) -> None:
         f = _facts(self.t, it, self.tag_order)
@@ -355,13 +350,9 @@ class _Drawer:
         notes += ["box: a module (bar: its ops' backends); cluster: a module drawn inside",
                  "double border: repeated siblings with the same class and partition pattern, drawn once",
                  "edges: tensors between modules (dark: crossing subgraphs; width: bytes)"]
-        if self.overlay is not None:
-            notes.append(self.overlay.legend())
-        if self.difference is not None:
-            notes.append(self.difference.legend())
         rows = "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{html(n)}</TD></TR>' for n in notes)
-        if self.numerics is not None:
-            rows += f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{self.numerics.legend_html()}</TD></TR>'
+        rows += "".join(f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{overlay.legend_html()}</TD></TR>'
+                        for overlay in self.overlays)
         label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="2" CELLPADDING="1">'
                  f'<TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}"><FONT POINT-SIZE="14"><B>{html(text)}</B></FONT>'
                  f'</TD></TR><TR><TD ALIGN="LEFT" COLSPAN="{len(p.backends)}">{stats}</TD></TR>'

@@ -15,6 +15,7 @@ import math
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
+from hierviz.drawing.overlays import Overlay
 from hierviz.drawing.work import node_work, split_time
 from hierviz.errors import RenderError
 
@@ -49,8 +50,14 @@ def subgraph_times(measurement: "Measurement | None") -> dict[str, tuple[float, 
     return out
 
 
-class Overlay:
-    """Per-subgraph and per-op times of one measurement of partition `p`."""
+class TimeOverlay(Overlay):
+    """Per-subgraph and per-op times of one measurement of partition `p`: each node's value is
+    its share of its subgraph's time (ms)."""
+
+    data_name = "latency (ms, subgraph time split by estimated work)"
+    data_suffix = ".latency.json"
+    gradient = ({"stop": 0, "bgColor": "#FFFFFF"}, {"stop": 0.5, "bgColor": "#FDB863"},
+                {"stop": 1, "bgColor": "#D7301F"})
 
     def __init__(self, p: "Partition", measurement: "Measurement") -> None:
         times = subgraph_times(measurement)
@@ -60,7 +67,7 @@ class Overlay:
             raise RenderError("measurement= must be a measurement of this partition (hv.measure(p, inputs)); "
                               + (f"its subgraphs {unknown} are not in this one." if unknown
                                  else "it has no per-subgraph times."))
-        t = p.records
+        t = self.t = p.records
         self.subgraph_ms = {tag: ms for tag, (ms, _) in times.items()}
         self.total = sum(self.subgraph_ms.values()) or 1.0
         self.op_ms = [0.0] * len(t)
@@ -75,6 +82,13 @@ class Overlay:
 
     def share(self, ms: float) -> float:
         return ms / self.total
+
+    def node_value(self, i: int) -> float | None:
+        return round(self.op_ms[i], 6) if self.t.subgraph[i] >= 0 else None
+
+    def node_attrs(self, i: int) -> list[tuple[str, str]]:
+        ms = self.subgraph_ms.get(self.t.tag[i])
+        return [] if ms is None else [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{self.share(ms):.1%}")]
 
     def _annotate(self, ms: float, lines: list[str], tip: list[str], attrs: dict, what: str,
                   bar: bool = True) -> None:
@@ -99,13 +113,14 @@ class Overlay:
         self._annotate(sum(self.op_ms[i] for i in ops), lines, tip, attrs,
                        "; each subgraph's time split over its nodes by estimated work (FLOPs + bytes)", bar=bar)
 
-    def decorate_subgraph(self, tag: str, lines: list[str], tip: list[str], attrs: dict) -> None:
+    def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
         """A subgraph box or cluster (text lines only, no bar): its measured median."""
-        ms = self.subgraph_ms.get(tag)
+        ms = self.subgraph_ms.get(self.t.subgraph_tag[k])
         if ms is not None:
             self._annotate(ms, lines, tip, attrs, "", bar=False)
 
-    def weigh_edge(self, specs: Sequence[Any], text: str | None, tip: list[str]) -> tuple[str | None, float]:
+    def weigh_edge(self, specs: Sequence[Any], text: str | None, pen: float,
+                   tip: list[str]) -> tuple[str | None, float]:
         """A boundary edge's label and pen width, weighted by the bytes its tensors carry."""
         nbytes = sum(tensor_bytes(s) for s in specs)
         if not nbytes:
@@ -113,9 +128,9 @@ class Overlay:
         tip.insert(0, f"{size_text(nbytes)} cross here per call")
         return (f"{text} \u00b7 {size_text(nbytes)}" if text else size_text(nbytes)), edge_weight(nbytes)
 
-    def legend(self) -> str:
-        return (f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
-                f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
+    def legend_html(self) -> str:
+        return html(f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
+                    f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
 
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
@@ -144,9 +159,4 @@ def edge_weight(nbytes: int) -> float:
     return round(1.0 + min(3.0, math.log10(nbytes) / 2), 2) if nbytes > 1 else 1.0
 
 
-def make_overlay(p: "Partition", measurement: Any) -> Overlay | None:
-    """An Overlay for `measurement=` (None passes through)."""
-    return None if measurement is None else Overlay(p, measurement)
-
-
-__all__ = ["Overlay", "make_overlay", "ms_text", "subgraph_times", "tensor_bytes", "size_text", "edge_weight"]
+__all__ = ["TimeOverlay", "ms_text", "subgraph_times", "tensor_bytes", "size_text", "edge_weight"]

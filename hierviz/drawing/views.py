@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
 from hierviz.drawing.budget import DEFAULT_MAX_NODES, full_size, layout_budget, resolve_limit, too_big, work
-from hierviz.drawing.context import Ctx
+from hierviz.drawing.context import Ctx, make_overlays
 from hierviz.drawing.dot import DotWriter
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
@@ -58,26 +58,21 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
         raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
     limit = resolve_limit(max_nodes)
-    from hierviz.drawing.accuracy import make_numerics
-    from hierviz.drawing.difference import make_difference
-    from hierviz.drawing.overlay import make_overlay
-
-    overlay, difference = make_overlay(p, measurement), make_difference(p, against)
+    overlays = make_overlays(p, measurement, against, numerics)
     if view in ("auto", "focus") and isinstance(focus, str):
         from hierviz.drawing.module_tree import is_module  # focus on a module: its inside, in the module view
 
         if is_module(p, focus):
             view = "modules"
-    marks = make_numerics(p, numerics)
-    ctx = Ctx(p, limit, bool(weights), overlay=overlay, difference=difference, numerics=marks)
+    ctx = Ctx(p, limit, bool(weights), overlays=overlays)
     note = None
     if view == "auto" and focus is None and depth is None:
         view, note = choose(p, ctx)
     if view == "modules":
         from hierviz.drawing.modules import render_modules
 
-        lines, info = render_modules(p, focus=focus, depth=depth, max_nodes=max_nodes, overlay=overlay,
-                                     difference=difference, note=note, numerics=marks)
+        lines, info = render_modules(p, focus=focus, depth=depth, max_nodes=max_nodes, overlays=overlays,
+                                     note=note)
         return Diagram(lines, {"view": "modules", **info, "auto": note}, comment="hierviz modules view")
     if depth is not None:
         raise RenderError("depth= is for view='modules' (how many module levels to draw).")

@@ -12,7 +12,7 @@ import hierviz as hv
 from hierviz.drawing import palette
 from hierviz.drawing.model_explorer import node_data_path, to_model_explorer
 
-from .stack_models import captured, odd_partition
+from .stack_models import captured, odd_fc2_partition, odd_partition
 from .test_overlay import fake_measurement
 
 gb = pytest.importorskip("model_explorer.graph_builder", reason="pip install hierviz[model-explorer]")
@@ -104,3 +104,24 @@ def test_same_file_twice(odd, tmp_path):
 def test_unknown_format_is_refused(odd, tmp_path):
     with pytest.raises(hv.RenderError, match="model_explorer"):
         odd.save(tmp_path / "a.json", format="modelexplorer")
+
+
+def test_against_goes_into_attrs_and_node_data(odd, tmp_path):
+    """against= in the Model Explorer export (the same overlay the diff diagram draws): each
+    changed node says how and where it runs in the other partition; part.diff.json gives 2 to a
+    backend change, 1 to a regrouped node, 0 to the rest."""
+    other = odd_fc2_partition(odd.graph)
+    path = odd.save(tmp_path / "part.json", format="model_explorer", against=other)
+    data = json.loads(node_data_path(path, ".diff.json").read_text())
+    check(data["modules"], ndb.GraphNodeData)
+    values = {name: r["value"] for name, r in data["modules"]["results"].items()}
+    rows = hv.diff(odd, other)
+    assert rows.shape[0] > 0
+    for name, change in zip(rows["node"], rows["change"]):
+        assert values[name] == (2.0 if change == "backend" else 1.0)
+    assert sum(1 for v in values.values() if v) == rows.shape[0]
+    doc = json.loads(path.read_text())
+    moved = rows[rows["change"] == "backend"].iloc[0]
+    node = next(n for n in doc["graphs"][0]["nodes"] if n["id"] == moved["node"])
+    assert {"key": "against_change", "value": "backend"} in node["attrs"]
+    assert {"key": "against_backend", "value": other.backend_of(moved["node"])} in node["attrs"]

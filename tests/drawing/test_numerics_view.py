@@ -94,3 +94,40 @@ def test_html_report_has_a_numerics_section(checked, tmp_path):
     assert f"the error starts in {result.culprit}" in text
     assert "isolated_max_abs" in text and result.culprit in text
     assert '<h2 id="numerics">' not in part.save(tmp_path / "plain.html").read_text()
+
+
+@pytest.mark.parametrize("view", ["full", "collapsed", "focus", "modules"])
+def test_the_three_overlays_together_in_every_view(checked, view):
+    """measurement=, numerics= and against= at once, through the one overlay interface: each
+    view carries the time, the error and the diff, and each overlay's legend row."""
+    from .test_overlay import fake_measurement
+
+    part, result = checked
+    other = hv.partition(part.graph, priority=("bumped",), min_block_size=1,
+                         support={"bumped": hv.support.ops([CONV])})
+    m = fake_measurement(part, [1.0] * len(part.subgraphs))
+    kwargs = {"focus": result.culprit} if view == "focus" else {}
+    src = part.render(view, measurement=m, numerics=result, against=other, **kwargs).source
+    assert "of time" in src and "time: measured median per subgraph" in src
+    assert "error starts here" in src and "isolated error against eager / tolerance" in src
+    assert f"against {other.config.label()}" in src and "diff: " in src
+
+
+def test_model_explorer_export_carries_the_numerics(checked, tmp_path):
+    """The Model Explorer export reads the same interface: each node gets its subgraph's
+    isolated error, and part.numerics.json holds the per-node values (error / tolerance)."""
+    import json
+
+    from hierviz.drawing.model_explorer import node_data_path
+
+    part, result = checked
+    path = part.save(tmp_path / "part.json", format="model_explorer", numerics=result)
+    ratio = result.per_subgraph.set_index("tag")["isolated_ratio"]
+    values = json.loads(node_data_path(path, ".numerics.json").read_text())["subgraphs"]["results"]
+    assert {name: v["value"] for name, v in values.items()} == {
+        n: pytest.approx(float(ratio[sg.tag])) for sg in part.subgraphs for n in sg.nodes}
+    doc = json.loads(path.read_text())
+    culprit = next(sg for sg in part.subgraphs if sg.tag == result.culprit)
+    node = next(n for n in doc["graphs"][0]["nodes"] if n["id"] == culprit.nodes[0])
+    assert {"key": "isolated_ratio", "value": f"{float(ratio[culprit.tag]):.3g}"} in node["attrs"]
+    assert not node_data_path(path).exists()  # no measurement: no latency file

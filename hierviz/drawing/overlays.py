@@ -1,0 +1,68 @@
+"""The one overlay interface: what a measurement (`measurement=`, overlay.py), a diff
+(`against=`, difference.py) or a numerics check (`numerics=`, accuracy.py) adds to a drawing of
+a partition, as per-node values and per-subgraph decorations, like Model Explorer's
+`GraphNodeData` (its per-node data overlay). Every view (graph.py, collapsed.py, focus.py,
+modules.py) and the Model Explorer export read overlays only through `Overlay`
+(context.make_overlays builds the ones a call asks for)."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+
+class Overlay:
+    """One overlay of a partition `p`'s drawing (nodes and subgraphs by index in `p.records`).
+
+    Per node: `node_value(i)` (a number, or None where the overlay says nothing: Model
+    Explorer's node data, `data_name` / `data_suffix` / `gradient`), `node_key(i)` (what makes
+    two nodes look different; the module view rolls up only blocks whose keys match) and
+    `node_attrs(i)` (Model Explorer attributes). Per drawn element: `decorate_node`,
+    `decorate_subgraph` (subgraph k), `decorate_ops` (a box standing for several ops: a module,
+    a run of subgraphs) append label lines (HTML-like) and tooltip lines and set DOT attributes;
+    `weigh_edge` a boundary edge's label and width. `title` is said after the view's name,
+    `legend_html` is its legend row."""
+
+    data_name = ""  # Model Explorer node data: what the values are ("": the overlay has none)
+    data_suffix = ""  # the node-data file beside the graph JSON: part.json -> part<suffix>
+    gradient: tuple[dict, ...] = ()  # Model Explorer's colour stops over the values
+
+    def node_value(self, i: int) -> float | None:
+        return None
+
+    def node_key(self, i: int) -> Any:
+        return None
+
+    def node_attrs(self, i: int) -> list[tuple[str, str]]:
+        return []
+
+    def decorate_node(self, i: int, lines: list[str], tip: list[str], attrs: dict) -> None:
+        """Node i of the full or focus view."""
+
+    def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
+        """Subgraph k: a box of the collapsed view, a cluster of the full and focus views."""
+
+    def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
+                     bar: bool = True) -> None:
+        """A box or cluster standing for the nodes `ops` (a module; a run of subgraphs, `bar=False`)."""
+
+    def weigh_edge(self, specs: Sequence[Any], text: str | None, pen: float,
+                   tip: list[str]) -> tuple[str | None, float]:
+        """A boundary edge carrying tensors `specs`: its label and pen width."""
+        return text, pen
+
+    def title(self) -> str:
+        return ""
+
+    def legend_html(self) -> str:
+        return ""
+
+
+def node_keys(overlays: Sequence[Overlay], backends: Sequence[str]) -> list[Any]:
+    """Per node, what the module view compares to roll up repeated blocks: its backend, and
+    each overlay's key."""
+    if not overlays:
+        return list(backends)
+    return [(b, *(ov.node_key(i) for ov in overlays)) for i, b in enumerate(backends)]
+
+
+__all__ = ["Overlay", "node_keys"]
