@@ -1,6 +1,6 @@
-"""Comparing and searching settings: `hv.sweep` (sweep.py, its grid check grid.py, its table
-columns columns.py, its plots plots.py), `hv.tune` (tuning.py, one trial tune_trial.py, the space
-tune_space.py, the result tune_result.py), `hv.compare_engines` (engines.py: what
+"""Comparing and searching settings: `hv.sweep` (sweep.py, one row rows.py, its grid check grid.py, its table
+columns columns.py, its plots plots.py), `hv.tune` (tuning.py, measuring its trials tune_trial.py, the default
+space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py), `hv.compare_engines` (engines.py: what
 torch_tensorrt.compile runs beside the hierarchical partitions), the Ray executor
 (ray_executor.py) and the bounded partition cache they share (cache.py). pandas and matplotlib
 load on first use.

@@ -14,14 +14,13 @@ an exported graph cannot be pickled as it is.
 from __future__ import annotations
 
 import importlib
-import pickle
 import re
 import threading
 from typing import Any, Callable, Iterator, Sequence
 
 from torch.fx import GraphModule
 
-from hierviz.errors import ConfigError, HiervizError
+from hierviz.errors import ConfigError
 from hierviz.graphdata import pack_graph, unpack_graph
 
 RAY_HINT = "install Ray with `pip install 'hierviz[ray]'` (make setup installs it)"

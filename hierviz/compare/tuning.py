@@ -15,7 +15,8 @@ beat eager nn.Module here".
 
 With `executor="ray"` (or a Ray address) trials run as Ray tasks, several at a time
 (TPE proposes a batch while earlier ones run; no pruning there). The default space is
-tune_space.py, one trial tune_trial.py, the result tune_result.py. One call is a `_TuneRun`: its state (the trials'
+tune_space.py, measuring a trial tune_trial.py, the space as Optuna's choices optuna_space.py,
+the result tune_result.py. One call is a `_TuneRun`: its state (the trials'
 rows, Optuna's study, duplicates waiting for an in-flight trial, the Ray tasks) lives on the
 object, and each method does one step: time the baselines, start a trial, collect a Ray
 result, crown the best.
@@ -23,39 +24,26 @@ result, crown the best.
 
 from __future__ import annotations
 
+import math
 import random
 import time
 import warnings
 from typing import Any, Iterable, Mapping
 
 from hierviz.capturing import source_of, updates_of
-from hierviz.config import Config
-from hierviz.errors import HiervizError, checked_arguments
+from hierviz.config import Config, whole_number
+from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
 from hierviz.compare.cache import cached_partition
 from hierviz.compare.engines import compile_baseline
 from hierviz.compare.grid import check_grid
-from hierviz.compare.ray_executor import RayRunner
+from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
+from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
+from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.plan import resolve_device
-from hierviz.compare.tune_trial import (
-    FULL,
-    Outcome,
-    check_options,
-    SearchSpace,
-    best_text,
-    copy_outcome,
-    error_text,
-    final_measure,
-    graph_eager,
-    load_optuna,
-    measure_trial,
-    params_key,
-    quiet_optuna,
-    remote_trial,
-)
 from hierviz.latency.result import ci_text
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import graph_of, make_config
@@ -93,6 +81,29 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     return run.result()
 
 
+def check_tune_options(budget: Any, timeout: Any, seed: Any, executor: Any, measure: Any) -> dict[str, Any]:
+    """hv.tune's arguments checked up front; the hv.measure options of its trials."""
+    if not whole_number(budget, 1):
+        raise ConfigError(f"budget must be a positive number of trials, e.g. budget=20, not {budget!r}")
+    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
+                                or not math.isfinite(timeout) or timeout <= 0):
+        raise ConfigError(f"timeout must be a positive number of seconds (or None), not {timeout!r}")
+    if not whole_number(seed, 0) or seed >= 2**32:
+        raise ConfigError(f"seed must be an int from 0 to 2**32 - 1, not {seed!r:.40}")
+    if executor is not None and not is_ray(executor):
+        raise ConfigError("hv.tune measures one trial at a time in this process (parallel timings would disturb "
+                          "each other); executor may be None, or 'ray' / a Ray address to run trials on Ray workers.")
+    if executor is not None:
+        check_executor(executor)  # before capturing: a typo must not cost the capture
+    if measure is not None and not isinstance(measure, Mapping):
+        raise ConfigError("measure must be a dict of hv.measure options, e.g. {'iters': 50}.")
+    options = dict(measure or {})
+    for key in ("check", "baseline", "per_subgraph", "device"):
+        if key in options:
+            raise ConfigError(f"measure={{{key!r}: ...}} is set by hv.tune itself; leave it out.")
+    return options
+
+
 class _TuneRun:
     """One hv.tune call: its settings, the Optuna study, and the trials so far (rows, outcomes,
     settings seen, Ray tasks in flight); each method does one step of the search."""
@@ -100,7 +111,7 @@ class _TuneRun:
     def __init__(self, model: Any, example_inputs: Any, space: Mapping[str, Iterable[Any]] | None, *,
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
                  pruning: bool) -> None:
-        self.options = check_options(budget, timeout, seed, executor, measure)
+        self.options = check_tune_options(budget, timeout, seed, executor, measure)
         if space is not None:  # every bad value at once, before capturing
             check_grid(space, make_config(base), name="space")
         self.optuna = load_optuna()
@@ -390,4 +401,18 @@ class _TuneRun:
                                                      self.notes)
 
 
+def error_text(error: BaseException) -> str:
+    """A failed Ray trial's message for its row."""
+    text = str(error).strip()
+    return text if isinstance(error, HiervizError) or "Ray worker" in text else f"{type(error).__name__}: {text}"
+
+
+def best_text(rows: list[dict[str, Any]]) -> str:
+    """The progress bar's note: the best median so far among trials that may be crowned."""
+    ok = [r["median_ms"] for r in rows if r.get("status") == "measured" and r.get("median_ms") is not None
+          and r.get("outputs_match") is not False]
+    return f"best {min(ok):.3f} ms" if ok else ""
+
+
 __all__ = ["tune", "TuneResult", "default_space"]
+
