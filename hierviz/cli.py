@@ -78,8 +78,24 @@ def cmd_info(args: argparse.Namespace) -> int:
     return 0
 
 
+TEXT_SUFFIXES = ("", ".txt", ".md")  # -o FILE with these gets the text report
+
+
+def report_output(path_text: str) -> Path:
+    """The -o FILE of `hierviz report`, refused before any work when its suffix is neither a
+    format Partition.save writes nor text."""
+    from hierviz.drawing.export import FORMATS
+
+    suffix = Path(path_text).suffix.lower()
+    if suffix not in FORMATS + TEXT_SUFFIXES:
+        kinds = ", ".join(f for f in FORMATS + TEXT_SUFFIXES if f)
+        raise UsageError(f"-o {path_text}: cannot write a {suffix} file; use one of {kinds} (or no suffix "
+                         "for the text report).")
+    return writable(path_text, "-o")
+
+
 def cmd_report(args: argparse.Namespace) -> int:
-    out = writable(args.output, "-o") if args.output else None
+    out = report_output(args.output) if args.output else None
     config = build_config(args)
     engine = parse_engine_text(args.engine)
     if engine in ("fast", "global"):
@@ -93,7 +109,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     print(text)
     if out is not None:
         try:
-            if out.suffix.lower() in (".svg", ".png", ".pdf", ".dot", ".json", ".html"):
+            if out.suffix.lower() not in TEXT_SUFFIXES:
                 written = part.save(out)
             else:
                 out.write_text(text)
@@ -269,11 +285,17 @@ def _add_debug(p: argparse.ArgumentParser) -> None:
                    help="show full tracebacks on errors")
 
 
+def sentence(message: str) -> str:
+    """`message` on one line, ending its sentence (a full stop unless it ends with one, ? or !)."""
+    text = " ".join(message.split())
+    return text if text.endswith((".", "?", "!")) else text + "."
+
+
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line with the fix, and exit code 2."""
 
     def error(self, message: str) -> None:  # type: ignore[override]
-        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {sentence(f'{message} (see {self.prog} --help)')}\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -358,8 +380,7 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
                     raise exc.__cause__  # the user's own traceback
                 raise
-            message = " ".join(str(exc).split())
-            print(f"hierviz: error: {message}", file=sys.stderr)
+            print(f"hierviz: error: {sentence(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:
             return 130

@@ -38,7 +38,7 @@ def load_model(spec: str) -> tuple[Any, Any]:
     if spec not in names:
         hint = difflib.get_close_matches(spec, names, n=1, cutoff=0.6)
         did_you_mean = f"did you mean {hint[0]!r}? " if hint else ""
-        raise UsageError(f"unknown model {spec!r}: {did_you_mean}Use one of {', '.join(names)} or file.py:function")
+        raise UsageError(f"unknown model {spec!r}: {did_you_mean}Use one of {', '.join(names)} or file.py:function.")
     return zoo.load(spec)
 
 
@@ -164,8 +164,8 @@ def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
         field = field.strip().replace("-", "_")
         if field not in names:
             hint = difflib.get_close_matches(field, names, n=1)
-            raise UsageError(f"--grid: unknown field {field!r}" + (f", did you mean {hint[0]!r}?" if hint else "")
-                             + f" Use one of {', '.join(names)}")
+            raise UsageError(f"--grid: unknown field {field!r}" + (f", did you mean {hint[0]!r}?" if hint else ".")
+                             + f" Use one of {', '.join(names)}.")
         if field in texts:
             raise UsageError(f"--grid {field} is given twice; list all its values in one --grid {field}=v1,v2")
         texts[field] = _split(values)

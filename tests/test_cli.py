@@ -364,6 +364,11 @@ MISTAKES = {
     "min_block_size not whole": (["report", "tiny_conv", "--min-block-size", "2.5"], "'2.5' is not a whole number"),
     "inductor support empty": (["report", "tiny_conv", "--inductor-support", ","], "--inductor-support takes"),
     "demo output dir": (["demo", "--output-dir", "/proc/zz"], "--output-dir /proc/zz: cannot create it"),
+    "report to an unwritable suffix": (["report", "tiny_conv", "-o", "{tmp}/x.bmp"],
+                                       "-o {tmp}/x.bmp: cannot write a .bmp file; use one of .svg, .png, .pdf, "
+                                       ".dot, .gv, .json, .html, .txt, .md (or no suffix for the text report)."),
+    "grid unknown field ends its sentence": (["sweep", "tiny_conv", "--grid", "foo=1,2", "--csv", "{tmp}/x.csv"],
+                                             "--grid: unknown field 'foo'. Use one of "),
 }
 
 
@@ -376,8 +381,16 @@ def test_mistakes_one_line_that_says_what_to_do(case: str, user_module: Path, tm
     assert code == 2, f"{case}: exit code {code}, stderr {err!r}"
     assert len(err.strip().splitlines()) == 1, f"{case}: stderr is not one line:\n{err}"
     assert "Traceback" not in err + out
-    assert expected in err, f"{case}: {err!r}"
-    assert not (tmp_path / "x.csv").exists()
+    assert expected.format(tmp=tmp_path) in err, f"{case}: {err!r}"
+    assert err.strip().endswith((".", "?")), f"{case}: the line does not end its sentence: {err!r}"
+    assert not (tmp_path / "x.csv").exists() and not (tmp_path / "x.bmp").exists()
+
+
+@pytest.mark.parametrize("name", ["x.txt", "x.md", "x"])
+def test_report_writes_text_for_text_suffixes(name: str, tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    code, out, err = run_cli(capsys, "report", "tiny_conv", "-o", str(tmp_path / name))
+    assert code == 0, err
+    assert (tmp_path / name).read_text() == out.split("\nwrote ")[0]
 
 
 def test_sweep_validates_the_whole_grid_before_running(tmp_path: Path, capsys: pytest.CaptureFixture,

@@ -96,7 +96,7 @@ def test_warnings_print_as_one_line(capsys: pytest.CaptureFixture, monkeypatch: 
         code, _, err = run_cli(capsys, "report", "tiny_conv")
     assert code == 2
     assert err.splitlines() == ["warning: support names backend 'x', which is not in priority (second line)",
-                                "hierviz: error: stopped"]
+                                "hierviz: error: stopped."]
 
 
 def test_entry_point_warnings_are_one_line(tmp_path: Path) -> None:
@@ -113,7 +113,7 @@ def test_entry_point_warnings_are_one_line(tmp_path: Path) -> None:
     lines = [ln for ln in proc.stderr.splitlines() if "check this setting" in ln or "hierviz: error" in ln]
     assert proc.returncode == 2, proc.stderr[-2000:]
     assert lines == ["warning: check this setting", "hierviz: error: " + str(script) + ":build() raised "
-                     "RuntimeError: stop here"], proc.stderr[-2000:]
+                     "RuntimeError: stop here."], proc.stderr[-2000:]
     assert "py.warnings" not in proc.stderr
 
 

@@ -73,7 +73,7 @@ def test_the_command_line_uses_the_same_check(capsys: pytest.CaptureFixture, mon
     with pytest.raises(hv.ConfigError) as info:
         grid_mod.check_grid({"min_block_size": ["x", "0", "2"], "priority": ["foo", "tensorrt>inductor"],
                              "torch_executed_ops": ["sigmoidx"]}, text=True, name="--grid")
-    assert "hierviz: error: " + str(info.value) == err.strip()
+    assert "hierviz: error: " + cli.sentence(str(info.value)) == err.strip()
     assert not (tmp_path / "s.csv").exists()
 
 
