@@ -25,11 +25,13 @@ from hierviz.errors import (
     ConfigWarning,
     HiervizError,
     MeasureError,
+    PartitionCheckError,
     RenderError,
     SavedModelNotFoundError,
+    SavedPartitionError,
     TensorRTUnavailableError,
 )
-from hierviz.partitioner import Partition, Subgraph, diff, handoff, partition
+from hierviz.partitioner import Partition, Subgraph, check, diff, handoff, load_partition, partition
 from hierviz.provenance import source_ops
 from hierviz.support import Support
 from hierviz.version import __version__
@@ -68,6 +70,7 @@ handoff.provide("render", _loader("hierviz.drawing.views", "render"))
 handoff.provide("save", _loader("hierviz.drawing.export", "save"))
 handoff.provide("html", _loader("hierviz.drawing.export", "notebook_html"))
 handoff.provide("compile", _loader("hierviz.latency.deploy", "compile_partition"))
+handoff.provide("measure_blockers", _loader("hierviz.latency.whatif", "measure_blockers"))
 
 
 def __getattr__(name: str) -> Any:
@@ -91,4 +94,5 @@ __all__ = [
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
     "ConfigWarning", "CaptureWarning", "MeasureWarning",
+    "check", "load_partition", "PartitionCheckError", "SavedPartitionError",
 ]

@@ -49,6 +49,16 @@ class SavedModelNotFoundError(HiervizError, FileNotFoundError):
         return str(self.args[0])
 
 
+class PartitionCheckError(HiervizError, AssertionError):
+    """hv.check: the partition breaks a limit (every broken limit with its figure, and the
+    top blockers, in the message). An AssertionError too, so pytest reports it as a failure."""
+
+
+class SavedPartitionError(HiervizError):
+    """hv.load_partition: the file is not a saved partition, or one this hierviz cannot read;
+    or something was asked of a loaded partition that needs its graph (compile, measure)."""
+
+
 class ConfigWarning(UserWarning):
     """A setting that is valid but probably not what was meant (e.g. support for a custom
     backend that is not in priority, so it is ignored)."""

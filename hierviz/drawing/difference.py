@@ -48,18 +48,24 @@ class Difference(Overlay):
             raise RenderError(f"against= takes another hv.Partition of the same graph, not {type(b).__name__}.")
         if a.records.name != b.records.name:
             try:
-                diff(a, b)  # says why: not the same graph
+                diff(a, b)  # says why when the two have no node in common
             except HiervizError as exc:
                 raise RenderError(f"against=: {exc}") from None
         ta, tb = a.records, b.records
+        pos_b = tb.position
         self.b, self.t = b, ta
-        self.kind: dict[int, str] = changes(a, b)
+        found = changes(a, b)
+        # a node b lacks is drawn as a backend change to "not in b"
+        self.kind: dict[int, str] = {i: "backend" if c == "only_a" else c for i, c in found.items()}
         # node -> (backend in a, backend in b, tag in a, tag in b)
-        self.changed: dict[int, tuple[str, str, str | None, str | None]] = {
-            i: (ta.backend[i], tb.backend[i], ta.tag[i], tb.tag[i]) for i in self.kind}
+        self.changed: dict[int, tuple[str, str, str | None, str | None]] = {}
+        for i in self.kind:
+            j = pos_b.get(ta.name[i])
+            self.changed[i] = (ta.backend[i], "not in b" if j is None else tb.backend[j], ta.tag[i],
+                               None if j is None else tb.tag[j])
         self.backend_nodes = sum(1 for c in self.kind.values() if c == "backend")
         self.split_subgraphs = len({ta.subgraph[i] for i, c in self.kind.items() if c == "split"})
-        self.merged_subgraphs = len({tb.subgraph[i] for i, c in self.kind.items() if c == "merged"})
+        self.merged_subgraphs = len({tb.subgraph[pos_b[ta.name[i]]] for i, c in self.kind.items() if c == "merged"})
         self.label_b = b.config.label()
 
     def mark(self, i: int) -> tuple[str, str, str] | None:

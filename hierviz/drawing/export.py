@@ -23,6 +23,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
+from hierviz.partitioner.saved import document
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -156,45 +157,11 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
 
 
 def to_json(p: "Partition") -> dict:
-    """Nodes (the per-node record), subgraphs, config and stats, JSON-safe, for other tools."""
-    t = p.records
-
-    def spec(s: Any) -> dict:
-        return {"name": s.name, "shape": None if s.shape is None else list(s.shape), "dtype": s.dtype}
-
-    nodes = []
-    for i in range(len(t)):
-        s = t.spec[i]
-        nodes.append({
-            "name": t.name[i],
-            "kind": t.kind[i],
-            "target": t.target[i],
-            "backend": t.backend[i],
-            "tag": t.tag[i],
-            "reason_code": t.reason_code[i],
-            "reason": t.reason(i),
-            "eligible_backend": t.eligible_backend[i],
-            "inputs": [t.name[a] for a in t.inputs[i]],
-            "shape": None if s.shape is None else list(s.shape),
-            "dtype": s.dtype,
-            "module_path": t.module_path[i],
-            "module_class": t.module_class[i],
-        })
-    subgraphs = [{
-        "tag": sg.tag, "backend": sg.backend, "is_acc": sg.is_acc, "compute_ops": sg.compute_ops,
-        "nodes": list(sg.nodes), "inputs": [spec(x) for x in sg.inputs], "outputs": [spec(x) for x in sg.outputs],
-    } for sg in p.subgraphs]
-    colors = {b: palette.color(b) for b in p.backends}
-    return {
-        "format": "hierviz-partition/1",
-        "hierviz_version": __version__,
-        "engine": p.engine,
-        "config": p.config.to_dict(),
-        "stats": p.stats,
-        "colors": colors,
-        "subgraphs": subgraphs,
-        "nodes": nodes,
-    }
+    """The saved-partition document (hierviz.partitioner.saved.document: nodes, subgraphs,
+    config, stats, versions; `hv.load_partition` reads it back) plus each backend's colour."""
+    doc = document(p)
+    doc["colors"] = {b: palette.color(b) for b in p.backends}
+    return doc
 
 
 # ---------------------------------------------------------------------------- HTML
@@ -279,7 +246,10 @@ def _compile_today(p: "Partition") -> str:
     from hierviz.partitioner.compiled import compile_today
 
     esc = htmlmod.escape
-    fast, why = (p, "") if p.engine == "fast" else compile_today(p.graph, p.config)
+    if p.graph is None:  # a saved partition: nothing to re-partition
+        fast, why = (p, "") if p.engine == "fast" else (None, f"left out: a partition saved to {p.saved_from}")
+    else:
+        fast, why = (p, "") if p.engine == "fast" else compile_today(p.graph, p.config)
     head = '<h2 id="compile-today">torch_tensorrt.compile today</h2>'
     if fast is None:
         return f'{head}<p class="hv-note">{esc(why)}</p>'

@@ -43,6 +43,8 @@ from hierviz.partitioner.reasons import (
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.report import diff
 from hierviz.partitioner.result import Partition, Subgraph
+from hierviz.partitioner.saved import SavedPartition, load_partition
+from hierviz.partitioner.check import check
 
 # engine= values: hierviz's hierarchical partitioner; upstream's hierarchical one ("hierarchical"
 # is another name for it); what torch_tensorrt.compile runs ("fast", its default, and "global").
@@ -136,5 +138,5 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
-           "graph_of", "make_config", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
+           "graph_of", "make_config", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
            "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

@@ -25,7 +25,7 @@ from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subg
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.result import Partition, copy_graph_module
-from hierviz.support import TensorRTSupport, tensorrt
+from hierviz.support import ComposedSupport, OpSetSupport, TensorRTSupport, tensorrt
 
 COMPILE_ENGINES = {"fast": "torch_tensorrt.compile's default partitioner (use_fast_partitioner=True)",
                    "global": "torch_tensorrt.compile's global partitioner (use_fast_partitioner=False)"}
@@ -47,16 +47,39 @@ def check_config(config: Config, engine: str) -> None:
         raise ConfigError(f"{where} partitions for TensorRT only, but priority gives {others[0]!r} ops to take; "
                           "use priority=('tensorrt',), or engine='hierviz' for several backends.")
     sup = config.support_for("tensorrt")
-    if sup != tensorrt(validate=True):
+    if added_ops(sup) is None:
         raise ConfigError(f"{where} checks support with Torch-TensorRT's converter registry and their "
                           f"capability validators, as compile does; it cannot use support['tensorrt']={sup!r}. "
-                          "Leave support['tensorrt'] out, or use engine='hierviz'.")
+                          "Leave support['tensorrt'] out (or add ops to it: hv.support.any_chain(hv.support.tensorrt(), "
+                          "hv.support.ops([...]))), or use engine='hierviz'.")
     if config.skip_fusion:
         raise ConfigError(f"{where} sets skip_fusion itself (when every op is supported), as compile does; "
                           "leave skip_fusion=False, or use engine='hierviz'.")
     if getattr(config, "demote_to", "torch") != "torch":
         raise ConfigError(f"{where} demotes small blocks to PyTorch; it cannot take demote_to="
                           f"{config.demote_to!r}. Use engine='hierviz' for that.")
+
+
+def added_ops(sup: Any) -> frozenset[str] | None:
+    """The ops `sup` adds to Torch-TensorRT's validated converters: empty for tensorrt() itself,
+    the op names of any_chain(tensorrt(), ops([...])) (nested any_chains too); None for any
+    other support, which compile's partitioners cannot apply."""
+    if sup == tensorrt(validate=True):
+        return frozenset()
+    if not isinstance(sup, ComposedSupport) or sup.kind != "any_chain":
+        return None
+    names: set[str] = set()
+    registry = False
+    for part in sup.parts:
+        if isinstance(part, OpSetSupport) and part.kind == "ops":
+            names |= part.names
+            continue
+        inner = added_ops(part)
+        if inner is None:
+            return None
+        names |= inner
+        registry = True
+    return frozenset(names) if registry else None
 
 
 def _takes_ops(config: Config, backend: str) -> bool:
@@ -72,7 +95,8 @@ def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partitio
     work = copy_graph_module(gm)
     made = trt.run_compile_partitioner(work, fast=engine == "fast", min_block_size=config.min_block_size,
                                        torch_executed_ops=set(config.torch_executed_ops),
-                                       require_full_compilation=config.require_full_compilation)
+                                       require_full_compilation=config.require_full_compilation,
+                                       extra_supported=added_ops(config.support_for("tensorrt")) or frozenset())
     result = _result(index, config, made)
     notes = []
     if made.fell_back:

@@ -1,6 +1,6 @@
 """The seam through which a Partition hands itself to the layers above the partitioner.
 
-`Partition.render`, `.save`, `._repr_html_` (drawing) and `.compile` (latency) are
+`Partition.render`, `.save`, `._repr_html_` (drawing), `.compile` and `.blockers(measure=True)` (latency) are
 conveniences: their work lives in those layers, which the partitioner must not import (they
 import it). The layer above registers, for each convenience, a function returning the callable
 that does the work; the package facade (`hierviz/__init__.py`) registers them when hierviz is
@@ -15,7 +15,7 @@ from typing import Any, Callable
 from hierviz.errors import HiervizError
 
 # convenience -> a function returning the callable that does its work (loads the layer on first use)
-CONVENIENCES = ("render", "save", "html", "compile")
+CONVENIENCES = ("render", "save", "html", "compile", "measure_blockers")
 _PROVIDERS: dict[str, Callable[[], Callable[..., Any]]] = {}
 
 

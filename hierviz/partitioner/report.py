@@ -127,7 +127,7 @@ def _engines_at(p: "Partition", backend: str, size: int, sizes: list[int]) -> in
     """Engines of `backend` at min_block_size=size: re-partitioned (only the small-block pass
     runs again) for hierviz's engine; for upstream's, whose traversal is not kept, estimated as
     its dryrun does (engines already that large)."""
-    if p.engine != "hierviz":
+    if p.engine != "hierviz" or p.graph is None:  # upstream's engines, or a saved partition
         return len([s for s in sizes if s >= size])
     return p.subgraph_counts(size).get(backend, 0)
 
@@ -187,49 +187,70 @@ def summary_table(p: "Partition") -> "pd.DataFrame":
 
 @checked_arguments
 def diff(a: Partition, b: Partition) -> "pd.DataFrame":
-    """Nodes whose backend or subgraph differs between two partitions of the same graph.
+    """Nodes whose backend or subgraph differs between two partitions, matched by node name
+    (a saved partition and a live one, or two versions of a model, compare too).
 
-    A subgraph is compared by its members, not its number: two partitions that group the
-    same nodes the same way, numbered differently, have no difference. `change` says what
-    happened to each listed node: 'backend' (it runs on another backend in b), 'split' (same
-    backend, but some of the nodes it ran with in a run elsewhere in b) or 'merged' (same
-    backend, its subgraph in b holds all of a's and more). A node whose backend and subgraph
-    members are the same has no row."""
+    A subgraph is compared by its members (the nodes both partitions have), not its number:
+    two partitions that group the same nodes the same way, numbered differently, have no
+    difference. `change` says what happened to each listed node: 'backend' (it runs on another
+    backend in b), 'split' (same backend, but some of the nodes it ran with in a run elsewhere
+    in b), 'merged' (same backend, its subgraph in b holds all of a's and more), 'only_a' / 'only_b'
+    (the node exists in one partition only). A node whose backend and subgraph members are the
+    same has no row."""
     import pandas as pd
 
     for which, p in (("first", a), ("second", b)):
         if not isinstance(p, Partition):
-            raise ConfigError(f"hv.diff takes two hv.Partition objects (from hv.partition); the {which} is "
-                              f"{type(p).__name__} {p!r:.60}.")
+            raise ConfigError(f"hv.diff takes two hv.Partition objects (hv.partition or hv.load_partition); the "
+                              f"{which} is {type(p).__name__} {p!r:.60}.")
     ta, tb = a.records, b.records
-    if ta.name != tb.name:
-        raise ConfigError("diff needs two partitions of the same graph (capture the model once and "
-                          "partition it with two configs).")
+    if not any(ta.is_callable(i) and ta.name[i] in tb.position for i in range(len(ta))):
+        raise ConfigError("hv.diff matches nodes by name, and these two partitions have no op node in common: "
+                          "they are of different models.")
     rows = []
     for i, change in changes(a, b).items():
+        j = tb.position.get(ta.name[i])
         rows.append({"node": ta.name[i], "op": ta.op[i], "change": change, "backend_a": ta.backend[i],
-                     "backend_b": tb.backend[i], "tag_a": ta.tag[i], "tag_b": tb.tag[i],
-                     "reason_a": ta.reason(i), "reason_b": tb.reason(i)})
+                     "backend_b": None if j is None else tb.backend[j], "tag_a": ta.tag[i],
+                     "tag_b": None if j is None else tb.tag[j], "reason_a": ta.reason(i),
+                     "reason_b": None if j is None else tb.reason(j)})
+    for j in only_in(b, a):
+        rows.append({"node": tb.name[j], "op": tb.op[j], "change": "only_b", "backend_a": None,
+                     "backend_b": tb.backend[j], "tag_a": None, "tag_b": tb.tag[j], "reason_a": None,
+                     "reason_b": tb.reason(j)})
     return pd.DataFrame(rows, columns=["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b",
                                        "reason_a", "reason_b"])
 
 
-CHANGES = ("backend", "split", "merged")
+CHANGES = ("backend", "split", "merged", "only_a", "only_b")
+
+
+def only_in(a: Partition, b: Partition) -> list[int]:
+    """Indices of a's op nodes (graph order) that b has no node of that name for."""
+    ta, names_b = a.records, b.records.position
+    return [i for i in range(len(ta)) if ta.is_callable(i) and ta.name[i] not in names_b]
 
 
 def changes(a: Partition, b: Partition) -> dict[int, str]:
-    """Node index -> 'backend' / 'split' / 'merged' for every callable node of a (graph order)
-    whose backend or subgraph (by members) differs in b; the two partitions are of one graph."""
+    """Node index in a -> 'backend' / 'split' / 'merged' / 'only_a' for every op node of a
+    (graph order) whose backend or subgraph differs in b, or that b lacks; nodes are matched by
+    name, subgraphs by their members among the nodes both have."""
     ta, tb = a.records, b.records
-    # a subgraph's identity is its member set; -1 (no subgraph: dead code) is the empty set
-    members_a = [frozenset(m) for m in ta.subgraph_members] + [frozenset()]
-    members_b = [frozenset(m) for m in tb.subgraph_members] + [frozenset()]
+    pos_b = tb.position
+    common = {n for n in ta.name if n in pos_b}
+    # a subgraph's identity is its member set (common nodes); -1 (no subgraph: dead code) is the empty set
+    members_a = [frozenset(ta.name[m] for m in ms if ta.name[m] in common) for ms in ta.subgraph_members] + [frozenset()]
+    members_b = [frozenset(tb.name[m] for m in ms if tb.name[m] in common) for ms in tb.subgraph_members] + [frozenset()]
     out: dict[int, str] = {}
     for i in range(len(ta)):
         if not ta.is_callable(i):
             continue
-        ma, mb = members_a[ta.subgraph[i]], members_b[tb.subgraph[i]]
-        if ta.backend[i] != tb.backend[i]:
+        j = pos_b.get(ta.name[i])
+        if j is None:
+            out[i] = "only_a"
+            continue
+        ma, mb = members_a[ta.subgraph[i]], members_b[tb.subgraph[j]]
+        if ta.backend[i] != tb.backend[j]:
             out[i] = "backend"
         elif ma != mb:
             out[i] = "split" if ma - mb else "merged"

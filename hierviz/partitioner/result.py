@@ -25,6 +25,7 @@ from hierviz.config import Config, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
+from hierviz.partitioner.blockers import blockers_table
 from hierviz.partitioner import handoff
 from hierviz.partitioner.passes.demotion import at_min_block_size
 from hierviz.partitioner.plan import EngineResult
@@ -76,6 +77,8 @@ class Partition:
     `.graph` is the input graph (never modified); `.module` is the split GraphModule, built
     on first use; `.subgraphs` lists each subgraph with its boundary tensors.
     """
+
+    saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
 
     def __init__(self, graph: GraphModule, config: Config, result: EngineResult,
                  engine: str = "hierviz", module: GraphModule | None = None,
@@ -300,6 +303,39 @@ class Partition:
             row["accelerated_nodes"] = sum(len(sg.nodes) for sg in merged if sg.is_acc)
             rows.append(row)
         return pd.DataFrame(rows)
+
+    @functools.cached_property
+    def versions(self) -> dict[str, str | None]:
+        """The torch, torch_tensorrt and hierviz versions this partition was made with."""
+        from hierviz.partitioner.saved import versions
+
+        return versions()
+
+    @functools.cached_property
+    def demotions(self) -> dict[str, tuple[str, int]]:
+        """Nodes demoted to PyTorch below min_block_size: name -> (the backend they were
+        eligible for, the size of the small subgraph they were in; 0 when the engine does not say)."""
+        names = self._result.index.names
+        return {names[i]: d for i, d in sorted(self._result.demoted.items())}
+
+    @checked_arguments
+    def blockers(self, *, measure: bool = False, device: Any = None, kind: Any = None, top: int = 3,
+                 example_inputs: Any = None, measure_options: dict | None = None) -> "pd.DataFrame":
+        """One row per cause keeping nodes out of the accelerated backends (no converter,
+        validator rejected, forced by torch_executed_ops, demoted below min_block_size, no
+        backend in priority), with what re-partitioning with that cause removed gives:
+        subgraphs_if_fixed, subgraphs_saved, accelerated_ops_gained; sorted by subgraphs saved,
+        then ops gained; a last row joins the first `top` (0: none). `kind=` keeps some kinds.
+        `measure=True` also times each what-if that can run (hv.measure on `device`) against
+        this setting: median_ms, speedup and its interval (speedup_low, speedup_high), or in
+        `measured` why a row cannot run (no converter); `example_inputs` (default: random,
+        shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
+        hv.measure."""
+        table = blockers_table(self, kind=kind, top=top)
+        if not measure:
+            return table
+        return handoff.handler("measure_blockers")(self, table, device=device, example_inputs=example_inputs,
+                                                   **(measure_options or {}))
 
     # ------------------------------------------------------------------ drawing
     @checked_arguments

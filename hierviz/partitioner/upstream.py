@@ -23,7 +23,7 @@ from hierviz.partitioner.reasons import TORCH_EXECUTED, UNSUPPORTED, parse_tag, 
 from hierviz.partitioner.result import Partition, copy_graph_module
 from hierviz.partitioner.split import with_input_check
 from hierviz import support as support_mod
-from hierviz.support import OpSetSupport, TensorRTSupport
+from hierviz.support import ComposedSupport, OpSetSupport, TensorRTSupport
 
 UPSTREAM_NON_COMPUTE = "_operator.getitem"  # the only NON_COMPUTE_NODES entry that matches a node
 
@@ -38,13 +38,21 @@ def names_only(config: Config) -> Config:
     return config.replace(support={**(config.support or {}), **changed})
 
 
+def by_name(sup: object) -> bool:
+    """Whether upstream can apply `sup` by op names: an op set (TensorRT's registry checked by
+    name, as upstream does), or chain / any_chain of those."""
+    if isinstance(sup, ComposedSupport):
+        return all(by_name(part) for part in sup.parts)
+    return isinstance(sup, TensorRTSupport) or (isinstance(sup, OpSetSupport) and not sup.per_node)
+
+
 def support_map(config: Config, index: GraphIndex) -> dict[str, set[str]]:
     """Upstream's backend_support_map: for each backend, the graph's ops its support takes."""
     result = {}
     ops = {index.ops[i] for i in index.callable_indices}
     for b in config.priority:
         sup = config.support_for(b)
-        if not isinstance(sup, OpSetSupport) or sup.per_node:
+        if not by_name(sup):
             raise ConfigError(f"engine='torch_tensorrt' understands only op-set support; "
                               f"{b!r} uses {sup!r}. Use engine='hierviz' for where() support.")
         result[b] = {name for name in ops if sup.accepts_name(name)}

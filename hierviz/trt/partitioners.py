@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import torch
 
 from hierviz.errors import ConfigError
-from hierviz.opnames import CALLABLE_OPS
+from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
 from hierviz.trt.loading import answer_cuda_queries, default_settings, require
 
 _VALIDATING = threading.RLock()
@@ -152,15 +152,45 @@ class CompilePartition:
     early_return: int | None = None
 
 
+def _deciding(registry: Any, extra: frozenset[str]) -> Any:
+    """The registry's `node in registry`, answered once per node for one run (compile's
+    partitioning asks three times per node, each time running the validator), and True for a
+    node whose op is in `extra` (a what-if: that op given a converter)."""
+    contains = type(registry).__contains__
+    packets = packets_in(extra)
+    memo: dict[Any, bool] = {}
+
+    def decide(self: Any, key: Any) -> bool:
+        if self is not registry or not isinstance(key, torch.fx.Node):
+            return contains(self, key)
+        known = memo.get(key)
+        if known is None:
+            known = memo[key] = (bool(extra) and key.op in CALLABLE_OPS
+                                 and in_op_set(qualname(key.target), extra, packets)) or contains(self, key)
+        return known
+
+    return decide
+
+
+def _unsplit(self: Any, remove_tag: bool = False) -> Any:
+    """The fast partitioner's last step, building the split module, skipped: its blocks are
+    recorded and tagged by then (tagging can still fail and send compile to the global
+    partitioner), and hierviz builds its own split module from them. Saves most of the time."""
+    return self.module
+
+
 def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_size: int,
-                            torch_executed_ops: set[str], require_full_compilation: bool) -> CompilePartition:
+                            torch_executed_ops: set[str], require_full_compilation: bool,
+                            extra_supported: frozenset[str] = frozenset()) -> CompilePartition:
     """The partitioning step of torch_tensorrt.compile (dynamo/_compiler.py, compile_module), run
     on `gm` (which it modifies: pass a copy) with the installed Torch-TensorRT's own
     partitioners and compile's rules: its CompilationSettings set on the converter registry;
     the whole graph left in PyTorch when it has no supported op or fewer than min_block_size
     (compile's early return outside dryrun); `fast_partition` with skip_fusion when every op is
     supported, retried with `global_partition` on FxNetSplitterInternalError; `global_partition`
-    when not `fast`. Upstream's AssertionError for require_full_compilation is a ConfigError."""
+    when not `fast`. Upstream's AssertionError for require_full_compilation is a ConfigError.
+    `extra_supported`: op names the registry answers as converted (blockers' what-if: "if this
+    op had a converter"); the registry's invariants are checked once for the run."""
     require()
     from torch.fx.passes.splitter_base import FxNetSplitterInternalError
     from torch_tensorrt.dynamo import partitioning
@@ -190,10 +220,14 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
     _VALIDATING.acquire()  # the registry's state is set for this run: one thread at a time
     saved = registry.compilation_settings, registry.disallowed_targets
     recorders = {(fast_cls, "remove_small_acc_subgraphs"): recording_small,
-                 (global_cls, "propose_partitions"): recording_propose}
+                 (global_cls, "propose_partitions"): recording_propose,
+                 (type(registry), "__contains__"): _deciding(registry, frozenset(extra_supported)),
+                 (fast_cls, "split"): _unsplit}
     try:
         with patched(recorders), answer_cuda_queries():
             registry.set_compilation_settings(settings)
+            registry.validate_invariants()
+            registry.validate_invariants = _no_check  # checked once: ~0.6 ms a lookup otherwise
             num_supported, total = partitioning.get_graph_converter_support(gm, settings.torch_executed_ops)
             tester = (adjacency.OpSupportTester if fast else global_.TorchTensorRTOperatorSupport)(
                 torch_executed_ops=settings.torch_executed_ops)
@@ -220,6 +254,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
         raise ConfigError(f"torch_tensorrt.compile's partitioner: {exc}; set require_full_compilation=False "
                           "or give the ops it lists a converter") from exc
     finally:
+        registry.__dict__.pop("validate_invariants", None)
         registry.compilation_settings, registry.disallowed_targets = saved
         _VALIDATING.release()
     if "after" in seen:

@@ -1,0 +1,271 @@
+"""`Partition.blockers()`: what keeps nodes out of the accelerated backends, ranked by what
+fixing each cause would save, every figure from an actual re-partition.
+
+A cause is one of:
+- `no converter`: an op with no TensorRT converter (what-if: add the op to TensorRT's support,
+  as `hv.support.any_chain(hv.support.tensorrt(), hv.support.ops([op]))` does);
+- `validator rejected`: a converter exists, its capability validator refuses the node (the
+  same what-if);
+- `no backend`: no backend in priority takes the op, and TensorRT is not the one to ask (not in
+  priority, or its support is your own): the op is added to the first backend's support;
+- `forced`: an entry of torch_executed_ops (an op, or a source op through the lowering;
+  what-if: drop the entry);
+- `demoted`: accelerated blocks smaller than min_block_size (one cause per block size;
+  what-if: min_block_size lowered to that size).
+
+Each what-if is `hv.partition(p.graph, that config, engine=p.engine)`, exactly what a user
+would run by hand, so the counts agree with it by construction. A saved partition
+(`hv.load_partition`) has no graph to re-partition: its rows keep the counts and say so.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Iterable
+
+from hierviz import support as support_mod
+from hierviz.config import Config
+from hierviz.errors import ConfigError, HiervizError
+from hierviz.opnames import SOURCE_PREFIX, in_op_set, packets_in
+from hierviz.provenance import short_op, source_op, split_sources
+from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from hierviz.partitioner.result import Partition
+
+NO_CONVERTER = "no converter"
+REJECTED = "validator rejected"
+NO_BACKEND = "no backend"
+FORCED = "forced"
+DEMOTED_KIND = "demoted"
+COMBINED = "combined"
+KINDS = (NO_CONVERTER, REJECTED, FORCED, DEMOTED_KIND, NO_BACKEND)
+KIND_WORDS = {NO_CONVERTER: "no TensorRT converter", REJECTED: "converter's validator rejected the node",
+              FORCED: "forced to PyTorch by torch_executed_ops", DEMOTED_KIND: "demoted below min_block_size",
+              NO_BACKEND: "not supported by any backend in priority", COMBINED: "the top rows together"}
+COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "change",
+           "note", "config")
+DEFAULT_TOP = 3
+
+
+@dataclass
+class Cause:
+    """One cause: what it is, the nodes it keeps out, and the settings with it removed."""
+
+    op: str
+    kind: str
+    nodes: int
+    change: str
+    config: Config | None
+    note: str = ""
+    members: list[str] = field(default_factory=list)  # node names it keeps out
+    support: dict[str, set[str]] = field(default_factory=dict)  # backend -> ops added (what-if)
+    dropped: set[str] = field(default_factory=set)  # torch_executed_ops entries dropped
+    block_size: int | None = None  # demoted: min_block_size lowered to this
+
+
+def parse_kinds(kind: Any) -> tuple[str, ...] | None:
+    """The kinds a `kind=` filter keeps: one kind or a list ('no converter' or 'no_converter')."""
+    if kind is None:
+        return None
+    given = [kind] if isinstance(kind, str) else kind
+    if not isinstance(given, (list, tuple, set, frozenset)) or not given:
+        raise ConfigError(f"blockers(kind=...) takes a kind or a list of kinds ({', '.join(KINDS)}), not {kind!r}.")
+    out = []
+    for k in given:
+        name = str(k).strip().lower().replace("_", " ")
+        if name not in KINDS:
+            raise ConfigError(f"blockers(kind=...): unknown kind {k!r}; kinds are {', '.join(repr(x) for x in KINDS)}.")
+        out.append(name)
+    return tuple(out)
+
+
+def target_backend(config: Config) -> str:
+    """The backend an unsupported op is added to in the what-if: TensorRT when in priority."""
+    return "tensorrt" if "tensorrt" in config.priority else config.priority[0]
+
+
+# ---------------------------------------------------------------------------- finding causes
+def find_causes(p: "Partition") -> list[Cause]:
+    """Every cause in `p`, with its what-if config (not yet re-partitioned)."""
+    t, cfg = p.records, p.config
+    graph_nodes = list(p.graph.graph.nodes) if p.graph is not None else None
+    unsupported: dict[tuple[str, str], list[int]] = {}
+    forced: list[int] = []
+    demoted: dict[int, list[int]] = {}
+    sizes = p.demotions
+    converters = support_mod.tensorrt(validate=False)
+    backend = target_backend(cfg)
+    for i in range(len(t)):
+        if not t.is_callable(i):
+            continue
+        code = t.reason_code[i]
+        if code in (UNSUPPORTED, VALIDATOR):
+            if code == VALIDATOR:
+                kind = REJECTED
+            elif backend == "tensorrt" and not converters.accepts_name(t.op[i]):
+                kind = NO_CONVERTER
+            else:
+                kind = NO_BACKEND
+            unsupported.setdefault((t.op[i], kind), []).append(i)
+        elif code == TORCH_EXECUTED:
+            forced.append(i)
+        elif code == DEMOTED:
+            size = sizes.get(t.name[i], ("", 0))[1] or p.stats["supported_ops"]
+            demoted.setdefault(size, []).append(i)
+    causes = []
+    for (op, kind), members in unsupported.items():
+        what = f"add {op} to {backend}'s support"
+        causes.append(Cause(op, kind, len(members), what, None, members=[t.name[i] for i in members],
+                            support={backend: {op}}))
+    causes += _forced_causes(p, forced, graph_nodes)
+    for size, members in sorted(demoted.items()):
+        if size < 1 or size >= cfg.min_block_size:
+            continue
+        ops = Counter(short_op(t.op[i]) for i in members if t.compute[i])
+        label = ", ".join(o for o, _ in ops.most_common(3)) + (" ..." if len(ops) > 3 else "")
+        blocks = len({t.subgraph[i] for i in members})
+        causes.append(Cause(f"blocks of {size}: {label}", DEMOTED_KIND, len(members),
+                            f"min_block_size={size} (was {cfg.min_block_size})", None,
+                            members=[t.name[i] for i in members], block_size=size,
+                            note=f"{len(members)} node(s) demoted from blocks of {size} node(s)"
+                            if blocks else ""))
+    for c in causes:
+        c.config = what_if(cfg, c.support, c.dropped, c.block_size)
+    return causes
+
+
+def _forced_causes(p: "Partition", forced: list[int], graph_nodes: list | None) -> list[Cause]:
+    """One cause per torch_executed_ops entry that forces nodes."""
+    t, cfg = p.records, p.config
+    if not forced:
+        return []
+    by_entry: dict[str, list[int]] = {}
+    for entry in sorted(cfg.torch_executed_ops):
+        plain, sources = split_sources([entry])
+        names, packets = (sources, packets_in(sources)) if sources else (plain, packets_in(plain))
+        for i in forced:
+            if sources:
+                if graph_nodes is not None:
+                    src = source_op(graph_nodes[i])
+                    hit = src is not None and in_op_set(src, names, packets)
+                else:  # a saved partition: its reason text names the source op
+                    hit = t.short_reason(i) == f"forced from {short_op(next(iter(sources)))}"
+            else:
+                hit = in_op_set(t.op[i], names, packets)
+            if hit:
+                by_entry.setdefault(entry, []).append(i)
+    causes = []
+    for entry, members in by_entry.items():
+        shown = entry[len(SOURCE_PREFIX):] if entry.startswith(SOURCE_PREFIX) else entry
+        what = (f"drop hv.source_ops({short_op(shown)!r}) from torch_executed_ops" if entry != shown
+                else f"drop {entry} from torch_executed_ops")
+        causes.append(Cause(shown, FORCED, len(members), what, None, members=[t.name[i] for i in members],
+                            dropped={entry}, note="a source op, through the lowering" if entry != shown else ""))
+    return causes
+
+
+def what_if(config: Config, support: dict[str, set[str]], dropped: Iterable[str],
+            block_size: int | None) -> Config:
+    """`config` with `support` ops added to their backends (any_chain with hv.support.ops),
+    `dropped` entries removed from torch_executed_ops and min_block_size lowered to `block_size`."""
+    changes: dict[str, Any] = {}
+    if support:
+        new = dict(config.support or {})
+        for b, ops in support.items():
+            current = config.support_for(b)
+            added = support_mod.ops(sorted(ops))
+            new[b] = added if current is None else support_mod.any_chain(current, added)
+        changes["support"] = new
+    dropped = set(dropped)
+    if dropped:
+        changes["torch_executed_ops"] = frozenset(config.torch_executed_ops) - dropped
+    if block_size is not None and block_size < config.min_block_size:
+        changes["min_block_size"] = block_size
+    return config.replace(**changes) if changes else config
+
+
+def combine(causes: list[Cause], config: Config) -> Cause:
+    """The causes together: every support addition, every dropped entry, the smallest size."""
+    support: dict[str, set[str]] = {}
+    dropped: set[str] = set()
+    sizes = [c.block_size for c in causes if c.block_size is not None]
+    for c in causes:
+        for b, ops in c.support.items():
+            support.setdefault(b, set()).update(ops)
+        dropped |= c.dropped
+    members = {m for c in causes for m in c.members}
+    block = min(sizes) if sizes else None
+    return Cause(f"top {len(causes)} together", COMBINED, len(members), "; ".join(c.change for c in causes),
+                 what_if(config, support, dropped, block), members=sorted(members), support=support,
+                 dropped=dropped, block_size=block)
+
+
+# ---------------------------------------------------------------------------- the table
+def repartition(p: "Partition", config: Config) -> "Partition":
+    """`p`'s graph partitioned with `config` by `p`'s engine: the what-if, as a user runs it."""
+    from hierviz.partitioner import partition  # the package imports this module (through check)
+
+    with warnings.catch_warnings():  # the user saw the current setting's warnings already
+        warnings.simplefilter("ignore")
+        return partition(p.graph, config=config, engine=p.engine)
+
+
+def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
+    """The blockers DataFrame (see Partition.blockers)."""
+    import pandas as pd
+
+    kinds = parse_kinds(kind)
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ConfigError(f"blockers(top=...) is how many of the first rows the combined row joins "
+                          f"(0: no combined row), not {top!r}.")
+    causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
+    base = p.stats
+    rows = [_row(p, c, base) for c in causes]
+    rows.sort(key=lambda r: (-_num(r["subgraphs_saved"]), -_num(r["accelerated_ops_gained"]), -r["nodes"], r["op"]))
+    if top and len(rows) > 1 and p.graph is not None:
+        first = [r["_cause"] for r in rows[:top]]
+        rows.append(_row(p, combine(first, p.config), base))
+    for r in rows:
+        del r["_cause"]
+    return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def _num(x: Any) -> float:
+    return float("-inf") if x is None else float(x)
+
+
+def _row(p: "Partition", c: Cause, base: dict) -> dict:
+    row = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
+           "accelerated_ops_gained": None, "change": c.change, "note": c.note, "config": c.config, "_cause": c}
+    if p.graph is None:
+        row["note"] = _join(c.note, "a saved partition: counts only (no graph to re-partition)")
+        return row
+    try:
+        fixed = repartition(p, c.config)
+    except HiervizError as exc:
+        row["note"] = _join(c.note, f"cannot re-partition: {str(exc).splitlines()[0]}")
+        return row
+    s = fixed.stats
+    row.update(subgraphs_if_fixed=s["subgraphs"], subgraphs_saved=base["subgraphs"] - s["subgraphs"],
+               accelerated_ops_gained=s["accelerated_ops"] - base["accelerated_ops"])
+    return row
+
+
+def _join(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
+    """Node name -> the cause's label, for the nodes of the first `rows` causes by rank
+    (render(highlight="blockers")); counts only, without re-partitioning, for speed."""
+    causes = sorted(find_causes(p), key=lambda c: (-c.nodes, c.op))[:rows]
+    return {m: f"{c.kind}: {c.op}" for c in causes for m in c.members}
+
+
+__all__ = ["blockers_table", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+           "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP"]

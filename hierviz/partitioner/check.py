@@ -1,0 +1,143 @@
+"""`hv.check`: a partition judged against limits, for CI.
+
+The figures are those `Partition.stats` shows (subgraphs, subgraphs_by_backend, coverage,
+boundary_tensors). Every broken limit is listed with its figure, and the top blockers say what
+to change; `like=` compares with a saved partition (`hv.load_partition`, or its path).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping
+
+from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
+from hierviz.partitioner.blockers import blockers_table
+from hierviz.partitioner.result import Partition
+from hierviz.partitioner.saved import load_partition
+
+TOP_BLOCKERS = 3
+
+
+def _count(name: str, value: Any) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ConfigError(f"hv.check: {name} is a whole number >= 0 (e.g. {name}=10), not {value!r}.")
+    return value
+
+
+def _fraction(name: str, value: Any) -> float | None:
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
+        raise ConfigError(f"hv.check: {name} is a fraction between 0 and 1 (e.g. {name}=0.95 for 95%), not {value!r}.")
+    return float(value)
+
+
+def _by_backend(part: Partition, value: Any) -> dict[str, int]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError("hv.check: max_subgraphs_by_backend maps a backend to its most subgraphs, e.g. "
+                          f"{{'tensorrt': 4}}, not {value!r}.")
+    out = {}
+    for backend, limit in value.items():
+        if backend not in part.backends:
+            raise ConfigError(f"hv.check: max_subgraphs_by_backend names {backend!r}, which is not a backend of this "
+                              f"partition ({', '.join(part.backends)}).")
+        out[backend] = _count(f"max_subgraphs_by_backend[{backend!r}]", limit)
+    return out
+
+
+def _like(value: Any) -> Partition | None:
+    if value is None or isinstance(value, Partition):
+        return value
+    if isinstance(value, (str, Path)):
+        return load_partition(value)
+    raise ConfigError(f"hv.check: like= takes a saved partition (hv.load_partition(path), or the path of "
+                      f"part.save('x.json')), not {type(value).__name__}.")
+
+
+def violations(part: Partition, *, max_subgraphs: Any = None, max_subgraphs_by_backend: Any = None,
+               min_coverage: Any = None, max_boundary_tensors: Any = None,
+               like: Any = None) -> tuple[list[str], list[str]]:
+    """(broken limits, kept limits), each a line with its figure; arguments checked first."""
+    if not isinstance(part, Partition):
+        raise ConfigError(f"hv.check takes a hv.Partition (hv.partition(...) or hv.load_partition(path)), "
+                          f"not {type(part).__name__}.")
+    limits = {"subgraphs": _count("max_subgraphs", max_subgraphs),
+              "boundary_tensors": _count("max_boundary_tensors", max_boundary_tensors)}
+    coverage = _fraction("min_coverage", min_coverage)
+    by_backend = _by_backend(part, max_subgraphs_by_backend)
+    saved = _like(like)
+    s = part.stats
+    broken: list[str] = []
+    kept: list[str] = []
+
+    def judge(ok: bool, line: str) -> None:
+        (kept if ok else broken).append(line)
+
+    for figure, limit in limits.items():
+        if limit is not None:
+            judge(s[figure] <= limit, f"{figure} {s[figure]} {'<=' if s[figure] <= limit else '>'} max_{figure} {limit}")
+    for backend, limit in by_backend.items():
+        n = s["subgraphs_by_backend"].get(backend, 0)
+        judge(n <= limit, f"{backend} subgraphs {n} {'<=' if n <= limit else '>'} max_subgraphs_by_backend[{backend!r}] {limit}")
+    if coverage is not None:
+        judge(s["coverage"] >= coverage, f"coverage {s['coverage']:.2%} {'>=' if s['coverage'] >= coverage else '<'} "
+                                         f"min_coverage {coverage:.2%}")
+    if saved is not None:
+        was = saved.stats
+        where = f"like {getattr(saved, 'saved_from', None) or 'the saved partition'}"
+        judge(s["subgraphs"] <= was["subgraphs"], f"{where}: subgraphs {s['subgraphs']} vs {was['subgraphs']} saved")
+        judge(s["boundary_tensors"] <= was["boundary_tensors"],
+              f"{where}: boundary tensors {s['boundary_tensors']} vs {was['boundary_tensors']} saved")
+        judge(s["coverage"] >= was["coverage"], f"{where}: coverage {s['coverage']:.2%} vs {was['coverage']:.2%} saved")
+    return broken, kept
+
+
+def top_blockers(part: Partition, rows: int = TOP_BLOCKERS) -> list[str]:
+    """The first `rows` blockers as lines: what to change and what it saves."""
+    table = blockers_table(part, top=0).head(rows)
+    lines = []
+    for r in table.itertuples():
+        if r.subgraphs_if_fixed is None or r.subgraphs_if_fixed != r.subgraphs_if_fixed:  # counts only
+            lines.append(f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}")
+        else:
+            lines.append(f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {int(r.subgraphs_saved)} subgraph(s) "
+                         f"saved, {int(r.accelerated_ops_gained)} accelerated op(s) gained")
+    return lines
+
+
+def failure_text(part: Partition, broken: list[str]) -> str:
+    """The PartitionCheckError message: every broken limit, then the top blockers."""
+    head = (f"partition check failed ({part.config.label()}, {part.engine} engine): "
+            f"{len(broken)} limit(s) broken")
+    lines = [head, *(f"  {b}" for b in broken)]
+    blockers = top_blockers(part)
+    if blockers:
+        lines += ["top blockers (part.blockers() for all):", *(f"  {b}" for b in blockers)]
+    return "\n".join(lines)
+
+
+def passed_text(part: Partition, kept: list[str]) -> str:
+    """One line: the check passed, with the figures judged."""
+    what = "; ".join(kept) if kept else "no limits given"
+    return f"partition check passed ({part.config.label()}, {part.engine} engine): {what}"
+
+
+@checked_arguments
+def check(part: Partition, *, max_subgraphs: int | None = None,
+          max_subgraphs_by_backend: Mapping[str, int] | None = None, min_coverage: float | None = None,
+          max_boundary_tensors: int | None = None, like: Any = None) -> None:
+    """Returns quietly when `part` keeps every limit; otherwise raises hv.PartitionCheckError
+    (an AssertionError too, for pytest) listing every broken limit with its figure and the top
+    blockers. Figures are those `part.stats` shows; `like=` a saved partition (or its path):
+    more subgraphs or boundary tensors, or less coverage, than it had fails."""
+    broken, _ = violations(part, max_subgraphs=max_subgraphs, max_subgraphs_by_backend=max_subgraphs_by_backend,
+                           min_coverage=min_coverage, max_boundary_tensors=max_boundary_tensors, like=like)
+    if broken:
+        raise PartitionCheckError(failure_text(part, broken))
+
+
+__all__ = ["check", "violations", "failure_text", "passed_text", "top_blockers"]

@@ -1,0 +1,148 @@
+"""Partition.blockers(): every row equals the re-partition a user would do by hand (built here
+independently from the row's op and kind), on models built in the test and on zoo models, for
+several engines; ranking, the kind filter, the combined row and bad arguments."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz import trt
+
+needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast'/'torch_tensorrt' run torch_tensorrt's partitioners")
+
+
+class Blocked(torch.nn.Module):
+    """Linear layers with ops that have no TensorRT converter (hypot, copysign) between them,
+    a SiLU the lowering turns into sigmoid + mul, and short runs that get demoted."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b, self.c = (torch.nn.Linear(8, 8) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.relu(self.a(x))
+        y = torch.hypot(h, x)
+        y = torch.nn.functional.silu(self.b(y)) * 2 + 1
+        z = torch.copysign(y, h)
+        z = torch.tanh(z) + torch.hypot(z, y)
+        return torch.sigmoid(self.c(z)).sum(-1)
+
+
+@pytest.fixture(scope="module")
+def graph() -> torch.fx.GraphModule:
+    return hv.capture(Blocked(), (torch.randn(2, 8),))
+
+
+def by_hand(cfg: hv.Config, row) -> hv.Config:
+    """The setting a user writes for a row, from its op and kind alone."""
+    if row.kind in ("no converter", "validator rejected"):
+        return cfg.replace(support={"tensorrt": hv.support.any_chain(hv.support.tensorrt(), hv.support.ops([row.op]))})
+    if row.kind == "forced":
+        entry = row.op if row.op in cfg.torch_executed_ops else "source:" + row.op
+        return cfg.replace(torch_executed_ops=cfg.torch_executed_ops - {entry})
+    if row.kind == "demoted":
+        return cfg.replace(min_block_size=int(row.op.split(":")[0].split()[-1]))
+    raise AssertionError(f"unexpected kind {row.kind}")
+
+
+def assert_rows_by_hand(gm: torch.fx.GraphModule, part: hv.Partition, engine: str) -> set[str]:
+    table = part.blockers()
+    base = part.stats
+    for row in table.itertuples():
+        if row.kind == "combined":
+            continue
+        fixed = hv.partition(gm, by_hand(part.config, row), engine=engine).stats
+        assert row.subgraphs_if_fixed == fixed["subgraphs"], row
+        assert row.subgraphs_saved == base["subgraphs"] - fixed["subgraphs"], row
+        assert row.accelerated_ops_gained == fixed["accelerated_ops"] - base["accelerated_ops"], row
+    return set(table.kind)
+
+
+@pytest.mark.parametrize("engine", ["hierviz", pytest.param("fast", marks=needs_trt),
+                                    pytest.param("torch_tensorrt", marks=needs_trt)])
+def test_rows_equal_hand_repartition(graph: torch.fx.GraphModule, engine: str) -> None:
+    part = hv.partition(graph, engine=engine, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    kinds = assert_rows_by_hand(graph, part, engine)
+    assert {"no converter", "forced"} <= kinds
+
+
+def test_rows_equal_hand_repartition_zoo_source_op(zoo_cache) -> None:
+    gm = zoo_cache.capture("efficientnet_b0")
+    cfg = dict(torch_executed_ops=hv.source_ops("aten.silu_.default") | {"aten.add.Tensor"}, min_block_size=8)
+    part = hv.partition(gm, **cfg)
+    kinds = assert_rows_by_hand(gm, part, "hierviz")
+    assert {"forced", "demoted", "combined"} <= kinds
+    table = part.blockers()
+    silu = table[table.op == "torch.ops.aten.silu_.default"].iloc[0]
+    assert silu.nodes == sum(1 for n in part.nodes().itertuples() if n.reason.startswith("runs in PyTorch: forced from"))
+    assert "hv.source_ops('aten.silu_')" in silu.change
+
+
+def test_demoted_rows_and_ranking(graph: torch.fx.GraphModule) -> None:
+    part = hv.partition(graph, min_block_size=6)
+    table = part.blockers()
+    assert "demoted" in set(table.kind)
+    assert_rows_by_hand(graph, part, "hierviz")
+    ranked = table[table.kind != "combined"]
+    keys = list(zip(ranked.subgraphs_saved, ranked.accelerated_ops_gained))
+    assert keys == sorted(keys, reverse=True)
+
+
+def test_combined_row_is_the_top_rows_together(graph: torch.fx.GraphModule) -> None:
+    part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    table = part.blockers(top=2)
+    last = table.iloc[-1]
+    assert last.kind == "combined" and last.op == "top 2 together"
+    cfg = part.config
+    for row in table.iloc[:2].itertuples():
+        cfg = by_hand(cfg, row) if row.kind != "no converter" else cfg.replace(
+            support={"tensorrt": hv.support.any_chain(cfg.support_for("tensorrt"), hv.support.ops([row.op]))})
+    assert last.subgraphs_if_fixed == hv.partition(graph, cfg).stats["subgraphs"]
+    assert "combined" not in set(part.blockers(top=0).kind)
+
+
+def test_kind_filter(graph: torch.fx.GraphModule) -> None:
+    part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    forced = part.blockers(kind="forced", top=0)
+    assert list(forced.kind) == ["forced"] and list(forced.op) == ["torch.ops.aten.tanh.default"]
+    both = part.blockers(kind=["forced", "no_converter"], top=0)
+    assert set(both.kind) == {"forced", "no converter"}
+
+
+def test_nothing_blocks_a_fully_accelerated_graph(zoo_cache) -> None:
+    table = hv.partition(zoo_cache.capture("resnet18")).blockers()
+    assert table.empty and list(table.columns)[:6] == ["op", "kind", "nodes", "subgraphs_if_fixed",
+                                                         "subgraphs_saved", "accelerated_ops_gained"]
+
+
+@pytest.mark.parametrize("kwargs, words", [
+    ({"kind": "unsupported"}, "unknown kind 'unsupported'"),
+    ({"top": -1}, "blockers(top=...)"),
+    ({"kinds": "forced"}, "did you mean 'kind'"),
+])
+def test_bad_arguments_are_one_line(graph: torch.fx.GraphModule, kwargs: dict, words: str) -> None:
+    part = hv.partition(graph)
+    with pytest.raises(hv.ConfigError) as err:
+        part.blockers(**kwargs)
+    assert words in str(err.value) and "\n" not in str(err.value)
+
+
+def test_measured_what_ifs(graph: torch.fx.GraphModule) -> None:
+    """measure=True times the rows that can run (forced, demoted) against the current setting;
+    rows with no converter keep their counts and say why (TensorRT subgraphs run eagerly here:
+    on_error='fallback', as on any machine without a GPU)."""
+    part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    table = part.blockers(measure=True, device="cpu", measure_options={"on_error": "fallback", "iters": 3, "warmup": 1})
+    assert list(table.columns[-5:]) == ["median_ms", "speedup", "speedup_low", "speedup_high", "measured"]
+    plain = part.blockers()
+    assert table.drop(columns=table.columns[-5:]).drop(columns="config").equals(plain.drop(columns="config"))
+    for row in table.itertuples():
+        if row.kind in ("forced", "demoted"):
+            assert row.median_ms > 0 and row.speedup > 0 and row.speedup_low <= row.speedup_high, row
+            assert row.measured.startswith("measured on cpu against the current setting")
+        else:
+            assert row.median_ms != row.median_ms and row.measured.startswith("not measured:"), row
+    no_converter = table[table.kind == "no converter"].iloc[0]
+    assert "no converter" in no_converter.measured and no_converter.subgraphs_if_fixed >= 1
