@@ -110,6 +110,8 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out is not None:
         try:
             if out.suffix.lower() not in TEXT_SUFFIXES:
+                if out.suffix.lower() == ".html":
+                    part.compile_today()  # the report's "torch_tensorrt.compile today" table, its cost named there
                 written = part.save(out)
             else:
                 out.write_text(text)

@@ -242,17 +242,22 @@ def _table(df: Any, what: str) -> str:
 
 def _compile_today(p: "Partition") -> str:
     """The fast partition's counts (what torch_tensorrt.compile runs with these settings)
-    beside this one's, as a small table; or why they are left out."""
-    from hierviz.partitioner.compiled import compile_today
-
+    beside this one's, as a small table with what computing it cost, when `p.compile_today()`
+    computed it; else how to include it. The report never runs a partitioner itself."""
     esc = htmlmod.escape
-    if p.graph is None:  # a saved partition: nothing to re-partition
-        fast, why = (p, "") if p.engine == "fast" else (None, f"left out: a partition saved to {p.saved_from}")
-    else:
-        fast, why = (p, "") if p.engine == "fast" else compile_today(p.graph, p.config)
     head = '<h2 id="compile-today">torch_tensorrt.compile today</h2>'
+    today = p.compile_today(compute=False)
+    if today is None:
+        return (f'{head}<p class="hv-note">Not computed: <code>p.compile_today()</code> runs Torch-TensorRT\'s '
+                "fast partitioner on this graph (about as long as partitioning it) and keeps the answer with "
+                "the partition; call it before saving to show here what torch_tensorrt.compile runs with "
+                "these settings.</p>")
+    fast = today.partition
     if fast is None:
-        return f'{head}<p class="hv-note">{esc(why)}</p>'
+        return f'{head}<p class="hv-note">{esc(today.why)}</p>'
+    cost = ("this partition is the fast one: nothing extra was run" if fast is p else
+            f"computed once by p.compile_today() in {today.seconds:.2f} s (Torch-TensorRT's fast partitioner "
+            "on this graph), kept with the partition")
     rows = [(f"torch_tensorrt.compile (fast){' = this report' if fast is p else ''}", fast)]
     if fast is not p:
         rows.append((f"this partition ({p.engine})", p))
@@ -260,8 +265,9 @@ def _compile_today(p: "Partition") -> str:
         f"<tr><td>{esc(name)}</td><td>{q.stats['subgraphs']}</td><td>{q.stats['acc_subgraphs']}</td>"
         f"<td>{q.stats['accelerated_ops']} / {q.stats['compute_ops']}</td><td>{q.stats['boundary_tensors']}</td>"
         f"<td>{esc('; '.join(getattr(q, 'notes', ())))}</td></tr>" for name, q in rows)
-    return (f'{head}<table class="hv-table"><tr><th>partition</th><th>subgraphs</th><th>accelerated subgraphs'
-            f"</th><th>accelerated ops</th><th>boundary tensors</th><th>note</th></tr>{body}</table>")
+    return (f'{head}<p class="hv-stats">{esc(cost)}</p><table class="hv-table"><tr><th>partition</th>'
+            f"<th>subgraphs</th><th>accelerated subgraphs</th><th>accelerated ops</th><th>boundary tensors</th>"
+            f"<th>note</th></tr>{body}</table>")
 
 
 def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = None, **kwargs: Any) -> str:

@@ -13,6 +13,8 @@ in PyTorch by compile's early return), removed as dead code.
 
 from __future__ import annotations
 
+import time
+from dataclasses import dataclass
 from typing import Any
 
 from torch.fx import GraphModule
@@ -203,3 +205,25 @@ def compile_today(gm: GraphModule, config: Config, run: Any = None) -> tuple[Par
         return run(gm, cfg, "fast"), ""
     except HiervizError as exc:
         return None, str(exc)
+
+
+@dataclass(frozen=True)
+class TodaysCompile:
+    """What torch_tensorrt.compile runs with a partition's settings (`Partition.compile_today()`):
+    its fast partition, or None and why it is left out; and the seconds computing it took."""
+
+    partition: Partition | None
+    why: str
+    seconds: float
+
+
+def todays_compile(p: Partition) -> TodaysCompile:
+    """`p`'s TodaysCompile: `p` itself when it is the fast partition, else Torch-TensorRT's fast
+    partitioner run on `p.graph` with `p.config`'s settings, timed."""
+    if p.engine == "fast":
+        return TodaysCompile(p, "", 0.0)
+    if p.graph is None:  # a saved partition: nothing to re-partition
+        return TodaysCompile(None, f"left out: a partition saved to {p.saved_from}", 0.0)
+    start = time.perf_counter()
+    fast, why = compile_today(p.graph, p.config)
+    return TodaysCompile(fast, why, time.perf_counter() - start)

@@ -89,6 +89,7 @@ class Partition:
         self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
         self._result = result
         self._module = module
+        self._todays_compile: Any = None  # Partition.compile_today(), once computed
         self._tag_of: dict[int, int] = {}
         for k, sg in enumerate(result.subgraphs):
             for i in sg.nodes:
@@ -358,6 +359,20 @@ class Partition:
         unknown_arguments("Partition.save", kwargs, [*parameter_names(save, skip=("p", "path")),
                                                      *parameter_names(render, skip=("p", "view"))])
         return save(self, path, **kwargs)
+
+    # ------------------------------------------------------------------ torch_tensorrt.compile today
+    def compile_today(self, *, compute: bool = True) -> Any:
+        """What torch_tensorrt.compile runs with these settings, as a TodaysCompile
+        (hierviz.partitioner.compiled): `.partition` (its fast partition, or None with `.why`
+        it is left out) and `.seconds` it took. The first call runs Torch-TensorRT's fast
+        partitioner on this graph (about as long as partitioning it); the answer is kept with
+        this partition. The HTML report shows it, with its cost, once computed, and never
+        computes it itself. `compute=False` returns it only when known (else None)."""
+        if self._todays_compile is None and (compute or self.engine == "fast" or self.graph is None):
+            from hierviz.partitioner.compiled import todays_compile
+
+            self._todays_compile = todays_compile(self)
+        return self._todays_compile
 
     # ------------------------------------------------------------------ deploying
     @checked_arguments

@@ -353,6 +353,7 @@ class Controller:
             return path
         stem = f"{slug(name)}-{slug(part.config.label())}"
         if kind == "html":
+            part.compile_today()  # the report's "torch_tensorrt.compile today" table (kept with the partition)
             return Path(part.save(out / f"{stem}.html"))
         path = out / f"{stem}.svg"
         svg = self.cached_svg(part, view, focus)

@@ -89,8 +89,11 @@ def test_explorer_engine_control_and_compile_today_line(small) -> None:
 def test_html_report_shows_compile_today(small, tmp_path) -> None:
     _, _, gm = small
     p = hv.partition(gm, min_block_size=1)
+    today = p.compile_today()  # explicit, once: kept with the partition
+    assert p.compile_today() is today and p.compile_today(compute=False) is today
     text = p.save(tmp_path / "r.html").read_text()
     assert "torch_tensorrt.compile today" in text and "torch_tensorrt.compile (fast)" in text
+    assert f"computed once by p.compile_today() in {today.seconds:.2f} s" in text
     fast = hv.partition(gm, engine="fast", min_block_size=1)
     assert f"<td>{fast.stats['accelerated_ops']} / {fast.stats['compute_ops']}</td>" in text
 
@@ -127,3 +130,21 @@ def test_tune_space_cannot_vary_the_engine(small) -> None:
     model, inputs, _ = small
     with pytest.raises(hv.ConfigError, match="its space cannot vary 'engine'.*compile_ms baseline"):
         hv.tune(model, inputs, {"engine": ["fast", "hierviz"]}, budget=2, progress=False)
+
+
+def test_saving_the_html_report_runs_no_partitioner(small, tmp_path, monkeypatch) -> None:
+    """`p.save("x.html")` never runs Torch-TensorRT's fast partitioner: the report says how to
+    include what torch_tensorrt.compile runs (p.compile_today()), and nothing else ran."""
+    from hierviz.partitioner import compiled
+
+    _, _, gm = small
+    p = hv.partition(gm, min_block_size=1)
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("the HTML report ran a partitioner")
+
+    monkeypatch.setattr(compiled, "compile_today", forbidden)
+    monkeypatch.setattr(compiled, "partition_compiled", forbidden)
+    text = p.save(tmp_path / "r.html").read_text()
+    assert "torch_tensorrt.compile today" in text and "Not computed: <code>p.compile_today()</code>" in text
+    assert p.compile_today(compute=False) is None
