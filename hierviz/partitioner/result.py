@@ -79,6 +79,7 @@ class Partition:
     """
 
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
+    _todays_compile: Any = None  # Partition.compile_today(), once computed
 
     def __init__(self, graph: GraphModule, config: Config, result: EngineResult,
                  engine: str = "hierviz", module: GraphModule | None = None,
@@ -89,7 +90,6 @@ class Partition:
         self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
         self._result = result
         self._module = module
-        self._todays_compile: Any = None  # Partition.compile_today(), once computed
         self._tag_of: dict[int, int] = {}
         for k, sg in enumerate(result.subgraphs):
             for i in sg.nodes:
