@@ -17,6 +17,7 @@ from __future__ import annotations
 import inspect
 import json
 import math
+import re
 from dataclasses import dataclass
 from collections.abc import Mapping
 from typing import Any, Sequence
@@ -46,27 +47,43 @@ class ArgSpec:
     value: Any = None
 
     def __str__(self) -> str:
+        return self.text()
+
+    def text(self, show: Any = str) -> str:
+        """As text, each dimension written by `show` (InputSpec.show: the user's Dim names)."""
         if self.kind == "tensor":
-            dims = ", ".join(str(d) for d in self.shape or ())
+            dims = ", ".join(show(str(d)) for d in self.shape or ())
             return f"{self.name}: {str(self.dtype).replace('torch.', '')}[{dims}]"
         if self.kind == "scalar":
             return f"{self.name}: {type(self.value).__name__} = {self.value!r}"
         if self.kind == "symint":
-            return f"{self.name}: int = {self.shape[0]}" if self.shape else f"{self.name}: int"
+            return f"{self.name}: int = {show(str(self.shape[0]))}" if self.shape else f"{self.name}: int"
         return f"{self.name}: any"
 
 
 @dataclass(frozen=True)
 class InputSpec:
-    """Every flat input of a captured graph, and the range of each dynamic-shape symbol."""
+    """Every flat input of a captured graph, the range of each dynamic-shape symbol, and the
+    user's name for each symbol that has one (`Dim("seq")`: ("s50", "seq")), shown in text."""
 
     args: tuple[ArgSpec, ...]
     ranges: tuple[tuple[str, int, int | None], ...] = ()
+    names: tuple[tuple[str, str], ...] = ()
+
+    def show(self, text: str) -> str:
+        """`text` (a dimension: s50, 2*s50) with torch's symbols as the user named them."""
+        names = dict(self.names)
+        return re.sub(r"[A-Za-z_]\w*", lambda m: names.get(m.group(), m.group()), text) if names else text
+
+    def label(self, symbol: str) -> str:
+        """A dynamic dimension as the user declared it (`Dim("seq")`), or torch's symbol (s50)."""
+        name = dict(self.names).get(symbol)
+        return f'Dim("{name}")' if name else symbol
 
     def __str__(self) -> str:
-        text = ", ".join(str(a) for a in self.args)
+        text = ", ".join(a.text(self.show) for a in self.args)
         if self.ranges:
-            text += " with " + ", ".join(f"{lo} <= {s} <= {'inf' if hi is None else hi}"
+            text += " with " + ", ".join(f"{lo} <= {self.show(s)} <= {'inf' if hi is None else hi}"
                                          for s, lo, hi in self.ranges)
         return text
 
@@ -75,13 +92,33 @@ class InputSpec:
             "args": [[a.name, a.kind, a.dtype, list(a.shape) if a.shape is not None else None, a.value]
                      for a in self.args],
             "ranges": [list(r) for r in self.ranges],
+            "names": [list(n) for n in self.names],
         }, sort_keys=True)
 
     @staticmethod
     def from_json(text: str) -> "InputSpec":
         data = json.loads(text)
         args = tuple(ArgSpec(n, k, d, tuple(s) if s is not None else None, v) for n, k, d, s, v in data["args"])
-        return InputSpec(args, tuple((s, lo, hi) for s, lo, hi in data["ranges"]))
+        return InputSpec(args, tuple((s, lo, hi) for s, lo, hi in data["ranges"]),
+                         tuple((s, n) for s, n in data.get("names", [])))
+
+
+DIM_NAMES = "hierviz_dim_names"  # graph.meta key: {torch symbol: the user's Dim name}, set by deploy.load
+
+
+def _user_names(d: torch.SymInt) -> dict[str, str]:
+    """The user's names for torch's symbols in `d` (`Dim("seq")` made s50: {"s50": "seq"}),
+    from the shape environment that made it; symbols without one keep torch's name."""
+    env = getattr(d.node, "shape_env", None)
+    debug = getattr(env, "source_name_to_debug_name", None) or {}
+    names = {}
+    for sym in d.node.expr.free_symbols:
+        for source in getattr(env, "var_to_sources", {}).get(sym, ()):
+            name = debug.get(getattr(source, "name", None), getattr(source, "name", None))  # 2*Dim("half"): half
+            if isinstance(name, str) and name.isidentifier():
+                names[str(sym)] = name
+                break
+    return names
 
 
 def _dim(d: Any) -> int | str:
@@ -114,6 +151,7 @@ def spec_of(graph: GraphModule) -> InputSpec:
     metadata accepts anything) and the ranges of its dynamic dimensions."""
     args: list[ArgSpec] = []
     ranges: dict[str, tuple[int, int | None]] = {}
+    names: dict[str, str] = dict(graph.meta.get(DIM_NAMES, {}))  # a graph rebuilt by deploy.load
     for node in graph.graph.find_nodes(op="placeholder"):
         val = node.meta.get("val")
         name = str(node.target)
@@ -132,11 +170,13 @@ def spec_of(graph: GraphModule) -> InputSpec:
         else:
             args.append(ArgSpec(name, "any"))
         for d in syms:
+            names.update(_user_names(d))
             for sym in d.node.expr.free_symbols:
                 found = _range(d, sym, graph)
                 if found is not None:
                     ranges[str(sym)] = found
-    return InputSpec(tuple(args), tuple((s, lo, hi) for s, (lo, hi) in sorted(ranges.items())))
+    return InputSpec(tuple(args), tuple((s, lo, hi) for s, (lo, hi) in sorted(ranges.items())),
+                     tuple(sorted(names.items())))
 
 
 def _describe(value: Any) -> str:
@@ -181,25 +221,26 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
                             "(a static dimension)")
             elif want.isidentifier():
                 if want in bound and bound[want] != size:
-                    return (f"{_where(arg, j)} is {size}, but it must equal the other dimensions named {want} "
+                    return (f"{_where(arg, j)} is {size}, but it must equal the other dimensions named "
+                            f"{spec.show(want)} "
                             f"(= {bound[want]} in this call)")
                 bound[want] = int(size)
                 lo, hi = limits.get(want, (0, None))
                 # like ExportedProgram.module(): sizes 0 and 1 are allowed whenever the range starts <= 2
                 if (size < lo and lo > 2) or (hi is not None and size > hi):
                     return (f"{_where(arg, j)} is {size}, outside the range {lo}..{'inf' if hi is None else hi} "
-                            f"captured for the dynamic dimension {want}")
+                            f"captured for the dynamic dimension {spec.label(want)}")
             else:
                 derived.append((arg, j, want, int(size)))
     for arg, j, expr, size in derived:
-        problem = _derived_mismatch(arg, j, expr, size, bound, limits)
+        problem = _derived_mismatch(arg, j, expr, size, bound, limits, spec)
         if problem is not None:
             return problem
     return None
 
 
 def _derived_mismatch(arg: ArgSpec, j: int, expr: str, size: int, bound: dict[str, int],
-                      limits: dict[str, tuple[int, int | None]]) -> str | None:
+                      limits: dict[str, tuple[int, int | None]], spec: InputSpec) -> str | None:
     """Check a dimension captured as an expression (2*s0, s0 + 1): solve it for a symbol no
     other dimension fixed (as ExportedProgram.module() does), then compare."""
     import sympy
@@ -211,16 +252,16 @@ def _derived_mismatch(arg: ArgSpec, j: int, expr: str, size: int, bound: dict[st
         known = parsed.subs({sympy.Symbol(n): v for n, v in bound.items()})
         roots = [r for r in sympy.solve(sympy.Eq(known, size), sym) if r.is_integer]
         if not roots:
-            return (f"{_where(arg, j)} is {size}, but the graph was captured for sizes {expr} "
-                    f"with {sym} an integer")
+            return (f"{_where(arg, j)} is {size}, but the graph was captured for sizes {spec.show(expr)} "
+                    f"with {spec.show(str(sym))} an integer")
         value = bound[str(sym)] = int(roots[0])
         lo, hi = limits.get(str(sym), (0, None))
         if (value < lo and lo > 2) or (hi is not None and value > hi):
-            return (f"{_where(arg, j)} is {size}, so {sym} = {value} in {expr}, outside the range "
-                    f"{lo}..{'inf' if hi is None else hi} captured for {sym}")
+            return (f"{_where(arg, j)} is {size}, so {spec.show(str(sym))} = {value} in {spec.show(expr)}, outside "
+                    f"the range {lo}..{'inf' if hi is None else hi} captured for {spec.label(str(sym))}")
     expected = _evaluate(expr, bound)
     if expected is not None and expected != size:
-        return (f"{_where(arg, j)} is {size}, but the graph was captured for {expr} = {expected} "
+        return (f"{_where(arg, j)} is {size}, but the graph was captured for {spec.show(expr)} = {expected} "
                 "in this call")
     return None
 

@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_leaves, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
-from hierviz.inputs import InputSpec, check_structure, spec_of
+from hierviz.inputs import DIM_NAMES, InputSpec, check_structure, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.cache import CompileCache
 from hierviz.latency.result import MeasureWarning
@@ -198,6 +198,7 @@ def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: 
         constraints[sym_int.node.expr] = ValueRanges(lo, upper)
         env.var_to_range[sym_int.node.expr] = ValueRanges(max(lo, 2), upper)
     graph.range_constraints = constraints
+    graph.meta[DIM_NAMES] = dict(spec.names)  # the user's Dim names, for the messages
 
 
 @checked_arguments
