@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test test-zoo-compile clean snapshot
+.PHONY: setup demo test test-zoo-compile clean snapshot api-snapshot
 
 setup: $(STAMP)
 	@bash scripts/system_deps.sh
@@ -27,6 +27,10 @@ test-zoo-compile: setup
 
 snapshot: setup
 	$(BIN)/python scripts/snapshot_converters.py
+
+# rewrite tests/expect/public_api.txt after a deliberate change of the public API (review its diff)
+api-snapshot: setup
+	HIERVIZ_ACCEPT_API=1 $(BIN)/python -m pytest -q tests/test_public_api.py
 
 clean:
 	rm -rf $(VENV) hierviz-demo .pytest_cache build *.egg-info
