@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import functools
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -377,3 +378,55 @@ def test_lazy_public_names_resolve():
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         hv.nope  # noqa: B018
 
+
+
+# ----------------------------------------------------------------------------- the picture
+# docs/architecture.md's picture of the layers is generated from the imports above; it must be
+# the current one. `HIERVIZ_ACCEPT_ARCH=1 python -m pytest tests/test_architecture.py -k picture`
+# rewrites it after a deliberate change (review the diff).
+DOC = ROOT / "docs" / "architecture.md"
+PICTURE_START = "<!-- the layers, generated from the imports by tests/test_architecture.py: do not edit -->"
+PICTURE_END = "<!-- end of the generated picture -->"
+
+
+def picture() -> str:
+    """The layer order, then each part (highest layer first) with the parts it imports,
+    function-local imports included."""
+    graph = part_graph(MODULES)
+    parts = set(graph) | {p for deps in graph.values() for p in deps}
+
+    def rank(part: str) -> tuple[int, str]:
+        return layer_of(f"hierviz.{part}")
+
+    order: dict[int, list[str]] = {}
+    for name, r in sorted(LAYERS.items(), key=lambda kv: kv[1]):
+        order.setdefault(r, []).append("cli" if name.startswith("cli") else name)
+    ranks = " < ".join(", ".join(dict.fromkeys(names)) for _, names in sorted(order.items()))
+    lines = ["```", f"layers, lowest first: foundation < {ranks}", "(the facade hierviz/__init__.py is above "
+             "them all; a part imports its own layer and those below)", ""]
+    for part in sorted(parts, key=lambda p: (-rank(p)[0], p)):
+        deps = sorted(graph.get(part, ()), key=lambda q: (-rank(q)[0], q))
+        layer = rank(part)[1]
+        name = part if layer != "foundation" else f"{part} (foundation)"
+        lines.append(f"{name:<26} → {', '.join(deps) if deps else 'nothing of hierviz'}")
+    lines.append("```")
+    return "\n".join(lines)
+
+
+def test_the_architecture_picture_is_drawn_from_the_imports():
+    text = DOC.read_text(encoding="utf-8")
+    assert PICTURE_START in text and PICTURE_END in text, "docs/architecture.md lost its generated picture"
+    head, rest = text.split(PICTURE_START, 1)
+    block, tail = rest.split(PICTURE_END, 1)
+    now = "\n" + picture() + "\n"
+    if os.environ.get("HIERVIZ_ACCEPT_ARCH"):
+        DOC.write_text(head + PICTURE_START + now + PICTURE_END + tail, encoding="utf-8")
+        block = now
+    assert block == now, ("docs/architecture.md's picture is not the imports' (HIERVIZ_ACCEPT_ARCH=1 python -m "
+                          "pytest tests/test_architecture.py -k picture rewrites it):\n" + picture())
+
+
+def test_the_documented_layer_order_is_the_tests():
+    """The order the rules section states is the one LAYERS encodes."""
+    first = picture().splitlines()[1].removeprefix("layers, lowest first: ")
+    assert first in " ".join(DOC.read_text(encoding="utf-8").split())
