@@ -16,14 +16,15 @@ from hierviz import trt
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
     UserCodeError,
+    add_setting_options,
     build_config,
     load_model,
     non_negative,
-    parse_engine_text,
     parse_grid,
     positive,
     writable,
 )
+from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE
 from hierviz.cli_output import import_tensorrt_quietly, one_line_warnings
 from hierviz.errors import HiervizError
 
@@ -97,14 +98,13 @@ def report_output(path_text: str) -> Path:
 def cmd_report(args: argparse.Namespace) -> int:
     out = report_output(args.output) if args.output else None
     config = build_config(args)
-    engine = parse_engine_text(args.engine)
-    if engine in ("fast", "global"):
-        from hierviz.partitioner.compiled import check_config
+    if config.engine in COMPILE_ENGINES:
+        from hierviz.partitioner.compiled import check_available
 
-        check_config(config, engine)  # before the model is loaded
+        check_available(config.engine)  # before the model is loaded
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    part = hv.partition(model, inputs, config, engine=engine)
+    part = hv.partition(model, inputs, config)
     text = part.report()
     print(text)
     if out is not None:
@@ -123,17 +123,11 @@ def cmd_report(args: argparse.Namespace) -> int:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from hierviz.compare.grid import validate_grid
-
     out = writable(args.csv, "--csv")
     if not args.grid:
         raise UsageError("sweep needs at least one --grid field=v1,v2")
     base = build_config(args)
     grid = parse_grid(args.grid, base)  # every configuration is valid before anything runs
-    engine = parse_engine_text(args.engine)
-    if engine != "hierviz" and "engine" not in grid:
-        grid = {"engine": [engine], **grid}
-        validate_grid(grid, base)  # fast / global take fewer settings
     measure: Any = False
     if args.measure:
         measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None} or True
@@ -158,10 +152,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
     from hierviz.compare.ray_executor import check_executor
 
     out = writable(args.csv, "--csv") if args.csv else None
-    if parse_engine_text(args.engine) != "hierviz":
+    base = build_config(args)
+    if base.engine != DEFAULT_ENGINE:
         raise UsageError("tune --engine: tune searches hierviz's partitioner; what torch_tensorrt.compile "
                          "runs (engine fast) is its compile_ms baseline. Leave --engine out.")
-    base = build_config(args)
     if args.executor is not None:
         try:
             check_executor(args.executor)
@@ -175,7 +169,10 @@ def cmd_tune(args: argparse.Namespace) -> int:
                      progress=not args.quiet)
     import pandas as pd
 
-    shown = result.trials.drop(columns=["support", "require_full_compilation", "skip_fusion"], errors="ignore")
+    from hierviz.compare.columns import setting_columns
+
+    trials = result.trials  # settings the same in every trial are in the lines below the table
+    shown = trials.drop(columns=[c for c in setting_columns() if c in trials and trials[c].astype(str).nunique() <= 1])
     with pd.option_context("display.width", 200, "display.max_columns", 30, "display.max_colwidth", 40):
         print(shown.to_string(index=False))
     print(repr(result))
@@ -262,21 +259,7 @@ def _demo_table(table: Any) -> str:
 
 # ------------------------------------------------------------------ parser
 def _add_config_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--min-block-size", metavar="N", help="smallest accelerated subgraph kept (default 5)")
-    p.add_argument("--priority", metavar="a>b", help="backends, highest priority first, e.g. inductor>tensorrt "
-                   "(also inductor,tensorrt; default tensorrt>inductor)")
-    p.add_argument("--torch-executed-ops", metavar="op,...", help="ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor")
-    p.add_argument("--inductor-support", metavar="all|none|op,...", default=None,
-                   help="what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: no ops) or an op list")
-    p.add_argument("--require-full-compilation", action="store_true", help="fail unless every op is accelerated")
-    p.add_argument("--skip-fusion", action="store_true", help="do not keep fusion groups together")
-    p.add_argument("--engine", default="hierviz", metavar="NAME",
-                   help="hierviz (default), fast (what torch_tensorrt.compile runs), global "
-                        "(compile with use_fast_partitioner=False), torch_tensorrt or hierarchical "
-                        "(upstream's hierarchical partitioner)")
-    p.add_argument("--demote-to", metavar="torch|next", default=None,
-                   help="where an accelerated subgraph below min_block_size goes: torch (upstream's rule, "
-                        "the default) or next (the next backend in priority that takes its nodes)")
+    add_setting_options(p)  # one option per setting, from the settings table
     _add_debug(p)
 
 

@@ -1,6 +1,7 @@
 """Reading the command line's inputs: MODEL (a zoo name or file.py:function), output paths,
-the Config options and --grid values. Every mistake is a UsageError (one line, exit code 2 in
-`hierviz.cli.main`); settings text goes through the one parser, hierviz.config.parse_text."""
+the settings' options and --grid values. Every mistake is a UsageError or a ConfigError (one
+line, exit code 2 in `hierviz.cli.main`); the settings' options are made from the settings
+table (hierviz.config.SETTINGS: each row's flag, help and text reader)."""
 
 from __future__ import annotations
 
@@ -9,15 +10,13 @@ import difflib
 import importlib.util
 import inspect
 import os
-import re
 import sys
 from pathlib import Path
 from typing import Any, Sequence
 
-import hierviz as hv
-from hierviz.config import BUILTIN_BACKENDS, FIELDS, parse_config, parse_text, unknown_backend_message, whole_number
+from hierviz import config as settings
+from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError
-from hierviz.partitioner import parse_engine
 
 
 class UsageError(Exception):
@@ -107,45 +106,33 @@ def _split(text: str | None, sep: str = ",") -> list[str]:
     return [t.strip() for t in (text or "").split(sep) if t.strip()]
 
 
-def build_config(args: argparse.Namespace) -> Any:
-    """The Config the options describe, read by the one settings parser (hierviz.config)."""
-    fields: dict[str, Any] = {}
-    if args.priority is not None:
-        fields["priority"] = parse_text("priority", args.priority)
-        unknown = [b for b in fields["priority"] if b not in BUILTIN_BACKENDS]
-        if unknown:
-            raise UsageError(f"--priority: {unknown_backend_message(unknown[0], custom=False)} Other backends "
-                             "need the Python API, hv.Config(priority=..., support=...)")
-    if args.min_block_size is not None:
-        fields["min_block_size"] = parse_text("min_block_size", args.min_block_size)
-    if args.torch_executed_ops is not None:
-        fields["torch_executed_ops"] = parse_text("torch_executed_ops", args.torch_executed_ops)
-    if args.require_full_compilation:
-        fields["require_full_compilation"] = True
-    if args.skip_fusion:
-        fields["skip_fusion"] = True
-    if getattr(args, "demote_to", None) is not None:
-        fields["demote_to"] = parse_text("demote_to", args.demote_to)
-    support = _support_from(args.inductor_support)
-    if support is not None:
-        fields["support"] = {"inductor": support}
-    return parse_config(fields)
+def add_setting_options(p: argparse.ArgumentParser) -> None:
+    """One option per setting that has a flag in the settings table (a switch when it takes
+    no value); each lands in `args.<setting name>`, None when not given."""
+    for row in settings.SETTINGS:
+        if row.flag is None:
+            continue
+        if row.flag.metavar is None:
+            p.add_argument(row.option, dest=row.name, action="store_true", default=None, help=row.flag.help)
+        else:
+            p.add_argument(row.option, dest=row.name, metavar=row.flag.metavar, default=None, help=row.flag.help)
 
 
-def _support_from(choice: str | None) -> Any:
-    if choice is None or choice.strip().lower() == "none":
-        return None
-    if choice.strip().lower() == "all":
-        return hv.support.inductor()
-    ops = _split(choice)
-    if not ops:
-        raise UsageError(f"--inductor-support takes all, none or op,op,..., not {choice!r}")
-    try:
-        return hv.support.ops(ops)
-    except hv.ConfigError as exc:
-        message = re.sub(r"^support\.ops:\s*", "", str(exc))
-        raise UsageError(f"--inductor-support {choice}: {message} The option takes all (every op "
-                         "TorchInductor compiles), none (no ops) or a comma-separated op list.") from None
+def build_config(args: argparse.Namespace) -> Config:
+    """The Config the options describe: each given option read once by its row (its flag's
+    reader, else its text reader and parser); only the rules between settings run after."""
+    values: dict[str, Any] = {}
+    for row in settings.SETTINGS:
+        text = getattr(args, row.name, None) if row.flag is not None else None
+        if text is None or text is False:
+            continue
+        if text is True:  # a switch
+            values[row.name] = True
+        elif row.flag.read is not None:  # type: ignore[union-attr]
+            values[row.name] = row.flag.read(text)  # type: ignore[union-attr]
+        else:
+            values[row.name] = settings.parse_text(row.name, text)
+    return Config()._derive(values)
 
 
 def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
@@ -153,9 +140,9 @@ def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
     list inside one value (priority=tensorrt>inductor,inductor is two configurations). Every
     value is read and checked on `base` by the one grid check (hierviz.compare.grid, as
     hv.sweep does), so every typo is reported, in one line, before the sweep runs."""
-    from hierviz.compare.grid import check_grid  # the explorer package loads pandas
+    from hierviz.compare.grid import check_grid  # the compare package loads pandas
 
-    names = [f for f in FIELDS if f != "support"] + ["engine"]
+    names = [row.name for row in settings.SETTINGS if row.read_text is not None]  # settings written as text
     texts: dict[str, list[str]] = {}
     for item in items:
         if "=" not in item:
@@ -176,14 +163,6 @@ def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:
     except ConfigError as exc:
         raise UsageError(str(exc)) from None
     return grid
-
-
-def parse_engine_text(text: str, option: str = "--engine") -> str:
-    """An engine name from the command line (hv.partition's engine=), or UsageError."""
-    try:
-        return parse_engine(text)
-    except ConfigError as exc:
-        raise UsageError(f"{option}: {exc}") from None
 
 
 def _whole_number(text: str, minimum: int) -> int:

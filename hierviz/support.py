@@ -362,3 +362,60 @@ def upstream_default(backend: str) -> Support | None:
     if backend == "inductor":
         return none()
     return None
+
+
+# The named support sources (the explorer's support picker, the CLI's --inductor-support, the
+# tables' support column): name -> (what it is, the source). "default" (Config's None) is not
+# one of them: it means Torch-TensorRT's default for each backend (upstream_default).
+SOURCES: dict[str, tuple[str, Callable[[], Support]]] = {
+    "tensorrt": ("Torch-TensorRT converters + validators", lambda: tensorrt()),
+    "tensorrt-names": ("converter names only", lambda: tensorrt(validate=False)),
+    "inductor": ("TorchInductor lowerings", lambda: inductor()),
+    "none": ("no ops", lambda: none()),
+}
+# Other names the command line takes for a source: `--inductor-support all`.
+SOURCE_ALIASES = {"all": "inductor"}
+
+
+def source_name(sup: Any) -> str:
+    """A short name for a Support: its SOURCES name (tensorrt, tensorrt-names, inductor, none),
+    ops(N) for an explicit op set, else its description."""
+    if isinstance(sup, TensorRTSupport):
+        return "tensorrt" if sup.to_dict().get("validate", True) else "tensorrt-names"
+    if isinstance(sup, OpSetSupport):
+        if sup.kind == "inductor":
+            return "inductor"
+        if not sup.names:
+            return "none"
+        return f"ops({len(sup.names)})"
+    return getattr(sup, "description", type(sup).__name__)
+
+
+def from_source(name: str) -> Support:
+    """The Support a SOURCES name (or alias) stands for; ConfigError naming them otherwise."""
+    key = SOURCE_ALIASES.get(name, name)
+    if key not in SOURCES:
+        raise ConfigError(f"unknown support source {name!r}; use one of {', '.join([*SOURCES, *SOURCE_ALIASES])}.")
+    return SOURCES[key][1]()
+
+
+def added_ops(sup: Any) -> frozenset[str] | None:
+    """The ops `sup` adds to Torch-TensorRT's validated converters: empty for tensorrt() itself,
+    the op names of any_chain(tensorrt(), ops([...])) (nested any_chains too); None for any
+    other support, which compile's partitioners cannot apply."""
+    if sup == tensorrt(validate=True):
+        return frozenset()
+    if not isinstance(sup, ComposedSupport) or sup.kind != "any_chain":
+        return None
+    names: set[str] = set()
+    registry = False
+    for part in sup.parts:
+        if isinstance(part, OpSetSupport) and part.kind == "ops":
+            names |= part.names
+            continue
+        inner = added_ops(part)
+        if inner is None:
+            return None
+        names |= inner
+        registry = True
+    return frozenset(names) if registry else None

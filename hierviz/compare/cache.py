@@ -1,4 +1,5 @@
-"""A process-wide LRU cache of partitions keyed by (graph identity, Config).
+"""A process-wide LRU cache of partitions keyed by (graph identity, Config): the Config holds
+every setting, the engine included, so it is the whole key.
 
 `hv.sweep` and `hv.explore` both go through it, so re-running a sweep, or going back to an
 earlier setting in the Explorer, does not partition again. Entries hold the graph alive, so
@@ -14,26 +15,26 @@ from typing import Any
 from torch.fx import GraphModule
 
 from hierviz.config import Config, whole_number
-from hierviz.partitioner import Partition, partition
+from hierviz.partitioner import Partition, partition_graph
 
 MAXSIZE = 512
 
 _lock = threading.RLock()
-_entries: "OrderedDict[tuple[int, Config, str], Partition]" = OrderedDict()
+_entries: "OrderedDict[tuple[int, Config], Partition]" = OrderedDict()
 _counters = {"hits": 0, "misses": 0}
 
 
-def cached_partition(gm: GraphModule, config: Config, engine: str = "hierviz") -> Partition:
-    """`hv.partition(gm, config=config, engine=engine)`, from the cache when this graph, config
-    and engine were seen."""
-    key = (id(gm), config, engine)
+def cached_partition(gm: GraphModule, config: Config) -> Partition:
+    """`hv.partition(gm, config)` (its engine is `config.engine`), from the cache when this
+    graph and config were seen."""
+    key = (id(gm), config)
     with _lock:
         part = _entries.get(key)
         if part is not None and part.graph is gm:
             _entries.move_to_end(key)
             _counters["hits"] += 1
             return part
-    part = partition(gm, config=config, engine=engine)  # outside the lock: threads partition in parallel
+    part = partition_graph(gm, config)  # outside the lock: threads partition in parallel
     with _lock:
         _counters["misses"] += 1
         _entries[key] = part

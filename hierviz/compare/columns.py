@@ -1,76 +1,72 @@
-"""One table row per configuration, shared by `hv.sweep` and `Explorer.history`.
+"""One table row per configuration, shared by `hv.sweep`, `hv.tune`, `hv.compare_engines` and
+`Explorer.history`.
 
-Columns: the Config fields (in field order; op sets as sorted comma-joined strings, priority
-as 'a>b'), then partition stats, then latency when measured, then `error`.
+Columns: the settings (the rows of hierviz.config.SETTINGS, in table order, each cell its
+row's `show` form: priority as 'a>b', op sets as sorted comma-joined strings, support as
+'backend=source'; a `head` setting, the engine, goes first and only where asked), then
+partition stats, then latency when measured, then `error`.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any, Iterable, Mapping
 
+from hierviz import config as settings
 from hierviz import support as support_mod
-from hierviz.config import Config, parse_ops, parse_priority
-from hierviz.errors import ConfigError
+from hierviz.config import Config
 from hierviz.partitioner import FALLBACK
 
-CONFIG_COLUMNS = tuple(f.name for f in dataclasses.fields(Config))
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
 LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error",
                    "outputs_match", "mismatch_at", "fallbacks", "compile_s", "cache_hits", "cache_misses")
 
 
+def setting_columns() -> tuple[str, ...]:
+    """The settings' columns, head settings (the engine) first."""
+    rows = sorted(settings.SETTINGS, key=lambda row: not row.head)
+    return tuple(row.name for row in rows)
+
+
+def body_columns() -> tuple[str, ...]:
+    """The settings' columns every table has (all but the head settings)."""
+    return tuple(row.name for row in settings.SETTINGS if not row.head)
+
+
+def head_columns(varied: Iterable[str] = (), base: Config | None = None) -> tuple[str, ...]:
+    """The head settings' columns a table shows: those `varied` (a grid's keys), or not the
+    default in `base`."""
+    varied = set(varied)
+    return tuple(row.name for row in settings.SETTINGS if row.head and (
+        row.name in varied or (base is not None and getattr(base, row.name) != row.default)))
+
+
 def support_label(sup: Any) -> str:
-    """A short name for a Support source: tensorrt (validated), tensorrt-names, inductor, none, ops(N), ..."""
-    if isinstance(sup, support_mod.TensorRTSupport):
-        return "tensorrt" if sup.to_dict().get("validate", True) else "tensorrt-names"
-    if isinstance(sup, support_mod.OpSetSupport):
-        if sup.kind == "inductor":
-            return "inductor"
-        if not sup.names:
-            return "none"
-        return f"ops({len(sup.names)})"
-    return getattr(sup, "description", type(sup).__name__)
+    """A short name for a Support source (hierviz.support.source_name)."""
+    return support_mod.source_name(sup)
 
 
 def format_field(name: str, value: Any) -> Any:
-    """A Config field value (or a raw grid value) as it appears in a table cell: priority as
-    'a>b', op sets as sorted comma-joined names, support as 'backend=source; ...'. Values the
-    settings parser reads are shown as it reads them; others as given."""
-    if name == "priority":
-        try:
-            return ">".join(parse_priority(value))
-        except ConfigError:
-            return str(value)
-    if name == "torch_executed_ops":
-        try:
-            return ",".join(sorted(parse_ops(value)))
-        except ConfigError:
-            if isinstance(value, (list, tuple, set, frozenset)):
-                return ",".join(sorted(str(v) for v in value))
-            return str(value)
-    if name == "support":
-        if value is None:
-            return "default"
-        if isinstance(value, Mapping):
-            return "; ".join(f"{b}={support_label(s)}" for b, s in sorted(value.items(), key=lambda kv: str(kv[0])))
-        return str(value)
-    return value
+    """A setting's value as it appears in a table cell, for a raw grid value too (its row's
+    `cell`: as the settings parser reads it, else as given)."""
+    return settings.setting(name).cell(value)
 
 
 def config_columns(config: Config) -> dict[str, Any]:
-    return {name: format_field(name, getattr(config, name)) for name in CONFIG_COLUMNS}
+    """The cells of a Config (valid already: each value shown, not read again)."""
+    return {row.name: row.show(getattr(config, row.name)) for row in settings.SETTINGS}
 
 
 def recommendation(part: Any) -> int | None:
-    """The min_block_size `Partition.recommend()` suggests: among the sizes it tries, those that
-    accelerate as many nodes as this partition does, the one giving the fewest subgraphs
-    (ties: the size closest to the current one, then the smaller)."""
-    try:
-        rec = part.recommend()
-    except Exception:  # noqa: BLE001 - a recommendation is a hint; never fail a row for it
+    """The min_block_size `Partition.recommend()` suggests, from the engine's own data: among
+    the sizes it tries, those that accelerate as many nodes as this partition does, the one
+    giving the fewest subgraphs (ties: the size closest to the current one, then the smaller).
+    Only hierviz's engine keeps what this needs (its subgraphs before the small-block pass);
+    for the others it would mean running their whole partitioner once per size, so the cell
+    is empty (call `part.recommend()` to pay for it)."""
+    if part.engine != settings.DEFAULT_ENGINE:
         return None
+    rec = part.recommend()
     if rec is None or len(rec) == 0:
         return None
     current = part.config.min_block_size
@@ -125,7 +121,7 @@ def backend_order(rows: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def column_order(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
                  extra_tail: Iterable[str] = ()) -> list[str]:
-    cols = [*extra_head, *CONFIG_COLUMNS, *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL]
+    cols = [*extra_head, *body_columns(), *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL]
     if latency:
         cols += LATENCY_COLUMNS
     cols += ["error", *extra_tail]
@@ -147,9 +143,10 @@ def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[
                     row[c] = 0
         filled.append(row)
     df = pd.DataFrame(filled, columns=cols)
+    whole = {row.name for row in settings.SETTINGS if row.annotation == "int"}  # whole-number settings
     for c in cols:
-        if c.startswith("subgraphs") or c in ("min_block_size", "acc_subgraphs", "boundary_tensors",
-                                                "recommendation", "cache_hits", "cache_misses"):
+        if c.startswith("subgraphs") or c in whole or c in ("acc_subgraphs", "boundary_tensors", "recommendation",
+                                                              "cache_hits", "cache_misses"):
             if len(df) and not _all_ints(df[c]):
                 df[c] = pd.Series([row.get(c) for row in filled], dtype=object)  # an error row's raw 2.7
                 continue

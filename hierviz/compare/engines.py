@@ -11,20 +11,16 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hierviz.config import Config
+from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.cache import BoundedCache, cached_partition
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.partitioner.compiled import compile_config, compile_today
 
-# (engine, what it is), in the order compare_engines lists them.
-ENGINE_ROWS = (
-    ("fast", "torch_tensorrt.compile today (its default: the fast adjacency partitioner)"),
-    ("global", "torch_tensorrt.compile with use_fast_partitioner=False (the global partitioner)"),
-    ("torch_tensorrt", "upstream's hierarchical partitioner (not reachable from compile)"),
-    ("hierviz", "hierviz's hierarchical partitioner"),
-)
+# (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
+# ENGINE_TABLE, hierviz's own last, beside those it is compared with.
+ENGINE_ROWS = tuple((e.name, e.what) for e in sorted(ENGINE_TABLE, key=lambda e: e.name == DEFAULT_ENGINE))
 
 
 def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
@@ -92,10 +88,10 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
         raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
     rows = []
     for engine, what in ENGINE_ROWS:
-        used = compile_config(cfg) if engine in ("fast", "global") else cfg
-        row: dict[str, Any] = {"engine": engine, "what": what, **columns.config_columns(used)}
+        used = compile_config(cfg, engine) if engine in COMPILE_ENGINES else cfg._derive({"engine": engine})
+        row: dict[str, Any] = {**columns.config_columns(used), "what": what}
         try:
-            part = cached_partition(gm, used, engine)
+            part = cached_partition(gm, used)
             row.update(columns.stat_columns(part))
             row["accelerated_ops"] = part.stats["accelerated_ops"]
             row["note"] = "; ".join(getattr(part, "notes", ())) or None

@@ -1,10 +1,11 @@
 """Grids of settings (hv.sweep's `grid`, hv.tune's `space`, the command line's `--grid`):
 expanded into configurations and checked as a whole before anything runs.
 
-`check_grid` is the one check: every value of every field is read by the settings parser
-(hierviz.config; text too, for the command line) and tried on the base Config, then every
-combination is built; all the bad values come back in one ConfigError, so a typo in the
-last value does not cost the rest of the sweep.
+`check_grid` is the one check: every value of every setting (the engine included) is read
+once by its row of the settings table (hierviz.config; text too, for the command line),
+then every combination is made from the checked values (only the rules between settings
+run); all the bad values come back in one ConfigError, so a typo in the last value does not
+cost the rest of the sweep. The Configs it returns are what runs: nothing checks them again.
 """
 
 from __future__ import annotations
@@ -13,12 +14,9 @@ import itertools
 import warnings
 from typing import Any, Mapping
 
-from hierviz.config import Config, check_fields, parse_text
+from hierviz.config import COMPILE_ENGINES, Config, check_fields, setting
 from hierviz.errors import ConfigError
-from hierviz.partitioner import make_config, parse_engine
-from hierviz.partitioner.compiled import check_config
-
-ENGINE = "engine"  # the one grid key that is not a Config field: hv.partition's engine=
+from hierviz.partitioner import make_config
 
 # At most this many combinations of the other fields are tried to see whether a value that
 # fails on the base Config is valid together with some other grid value (priority + support).
@@ -27,29 +25,15 @@ _SHOWN = 8  # bad values listed by name; the rest are counted
 
 
 def grid_values(field: str, values: Any) -> list[Any]:
-    """A grid entry as a list of values; one value (or a string) is a list of one."""
+    """A grid entry as a list of values; one value (or a string, or a support mapping) is a
+    list of one."""
     if isinstance(values, (str, bytes, Config)) or not hasattr(values, "__iter__"):
         return [values]
-    if field == "support" and isinstance(values, Mapping):
+    if isinstance(values, Mapping):
         return [values]
     if isinstance(values, (set, frozenset)):
         return sorted(values, key=repr)
     return list(values)
-
-
-def split_combo(combo: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
-    """(engine, Config fields) of one grid combination; the engine read by parse_engine."""
-    fields = {k: v for k, v in combo.items() if k != ENGINE}
-    return parse_engine(combo.get(ENGINE, "hierviz")), fields
-
-
-def _config_of(base: Config, combo: Mapping[str, Any]) -> Config:
-    """The Config of one combination, checked for its engine ("fast"/"global" take fewer settings)."""
-    engine, fields = split_combo(combo)
-    cfg = base.replace(**fields)
-    if engine in ("fast", "global"):
-        check_config(cfg, engine)
-    return cfg
 
 
 def _shape(grid: Any, name: str) -> dict[str, list[Any]]:
@@ -57,9 +41,9 @@ def _shape(grid: Any, name: str) -> dict[str, list[Any]]:
         raise ConfigError(f"{name} must map Config fields to lists of values, e.g. "
                           "{'min_block_size': [1, 3, 5], 'priority': ['tensorrt>inductor', 'inductor>tensorrt']}")
     try:
-        check_fields({k: v for k, v in grid.items() if k != ENGINE})
+        check_fields(grid)
     except ConfigError as exc:
-        raise ConfigError(f"{name}: {exc} The grid may also vary {ENGINE!r} (hv.partition's engine=).") from None
+        raise ConfigError(f"{name}: {exc}") from None
     lists = {k: grid_values(k, v) for k, v in grid.items()}
     empty = [k for k, v in lists.items() if not v]
     if empty:
@@ -85,50 +69,57 @@ def _message(field: str, exc: ConfigError) -> str:
     return text[len(field) + 1:].strip() if text.startswith(f"{field}:") else text
 
 
+def _read(field: str, raw: Any, text: bool) -> Any:
+    """One grid value read by its setting's row (as text when `text`); an engine that needs
+    Torch-TensorRT is refused here when it is missing."""
+    row = setting(field)
+    value = row.parse(row.from_text(raw) if text else raw)
+    if field == "engine" and value in COMPILE_ENGINES:
+        from hierviz.partitioner.compiled import check_available
+
+        check_available(value)
+    return value
+
+
 def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None = None, *, name: str = "grid",
                text: bool = False) -> tuple[dict[str, list[Any]], list[Config]]:
-    """(the grid with every value read by the settings parser, the Config of every
-    combination in grid order), or one ConfigError listing every bad value.
+    """(the grid with every value read by its setting's row, the Config of every combination
+    in grid order), or one ConfigError listing every bad value.
 
-    `text=True` reads each value as command-line text (`parse_text`). `name` says what the
-    grid is called in messages ("grid", "space", "--grid")."""
+    `text=True` reads each value as command-line text. `name` says what the grid is called in
+    messages ("grid", "space", "--grid")."""
     lists = _shape(grid, name)
     base_cfg = make_config(base)
     parsed: dict[str, list[Any]] = {}
     failed: dict[tuple[str, int], str] = {}
-    with warnings.catch_warnings():  # warnings come once, when the configurations are used
+    with warnings.catch_warnings():  # the rules between settings warn when a combination is made
         warnings.simplefilter("ignore")
         for field, values in lists.items():
             parsed[field] = []
             for i, raw in enumerate(values):
                 try:
-                    if field == ENGINE:
-                        value = parse_engine(raw)
-                    else:
-                        value = parse_text(field, raw) if text else raw
+                    value = _read(field, raw, text)
                 except ConfigError as exc:
                     failed[(field, i)] = _message(field, exc)
                     parsed[field].append(raw)
                     continue
                 parsed[field].append(value)
-                if field == ENGINE:
-                    continue
                 try:
-                    base_cfg.replace(**{field: value})
+                    base_cfg._derive({field: value})
                 except ConfigError as exc:
                     if not _valid_with_partners(base_cfg, parsed, lists, field, value):
                         failed[(field, i)] = _message(field, exc)
-        problems = [f"{field}={_shown(lists[field][i])}: {msg}" for (field, i), msg in failed.items()]
-        configs: list[Config] = []
-        if not problems:
-            keys = list(parsed)
-            for combo in itertools.product(*parsed.values()):
-                changes = dict(zip(keys, combo))
-                try:
-                    configs.append(_config_of(base_cfg, changes))
-                except ConfigError as exc:
-                    shown = " ".join(f"{k}={_shown(v)}" for k, v in zip(keys, _raw_combo(lists, parsed, changes)))
-                    problems.append(f"the configuration {shown}: {' '.join(str(exc).split())}")
+    problems = [f"{field}={_shown(lists[field][i])}: {msg}" for (field, i), msg in failed.items()]
+    configs: list[Config] = []
+    if not problems:
+        keys = list(parsed)
+        for combo in itertools.product(*parsed.values()):
+            changes = dict(zip(keys, combo))
+            try:
+                configs.append(base_cfg._derive(changes))  # the rules between settings, once per combination
+            except ConfigError as exc:
+                shown = " ".join(f"{k}={_shown(v)}" for k, v in zip(keys, _raw_combo(lists, parsed, changes)))
+                problems.append(f"the configuration {shown}: {' '.join(str(exc).split())}")
     if problems:
         if len(problems) == 1:
             raise ConfigError(f"{name} {problems[0]}")
@@ -140,12 +131,12 @@ def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None 
 def _valid_with_partners(base: Config, parsed: Mapping[str, list[Any]], lists: Mapping[str, list[Any]],
                          field: str, value: Any) -> bool:
     """Whether `value` is valid together with some values of the other fields (a custom
-    backend in priority with its support given in the grid)."""
+    backend in priority with its support given in the grid); values not read yet are read."""
     others = [k for k in lists if k != field]
     choices = [lists[k] if k not in parsed else parsed[k] + lists[k][len(parsed[k]):] for k in others]
     for combo in itertools.islice(itertools.product(*choices), _PARTNERS):
         try:
-            base.replace(**{field: value}, **{k: v for k, v in zip(others, combo) if k != ENGINE})
+            base.replace(**{field: value}, **dict(zip(others, combo)))
             return True
         except ConfigError:
             continue

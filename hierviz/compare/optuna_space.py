@@ -13,14 +13,15 @@ from typing import Any, Mapping
 from hierviz.compare import columns
 from hierviz.compare.grid import expand_grid
 from hierviz.config import Config
-from hierviz.errors import ConfigError, HiervizError
-from hierviz.opnames import normalize_all
+from hierviz.errors import ConfigError
 
 OPTUNA_HINT = "install Optuna with `pip install 'hierviz[tune]'` (make setup installs it)"
 
 
 class SearchSpace:
-    """The space as Optuna categorical choices (labels), mapped back to Config values."""
+    """The space as Optuna categorical choices (labels: each value's table cell), mapped back
+    to the values, which the settings table has read already (hv.tune's check_grid, or
+    default_space)."""
 
     def __init__(self, space: Mapping[str, Any], default: Config) -> None:
         if isinstance(space, Mapping) and "engine" in space:
@@ -43,24 +44,12 @@ class SearchSpace:
 
     @staticmethod
     def label(name: str, value: Any) -> Any:
-        if name == "min_block_size":
-            try:
-                return int(value)
-            except (TypeError, ValueError):
-                return str(value)
-        if name in ("require_full_compilation", "skip_fusion"):
-            return bool(value)
-        if name == "torch_executed_ops":
-            try:
-                ops = normalize_all(value if not isinstance(value, str) else
-                                    [v for v in value.split(",") if v.strip()])
-            except HiervizError:
-                return str(value)
-            return ",".join(sorted(ops)) or "(none)"
-        if name == "support" and isinstance(value, Mapping):
-            return columns.format_field("support", value) + f" #{id(value) % 9973}"
+        """The choice Optuna sees for a value: its table cell (a support mapping also names
+        the mapping, as two mappings may show alike)."""
         text = columns.format_field(name, value)
-        return text if isinstance(text, (str, int, float, bool)) or text is None else str(text)
+        if isinstance(value, Mapping):
+            return f"{text} #{id(value) % 9973}"
+        return text
 
     @property
     def size(self) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from hierviz.errors import ConfigError
-from hierviz.compare.columns import CONFIG_COLUMNS, FALLBACK
+from hierviz.compare.columns import FALLBACK, setting_columns
 
 
 def _axes(ax: Any) -> Any:
@@ -29,7 +29,7 @@ def _ok(df: pd.DataFrame) -> pd.DataFrame:
 
 def varying(df: pd.DataFrame, exclude: tuple[str, ...] = ()) -> list[str]:
     """Config columns that take more than one value in `df`."""
-    return [c for c in CONFIG_COLUMNS if c in df.columns and c not in exclude and df[c].astype(str).nunique() > 1]
+    return [c for c in setting_columns() if c in df.columns and c not in exclude and df[c].astype(str).nunique() > 1]
 
 
 def _series_label(row: pd.Series, keys: list[str]) -> str:

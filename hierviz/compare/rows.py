@@ -9,7 +9,6 @@ from torch.fx import GraphModule
 
 from hierviz.compare import columns
 from hierviz.compare.cache import cached_partition
-from hierviz.compare.grid import ENGINE, split_combo
 from hierviz.compare.ray_executor import RayRunner, WorkerDied
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError
@@ -26,17 +25,12 @@ def measure_kwargs(measure: Any) -> dict[str, Any] | None:
                       f"not {type(measure).__name__}.")
 
 
-def partition_row(gm: Any, base: Config, combo: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
-    """(partition or None, row) for one configuration; HiervizErrors become the row's `error`."""
-    row: dict[str, Any] = columns.config_columns(base)
-    row.update({k: columns.format_field(k, v) for k, v in combo.items()})
+def partition_row(gm: Any, cfg: Config) -> tuple[Any, dict[str, Any]]:
+    """(partition or None, row) for one configuration (checked by the grid: used as it is);
+    its engine runs once; HiervizErrors become the row's `error`."""
+    row: dict[str, Any] = columns.config_columns(cfg)
     try:
-        engine, fields = split_combo(combo)
-        cfg = base.replace(**fields)
-        row.update(columns.config_columns(cfg))
-        if ENGINE in combo:
-            row[ENGINE] = engine
-        part = cached_partition(gm, cfg, engine)
+        part = cached_partition(gm, cfg)
         row.update(columns.stat_columns(part))
     except HiervizError as exc:
         row["error"] = str(exc)
@@ -57,10 +51,10 @@ def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
     return m
 
 
-def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str, Any],
+def _sweep_task(gm: GraphModule, example_inputs: Any, cfg: Config,
                 measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
     """One sweep row, on a worker: the same row a local sweep makes."""
-    part, row = partition_row(gm, base, combo)
+    part, row = partition_row(gm, cfg)
     if measure_kwargs is not None and part is not None:
         try:
             row.update(columns.latency_columns(run_measure(part, example_inputs, measure_kwargs)))
@@ -69,19 +63,18 @@ def _sweep_task(gm: GraphModule, example_inputs: Any, base: Any, combo: dict[str
     return row
 
 
-def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, base: Any, combos: list[dict[str, Any]],
+def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, configs: list[Config],
                  measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
     """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
     died has the configuration's fields and the message in `error`."""
     runner = RayRunner(executor, gm, example_inputs)
-    refs = [runner.submit(_sweep_task, base, combo, measure_kwargs) for combo in combos]
+    refs = [runner.submit(_sweep_task, cfg, measure_kwargs) for cfg in configs]
     index = {ref: i for i, ref in enumerate(refs)}
     rows: list[dict[str, Any] | None] = [None] * len(refs)
     for ref, row, error in runner.wait(refs):
         i = index[ref]
         if error is not None:
-            row = columns.config_columns(base)
-            row.update({k: columns.format_field(k, v) for k, v in combos[i].items()})
+            row = columns.config_columns(configs[i])
             text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
             row["error"] = text
         rows[i] = row

@@ -12,13 +12,11 @@ from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
 from hierviz.compare.cache import cache_info
-from hierviz.compare.grid import ENGINE, check_grid, expand_grid, validate_grid  # noqa: F401
+from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import measure_kwargs, partition_row, run_measure, sweep_on_ray
 from hierviz.partitioner import graph_of, make_config
-
-FIELDS = columns.CONFIG_COLUMNS
 
 
 @checked_arguments
@@ -28,18 +26,20 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
-    `grid` may also vary `engine` (hv.partition's engine=: "hierviz", "fast", "global",
-    "torch_tensorrt"); then the first column is the engine.
+    `grid` may also vary `engine` (a setting like the others: "hierviz", "fast", "global",
+    "torch_tensorrt"); then, or when `base` names another engine than hierviz, the first
+    column is the engine. Each row runs its engine once.
     Columns: the Config fields, then stats (subgraphs, acc_subgraphs, subgraphs_<backend>,
     coverage, accelerated_coverage, boundary_tensors, recommendation — the min_block_size
-    `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes), then
+    `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes; from
+    hierviz's engine only, empty for the others, whose recommend() re-runs them per size), then
     latency columns when `measure` (True, or a dict of `hv.measure` options), then `error`: a
     configuration that fails when partitioned or measured gives a row with its message instead
     of stopping the sweep. The grid itself is checked first: a value the settings parser
     refuses (`min_block_size="x"`, an unknown backend or op) stops the sweep before anything
     runs, with one ConfigError listing every bad value.
 
-    Partitions are cached per (graph, Config), so running a sweep again does not re-partition;
+    Partitions are cached per (graph, Config; the engine is a setting), so running a sweep again does not re-partition;
     `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
     in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
     parallel; measuring always runs one configuration at a time, so timings do not disturb
@@ -52,24 +52,23 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
-    parsed, _ = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
-    combos = expand_grid(parsed)
+    _, configs = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
     gm = graph_of(model, example_inputs)
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(combos), desc="hv.sweep", unit="config", disable=not progress, leave=False)
+    bar = tqdm(total=len(configs), desc="hv.sweep", unit="config", disable=not progress, leave=False)
     on_ray = executor is not None and is_ray(executor)
     try:
         if on_ray:
-            results = sweep_on_ray(executor, gm, example_inputs, base_cfg, combos, mkw, bar)
+            results = sweep_on_ray(executor, gm, example_inputs, configs, mkw, bar)
         else:
-            results = partition_rows(executor, gm, base_cfg, combos, bar)
+            results = partition_rows(executor, gm, configs, bar)
         rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray)
     finally:
         bar.close()
 
-    df = columns.frame(rows, latency=mkw is not None, extra_head=(ENGINE,) if ENGINE in grid else ())
+    df = columns.frame(rows, latency=mkw is not None, extra_head=columns.head_columns(grid, base_cfg))
     after = cache_info()
     df.attrs["seconds"] = round(time.perf_counter() - start, 4)
     df.attrs["partition_cache_hits"] = after["hits"] - before["hits"]
@@ -93,16 +92,16 @@ def check_executor(executor: Any) -> None:
         check_ray(executor)
 
 
-def partition_rows(executor: Executor | None, gm: Any, base_cfg: Config, combos: list[dict[str, Any]],
+def partition_rows(executor: Executor | None, gm: Any, configs: list[Config],
                    bar: Any) -> list[tuple[Any, dict[str, Any]]]:
-    """(Partition or None, row) per combination, in grid order: here, or on `executor`'s threads."""
+    """(Partition or None, row) per configuration, in grid order: here, or on `executor`'s threads."""
     if executor is None:
         results = []
-        for combo in combos:
-            results.append(partition_row(gm, base_cfg, combo))
+        for cfg in configs:
+            results.append(partition_row(gm, cfg))
             bar.update(1)
         return results
-    futures: list[Future] = [executor.submit(partition_row, gm, base_cfg, combo) for combo in combos]
+    futures: list[Future] = [executor.submit(partition_row, gm, cfg) for cfg in configs]
     for fut in futures:
         fut.add_done_callback(lambda _f: bar.update(1))
     return [fut.result() for fut in futures]  # grid order, whatever order they finish in

@@ -108,13 +108,11 @@ class TuneResult:
         return cached_partition(self.graph, self.best)
 
     # -------------------------------------------------------------- display
-    def _line(self, label: str, trial: int | None) -> str:
+    def _line(self, label: str, trial: int | None, config: Config | None) -> str:
         row = self._row(trial)
-        if row is None:
+        if row is None or config is None:
             return f"  {label:<8} -"
-        text = f"{row['priority']} mbs={row['min_block_size']}"
-        if row["torch_executed_ops"]:
-            text += " torch=" + ",".join(o.replace("torch.ops.aten.", "") for o in str(row["torch_executed_ops"]).split(","))
+        text = config.label()
         ms = row.get("median_ms")
         figure = "not measured" if ms is None or (isinstance(ms, float) and math.isnan(ms)) else f"{_ms(ms)} ms"
         speed = row.get("speedup")
@@ -134,10 +132,10 @@ class TuneResult:
         if self.best is None:
             lines.append("  best     none: no trial measured with matching outputs")
         else:
-            lines.append(self._line("best", self.best_trial))
+            lines.append(self._line("best", self.best_trial, self.best))
         if self.verdict:
             lines.append(f"  verdict: {self.verdict}")
-        lines.append(self._line("default", self.default_trial))
+        lines.append(self._line("default", self.default_trial, self.default))
         b = self.baselines
         base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
         if "torch_compile_ms" in b:

@@ -112,8 +112,8 @@ class _TuneRun:
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
                  pruning: bool) -> None:
         self.options = check_tune_options(budget, timeout, seed, executor, measure)
-        if space is not None:  # every bad value at once, before capturing
-            check_grid(space, make_config(base), name="space")
+        if space is not None:  # every bad value at once, before capturing; the space keeps the values read
+            space, _ = check_grid(space, make_config(base), name="space")
         self.optuna = load_optuna()
         self.model, self.example_inputs, self.budget, self.timeout = model, example_inputs, budget, timeout
         self.executor, self.device, self.pruning, self.seed = executor, device, pruning, seed

@@ -27,7 +27,7 @@ import torch
 from torch.fx import Node
 from torch.utils._pytree import tree_leaves
 
-from hierviz.errors import HiervizError, MeasureError
+from hierviz.errors import HiervizError, MeasureError, unknown_arguments
 from hierviz.graphdata import fetch_attr
 from hierviz.latency.compare import compare, leaf_errors, tolerance_ratio, tolerance_text
 from hierviz.latency.compiling import Runner, short
@@ -160,10 +160,9 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
     if reference not in REFERENCES:
         raise MeasureError(f"reference={reference!r} is not known; use one of {REFERENCES} "
                            "(the captured graph run eagerly on the same inputs)")
-    unknown = sorted(set(measure_options) - set(_COMPILE_OPTIONS + _CHECK_OPTIONS + _TIMING_OPTIONS))
-    if unknown:
-        raise MeasureError(f"hv.numerics got unknown option(s) {', '.join(unknown)}; it takes hv.measure's "
-                           f"options: {', '.join(_COMPILE_OPTIONS + _CHECK_OPTIONS)} (timing options are ignored)")
+    # an argument it does not take is a ConfigError, as for every public function (checked_arguments)
+    unknown_arguments("hv.numerics", sorted(measure_options),
+                      ("device", "reference", *_COMPILE_OPTIONS, *_CHECK_OPTIONS, *_TIMING_OPTIONS))
     rtol, atol = measure_options.get("rtol"), measure_options.get("atol")
     rel_floor = measure_options.get("rel_floor", REL_FLOOR)
     if not isinstance(rel_floor, (int, float)) or isinstance(rel_floor, bool) or not 0 < rel_floor <= 1:

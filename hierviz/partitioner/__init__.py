@@ -19,7 +19,7 @@ from typing import Any
 from torch.fx import GraphModule
 
 from hierviz.capturing import capture, is_aten_graph
-from hierviz.config import Config
+from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
 from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
@@ -46,27 +46,6 @@ from hierviz.partitioner.result import Partition, Subgraph
 from hierviz.partitioner.saved import SavedPartition, load_partition
 from hierviz.partitioner.check import check
 
-# engine= values: hierviz's hierarchical partitioner; upstream's hierarchical one ("hierarchical"
-# is another name for it); what torch_tensorrt.compile runs ("fast", its default, and "global").
-ENGINES = ("hierviz", "torch_tensorrt", "hierarchical", "fast", "global")
-ENGINE_ALIASES = {"hierarchical": "torch_tensorrt"}
-
-
-def parse_engine(engine: object) -> str:
-    """The engine name partition() runs ('hierarchical' -> 'torch_tensorrt'); ConfigError
-    naming the engines otherwise."""
-    if isinstance(engine, str) and engine.strip().lower() in ENGINES:
-        name = engine.strip().lower()
-        return ENGINE_ALIASES.get(name, name)
-    import difflib
-
-    close = difflib.get_close_matches(str(engine).lower(), ENGINES, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}{hint}: 'fast' is what "
-                      "torch_tensorrt.compile partitions with by default, 'global' its use_fast_partitioner=False, "
-                      "'torch_tensorrt'/'hierarchical' upstream's hierarchical partitioner, 'hierviz' hierviz's own.")
-
-
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
              kwargs: dict | None = None) -> GraphModule:
     """The graph to partition: an aten-level GraphModule as given; a model, an ExportedProgram
@@ -87,9 +66,9 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
 
 
 def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """A Config from a Config, a dict (Config.from_dict) or None (the defaults), with
-    `overrides` (Config fields) applied: how hv.partition (and what calls it) reads its config
-    argument, through Config.from_dict and Config.replace (hierviz.config parses every field)."""
+    """A Config from a Config (valid as it is), a dict (Config.from_dict) or None (the
+    defaults), with `overrides` (Config fields, each checked by its row) applied: how
+    hv.partition (and what calls it) reads its config argument."""
     if config is None:
         config = Config()
     elif isinstance(config, dict):
@@ -101,14 +80,15 @@ def make_config(config: Config | dict | None = None, overrides: dict[str, Any] |
 
 @checked_arguments
 def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
-              *, engine: str = "hierviz", dynamic_shapes: Any = None, kwargs: dict | None = None,
+              *, engine: str | None = None, dynamic_shapes: Any = None, kwargs: dict | None = None,
               **overrides: Any) -> Partition:
     """Partition a model (captured first) or an aten GraphModule with `config`.
 
     `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes` and
     `kwargs` go to hv.capture when a model is captured. The input is never
-    modified and the result is the same in every process. `engine="torch_tensorrt"` (or
-    "hierarchical") runs upstream's hierarchical partitioner on a copy instead, for comparison;
+    modified and the result is the same in every process. `engine` (a Config field, given
+    here it overrides the config's; default "hierviz") = "torch_tensorrt" (or "hierarchical")
+    runs upstream's hierarchical partitioner on a copy instead, for comparison;
     `engine="fast"` / `"global"` the partitioners torch_tensorrt.compile runs (fast is its
     default), with compile's rules, on a copy.
     """
@@ -116,20 +96,27 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
-    cfg = make_config(config, overrides)
-    engine = parse_engine(engine)
-    if engine in ("fast", "global"):
-        from hierviz.partitioner.compiled import check_config, partition_compiled
+    cfg = make_config(config, overrides if engine is None else {**overrides, "engine": engine})
+    if cfg.engine in COMPILE_ENGINES:
+        from hierviz.partitioner.compiled import check_available
 
-        check_config(cfg, engine)  # before capturing: a wrong setting fails at once
-        gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
-        return partition_compiled(gm, cfg, engine)
+        check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
+    return partition_graph(gm, cfg)
+
+
+def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
+    """The partition of an aten graph with a Config (valid as every Config is): the engine
+    `cfg.engine` names, run once; nothing is checked again."""
+    if cfg.engine in COMPILE_ENGINES:
+        from hierviz.partitioner.compiled import partition_compiled
+
+        return partition_compiled(gm, cfg)
     if cfg.torch_executed_ops:
         from hierviz.partitioner.lowered import warn_lowered_away
 
         warn_lowered_away(gm, cfg)  # an op the lowering removed would force nothing, silently
-    if engine == "hierviz":
+    if cfg.engine == "hierviz":
         return Partition(gm, cfg, run_engine(gm, cfg))
     from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
 
@@ -138,5 +125,5 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
-           "graph_of", "make_config", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
+           "graph_of", "make_config", "partition_graph", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
            "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

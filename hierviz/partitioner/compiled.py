@@ -20,79 +20,31 @@ from typing import Any
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config
+from hierviz.config import Config, compile_config  # noqa: F401 - compile_config: also from here
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.result import Partition, copy_graph_module
-from hierviz.support import ComposedSupport, OpSetSupport, TensorRTSupport, tensorrt
+from hierviz.support import added_ops, tensorrt
 
-COMPILE_ENGINES = {"fast": "torch_tensorrt.compile's default partitioner (use_fast_partitioner=True)",
-                   "global": "torch_tensorrt.compile's global partitioner (use_fast_partitioner=False)"}
 INSTALL = 'pip install "hierviz[tensorrt]" (GPU machines) or "hierviz[tensorrt-rtx]" (anywhere, no GPU needed)'
 
 
-def check_config(config: Config, engine: str) -> None:
-    """ConfigError naming the engine for each setting torch_tensorrt.compile's partitioners do
-    not take; none when torch_tensorrt is missing (saying what to install)."""
+def check_available(engine: str) -> None:
+    """ConfigError saying what to install when torch_tensorrt, whose partitioner `engine` runs,
+    is not available here. (Which settings fast / global take is a rule of the settings table,
+    checked when the Config is made: hierviz.config.)"""
     if not trt.available():
         raise ConfigError(f"engine={engine!r} runs the installed Torch-TensorRT's own partitioner, and "
                           f"torch_tensorrt is not available here ({trt.info().error}); install it: {INSTALL}.")
-    where = f"engine={engine!r} ({COMPILE_ENGINES[engine]})"
-    if "tensorrt" not in config.priority:
-        raise ConfigError(f"{where} partitions for TensorRT only: put 'tensorrt' in priority, e.g. "
-                          "priority=('tensorrt',).")
-    others = [b for b in config.priority if b != "tensorrt" and _takes_ops(config, b)]
-    if others:
-        raise ConfigError(f"{where} partitions for TensorRT only, but priority gives {others[0]!r} ops to take; "
-                          "use priority=('tensorrt',), or engine='hierviz' for several backends.")
-    sup = config.support_for("tensorrt")
-    if added_ops(sup) is None:
-        raise ConfigError(f"{where} checks support with Torch-TensorRT's converter registry and their "
-                          f"capability validators, as compile does; it cannot use support['tensorrt']={sup!r}. "
-                          "Leave support['tensorrt'] out (or add ops to it: hv.support.any_chain(hv.support.tensorrt(), "
-                          "hv.support.ops([...]))), or use engine='hierviz'.")
-    if config.skip_fusion:
-        raise ConfigError(f"{where} sets skip_fusion itself (when every op is supported), as compile does; "
-                          "leave skip_fusion=False, or use engine='hierviz'.")
-    if getattr(config, "demote_to", "torch") != "torch":
-        raise ConfigError(f"{where} demotes small blocks to PyTorch; it cannot take demote_to="
-                          f"{config.demote_to!r}. Use engine='hierviz' for that.")
 
 
-def added_ops(sup: Any) -> frozenset[str] | None:
-    """The ops `sup` adds to Torch-TensorRT's validated converters: empty for tensorrt() itself,
-    the op names of any_chain(tensorrt(), ops([...])) (nested any_chains too); None for any
-    other support, which compile's partitioners cannot apply."""
-    if sup == tensorrt(validate=True):
-        return frozenset()
-    if not isinstance(sup, ComposedSupport) or sup.kind != "any_chain":
-        return None
-    names: set[str] = set()
-    registry = False
-    for part in sup.parts:
-        if isinstance(part, OpSetSupport) and part.kind == "ops":
-            names |= part.names
-            continue
-        inner = added_ops(part)
-        if inner is None:
-            return None
-        names |= inner
-        registry = True
-    return frozenset(names) if registry else None
-
-
-def _takes_ops(config: Config, backend: str) -> bool:
-    sup = config.support_for(backend)
-    return sup is None or isinstance(sup, TensorRTSupport) or sup.per_node or bool(getattr(sup, "names", True)) \
-        or getattr(sup, "kind", "") == "inductor"
-
-
-def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partition:
-    """The partition torch_tensorrt.compile makes of `gm` (`engine` "fast" or "global")."""
-    check_config(config, engine)
+def partition_compiled(gm: GraphModule, config: Config) -> Partition:
+    """The partition torch_tensorrt.compile makes of `gm` (`config.engine` "fast" or "global")."""
+    engine = config.engine
+    check_available(engine)
     index = index_graph(gm)
     work = copy_graph_module(gm)
     made = trt.run_compile_partitioner(work, fast=engine == "fast", min_block_size=config.min_block_size,
@@ -115,7 +67,7 @@ def partition_compiled(gm: GraphModule, config: Config, engine: str) -> Partitio
         kept.graph.eliminate_dead_code()
         kept.recompile()
         module = build_split_module(kept, result, original=gm)
-    return Partition(gm, config, result, engine=engine, module=module, notes=tuple(notes))
+    return Partition(gm, config, result, module=module, notes=tuple(notes))
 
 
 def _result(index: GraphIndex, config: Config, made: trt.CompilePartition) -> EngineResult:
@@ -173,36 +125,16 @@ def _blocks_in_order(index: GraphIndex, groups: list[tuple[bool, list[int]]]) ->
     return [groups[k] for k in order]
 
 
-def compile_config(config: Config) -> Config:
-    """The settings torch_tensorrt.compile would run for `config`: TensorRT only (the other
-    backends are for the hierarchical partitioners), its validated converter support, no
-    skip_fusion of the user's (compile sets it itself); min_block_size, torch_executed_ops and
-    require_full_compilation as given."""
-    changes: dict = {}
-    if config.priority != ("tensorrt",):
-        changes["priority"] = ("tensorrt",)
-    if config.support is not None:
-        changes["support"] = None
-    if config.skip_fusion:
-        changes["skip_fusion"] = False
-    if getattr(config, "demote_to", "torch") != "torch":
-        changes["demote_to"] = "torch"
-    return config.replace(**changes) if changes else config
-
-
 def compile_today(gm: GraphModule, config: Config, run: Any = None) -> tuple[Partition | None, str]:
     """(the partition torch_tensorrt.compile makes of `gm` with `config`'s settings, '') or
     (None, why it is left out: no torch_tensorrt here, or compile's partitioner refused).
-    `run(gm, config, engine)` partitions (default: hv.partition; the explorer passes its cache)."""
+    `run(gm, config)` partitions (default: partition_compiled; the explorer passes its cache)."""
     if not trt.available():
         return None, ("left out: torch_tensorrt is not available here; "
                       'pip install "hierviz[tensorrt-rtx]" to see it')
     try:
         cfg = compile_config(config)
-        if run is None:
-            check_config(cfg, "fast")
-            return partition_compiled(gm, cfg, "fast"), ""
-        return run(gm, cfg, "fast"), ""
+        return (run or partition_compiled)(gm, cfg), ""
     except HiervizError as exc:
         return None, str(exc)
 

@@ -82,11 +82,13 @@ class Partition:
     _todays_compile: Any = None  # Partition.compile_today(), once computed
 
     def __init__(self, graph: GraphModule, config: Config, result: EngineResult,
-                 engine: str = "hierviz", module: GraphModule | None = None,
+                 engine: str | None = None, module: GraphModule | None = None,
                  notes: tuple[str, ...] = ()) -> None:
         self.graph = graph
+        if engine is not None and engine != config.engine:  # the engine that made it is part of its settings
+            config = config._derive({"engine": engine}, together=False)
         self.config = config
-        self.engine = engine
+        self.engine = config.engine
         self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
         self._result = result
         self._module = module
@@ -259,7 +261,7 @@ class Partition:
         """Subgraphs per backend (priority order, then 'torch') that partitioning this graph at
         `min_block_size` gives, everything else in the config unchanged. hierviz's engine
         re-runs only its small-block pass; upstream's is re-run whole."""
-        merged = self._merged_at(int(min_block_size))
+        merged = self._merged_at(parse_min_block_size(min_block_size))
         counts = {b: 0 for b in self.backends}
         for sg in merged:
             counts[sg.backend] = counts.get(sg.backend, 0) + 1
@@ -267,19 +269,21 @@ class Partition:
 
     def _merged_at(self, min_block_size: int) -> list:
         """The engine's subgraphs at another min_block_size. hierviz's engine re-runs only its
-        small-block pass; upstream's, whose subgraphs before demotion are not kept, runs again."""
+        small-block pass; the others, whose subgraphs before demotion are not kept, run again
+        (only when asked: recommend(), subgraph_counts())."""
         if self.engine == "hierviz":
             merged, _ = at_min_block_size(self._result, min_block_size, self.config.require_full_compilation)
             return merged
-        from hierviz.partitioner import partition
+        from hierviz.partitioner import partition_graph
 
-        again = partition(self.graph, config=self.config.replace(min_block_size=min_block_size), engine=self.engine)
+        again = partition_graph(self.graph, self.config._derive({"min_block_size": min_block_size}))
         return again._result.subgraphs
 
     @checked_arguments
     def recommend(self, sizes: Iterable[int] | None = None) -> "pd.DataFrame":
-        """min_block_size -> subgraph counts per backend, by re-partitioning at each size
-        (only the small-block pass is re-run; assignment and traversal are reused)."""
+        """min_block_size -> subgraph counts per backend, by re-partitioning at each size: for
+        engine "hierviz" only its small-block pass is re-run (assignment and traversal are
+        reused); the other engines run whole once per size, so this costs that much."""
         import pandas as pd
 
         res = self._result
@@ -287,13 +291,14 @@ class Partition:
             largest = max((len(sg.nodes) for sg in res.raw if sg.is_acc), default=1)
             sizes = sorted({1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100} | {self.config.min_block_size})
             sizes = [s for s in sizes if s <= max(largest + 1, self.config.min_block_size)]
-        if isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+        elif isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
             raise ConfigError(f"recommend takes a list of min_block_size values, e.g. p.recommend([1, 3, 5]), "
                               f"not {type(sizes).__name__} {sizes!r}.")
-        try:
-            sizes = [parse_min_block_size(s) for s in sizes]
-        except ConfigError as exc:
-            raise ConfigError(f"recommend: {exc}") from None
+        else:  # the user's sizes, each read once
+            try:
+                sizes = [parse_min_block_size(s) for s in sizes]
+            except ConfigError as exc:
+                raise ConfigError(f"recommend: {exc}") from None
         rows = []
         for size in sizes:
             merged = self._merged_at(int(size))

@@ -14,7 +14,7 @@ from __future__ import annotations
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config
+from hierviz.config import Config, SupportMap
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph
@@ -35,7 +35,7 @@ def names_only(config: Config) -> Config:
                if isinstance(config.support_for(b), TensorRTSupport) and config.support_for(b).per_node}
     if not changed:
         return config
-    return config.replace(support={**(config.support or {}), **changed})
+    return config._derive({"support": SupportMap({**(config.support or {}), **changed})}, together=False)
 
 
 def by_name(sup: object) -> bool:
@@ -80,7 +80,7 @@ def partition_upstream(gm: GraphModule, config: Config) -> Partition:
     except AssertionError as exc:
         raise ConfigError(f"upstream partitioner: {exc}") from exc
     return Partition(gm, config, _result_from_tags(index, work, config, before),
-                     engine="torch_tensorrt", module=with_input_check(split, gm))
+                     module=with_input_check(split, gm))
 
 
 def _result_from_tags(index: GraphIndex, work: GraphModule, config: Config,

@@ -16,38 +16,37 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from hierviz.config import Config, parse_config
+from hierviz.config import Config, field_names, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.compare.cache import BoundedCache, cache_info, cached_partition
 from hierviz.compare.engines import CompileToday
 from hierviz.opnames import qualname
-from hierviz.partitioner import CALLABLE_OPS, Partition, diff, parse_engine
+from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
 if TYPE_CHECKING:
     import pandas as pd
     from torch.fx import GraphModule
 
-CONFIG_FIELDS = columns.CONFIG_COLUMNS
 CACHE_SIZE = 64  # settings whose diagrams, tables, measurements and diffs are kept
 
 
-def key_of(part: Partition) -> tuple[Config, str]:
-    """What identifies a shown partition in the caches and the history: its Config and engine."""
-    return (part.config, part.engine)
+def key_of(part: Partition) -> Config:
+    """What identifies a shown partition in the caches and the history: its Config (every
+    setting, the engine included)."""
+    return part.config
 
 
 @dataclass(frozen=True)
 class ControlState:
-    """What the controls show: the Config fields (`values`, possibly an invalid combination),
-    the diagram view, the focus target and whether to measure."""
+    """What the controls show: the settings (`values`, possibly an invalid combination; the
+    engine is one of them), the diagram view, the focus target and whether to measure."""
 
     values: Mapping[str, Any]
     view: str = "auto"
     focus: str | None = None
     measure: bool = False
-    engine: str = "hierviz"  # hv.partition's engine=
 
 
 @dataclass
@@ -100,9 +99,9 @@ class Controller:
 
     # ------------------------------------------------------------------ settings -> partition
     def config_of(self, values: Mapping[str, Any]) -> Config:
-        """The Config the control values describe (ConfigError when they are invalid); the
-        engine, not a Config field, is left out."""
-        return parse_config({k: v for k, v in values.items() if k != "engine"})
+        """The Config the control values describe, each read once by its setting's row
+        (ConfigError when they are invalid)."""
+        return parse_config(values)
 
     def update(self, state: ControlState | HiervizError) -> Update:
         """Partition for `state` (from the cache when seen before); add a history row when the
@@ -115,17 +114,15 @@ class Controller:
             if isinstance(state, HiervizError):
                 raise state
             cfg = self.config_of(values)
-            engine = parse_engine(state.engine)
             hits = cache_info()["hits"]
-            part = cached_partition(self.graph, cfg, engine)
+            part = cached_partition(self.graph, cfg)
             cached = cache_info()["hits"] > hits
             error = None
         except HiervizError as exc:
             cfg, part, error = None, None, str(exc)
         timings = {"partition": time.perf_counter() - t0}
 
-        engine = state.engine if isinstance(state, ControlState) else "hierviz"
-        key = key_of(part) if part is not None else ("error", error, repr(values), engine)
+        key = key_of(part) if part is not None else ("error", error, repr(values))
         changed = key != self._state_key
         self._state_key = key
         self.config, self.partition = cfg, part
@@ -137,18 +134,17 @@ class Controller:
         if part is not None and (self.shown is None or key_of(self.shown) != key_of(part)):
             self.previous, self.shown = self.shown, part
         if changed:
-            self._add_run({**values, "engine": engine}, cfg, part, error, cached)
+            self._add_run(values, cfg, part, error, cached)
         return Update(cfg, part, error, changed, cached, timings)
 
     def _add_run(self, values: Mapping[str, Any], cfg: Config | None, part: Partition | None,
                  error: str | None, cached: bool) -> None:
         row: dict[str, Any] = {"run": len(self.runs) + 1}
-        row["engine"] = part.engine if part is not None else values.get("engine", "hierviz")
         if part is not None and cfg is not None:
             row.update(columns.config_columns(cfg))
             row.update(columns.stat_columns(part))
         else:
-            row.update({k: columns.format_field(k, v) for k, v in values.items() if k in CONFIG_FIELDS})
+            row.update({k: columns.format_field(k, v) for k, v in values.items() if k in field_names()})
         row["error"] = error
         row["cached"] = cached
         row["_key"] = key_of(part) if part is not None else None
@@ -161,7 +157,8 @@ class Controller:
 
     def history(self) -> "pd.DataFrame":
         """One row per run: run number, config fields, stats, latency, error, cached, seconds."""
-        return columns.frame(self.runs, latency=True, extra_head=("run", "engine"), extra_tail=("cached", "seconds"))
+        return columns.frame(self.runs, latency=True, extra_head=("run", *columns.head_columns(field_names())),
+                             extra_tail=("cached", "seconds"))
 
     # ------------------------------------------------------------------ panels
     def diagram(self, part: Partition, view: str, focus: str | None) -> str:

@@ -13,29 +13,25 @@ To add a control or button: create it in `build_controls` / `build_buttons`, pla
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import ipywidgets as widgets
 import traitlets
 
+from hierviz import config as settings
 from hierviz import support as support_mod
-from hierviz import trt
-from hierviz.config import BUILTIN_BACKENDS, Config, parse_bool
+from hierviz.config import BUILTIN_BACKENDS, Config, Setting, available_engines, parse_bool
 from hierviz.errors import ConfigError
 from hierviz.widget import panels
 
 Refused = Callable[[str], None]
 
-# Support sources the picker offers: key -> (label, factory). "default" is Config's default
-# (tensorrt: validated converters, inductor: no ops).
+# Support sources the picker offers: key -> (label, factory): "default" (Config's None:
+# tensorrt = validated converters, inductor = no ops), then hierviz.support.SOURCES.
 SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
-    "default": ("default", None),
-    "tensorrt": ("Torch-TensorRT converters + validators", lambda: support_mod.tensorrt()),
-    "tensorrt-names": ("converter names only", lambda: support_mod.tensorrt(validate=False)),
-    "inductor": ("TorchInductor lowerings", support_mod.inductor),
-    "none": ("no ops", support_mod.none),
-}
+    "default": ("default", None), **support_mod.SOURCES}
 CUSTOM = "custom"
 
 
@@ -259,90 +255,130 @@ class Choice(_Refusing, widgets.ToggleButtons):
 
 
 def engine_options() -> list[str]:
-    """The partitioners the engine control offers: hierviz's, and when torch_tensorrt imports,
-    what torch_tensorrt.compile runs (fast, global) and upstream's hierarchical one."""
-    return ["hierviz", "fast", "global", "torch_tensorrt"] if trt.available() else ["hierviz"]
+    """The partitioners the engine control offers: those that run here (hierviz.config)."""
+    return list(available_engines())
+
+
+@dataclass
+class _Building:
+    """What the control builders share: the base Config, the graph's ops, the backends offered,
+    and the extra widgets they make (the min_block_size box, the ops counter line)."""
+
+    base: Config
+    graph_ops: Mapping[str, int]
+    backends: list[str]
+    extra_ops: list[str]
+    extras: dict[str, Any]
+
+
+def _build_backends(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    return TagsInput(value=list(value), allowed_tags=b.backends, allow_duplicates=False, tooltip=row.control.tooltip,
+                     placeholder="+ backend", layout=widgets.Layout(width="auto"))
+
+
+def _build_support(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    return SupportPicker(b.backends, value)
+
+
+def _build_slider(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    top = max(2, sum(b.graph_ops.values()), value)
+    slider = BlockSizeSlider(value=value, min=1, max=top, step=1, continuous_update=False, readout=False,
+                             description=row.control.description, style={"description_width": "initial"},
+                             layout=widgets.Layout(width="420px"))
+    box = BlockSizeBox(value=value, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
+    b.extras[f"{row.name}_box"] = box  # the number box beside the slider, same rule
+    b.extras[f"{row.name}_link"] = widgets.link((slider, "value"), (box, "value"))
+    return slider
+
+
+def _build_ops(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]  # type: ignore[arg-type]
+    allowed = ops_sorted + sorted(o for o in value if o not in b.graph_ops) + b.extra_ops
+    b.extras["teo_counts"] = widgets.HTML()  # how many nodes the chosen ops force
+    return TagsInput(value=sorted(value), allowed_tags=allowed, allow_duplicates=False, ops=True,
+                     tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(b.graph_ops)}",  # type: ignore[arg-type]
+                     placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
+
+
+def _build_toggle(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    return Toggle(value=value, description=row.control.description, icon=row.control.icon,
+                  layout=widgets.Layout(width="auto"))
+
+
+def _build_choice(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+    options = row.control.options() if callable(row.control.options) else row.control.options
+    if value not in options:
+        raise ConfigError(f"hv.explore: {row.name}={value!r} cannot be chosen here ({row.control.unavailable}); "
+                          f"{row.name} choices offered: {', '.join(options)}.")
+    return Choice(options=list(options), value=value, description=row.control.description,
+                  tooltip=row.control.tooltip, style={"button_width": "110px", "description_width": "initial"})
+
+
+# Control kind -> (build(row, value, building), read(widget, values read so far), show(value) -> widget value).
+KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any], Callable[[Any, Any], Any]]] = {
+    "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
+    "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
+                lambda w, v: w.value if v is None else {**w.value, **{b: support_choice(s) for b, s in v.items()}}),
+    "slider": (_build_slider, lambda w, _v: w.value, lambda _w, v: v),
+    "ops": (_build_ops, lambda w, _v: frozenset(w.value), lambda _w, v: tuple(sorted(v))),
+    "toggle": (_build_toggle, lambda w, _v: w.value, lambda _w, v: v),
+    "choice": (_build_choice, lambda w, _v: w.value, lambda _w, v: v),
+}
+
+
+def _kind(name: str) -> str:
+    return settings.setting(name).control.kind  # type: ignore[union-attr]
+
+
+def _with_control() -> list[Setting]:
+    return [row for row in settings.SETTINGS if row.control is not None]
 
 
 def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
-                   view: str, focus: str | None, on_refused: Refused, engine: str = "hierviz",
+                   view: str, focus: str | None, on_refused: Refused,
                    source_ops: Mapping[str, int] | None = None) -> tuple[Mapping[str, widgets.Widget], dict]:
-    """(controls, extras): `controls` maps each Config field plus engine, view, focus and measure
-    to its widget; `extras` holds the min_block_size box, the ops counter line, the backends.
-    The op picker offers the graph's ops, most frequent first, then `source_ops` (the source ops
-    the lowering replaced, "source:<op>" -> how many lowered nodes came from it)."""
+    """(controls, extras): `controls` maps each setting with a control in the settings table
+    (built from its row's kind and options, showing `base`'s value) plus view, focus and
+    measure to its widget; `extras` holds what the builders made besides (the min_block_size
+    box, the ops counter line) and the backends. The op picker offers the graph's ops, most
+    frequent first, then `source_ops` (the source ops the lowering replaced, "source:<op>" ->
+    how many lowered nodes came from it)."""
     backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
     backends += [b for b in (base.support or {}) if b not in backends]
-    priority = TagsInput(value=list(base.priority), allowed_tags=backends, allow_duplicates=False,
-                         tooltip="Backends, highest priority first: drag to reorder, "
-                                 "remove one to switch it off, type a name to add it back.",
-                         placeholder="+ backend", layout=widgets.Layout(width="auto"))
-    support = SupportPicker(backends, base.support)
-    top = max(2, sum(graph_ops.values()), base.min_block_size)
-    mbs = BlockSizeSlider(value=base.min_block_size, min=1, max=top, step=1, continuous_update=False,
-                          readout=False, description="min_block_size", style={"description_width": "initial"},
-                          layout=widgets.Layout(width="420px"))
-    box = BlockSizeBox(value=base.min_block_size, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
-    box.on_refused = on_refused
-    link = widgets.link((mbs, "value"), (box, "value"))
-    ops_sorted = [op for op, _ in panels.ops_by_count(graph_ops)]  # type: ignore[arg-type]
-    allowed = ops_sorted + sorted(o for o in base.torch_executed_ops if o not in graph_ops)
-    allowed += [op for op, _ in panels.ops_by_count(source_ops or {})]  # type: ignore[arg-type]
-    teo = TagsInput(value=sorted(base.torch_executed_ops), allowed_tags=allowed, allow_duplicates=False,
-                    ops=True, tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(graph_ops)}",  # type: ignore[arg-type]
-                    placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
-    rfc = Toggle(value=base.require_full_compilation, description="require full compilation",
-                 icon="lock", layout=widgets.Layout(width="auto"))
-    skip = Toggle(value=base.skip_fusion, description="skip fusion", layout=widgets.Layout(width="auto"))
-    demote = Choice(options=["torch", "next"], value=base.demote_to, description="demote to")
+    extra_ops = [op for op, _ in panels.ops_by_count(source_ops or {})]  # type: ignore[arg-type]
+    building = _Building(base, graph_ops, backends, extra_ops, {"backends": backends})
+    built = {row.name: KINDS[row.control.kind][0](row, getattr(base, row.name), building)  # type: ignore[union-attr]
+             for row in _with_control()}
     view_w = Choice(options=list(views), value=view, description="view",
-                         style={"button_width": "96px", "description_width": "initial"})
+                    style={"button_width": "96px", "description_width": "initial"})
     focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
-                               placeholder="node or subgraph to focus on", description="focus",
-                               layout=widgets.Layout(width="320px"))
+                       placeholder="node or subgraph to focus on", description="focus",
+                       layout=widgets.Layout(width="320px"))
     measure_w = Toggle(value=bool(measure), description="measure latency", icon="clock-o",
                        layout=widgets.Layout(width="auto"))
-    offered = engine_options()
-    if engine not in offered:
-        raise ConfigError(f"hv.explore: engine={engine!r} needs torch_tensorrt, which is not available here; "
-                          f"engines offered: {', '.join(offered)}.")
-    engine_w = Choice(options=offered, value=engine, description="engine",
-                      tooltip="hierviz: hierviz's partitioner; fast: what torch_tensorrt.compile runs; global: "
-                              "compile with use_fast_partitioner=False; torch_tensorrt: upstream's hierarchical one",
-                      style={"button_width": "110px", "description_width": "initial"})
-    controls = MappingProxyType({
-        "priority": priority,
-        "support": support,
-        "min_block_size": mbs,
-        "torch_executed_ops": teo,
-        "require_full_compilation": rfc,
-        "skip_fusion": skip,
-        "engine": engine_w,
-        "demote_to": demote,
-        "view": view_w,
-        "focus": focus_w,
-        "measure": measure_w,
-    })
+    controls = MappingProxyType({**built, "view": view_w, "focus": focus_w, "measure": measure_w})
     for name, w in controls.items():
         w.on_refused = on_refused  # type: ignore[attr-defined]
         w.what = name  # type: ignore[attr-defined]
-    extras = {"min_block_size_box": box, "min_block_size_link": link, "teo_counts": widgets.HTML(),
-              "backends": backends}
-    return controls, extras
+    for w in building.extras.values():
+        if isinstance(w, _Refusing):
+            w.on_refused = on_refused
+    return controls, building.extras
 
 
 def state_values(controls: Mapping[str, widgets.Widget]) -> dict[str, Any]:
-    """The Config fields the controls describe (possibly an invalid combination)."""
-    priority = tuple(controls["priority"].value)
-    return {
-        "priority": priority,
-        "support": controls["support"].build(priority),  # type: ignore[attr-defined]
-        "min_block_size": int(controls["min_block_size"].value),
-        "torch_executed_ops": frozenset(controls["torch_executed_ops"].value),
-        "require_full_compilation": bool(controls["require_full_compilation"].value),
-        "skip_fusion": bool(controls["skip_fusion"].value),
-        "demote_to": controls["demote_to"].value,
-    }
+    """The settings the controls describe (possibly an invalid combination; Config checks them)."""
+    values: dict[str, Any] = {}
+    for row in _with_control():
+        values[row.name] = KINDS[row.control.kind][1](controls[row.name], values)  # type: ignore[union-attr]
+    return values
+
+
+def show_config(controls: Mapping[str, widgets.Widget], config: Config) -> None:
+    """Set every setting's control to `config`'s value."""
+    for row in _with_control():
+        w = controls[row.name]
+        w.value = KINDS[row.control.kind][2](w, getattr(config, row.name))  # type: ignore[union-attr]
 
 
 def build_buttons() -> Mapping[str, widgets.Button]:
@@ -377,20 +413,26 @@ def build_panels() -> Mapping[str, widgets.HTML]:
 
 def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], panels_: Mapping[str, widgets.Widget],
            buttons: Mapping[str, widgets.Button], more: Mapping[str, widgets.Widget]) -> tuple[list, widgets.Tab]:
-    """(the Explorer's children, its tab widget): controls on top, then the error area, the
-    stats, the status line and the tabs. `more` holds progress, diff_against and output_dir."""
+    """(the Explorer's children, its tab widget): the settings' controls on top, one line per
+    `Control.row` of the settings table (a list-like control with its name before it, the
+    slider with its number box and the measure toggle), then view and focus, the error area,
+    the stats, the status line and the tabs. `more` holds progress, diff_against and output_dir."""
     c, p, b = controls, panels_, buttons
-    row1 = widgets.HBox([widgets.Label("priority"), c["priority"]], layout=widgets.Layout(width="100%"))
-    row2 = widgets.HBox([c["min_block_size"], extras["min_block_size_box"], c["require_full_compilation"],
-                         c["skip_fusion"], c["demote_to"], c["measure"]])
-    row3 = widgets.HBox([widgets.Label("torch_executed_ops"), c["torch_executed_ops"]],
-                        layout=widgets.Layout(width="100%"))
-    row4 = widgets.HBox([widgets.Label("support"), c["support"]])
-    row5 = widgets.HBox([c["view"], c["focus"]])
-    row0 = widgets.HBox([c["engine"]])
+    lines: dict[int, list[widgets.Widget]] = {}
+    for row in _with_control():
+        kind = row.control.kind  # type: ignore[union-attr]
+        line = lines.setdefault(row.control.row, [])  # type: ignore[union-attr]
+        if kind in ("backends", "support", "ops"):
+            line.append(widgets.Label(row.name))
+        line.append(c[row.name])
+        if kind == "slider":
+            line += [extras[f"{row.name}_box"], c["measure"]]
+        if kind == "ops":
+            line.append(extras["teo_counts"])
+    boxes = [widgets.HBox(line, layout=widgets.Layout(width="100%")) for _, line in sorted(lines.items())]
     progress = widgets.HBox([more["progress"], more["progress_label"]])
     fastest = widgets.HBox([b["find_fastest"], b["apply_fastest"], p["fastest"]])
-    box = widgets.VBox([row0, row1, row4, row2, row3, extras["teo_counts"], row5, progress, fastest])
+    box = widgets.VBox([*boxes, widgets.HBox([c["view"], c["focus"]]), progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
     pages["numerics_box"] = widgets.VBox([widgets.HBox([b["check_numerics"]]), p["numerics"]])

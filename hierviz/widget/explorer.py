@@ -37,9 +37,9 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
 
-from hierviz.config import FIELDS, Config
+from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.partitioner import Partition, graph_of, make_config, parse_engine
+from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
 from hierviz.widget import numerics_tab, panels
@@ -70,22 +70,20 @@ class Explorer(widgets.VBox):
                  measure: bool = False, view: str = "auto", focus: str | None = None,
                  debounce: float = DEFAULT_DEBOUNCE, output_dir: str | Path = DEFAULT_OUTPUT_DIR,
                  max_nodes: int | None = None, measure_options: Mapping[str, Any] | None = None,
-                 name: str | None = None, engine: str | None = None, **overrides: Any) -> None:
+                 name: str | None = None, **overrides: Any) -> None:
         super().__init__()
         self.add_class("hierviz-explorer")  # a stable hook for CSS and the browser test
-        unknown = sorted(set(overrides) - set(FIELDS))
+        fields = field_names()
+        unknown = sorted(set(overrides) - set(fields))
         if unknown:
             raise ConfigError(f"hv.explore: unknown argument(s) {unknown}; it takes Config fields "
-                              f"({', '.join(FIELDS)}) and the options {', '.join(OPTIONS)}.")
+                              f"({', '.join(fields)}) and the options {', '.join(OPTIONS)}.")
         self.debounce = check_options(view=view, focus=focus, debounce=debounce, measure=measure,
                                        output_dir=output_dir, max_nodes=max_nodes,
                                        measure_options=measure_options, name=name)
         if config is None and isinstance(model, Partition):
-            config = model.config
-        if engine is None:
-            engine = model.engine if isinstance(model, Partition) else "hierviz"
-        engine = parse_engine(engine)
-        base = make_config(config, overrides)
+            config = model.config  # its engine too
+        base = make_config(config, overrides)  # the settings, each read once
         self.graph = graph_of(model, example_inputs)
         self.example_inputs = example_inputs
         self.name = name or (type(model).__name__ if not isinstance(model, Partition) else "partition")
@@ -102,7 +100,7 @@ class Explorer(widgets.VBox):
         # hv.source_ops), each with how many lowered nodes came from it
         self.source_ops = Counter(lowered_sources(self.controller.graph.graph.nodes))
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
-                                                   view=view, focus=focus, on_refused=self._refused, engine=engine,
+                                                   view=view, focus=focus, on_refused=self._refused,
                                                    source_ops=self.source_ops)
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
@@ -204,7 +202,7 @@ class Explorer(widgets.VBox):
     def state(self) -> ControlState:
         """What the controls show, as the controller takes it."""
         c = self.controls
-        return ControlState(values=self.control_values(), engine=c["engine"].value, view=c["view"].value,
+        return ControlState(values=self.control_values(), view=c["view"].value,
                             focus=(c["focus"].value or "").strip() or None, measure=bool(c["measure"].value))
 
     @property
@@ -450,15 +448,7 @@ class Explorer(widgets.VBox):
             raise ConfigError("no fastest setting yet: press 'find fastest' first and wait for it to finish.")
         best = result.best
         with self._debouncer.batch():  # one re-run for all the controls set below
-            c = self.controls
-            if best.support is not None:
-                c["support"].value = {**c["support"].value, **{b: ctl.support_choice(s) for b, s in best.support.items()}}
-            c["priority"].value = list(best.priority)
-            c["min_block_size"].value = best.min_block_size
-            c["torch_executed_ops"].value = tuple(sorted(best.torch_executed_ops))
-            c["require_full_compilation"].value = best.require_full_compilation
-            c["skip_fusion"].value = best.skip_fusion
-            c["demote_to"].value = best.demote_to
+            ctl.show_config(self.controls, best)
         return best
 
     def __repr__(self) -> str:

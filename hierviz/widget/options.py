@@ -10,7 +10,7 @@ from typing import Any, Mapping
 
 from hierviz.errors import ConfigError
 
-OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name", "engine")
+OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name")
 
 
 def views() -> tuple[str, ...]:

@@ -154,7 +154,7 @@ def history_html(df: "pd.DataFrame") -> str:
     """The history table, newest first; settings that never changed go last, so what changed
     and its effect fit on screen."""
     df = df.dropna(axis=1, how="all")
-    fixed = [c for c in columns.CONFIG_COLUMNS if c in df and len(df) > 1 and df[c].astype(str).nunique() == 1]
+    fixed = [c for c in columns.setting_columns() if c in df and len(df) > 1 and df[c].astype(str).nunique() == 1]
     df = df[[c for c in df.columns if c not in fixed] + fixed]
     shown = df.iloc[::-1].head(HISTORY_SHOWN)
     note = (f'<div style="font-size:11px;color:#777">{len(df)} runs, newest first'

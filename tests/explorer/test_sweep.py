@@ -167,7 +167,7 @@ def test_executor_runs_configurations_and_keeps_grid_order(small) -> None:
     with RecordingExecutor(max_workers=2) as pool:
         parallel = sweep(model, inputs, grid, executor=pool, progress=False)
     assert len(pool.submitted) == 10
-    assert [args[2]["min_block_size"] for args in pool.submitted] == [8, 8, 1, 1, 5, 5, 2, 2, 3, 3]
+    assert [args[1].min_block_size for args in pool.submitted] == [8, 8, 1, 1, 5, 5, 2, 2, 3, 3]  # (graph, Config)
     assert pool.threads and all(name != threading.current_thread().name for name in pool.threads)
     pd.testing.assert_frame_equal(plain, parallel)
 

@@ -65,7 +65,7 @@ def test_controls_cover_every_config_field_and_show_the_config(ex: Explorer) -> 
     assert c["view"].value == "auto" and c["measure"].value is False
     assert ex.control_values() == {"priority": ("tensorrt", "inductor"), "support": None, "min_block_size": 5,
                                    "torch_executed_ops": frozenset(), "require_full_compilation": False,
-                                   "skip_fusion": False, "demote_to": "torch"}
+                                   "skip_fusion": False, "demote_to": "torch", "engine": "hierviz"}
     assert c["demote_to"].value == "torch"
 
 

@@ -114,10 +114,14 @@ def test_bf16_model_under_inductor_reports_errors_judged_by_bf16_tolerances(indu
 
 
 def test_bad_arguments_are_measure_errors(tiny_conv):
+    """A bad value is a MeasureError; an argument hv.numerics does not take is a ConfigError,
+    as from every public function (hv.measure, hv.partition, ...)."""
     _, x, gm = tiny_conv
     part = inductor_partition(gm)
-    with pytest.raises(hv.MeasureError, match="unknown option.*itres"):
+    with pytest.raises(hv.ConfigError, match=r"hv.numerics: unknown argument\(s\) \['itres'\]; did you mean 'iters'\?"):
         hv.numerics(part, x, itres=3)
+    with pytest.raises(hv.ConfigError, match="unknown argument"):
+        hv.measure(part, x, itres=3)
     with pytest.raises(hv.MeasureError, match="reference='float64' is not known"):
         hv.numerics(part, x, reference="float64")
     with pytest.raises(hv.MeasureError, match="rel_floor"):

@@ -431,7 +431,7 @@ def test_config_round_trips_and_hashes():
     assert hv.Config() == hv.Config.from_dict(hv.Config().to_dict())
     assert hv.Config().to_dict() == {"priority": ["tensorrt", "inductor"], "support": None, "min_block_size": 5,
                                       "torch_executed_ops": [], "require_full_compilation": False,
-                                      "skip_fusion": False, "demote_to": "torch"}
+                                      "skip_fusion": False, "demote_to": "torch", "engine": "hierviz"}
     with pytest.raises(hv.ConfigError, match="unknown Config field"):
         cfg.replace(min_blocksize=4)
     with pytest.raises(hv.ConfigError, match="unknown Config field"):
