@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hierviz import config as settings
-from hierviz.config import Config, whole_number
+from hierviz.config import Config, derive, whole_number
 from hierviz.errors import ConfigError
 
 
@@ -132,7 +132,7 @@ def build_config(args: argparse.Namespace) -> Config:
             values[row.name] = row.flag.read(text)  # type: ignore[union-attr]
         else:
             values[row.name] = settings.parse_text(row.name, text)
-    return Config()._derive(values)
+    return derive(Config(), values)
 
 
 def parse_grid(items: Sequence[str], base: Any = None) -> dict[str, list[Any]]:

@@ -13,7 +13,7 @@ setting like the others). Adding a setting is one row plus the code that uses it
 Values are checked once, where they come in: `Config(...)`, `Config.replace`, `from_dict`,
 `hv.partition(**overrides)`, the CLI, the widget and grid entries go through the row's
 `parse` (text first through its `read_text`); a Config that exists is valid, so code that
-receives one never checks it again. `_derive` makes a copy from values already checked (only
+receives one never checks it again. `derive` makes a copy from values already checked (only
 the rules between fields run). `"tensorrt>inductor"`, `"tensorrt,inductor"` and
 `("tensorrt", "inductor")` mean the same everywhere, op names are accepted with or without
 `torch.ops.aten.`, and a wrong type or value is a `ConfigError` saying what to write instead.
@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Iterator, Mapping
 
 from hierviz import support as support_mod
+from hierviz import trt
 from hierviz.errors import ConfigError, ConfigWarning, user_stacklevel
 from hierviz.opnames import normalize_all, split_names
 
@@ -226,8 +227,6 @@ def engine_info(name: str) -> Engine:
 
 def available_engines() -> tuple[str, ...]:
     """The engines that can run here: those that need Torch-TensorRT only when it imports."""
-    from hierviz import trt
-
     return tuple(e.name for e in ENGINE_TABLE if not e.needs_trt or trt.available())
 
 
@@ -573,18 +572,7 @@ class Config(metaclass=_Checked):
     def replace(self, **changes: Any) -> "Config":
         """A copy with `changes` (Config fields, Python values), each checked by its row."""
         check_fields(changes)
-        return self._derive({name: setting(name).parse(value) for name, value in changes.items()})
-
-    def _derive(self, checked: Mapping[str, Any], *, together: bool = True) -> "Config":
-        """A copy with values already checked by their rows (inside hierviz: grid combinations,
-        compile_config): no value is read again; the rules between fields run unless
-        `together` is False (a combination known to be valid)."""
-        new = object.__new__(type(self))
-        for name in field_names():
-            object.__setattr__(new, name, checked[name] if name in checked else getattr(self, name))
-        if together:
-            _check_together(new)
-        return new
+        return derive(self, {name: setting(name).parse(value) for name, value in changes.items()})
 
     def to_dict(self) -> dict:
         """JSON-safe: op names as strings, support as descriptions."""
@@ -660,6 +648,19 @@ def _check_together(cfg: Config) -> None:
                 raise ConfigError(why)
 
 
+def derive(config: Config, checked: Mapping[str, Any], *, together: bool = True) -> Config:
+    """A copy of `config` with values already read by their rows (inside hierviz: grid
+    combinations, compile_config, a CLI option): no value is read again; the rules between
+    settings run unless `together` is False (a combination known to be valid). Values from a
+    user go through Config.replace instead."""
+    new = object.__new__(type(config))
+    for name in field_names():
+        object.__setattr__(new, name, checked[name] if name in checked else getattr(config, name))
+    if together:
+        _check_together(new)
+    return new
+
+
 def compile_config(config: Config, engine: str = "fast") -> Config:
     """The settings torch_tensorrt.compile would run for `config` with its partitioner `engine`:
     each setting's compile_value (TensorRT only, its validated converter support, no
@@ -669,7 +670,7 @@ def compile_config(config: Config, engine: str = "fast") -> Config:
                if row.compile_value is not PASSED and getattr(config, row.name) != row.compile_value}
     if config.engine != engine:
         changes["engine"] = engine
-    return config._derive(changes, together=False) if changes else config
+    return derive(config, changes, together=False) if changes else config
 
 
 # ---------------------------------------------------------------------------- reading settings

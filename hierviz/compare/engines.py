@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config
+from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.cache import BoundedCache, cached_partition
@@ -88,7 +88,7 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
         raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
     rows = []
     for engine, what in ENGINE_ROWS:
-        used = compile_config(cfg, engine) if engine in COMPILE_ENGINES else cfg._derive({"engine": engine})
+        used = compile_config(cfg, engine) if engine in COMPILE_ENGINES else derive(cfg, {"engine": engine})
         row: dict[str, Any] = {**columns.config_columns(used), "what": what}
         try:
             part = cached_partition(gm, used)

@@ -14,7 +14,7 @@ import itertools
 import warnings
 from typing import Any, Mapping
 
-from hierviz.config import COMPILE_ENGINES, Config, check_fields, setting
+from hierviz.config import COMPILE_ENGINES, Config, check_fields, derive, setting
 from hierviz.errors import ConfigError
 from hierviz.partitioner import make_config
 
@@ -105,7 +105,7 @@ def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None 
                     continue
                 parsed[field].append(value)
                 try:
-                    base_cfg._derive({field: value})
+                    derive(base_cfg, {field: value})
                 except ConfigError as exc:
                     if not _valid_with_partners(base_cfg, parsed, lists, field, value):
                         failed[(field, i)] = _message(field, exc)
@@ -116,7 +116,7 @@ def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None 
         for combo in itertools.product(*parsed.values()):
             changes = dict(zip(keys, combo))
             try:
-                configs.append(base_cfg._derive(changes))  # the rules between settings, once per combination
+                configs.append(derive(base_cfg, changes))  # the rules between settings, once per combination
             except ConfigError as exc:
                 shown = " ".join(f"{k}={_shown(v)}" for k, v in zip(keys, _raw_combo(lists, parsed, changes)))
                 problems.append(f"the configuration {shown}: {' '.join(str(exc).split())}")

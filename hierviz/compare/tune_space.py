@@ -7,7 +7,7 @@ import itertools
 from typing import Any, Mapping
 
 from hierviz import support
-from hierviz.config import BUILTIN_BACKENDS, DEFAULT_ENGINE, Config, SupportMap
+from hierviz.config import BUILTIN_BACKENDS, DEFAULT_ENGINE, Config, SupportMap, derive
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.compare.cache import cached_partition
 from hierviz.opnames import qualname
@@ -46,11 +46,11 @@ def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = N
     if base.engine != DEFAULT_ENGINE:
         notes.append(f"tune searches hierviz's partitioner, not engine {base.engine!r} (what torch_tensorrt.compile "
                      "runs is the compile_ms baseline)")
-        base = base._derive({"engine": DEFAULT_ENGINE})
+        base = derive(base, {"engine": DEFAULT_ENGINE})
     if "inductor" not in (base.support or {}):
         sup = dict(base.support or {})
         sup["inductor"] = support.inductor()
-        base = base._derive({"support": SupportMap(sup)})
+        base = derive(base, {"support": SupportMap(sup)})
         notes.append("inductor may take every op TorchInductor compiles (hv.support.inductor())")
     keep = tuple(b for b in base.priority if why_unmeasurable(b, device, compilers) is None)
     dropped = [b for b in base.priority if b not in keep]
@@ -71,7 +71,7 @@ def apply_changes(base: Config, changes: Mapping[str, Any]) -> Config:
     if "priority" in changes and "support" not in changes and base.support is not None:
         kept = {b: s for b, s in base.support.items() if b in changes["priority"] or b in BUILTIN_BACKENDS}
         changes["support"] = SupportMap(kept) if kept else None
-    return base._derive(changes)
+    return derive(base, changes)
 
 
 def _orders(backends: list[str]) -> list[tuple[str, ...]]:
@@ -134,7 +134,7 @@ def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
     seen = {base_fp}
     for op in ranked:
         try:
-            forced = cached_partition(gm, cfg._derive({"torch_executed_ops": cfg.torch_executed_ops | {op}}))
+            forced = cached_partition(gm, derive(cfg, {"torch_executed_ops": cfg.torch_executed_ops | {op}}))
         except HiervizError:
             continue
         fp = fingerprint(forced)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import torch
 from torch.fx import GraphModule
 
-from hierviz.config import Config, parse_min_block_size
+from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
@@ -86,7 +86,7 @@ class Partition:
                  notes: tuple[str, ...] = ()) -> None:
         self.graph = graph
         if engine is not None and engine != config.engine:  # the engine that made it is part of its settings
-            config = config._derive({"engine": engine}, together=False)
+            config = derive(config, {"engine": engine}, together=False)
         self.config = config
         self.engine = config.engine
         self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
@@ -276,7 +276,7 @@ class Partition:
             return merged
         from hierviz.partitioner import partition_graph
 
-        again = partition_graph(self.graph, self.config._derive({"min_block_size": min_block_size}))
+        again = partition_graph(self.graph, derive(self.config, {"min_block_size": min_block_size}))
         return again._result.subgraphs
 
     @checked_arguments

@@ -14,7 +14,7 @@ from __future__ import annotations
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config, SupportMap
+from hierviz.config import Config, SupportMap, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph
@@ -35,7 +35,7 @@ def names_only(config: Config) -> Config:
                if isinstance(config.support_for(b), TensorRTSupport) and config.support_for(b).per_node}
     if not changed:
         return config
-    return config._derive({"support": SupportMap({**(config.support or {}), **changed})}, together=False)
+    return derive(config, {"support": SupportMap({**(config.support or {}), **changed})}, together=False)
 
 
 def by_name(sup: object) -> bool:
