@@ -126,12 +126,16 @@ def build_config(args: argparse.Namespace) -> Config:
         text = getattr(args, row.name, None) if row.flag is not None else None
         if text is None or text is False:
             continue
-        if text is True:  # a switch
-            values[row.name] = True
-        elif row.flag.read is not None:  # type: ignore[union-attr]
-            values[row.name] = row.flag.read(text)  # type: ignore[union-attr]
-        else:
-            values[row.name] = settings.parse_text(row.name, text)
+        try:
+            if text is True:  # a switch
+                values[row.name] = True
+            elif row.flag.read is not None:  # type: ignore[union-attr]
+                values[row.name] = row.flag.read(text)  # type: ignore[union-attr]
+            else:
+                values[row.name] = settings.parse_text(row.name, text)
+        except ConfigError as exc:  # the message names the option
+            message = str(exc)
+            raise UsageError(message if message.startswith(row.option) else f"{row.option}: {message}") from None
     return derive(Config(), values)
 
 
