@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 import torch
 
 from hierviz import trt
-from hierviz.config import Config
+from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.partitioner.record import NodeTable, TensorSpec
 from hierviz.partitioner.result import Partition, Subgraph
@@ -124,8 +124,9 @@ class SavedPartition(Partition):
     def __init__(self, doc: dict, path: Path) -> None:  # not super().__init__: there is no engine result
         config, note = _config(doc["config"], repr(str(path)))
         self.graph = None  # type: ignore[assignment]
-        self.config = config
         self.engine = str(doc["engine"])
+        # the engine is a setting: a file saved before it was one says it beside the config
+        self.config = config if config.engine == self.engine else derive(config, {"engine": self.engine}, together=False)
         self.notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
         self.saved_from = path
         self.versions = dict(doc.get("versions") or {})
