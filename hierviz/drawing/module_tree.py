@@ -2,8 +2,8 @@
 
 `build_tree` groups a partition's ops by the model's `nn.Module` hierarchy (from the per-node
 record's module stack). `make_plan` decides, for a depth, which modules are boxes and which are
-clusters, and rolls up consecutive sibling modules (`layers.0`, `layers.1`, ...) of one class
-whose ops run with the same pattern (relative module path, op, backend, in order) into one item.
+clusters, and rolls up consecutive numbered sibling modules (`layers.0`, `layers.1`, ... or
+`block3-1`, `block3-2`, ...) of one class whose ops run with the same pattern (relative module path, op, backend, in order) into one item.
 The module view (`hierviz.drawing.modules`) draws a plan.
 """
 
@@ -267,9 +267,11 @@ def loose_edges(edges: Sequence[tuple[str, str]], first: dict[str, int]) -> set[
 
 
 def _rollable(a: Mod, b: Mod) -> bool:
-    """Items of one container (`layers.3`, `layers.4`: same prefix, the next index) of one class."""
+    """Numbered siblings of one class: `layers.3`, `layers.4` (items of a container) or
+    `block3-1`, `block3-2`, `stage_2` (named blocks): same prefix ending in `.`, `-` or `_`, the
+    next number (`fc1`, `fc2` are two layers, not copies)."""
     ma, mb = INDEXED.match(a.path), INDEXED.match(b.path)
-    return (ma is not None and mb is not None and ma.group(1) == mb.group(1) and ma.group(1).endswith(".")
+    return (ma is not None and mb is not None and ma.group(1) == mb.group(1) and ma.group(1).endswith((".", "-", "_"))
             and int(mb.group(2)) == int(ma.group(2)) + 1 and a.cls == b.cls and len(a.ops) == len(b.ops))
 
 

@@ -58,7 +58,8 @@ TOP = "(top level)"
 BAR_WIDTH = 120
 # ---------------------------------------------------------------------------- text
 def _range_name(run: list[Mod], base: Mod) -> str:
-    """'layers.0–23 ×24' for a run of siblings, 'self_attn' for one module."""
+    """'layers.0–23 ×24' for a run of container items, 'block3-1…5 ×5' for numbered names,
+    'self_attn' for one module."""
     names = [m.rel(base) for m in run]
     if len(run) == 1:
         return names[0]
@@ -68,6 +69,8 @@ def _range_name(run: list[Mod], base: Mod) -> str:
         prefix = matches[0].group(1)  # type: ignore[union-attr]
         if not prefix and base.path:  # items of a Sequential drawn inside it: 'layer1.0–1', not '0–1'
             prefix = base.path.rsplit(".", 1)[-1] + "."
+        if prefix and not prefix.endswith("."):  # block3-1…5: a dash would read as part of the name
+            return f"{names[0]}\u2026{last} \u00d7{len(run)}"
         return f"{prefix}{first}\u2013{last} \u00d7{len(run)}"
     return f"{names[0]} \u2026 {names[-1]} \u00d7{len(run)}"
 

@@ -100,3 +100,23 @@ def test_zoo_llama_layers_roll_up(zoo_cache, needs_dot):
     assert "model.layers.0\u20131 \u00d72" in g.info["rolled_up"]  # the full path
     svg = layout(g, "svg").decode()
     assert "LlamaDecoderLayer" in svg and "torch" in svg
+
+
+def test_named_numbered_blocks_roll_up_like_container_items():
+    """regnet's trunk_output.block3.block3-1 ... block3-5: same class and pattern, names that
+    are not container indices, rolled up as 'block3-1…5 ×5'; fc1/fc2 (two layers) are not."""
+    import collections
+
+    import torch
+    from torch import nn
+
+    from .stack_models import Block
+
+    torch.manual_seed(0)
+    blocks = nn.Sequential(collections.OrderedDict((f"block3-{i}", Block()) for i in range(1, 6)))
+    model = nn.Sequential(collections.OrderedDict([("inp", nn.Linear(8, 16)), ("block3", blocks)])).eval()
+    p = hv.partition(model, (torch.randn(2, 8),))
+    g = p.render("modules", depth=2)
+    assert g.info["rolled_up"] == ["block3.block3-1\u20265 \u00d75"]
+    assert "block3-3" not in g.source  # drawn once, under the range name
+    assert p.render("modules").info["rolled_up"] == ["block3.block3-1\u20265 \u00d75"]  # fc1, fc2 inside: apart
