@@ -107,21 +107,58 @@ def work(ctx: Ctx, drawn: Sequence[int]) -> int:
     return len(drawn) + len(refs) + 2 * span(edges, int)
 
 
-def full_size(ctx: Ctx, drawn: Sequence[int]) -> tuple[int, int]:
-    """The full view's (width, height) in pixels at 96 dpi, estimated from its longest path
-    (dot's ranks), its widest rank and its subgraph clusters, without laying it out."""
+def ranks(ctx: Ctx, drawn: Sequence[int]) -> dict[int, int]:
+    """dot's rank of each drawn node, as its layout places them. An op lies between its
+    deepest input (longest path from the top) and the deepest rank its users allow; dot's
+    balancing puts one with room in the least crowded rank of that range (Mamba's unrolled
+    scan: 16 `select`s that longest-path ranking stacks on one rank are spread over 8). A node
+    without drawn inputs (a graph input, a weight) sits just above its first user."""
     t = ctx.t
+    inside = set(drawn)
+    ops = [j for j in drawn if any(a in inside for a in t.inputs[j])]  # topological (graph order)
+    is_op = set(ops)
+    early: dict[int, int] = {}
+    for j in ops:
+        early[j] = max((early[a] + 1 for a in t.inputs[j] if a in early), default=1)
+    last = max(early.values(), default=1)
+    late: dict[int, int] = {}
+    for j in reversed(ops):
+        late[j] = min((late[u] - 1 for u in t.users[j] if u in is_op), default=last)
     rank: dict[int, int] = {}
-    for j in drawn:  # graph order is topological
-        rank[j] = max((rank[a] + 1 for a in t.inputs[j] if a in rank), default=0)
+    crowd: dict[int, int] = {}
+    for j in ops:
+        if early[j] == late[j]:
+            crowd[early[j]] = crowd.get(early[j], 0) + 1
+    for j in ops:
+        lo = max((rank[a] + 1 for a in t.inputs[j] if a in rank), default=1)
+        hi = max(late[j], lo)
+        if lo == hi or early[j] == late[j]:
+            rank[j] = lo
+            if early[j] != late[j]:
+                crowd[lo] = crowd.get(lo, 0) + 1
+            continue
+        rank[j] = min(range(lo, hi + 1), key=lambda r: (crowd.get(r, 0), r))
+        crowd[rank[j]] = crowd.get(rank[j], 0) + 1
+    for j in drawn:
+        if j not in is_op:
+            users = [rank[u] for u in t.users[j] if u in rank]
+            rank[j] = max(min(users) - 1, 0) if users else 0
+    return rank
+
+
+def full_size(ctx: Ctx, drawn: Sequence[int]) -> tuple[int, int]:
+    """The full view's (width, height) in pixels at 96 dpi, estimated from dot's ranks (see
+    `ranks`): their number, the widest one, and the subgraph clusters, without laying it out."""
+    t = ctx.t
+    rank = ranks(ctx, drawn)
     per_rank: dict[int, int] = {}
     for r in rank.values():
         per_rank[r] = per_rank.get(r, 0) + 1
-    ranks = max(rank.values(), default=0) + 1
+    count = max(rank.values(), default=0) + 1
     widest = max(per_rank.values(), default=1)
     clusters = len({t.subgraph[j] for j in drawn if t.subgraph[j] >= 0})
     width = max(LEGEND_PT[0], PT_PER_NODE_WIDE * widest)
-    height = LEGEND_PT[1] + PT_PER_RANK * ranks + PT_PER_SUBGRAPH * clusters
+    height = LEGEND_PT[1] + PT_PER_RANK * count + PT_PER_SUBGRAPH * clusters
     return round(width * PX_PER_PT), round(height * PX_PER_PT)
 
 
@@ -132,6 +169,20 @@ SIZE_MARGIN = 0.94
 def too_big(size: tuple[int, int]) -> bool:
     """Whether an estimated (width, height) may exceed MAX_WIDTH_PX x MAX_HEIGHT_PX."""
     return size[0] > SIZE_MARGIN * MAX_WIDTH_PX or size[1] > SIZE_MARGIN * MAX_HEIGHT_PX
+
+
+# graphviz's largest bitmap side (cairo): a .png past it is scaled down to fit, its text
+# unreadable; SVG and PDF keep the full size.
+BITMAP_LIMIT_PX = 32767
+
+
+def past_bitmap_limit(size: tuple[int, int]) -> str | None:
+    """The notice a full view gets when its estimated (width, height) is past graphviz's bitmap
+    limit, else None."""
+    if max(size) * SIZE_MARGIN <= BITMAP_LIMIT_PX:
+        return None
+    return (f"about {size[0]:,}\u00d7{size[1]:,} px: past graphviz's {BITMAP_LIMIT_PX:,} px limit for bitmaps, "
+            "a .png is scaled down to fit (save .svg for full size, or view='modules' / 'collapsed')")
 
 
 def edge_labels(ctx: Ctx, drawn: Sequence[int], measured: int | None = None) -> str:
@@ -183,5 +234,5 @@ def group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int]
                             lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
 
 
-__all__ = ["DEFAULT_MAX_NODES", "MAX_HEIGHT_PX", "MAX_WIDTH_PX", "full_size", "too_big", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
+__all__ = ["DEFAULT_MAX_NODES", "MAX_HEIGHT_PX", "MAX_WIDTH_PX", "BITMAP_LIMIT_PX", "past_bitmap_limit", "ranks", "full_size", "too_big", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
            "layout_budget", "span", "fanout_refs", "work", "edge_labels", "group_size", "group_span"]

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.budget import DEFAULT_MAX_NODES
+from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
 from hierviz.partitioner.saved import document
@@ -73,7 +73,14 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
     dot = check_dot()
     limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
-    return run(dot, source, fmt, limit)
+    out = run(dot, source, fmt, limit)
+    if fmt in ("png", "jpg", "gif") and len(out) >= 24 and out[:4] == b"\x89PNG":
+        width, height = int.from_bytes(out[16:20], "big"), int.from_bytes(out[20:24], "big")
+        if max(width, height) >= BITMAP_LIMIT_PX:
+            warnings.warn(f"the picture reached graphviz's {BITMAP_LIMIT_PX:,} px limit for bitmaps "
+                          f"({width:,}\u00d7{height:,} px): graphviz scaled it down to fit; save .svg for the "
+                          "full size, or draw view='modules' / 'collapsed'.", stacklevel=3)
+    return out
 
 
 @functools.lru_cache(maxsize=32)

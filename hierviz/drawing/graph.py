@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.budget import edge_labels, fanout_refs
+from hierviz.drawing.budget import edge_labels, fanout_refs, full_size, past_bitmap_limit
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.legend import title
@@ -210,7 +210,10 @@ def full(ctx: Ctx, w: DotWriter) -> dict:
     """The full view: every drawn node (weights only with weights=True), a cluster per subgraph."""
     drawn = ctx.all_drawn()
     info = draw_nodes_and_edges(ctx, w, drawn, labels=edge_labels(ctx, drawn, ctx.full_work))
-    title(ctx, w, "hierviz · full view")
+    notice = past_bitmap_limit(full_size(ctx, drawn))
+    title(ctx, w, "hierviz · full view", notice=notice)
+    if notice:
+        info["notice"] = notice
     return info
 
 

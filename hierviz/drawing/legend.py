@@ -51,8 +51,10 @@ def node_samples(ctx: Ctx) -> list[str]:
     return samples
 
 
-def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False) -> None:
-    """The graph label: view, config and stats, then the legend (backends, node styles, edges).
+def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False,
+          notice: str | None = None) -> None:
+    """The graph label: view, config and stats, a notice (in italics, e.g. why auto chose this
+    view, or that the picture is past graphviz's bitmap limit), then the legend.
 
     The legend lives in the label, not in a cluster, so it costs dot no layout work and
     always sits at the top left."""
@@ -84,8 +86,9 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
         note = text
     # what measurement= (time), numerics= (the colour scale) and against= (diff) add to the drawing
     overlays = "".join(f'<TR><TD ALIGN="LEFT">{overlay.legend_html()}</TD></TR>' for overlay in ctx.overlays)
-    if ctx.auto_note:
-        overlays = f'<TR><TD ALIGN="LEFT"><I>{html(ctx.auto_note)}</I></TD></TR>' + overlays
+    for text in (notice, ctx.auto_note):
+        if text:
+            overlays = f'<TR><TD ALIGN="LEFT"><I>{html(text)}</I></TD></TR>' + overlays
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>{overlays}'
