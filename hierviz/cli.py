@@ -1,6 +1,6 @@
 """The `hierviz` command: demo, report, sweep, tune, zoo, info (reading MODEL, paths and
 settings from the command line lives in cli_args.py, what it prints besides results in
-cli_output.py)."""
+cli_output.py; blockers, check and diff in cli_partitions.py)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,13 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     load_model,
     non_negative,
     parse_grid,
+    partition_from_args,
     positive,
     writable,
 )
 from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE
 from hierviz.cli_output import import_tensorrt_quietly, one_line_warnings
+from hierviz.cli_partitions import add_commands
 from hierviz.errors import HiervizError
 
 EXIT_USAGE = 2
@@ -54,6 +56,9 @@ examples:
   hierviz report my_model.py:build --priority inductor>tensorrt --inductor-support all
   hierviz sweep bert --grid min_block_size=1,3,5,10 --grid priority=tensorrt>inductor,inductor>tensorrt --csv bert.csv
   hierviz tune tiny_conv --budget 20 --csv tiny_conv-tune.csv
+  hierviz blockers efficientnet_b0 --torch-executed-ops add.Tensor --min-block-size 8
+  hierviz check resnet18 --max-subgraphs 3 --min-coverage 0.95 --like resnet18.json
+  hierviz diff before.json after.json -o diff.svg
 """
 
 
@@ -97,14 +102,7 @@ def report_output(path_text: str) -> Path:
 
 def cmd_report(args: argparse.Namespace) -> int:
     out = report_output(args.output) if args.output else None
-    config = build_config(args)
-    if config.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compiled import check_available
-
-        check_available(config.engine)  # before the model is loaded
-    model, inputs = load_model(args.model)
-    import_tensorrt_quietly(args)
-    part = hv.partition(model, inputs, config)
+    part = partition_from_args(args)
     text = part.report()
     print(text)
     if out is not None:
@@ -329,6 +327,8 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--csv", metavar="FILE", help="write the trials there")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(func=cmd_tune)
+
+    add_commands(sub, _add_config_args, _add_debug)
 
     zoo = sub.add_parser("zoo", help="list the built-in models")
     _add_debug(zoo)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hierviz import config as settings
-from hierviz.config import Config, derive, whole_number
+from hierviz.config import COMPILE_ENGINES, Config, derive, whole_number
 from hierviz.errors import ConfigError
 
 
@@ -185,3 +185,18 @@ def positive(text: str) -> int:
 
 def non_negative(text: str) -> int:
     return _whole_number(text, 0)
+
+
+def partition_from_args(args: argparse.Namespace) -> Any:
+    """The partition the setting flags describe: the Config and --engine checked before MODEL is
+    loaded (a wrong setting fails at once), then MODEL partitioned with them."""
+    from hierviz.cli_output import import_tensorrt_quietly
+
+    config = build_config(args)
+    if config.engine in COMPILE_ENGINES:
+        from hierviz.partitioner.compiled import check_available
+
+        check_available(config.engine)
+    model, inputs = load_model(args.model)
+    import_tensorrt_quietly(args)
+    return hv.partition(model, inputs, config)

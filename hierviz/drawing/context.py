@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing.accuracy import NumericsMarks
 from hierviz.drawing.difference import Difference
+from hierviz.drawing.highlight import make_highlight
 from hierviz.drawing.overlay import TimeOverlay
 from hierviz.drawing.overlays import Overlay
 from hierviz.partitioner import GRAPH, NodeTable
@@ -22,13 +23,13 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def make_overlays(p: "Partition", measurement: Any = None, against: Any = None,
-                  numerics: Any = None) -> tuple[Overlay, ...]:
-    """The overlays of `measurement=`, `against=` and `numerics=` (each checked, in that order;
-    None: left out), in the order they decorate: time, numerics, diff."""
+                  numerics: Any = None, highlight: Any = None) -> tuple[Overlay, ...]:
+    """The overlays of `measurement=`, `against=`, `numerics=` and `highlight=` (each checked,
+    in that order; None: left out), in the order they decorate: time, numerics, diff, highlight."""
     time = None if measurement is None else TimeOverlay(p, measurement)
     difference = None if against is None else Difference(p, against)
     marks = None if numerics is None else NumericsMarks(p, numerics)
-    return tuple(x for x in (time, marks, difference) if x is not None)
+    return tuple(x for x in (time, marks, difference, make_highlight(p, highlight)) if x is not None)
 
 
 @dataclass

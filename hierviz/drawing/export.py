@@ -313,6 +313,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <div class="hv-stats">backends:{legend}</div>
 <h2 id="diagram">Diagram ({esc(view_used)} view)</h2>
 {diagram}
+{_what_to_change(p)}
 <h2 id="config">Configuration</h2>
 <table class="hv-table">{cfg_rows}</table>
 {_compile_today(p)}
@@ -321,10 +322,33 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 {_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
 {_table(p.ops(), "ops")}
 <h2 id="report">Report</h2>
-<pre>{esc(p.report())}</pre>
+<pre>{esc(p.report(what_to_change=False))}</pre>
 </body>
 </html>
 """
+
+
+WHAT_TO_CHANGE_ROWS = 5
+WHAT_TO_CHANGE_COLUMNS = ["change", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained",
+                          "op", "note"]
+
+
+def _what_to_change(p: "Partition") -> str:
+    """The report's "What to change" section: the top blockers and what fixing each saves."""
+    import pandas as pd
+
+    table = p.blockers()
+    head = '<h2 id="what-to-change">What to change</h2>'
+    causes = table[table.kind != "combined"]
+    if causes.empty:
+        return f"{head}<p>Nothing keeps nodes out of the accelerated backends.</p>"
+    shown = causes.head(WHAT_TO_CHANGE_ROWS)
+    note = (f"<p>The top {len(shown)} of {len(causes)} cause(s) keeping nodes out of the accelerated backends, "
+            "ranked by the subgraphs fixing each saves (each figure from re-partitioning with that change; "
+            "<code>part.blockers()</code> for all).</p>")
+    if len(causes) > 1:
+        shown = pd.concat([shown, table[table.kind == "combined"]])
+    return head + note + _table(shown[WHAT_TO_CHANGE_COLUMNS], "causes")
 
 
 def _numerics_section(result: Any) -> str:

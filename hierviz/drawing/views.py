@@ -35,7 +35,7 @@ VIEWS = ("auto", "full", "collapsed", "focus", "modules")
 
 def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
            radius: int = 2, weights: bool = False, depth: int | None = None, measurement: Any = None,
-           against: Any = None, numerics: Any = None) -> "Diagram":
+           against: Any = None, numerics: Any = None, highlight: str | None = None) -> "Diagram":
     """The partition as a `Diagram` (a `graphviz.Digraph` with `.info`; DOT only, no layout).
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
@@ -50,6 +50,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     measurement: a hv.Measurement of p, overlaid as time per subgraph / module.
     against: another Partition of the same graph; what differs from it is marked, the rest dimmed.
     numerics: a hv.numerics result of p; each subgraph's border coloured by its isolated error.
+    highlight: "blockers" marks the nodes of the top causes of `p.blockers()` in red.
     """
     from hierviz.drawing.diagram import Diagram  # imports graphviz
 
@@ -58,7 +59,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
         raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
     limit = resolve_limit(max_nodes)
-    overlays = make_overlays(p, measurement, against, numerics)
+    overlays = make_overlays(p, measurement, against, numerics, highlight)
     if view in ("auto", "focus") and isinstance(focus, str):
         from hierviz.drawing.module_tree import is_module  # focus on a module: its inside, in the module view
 

@@ -260,12 +260,34 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
+def change_lines(table: "pd.DataFrame", rows: int = 5) -> list[str]:
+    """The first `rows` causes of a blockers table in words, and the combined row if any:
+    what to change, and what it saves (counts only for a saved partition)."""
+    causes = table[table.kind != COMBINED]
+    lines = []
+    for k, r in enumerate(causes.head(rows).itertuples(), 1):
+        lines.append(f"{k}. {r.change}: {_saves(r)}  [{r.kind}, {r.nodes} node(s)]")
+    combined = table[table.kind == COMBINED]
+    if len(causes) > 1 and not combined.empty:
+        r = combined.iloc[0]
+        lines.append(f"{r.op}: {_saves(r)}")
+    return lines
+
+
+def _saves(r: Any) -> str:
+    saved, gained = getattr(r, "subgraphs_saved"), getattr(r, "accelerated_ops_gained")
+    if saved is None or saved != saved:
+        return "not re-partitioned (" + (getattr(r, "note") or "counts only") + ")"
+    fewer = f"{int(saved)} subgraph(s) fewer" if saved >= 0 else f"{-int(saved)} subgraph(s) more"
+    return f"{fewer} ({int(getattr(r, 'subgraphs_if_fixed'))} in all), {int(gained)} more op(s) accelerated"
+
+
 def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
     """Node name -> the cause's label, for the nodes of the first `rows` causes by rank
     (render(highlight="blockers")); counts only, without re-partitioning, for speed."""
     causes = sorted(find_causes(p), key=lambda c: (-c.nodes, c.op))[:rows]
-    return {m: f"{c.kind}: {c.op}" for c in causes for m in c.members}
+    return {m: f"{c.kind}: {short_op(c.op) if c.op.startswith('torch.ops.') else c.op}" for c in causes for m in c.members}
 
 
-__all__ = ["blockers_table", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+__all__ = ["blockers_table", "change_lines", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
            "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP"]

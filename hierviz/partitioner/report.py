@@ -12,6 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError, checked_arguments
+from hierviz.partitioner.blockers import blockers_table, change_lines
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 from hierviz.partitioner.result import Partition
@@ -31,16 +32,35 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
     return "List[" + ", ".join(parts) + "]"
 
 
-def report(p: "Partition") -> str:
+def report(p: "Partition", what_to_change: bool = True) -> str:
     """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
-    PyTorch, the graph's structure, then per backend its engines and min_block_size advice."""
+    PyTorch, the graph's structure, then per backend its engines and min_block_size advice;
+    then (`what_to_change`) the top 5 blockers with what fixing each saves."""
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     for note in getattr(p, "notes", ()):
         lines += [f"Note: {note}.", ""]
     lines += _coverage(p) + _left_to_torch(p) + _structure(p)
     for b in p.config.priority:
         lines += _aggregate(p, b)
+    if what_to_change:
+        lines += _what_to_change(p)
     return "\n".join(lines) + "\n"
+
+
+WHAT_TO_CHANGE_ROWS = 5
+
+
+def _what_to_change(p: "Partition") -> list[str]:
+    """The top blockers (Partition.blockers), each with what fixing it saves."""
+    table = blockers_table(p)
+    causes = int((table.kind != "combined").sum())
+    head = f"  {'-' * 20} What to change {'-' * 20}"
+    if not causes:
+        return ["", head, "", "   Nothing keeps nodes out of the accelerated backends."]
+    shown = min(causes, WHAT_TO_CHANGE_ROWS)
+    return ["", head, "", f"   The top {shown} of {causes} cause(s) keeping nodes out of the accelerated backends, "
+            "by subgraphs saved (part.blockers() for all):",
+            *(f"   {line}" for line in change_lines(table, WHAT_TO_CHANGE_ROWS))]
 
 
 def _coverage(p: "Partition") -> list[str]:

@@ -250,11 +250,12 @@ class Partition:
         return summary_table(self)
 
     @checked_arguments
-    def report(self) -> str:
-        """Everything Torch-TensorRT's dryrun report shows, for every backend."""
+    def report(self, *, what_to_change: bool = True) -> str:
+        """Everything Torch-TensorRT's dryrun report shows, for every backend; then "What to
+        change": the top 5 blockers (`blockers()`), each with what fixing it saves."""
         from hierviz.partitioner.report import report
 
-        return report(self)
+        return report(self, what_to_change)
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
@@ -351,8 +352,9 @@ class Partition:
         """A graphviz.Digraph of the partition: view is full, collapsed, focus, modules (by
         nn.Module, repeated blocks rolled up; `depth` levels) or auto (full up to max_nodes,
         collapsed above); `measurement=` overlays measured time, `against=` marks what another
-        partition does differently; `numerics=` (hv.numerics) colours each subgraph by its error;
-        `weights=True` also draws weights."""
+        partition does differently (a loaded one too); `numerics=` (hv.numerics) colours each
+        subgraph by its error; `highlight="blockers"` marks the nodes of the top causes of
+        `blockers()` in red; `weights=True` also draws weights."""
         render = handoff.handler("render")
         unknown_arguments("Partition.render", kwargs, parameter_names(render, skip=("p",)))
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,

@@ -4,6 +4,9 @@ several engines; ranking, the kind filter, the combined row and bad arguments.""
 
 from __future__ import annotations
 
+import tempfile
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -146,3 +149,41 @@ def test_measured_what_ifs(graph: torch.fx.GraphModule) -> None:
             assert row.median_ms != row.median_ms and row.measured.startswith("not measured:"), row
     no_converter = table[table.kind == "no converter"].iloc[0]
     assert "no converter" in no_converter.measured and no_converter.subgraphs_if_fixed >= 1
+
+
+def test_report_says_what_to_change(graph: torch.fx.GraphModule) -> None:
+    part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    text = part.report()
+    section = text.split("-------------------- What to change --------------------")[1].strip().splitlines()
+    table = part.blockers()
+    causes = table[table.kind != "combined"]
+    assert section[0].startswith(f"The top {min(5, len(causes))} of {len(causes)} cause(s)")
+    for line, row in zip(section[1:], causes.itertuples()):
+        assert line.strip().startswith(f"{row.Index + 1}. {row.change}: ")
+        fewer = (f"{row.subgraphs_saved} subgraph(s) fewer" if row.subgraphs_saved >= 0
+                 else f"{-row.subgraphs_saved} subgraph(s) more")
+        assert f"{fewer} ({row.subgraphs_if_fixed} in all), {row.accelerated_ops_gained} more op(s) accelerated" in line
+    assert section[-1].strip().startswith("top 3 together: ")
+    assert "What to change" not in part.report(what_to_change=False)
+    html = part.save(Path(tempfile.mkdtemp()) / "r.html").read_text()
+    assert '<h2 id="what-to-change">What to change</h2>' in html
+    for row in causes.head(5).itertuples():
+        assert f"<td>{row.change}</td>" in html
+
+
+def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule) -> None:
+    part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
+    source = part.render("full", highlight="blockers").source
+    labels = {line.split("[label=<", 1)[1].split("<BR/>")[0]: line for line in source.splitlines() if "[label=<" in line}
+    table = part.blockers(top=0)
+    assert len(table) <= 5  # every cause is among the top 5: every node kept out is marked
+    kept_out = {n.name: n.op for n in part.nodes().itertuples() if n.backend == "torch"}
+    marked = {name for name, line in labels.items() if "<B>blocker: " in line}
+    assert marked == set(kept_out)
+    assert "<B>blocker: no converter: aten.hypot</B>" in labels["hypot_1"]
+    assert "<B>blocker: forced: aten.tanh</B>" in labels["tanh"]
+    assert "blockers: 6 node(s) of the top 4 cause(s) marked red" in source
+    plain = part.render("full").source
+    assert "blocker" not in plain
+    with pytest.raises(hv.RenderError, match="highlight='blocker' is not known"):
+        part.render(highlight="blocker")

@@ -1,0 +1,87 @@
+"""`hierviz blockers`, `hierviz check` and `hierviz diff`: what they print and their exit codes
+(check: 1 with every broken limit and the top blockers, 0 with one line; user mistakes: 2 and
+one line)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+import hierviz as hv
+from hierviz import cli
+
+MODEL = "efficientnet_b0"
+FLAGS = ["--torch-executed-ops", "add.Tensor", "--min-block-size", "8"]
+
+
+def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
+    code = cli.main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+@pytest.fixture(scope="module")
+def part(zoo_cache) -> hv.Partition:
+    return hv.partition(zoo_cache.capture(MODEL), torch_executed_ops={"aten.add.Tensor"}, min_block_size=8)
+
+
+def test_blockers_prints_the_table(capsys, part) -> None:
+    code, out, _ = run(capsys, "blockers", MODEL, *FLAGS)
+    table = part.blockers()
+    assert code == 0
+    first = out.splitlines()[0]
+    assert first.startswith("tensorrt>inductor mbs=8 torch=add.Tensor (hierviz engine): "
+                            f"{part.stats['subgraphs']} subgraphs")
+    lines = out.splitlines()[2:]
+    assert len(lines) == len(table)
+    for line, row in zip(lines, table.itertuples()):
+        assert line.split()[0] == row.op.split()[0] and f" {row.kind} " in line and f" {row.nodes} " in line
+        assert f" {row.subgraphs_if_fixed} " in line and f" {row.subgraphs_saved} " in line
+
+
+def test_check_fails_with_exit_1_and_passes_with_one_line(capsys, part) -> None:
+    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", "5", "--min-coverage", "0.99")
+    assert code == 1
+    with pytest.raises(hv.PartitionCheckError) as err:
+        hv.check(part, max_subgraphs=5, min_coverage=0.99)
+    assert out.strip() == str(err.value)
+    assert f"subgraphs {part.stats['subgraphs']} > max_subgraphs 5" in out and "top blockers" in out
+    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", str(part.stats["subgraphs"]))
+    assert code == 0 and len(out.strip().splitlines()) == 1
+    assert out.startswith("partition check passed") and f"subgraphs {part.stats['subgraphs']} <=" in out
+
+
+def test_check_like_a_saved_partition(capsys, part, tmp_path: Path) -> None:
+    saved = tmp_path / "good.json"
+    assert run(capsys, "report", MODEL, "-o", str(saved))[0] == 0
+    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--like", str(saved))
+    assert code == 1 and f"like {saved}: subgraphs {part.stats['subgraphs']} vs 1 saved" in out
+    code, out, _ = run(capsys, "check", str(saved), "--like", str(saved))
+    assert code == 0 and out.startswith("partition check passed")
+
+
+def test_diff_of_two_saved_partitions(capsys, part, tmp_path: Path) -> None:
+    a = part.save(tmp_path / "a.json")
+    assert run(capsys, "report", MODEL, "-o", str(tmp_path / "b.json"))[0] == 0
+    code, out, _ = run(capsys, "diff", str(a), str(tmp_path / "b.json"), "-o", str(tmp_path / "d.dot"))
+    d = hv.diff(hv.load_partition(a), hv.load_partition(tmp_path / "b.json"))
+    assert code == 0
+    assert f"{(d.change == 'backend').sum()} node(s) backend" in out and f"wrote {tmp_path / 'd.dot'}" in out
+    assert "change backend" in (tmp_path / "d.dot").read_text()
+    code, out, _ = run(capsys, "diff", str(a), str(a))
+    assert code == 0 and "no difference" in out
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["check", MODEL, "--min-coverage", "95"], "min_coverage is a fraction between 0 and 1"),
+    (["check", MODEL, "--min-coverage", "most"], "'most' is not a number"),
+    (["check", MODEL, "--max-subgrafs", "3"], "unrecognized arguments"),
+    (["check", MODEL, "--like", "nothere.json"], "no file 'nothere.json'"),
+    (["check", MODEL, "--max-subgraphs-by-backend", "tensorrt"], "write backend=N"),
+    (["diff", "nothere.json", "b.json"], "no file 'nothere.json'"),
+    (["blockers", MODEL, "--kind", "broken"], "unknown kind 'broken'"),
+])
+def test_mistakes_are_one_line_and_exit_2(capsys, argv, words) -> None:
+    code, out, err = run(capsys, *argv)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1
