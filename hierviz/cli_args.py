@@ -17,6 +17,7 @@ from typing import Any, Sequence
 from hierviz import config as settings
 from hierviz.config import COMPILE_ENGINES, Config, derive, whole_number
 from hierviz.errors import ConfigError
+from hierviz.partitioner import partition
 
 
 class UsageError(Exception):
@@ -199,4 +200,4 @@ def partition_from_args(args: argparse.Namespace) -> Any:
         check_available(config.engine)
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    return hv.partition(model, inputs, config)
+    return partition(model, inputs, config)

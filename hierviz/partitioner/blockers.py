@@ -243,7 +243,7 @@ def _row(p: "Partition", c: Cause, base: dict) -> dict:
     row = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
            "accelerated_ops_gained": None, "change": c.change, "note": c.note, "config": c.config, "_cause": c}
     if p.graph is None:
-        row["note"] = _join(c.note, "a saved partition: counts only (no graph to re-partition)")
+        row["note"] = _join(c.note, "a saved partition: counts only, no graph to re-partition")
         return row
     try:
         fixed = repartition(p, c.config)

@@ -28,7 +28,9 @@ def test_round_trip_gives_an_empty_diff(zoo_cache, tmp_path, name, cfg) -> None:
     assert loaded.stats == part.stats and loaded.config == part.config and loaded.engine == part.engine
     assert [sg.nodes for sg in loaded.subgraphs] == [sg.nodes for sg in part.subgraphs]
     assert loaded.nodes().equals(part.nodes())
-    assert loaded.report() == part.report().replace("(hierviz engine)", "(hierviz engine)")
+    assert loaded.report(what_to_change=False) == part.report(what_to_change=False)
+    if not part.blockers().empty:  # a saved partition cannot re-partition: its causes keep their counts
+        assert "not re-partitioned (a saved partition: counts only, no graph to re-partition)" in loaded.report()
     assert loaded.versions["torch"] == torch.__version__ and loaded.versions["hierviz"] == hv.__version__
 
 
