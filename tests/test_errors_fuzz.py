@@ -315,6 +315,29 @@ def test_deploy_load(tmp_path_factory, value: Any) -> None:
 
 
 @FUZZ
+@given(limit=st.sampled_from(["max_subgraphs", "max_subgraphs_by_backend", "min_coverage", "max_boundary_tensors",
+                              "like", "max_subgrafs"]), value=junk)
+def test_check_limits(tiny, limit: str, value: Any) -> None:
+    """hv.check with junk limits: a passing or failing check, or a one-line HiervizError."""
+    model, inputs, gm, part = tiny
+    before = snapshot(model, gm, inputs)
+    only_hierviz_errors(lambda: hv.check(part, **{limit: value}))
+    only_hierviz_errors(lambda: hv.check(value))
+    assert_untouched(before, model, gm, inputs)
+
+
+@FUZZ
+@given(value=junk, content=st.sampled_from(["", "{}", "[1, 2]", "not json", '{"format": "hierviz-partition/99"}',
+                                            '{"format": "something-else/1"}']))
+def test_load_partition(tmp_path_factory, value: Any, content: str) -> None:
+    """hv.load_partition on junk, a missing file, and files that are not saved partitions."""
+    only_hierviz_errors(lambda: hv.load_partition(value))
+    path = tmp_path_factory.mktemp("saved") / "x.json"
+    path.write_text(content, encoding="utf-8")
+    only_hierviz_errors(lambda: hv.load_partition(path))
+
+
+@FUZZ
 @given(executor=st.one_of(st.text(max_size=20), st.sampled_from(["nosuch", "ray:/x", "host:", "ray://", "a b:1"])))
 def test_text_executors_are_checked_up_front(tiny, executor: str) -> None:
     """tune and sweep refuse an executor text that is no Ray address before capturing."""
@@ -454,7 +477,8 @@ def test_fuzz_covers_every_public_function() -> None:
     fuzz case). Errors, value classes and results are what those cases raise and return."""
     returned = {"HiervizError", "ConfigError", "CaptureError", "RenderError", "MeasureError",
                 "TensorRTUnavailableError", "SavedModelNotFoundError", "Support", "Subgraph", "Measurement",
-                "TuneResult", "Numerics"}
+                "TuneResult", "Numerics", "ConfigWarning", "CaptureWarning", "MeasureWarning",
+                "PartitionCheckError", "SavedPartitionError"}
     public = set(hv.__all__) - returned
     assert public - fuzzed_names() == set(), sorted(public - fuzzed_names())
     assert set(cli.build_parser().commands) - {"demo"} <= set(SUBCOMMANDS)  # demo: only --output-dir
