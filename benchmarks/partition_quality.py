@@ -13,9 +13,13 @@ Three tables, every count taken in the same run:
    can come from giving more ops to PyTorch).
 2. random DAGs of <= 12 callable nodes with random backend labels: the exhaustive minimum
    number of convex single-backend subgraphs (a search over the graph's down-sets; the limit
-   no partitioner can beat), and the share of graphs where hierviz and upstream reach it.
+   no partitioner can beat), and the share of graphs where hierviz and upstream reach it; on
+   the original shape and on broadened shapes, as table 3.
 3. random DAGs of 30-60 callable nodes, where exhaustive search is out of reach: hierviz
-   against the best of 200 randomized greedy traversals of the same graph.
+   against the best of 200 randomized greedy traversals of the same graph; on the
+   generator's original shape (two backends and PyTorch drawn alike) and on broadened shapes
+   (`random_shape`: 1-4 backends, the share of unsupported ops, branch and merge density and
+   view chains each drawn per graph), so that the engine is not tuned to one shape.
 4. `demote_to`: table 1's models and configs with `demote_to="torch"` (upstream's rule) and
    `"next"` (a small accelerated subgraph goes to the next backend in priority): accelerated
    ops and subgraphs (accelerated / all) for each (`--part demote` runs only this one).
@@ -32,7 +36,7 @@ import sys
 import time
 from collections import deque
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
@@ -46,20 +50,56 @@ SHAPE = (2, 3)
 LABEL_OPS = {
     "tensorrt": ([aten.relu.default, aten.neg.default], [aten.add.Tensor, aten.sub.Tensor]),
     "inductor": ([aten.sigmoid.default, aten.tanh.default], [aten.mul.Tensor, aten.maximum.default]),
+    "cudagraphs": ([aten.sin.default, aten.cos.default], [aten.minimum.default, aten.fmin.default]),
+    "tvm": ([aten.floor.default, aten.erf.default], [aten.fmax.default, aten.atan2.default]),
     "torch": ([aten.frac.default, aten.abs.default], [aten.hypot.default, aten.copysign.Tensor]),
 }
-LABELS = tuple(LABEL_OPS)
-DAG_CONFIG = hv.Config(
-    priority=("tensorrt", "inductor"),
-    support={b: hv.support.ops([*LABEL_OPS[b][0], *LABEL_OPS[b][1]]) for b in ("tensorrt", "inductor")},
-    min_block_size=1,
-)
+ACCELERATED = ("tensorrt", "inductor", "cudagraphs", "tvm")  # in priority order
+LABELS = ("tensorrt", "inductor", "torch")
+VIEW = aten.view.default
+
+
+@dataclass(frozen=True)
+class DagShape:
+    """How `random_dag` draws a graph. `backends`: the accelerated labels (priority order);
+    `unsupported`: the share of ops only PyTorch takes (the rest split evenly over `backends`);
+    `merge`: the share of binary ops (where branches merge); `far`: the share of inputs drawn
+    from anywhere earlier (branches and skips) instead of the three latest values (chains);
+    `views`: the chance that an op is followed by a chain of one or two views, which follow
+    their producer's backend. The default is the generator's original shape."""
+
+    backends: tuple[str, ...] = ("tensorrt", "inductor")
+    unsupported: float | None = None
+    merge: float = 0.55
+    far: float = 0.4
+    views: float = 0.0
+
+    def config(self) -> hv.Config:
+        """min_block_size 1, each backend taking its own ops (and views)."""
+        return hv.Config(priority=self.backends, min_block_size=1,
+                         support={b: hv.support.ops([*LABEL_OPS[b][0], *LABEL_OPS[b][1], VIEW]) for b in self.backends})
+
+    def label(self) -> str:
+        share = 1 / (len(self.backends) + 1) if self.unsupported is None else self.unsupported
+        return (f"{len(self.backends)} backend(s), unsupported {share:.0%}, merge {self.merge:.0%}, "
+                f"far {self.far:.0%}, views {self.views:.0%}")
+
+
+def random_shape(rng: random.Random) -> DagShape:
+    """A shape drawn at random: 1-4 backends, unsupported 5-50%, merge 20-80%, far 10-70%,
+    views in half the graphs (10-40%)."""
+    return DagShape(backends=ACCELERATED[:rng.randint(1, 4)], unsupported=rng.uniform(0.05, 0.5),
+                    merge=rng.uniform(0.2, 0.8), far=rng.uniform(0.1, 0.7),
+                    views=rng.uniform(0.1, 0.4) if rng.random() < 0.5 else 0.0)
+
+
+DAG_CONFIG = DagShape().config()
 
 
 # ------------------------------------------------------------------------------ random DAGs
-def random_dag(nodes: int, seed: int) -> torch.fx.GraphModule:
-    """An aten GraphModule of `nodes` callable nodes on 1-2 inputs, each a random backend's op
-    on one or two earlier values (mostly recent ones: chains, branches and skips)."""
+def random_dag(nodes: int, seed: int, shape: DagShape = DagShape()) -> torch.fx.GraphModule:
+    """An aten GraphModule of `nodes` ops (plus their views) on 1-2 inputs, each a random
+    label's op on one or two earlier values, drawn as `shape` says."""
     rng = random.Random(seed)
     graph = torch.fx.Graph()
     gen = torch.Generator().manual_seed(seed)
@@ -72,19 +112,31 @@ def random_dag(nodes: int, seed: int) -> torch.fx.GraphModule:
     used: set[torch.fx.Node] = set()
 
     def pick() -> tuple[torch.fx.Node, torch.Tensor]:
-        if rng.random() < 0.6:
+        if rng.random() < 1 - shape.far:
             return values[-rng.randint(1, min(3, len(values)))]
         return values[rng.randrange(len(values))]
 
-    for _ in range(nodes):
-        unary, binary = LABEL_OPS[rng.choice(LABELS)]
-        args = [pick()] if rng.random() < 0.45 else [pick(), pick()]
-        op = rng.choice(unary if len(args) == 1 else binary)
-        val = op(*(v for _, v in args))
-        node = graph.call_function(op, tuple(n for n, _ in args))
+    def add(op: Any, inputs: list[tuple[torch.fx.Node, torch.Tensor]], *extra: Any) -> tuple[torch.fx.Node, torch.Tensor]:
+        val = op(*(v for _, v in inputs), *extra)
+        node = graph.call_function(op, (*(n for n, _ in inputs), *extra))
         node.meta["val"], node.meta["tensor_meta"] = val, _extract_tensor_metadata(val)
-        used.update(n for n, _ in args)
-        values.append((node, val))
+        used.update(n for n, _ in inputs)
+        return node, val
+
+    labels = (*shape.backends, "torch")
+    for _ in range(nodes):
+        if shape.unsupported is None:  # the original shape: every label alike
+            label = rng.choice(labels)
+        else:
+            label = "torch" if rng.random() < shape.unsupported else rng.choice(shape.backends)
+        unary, binary = LABEL_OPS[label]
+        args = [pick()] if rng.random() < 1 - shape.merge else [pick(), pick()]
+        value = add(rng.choice(unary if len(args) == 1 else binary), args)
+        if shape.views and rng.random() < shape.views:  # a view chain, back to SHAPE
+            if rng.random() < 0.5:
+                value = add(VIEW, [value], [SHAPE[1], SHAPE[0]])
+            value = add(VIEW, [value], list(SHAPE))
+        values.append(value)
     outs = tuple(n for n, _ in values if n.op == "call_function" and n not in used)
     graph.output(outs)
     return torch.fx.GraphModule(torch.nn.Module(), graph)
@@ -178,16 +230,19 @@ def check_outputs(p: hv.Partition) -> None:
 
 
 # ------------------------------------------------------------------------------ the tables
-def small_dags(count: int, seed: int = 0, upstream: bool = True) -> dict:
-    """Table 2: hierviz and upstream against the exhaustive minimum on DAGs of 4..12 nodes."""
+def small_dags(count: int, seed: int = 0, upstream: bool = True, broad: bool = False) -> dict:
+    """Table 2: hierviz and upstream against the exhaustive minimum on DAGs of 4..12 ops, of
+    the original shape or (`broad`) each of a shape drawn by `random_shape`."""
     rows = []
     for g in range(count):
         nodes = 4 + (seed + g) % 9
-        gm = random_dag(nodes, seed * 100_003 + g)
-        p = hv.partition(gm, config=DAG_CONFIG)
+        shape = random_shape(random.Random(f"small shape {seed} {g}")) if broad else DagShape()
+        gm = random_dag(nodes, seed * 100_003 + g, shape)
+        cfg = shape.config()
+        p = hv.partition(gm, config=cfg)
         check_outputs(p)
         best = exhaustive_minimum(labelled(p))
-        theirs = hv.partition(gm, config=DAG_CONFIG, engine="torch_tensorrt").stats["subgraphs"] if upstream else None
+        theirs = hv.partition(gm, config=cfg, engine="torch_tensorrt").stats["subgraphs"] if upstream else None
         rows.append((nodes, p.stats["subgraphs"], theirs, best))
     ours_opt = sum(1 for _, o, _, b in rows if o == b)
     theirs_opt = sum(1 for _, _, t, b in rows if t == b)
@@ -196,21 +251,23 @@ def small_dags(count: int, seed: int = 0, upstream: bool = True) -> dict:
             "rows": rows}
 
 
-def medium_dags(count: int, runs: int, seed: int = 0) -> dict:
-    """Table 3: hierviz against the best of `runs` randomized greedy traversals."""
+def medium_dags(count: int, runs: int, seed: int = 0, broad: bool = False) -> dict:
+    """Table 3: hierviz against the best of `runs` randomized greedy traversals, on graphs of
+    the original shape or (`broad`) each of a shape drawn by `random_shape`."""
     rows = []
     for g in range(count):
         rng = random.Random(seed * 7919 + g)
         nodes = rng.randint(30, 60)
-        gm = random_dag(nodes, 10_000 + seed * 100_003 + g)
-        p = hv.partition(gm, config=DAG_CONFIG)
+        shape = random_shape(random.Random(f"shape {seed} {g}")) if broad else DagShape()
+        gm = random_dag(nodes, 10_000 + seed * 100_003 + g, shape)
+        p = hv.partition(gm, config=shape.config())
         check_outputs(p)
         dag = labelled(p)
         best = min(random_greedy(dag, rng) for _ in range(runs))
-        rows.append((nodes, p.stats["subgraphs"], best))
-    at_or_below = sum(1 for _, o, b in rows if o <= b)
-    return {"graphs": len(rows), "at_or_below": at_or_below,
-            "mean_difference": statistics.mean(o - b for _, o, b in rows) if rows else 0.0, "rows": rows}
+        rows.append((nodes, p.stats["subgraphs"], best, shape))
+    at_or_below = sum(1 for _, o, b, _ in rows if o <= b)
+    return {"graphs": len(rows), "at_or_below": at_or_below, "worst": max((o - b for _, o, b, _ in rows), default=0),
+            "mean_difference": statistics.mean(o - b for _, o, b, _ in rows) if rows else 0.0, "rows": rows}
 
 
 A = "torch.ops.aten."
@@ -356,7 +413,7 @@ def print_zoo(rows: list[dict], header: bool = True) -> None:
 def main(argv: Sequence[str] | None = None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--full", action="store_true", help="every zoo model, 8 configs, 10 upstream runs, "
-                        "300 small and 60 medium DAGs")
+                        "300 small and 2 x 200 medium DAGs")
     parser.add_argument("--part", choices=("all", "zoo", "dags", "demote"), default="all", help="which tables to run")
     args = parser.parse_args(argv)
     t0 = time.perf_counter()
@@ -364,10 +421,10 @@ def main(argv: Sequence[str] | None = None) -> dict:
         small_first = ["tiny_conv", "bert", "gpt2", "llama", "resnet18", "mobilenet_v3_small"]
         models = [m for m in small_first if m in hv.zoo.names()] + [m for m in hv.zoo.names() if m not in small_first]
         config_names, runs = None, 10
-        n_small, n_medium, greedy_runs = 300, 60, 200
+        n_small, n_medium, n_broad, greedy_runs = 300, 200, 200, 200
     else:
         models, config_names, runs = ["tiny_conv"], ["ind-heavy>trt mbs2", "ind(conv,mm,add)>trt teo=mul mbs2"], 2
-        n_small, n_medium, greedy_runs = 30, 4, 20
+        n_small, n_medium, n_broad, greedy_runs = 30, 4, 8, 20
     print(f"torch {torch.__version__}, hierviz {hv.__version__}, mode {'full' if args.full else 'reduced'}", flush=True)
     out: dict = {}
     if args.part in ("all", "zoo"):
@@ -376,17 +433,23 @@ def main(argv: Sequence[str] | None = None) -> dict:
         out["zoo"] = zoo = zoo_table(models, config_names, runs, progress=True)
         print_zoo(zoo, header=False)
     if args.part in ("all", "dags"):
-        out["small"] = small = small_dags(n_small)
-        print(f"\n2. random DAGs of 4-12 callable nodes ({small['graphs']} graphs, min_block_size 1): "
-              f"exhaustive minimum reached by hierviz on {small['hierviz_optimal']} "
-              f"({100 * small['hierviz_optimal'] / small['graphs']:.1f}%), by upstream (one run each) on "
-              f"{small['upstream_optimal']} ({100 * small['upstream_optimal'] / small['graphs']:.1f}%); "
-              f"hierviz's total excess {small['hierviz_excess']} subgraph(s)", flush=True)
-        out["medium"] = medium = medium_dags(n_medium, greedy_runs)
-        print(f"\n3. random DAGs of 30-60 callable nodes ({medium['graphs']} graphs): hierviz at or below the best "
-              f"of {greedy_runs} randomized greedy traversals on {medium['at_or_below']} "
-              f"({100 * medium['at_or_below'] / medium['graphs']:.1f}%), mean difference "
-              f"{medium['mean_difference']:+.2f} subgraphs")
+        out["small"] = small_dags(n_small)
+        out["small_broad"] = small_dags(n_small, broad=True)
+        for key, what in (("small", "the original shape"), ("small_broad", "broadened shapes")):
+            small = out[key]
+            print(f"\n2. random DAGs of 4-12 callable nodes, {what} ({small['graphs']} graphs, min_block_size 1): "
+                  f"exhaustive minimum reached by hierviz on {small['hierviz_optimal']} "
+                  f"({100 * small['hierviz_optimal'] / small['graphs']:.1f}%), by upstream (one run each) on "
+                  f"{small['upstream_optimal']} ({100 * small['upstream_optimal'] / small['graphs']:.1f}%); "
+                  f"hierviz's total excess {small['hierviz_excess']} subgraph(s)", flush=True)
+        out["medium"] = medium_dags(n_medium, greedy_runs)
+        out["broad"] = medium_dags(n_broad, greedy_runs, broad=True)
+        for key, what in (("medium", "the original shape"), ("broad", "broadened shapes")):
+            medium = out[key]
+            print(f"\n3. random DAGs of 30-60 callable nodes, {what} ({medium['graphs']} graphs): hierviz at or "
+                  f"below the best of {greedy_runs} randomized greedy traversals on {medium['at_or_below']} "
+                  f"({100 * medium['at_or_below'] / medium['graphs']:.1f}%), mean difference "
+                  f"{medium['mean_difference']:+.2f} subgraphs, worst {medium['worst']:+d}", flush=True)
     if args.part in ("all", "demote"):
         print("\n4. demote_to: accelerated ops and subgraphs (accelerated ones in brackets), torch vs next")
         print(DEMOTE_HEADER, flush=True)

@@ -15,7 +15,10 @@ log factor for the ready queues), building the plan types (plan.py):
                 of it (its "switch height"), ties broken by graph order
 4. merging      merges same-backend subgraphs whenever that creates no cycle between
                 subgraphs (TVM BYOC's "merge compiler regions"), checked by a bounded search
-                on the subgraph DAG
+                on the subgraph DAG. Passes 3 and 4 run as a search (search.py): where the
+                plan is above the lower bound and some phase had a choice of backend, up to
+                32 restarts draw the phase choices at random (fixed seeds), within a budget
+                that leaves large graphs one traversal; the fewest subgraphs win
 5. demotion     upstream's remove_small_acc_subgraphs, then merging again, so that demoted
                 blocks join neighbouring PyTorch subgraphs. With `demote_to="next"`, a small
                 accelerated subgraph first moves to the next backend in priority that takes
@@ -35,8 +38,8 @@ from hierviz.partitioner.graph_index import index_graph
 from hierviz.partitioner.passes.assignment import SupportVerdicts, assign, check_full_compilation
 from hierviz.partitioner.passes.demotion import small_blocks
 from hierviz.partitioner.passes.fusion import fusions
-from hierviz.partitioner.passes.merging import merge
-from hierviz.partitioner.passes.traversal import dependencies, traverse
+from hierviz.partitioner.passes.search import fewest_subgraphs
+from hierviz.partitioner.passes.traversal import dependencies
 from hierviz.partitioner.plan import EngineResult, tags_for
 
 
@@ -50,7 +53,7 @@ def run(gm: GraphModule, config: Config) -> EngineResult:
         acc = [b is not None for b in assignment.backend]
         groups = {} if config.skip_fusion else fusions(index, acc)
         deps = dependencies(index, groups)
-        raw = merge(index, traverse(index, assignment.backend, groups, deps), deps[1])
+        raw = fewest_subgraphs(index, assignment.backend, groups, deps)
         nxt = SupportVerdicts(index, config) if config.demote_to == "next" and len(config.priority) > 1 else None
         subgraphs, demoted, moved = small_blocks(index, deps, raw, config.min_block_size,
                                                  config.require_full_compilation, nxt)

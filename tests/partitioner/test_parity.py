@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+from typing import Any
 
 import pytest
 
@@ -172,11 +173,29 @@ DIGEST_CASES = {"tiny_conv": ("inductor_heavy", "torch_executed"),
                 "synthetic": ("inductor_elementwise", "torch_executed", "trt_missing")}
 
 
+def search_cases() -> list[tuple[Any, hv.Config]]:
+    """Medium random DAGs where the search's randomized restarts pick the plan (its fixed
+    seeds must give the same plan in every process)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))),
+                                    "benchmarks"))
+    import partition_quality
+
+    cases = []
+    for g in (6, 8):
+        shape = partition_quality.random_shape(partition_quality.random.Random(f"shape 0 {g}"))
+        cases.append((partition_quality.random_dag(45, 10_000 + g, shape), shape.config()))
+    return cases
+
+
 def digests(capture) -> dict[str, str]:
     """sha256 of (node name, subgraph tag) for every node, per model and configuration;
     `capture(name)` gives a zoo model's graph."""
     table = configs()
     out = {}
+    for k, (gm, cfg) in enumerate(search_cases()):
+        p = hv.partition(gm, config=cfg)
+        tags = [(n.name, p.tag_of(n.name)) for n in gm.graph.nodes]
+        out[f"search/{k}"] = hashlib.sha256(json.dumps(tags).encode()).hexdigest()
     for model, names in DIGEST_CASES.items():
         gm = hv.zoo.synthetic(3000, seed=1) if model == "synthetic" else capture(model)
         for name in names:

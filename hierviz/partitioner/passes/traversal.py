@@ -1,12 +1,12 @@
 """Pass 3, traversal: a topological walk in phases, each taking every ready node of one backend
 (a maximal same-backend run); when the backend runs dry, the next is that of the ready node
 with the most backend changes still ahead of it (its "switch height"), ties broken by graph
-order. Also each node's dependencies, which merging and demotion reuse."""
+order. Also each node's dependencies, which merging and demotion reuse, and the switch heights."""
 
 from __future__ import annotations
 
 import heapq
-from typing import Sequence
+from typing import Callable, Sequence
 
 from hierviz.partitioner.graph_index import GraphIndex
 from hierviz.partitioner.passes.fusion import add_fusion_deps
@@ -67,8 +67,13 @@ def switch_heights(index: GraphIndex, backend: Sequence[str | None], remaining: 
     return height
 
 
+Ready = list[tuple[tuple[int, int], str]]  # per backend with ready nodes: (its first node's key, backend)
+
+
 def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int, frozenset[int]],
-             deps: tuple[list[int], list[Sequence[int]]] | None = None) -> list[RawSubgraph]:
+             deps: tuple[list[int], list[Sequence[int]]] | None = None,
+             choose: Callable[[Ready], tuple[int, int]] | None = None,
+             height: Sequence[int] | None = None) -> list[RawSubgraph]:
     """Walk the graph in a topological order, one subgraph (phase) at a time.
 
     A phase takes every node of its backend that becomes ready, so that each subgraph is as
@@ -76,12 +81,17 @@ def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int,
     as one) is that of the ready node with the largest switch height, ties broken by graph
     order. Unlike upstream's partitioner, which takes any ready node from a Python set (so its result
     changes from run to run) and alternates between accelerated and PyTorch subgraphs, the
-    result depends only on the graph and the assignment."""
+    result depends only on the graph and the assignment.
+
+    `choose` (the search's restarts, search.py) picks the next phase instead, from the ready
+    backends sorted by their first node's key (-switch height, index): it returns one key.
+    `height`: the switch heights, when already computed."""
     callables = index.callable_indices
     if not callables:
         return []
     remaining, dependents = deps or dependencies(index, groups)
-    height = switch_heights(index, backend, remaining, dependents)
+    if height is None:
+        height = switch_heights(index, backend, remaining, dependents)
     remaining = list(remaining)
     ready: dict[str | None, list[tuple[int, int]]] = {}
 
@@ -103,10 +113,10 @@ def traverse(index: GraphIndex, backend: Sequence[str | None], groups: dict[int,
             if current:
                 subgraphs.append(RawSubgraph(label is not None, FALLBACK if label is None else label, current))
                 current = []
-            live = [(q[0], b or "") for b, q in ready.items() if q]
+            live = sorted((q[0], b or "") for b, q in ready.items() if q)
             if not live:
                 raise RuntimeError("partitioner: dependency cycle between nodes")
-            best = min(live)[0]
+            best = live[0][0] if choose is None else choose(live)
             label = backend[best[1]]
             queue = ready[label]
         _, node = heapq.heappop(queue)
