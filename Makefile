@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test test-zoo-compile clean snapshot api-snapshot
+.PHONY: setup demo test check test-zoo-compile clean snapshot api-snapshot
 
 setup: $(STAMP)
 	@bash scripts/system_deps.sh
@@ -21,6 +21,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest -q -ra
+
+# the fast inner loop: everything but the slow, browser, notebook and zoo-compile tests
+check: setup
+	$(BIN)/python -m pytest -q -ra -m "not slow and not browser and not notebook and not zoo_compile"
 
 test-zoo-compile: setup
 	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/test_support_inductor.py

@@ -430,3 +430,14 @@ def test_the_documented_layer_order_is_the_tests():
     """The order the rules section states is the one LAYERS encodes."""
     first = picture().splitlines()[1].removeprefix("layers, lowest first: ")
     assert first in " ".join(DOC.read_text(encoding="utf-8").split())
+
+
+def test_the_widget_loads_tuning_only_when_asked():
+    """Opening the widget's module imports neither hv.tune's modules nor Optuna: "find fastest"
+    imports them when pressed."""
+    code = ("import sys, hierviz.widget.explorer\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('hierviz.compare.tun', 'hierviz.compare.optuna', "
+            "'optuna'))))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[]"

@@ -293,6 +293,7 @@ def test_sweep_user_function(user_module: Path, tmp_path: Path, capsys: pytest.C
     assert counts[0] >= counts[-1], "a larger min_block_size cannot give more subgraphs"
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_sweep_measured_has_latency_columns(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     target = tmp_path / "measured.csv"
     code, _, err = run_cli(capsys, "sweep", "tiny_conv", "--grid", "min_block_size=1,5",
@@ -448,6 +449,7 @@ def entry_point() -> Path:
     return path
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_entry_point_subprocess(tmp_path: Path, user_module: Path) -> None:
     exe = entry_point()
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}

@@ -99,6 +99,7 @@ def test_warnings_print_as_one_line(capsys: pytest.CaptureFixture, monkeypatch: 
                                 "hierviz: error: stopped."]
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_entry_point_warnings_are_one_line(tmp_path: Path) -> None:
     """After Torch-TensorRT's import (which routes warnings through logging) a warning is still
     `warning: ...`, not `WARNING:py.warnings:<file>:<line>: ...`."""

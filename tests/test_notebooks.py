@@ -157,6 +157,7 @@ def assert_svg(text: str | list[str]) -> ET.Element:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_01_explore(executed: dict[str, dict[str, Any]]) -> None:
     nb = assert_ran_cleanly("01_explore.ipynb", executed["01_explore.ipynb"])
     widgets = rich(nb, WIDGET_MIME)
@@ -174,6 +175,7 @@ def test_01_explore(executed: dict[str, dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_02_compare(executed: dict[str, dict[str, Any]]) -> None:
     nb = assert_ran_cleanly("02_compare.ipynb", executed["02_compare.ipynb"])
     frames = dataframes(nb)
@@ -184,6 +186,7 @@ def test_02_compare(executed: dict[str, dict[str, Any]]) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_03_export(executed: dict[str, dict[str, Any]], tmp_path: Path) -> None:
     nb = assert_ran_cleanly("03_export.ipynb", executed["03_export.ipynb"])
     svgs = rich(nb, "image/svg+xml")
@@ -206,6 +209,7 @@ def test_03_export(executed: dict[str, dict[str, Any]], tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.notebook
 def test_04_your_model(executed: dict[str, dict[str, Any]]) -> None:
     nb = assert_ran_cleanly("04_your_model.ipynb", executed["04_your_model.ipynb"])
     shown = partition_htmls(nb)

@@ -152,6 +152,7 @@ def test_explorer_picker_lists_source_ops(swin_like, tmp_path) -> None:
     assert ex.partition.backend_of(name) == "torch"
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_cli_prints_the_warning_on_one_line(tmp_path) -> None:
     script = tmp_path / "model.py"
     script.write_text("import torch\n"
@@ -199,6 +200,7 @@ print("seen")
 """
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 @pytest.mark.parametrize("how", ["catch_warnings", "pytest.warns"])
 def test_hierviz_warnings_reach_the_user_after_torch_tensorrt_was_imported(tmp_path, how) -> None:
     """Importing torch_tensorrt turns on logging.captureWarnings for the process; hierviz puts

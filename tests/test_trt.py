@@ -76,6 +76,7 @@ def test_cuda_answers_are_restored_after_an_error() -> None:
     assert (torch.cuda.get_device_capability, torch.cuda.current_device) == before
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 @needs_trt
 def test_fresh_import_restores_cuda_functions(run_python) -> None:
     proc = run_python("""

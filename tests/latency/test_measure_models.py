@@ -141,6 +141,7 @@ def test_compiler_that_bakes_weights_is_keyed_on_their_values(tiny_conv):
         unregister_compiler("baked_test")
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_second_config_compiles_only_new_subgraphs(bert, inductor_compiles):
     _, x, gm = bert
     cache = CompileCache()
@@ -164,6 +165,7 @@ def test_second_config_compiles_only_new_subgraphs(bert, inductor_compiles):
     assert (mb.per_subgraph[mb.per_subgraph.status == "cached"].compile_s == 0).all()
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_sweep_min_block_size_compiles_each_distinct_subgraph_once(bert, inductor_compiles):
     _, x, gm = bert
     cache = CompileCache()
@@ -182,6 +184,7 @@ def test_sweep_min_block_size_compiles_each_distinct_subgraph_once(bert, inducto
     assert len(compiled_keys) == len(set(compiled_keys)) == misses
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_resnet18_identical_blocks_share_compiles_and_match(resnet18, shared_cache):
     _, x, gm = resnet18
     part = hv.partition(gm, priority=("inductor",), min_block_size=2, support={

@@ -71,6 +71,7 @@ def test_rows_equal_hand_repartition(graph: torch.fx.GraphModule, engine: str) -
     assert {"no converter", "forced"} <= kinds
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 def test_rows_equal_hand_repartition_zoo_source_op(zoo_cache) -> None:
     gm = zoo_cache.capture("efficientnet_b0")
     cfg = dict(torch_executed_ops=hv.source_ops("aten.silu_.default") | {"aten.add.Tensor"}, min_block_size=8)

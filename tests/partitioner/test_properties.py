@@ -262,6 +262,7 @@ def run(module: torch.nn.Module, inputs: tuple) -> tuple:
 
 
 # ------------------------------------------------------------------------------ properties
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 @PROFILE
 @given(spec=graph_specs(), cfg=configs())
 def test_partition_invariants(spec: GraphSpec, cfg: hv.Config) -> None:
@@ -382,6 +383,7 @@ def op_set_only(cfg: hv.Config) -> bool:
     return all(not cfg.support_for(b).per_node for b in cfg.priority)
 
 
+@pytest.mark.slow  # over 5 s of CPU: left out of make check, run by make test
 @PROFILE
 @given(spec=graph_specs(), cfg=configs())
 def test_eligibility_matches_upstream(spec: GraphSpec, cfg: hv.Config) -> None:
