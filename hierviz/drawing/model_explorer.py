@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
 from hierviz.drawing.context import make_overlays
-from hierviz.drawing.overlay import TimeOverlay
 from hierviz.drawing.overlays import Overlay
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
@@ -156,7 +155,9 @@ def node_data(p: "Partition", measurement: "Measurement") -> dict:
     """Model Explorer node data (one entry per graph id) of a measurement: each subgraph's median
     ms split over its nodes by estimated work (as the time overlay does, drawing/work.py), with a
     white-to-red gradient."""
-    return overlay_node_data(p, TimeOverlay(p, measurement))
+    if measurement is None:
+        raise RenderError("node_data needs the hv.Measurement of this partition: hv.measure(p, inputs).")
+    return overlay_node_data(p, make_overlays(p, measurement)[0])
 
 
 def overlay_node_data(p: "Partition", overlay: Overlay) -> dict:

@@ -1,13 +1,10 @@
 """Partition and Subgraph: what a partitioner run produced, and questions about it.
 
-This is the one module that reads the engine's result (`EngineResult`): it turns it into the
-public per-node record (`Partition.records`, `.record(name)`, `.nodes()`; see record.py) and
-the Partition's methods. Everything downstream reads those, never the engine.
-
-It is about 450 lines because it is that one reader: the Partition's questions and the
-building of its record and reason texts all read the engine's result, and keeping them
-together keeps the engine's internals out of every other module. Tables and text computed
-from the record live in report.py.
+It turns an engine's result (`plan.EngineResult`, built by hierviz's engine, upstream.py or
+compiled.py) into the public per-node record (`Partition.records`, `.record(name)`,
+`.nodes()`; see record.py) and the Partition's methods; split.py reads the result too, to
+build the split module. Everything outside the partitioner reads the Partition, never the
+engine's result. Tables and text computed from the record live in report.py.
 """
 
 from __future__ import annotations

@@ -146,3 +146,18 @@ def test_a_subgraphs_time_is_split_by_estimated_work_not_evenly(needs_dot):
             share[name.group(1)] = int(found.group(2))
     assert set(share) == {"conv", "bn"} and share["conv"] > share["bn"], share
     assert share["conv"] + share["bn"] in (99, 100, 101)
+
+
+def test_views_read_overlays_only_through_the_interface():
+    """Every view, the legend and the Model Explorer export reach the time, numerics and diff
+    overlays through `overlays.Overlay` (context.make_overlays builds them), never by class."""
+    from pathlib import Path
+
+    import hierviz.drawing as drawing
+
+    folder = Path(drawing.__file__).parent
+    for name in ("graph", "collapsed", "focus", "modules", "legend", "views", "model_explorer"):
+        text = (folder / f"{name}.py").read_text()
+        for concrete in ("TimeOverlay", "NumericsMarks", "Difference", "drawing.accuracy", "drawing.difference"):
+            assert concrete not in text, f"{name}.py names {concrete}"
+    assert "overlays" in (folder / "graph.py").read_text() and "Overlay" in (folder / "modules.py").read_text()
