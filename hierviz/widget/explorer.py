@@ -59,8 +59,8 @@ FASTEST_BUDGET = 8  # settings the "find fastest" button measures
 class Explorer(widgets.VBox):
     """The partition of one graph, its diagram, tables and history, and a control per setting.
 
-    `.controls` maps each Config field (priority, support, min_block_size, torch_executed_ops,
-    require_full_compilation, skip_fusion) plus `view`, `focus` and `measure` to its widget;
+    `.controls` maps each setting with a control in the settings table (hierviz.config.SETTINGS:
+    every Config field, the engine included) plus `view`, `focus` and `measure` to its widget;
     setting a widget's `.value` re-runs just as a click would. `.buttons` holds pin and the
     export buttons (`button.click()` presses them); `.panels` the output widgets;
     `.controller` the state behind them (usable without widgets).
@@ -462,7 +462,7 @@ def explore(model: Any, example_inputs: Any = None, config: Config | dict | None
             measure: bool = False, **overrides: Any) -> Explorer:
     """An interactive Explorer of `model`'s partition: change the settings with widgets and see
     the diagram, stats, tables, report, history and diff update. `overrides` are Config fields
-    (`hv.explore(m, x, min_block_size=2)`, as in hv.partition) and Explorer options (view,
-    focus, debounce, output_dir, max_nodes, measure_options, name, engine: "hierviz", "fast" —
-    what torch_tensorrt.compile runs —, "global" or "torch_tensorrt")."""
+    (`hv.explore(m, x, min_block_size=2)`, as in hv.partition; `engine`, "hierviz", "fast" —
+    what torch_tensorrt.compile runs —, "global" or "torch_tensorrt", is one of them) and
+    Explorer options (view, focus, debounce, output_dir, max_nodes, measure_options, name)."""
     return Explorer(model, example_inputs, config, measure=measure, **overrides)
