@@ -90,6 +90,7 @@ class Controller:
         self._measurements = BoundedCache(cache_size)
         self._checks = BoundedCache(cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
+        self._blockers = BoundedCache(cache_size)  # Partition.blockers() tables (the Blockers tab)
         self.compile_today = CompileToday(graph, cache_size)  # what torch_tensorrt.compile runs
 
     def cache_sizes(self) -> dict[str, int]:
@@ -201,6 +202,15 @@ class Controller:
         out = self._tables.get(key_of(part))
         if out is None:
             out = self._tables.put(key_of(part), panels.tables_html(part))
+        return out
+
+    def blockers_of(self, part: Partition | None) -> "pd.DataFrame | None":
+        """`part.blockers()` (cached per config; the Blockers tab), None for no partition."""
+        if part is None:
+            return None
+        out = self._blockers.get(key_of(part))
+        if out is None:
+            out = self._blockers.put(key_of(part), part.blockers())
         return out
 
     def focus_options(self, part: Partition) -> list[str]:

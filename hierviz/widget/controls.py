@@ -115,6 +115,21 @@ class SupportPicker(widgets.HBox):
         finally:
             self._syncing = False
 
+    def shown(self, support: Mapping[str, Any] | None) -> dict[str, str]:
+        """The picker's value for a Config.support mapping (None: every backend's default); a
+        support that is none of the presets (a blocker's what-if: any_chain(tensorrt(),
+        ops([...]))) becomes that backend's 'custom' choice."""
+        value = {}
+        for b, dd in self.dropdowns.items():
+            sup = (support or {}).get(b)
+            key = ("default" if b in BUILTIN_BACKENDS else CUSTOM) if sup is None else support_choice(sup)
+            if key == CUSTOM and sup is not None:
+                self.custom[b] = sup
+                label = f"custom: {getattr(sup, 'description', '?')}"
+                dd.options = [o for o in dd.options if o[1] != CUSTOM] + [(label, CUSTOM)]
+            value[b] = key
+        return value
+
     def build(self, priority: Any = None) -> dict[str, Any] | None:
         """The Config.support mapping the choices describe (None: all Torch-TensorRT defaults). Custom
         backends switched off in `priority` are left out (Config refuses support it would ignore)."""
@@ -318,7 +333,7 @@ def _build_choice(row: Setting, value: Any, b: _Building) -> widgets.Widget:
 KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any], Callable[[Any, Any], Any]]] = {
     "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
     "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
-                lambda w, v: w.value if v is None else {**w.value, **{b: support_choice(s) for b, s in v.items()}}),
+                lambda w, v: w.shown(v)),
     "slider": (_build_slider, lambda w, _v: w.value, lambda _w, v: v),
     "ops": (_build_ops, lambda w, _v: frozenset(w.value), lambda _w, v: tuple(sorted(v))),
     "toggle": (_build_toggle, lambda w, _v: w.value, lambda _w, v: v),
@@ -403,7 +418,13 @@ def build_buttons() -> Mapping[str, widgets.Button]:
 PANEL_NAMES = ("error", "status", "stats", "diagram", "ops", "summary", "report", "history", "diff", "export",
                "fastest", "numerics")
 TABS = (("Diagram", "diagram"), ("Ops", "ops"), ("Subgraphs", "summary"), ("Report", "report"),
-        ("History", "history"), ("Diff", "diff_box"), ("Numerics", "numerics_box"), ("Export", "export_box"))
+        ("History", "history"), ("Diff", "diff_box"), ("Blockers", "blockers_box"), ("Numerics", "numerics_box"),
+        ("Export", "export_box"))
+
+
+def tab_index(key: str) -> int:
+    """The position of a tab (by its page key in TABS)."""
+    return [k for _, k in TABS].index(key)
 
 
 def build_panels() -> Mapping[str, widgets.HTML]:
@@ -416,7 +437,8 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     """(the Explorer's children, its tab widget): the settings' controls on top, one line per
     `Control.row` of the settings table (a list-like control with its name before it, the
     slider with its number box and the measure toggle), then view and focus, the error area,
-    the stats, the status line and the tabs. `more` holds progress, diff_against and output_dir."""
+    the stats, the status line and the tabs. `more` holds progress, diff_against, output_dir and
+    the Blockers tab."""
     c, p, b = controls, panels_, buttons
     lines: dict[int, list[widgets.Widget]] = {}
     for row in _with_control():
@@ -435,6 +457,7 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     box = widgets.VBox([*boxes, widgets.HBox([c["view"], c["focus"]]), progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
+    pages["blockers_box"] = more["blockers_tab"]
     pages["numerics_box"] = widgets.VBox([widgets.HBox([b["check_numerics"]]), p["numerics"]])
     pages["export_box"] = widgets.VBox([widgets.HBox([more["output_dir"], b["export_svg"], b["export_html"],
                                                       b["export_csv"]]), p["export"]])

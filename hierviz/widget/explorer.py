@@ -42,7 +42,8 @@ from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
-from hierviz.widget import numerics_tab, panels
+from hierviz.widget import blockers_tab, numerics_tab, panels
+from hierviz.widget.blockers_tab import BlockersTab
 from hierviz.widget.background import BackgroundJob
 from hierviz.widget.controller import ControlState, Controller
 from hierviz.widget.debounce import Debouncer
@@ -115,8 +116,10 @@ class Explorer(widgets.VBox):
         self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="measuring",
                                               layout=widgets.Layout(display="none", width="420px"))
         self.progress_label = widgets.HTML()
+        self.blockers_tab = BlockersTab(self._guard(self.apply_what_if), self._guard(self.undo_what_if))
+        self._what_if: tuple[Config, Partition | None, str] | None = None  # (setting before, its partition, change)
         more = {"progress": self.progress, "progress_label": self.progress_label,
-                "diff_against": self.diff_against, "output_dir": self.output_dir}
+                "diff_against": self.diff_against, "output_dir": self.output_dir, "blockers_tab": self.blockers_tab}
         self.children, self.tabs = ctl.layout(self.controls, extras, self.panels, self.buttons, more)
         self._guard(self._debouncer.run_now)()
         self._connect()
@@ -125,6 +128,7 @@ class Explorer(widgets.VBox):
         for w in self.controls.values():
             w.observe(self._guard(self._on_change), names="value")
         self.diff_against.observe(self._guard(lambda _c: self._refresh_diff()), names="value")
+        self.tabs.observe(self._guard(lambda _c: self._refresh_blockers()), names="selected_index")
         actions: dict[str, Callable[[], Any]] = {
             "pin": self.pin,
             "unpin": self.unpin,
@@ -304,6 +308,7 @@ class Explorer(widgets.VBox):
         self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
         self._start_compile_today()
         self._refresh_diff()
+        self._refresh_blockers()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
@@ -318,6 +323,59 @@ class Explorer(widgets.VBox):
 
     def _refresh_diff(self) -> None:
         self.panels["diff"].value = self.controller.diff_panel(self.diff_against.value)
+
+    # ------------------------------------------------------------------ the Blockers tab
+    @property
+    def blockers(self) -> "pd.DataFrame | None":
+        """`blockers()` of the shown partition, as the Blockers tab lists it (None while the
+        settings are invalid)."""
+        self.flush()
+        return self.controller.blockers_of(self.controller.partition)
+
+    def _refresh_blockers(self) -> None:
+        """The Blockers tab for the shown partition, computed when the tab is open (each row
+        re-partitions)."""
+        if self.tabs.selected_index != ctl.tab_index("blockers_box"):
+            return
+        part = self.controller.partition
+        self.blockers_tab.show(part, self.controller.blockers_of(part), self._errors.get("partition", ""))
+        if self._what_if is not None:
+            before_cfg, before, change = self._what_if
+            self.blockers_tab.banner.value = blockers_tab.applied_html(change, before, part, before_cfg)
+
+    def apply_blocker(self, row: int) -> Config:
+        """Apply row `row` of the Blockers tab as a what-if (as clicking it does): the controls
+        take its setting; `undo_what_if()` (the tab's "back") restores the one before."""
+        table = self.blockers
+        if table is None or isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(table):
+            raise ConfigError(f"apply_blocker takes a row number of .blockers (0 to {len(table) - 1 if table is not None else -1}), "
+                              f"not {row!r}.")
+        config, change = table.iloc[row]["config"], table.iloc[row]["change"]
+        self.apply_what_if(config, change)
+        return config
+
+    def apply_what_if(self, config: Config, change: str) -> None:
+        self.flush()
+        if self._what_if is None and self.controller.config is not None:
+            self._what_if = (self.controller.config, self.controller.partition, change)
+        elif self._what_if is not None:
+            self._what_if = (self._what_if[0], self._what_if[1], change)
+        with self._debouncer.batch():
+            ctl.show_config(self.controls, config)
+        self.blockers_tab.back.disabled = self._what_if is None
+        self._refresh_blockers()
+
+    def undo_what_if(self) -> Config | None:
+        """Back to the setting from before the first what-if (the Blockers tab's "back")."""
+        if self._what_if is None:
+            return None
+        before = self._what_if[0]
+        self._what_if = None
+        self.blockers_tab.banner.value = ""
+        self.blockers_tab.back.disabled = True
+        with self._debouncer.batch():
+            ctl.show_config(self.controls, before)
+        return before
 
     def _measure(self, part: Partition) -> Any:
         bar = self.progress

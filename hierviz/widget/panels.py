@@ -60,7 +60,7 @@ FOCUS_HINT = "Pick a node or subgraph in the focus box to draw its neighbourhood
 
 def tables_html(part: "Partition") -> dict[str, str]:
     """The Ops, Subgraphs and Report panels of a partition."""
-    report = part.report()
+    report = part.report(what_to_change=False)  # the Blockers tab shows what to change
     return {
         "ops": table_html(part.ops()),
         "summary": table_html(part.summary()),

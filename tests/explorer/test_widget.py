@@ -363,7 +363,7 @@ def test_measure_error_is_shown(small, fake_measure) -> None:
 def test_unexpected_exceptions_never_reach_the_caller(ex: Explorer, monkeypatch: pytest.MonkeyPatch) -> None:
     from hierviz.partitioner.result import Partition
 
-    def broken(self):
+    def broken(self, **_options):
         raise RuntimeError("boom")
 
     monkeypatch.setattr(Partition, "report", broken)
