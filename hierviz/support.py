@@ -48,6 +48,10 @@ def refused(why: str, code: str = UNSUPPORTED) -> Verdict:
     return Verdict(False, code, why)
 
 
+NO_CONVERTER = refused("no TensorRT converter")
+VALIDATOR_REJECTED = refused("converter exists, validator rejected this node", VALIDATOR)
+
+
 class Support:
     """Which nodes a backend accepts. Hashable and comparable by what it describes."""
 
@@ -85,6 +89,12 @@ class Support:
 
     def rejection(self, name: str) -> str:
         return f"not in {self.description}"
+
+    def constant_for(self, node: torch.fx.Node) -> bool:
+        """Whether `verdict(node)` is the verdict of every node with this node's target in the
+        same graph while the current `checking()` context is open, so that a caller may keep
+        it per target. True for sources that decide per op target."""
+        return not self.per_node
 
     def checking(self) -> Any:
         """A context that `check` is called in for many nodes at once (set-up done once)."""
@@ -148,7 +158,7 @@ class TensorRTSupport(OpSetSupport):
 
     @property
     def validate(self) -> bool:
-        return self._validate and self.source == "live"
+        return self._validate and _tensorrt_names()[1] == "live"
 
     @property
     def description(self) -> str:  # type: ignore[override]
@@ -166,18 +176,39 @@ class TensorRTSupport(OpSetSupport):
         return trt.validating() if self.validate else contextlib.nullcontext()
 
     def verdict(self, node: torch.fx.Node) -> Verdict:
-        name = qualname(node.target)
-        if not self.accepts_name(name):
-            return refused("no TensorRT converter")
+        if not self._has_converter(node.target):
+            return NO_CONVERTER
         if self.validate:
             try:
-                with trt.validating() as registry:
-                    ok = node in registry
+                validator = trt.current_validator()
+                if validator is None:  # outside checking(): set the registry up for this node
+                    with trt.validating() as validator:
+                        ok = validator.accepts(node)
+                else:
+                    ok = validator.accepts(node)
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
                 return refused(f"converter exists, validator failed: {type(exc).__name__}: {exc}", VALIDATOR)
             if not ok:
-                return refused("converter exists, validator rejected this node", VALIDATOR)
+                return VALIDATOR_REJECTED
         return ACCEPTED
+
+    def constant_for(self, node: torch.fx.Node) -> bool:
+        """No converter, op names only, or a converter the Validator of the open checking()
+        context keeps per target (hierviz.trt.Validator.constant)."""
+        if not self._has_converter(node.target) or not self.validate:
+            return True
+        validator = trt.current_validator()
+        return validator is not None and validator.constant(node)
+
+    def _has_converter(self, target: Any) -> bool:
+        """accepts_name(qualname(target)), kept per target (the registry's names never change)."""
+        try:
+            return _HAS_CONVERTER[target]
+        except KeyError:
+            ok = _HAS_CONVERTER[target] = self.accepts_name(qualname(target))
+            return ok
+        except TypeError:  # an unhashable target
+            return self.accepts_name(qualname(target))
 
     def to_dict(self) -> dict:
         return {"kind": "tensorrt", "validate": self._validate}
@@ -225,6 +256,9 @@ class ComposedSupport(Support):
         super().__init__((kind, parts), f"{kind}({', '.join(p.description for p in parts)})")
         self.kind, self.parts, self.per_node = kind, parts, any(p.per_node for p in parts)
 
+    def constant_for(self, node: torch.fx.Node) -> bool:
+        return all(p.constant_for(node) for p in self.parts)
+
     def accepts_name(self, name: str) -> bool:
         answers = (p.accepts_name(name) for p in self.parts)
         return all(answers) if self.kind == "chain" else any(answers)
@@ -258,6 +292,7 @@ def any_chain(*sources: Support) -> Support:
 
 
 SNAPSHOT_FILE = "trt_converters.json"
+_HAS_CONVERTER: dict[Any, bool] = {}  # op target -> it has a converter (TensorRTSupport._has_converter)
 
 
 @functools.lru_cache(maxsize=1)

@@ -3,6 +3,7 @@
     loading.py       importing it without a GPU (the CUDA queries answered), whether it is there
     targets.py       whether this TensorRT can build engines for this GPU, and why not (TRTInfo)
     partitioners.py  Torch-TensorRT's own partitioners and converter registry, run for comparison
+    validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
     settings.py      the CompilationSettings subgraphs are converted with, and their digest
     engines.py       building a subgraph's engine, saving and loading it, build caches
 
@@ -37,11 +38,13 @@ from hierviz.trt.partitioners import (
     CompilePartition,
     converter_registry,
     converter_targets,
+    current_validator,
     patched,
     run_compile_partitioner,
     run_upstream_partitioner,
     validating,
 )
+from hierviz.trt.validation import Validator
 from hierviz.trt.settings import CONVERSION_FIELDS, conversion_settings, settings_digest, settings_key
 from hierviz.trt.targets import (
     STANDARD_MIN_CAPABILITY,
@@ -57,6 +60,6 @@ from hierviz.trt.targets import (
 __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "default_settings", "installed_variant",
            "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
            "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
-           "converter_targets", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
+           "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
            "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs"]

@@ -23,11 +23,17 @@ import torch
 from hierviz.errors import ConfigError
 from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
 from hierviz.trt.loading import answer_cuda_queries, default_settings, require
+from hierviz.trt.validation import Validator
 
 _VALIDATING = threading.RLock()
 
 
-_VALIDATING_DEPTH = [0]
+class _Active(threading.local):
+    depth = 0
+    validator: Validator | None = None
+
+
+_ACTIVE = _Active()  # this thread's validating() context, while it is open
 
 
 def converter_registry() -> Any:
@@ -44,21 +50,22 @@ def converter_targets() -> list[Any]:
 
 
 @contextlib.contextmanager
-def validating() -> Iterator[Any]:
-    """The converter registry, ready to run capability validators on many nodes (`node in
-    registry`, as torch_tensorrt.compile's partitioners ask): the registry's invariants are
-    checked once (not on every lookup, which costs ~0.6 ms a node), its compilation settings
-    are the defaults with no torch_executed_ops (a compile run earlier in this process may
-    have left its own) and the CUDA queries are answered. Everything is restored after;
-    re-entrant, and one thread at a time."""
+def validating() -> Iterator[Validator]:
+    """A `Validator` on the converter registry, ready to run capability validators on many
+    nodes (`validator.accepts(node)` is `node in registry`, as torch_tensorrt.compile's
+    partitioners ask, with what cannot change within the run kept): the registry's invariants
+    are checked once (not on every lookup), its compilation settings are the defaults with no
+    torch_executed_ops (a compile run earlier in this process may have left its own) and the
+    CUDA queries are answered. Everything is restored after; re-entrant (the inner contexts
+    share the outer one's Validator: enter it once around a run), and one thread at a time."""
     registry = converter_registry()
     with _VALIDATING:
-        if _VALIDATING_DEPTH[0]:
-            _VALIDATING_DEPTH[0] += 1
+        if _ACTIVE.depth:
+            _ACTIVE.depth += 1
             try:
-                yield registry
+                yield _ACTIVE.validator
             finally:
-                _VALIDATING_DEPTH[0] -= 1
+                _ACTIVE.depth -= 1
             return
         registry.validate_invariants()
         saved = registry.compilation_settings, registry.disallowed_targets
@@ -66,13 +73,18 @@ def validating() -> Iterator[Any]:
             registry.compilation_settings = _validation_settings()
             registry.disallowed_targets = set()
             registry.validate_invariants = _no_check  # an instance attribute shadows the method
-            _VALIDATING_DEPTH[0] = 1
+            _ACTIVE.depth, _ACTIVE.validator = 1, Validator(registry)
             try:
-                yield registry
+                yield _ACTIVE.validator
             finally:
-                _VALIDATING_DEPTH[0] = 0
+                _ACTIVE.depth, _ACTIVE.validator = 0, None
                 del registry.validate_invariants
                 registry.compilation_settings, registry.disallowed_targets = saved
+
+
+def current_validator() -> Validator | None:
+    """The Validator of this thread's open `validating()` context, or None outside one."""
+    return _ACTIVE.validator
 
 
 def _no_check() -> None:
@@ -275,5 +287,5 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                             num_supported, total, fell_back=fell_back)
 
 
-__all__ = ["converter_registry", "converter_targets", "validating", "patched", "run_upstream_partitioner",
+__all__ = ["converter_registry", "converter_targets", "validating", "current_validator", "Validator", "patched", "run_upstream_partitioner",
            "CompilePartition", "run_compile_partitioner"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import Counter
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
@@ -24,8 +24,8 @@ from hierviz.provenance import source_op, split_sources
 
 
 class SupportVerdicts:
-    """Whether a backend's support takes a node: op-level verdicts cached per (backend, op),
-    per-node supports asked per node."""
+    """Whether a backend's support takes a node: verdicts kept per (backend, op) where they
+    hold for every node of the op (`Support.constant_for`), others asked per node."""
 
     def __init__(self, index: GraphIndex, config: Config) -> None:
         self.index = index
@@ -34,14 +34,23 @@ class SupportVerdicts:
         self._verdicts: dict[tuple[str, str], bool] = {}
 
     def takes(self, b: str, i: int) -> bool:
-        sup = self.supports[b]
-        if sup.per_node:
-            return sup.verdict(self.index.nodes[i]).ok
         key = (b, self.index.ops[i])
         ok = self._verdicts.get(key)
         if ok is None:
-            ok = self._verdicts[key] = sup.verdict(self.index.nodes[i]).ok
+            sup, node = self.supports[b], self.index.nodes[i]
+            ok = sup.verdict(node).ok
+            if sup.constant_for(node):
+                self._verdicts[key] = ok
         return ok
+
+    @contextlib.contextmanager
+    def checking(self) -> Iterator[None]:
+        """Every support's `checking()` context (e.g. the converter registry set up once),
+        entered once around many verdicts."""
+        with contextlib.ExitStack() as stack:
+            for sup in self.supports.values():
+                stack.enter_context(sup.checking())
+            yield
 
     def after(self, backend: str, nodes: Sequence[int]) -> str | None:
         """The first backend after `backend` in priority that takes all of `nodes`, or None
@@ -70,7 +79,7 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
     teo, sources = split_sources(config.torch_executed_ops)
     teo_packets = packets_in(teo)
     source_packets = packets_in(sources)
-    verdicts: dict[str, tuple[str | None, str, Any]] = {}  # op name -> decision, when per-target
+    verdicts: dict[str, tuple[str | None, str, Any]] = {}  # op name -> decision, when the same for all its nodes
     per_node = any(s.per_node for _, s in supports)
 
     def decide(i: int) -> tuple[str | None, str, Any]:
@@ -101,17 +110,20 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
                 if b is None or takes(b, i):
                     backend[i], code[i], detail[i] = b, FOLLOWS_PRODUCER, producer
                     return
-        if per_node:
-            backend[i], code[i], detail[i] = decide(i)
+        if per_node:  # kept per op when every source's verdict holds for all nodes of the op
+            verdict = verdicts.get(name)
+            if verdict is None:
+                verdict = decide(i)
+                if all(sup.constant_for(index.nodes[i]) for _, sup in supports):
+                    verdicts[name] = verdict
+            backend[i], code[i], detail[i] = verdict
         else:
             verdict = verdicts.get(name)
             if verdict is None:
                 verdict = verdicts[name] = decide(i)
             backend[i], code[i], detail[i] = verdict
 
-    with contextlib.ExitStack() as stack:
-        for _, sup in supports:  # e.g. the converter registry, set up once for every node
-            stack.enter_context(sup.checking())
+    with support_verdicts.checking():
         for i in range(n):
             if index.callable[i]:
                 assign_one(i)

@@ -75,7 +75,8 @@ def small_blocks(index: GraphIndex, deps: tuple[list[int], list[Sequence[int]]],
     demoted nodes in PyTorch was tried: on no zoo model and config did it give fewer subgraphs.)"""
     moved: Moves = {}
     if nxt is not None and not keep_all:
-        raw, moved = demote_to_next(index, deps[1], raw, min_block_size, nxt)
+        with nxt.checking():  # the supports set up once for every small block
+            raw, moved = demote_to_next(index, deps[1], raw, min_block_size, nxt)
     subgraphs, demoted = merge_small(raw, min_block_size, keep_all)
     if demoted:
         subgraphs = merge(index, subgraphs, deps[1])

@@ -1,0 +1,46 @@
+"""Language models outside the zoo for the benchmarks: transformers configs with random
+weights, no downloads (a 24-layer Llama with hidden size 256, a 12-layer Qwen2)."""
+
+from __future__ import annotations
+
+import torch
+
+VOCAB, SEQ = 1000, 32
+
+
+class Logits(torch.nn.Module):
+    """The model's logits as one tensor (what torch.export and hierviz take)."""
+
+    def __init__(self, model: torch.nn.Module) -> None:
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids: torch.Tensor) -> torch.Tensor:
+        return self.model(input_ids=ids).logits
+
+
+def _tokens() -> tuple[torch.Tensor]:
+    return (torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(0)),)
+
+
+def llama(layers: int = 24, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=8, num_key_value_heads=4,
+                         max_position_embeddings=2 * SEQ, use_cache=False)
+    return Logits(LlamaForCausalLM(config).eval()), _tokens()
+
+
+def qwen2(layers: int = 12, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:
+    from transformers import Qwen2Config, Qwen2ForCausalLM
+
+    torch.manual_seed(0)
+    config = Qwen2Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden,
+                         num_hidden_layers=layers, num_attention_heads=8, num_key_value_heads=4,
+                         max_position_embeddings=2 * SEQ, use_cache=False)
+    return Logits(Qwen2ForCausalLM(config).eval()), _tokens()
+
+
+MODELS = {"llama": llama, "qwen2": qwen2}
