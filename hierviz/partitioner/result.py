@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import torch
 from torch.fx import GraphModule
+from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
@@ -400,17 +401,18 @@ class Partition:
                 f"coverage {s['coverage']:.0%}, {self.config.label()}{engine}>")
 
 
-def copy_graph_module(gm: GraphModule) -> GraphModule:
+def copy_graph_module(gm: GraphModule, *, lazy: bool = False) -> GraphModule:
     """A GraphModule over a copy of gm's graph (same node names and meta, same codegen),
     sharing gm's weights. Passes that write to nodes run on this, so the user's graph is
-    never touched."""
+    never touched. `lazy`: its Python code is generated on first use (never, for a copy that
+    is only split), as torch.fx's _LazyGraphModule does."""
     graph = torch.fx.Graph()
     out = graph.graph_copy(gm.graph, {}, return_output_node=True)
     if isinstance(out, tuple):
         out = out[0]
     graph.output(out)
     graph._codegen = gm.graph._codegen
-    return GraphModule(gm, graph)
+    return (_LazyGraphModule if lazy else GraphModule)(gm, graph)
 
 
 # ---------------------------------------------------------------------------- record building

@@ -4,6 +4,11 @@ The split module is built on a copy of the partitioned graph, so the user's grap
 touched. Its first node checks the call's inputs against what the graph was captured for
 (shapes, dtypes, Python scalars, dynamic-dimension ranges; see hierviz/inputs.py) and raises
 `hv.CaptureError` instead of computing with inputs the capture did not allow.
+
+Each submodule's code is generated once, when torch.fx's `split_by_tags` makes it: the copy
+that is split is a lazy GraphModule (its code, which never runs, is never generated), and the
+split module is a `SplitModule`, whose recompile (when it is made, and after the input check
+is added) generates its own code only, not its submodules' again as GraphModule.recompile does.
 """
 
 from __future__ import annotations
@@ -19,19 +24,27 @@ from hierviz.partitioner.plan import EngineResult
 from hierviz.partitioner.result import copy_graph_module
 
 
+class SplitModule(GraphModule):
+    """A GraphModule whose submodules are final when it is made: `recompile()` regenerates
+    this module's code, not theirs (recompile a submodule itself after changing its graph)."""
+
+    def _recompile_submodules(self) -> list:
+        return []
+
+
 def build_split_module(gm: GraphModule, result: EngineResult,
                        original: GraphModule | None = None) -> GraphModule:
     """Split a copy of `gm` by subgraph tags, with the input check in front (that of
     `original`, the captured graph, when `gm` is a pruned copy of it)."""
     from torch.fx.passes.split_utils import split_by_tags
 
-    work = copy_graph_module(gm)
+    work = copy_graph_module(gm, lazy=True)
     copies = {n.name: n for n in work.graph.nodes}
     names = result.index.names
     for k, sg in enumerate(result.subgraphs):
         for i in sg.nodes:
             copies[names[i]].tag = result.tags[k]
-    split = split_by_tags(work, list(result.tags))
+    split = split_by_tags(work, list(result.tags), GraphModuleCls=SplitModule)
     codegen = getattr(gm.graph, "_codegen", None)
     if codegen is not None and type(codegen) is not torch.fx.graph.CodeGen:
         split.graph._codegen = copy.deepcopy(codegen)
@@ -39,8 +52,11 @@ def build_split_module(gm: GraphModule, result: EngineResult,
 
 
 def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
-    """`split` with a first node that checks its inputs against what `gm` was captured for
-    (nothing is added when no input of gm carries metadata)."""
+    """`split` (a SplitModule over it, when it is another GraphModule: upstream's) with a first
+    node that checks its inputs against what `gm` was captured for (nothing is added when no
+    input of gm carries metadata)."""
+    if not isinstance(split, SplitModule):
+        split = SplitModule(split, split.graph, class_name=type(split).__name__)
     spec = spec_of(gm)
     placeholders = list(split.graph.find_nodes(op="placeholder"))
     if all(a.kind == "any" for a in spec.args) or len(placeholders) != len(spec.args):
@@ -54,4 +70,4 @@ def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
     return split
 
 
-__all__ = ["build_split_module", "with_input_check"]
+__all__ = ["SplitModule", "build_split_module", "with_input_check"]
