@@ -23,24 +23,22 @@ def _tokens() -> tuple[torch.Tensor]:
     return (torch.randint(0, VOCAB, (1, SEQ), generator=torch.Generator().manual_seed(0)),)
 
 
-def llama(layers: int = 24, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:
-    from transformers import LlamaConfig, LlamaForCausalLM
+def _causal_lm(family: str, layers: int, hidden: int) -> tuple[torch.nn.Module, tuple]:
+    import transformers
 
     torch.manual_seed(0)
-    config = LlamaConfig(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=8, num_key_value_heads=4,
-                         max_position_embeddings=2 * SEQ, use_cache=False)
-    return Logits(LlamaForCausalLM(config).eval()), _tokens()
+    config = getattr(transformers, f"{family}Config")(
+        vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
+        num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2 * SEQ, use_cache=False)
+    return Logits(getattr(transformers, f"{family}ForCausalLM")(config).eval()), _tokens()
+
+
+def llama(layers: int = 24, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:
+    return _causal_lm("Llama", layers, hidden)
 
 
 def qwen2(layers: int = 12, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:
-    from transformers import Qwen2Config, Qwen2ForCausalLM
-
-    torch.manual_seed(0)
-    config = Qwen2Config(vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden,
-                         num_hidden_layers=layers, num_attention_heads=8, num_key_value_heads=4,
-                         max_position_embeddings=2 * SEQ, use_cache=False)
-    return Logits(Qwen2ForCausalLM(config).eval()), _tokens()
+    return _causal_lm("Qwen2", layers, hidden)
 
 
 MODELS = {"llama": llama, "qwen2": qwen2}

@@ -63,9 +63,8 @@ def partition_compiled(gm: GraphModule, config: Config) -> Partition:
     if made.removed:  # the split module is built on the graph the partitioner kept
         from hierviz.partitioner.split import build_split_module
 
-        kept = copy_graph_module(gm)
+        kept = copy_graph_module(gm, lazy=True)  # only split: its own code is never needed
         kept.graph.eliminate_dead_code()
-        kept.recompile()
         module = build_split_module(kept, result, original=gm)
     return Partition(gm, config, result, module=module, notes=tuple(notes))
 
