@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hierviz import cli
+from hierviz import cli, cli_args
 from hierviz.cli_args import UsageError, parse_grid
 from hierviz.errors import ConfigWarning
 
@@ -91,6 +91,7 @@ def test_warnings_print_as_one_line(capsys: pytest.CaptureFixture, monkeypatch: 
         raise UsageError("stopped")
 
     monkeypatch.setattr(cli, "load_model", warn_then_stop)
+    monkeypatch.setattr(cli_args, "load_model", warn_then_stop)  # the subcommands load through cli_args
     with warnings.catch_warnings():
         warnings.simplefilter("always")
         code, _, err = run_cli(capsys, "report", "tiny_conv")
