@@ -42,14 +42,18 @@ class TuneResult:
     `best` is the fastest setting that beats eager: outputs match the model's, nothing fell
     back, something is accelerated, and its speed-up interval against your nn.Module run
     eagerly (`speedup_ci`, 95%, bootstrap over the timed samples) lies above 1.0, confirmed
-    by the full measurement of `best_measurement`. When no setting does, `best` is the default
-    setting, `beat_eager` is False and `verdict` says "no setting beat eager nn.Module here"
-    (None only when the default's outputs differ from the model's too). `best_measurement` is
+    by the full measurement of `best_measurement` (the setting and the eager model timed
+    interleaved). When no setting does, `best` is the default setting and `verdict` says "no
+    setting beat eager nn.Module here" (None only when the default's outputs differ from the
+    model's too). `verdict`, `beat_eager` and the best line of the repr all come from
+    `best_measurement`, so they never disagree; a baseline whose own spread was wide is
+    flagged in the verdict and the notes. `best_measurement` is
     the best setting's full `hv.Measurement` (per-subgraph times, baseline); `best_trial` its
     row; `fastest_trial` the fastest qualifying trial whatever its interval. `trials` has one
     row per trial (the config's fields, subgraph counts, latency, `speedup`, `speedup_ci`,
     `fallbacks`, `status`, `duplicate_of`); `default` the setting tuning started from;
-    `baselines` the model's own times (`eager_ms`: your nn.Module run eagerly;
+    `baselines` the model's own times (`eager_ms`: your nn.Module run eagerly, timed beside
+    the best setting; `eager_start_ms`: timed once at the start, what the trials' `speedup` use;
     `graph_eager_ms`: the captured graph run eagerly; `torch_compile_ms` when asked for or
     when TensorRT times here; `compile_ms`: the fast partition torch_tensorrt.compile would
     run with the same settings, when TensorRT times here, else None and a note says why).
@@ -108,16 +112,18 @@ class TuneResult:
         return cached_partition(self.graph, self.best)
 
     # -------------------------------------------------------------- display
-    def _line(self, label: str, trial: int | None, config: Config | None) -> str:
+    def _line(self, label: str, trial: int | None, config: Config | None, measured: Any = None) -> str:
+        """One setting's line; `measured` (the best's final Measurement) gives its figures, the
+        same the verdict is made from, instead of the trial's row."""
         row = self._row(trial)
         if row is None or config is None:
             return f"  {label:<8} -"
         text = config.label()
-        ms = row.get("median_ms")
+        ms = row.get("median_ms") if measured is None else measured.median_ms
         figure = "not measured" if ms is None or (isinstance(ms, float) and math.isnan(ms)) else f"{_ms(ms)} ms"
-        speed = row.get("speedup")
+        speed = row.get("speedup") if measured is None else measured.speedup
         if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
-            ci = row.get("speedup_ci")
+            ci = row.get("speedup_ci") if measured is None else measured.speedup_ci
             figure += f", {speed:.2f}x vs eager" + (f" ({ci_text(ci)})" if isinstance(ci, tuple) else "")
         status = row["status"]
         if status != "measured":
@@ -132,7 +138,7 @@ class TuneResult:
         if self.best is None:
             lines.append("  best     none: no trial measured with matching outputs")
         else:
-            lines.append(self._line("best", self.best_trial, self.best))
+            lines.append(self._line("best", self.best_trial, self.best, self.best_measurement))
         if self.verdict:
             lines.append(f"  verdict: {self.verdict}")
         lines.append(self._line("default", self.default_trial, self.default))

@@ -44,7 +44,7 @@ from hierviz.compare.tune_space import apply_changes, default_space, fingerprint
 from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.plan import resolve_device
-from hierviz.latency.result import ci_text
+from hierviz.latency.result import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import graph_of, make_config
 
@@ -163,6 +163,9 @@ class _TuneRun:
             own = time_model(timed, self.example_inputs, self.dev, torch_compile=torch_compile,
                              updates=updates_of(gm), **timing)
         self.eager_stats = own["eager"].stats if own.get("eager") is not None else None
+        if self.eager_stats is not None and self.eager_stats.wide:
+            self.notes.append(f"at the start, {wide_baseline_note(self.eager_stats)}; the trials' speed-ups use it, "
+                              "the verdict uses the final measurement")
         self.against = "eager nn.Module"
         if self.eager_stats is None:  # no nn.Module to run (a bare graph): the captured graph eagerly is the baseline
             self.eager_stats = graph_eager(self.gm, self.example_inputs, self.dev, timing)
@@ -365,6 +368,7 @@ class _TuneRun:
         if crowned is None:
             self.fall_back_to_default(result)
         self.measure_s += time.perf_counter() - t1
+        self.judge(result)
         self.baselines["graph_eager_ms"] = getattr(result.best_measurement, "graph_eager_ms", None) or \
             self.baselines.get("graph_eager_ms")
         result.measure_s = self.measure_s
@@ -372,33 +376,53 @@ class _TuneRun:
         return result
 
     def crown(self, result: TuneResult, crowned: int) -> int | None:
-        """Measure the fastest trial again; it is best when its speed-up interval stays above 1.0."""
-        trials, against, notes = result.trials, self.against, self.notes
-        m = final_measure(self.gm, self.configs[crowned], self.example_inputs, self.dev, self.options, notes)
+        """Measure the fastest trial again (timed interleaved with the baseline); it is best
+        when that measurement's speed-up interval lies above 1.0."""
+        m = final_measure(self.gm, self.configs[crowned], self.example_inputs, self.dev, self.options, self.notes)
         ci = getattr(m, "speedup_ci", None)
         if m is not None and (ci is None or ci[0] > 1.0 or getattr(m, "baseline_ms", None) is None):
             result.best, result.best_trial, result.best_measurement = self.configs[crowned], crowned, m
-            result.beat_eager = True
-            result.verdict = (f"trial {crowned} beats {against}: {trials.loc[trials['trial'] == crowned, 'speedup'].iloc[0]:.2f}x "
-                              f"({ci_text(trials.loc[trials['trial'] == crowned, 'speedup_ci'].iloc[0])})")
             return crowned
-        notes.append(f"trial {crowned} looked faster than {against} but not when measured again"
-                     + (f" ({ci_text(ci)})" if ci else ""))
+        self.notes.append(f"trial {crowned} looked faster than {self.against} but not when measured again"
+                          + (f" ({ci_text(ci)})" if ci else ""))
         return None
 
     def fall_back_to_default(self, result: TuneResult) -> None:
-        """No setting beat the baseline: the default setting is best, unless its outputs differ."""
-        trials, against, default = result.trials, self.against, self.default
-        result.verdict = NO_WINNER if against == "eager nn.Module" else f"no setting beat {against} here"
-        default_row = trials[trials["trial"] == 0]
+        """No trial was confirmed faster: the default setting is best, unless its outputs differ."""
+        default_row = result.trials[result.trials["trial"] == 0]
         if len(default_row) and default_row["status"].iloc[0] != "mismatch":
-            result.best, result.best_trial = default, 0
-            result.verdict += "; best is the default setting"
-            if default_row["status"].iloc[0] not in ("measured", "nothing accelerated") or \
-                    default_row["outputs_match"].iloc[0] is False:
-                result.verdict += f" (its own trial: {default_row['status'].iloc[0]})"
-            result.best_measurement = final_measure(self.gm, default, self.example_inputs, self.dev, self.options,
-                                                     self.notes)
+            result.best, result.best_trial = self.default, 0
+            result.best_measurement = final_measure(self.gm, self.default, self.example_inputs, self.dev,
+                                                     self.options, self.notes)
+
+    def judge(self, result: TuneResult) -> None:
+        """`verdict` and `beat_eager`, from one source: the best setting's final measurement
+        (what `best_measurement` shows), its speed-up interval timed interleaved with the
+        baseline. The baselines shown are that measurement's too."""
+        m, against, trial = result.best_measurement, self.against, result.best_trial
+        ci = getattr(m, "speedup_ci", None)
+        result.beat_eager = m is not None and ci is not None and ci[0] > 1.0
+        figure = f"{m.speedup:.2f}x ({ci_text(ci)})" if m is not None and m.speedup and ci else ""
+        if result.beat_eager:
+            who = "the default setting" if trial == 0 else f"trial {trial}"
+            result.verdict = f"{who} beats {against}: {figure}"
+        else:
+            result.verdict = NO_WINNER if against == "eager nn.Module" else f"no setting beat {against} here"
+            if result.best is not None and trial != 0:
+                result.verdict += f"; best is trial {trial}, the fastest (not compared with {against})"
+            elif result.best is not None:
+                result.verdict += "; best is the default setting"
+                status = result.trials.loc[result.trials["trial"] == 0, "status"]
+                if len(status) and status.iloc[0] not in ("measured", "nothing accelerated"):
+                    result.verdict += f" (its own trial: {status.iloc[0]})"
+            if figure:
+                result.verdict += f"; it measured {figure}: {m.verdict}"
+        if m is not None and m.baseline_wide:
+            result.verdict += f"; {wide_baseline_note(m.eager_timing)}"
+        if m is not None and getattr(m, "baseline_ms", None) is not None and against == "eager nn.Module":
+            # the figure shown is the one timed beside the best setting; the trials' speed-ups use the start's
+            self.baselines["eager_start_ms"] = self.baselines.get("eager_ms")
+            self.baselines["eager_ms"] = m.baseline_ms
 
 
 def error_text(error: BaseException) -> str:

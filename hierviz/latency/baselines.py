@@ -17,6 +17,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from hierviz.errors import MeasureError
+from hierviz.latency.quiet import wait_for_idle_workers
 from hierviz.latency.timing import Stats, time_fn
 
 
@@ -73,17 +74,27 @@ def _short(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text.splitlines()[0][:300]}" if text else type(exc).__name__
 
 
-def time_model(model: Any, example_inputs: Any, device: torch.device, *, warmup: int, iters: int,
-               torch_compile: bool = False, updates: tuple = ((), ())) -> dict[str, Baseline]:
-    """{"eager": ..., "torch_compile": ...}: the user's model run eagerly and (when
-    `torch_compile`) through `torch.compile`, timed with `time_fn`. Failures are recorded in
-    the Baseline's `error`, never raised: a baseline is context for the split model's figure.
+@dataclass
+class EagerCall:
+    """The user's model ready to run eagerly: `call()` runs it once on the inputs (on a copy
+    when running it could change it); `module` and `inputs` for torch.compile; `outputs` from
+    one call; or `error` saying why it cannot run."""
+
+    call: Callable[[], Any] | None = None
+    module: Any = None
+    inputs: tuple = ()
+    outputs: Any = None
+    error: str | None = None
+
+
+def eager_call(model: Any, example_inputs: Any, device: torch.device, updates: tuple = ((), ())) -> EagerCall | None:
+    """The user's model (an nn.Module or ExportedProgram) ready to be timed eagerly on `device`,
+    its first call made (a failure is recorded in `error`, never raised); None for a bare graph.
     `updates` is hierviz.capturing.updates_of(graph): (buffers, inputs) forward updates in
     place; then a copy of the model runs, on copies of the inputs, so neither is changed."""
-    out: dict[str, Baseline] = {}
     fn = runnable_model(model)
     if fn is None:
-        return out
+        return None
     buffers, written = updates
     args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
     inputs = tree_map(lambda x: (x.to(device).clone() if written else x.to(device)) if isinstance(x, torch.Tensor)
@@ -91,21 +102,41 @@ def time_model(model: Any, example_inputs: Any, device: torch.device, *, warmup:
     try:
         module = safe_copy(fn, device, bool(buffers)) if isinstance(fn, torch.nn.Module) else fn
     except MeasureError as exc:
-        out["eager"] = Baseline("eager", None, error=str(exc))
-        return out
-    with torch.no_grad():
-        try:
+        return EagerCall(error=str(exc))
+    try:
+        with torch.no_grad():
             outputs = module(*inputs)
-            out["eager"] = Baseline("eager", time_fn(lambda: module(*inputs), device, warmup=max(1, warmup), iters=iters),
-                                    outputs=outputs)
-        except Exception as exc:  # noqa: BLE001
-            out["eager"] = Baseline("eager", None, error=f"the model failed to run eagerly on {device}: {_short(exc)}")
+    except Exception as exc:  # noqa: BLE001
+        return EagerCall(module=module, inputs=inputs,
+                         error=f"the model failed to run eagerly on {device}: {_short(exc)}")
+    return EagerCall(lambda: module(*inputs), module, inputs, outputs)
+
+
+def time_model(model: Any, example_inputs: Any, device: torch.device, *, warmup: int, iters: int,
+               torch_compile: bool = False, updates: tuple = ((), ())) -> dict[str, Baseline]:
+    """{"eager": ..., "torch_compile": ...}: the user's model run eagerly and (when
+    `torch_compile`) through `torch.compile`, timed with `time_fn` once TorchInductor's compile
+    workers are idle. Failures are recorded in the Baseline's `error`, never raised: a baseline
+    is context for the split model's figure (see `eager_call` for `updates`)."""
+    out: dict[str, Baseline] = {}
+    ready = eager_call(model, example_inputs, device, updates)
+    if ready is None:
+        return out
+    if ready.call is None:
+        out["eager"] = Baseline("eager", None, error=ready.error)
+        if ready.module is None:
+            return out
+    with torch.no_grad():
+        if ready.call is not None:
+            wait_for_idle_workers()
+            out["eager"] = Baseline("eager", time_fn(ready.call, device, warmup=max(1, warmup), iters=iters),
+                                    outputs=ready.outputs)
         if torch_compile:
-            out["torch_compile"] = _time_compiled(module, inputs, device, warmup, iters)
+            out["torch_compile"] = time_compiled(ready.module, ready.inputs, device, warmup, iters)
     return out
 
 
-def _time_compiled(module: Any, inputs: tuple, device: torch.device, warmup: int, iters: int) -> Baseline:
+def time_compiled(module: Any, inputs: tuple, device: torch.device, warmup: int, iters: int) -> Baseline:
     try:
         compiled = torch.compile(module)
         start = time.perf_counter()
@@ -113,10 +144,11 @@ def _time_compiled(module: Any, inputs: tuple, device: torch.device, warmup: int
         if device.type == "cuda":
             torch.cuda.synchronize(device)
         compile_s = time.perf_counter() - start
+        wait_for_idle_workers()  # its own compile workers
         stats = time_fn(lambda: compiled(*inputs), device, warmup=warmup, iters=iters)
         return Baseline("torch_compile", stats, compile_s=compile_s, outputs=outputs)
     except Exception as exc:  # noqa: BLE001
         return Baseline("torch_compile", None, error=f"torch.compile failed: {_short(exc)}")
 
 
-__all__ = ["Baseline", "time_model", "safe_copy", "runnable_model"]
+__all__ = ["Baseline", "EagerCall", "eager_call", "time_model", "time_compiled", "safe_copy", "runnable_model"]

@@ -1,7 +1,8 @@
-"""hv.measure, the entry point: compile the split model (split.py), time it against the unsplit
-graph run eagerly (timing.py), check its outputs (compare.py), and report a Measurement.
+"""hv.measure, the entry point: compile the split model (split.py), time it interleaved with
+the user's model run eagerly (or the unsplit graph; timing.time_paired) once TorchInductor's
+compile workers are idle (quiet.py), check its outputs (compare.py), and report a Measurement.
 
-The partition is never modified. The eager baseline is the lifted unsplit graph.
+The partition is never modified.
 """
 
 from __future__ import annotations
@@ -23,9 +24,12 @@ from hierviz.latency.compiling import Progress, short
 from hierviz.latency.lift import lift
 from hierviz.latency.plan import names, resolve_device
 from hierviz.latency.precision import fp32_precision, record as precision_record
-from hierviz.latency.result import PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord
+from hierviz.latency.baselines import Baseline, eager_call, time_compiled
+from hierviz.latency.quiet import wait_for_idle_workers
+from hierviz.latency.result import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
+                                    wide_baseline_note)
 from hierviz.latency.split import ON_ERROR, check_trt_settings, compile_split
-from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_submodules
+from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_paired, time_submodules
 
 
 @checked_arguments
@@ -94,13 +98,29 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                 except Exception as exc:
                     raise MeasureError(f"the unsplit graph (partition.graph) failed to run eagerly on "
                                        f"{dev}: {short(exc)}") from exc
-            if baseline and base_call is not None:
-                base_stats = time_fn(base_call, dev, warmup=warmup, iters=iters)
+            own: dict[str, Any] = {}
+            ready = _eager_model(partition, model, example_inputs, dev) if baseline else None
+            if ready is not None and ready.call is None:
+                own["eager"] = Baseline("eager", None, error=ready.error)
+            # the split model is timed interleaved with what it is compared with (the nn.Module,
+            # else the captured graph), once TorchInductor's compile workers are idle
+            against = ready.call if ready is not None and ready.call is not None else \
+                (base_call if baseline else None)
+            wait_for_idle_workers()
+            if against is not None:
+                eager_stats, stats = time_paired(against, split_call, dev, warmup=warmup, iters=iters)
+                if against is base_call:
+                    base_stats = eager_stats
+                else:
+                    own["eager"] = Baseline("eager", eager_stats, outputs=ready.outputs)
                 bar.step("eager baseline timed")
-            stats = time_fn(split_call, dev, warmup=warmup, iters=iters)
+            else:
+                stats = time_fn(split_call, dev, warmup=warmup, iters=iters)
             bar.step("split model timed")
-            own = _model_baselines(partition, model, example_inputs, dev, warmup, iters,
-                                   torch_compile) if baseline else {}
+            if baseline and base_call is not None and base_stats is None:  # the captured graph's own figure
+                base_stats = time_fn(base_call, dev, warmup=warmup, iters=iters)
+            if torch_compile and ready is not None and ready.module is not None:
+                own["torch_compile"] = time_compiled(ready.module, ready.inputs, dev, warmup, iters)
 
             match = max_abs = max_rel = None
             problems: list[str] = []
@@ -139,7 +159,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         fallbacks=split.fallbacks, warnings=notes, config=getattr(partition, "config", None),
         timing=stats, baseline_timing=base_stats, precision=precision, compile_state=compile_state,
         records=tuple(records.values()),
-        speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms) if eager else None,
+        speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms, paired=True) if eager else None,
         eager_timing=eager,
     )
 
@@ -153,7 +173,10 @@ def _notes(split: Any, stats: Any, base_stats: Any, match: bool | None, problems
     if stats.noisy:
         notes.append(f"split model timing is noisy: coefficient of variation {stats.cv:.1%} > {NOISY_CV:.0%}; "
                      "close other programs, fix GPU clocks, or raise iters")
-    if base_stats is not None and base_stats.noisy:
+    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
+    if eager is not None and eager.wide:
+        notes.append(wide_baseline_note(eager))
+    elif base_stats is not None and base_stats.noisy:
         notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
     if match is False:
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
@@ -173,16 +196,13 @@ def _notes(split: Any, stats: Any, base_stats: Any, match: bool | None, problems
     return notes
 
 
-def _model_baselines(partition: Any, model: Any, example_inputs: Any, device: Any, warmup: int, iters: int,
-                     torch_compile: bool) -> dict[str, Any]:
-    """The user's model timed eagerly (and through torch.compile): hierviz.latency.baselines."""
-    from hierviz.latency.baselines import time_model
-
+def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -> Any:
+    """The user's model ready to run eagerly (hierviz.latency.baselines.eager_call): `model`,
+    else the one the partition's graph was captured from; None when there is none."""
     source = model if model is not None else source_of(partition.graph)
     if source is None:
-        return {}
-    return time_model(source, example_inputs, device, warmup=warmup, iters=iters, torch_compile=torch_compile,
-                      updates=updates_of(partition.graph))
+        return None
+    return eager_call(source, example_inputs, device, updates_of(partition.graph))
 
 
 def _dtypes(*values: Any) -> set[str]:

@@ -6,7 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from hierviz.latency.timing import CI_LEVEL, NOISY_CV, Stats
+from hierviz.latency.timing import CI_LEVEL, NOISY_CV, WIDE_SPREAD, Stats
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -117,8 +117,16 @@ class Measurement:
     @property
     def verdict(self) -> str:
         """'faster than eager', 'slower than eager' or 'no clear difference from eager', from
-        where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline)."""
-        return verdict(self.speedup_ci)
+        where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline),
+        flagged when the eager baseline's own spread is wide (`baseline_wide`)."""
+        return verdict(self.speedup_ci, wide=self.baseline_wide)
+
+    @property
+    def baseline_wide(self) -> bool:
+        """The eager baseline's own samples spread wide (p10-p90 over WIDE_SPREAD of its median):
+        the machine was busy while it was timed, and the speed-up is less certain than its
+        interval says."""
+        return self.eager_timing is not None and self.eager_timing.wide
 
     @property
     def noisy(self) -> bool:
@@ -214,15 +222,25 @@ def ci_text(ci: tuple[float, float] | None) -> str:
     return f"{CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x"
 
 
-def verdict(ci: tuple[float, float] | None, against: str = "eager") -> str:
-    """What a speed-up interval says: faster (low > 1), slower (high < 1) or no clear difference."""
+def verdict(ci: tuple[float, float] | None, against: str = "eager", *, wide: bool = False) -> str:
+    """What a speed-up interval says: faster (low > 1), slower (high < 1) or no clear
+    difference; `wide`: the baseline's own spread is wide, said after it."""
     if ci is None:
         return f"not compared with {against}"
     if ci[0] > 1.0:
-        return f"faster than {against}"
-    if ci[1] < 1.0:
-        return f"slower than {against}"
-    return f"no clear difference from {against}"
+        text = f"faster than {against}"
+    elif ci[1] < 1.0:
+        text = f"slower than {against}"
+    else:
+        text = f"no clear difference from {against}"
+    return text + (f" (but the {against} baseline's own timing spread is wide: the machine was busy)" if wide else "")
 
 
-__all__ = ["ci_text", "verdict", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]
+def wide_baseline_note(stats: Stats) -> str:
+    """The note for a baseline whose own samples spread wide (Stats.wide)."""
+    return (f"the eager baseline's own timing spread is wide: p10-p90 {stats.p10_ms:.3g}-{stats.p90_ms:.3g} ms "
+            f"around a median of {stats.median_ms:.3g} ms ({stats.spread:.0%} > {WIDE_SPREAD:.0%}); the machine "
+            "was busy while it ran: measure again on a quiet machine, or raise iters")
+
+
+__all__ = ["ci_text", "verdict", "wide_baseline_note", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]

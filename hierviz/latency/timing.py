@@ -1,8 +1,10 @@
-"""Timing: CUDA events on a GPU, perf_counter_ns on CPU, the statistics of the samples, and each
+"""Timing: CUDA events on a GPU, perf_counter_ns on CPU, the statistics of the samples, a
+baseline and a candidate timed interleaved (`time_paired`) so the same noise hits both, and each
 subgraph timed on its own with the inputs it receives in the split model."""
 
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from dataclasses import dataclass
@@ -15,6 +17,9 @@ from hierviz.gcpause import gc_paused
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
 CI_LEVEL = 0.95  # confidence level of speed-up intervals
 CI_RESAMPLES = 2000  # bootstrap resamples per interval
+WIDE_SPREAD = 0.25  # a baseline whose p10-p90 range is wider than this share of its median is flagged
+PAIR_BATCH = 5  # calls per batch when a baseline and a candidate are timed in alternating batches
+CLOCK = time.perf_counter_ns  # the host clock; tests put a fake one here to inject noise
 
 
 @dataclass(frozen=True)
@@ -39,6 +44,16 @@ class Stats:
     @property
     def noisy(self) -> bool:
         return self.cv > NOISY_CV
+
+    @property
+    def spread(self) -> float:
+        """(p90 - p10) / median: how wide the middle 80% of the samples is, as a share."""
+        return (self.p90_ms - self.p10_ms) / self.median_ms if self.median_ms > 0 else 0.0
+
+    @property
+    def wide(self) -> bool:
+        """The spread is wider than WIDE_SPREAD: a figure compared against this is unreliable."""
+        return self.spread > WIDE_SPREAD
 
     @classmethod
     def of(cls, samples_ms: list[float]) -> "Stats":
@@ -65,12 +80,16 @@ def percentile(sorted_xs: list[float], q: float) -> float:
 
 
 def speedup_interval(baseline_ms: Sequence[float], candidate_ms: Sequence[float], *, level: float = CI_LEVEL,
-                     resamples: int = CI_RESAMPLES, seed: int = 0) -> tuple[float, float] | None:
-    """A bootstrap confidence interval of median(baseline) / median(candidate): both sample
-    sets are resampled with replacement `resamples` times (a fixed seed, so the same samples
-    always give the same interval) and the central `level` share of the ratios is kept
-    (percentile method). None when either side has no samples or a median of zero. One sample
-    on each side gives a zero-width interval: hv.tune never crowns a setting on that."""
+                     resamples: int = CI_RESAMPLES, seed: int = 0,
+                     paired: bool = False) -> tuple[float, float] | None:
+    """A bootstrap confidence interval of median(baseline) / median(candidate): the samples are
+    resampled with replacement `resamples` times (a fixed seed, so the same samples always give
+    the same interval) and the central `level` share of the ratios is kept (percentile method).
+    `paired` (samples from `time_paired`: sample i of each side ran in the same batch pair)
+    resamples the pairs together, so noise both sides shared cancels out of the ratio; else
+    the two sets are resampled on their own. None when either side has no samples or a median
+    of zero. One sample on each side gives a zero-width interval: hv.tune never crowns a
+    setting on that."""
     import numpy as np
 
     base = np.asarray(list(baseline_ms), dtype=float)
@@ -78,8 +97,12 @@ def speedup_interval(baseline_ms: Sequence[float], candidate_ms: Sequence[float]
     if base.size == 0 or cand.size == 0 or not (np.isfinite(base).all() and np.isfinite(cand).all()):
         return None
     rng = np.random.default_rng(seed)
-    b = np.median(base[rng.integers(0, base.size, (resamples, base.size))], axis=1)
-    c = np.median(cand[rng.integers(0, cand.size, (resamples, cand.size))], axis=1)
+    if paired and base.size == cand.size:
+        pick = rng.integers(0, base.size, (resamples, base.size))
+        b, c = np.median(base[pick], axis=1), np.median(cand[pick], axis=1)
+    else:
+        b = np.median(base[rng.integers(0, base.size, (resamples, base.size))], axis=1)
+        c = np.median(cand[rng.integers(0, cand.size, (resamples, cand.size))], axis=1)
     if (c <= 0).any():
         return None
     ratios = b / c
@@ -111,13 +134,18 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
 def _time_host(fn: Callable[[], object], warmup: int, iters: int) -> Stats:
     for _ in range(warmup):
         fn()
+    return Stats.of(_calls_host(fn, iters))
+
+
+def _calls_host(fn: Callable[[], object], n: int) -> list[float]:
+    """`n` calls of fn, each timed with CLOCK, in ms."""
     samples = []
-    clock = time.perf_counter_ns
-    for _ in range(iters):
+    clock = CLOCK
+    for _ in range(n):
         start = clock()
         fn()
         samples.append((clock() - start) / 1e6)
-    return Stats.of(samples)
+    return samples
 
 
 def _time_cuda(fn: Callable[[], object], device: torch.device, warmup: int, iters: int) -> Stats:
@@ -126,14 +154,49 @@ def _time_cuda(fn: Callable[[], object], device: torch.device, warmup: int, iter
         for _ in range(warmup):
             fn()
         torch.cuda.synchronize()
-        starts = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        ends = [torch.cuda.Event(enable_timing=True) for _ in range(iters)]
-        for i in range(iters):
-            starts[i].record()
-            fn()
-            ends[i].record()
-        torch.cuda.synchronize()
-        return Stats.of([s.elapsed_time(e) for s, e in zip(starts, ends)])
+        return Stats.of(_calls_cuda(fn, iters))
+
+
+def _calls_cuda(fn: Callable[[], object], n: int) -> list[float]:
+    """`n` calls of fn on the current CUDA device, each bracketed by events, in ms."""
+    starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+    for i in range(n):
+        starts[i].record()
+        fn()
+        ends[i].record()
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def time_paired(baseline: Callable[[], object], candidate: Callable[[], object], device: torch.device, *,
+                warmup: int = 10, iters: int = 100, batch: int = PAIR_BATCH) -> tuple[Stats, Stats]:
+    """(baseline's Stats, candidate's Stats), timed interleaved: `iters` calls of each in
+    alternating batches of `batch` (baseline first in even rounds, candidate first in odd
+    ones), so a burst of load or a slow drift hits both alike. Sample i of one side and sample
+    i of the other ran in the same round: `speedup_interval(..., paired=True)` uses the pairs."""
+    if iters < 1:
+        raise ValueError(f"iters must be >= 1, got {iters}")
+    sides: tuple[list[float], list[float]] = ([], [])
+    fns = (baseline, candidate)
+    with gc_paused():
+        if device.type == "cuda":
+            ctx: Any = torch.cuda.device(device)
+            calls = _calls_cuda
+        else:
+            ctx, calls = contextlib.nullcontext(), _calls_host
+        with ctx:
+            for fn in fns:
+                for _ in range(warmup):
+                    fn()
+            synchronize(device)
+            done, k = 0, 0
+            while done < iters:
+                n = min(batch, iters - done)
+                for side in ((0, 1) if k % 2 == 0 else (1, 0)):
+                    sides[side].extend(calls(fns[side], n))
+                done, k = done + n, k + 1
+    return Stats.of(sides[0]), Stats.of(sides[1])
 
 
 def subgraph_inputs(top: torch.nn.Module, names: Iterable[str], inputs: Sequence[Any]) -> dict[str, tuple]:
@@ -166,4 +229,4 @@ def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence
     return out
 
 
-__all__ = ["Stats", "time_fn", "speedup_interval", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
+__all__ = ["Stats", "time_fn", "time_paired", "speedup_interval", "WIDE_SPREAD", "PAIR_BATCH", "CLOCK", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]

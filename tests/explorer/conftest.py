@@ -134,26 +134,30 @@ SCRIPTED_COMPILERS = {"fast": fast, "same": same}
 JITTER = [((i * 7) % 11 - 5) * 0.006 for i in range(200)]
 
 
-def scripted(fn, device, *, warmup=10, iters=100):
-    """Stands in for time_fn: runs `fn` once, then reports 10 ms (eager, `same`) or 5 ms
-    (`fast` ran) per call, with the fixed jitter."""
-    RAN.clear()
-    fn()
-    from hierviz.latency.timing import Stats
+class ScriptedClock:
+    """Stands in for the timing clock (hierviz.latency.timing.CLOCK): every timed call lasts
+    10 ms (eager, `same`) or 5 ms (`fast` ran in it), with the fixed jitter, whatever it really
+    took: one read before a call, one after."""
 
-    base = 5.0 if "fast" in RAN else 10.0
-    return Stats.of([base * (1 + JITTER[i % len(JITTER)]) for i in range(iters)])
+    def __init__(self) -> None:
+        self.now, self.reads = 0, 0
+
+    def __call__(self) -> int:
+        if self.reads % 2 == 0:
+            RAN.clear()
+        else:
+            base = 5.0 if "fast" in RAN else 10.0
+            self.now += round(base * (1 + JITTER[(self.reads // 2) % len(JITTER)]) * 1e6)
+        self.reads += 1
+        return self.now
 
 
 @pytest.fixture
 def scripted_timing(monkeypatch):
-    """Timings from `scripted` instead of the clock, for hv.measure, its baselines and hv.tune."""
-    import hierviz.latency.baselines as baselines
-    import hierviz.latency.core as core
+    """Timings from `ScriptedClock` instead of the clock, for hv.measure, its baselines and hv.tune."""
     import hierviz.latency.timing as timing
 
-    for module in (core, baselines, timing):
-        monkeypatch.setattr(module, "time_fn", scripted)
+    monkeypatch.setattr(timing, "CLOCK", ScriptedClock())
 
 
 @pytest.fixture(autouse=True)

@@ -68,3 +68,19 @@ def same_snapshot(a: dict, b: dict) -> bool:
             return False
     return True
 
+
+
+class FakeClock:
+    """A stand-in for hierviz.latency.timing.CLOCK: each timed call (a read before it, a read
+    after) lasts `duration(k)` ms of virtual time, k counting the calls timed, whatever the call
+    really took; so a test injects noise (a burst of load, a drift) without depending on the
+    machine."""
+
+    def __init__(self, duration) -> None:
+        self.duration, self.now, self.reads = duration, 0, 0
+
+    def __call__(self) -> int:
+        if self.reads % 2:
+            self.now += round(self.duration(self.reads // 2) * 1e6)
+        self.reads += 1
+        return self.now
