@@ -48,8 +48,8 @@ def refused(why: str, code: str = UNSUPPORTED) -> Verdict:
     return Verdict(False, code, why)
 
 
-NO_CONVERTER = refused("no TensorRT converter")
-VALIDATOR_REJECTED = refused("converter exists, validator rejected this node", VALIDATOR)
+_NO_CONVERTER = refused("no TensorRT converter")
+_VALIDATOR_REJECTED = refused("converter exists, validator rejected this node", VALIDATOR)
 
 
 class Support:
@@ -177,7 +177,7 @@ class TensorRTSupport(OpSetSupport):
 
     def verdict(self, node: torch.fx.Node) -> Verdict:
         if not self._has_converter(node.target):
-            return NO_CONVERTER
+            return _NO_CONVERTER
         if self.validate:
             try:
                 validator = trt.current_validator()
@@ -189,7 +189,7 @@ class TensorRTSupport(OpSetSupport):
             except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
                 return refused(f"converter exists, validator failed: {type(exc).__name__}: {exc}", VALIDATOR)
             if not ok:
-                return VALIDATOR_REJECTED
+                return _VALIDATOR_REJECTED
         return ACCEPTED
 
     def constant_for(self, node: torch.fx.Node) -> bool:
