@@ -337,8 +337,13 @@ def _what_to_change(p: "Partition") -> str:
     """The report's "What to change" section: the top blockers and what fixing each saves."""
     import pandas as pd
 
-    table = p.blockers()
     head = '<h2 id="what-to-change">What to change</h2>'
+    # hierviz's engine re-partitions in milliseconds; Torch-TensorRT's partitioners only when asked
+    table = p.blockers(compute=p.engine == "hierviz" or p.graph is None)
+    if table is None:
+        return (f'{head}<p class="hv-note">Not computed: <code>p.blockers()</code> re-runs Torch-TensorRT\'s '
+                f"{htmlmod.escape(p.engine)} partitioner once per cause; call it before saving to show the top "
+                f"{WHAT_TO_CHANGE_ROWS} here (the answer is kept with the partition).</p>")
     causes = table[table.kind != "combined"]
     if causes.empty:
         return f"{head}<p>Nothing keeps nodes out of the accelerated backends.</p>"

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError, checked_arguments
-from hierviz.partitioner.blockers import blockers_table, change_lines
+from hierviz.partitioner.blockers import change_lines
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 from hierviz.partitioner.result import Partition
@@ -52,7 +52,7 @@ WHAT_TO_CHANGE_ROWS = 5
 
 def _what_to_change(p: "Partition") -> list[str]:
     """The top blockers (Partition.blockers), each with what fixing it saves."""
-    table = blockers_table(p)
+    table = p.blockers()
     causes = int((table.kind != "combined").sum())
     head = f"  {'-' * 20} What to change {'-' * 20}"
     if not causes:

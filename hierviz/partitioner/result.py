@@ -23,7 +23,7 @@ from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
-from hierviz.partitioner.blockers import blockers_table
+from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table
 from hierviz.partitioner import handoff
 from hierviz.partitioner.passes.demotion import at_min_block_size
 from hierviz.partitioner.plan import EngineResult
@@ -88,6 +88,7 @@ class Partition:
         self.config = config
         self.engine = config.engine
         self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
+        self._blockers: "pd.DataFrame | None" = None  # blockers() with its defaults, once computed
         self._result = result
         self._module = module
         self._tag_of: dict[int, int] = {}
@@ -324,8 +325,9 @@ class Partition:
         return {names[i]: d for i, d in sorted(self._result.demoted.items())}
 
     @checked_arguments
-    def blockers(self, *, measure: bool = False, device: Any = None, kind: Any = None, top: int = 3,
-                 example_inputs: Any = None, measure_options: dict | None = None) -> "pd.DataFrame":
+    def blockers(self, *, measure: bool = False, device: Any = None, kind: Any = None, top: int = DEFAULT_TOP,
+                 example_inputs: Any = None, measure_options: dict | None = None,
+                 compute: bool = True) -> "pd.DataFrame | None":
         """One row per cause keeping nodes out of the accelerated backends (no converter,
         validator rejected, forced by torch_executed_ops, demoted below min_block_size, no
         backend in priority), with what re-partitioning with that cause removed gives:
@@ -335,8 +337,16 @@ class Partition:
         this setting: median_ms, speedup and its interval (speedup_low, speedup_high), or in
         `measured` why a row cannot run (no converter); `example_inputs` (default: random,
         shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
-        hv.measure."""
-        table = blockers_table(self, kind=kind, top=top)
+        hv.measure. The default table is kept with the partition (a copy is returned);
+        `compute=False` returns it only when known, else None (the HTML report's rule)."""
+        default = kind is None and top == DEFAULT_TOP
+        known = self._blockers if default else None
+        if known is None and not compute:
+            return None
+        table = known if known is not None else blockers_table(self, kind=kind, top=top)
+        if default:
+            self._blockers = table
+        table = table.copy()
         if not measure:
             return table
         return handoff.handler("measure_blockers")(self, table, device=device, example_inputs=example_inputs,

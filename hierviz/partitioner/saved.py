@@ -132,6 +132,7 @@ class SavedPartition(Partition):
         self.versions = dict(doc.get("versions") or {})
         self._doc = doc
         self._module = None
+        self._blockers = None
 
     # ------------------------------------------------------------------ the saved facts
     @functools.cached_property

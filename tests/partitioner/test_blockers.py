@@ -188,3 +188,26 @@ def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule
     assert "blocker" not in plain
     with pytest.raises(hv.RenderError, match="highlight='blocker' is not known"):
         part.render(highlight="blocker")
+
+
+@needs_trt
+def test_the_html_report_of_a_fast_partition_runs_no_partitioner_for_blockers(graph, tmp_path, monkeypatch) -> None:
+    """For Torch-TensorRT's engines the HTML report shows the blockers once p.blockers() computed
+    them (kept with the partition), and never re-runs the partitioner itself."""
+    from hierviz.partitioner import compiled
+
+    part = hv.partition(graph, engine="fast", min_block_size=3)
+    real = compiled.partition_compiled
+
+    def forbidden(*_args, **_kwargs):
+        raise AssertionError("the HTML report ran a partitioner")
+
+    monkeypatch.setattr(compiled, "partition_compiled", forbidden)
+    text = part.save(tmp_path / "r.html").read_text()
+    assert "Not computed: <code>p.blockers()</code>" in text and part.blockers(compute=False) is None
+    monkeypatch.setattr(compiled, "partition_compiled", real)
+    table = part.blockers()
+    monkeypatch.setattr(compiled, "partition_compiled", forbidden)
+    text = part.save(tmp_path / "r.html").read_text()
+    assert f"<td>{table.iloc[0].change}</td>" in text
+    assert part.blockers().equals(table) and part.blockers() is not part.blockers()  # copies of the kept table
