@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
-from hierviz.partitioner.blockers import blockers_table
+from hierviz.partitioner.blockers import blockers_table, saves_text
 from hierviz.partitioner.result import Partition
 from hierviz.partitioner.saved import load_partition
 
@@ -99,14 +99,7 @@ def violations(part: Partition, *, max_subgraphs: Any = None, max_subgraphs_by_b
 def top_blockers(part: Partition, rows: int = TOP_BLOCKERS) -> list[str]:
     """The first `rows` blockers as lines: what to change and what it saves."""
     table = blockers_table(part, top=0).head(rows)
-    lines = []
-    for r in table.itertuples():
-        if r.subgraphs_if_fixed is None or r.subgraphs_if_fixed != r.subgraphs_if_fixed:  # counts only
-            lines.append(f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}")
-        else:
-            lines.append(f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {int(r.subgraphs_saved)} subgraph(s) "
-                         f"saved, {int(r.accelerated_ops_gained)} accelerated op(s) gained")
-    return lines
+    return [f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {saves_text(r)}" for r in table.itertuples()]
 
 
 def failure_text(part: Partition, broken: list[str]) -> str:
