@@ -15,8 +15,10 @@ from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.cache import BoundedCache, cached_partition
+from hierviz.compare.today_counts import TodayCounts, counts_of
+from hierviz.compare.today_worker import TodayWorker
 from hierviz.partitioner import Partition, graph_of, make_config
-from hierviz.partitioner.compiled import compile_config, compile_today
+from hierviz.partitioner.compiled import check_available, compile_config, compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.
@@ -29,24 +31,49 @@ def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
 
 
 class CompileToday:
-    """The explorer's "torch_tensorrt.compile today" partitions of one graph, one per setting
-    that matters to compile (`compile_config`), in a bounded cache."""
+    """The explorer's "torch_tensorrt.compile today" line for one graph: the fast partition's
+    counts (`TodayCounts`) per setting that matters to compile (`compile_config`), in a bounded
+    cache. Upstream's partitioner runs in a child process (today_worker.py), so it never holds
+    the GIL while the explorer updates (`worker`: the process's shared TodayWorker by default,
+    another one, or False); without one, or when it fails (its message in `worker_error`),
+    it runs here instead. Where nothing needs partitioning (no torch_tensorrt
+    here, the shown engine is "fast" itself, a setting compile refuses) it is answered here."""
 
-    def __init__(self, graph: Any, cache_size: int) -> None:
+    def __init__(self, graph: Any, cache_size: int, *, worker: TodayWorker | None | bool = True) -> None:
         self.graph = graph
         self._made = BoundedCache(cache_size)
+        self.worker = TodayWorker.shared() if worker is True else worker or None
+        self.worker_error: str | None = None
 
-    def get(self, part: Partition) -> tuple[Partition | None, str] | None:
-        """The fast partition for `part`'s settings (or why there is none), if already made."""
+    def get(self, part: Partition) -> tuple[TodayCounts | None, str] | None:
+        """The fast partition's counts for `part`'s settings (or why there are none), if already made."""
         return self._made.get(compile_config(part.config))
 
-    def compute(self, part: Partition) -> tuple[Partition | None, str]:
+    def compute(self, part: Partition) -> tuple[TodayCounts | None, str]:
         """Make it (once per setting); it takes as long as upstream's partitioner, so the
-        widget runs this in a thread."""
+        widget calls this from a thread, which waits on the worker."""
         got = self.get(part)
         if got is None:
-            got = self._made.put(compile_config(part.config), compile_partition(self.graph, part.config))
+            got = self._made.put(compile_config(part.config), self._make(part.config))
         return got
+
+    def _make(self, config: Config) -> tuple[TodayCounts | None, str]:
+        if self.worker is not None and config.engine != "fast":
+            try:
+                check_available("fast")
+                compile_config(config)
+            except HiervizError:  # no torch_tensorrt, or compile refuses the setting: said at once, here
+                return self._here(config)
+            try:
+                return self.worker.run(self.graph, config)
+            except Exception as exc:  # noqa: BLE001 - the line is made here instead
+                self.worker_error = f"{type(exc).__name__}: {exc}"
+                self.worker = None
+        return self._here(config)
+
+    def _here(self, config: Config) -> tuple[TodayCounts | None, str]:
+        fast, why = compile_partition(self.graph, config)
+        return (None if fast is None else counts_of(fast)), why
 
 
 def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],

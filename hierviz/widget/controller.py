@@ -243,13 +243,14 @@ class Controller:
             df = self._diffs.put(key, diff(other, self.shown))
         return df
 
-    def diff_panel(self, against: str) -> str:
-        """The Diff panel: the table of moved nodes, then the diff diagram (module view, or
-        collapsed for graphs without module information): `other` (previous or pinned) drawn
-        against the shown partition, so changes read "old backend \u2192 new backend"."""
+    def diff_panel(self, against: str, diagram: bool = True) -> str:
+        """The Diff panel: the table of moved nodes, then (`diagram`) the diff diagram (module
+        view, or collapsed for graphs without module information): `other` (previous or
+        pinned) drawn against the shown partition, so changes read "old backend \u2192 new
+        backend"."""
         other, what = self.diff_target(against)
         table = panels.diff_html(self.moved(against), self.shown, other, what)
-        if other is None or self.shown is None:
+        if other is None or self.shown is None or not diagram:
             return table
         key = ("diagram", key_of(other), key_of(self.shown), self.max_nodes)
         svg = self._diffs.get(key)

@@ -128,7 +128,8 @@ class Explorer(widgets.VBox):
         for w in self.controls.values():
             w.observe(self._guard(self._on_change), names="value")
         self.diff_against.observe(self._guard(lambda _c: self._refresh_diff()), names="value")
-        self.tabs.observe(self._guard(lambda _c: self._refresh_blockers()), names="selected_index")
+        self.tabs.observe(self._guard(lambda _c: (self._refresh_diff(), self._refresh_blockers())),
+                          names="selected_index")
         actions: dict[str, Callable[[], Any]] = {
             "pin": self.pin,
             "unpin": self.unpin,
@@ -286,16 +287,14 @@ class Explorer(widgets.VBox):
         upd = self.controller.update(state)
         timings = dict(upd.timings)
         part = upd.partition
-        if part is not None and isinstance(state, ControlState):
+        shown = part is not None and isinstance(state, ControlState)
+        if shown:
             t = time.perf_counter()  # measured first: the diagram overlays the measurement
             if state.measure:
                 self._measure(part)
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t
-            t = time.perf_counter()
-            self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
-            timings["render"] = time.perf_counter() - t
             t = time.perf_counter()
             tables = self.controller.tables(part)
             for key in ("ops", "summary", "report"):
@@ -304,16 +303,24 @@ class Explorer(widgets.VBox):
             if list(self.controls["focus"].options) != names:
                 self.controls["focus"].options = names
             timings["tables"] = time.perf_counter() - t
+        # the counts first (the kernel sends each panel as it is set), then the diagrams
         t = time.perf_counter()
         self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
         self._start_compile_today()
-        self._refresh_diff()
-        self._refresh_blockers()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
         self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
+        timings["counts"] = time.perf_counter() - t0  # partition, stats, tables, history: what a change shows first
+        if shown:
+            t = time.perf_counter()
+            self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
+            timings["render"] = time.perf_counter() - t
+        t = time.perf_counter()
+        self._refresh_diff()
+        self._refresh_blockers()
+        timings["tabs"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         if upd.changed:
             self.controller.note_seconds(timings["total"])
@@ -322,7 +329,9 @@ class Explorer(widgets.VBox):
         self._show_errors()
 
     def _refresh_diff(self) -> None:
-        self.panels["diff"].value = self.controller.diff_panel(self.diff_against.value)
+        """The Diff panel's table; its diagram (a second layout) only while the Diff tab is open."""
+        drawn = self.tabs.selected_index == ctl.tab_index("diff_box")
+        self.panels["diff"].value = self.controller.diff_panel(self.diff_against.value, diagram=drawn)
 
     # ------------------------------------------------------------------ the Blockers tab
     @property

@@ -130,9 +130,10 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
     return f"<table>{body}</table>"
 
 
-def compile_today_html(fast: "Partition | None", why: str, shown: "Partition | None" = None) -> str:
+def compile_today_html(fast: Any, why: str, shown: "Partition | None" = None) -> str:
     """One line: the partition torch_tensorrt.compile makes with these settings (engine
-    "fast"), its counts beside the shown partition's; or why it is not shown."""
+    "fast"; a Partition or its TodayCounts), its counts beside the shown partition's; or why
+    it is not shown."""
     label = '<span style="color:#555">torch_tensorrt.compile today (fast):</span> '
     if fast is None:
         return f'<div class="hv-compile-today">{label}{html.escape(why)}</div>'
@@ -140,7 +141,7 @@ def compile_today_html(fast: "Partition | None", why: str, shown: "Partition | N
     text = (f"<b>{s['subgraphs_by_backend'].get('tensorrt', 0)}</b> TensorRT engine(s), "
             f"{s['subgraphs_by_backend'].get('torch', 0)} PyTorch subgraph(s), "
             f"{s['accelerated_ops']} of {s['compute_ops']} ops accelerated")
-    if shown is not None and shown is not fast:
+    if shown is not None and shown is not fast and shown.engine != "fast":
         t = shown.stats
         text += (f" &mdash; this partition ({html.escape(shown.engine)}): {t['acc_subgraphs']} accelerated "
                  f"subgraph(s), {t['accelerated_ops']} ops accelerated")
