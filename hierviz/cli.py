@@ -21,7 +21,7 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     load_model,
     non_negative,
     parse_grid,
-    partition_from_args,
+    partition_or_saved,
     positive,
     writable,
 )
@@ -102,7 +102,7 @@ def report_output(path_text: str) -> Path:
 
 def cmd_report(args: argparse.Namespace) -> int:
     out = report_output(args.output) if args.output else None
-    part = partition_from_args(args)
+    part = partition_or_saved(args)
     text = part.report()
     print(text)
     if out is not None:
@@ -294,7 +294,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     report = sub.add_parser("report", help="partition MODEL and print the dryrun-style report")
-    report.add_argument("model", metavar="MODEL")
+    report.add_argument("model", metavar="MODEL", help="a built-in model, file.py:function, or a saved .json partition")
     _add_config_args(report)
     report.add_argument("-o", "--output", metavar="FILE",
                         help="also save: .html report, .svg/.png/.pdf diagram, .dot, .json, or text")

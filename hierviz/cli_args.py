@@ -1,4 +1,5 @@
-"""Reading the command line's inputs: MODEL (a zoo name or file.py:function), output paths,
+"""Reading the command line's inputs: MODEL (a zoo name, file.py:function or a saved .json
+partition), output paths,
 the settings' options and --grid values. Every mistake is a UsageError or a ConfigError (one
 line, exit code 2 in `hierviz.cli.main`); the settings' options are made from the settings
 table (hierviz.config.SETTINGS: each row's flag, help and text reader)."""
@@ -17,7 +18,7 @@ from typing import Any, Sequence
 from hierviz import config as settings
 from hierviz.config import COMPILE_ENGINES, Config, derive, whole_number
 from hierviz.errors import ConfigError
-from hierviz.partitioner import partition
+from hierviz.partitioner import load_partition, partition
 
 
 class UsageError(Exception):
@@ -201,3 +202,17 @@ def partition_from_args(args: argparse.Namespace) -> Any:
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
     return partition(model, inputs, config)
+
+
+def partition_or_saved(args: argparse.Namespace) -> Any:
+    """MODEL partitioned with the setting flags, or a saved .json partition as it was saved
+    (hv.load_partition); setting flags given with a saved partition are a UsageError, since
+    they would change nothing."""
+    if not args.model.lower().endswith(".json"):
+        return partition_from_args(args)
+    given = [row.option for row in settings.SETTINGS
+             if row.flag is not None and getattr(args, row.name, None) not in (None, False)]
+    if given:
+        raise UsageError(f"{', '.join(given)}: {args.model} is a saved partition, made with the settings it "
+                         f"was saved with; to try other settings give MODEL (a zoo name or file.py:function)")
+    return load_partition(args.model)

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 import hierviz as hv
-from hierviz.cli_args import UsageError, non_negative, partition_from_args, writable
+from hierviz.cli_args import UsageError, non_negative, partition_or_saved, writable
 from hierviz.partitioner.check import failure_text, passed_text, violations
 
 EXIT_CHECK_FAILED = 1
@@ -24,7 +24,8 @@ def _text(table: Any, columns: list[str]) -> str:
 
     with pd.option_context("display.width", 250, "display.max_columns", 30, "display.max_colwidth", 70,
                            "display.float_format", lambda v: f"{v:.3g}"):
-        return table[columns].to_string(index=False, na_rep="-")
+        # a saved partition's what-if columns hold None (object dtype), which na_rep leaves as "None"
+        return table[columns].astype(object).where(table[columns].notna(), "-").to_string(index=False)
 
 
 def _stats_line(part: Any) -> str:
@@ -35,15 +36,8 @@ def _stats_line(part: Any) -> str:
             f"{s['boundary_tensors']} boundary tensors")
 
 
-def _partition(args: argparse.Namespace) -> Any:
-    """MODEL with the setting flags; a saved .json partition as it was saved."""
-    if args.model.lower().endswith(".json"):
-        return hv.load_partition(args.model)
-    return partition_from_args(args)
-
-
 def cmd_blockers(args: argparse.Namespace) -> int:
-    part = _partition(args)
+    part = partition_or_saved(args)
     table = part.blockers(kind=args.kind.split(",") if args.kind else None, top=args.top, measure=args.measure,
                           device=args.device)
     print(_stats_line(part))
@@ -51,6 +45,9 @@ def cmd_blockers(args: argparse.Namespace) -> int:
         print("nothing keeps nodes out of the accelerated backends")
         return 0
     print(_text(table, TABLE_COLUMNS + (MEASURED_COLUMNS if args.measure else [])))
+    if part.graph is None:
+        print(f"{args.model} is a saved partition: counts only, no graph to re-partition; "
+              f"give MODEL (a zoo name or file.py:function) for the what-if columns")
     return 0
 
 
@@ -71,7 +68,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         like = hv.load_partition(args.like)  # a wrong file fails before MODEL is partitioned
     else:
         like = None
-    part = _partition(args)
+    part = partition_or_saved(args)
     broken, kept = violations(part, max_subgraphs=args.max_subgraphs, min_coverage=args.min_coverage,
                               max_boundary_tensors=args.max_boundary_tensors,
                               max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like)
@@ -105,9 +102,12 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 def _fraction(text: str) -> float:
     try:
-        return float(text)
+        value = float(text)
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number; write a fraction such as 0.95") from None
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text} is not a fraction between 0 and 1; write 0.95 for 95%")
+    return value
 
 
 def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], None],

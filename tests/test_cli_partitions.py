@@ -4,6 +4,7 @@ one line)."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -74,7 +75,7 @@ def test_diff_of_two_saved_partitions(capsys, part, tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize("argv, words", [
-    (["check", MODEL, "--min-coverage", "95"], "min_coverage is a fraction between 0 and 1"),
+    (["check", MODEL, "--min-coverage", "95"], "--min-coverage: 95 is not a fraction between 0 and 1"),
     (["check", MODEL, "--min-coverage", "most"], "'most' is not a number"),
     (["check", MODEL, "--max-subgrafs", "3"], "unrecognized arguments"),
     (["check", MODEL, "--like", "nothere.json"], "no file 'nothere.json'"),
@@ -85,3 +86,22 @@ def test_diff_of_two_saved_partitions(capsys, part, tmp_path: Path) -> None:
 def test_mistakes_are_one_line_and_exit_2(capsys, argv, words) -> None:
     code, out, err = run(capsys, *argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
+
+
+def test_a_saved_partition_is_read_by_report_check_and_blockers(capsys, part, tmp_path: Path) -> None:
+    saved = part.save(tmp_path / "a.json")
+    code, out, _ = run(capsys, "report", str(saved))
+    assert code == 0 and out.strip() == hv.load_partition(saved).report().strip()
+    code, out, _ = run(capsys, "blockers", str(saved))
+    lines = out.splitlines()
+    assert code == 0 and "None" not in out
+    assert lines[-1].startswith(f"{saved} is a saved partition: counts only")
+    assert re.search(r" forced +\d+ +- +- +- ", lines[2])  # the what-if columns are blank, not None
+
+
+@pytest.mark.parametrize("command", ["report", "check", "blockers"])
+def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_path: Path, command: str) -> None:
+    saved = part.save(tmp_path / "a.json")
+    code, out, err = run(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast")
+    assert code == 2 and len(err.strip().splitlines()) == 1 and not out
+    assert "--min-block-size, --engine: " in err and "is a saved partition" in err and "give MODEL" in err
