@@ -200,7 +200,9 @@ def combine(causes: list[Cause], config: Config) -> Cause:
         dropped |= c.dropped
     members = {m for c in causes for m in c.members}
     block = min(sizes) if sizes else None
-    return Cause(f"top {len(causes)} together", COMBINED, len(members), "; ".join(c.change for c in causes),
+    # one min_block_size in the change, the one applied (the smallest), not one per demoted cause
+    changes = [c.change for c in causes if c.block_size is None or c.block_size == block]
+    return Cause(f"top {len(causes)} together", COMBINED, len(members), "; ".join(dict.fromkeys(changes)),
                  what_if(config, support, dropped, block), members=sorted(members), support=support,
                  dropped=dropped, block_size=block)
 

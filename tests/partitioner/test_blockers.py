@@ -107,6 +107,16 @@ def test_combined_row_is_the_top_rows_together(graph: torch.fx.GraphModule) -> N
     assert "combined" not in set(part.blockers(top=0).kind)
 
 
+def test_combined_row_names_one_min_block_size(graph: torch.fx.GraphModule) -> None:
+    """Two demoted causes together are the smaller size alone: the change says that one."""
+    table = hv.partition(graph, min_block_size=6).blockers(kind="demoted")
+    sizes = sorted(int(op.split(":")[0].split()[-1]) for op in table[table.kind == "demoted"].op)
+    assert len(sizes) >= 2
+    last = table.iloc[-1]
+    assert last.kind == "combined" and last.change == f"min_block_size={sizes[0]} (was 6)"
+    assert last.config.min_block_size == sizes[0]
+
+
 def test_kind_filter(graph: torch.fx.GraphModule) -> None:
     part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
     forced = part.blockers(kind="forced", top=0)
