@@ -244,7 +244,8 @@ def _table(df: Any, what: str) -> str:
     if len(df) > TABLE_ROWS:
         note = f'<p class="hv-note">First {TABLE_ROWS:,} of {len(df):,} {what}; save to .json for all.</p>'
         df = df.head(TABLE_ROWS)
-    return note + df.to_html(index=False, border=0, classes="hv-table", escape=True, na_rep="")
+    df = df.astype(object).where(df.notna(), "")  # None in an object column too: na_rep leaves it as "None"
+    return note + df.to_html(index=False, border=0, classes="hv-table", escape=True)
 
 
 def _compile_today(p: "Partition") -> str:
@@ -348,9 +349,12 @@ def _what_to_change(p: "Partition") -> str:
     if causes.empty:
         return f"{head}<p>Nothing keeps nodes out of the accelerated backends.</p>"
     shown = causes.head(WHAT_TO_CHANGE_ROWS)
-    note = (f"<p>The top {len(shown)} of {len(causes)} cause(s) keeping nodes out of the accelerated backends, "
-            "ranked by the subgraphs fixing each saves (each figure from re-partitioning with that change; "
-            "<code>part.blockers()</code> for all).</p>")
+    how = ("ranked by the subgraphs fixing each saves (each figure from re-partitioning with that change; "
+           "<code>part.blockers()</code> for all)")
+    if p.graph is None:
+        how = ("counted from a saved partition, which has no graph to re-partition: partition the model again "
+               "(<code>hv.partition(model, inputs, config)</code>) for what fixing each saves")
+    note = f"<p>The top {len(shown)} of {len(causes)} cause(s) keeping nodes out of the accelerated backends, {how}.</p>"
     if len(causes) > 1:
         shown = pd.concat([shown, table[table.kind == "combined"]])
     return head + note + _table(shown[WHAT_TO_CHANGE_COLUMNS], "causes")

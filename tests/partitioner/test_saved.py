@@ -41,6 +41,9 @@ def test_a_loaded_partition_renders_checks_and_refuses_compiling(graph, tmp_path
     hv.check(loaded, max_subgraphs=part.stats["subgraphs"])
     html = loaded.save(tmp_path / "p.html").read_text()
     assert "hierviz partition report" in html and "a partition saved to" in html
+    what = html[html.index('id="what-to-change"'):html.index('id="config"')]
+    assert "<td>None</td>" not in what and "counted from a saved partition" in what
+    assert "each figure from re-partitioning" not in what
     for call in (loaded.compile, lambda: loaded.module, lambda: hv.measure(loaded, (torch.randn(2, 8),))):
         with pytest.raises(hv.SavedPartitionError, match="needs the model's graph") as err:
             call()
