@@ -17,6 +17,7 @@ from __future__ import annotations
 import atexit
 import os
 import pickle
+import signal
 import subprocess
 import sys
 import tempfile
@@ -126,7 +127,7 @@ class TodayWorker:
         try:
             if proc.stdin is not None:
                 proc.stdin.close()
-            proc.wait(timeout=2)
+            proc.wait(timeout=0.5)
         except (OSError, subprocess.TimeoutExpired):
             proc.kill()
             proc.wait()
@@ -149,6 +150,7 @@ _shared_lock = threading.Lock()
 def main() -> None:
     """The child: read requests from stdin, answer on the original stdout (see the module
     docstring)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # interrupting the kernel (its process group) is not for us
     answers = os.fdopen(os.dup(1), "wb")
     os.dup2(2, 1)  # prints (of torch_tensorrt's import, ...) must not reach the protocol
     requests = sys.stdin.buffer
