@@ -9,7 +9,7 @@ and gives the explorer, the HTML report and `hv.tune` the fast partition's count
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, derive
 from hierviz.errors import ConfigError, HiervizError
@@ -49,15 +49,18 @@ class CompileToday:
         """The fast partition's counts for `part`'s settings (or why there are none), if already made."""
         return self._made.get(compile_config(part.config))
 
-    def compute(self, part: Partition) -> tuple[TodayCounts | None, str]:
+    def compute(self, part: Partition, wanted: Callable[[], bool] = lambda: True
+                ) -> tuple[TodayCounts | None, str] | None:
         """Make it (once per setting); it takes as long as upstream's partitioner, so the
-        widget calls this from a thread, which waits on the worker."""
+        widget calls this from a thread, which waits on the worker. None when `wanted()`
+        says no by the time the worker is free (the widget shows another setting by then)."""
         got = self.get(part)
         if got is None:
-            got = self._made.put(compile_config(part.config), self._make(part.config))
+            made = self._make(part.config, wanted)
+            got = None if made is None else self._made.put(compile_config(part.config), made)
         return got
 
-    def _make(self, config: Config) -> tuple[TodayCounts | None, str]:
+    def _make(self, config: Config, wanted: Callable[[], bool] = lambda: True) -> tuple[TodayCounts | None, str] | None:
         if self.worker is not None and config.engine != "fast":
             try:
                 check_available("fast")
@@ -65,7 +68,7 @@ class CompileToday:
             except HiervizError:  # no torch_tensorrt, or compile refuses the setting: said at once, here
                 return self._here(config)
             try:
-                return self.worker.run(self.graph, config)
+                return self.worker.run(self.graph, config, wanted)
             except Exception as exc:  # noqa: BLE001 - the line is made here instead
                 self.worker_error = f"{type(exc).__name__}: {exc}"
                 self.worker = None

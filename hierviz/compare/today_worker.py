@@ -24,7 +24,7 @@ import tempfile
 import threading
 import weakref
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Callable, Sequence
 
 from torch.fx import GraphModule
 
@@ -46,7 +46,8 @@ class TodayWorker:
     """One child process computing compile-today counts (see the module docstring) for the
     graphs it is given, each sent once and dropped when the graph is garbage-collected.
     `run(graph, config)` blocks until the answer comes, waiting on a pipe (the GIL is free
-    meanwhile); calls are served one at a time. `command` is the child's command line
+    meanwhile); calls are served one at a time, and one no longer wanted when its turn comes
+    is skipped, so quick changes do not queue up lines nobody sees. `command` is the child's command line
     (default `COMMAND`; a test can pass one that fails). `shared()` is the process's one
     worker, so that many explorers start one child."""
 
@@ -58,11 +59,15 @@ class TodayWorker:
         self._sent: dict[int, Any] = {}  # id(graph) -> weakref.finalize dropping it
         self._dropped: list[int] = []
 
-    def run(self, graph: GraphModule, config: Config) -> tuple[TodayCounts | None, str]:
+    def run(self, graph: GraphModule, config: Config,
+            wanted: Callable[[], bool] = lambda: True) -> tuple[TodayCounts | None, str] | None:
         """(the fast partition's counts of `graph` with `config`'s settings, '') or (None,
-        why it is left out); WorkerError when the child fails."""
+        why it is left out); WorkerError when the child fails. None, at once, when `wanted()`
+        says no once the child is free (a line for a setting no longer shown)."""
         request = pickle.dumps(("partition", id(graph), config))  # a setting that does not pickle fails here
         with self._lock:
+            if not wanted():
+                return None
             if self._proc is None or self._proc.poll() is not None:
                 self._start()
             while self._dropped:  # graphs collected since: the child lets them go (their ids may be reused)

@@ -460,8 +460,8 @@ class Explorer(widgets.VBox):
             return
 
         def work() -> None:
-            self.controller.compile_today.compute(shown)
-            if self.controller.shown is shown:
+            got = self.controller.compile_today.compute(shown, lambda: self.controller.shown is shown)
+            if got is not None and self.controller.shown is shown:
                 self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
 
         self._compile_today_job.start(work)

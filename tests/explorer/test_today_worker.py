@@ -45,6 +45,9 @@ def test_line_is_cached_per_setting_and_same_as_here(small) -> None:
     assert today.get(part) is first and today.compute(part) is first  # made once
     assert first == here(gm, part.config) and today.worker_error is None
     assert today.get(hv.partition(gm, min_block_size=1)) is None  # another setting: not made yet
+    other = hv.partition(gm, min_block_size=1)
+    assert today.compute(other, lambda: False) is None  # no longer shown when the worker is free: skipped
+    assert today.get(other) is None and today.compute(other) == here(gm, other.config)
 
 
 @needs_trt
@@ -81,7 +84,7 @@ def test_explorer_update_is_hv_partition_and_the_line_shows(small, monkeypatch) 
 def test_a_failing_line_never_reaches_the_kernel(small, monkeypatch) -> None:
     model, inputs, _ = small
 
-    def fails(self, config):
+    def fails(self, config, wanted):
         raise RuntimeError("upstream broke")
 
     monkeypatch.setattr(engines.CompileToday, "_make", fails)
