@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import ipywidgets as widgets
 
 from hierviz.config import Config
+from hierviz.partitioner.blockers import saves_text
 from hierviz.widget.panels import message_html, table_html
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,11 +23,11 @@ SHOWN_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved",
 
 
 def row_label(k: int, row: Any) -> str:
-    """One row of the picker: what to change and what it saves."""
+    """One row of the picker: what to change and what it gives, in the report's words
+    ('2 subgraph(s) more', never '-2 subgraphs saved')."""
     if row.subgraphs_saved is None or row.subgraphs_saved != row.subgraphs_saved:
         return f"{k + 1}. {row.change}  ({row.kind}, {row.nodes} node(s); counts only)"
-    return (f"{k + 1}. {row.change}  ({row.kind}: {int(row.subgraphs_saved):+d} subgraphs saved, "
-            f"{int(row.accelerated_ops_gained):+d} ops accelerated)")
+    return f"{k + 1}. {row.change}  ({row.kind}: {saves_text(row)})"
 
 
 def applied_html(change: str, before: "Partition | None", now: "Partition | None", back_to: Config) -> str:

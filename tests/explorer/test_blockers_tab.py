@@ -26,6 +26,10 @@ def test_the_tab_lists_the_blockers(explorer) -> None:
     labels = [label for label, _ in explorer.blockers_tab.picker.options]
     assert len(labels) == len(table)
     assert labels[0].startswith(f"1. {table.iloc[0].change}")
+    for label, row in zip(labels, table.itertuples()):  # what each gives in the report's words
+        saved = int(row.subgraphs_saved)
+        assert (f"{saved} subgraph(s) fewer" if saved >= 0 else f"{-saved} subgraph(s) more") in label
+        assert "subgraphs saved" not in label
     assert "<table" in explorer.blockers_tab.panel.value and table.iloc[0].op in explorer.blockers_tab.panel.value
 
 
