@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
 
         print("\n== a captured 24-layer Llama (hidden 256, random weights) ==")
         model, inputs = llm.llama()
-        gm = hv.capture(model, inputs)
+        gm = hv.capture(model, inputs, cache=False)
         t, names, count = time_captured(gm)
         row = f"llama24  {len(gm.graph.nodes):>7} {count:>9} {t:>11.4f} {names:>8.4f} {t / names:>5.2f}x"
         if use_upstream:

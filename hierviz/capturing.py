@@ -21,13 +21,14 @@ from typing import Any, Iterator
 import torch
 from torch.fx import GraphModule
 
-from hierviz import trt
+from hierviz import capture_cache, trt
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
 
 UPDATES = "hierviz_updates"  # GraphModule.meta key: what updates_of() returns
+NOTES = "hierviz_capture_notes"  # GraphModule.meta key: what capture_notes() returns
 
 
 class CaptureWarning(UserWarning):
@@ -258,9 +259,76 @@ def source_of(graph: GraphModule) -> Any:
     return None
 
 
+def capture_notes(graph: GraphModule) -> tuple[str, ...]:
+    """What the capture of `graph` says about itself (it came from the disk cache, or the
+    cached graph was stale and the model was captured again); () otherwise."""
+    return tuple(graph.meta.get(NOTES, ()))
+
+
+def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
+                    inputs_key: Any, cache: bool) -> GraphModule:
+    """Export and lower `model`, or take its capture from the disk cache (hierviz.capture_cache)
+    when the cached graph gives the model's outputs on the example inputs."""
+    name = type(model).__name__
+    key = capture_cache.capture_key(model, inputs_key, _dims_key(dynamic_shapes)) \
+        if capture_cache.enabled(cache) and not isinstance(model, GraphModule) else None
+    store = capture_cache.CaptureStore() if key is not None else None
+    notes: tuple[str, ...] = ()
+    if store is not None:
+        gm, meta = store.load(key, model)
+        if gm is not None:
+            if _same_outputs(model, gm, args, kwargs):
+                gm.meta.update(meta)
+                state, inputs = updates_of(gm)
+                if state or inputs:  # said again, as the capture said it
+                    _warn_mutations(name, list(state), list(inputs))
+                gm.meta[NOTES] = (f"capture: from the disk cache ({store.folder}); its outputs were checked "
+                                  "against the model's on the example inputs",)
+                return gm
+            notes = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
+                     "so the model was captured again",)
+    gm = _lower(_export(_private_copy(model), args, kwargs, dynamic_shapes), name)
+    if store is not None:
+        store.save(key, gm, {UPDATES: updates_of(gm)}, model)
+    if notes:
+        gm.meta[NOTES] = notes
+    return gm
+
+
+def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
+    """Whether `gm` gives the model's outputs on the example inputs (run on a private copy of
+    the model and on copies of the inputs, with the same random seed)."""
+    def run(fn: Any) -> list:
+        a, k = copy.deepcopy((args, kwargs or {}))
+        torch.manual_seed(0)
+        with torch.no_grad():
+            return torch.utils._pytree.tree_leaves(fn(*a, **k))
+
+    try:
+        expected, got = run(_private_copy(model)), run(gm)
+    except Exception:  # noqa: BLE001 - a cached graph that cannot run is stale
+        return False
+    if len(expected) != len(got):
+        return False
+    for e, g in zip(expected, got):
+        if isinstance(e, torch.Tensor) != isinstance(g, torch.Tensor):
+            return False
+        if not isinstance(e, torch.Tensor):
+            if e != g:
+                return False
+        elif e.shape != g.shape or e.dtype != g.dtype:
+            return False
+        elif e.is_floating_point() or e.is_complex():  # the lowering may reorder arithmetic
+            if not torch.allclose(e, g, rtol=1e-2, atol=1e-3, equal_nan=True):
+                return False
+        elif not torch.equal(e, g):
+            return False
+    return True
+
+
 @checked_arguments
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
-            kwargs: dict | None = None) -> GraphModule:
+            kwargs: dict | None = None, cache: bool = True) -> GraphModule:
     """The aten-level graph Torch-TensorRT would partition for `model`.
 
     Accepts an `nn.Module`, an `ExportedProgram` or a `GraphModule`; a GraphModule that is not
@@ -268,7 +336,10 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     again with `example_inputs`. The model, its parameters, buffers and training flags and
     the RNG state are left exactly as they were. Captures are cached by model identity, input
     specs, modes and weight versions, so calling this again (e.g. to re-partition) does not
-    re-export, and a model changed since is captured anew.
+    re-export, and a model changed since is captured anew. `cache` (default True; HIERVIZ_CACHE=0
+    turns it off): an nn.Module's capture is also kept on disk (hierviz.capture_cache), keyed by
+    everything that can change the graph, and taken from there in a new process after its
+    outputs are checked against the model's (`capture_notes` says so).
     """
     if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # before the cache sees it
         raise CaptureError(f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}.")
@@ -300,7 +371,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
             if not args and not kwargs:
                 raise CaptureError("capture needs example_inputs for an nn.Module: "
                                    "hv.capture(model, (torch.randn(1, 3, 224, 224),))")
-            gm = _lower(_export(_private_copy(model), args, kwargs, dynamic_shapes), type(model).__name__)
+            gm = _capture_module(model, args, kwargs, dynamic_shapes, key[:3], cache)
         else:
             raise CaptureError(
                 f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."
@@ -311,6 +382,6 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     return gm
 
 
-__all__ = ["capture", "is_aten_graph", "updates_of", "source_of", "CaptureWarning"]
+__all__ = ["capture", "capture_notes", "is_aten_graph", "updates_of", "source_of", "CaptureWarning"]
 
 

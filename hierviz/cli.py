@@ -13,6 +13,8 @@ from typing import Any, Sequence
 
 import hierviz as hv
 from hierviz import trt
+from hierviz.capture_cache import CaptureStore
+from hierviz.capture_cache import enabled as capture_cache_enabled
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -68,6 +70,19 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
     for name in zoo.names():
         print(name)
+    return 0
+
+
+def cmd_cache(args: argparse.Namespace) -> int:
+    """`hierviz cache info|clear`: the capture cache's folder, entries and size, or empty it."""
+    store = CaptureStore()
+    if args.action == "clear":
+        print(f"removed {store.clear()} cached capture(s) from {store.folder}")
+        return 0
+    info = store.info()
+    state = "on" if capture_cache_enabled() else "off (HIERVIZ_CACHE=0)"
+    print(f"capture cache: {info['folder']} ({state}); {info['entries']} entr{'y' if info['entries'] == 1 else 'ies'}, "
+          f"{info['bytes'] / 2**20:.1f} MiB of {info['limit'] / 2**20:.0f} MiB")
     return 0
 
 
@@ -333,6 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
     zoo = sub.add_parser("zoo", help="list the built-in models")
     _add_debug(zoo)
     zoo.set_defaults(func=cmd_zoo)
+
+    cache = sub.add_parser("cache", help="the capture cache on disk: info (folder, entries, size) or clear")
+    cache.add_argument("action", choices=("info", "clear"))
+    _add_debug(cache)
+    cache.set_defaults(func=cmd_cache)
 
     info = sub.add_parser("info", help="versions, Torch-TensorRT and graphviz status")
     info.add_argument("--check", action="store_true",

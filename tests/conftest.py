@@ -10,15 +10,24 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 from typing import Any, Callable
 
 import pytest
 import torch
+
+# The capture cache (hierviz.capture_cache) of this test session: a temporary folder, never
+# the user's own cache, set before anything captures; subprocesses inherit it.
+TEST_CACHE_DIR = tempfile.mkdtemp(prefix="hierviz-test-cache-")
+os.environ["HIERVIZ_CACHE_DIR"] = TEST_CACHE_DIR
+atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
 
 ROOT = Path(__file__).resolve().parents[1]
 

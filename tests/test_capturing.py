@@ -153,6 +153,7 @@ def test_second_capture_is_cached_without_re_export(monkeypatch) -> None:
         return real_export(*args, **kwargs)
 
     monkeypatch.setattr(torch.export, "export", counting_export)
+    monkeypatch.setenv("HIERVIZ_CACHE", "0")  # the in-memory cache only (the disk's: test_capture_cache.py)
     model, inputs = zoo.load("tiny_conv")
     first = hv.capture(model, inputs)
     assert len(calls) == 1

@@ -19,6 +19,7 @@ import torch
 from torch.fx import GraphModule
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
+from hierviz.capturing import capture_notes
 from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
@@ -87,7 +88,9 @@ class Partition:
             config = derive(config, {"engine": engine}, together=False)
         self.config = config
         self.engine = config.engine
-        self.notes = notes  # what the engine did besides partitioning (e.g. compile's fallback)
+        # what the engine did besides partitioning (e.g. compile's fallback), and what the
+        # capture says of itself (it came from the disk cache)
+        self.notes = tuple(notes) + capture_notes(graph)
         self._blockers: "pd.DataFrame | None" = None  # blockers() with its defaults, once computed
         self._result = result
         self._module = module
