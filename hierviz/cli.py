@@ -175,11 +175,17 @@ def cmd_tune(args: argparse.Namespace) -> int:
         except hv.ConfigError as exc:
             raise UsageError(f"--executor: {exc}") from None
     measure = {k: v for k, v in (("warmup", args.warmup), ("iters", args.iters)) if v is not None}
+    from hierviz.compare.tune_storage import check_storage
+
+    try:
+        check_storage(args.storage, args.study_name)
+    except hv.ConfigError as exc:
+        raise UsageError(f"--storage: {exc}") from None
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
     result = hv.tune(model, inputs, base=base, budget=args.budget, timeout=args.timeout, seed=args.seed,
                      measure=measure or None, torch_compile=args.torch_compile, executor=args.executor,
-                     progress=not args.quiet)
+                     progress=not args.quiet, storage=args.storage, study_name=args.study_name)
     import pandas as pd
 
     from hierviz.compare.columns import setting_columns
@@ -340,6 +346,9 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--torch-compile", action="store_true", help="also time the whole model with torch.compile")
     tune.add_argument("--executor", metavar="ray|ADDRESS", help="run trials as Ray tasks (a local Ray, or a cluster)")
     tune.add_argument("--csv", metavar="FILE", help="write the trials there")
+    tune.add_argument("--storage", metavar="URL", help="keep the trials in an Optuna database (sqlite:///tune.db); "
+                      "run again to resume")
+    tune.add_argument("--study-name", metavar="NAME", help="the study in --storage (default hierviz-tune)")
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(func=cmd_tune)
 

@@ -3,26 +3,29 @@
 from __future__ import annotations
 
 import time
+import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
-from typing import Any, Mapping
+from pathlib import Path
+from typing import Any, Callable, Mapping
 
 import pandas as pd
 
 from hierviz.config import Config
-from hierviz.errors import ConfigError, HiervizError, checked_arguments
+from hierviz.errors import ConfigError, HiervizError, checked_arguments, user_stacklevel
 from hierviz.compare import columns
 from hierviz.compare.cache import cache_info
 from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import measure_kwargs, partition_row, run_measure, sweep_on_ray
+from hierviz.compare.sweep_file import KEYS, SweepFile, model_key, settings_key
 from hierviz.partitioner import graph_of, make_config
 
 
 @checked_arguments
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
-          progress: bool = True) -> pd.DataFrame:
+          progress: bool = True, out: str | Path | None = None) -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
@@ -45,7 +48,11 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     parallel; measuring always runs one configuration at a time, so timings do not disturb
     each other. `executor="ray"` (or a Ray address, or the initialised `ray` module) runs
     each row, measuring included, as a Ray task (see hierviz/compare/ray_executor.py).
-    `df.attrs` holds the run time and cache counters.
+    `out="sweep.csv"` (or `.parquet`) writes each row to that file as it finishes (with
+    `model_key` and `settings_key` columns); run the same sweep again and the rows already
+    there for the same model and settings are skipped (`df.attrs["skipped"]`, and a note).
+    Ctrl-C (KeyboardInterrupt) stops the sweep and returns the rows finished so far, with a
+    note. `df.attrs` holds the run time, cache counters and `notes`.
     """
     check_executor(executor)
     mkw = measure_kwargs(measure)
@@ -54,21 +61,44 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     base_cfg = make_config(base)
     _, configs = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
     gm = graph_of(model, example_inputs)
+    store = SweepFile(out, model_key(gm)) if out is not None else None
+    keys = [settings_key(cfg, mkw) for cfg in configs] if store is not None else []
+    todo = [i for i in range(len(configs)) if store is None or keys[i] not in store.done]
+    notes: list[str] = []
+    if store is not None and len(todo) < len(configs):
+        notes.append(f"{len(configs) - len(todo)} of {len(configs)} row(s) already in {store.path} for this model "
+                     "and settings: skipped")
 
     from tqdm.auto import tqdm
 
-    bar = tqdm(total=len(configs), desc="hv.sweep", unit="config", disable=not progress, leave=False)
+    bar = tqdm(total=len(todo), desc="hv.sweep", unit="config", disable=not progress, leave=False)
     on_ray = executor is not None and is_ray(executor)
+    stopped = {"interrupted": False}  # Ctrl-C: the rows finished before it are kept
+    kept = (lambda j, row: store.add(row, keys[todo[j]])) if store is not None else None
     try:
-        if on_ray:
-            results = sweep_on_ray(executor, gm, example_inputs, configs, mkw, bar)
-        else:
-            results = partition_rows(executor, gm, configs, bar)
-        rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray)
+        try:
+            if on_ray:
+                results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], mkw, bar)
+            else:
+                results = partition_rows(executor, gm, [configs[i] for i in todo], bar, stopped)
+            rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray, kept, stopped)
+        except KeyboardInterrupt:
+            stopped["interrupted"], rows, measure_stats = True, [], {"hits": 0, "misses": 0}
     finally:
         bar.close()
+    if stopped["interrupted"]:
+        notes.append(f"interrupted (Ctrl-C): {len(rows)} of {len(todo)} row(s) finished"
+                     + ("; run again with the same out= to finish the rest" if store is not None else ""))
+    if store is not None:  # the whole grid in grid order: rows from the file and rows run now
+        new = dict(zip((keys[i] for i in todo), rows))
+        rows = [new[k] if k in new else store.done[k] for k in keys if k in new or k in store.done]
+        rows = [{c: v for c, v in r.items() if c not in KEYS} for r in rows]
 
     df = columns.frame(rows, latency=mkw is not None, extra_head=columns.head_columns(grid, base_cfg))
+    df.attrs["notes"] = notes
+    df.attrs["skipped"] = len(configs) - len(todo)
+    for note in notes:
+        warnings.warn(f"hv.sweep: {note}.", UserWarning, stacklevel=user_stacklevel())
     after = cache_info()
     df.attrs["seconds"] = round(time.perf_counter() - start, 4)
     df.attrs["partition_cache_hits"] = after["hits"] - before["hits"]
@@ -92,14 +122,19 @@ def check_executor(executor: Any) -> None:
         check_ray(executor)
 
 
-def partition_rows(executor: Executor | None, gm: Any, configs: list[Config],
-                   bar: Any) -> list[tuple[Any, dict[str, Any]]]:
+def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], bar: Any,
+                   stopped: dict[str, bool] | None = None) -> list[tuple[Any, dict[str, Any]]]:
     """(Partition or None, row) per configuration, in grid order: here, or on `executor`'s threads."""
     if executor is None:
         results = []
-        for cfg in configs:
-            results.append(partition_row(gm, cfg))
-            bar.update(1)
+        try:
+            for cfg in configs:
+                results.append(partition_row(gm, cfg))
+                bar.update(1)
+        except KeyboardInterrupt:
+            if stopped is None:
+                raise
+            stopped["interrupted"] = True
         return results
     futures: list[Future] = [executor.submit(partition_row, gm, cfg) for cfg in configs]
     for fut in futures:
@@ -108,25 +143,34 @@ def partition_rows(executor: Executor | None, gm: Any, configs: list[Config],
 
 
 def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any, mkw: dict[str, Any] | None,
-                 bar: Any, on_ray: bool) -> tuple[list[dict[str, Any]], dict[str, int]]:
+                 bar: Any, on_ray: bool, kept: Callable[[int, dict[str, Any]], None] | None = None,
+                 stopped: dict[str, bool] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
     """The rows, measured one at a time when `mkw` (on Ray they were measured on the workers),
-    and the compile-cache counts of those measurements."""
+    and the compile-cache counts of those measurements; `kept(i, row)` is called as each row
+    finishes; Ctrl-C (with `stopped`) ends the loop with the rows finished so far."""
     rows = []
     measure_stats = {"hits": 0, "misses": 0}
     if mkw is not None and not on_ray:
         bar.reset(total=len(results))
         bar.set_description("hv.sweep: measuring")
-    for part, row in results:
-        if mkw is not None and part is not None:
-            try:
-                m = run_measure(part, example_inputs, mkw)
-                row.update(columns.latency_columns(m))
-                measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
-                measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
-            except HiervizError as exc:
-                row["error"] = str(exc)
-            bar.update(1)
-        rows.append(row)
+    try:
+        for part, row in results:
+            if mkw is not None and part is not None:
+                try:
+                    m = run_measure(part, example_inputs, mkw)
+                    row.update(columns.latency_columns(m))
+                    measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
+                    measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
+                except HiervizError as exc:
+                    row["error"] = str(exc)
+                bar.update(1)
+            if kept is not None:
+                kept(len(rows), row)
+            rows.append(row)
+    except KeyboardInterrupt:
+        if stopped is None:
+            raise
+        stopped["interrupted"] = True
     if on_ray and mkw is not None:  # measured on the workers
         for row in rows:
             measure_stats["hits"] += int(row.get("cache_hits") or 0)

@@ -41,6 +41,7 @@ from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
+from hierviz.compare.tune_storage import check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.plan import resolve_device
@@ -56,7 +57,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
          base: Config | Mapping[str, Any] | None = None, budget: int = DEFAULT_BUDGET,
          timeout: float | None = None, device: Any = None, executor: Any = None, seed: int = 0,
          measure: Mapping[str, Any] | None = None, torch_compile: bool = False, pruning: bool = True,
-         progress: bool = True) -> TuneResult:
+         progress: bool = True, storage: str | None = None, study_name: str | None = None) -> TuneResult:
     """Find the fastest partition setting for `model` by measuring it.
 
     - `space` maps Config fields to candidate values, like `hv.sweep`'s grid (settings as
@@ -71,11 +72,18 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     - `executor`: None (one trial at a time here), or "ray" / a Ray address to run trials as
       Ray tasks.
     - `seed`: the TPE sampler's seed: the same seed, model and space propose the same trials.
+    - `storage`: an Optuna RDB storage URL (`"sqlite:///tune.db"`) keeping the trials as they
+      finish, in the study `study_name` (default "hierviz-tune"): run the same tune again and
+      it resumes, reusing the finished trials (not measured again; `budget` counts them too).
+    - Ctrl-C (KeyboardInterrupt) stops the search: the result covers the trials finished so
+      far, with a note.
 
     Returns a TuneResult: `.best`, `.best_measurement`, `.trials`, `.plot()`.
     """
+    check_storage(storage, study_name)
     run = _TuneRun(model, example_inputs, space, base=base, budget=budget, timeout=timeout, device=device,
                    executor=executor, seed=seed, measure=measure, pruning=pruning)
+    run.storage, run.study_name = storage, study_name
     run.time_baselines(torch_compile)
     run.search(progress)
     return run.result()
@@ -138,6 +146,8 @@ class _TuneRun:
         self.waiting: dict[int, list[tuple[int, Any]]] = {}  # duplicates of in-flight trials
         self.stopped = "budget"
         self.rng = random.Random(seed)
+        self.storage: str | None = None
+        self.study_name: str | None = None
         self.runner: Any = None
         self.bar: Any = None
 
@@ -231,6 +241,8 @@ class _TuneRun:
         """Trial `k` has its outcome: into its row, told to Optuna, counted on the bar."""
         self.outcomes[k] = outcome
         self.fill(self.rows[k], outcome)
+        if self.storage is not None:
+            save_row(trial, self.rows[k])
         self.tell(trial, k)
         self.bar.update(1)
 
@@ -242,33 +254,68 @@ class _TuneRun:
         sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=min(8, max(2, self.budget // 3)))
         pruner = optuna.pruners.MedianPruner(n_startup_trials=3) if self.pruning else optuna.pruners.NopPruner()
         with quiet_optuna(optuna):
-            self.study = optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
-        self.study.enqueue_trial(self.space.params_of(self.default))
+            self.study = open_study(optuna, self.storage, self.study_name, sampler, pruner)
+        self.resume()
+        if params_key(self.space.params_of(self.default)) not in self.by_params:
+            self.study.enqueue_trial(self.space.params_of(self.default))
         from tqdm.auto import tqdm
 
-        self.bar = tqdm(total=min(self.budget, self.space.size), desc="hv.tune", unit="trial", disable=not progress,
-                        leave=False)
+        self.bar = tqdm(total=min(self.budget, self.space.size), initial=min(len(self.rows), self.budget),
+                        desc="hv.tune", unit="trial", disable=not progress, leave=False)
         if self.executor is not None:
             self.runner = RayRunner(self.executor, self.gm, self.example_inputs)
             self.notes.append(f"trials ran as Ray tasks ({self.runner.resources}); no pruning")
         try:
-            while True:
-                elapsed = time.perf_counter() - self.started
-                can_start = len(self.rows) < self.budget and len(self.by_params) < self.space.size
-                if self.timeout is not None and elapsed > self.timeout and can_start and self.rows:
-                    self.stopped, can_start = "timeout", False  # (the default always runs)
-                if not can_start and not self.pending:
-                    if len(self.by_params) >= self.space.size and len(self.rows) < self.budget:
-                        self.stopped = "space exhausted"
-                    break
-                slots = self.runner.slots if self.runner is not None else 1
-                if can_start and len(self.pending) < slots:
-                    if not self.start_trial():
-                        break
-                    continue
-                self.collect_one()
+            self.loop()
+        except KeyboardInterrupt:
+            self.interrupted()
         finally:
             self.bar.close()
+
+    def resume(self) -> None:
+        """The trials a stored study finished earlier, as rows again (not measured again)."""
+        earlier = finished(self.optuna, self.study)
+        for frozen in earlier:
+            k = len(self.rows)
+            row = load_row(frozen)
+            row["trial"] = k
+            try:
+                self.configs[k] = apply_changes(self.default, self.space.suggest(self.optuna.trial.FixedTrial(frozen.params)))
+            except (HiervizError, ValueError):
+                pass  # an invalid setting stays a row
+            self.rows.append(row)
+            self.by_params[params_key(frozen.params)] = k
+            self.outcomes[k] = Outcome(row.get("status") or "failed", error=row.get("error"))
+        if earlier:
+            self.notes.append(f"resumed {len(earlier)} finished trial(s) from {self.storage} (study "
+                              f"{self.study.study_name!r}); not measured again")
+
+    def interrupted(self) -> None:
+        """Ctrl-C: keep the trials that finished, drop the one being measured."""
+        self.rows = [r for r in self.rows if r["trial"] in self.outcomes]
+        self.pending.clear()
+        self.stopped = "Ctrl-C"
+        self.notes.append(f"interrupted (Ctrl-C): the result covers the {len(self.rows)} trial(s) finished so far"
+                          + ("; run again with the same storage= to resume" if self.storage else
+                             "; pass storage='sqlite:///tune.db' to keep trials across runs"))
+
+    def loop(self) -> None:
+        """Start and collect trials until the budget, the timeout or the space is spent."""
+        while True:
+            elapsed = time.perf_counter() - self.started
+            can_start = len(self.rows) < self.budget and len(self.by_params) < self.space.size
+            if self.timeout is not None and elapsed > self.timeout and can_start and self.rows:
+                self.stopped, can_start = "timeout", False  # (the default always runs)
+            if not can_start and not self.pending:
+                if len(self.by_params) >= self.space.size and len(self.rows) < self.budget:
+                    self.stopped = "space exhausted"
+                break
+            slots = self.runner.slots if self.runner is not None else 1
+            if can_start and len(self.pending) < slots:
+                if not self.start_trial():
+                    break
+                continue
+            self.collect_one()
 
     def start_trial(self) -> bool:
         """Ask for one setting and run it (or hand it to Ray); False when the search must stop."""

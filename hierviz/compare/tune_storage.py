@@ -1,0 +1,73 @@
+"""hv.tune's trials kept in Optuna's own database storage (`storage="sqlite:///tune.db"`, any
+URL Optuna's RDB storage takes): the study opened, or resumed when it exists, each finished
+trial's table row saved with it as a user attribute, and those rows read back, so a tune that
+died or was stopped continues from its finished trials instead of measuring them again.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+from hierviz.errors import ConfigError
+
+ROW = "hierviz_row"  # the user attribute holding a finished trial's row (JSON)
+DEFAULT_STUDY = "hierviz-tune"
+
+
+def check_storage(storage: Any, study_name: Any) -> None:
+    """ConfigError for a storage that is not an Optuna RDB URL, or a study_name without one."""
+    if storage is None:
+        if study_name is not None:
+            raise ConfigError("study_name names a study in storage=...; pass storage='sqlite:///tune.db' too.")
+        return
+    if not isinstance(storage, str) or "://" not in storage:
+        raise ConfigError(f"storage must be a database URL Optuna's RDB storage takes, e.g. "
+                          f"storage='sqlite:///tune.db', not {storage!r}.")
+    if study_name is not None and (not isinstance(study_name, str) or not study_name.strip()):
+        raise ConfigError(f"study_name must be a non-empty string, not {study_name!r}.")
+
+
+def open_study(optuna: Any, storage: str | None, study_name: str | None, sampler: Any, pruner: Any) -> Any:
+    """The study: in memory, or in `storage` (created, or loaded when it exists)."""
+    if storage is None:
+        return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
+    try:
+        return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner, storage=storage,
+                                   study_name=study_name or DEFAULT_STUDY, load_if_exists=True)
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors for a bad URL, a locked file ...
+        raise ConfigError(f"cannot open the tune storage {storage!r}: {type(exc).__name__}: "
+                          f"{str(exc).splitlines()[0][:200]}") from None
+
+
+def finished(optuna: Any, study: Any) -> list[Any]:
+    """The study's trials hv.tune finished earlier (their rows saved), in order."""
+    done = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED, optuna.trial.TrialState.FAIL)
+    return [t for t in study.get_trials(deepcopy=False) if t.state in done and ROW in t.user_attrs]
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, float) and math.isnan(value):
+        return None
+    if isinstance(value, tuple):
+        return list(value)
+    if hasattr(value, "item"):  # numpy scalars
+        return value.item()
+    return value
+
+
+def save_row(trial: Any, row: dict[str, Any]) -> None:
+    """Keep `row` with the (not yet finished) Optuna trial."""
+    trial.set_user_attr(ROW, json.dumps({k: _plain(v) for k, v in row.items()}, default=str))
+
+
+def load_row(trial: Any) -> dict[str, Any]:
+    """The row saved with a finished trial (intervals back to tuples)."""
+    row = json.loads(trial.user_attrs[ROW])
+    if isinstance(row.get("speedup_ci"), list):
+        row["speedup_ci"] = tuple(row["speedup_ci"])
+    return row
+
+
+__all__ = ["ROW", "DEFAULT_STUDY", "check_storage", "open_study", "finished", "save_row", "load_row"]

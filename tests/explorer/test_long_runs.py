@@ -1,0 +1,158 @@
+"""Long runs lose nothing (issue 31): hv.sweep(out=...) writes each row as it finishes and a
+rerun skips the rows already there; hv.tune(storage=...) keeps its trials in Optuna's database
+and a rerun resumes without measuring them again; Ctrl-C in either returns what finished."""
+
+from __future__ import annotations
+
+import warnings
+
+import pandas as pd
+import pytest
+
+import hierviz as hv
+import importlib
+from hierviz.compare import tune_trial
+
+sweep_mod = importlib.import_module("hierviz.compare.sweep")
+
+from .conftest import SCRIPTED_COMPILERS
+
+GRID = {"min_block_size": [1, 2, 3, 4]}
+
+
+def _sweep(small, out, **kwargs):
+    model, inputs, _ = small
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        df = hv.sweep(model, inputs, GRID, progress=False, out=out, **kwargs)
+    return df, [str(w.message) for w in seen if "hv.sweep" in str(w.message)]
+
+
+def test_sweep_writes_each_row_and_a_rerun_skips_them(small, tmp_path, monkeypatch) -> None:
+    out = tmp_path / "sweep.csv"
+    written: list[int] = []
+    real_add = sweep_mod.SweepFile.add
+
+    def add(self, row, key):
+        real_add(self, row, key)
+        written.append(len(pd.read_csv(out)))  # on disk as soon as the row finished
+
+    monkeypatch.setattr(sweep_mod.SweepFile, "add", add)
+    first, notes = _sweep(small, out)
+    assert written == [1, 2, 3, 4] and notes == [] and first.attrs["skipped"] == 0
+    ran: list[int] = []
+    real_row = sweep_mod.partition_row
+    monkeypatch.setattr(sweep_mod, "partition_row", lambda gm, cfg: (ran.append(cfg.min_block_size),
+                                                                     real_row(gm, cfg))[1])
+    again, notes = _sweep(small, out)
+    assert ran == [] and again.attrs["skipped"] == 4
+    assert notes == [f"hv.sweep: 4 of 4 row(s) already in {out} for this model and settings: skipped."]
+    assert list(again["min_block_size"]) == [1, 2, 3, 4]
+    assert list(again["subgraphs"]) == list(first["subgraphs"])
+    # another setting is run; the rows already there are not
+    model, inputs, _ = small
+    more = hv.sweep(model, inputs, {"min_block_size": [2, 5]}, progress=False, out=out)
+    assert ran == [5] and list(more["min_block_size"]) == [2, 5] and len(pd.read_csv(out)) == 5
+
+
+def test_sweep_ctrl_c_returns_the_rows_finished(small, tmp_path, monkeypatch) -> None:
+    real_row = sweep_mod.partition_row
+
+    def third_is_interrupted(gm, cfg):
+        if cfg.min_block_size == 3:
+            raise KeyboardInterrupt
+        return real_row(gm, cfg)
+
+    monkeypatch.setattr(sweep_mod, "partition_row", third_is_interrupted)
+    out = tmp_path / "s.csv"
+    df, notes = _sweep(small, out, measure={"warmup": 0, "iters": 2})
+    assert list(df["min_block_size"]) == [1, 2] and len(pd.read_csv(out)) == 2
+    assert notes == ["hv.sweep: interrupted (Ctrl-C): 2 of 4 row(s) finished; run again with the same out= to "
+                     "finish the rest."]
+    monkeypatch.setattr(sweep_mod, "partition_row", real_row)
+    rest, notes = _sweep(small, out, measure={"warmup": 0, "iters": 2})
+    assert list(rest["min_block_size"]) == [1, 2, 3, 4] and rest.attrs["skipped"] == 2
+
+
+def test_sweep_out_refuses_what_it_cannot_write(small, tmp_path) -> None:
+    model, inputs, _ = small
+    with pytest.raises(hv.ConfigError, match=r"out must end in \.csv or \.parquet, not 'x\.xlsx'\."):
+        hv.sweep(model, inputs, GRID, progress=False, out=tmp_path / "x.xlsx")
+    (tmp_path / "other.csv").write_text("a,b\n1,2\n")
+    with pytest.raises(hv.ConfigError, match="is not a table hv.sweep wrote"):
+        hv.sweep(model, inputs, GRID, progress=False, out=tmp_path / "other.csv")
+
+
+def _tune(small, **kwargs):
+    model, inputs, _ = small
+    base = hv.Config(priority=("same",), support={"fast": hv.support.where(lambda n: n.op == "call_function",
+                                                                          name="every op"),
+                                                   "same": hv.support.where(lambda n: n.op == "call_function",
+                                                                          name="every op")})
+    return hv.tune(model, inputs, {"priority": [("same",), ("fast",)], "min_block_size": [1, 2]}, base=base,
+                   progress=False, pruning=False,
+                   measure={"warmup": 0, "iters": 3, "compilers": SCRIPTED_COMPILERS}, **kwargs)
+
+
+def _counting(monkeypatch) -> list:
+    measured: list = []
+    real = tune_trial.measure_trial
+
+    def count(part, *args, **kwargs):
+        measured.append((part.config.priority, part.config.min_block_size))
+        return real(part, *args, **kwargs)
+
+    import hierviz.compare.tuning as tuning
+
+    monkeypatch.setattr(tuning, "measure_trial", count)
+    return measured
+
+
+def test_tune_storage_resumes_without_measuring_finished_trials(small, tmp_path, monkeypatch) -> None:
+    pytest.importorskip("optuna")
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    measured = _counting(monkeypatch)
+    first = _tune(small, budget=2, storage=storage, study_name="small")
+    assert len(first.trials) == 2 and len(measured) <= 2
+    done = set(measured)
+    settings = list(zip(first.trials["priority"], first.trials["min_block_size"]))
+    measured.clear()
+    second = _tune(small, budget=4, storage=storage, study_name="small")
+    assert len(second.trials) == 4 and list(zip(second.trials["priority"], second.trials["min_block_size"]))[:2] == settings
+    assert not set(measured) & done                           # the finished trials were not measured again
+    assert list(second.trials["median_ms"])[:2] == list(first.trials["median_ms"])
+    assert any(n.startswith("resumed 2 finished trial(s) from sqlite:///") for n in second.notes)
+    import optuna
+
+    assert len(optuna.load_study(study_name="small", storage=storage).trials) >= 4  # Optuna's own storage
+    ax = second.plot()
+    assert len(ax.collections) >= 1
+
+
+def test_tune_ctrl_c_returns_the_trials_finished(small, monkeypatch) -> None:
+    pytest.importorskip("optuna")
+    measured = _counting(monkeypatch)
+    import hierviz.compare.tuning as tuning
+
+    counting = tuning.measure_trial
+
+    def second_is_interrupted(part, *args, **kwargs):
+        if len(measured) == 1:
+            raise KeyboardInterrupt
+        return counting(part, *args, **kwargs)
+
+    monkeypatch.setattr(tuning, "measure_trial", second_is_interrupted)
+    res = _tune(small, budget=4)
+    n = len(res.trials)
+    assert 1 <= n < 4 and res.stopped == "Ctrl-C" and len(measured) == 1
+    assert set(res.trials["status"]) <= {"measured", "duplicate"}   # the trial being measured is left out
+    assert any(note.startswith(f"interrupted (Ctrl-C): the result covers the {n} trial(s) finished so far")
+               for note in res.notes)
+    assert res.best is not None and res.verdict
+
+
+def test_tune_storage_is_checked_first(small) -> None:
+    with pytest.raises(hv.ConfigError, match="storage must be a database URL"):
+        _tune(small, budget=2, storage="tune.db")
+    with pytest.raises(hv.ConfigError, match="study_name names a study in storage"):
+        _tune(small, budget=2, study_name="x")
