@@ -12,6 +12,7 @@ Nothing here modifies the GraphModule it is given.
 from __future__ import annotations
 
 import hashlib
+import re
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
@@ -146,7 +147,8 @@ def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: 
             others[t] = value
     weight_ph: dict[str, Node] = {}
     for i, t in enumerate(tensors):
-        ph = graph.placeholder(f"_lifted_{i}_{t.replace('.', '_')}")
+        # a Python name: module paths may hold any character (regnet's "block1-0")
+        ph = graph.placeholder(f"_lifted_{i}_{re.sub(r'[^0-9a-zA-Z_]', '_', t)}")
         if keep_meta:
             ph.meta["val"] = fetch_attr(module, t)
         weight_ph[t] = ph

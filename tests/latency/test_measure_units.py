@@ -198,3 +198,17 @@ def test_lift_to_another_device_moves_weights_and_device_literals():
     assert lift(gm, torch.device("meta")).weights[0] is lifted.weights[0]  # moved once
     same = lift(gm, torch.device("cpu"))
     assert torch.equal(same.gm(torch.zeros(2, 4), *same.weights)[0], torch.arange(4.0).expand(2, 4))
+
+
+def test_lift_names_weights_of_modules_whose_path_is_no_python_name():
+    """torchvision's regnet names its blocks "block1-0": the lifted placeholders must still be
+    Python names, or the lifted module's code does not compile (SyntaxError)."""
+    root = torch.nn.Module()
+    root.add_module("block1-0", torch.nn.Module())
+    getattr(root, "block1-0").register_parameter("weight", torch.nn.Parameter(torch.full((4,), 2.0)))
+    graph = torch.fx.Graph()
+    x = graph.placeholder("x")
+    graph.output(graph.call_function(torch.ops.aten.mul.Tensor, (x, graph.get_attr("block1-0.weight"))))
+    lifted = lift(torch.fx.GraphModule(root, graph))
+    assert lifted.weight_names == ("block1-0.weight",)
+    assert torch.equal(lifted.gm(torch.ones(4), *lifted.weights)[0], torch.full((4,), 2.0))
