@@ -39,7 +39,7 @@ def _stats_line(part: Any) -> str:
 def cmd_blockers(args: argparse.Namespace) -> int:
     part = partition_or_saved(args)
     table = part.blockers(kind=args.kind.split(",") if args.kind else None, top=args.top, measure=args.measure,
-                          device=args.device)
+                          device=args.device, measure_options={"on_error": "fallback"} if args.fallback else None)
     print(_stats_line(part))
     if table.empty:
         print("nothing keeps nodes out of the accelerated backends")
@@ -122,6 +122,9 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
                           help="the last row joins the first N (default 3; 0: no such row)")
     blockers.add_argument("--measure", action="store_true", help="also time each what-if that can run")
     blockers.add_argument("--device", metavar="cpu|cuda", help="where --measure runs (default: cuda if there)")
+    blockers.add_argument("--fallback", action="store_true",
+                          help="with --measure: run subgraphs whose backend cannot build here in eager PyTorch "
+                               "(hv.measure's on_error='fallback'), e.g. TensorRT without a GPU")
     blockers.set_defaults(func=cmd_blockers)
 
     check = sub.add_parser("check", help="fail (exit 1) when the partition breaks a limit: for CI")

@@ -105,3 +105,14 @@ def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_pa
     code, out, err = run(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast")
     assert code == 2 and len(err.strip().splitlines()) == 1 and not out
     assert "--min-block-size, --engine: " in err and "is a saved partition" in err and "give MODEL" in err
+
+
+def test_blockers_measure_with_fallback(capsys) -> None:
+    """--measure --fallback times the what-ifs that run (TensorRT subgraphs eagerly where it
+    cannot build); rows with no converter say why they are not measured."""
+    code, out, _ = run(capsys, "blockers", "tiny_conv", "--torch-executed-ops", "relu.default", "--measure",
+                       "--device", "cpu", "--fallback", "--top", "0")
+    assert code == 0
+    lines = out.splitlines()
+    assert "median_ms" in lines[1] and "measured" in lines[1]
+    assert all("measured on cpu against the current setting" in line for line in lines[2:])
