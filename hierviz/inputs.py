@@ -377,10 +377,10 @@ def in_spec_of(graph: GraphModule) -> tuple[TreeSpec | None, list[str]]:
 
 
 def check_structure(who: str, graph: GraphModule, args: Sequence[Any], kwargs: Mapping[str, Any],
-                    captured: InputSpec | None = None) -> None:
-    """CaptureError when a call's nested inputs are not structured as `graph` captured them
-    (the split module, the compiled model and a loaded one call this before flattening);
-    `captured` is the flat spec the message lists (default: read from `graph`)."""
+                    captured: InputSpec | None = None, error: type[HiervizError] = CaptureError) -> None:
+    """`error` (CaptureError) when a call's nested inputs are not structured as `graph` captured
+    them (the split module, the compiled model, a loaded one and hv.measure call this before
+    flattening); `captured` is the flat spec the message lists (default: read from `graph`)."""
     in_spec, names = in_spec_of(graph)
     if in_spec is None:
         return
@@ -389,8 +389,8 @@ def check_structure(who: str, graph: GraphModule, args: Sequence[Any], kwargs: M
     problem = structure_problem(in_spec, names, [given[n] for n in names[:count] if n in given],
                                 {n: given[n] for n in names[count:] if n in given})
     if problem is not None:
-        raise CaptureError(f"{who}: {problem}. Captured inputs: {captured or spec_of(graph)}. Call it with "
-                           "inputs structured like the example inputs.")
+        raise error(f"{who}: {problem}. Captured inputs: {captured or spec_of(graph)}. Call it with "
+                    "inputs structured like the example inputs.")
 
 
 _PARSED: dict[str, InputSpec] = {}  # spec text -> InputSpec: one entry per distinct capture
@@ -443,6 +443,9 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
     if example_inputs is None and spec.args:
         raise error(f"{who} needs example inputs: pass the inputs the model was captured with, "
                     f"e.g. {who}(partition, example_inputs). The graph takes: {spec}.")
+    if example_inputs is not None:  # a missing dict key is named, not counted as one input too few
+        args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+        check_structure(who, graph, args, {}, spec, error)
     values = tuple(tree_leaves(example_inputs)) if example_inputs is not None else ()
     problem = mismatch(spec, values)
     if problem is not None:

@@ -1,6 +1,7 @@
 """Nested inputs (dicts, lists, tuples) are checked like flat ones: a call structured unlike the
 capture (a missing or surplus dict key, a list for a dict, a tuple of the wrong length) is a
-CaptureError naming the path, from the split module, the compiled model and a loaded one."""
+CaptureError naming the path, from the split module, the compiled model and a loaded one (a
+MeasureError from hv.measure)."""
 
 from __future__ import annotations
 
@@ -53,6 +54,16 @@ def test_split_module_names_the_path_that_differs(part, inputs, problem) -> None
         p.module(*inputs)
     assert str(info.value).startswith(f"Partition.module: {problem}")
     assert "Call it with inputs structured like the example inputs." in str(info.value)
+
+
+@pytest.mark.parametrize(("inputs", "problem"), BAD)
+def test_measure_names_the_path_that_differs(part, inputs, problem) -> None:
+    """hv.measure checks nested inputs before compiling anything, naming the path like the split
+    module (it said '1 input(s) were given, the graph takes 2' for a missing dict key)."""
+    _, p = part
+    with pytest.raises(hv.MeasureError) as info:
+        hv.measure(p, inputs, device="cpu", iters=1, warmup=0)
+    assert str(info.value).startswith(f"hv.measure: {problem}")
 
 
 def test_split_module_still_computes_the_model_on_captured_structure(part) -> None:
