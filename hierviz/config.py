@@ -434,8 +434,9 @@ def _compile_priority(config: "Config", where: str) -> str | None:
         return f"{where} partitions for TensorRT only: put 'tensorrt' in priority, e.g. priority=('tensorrt',)."
     others = [b for b in config.priority if b != "tensorrt" and _takes_ops(config, b)]
     if others:
-        return (f"{where} partitions for TensorRT only, but priority gives {others[0]!r} ops to take; "
-                "use priority=('tensorrt',), or engine='hierviz' for several backends.")
+        return (f"{where} partitions for TensorRT only, but priority also has {others[0]!r} with ops to take "
+                f"(its support); use priority=('tensorrt',) (--priority tensorrt), give {others[0]!r} no support, "
+                "or engine='hierviz' for several backends.")
     return None
 
 

@@ -125,7 +125,7 @@ def test_never_mutates_input_and_is_repeatable() -> None:
 @needs_trt
 @pytest.mark.parametrize("setting, words", [
     (dict(priority=("inductor",)), "put 'tensorrt' in priority"),
-    (dict(support={"inductor": hv.support.inductor()}), "gives 'inductor' ops to take"),
+    (dict(support={"inductor": hv.support.inductor()}), "priority also has 'inductor' with ops to take (its support); use priority=('tensorrt',) (--priority tensorrt)"),
     (dict(support={"tensorrt": hv.support.tensorrt(validate=False)}), "cannot use support['tensorrt']"),
     (dict(skip_fusion=True), "sets skip_fusion itself"),
 ])
