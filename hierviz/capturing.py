@@ -341,6 +341,9 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     everything that can change the graph, and taken from there in a new process after its
     outputs are checked against the model's (`capture_notes` says so).
     """
+    if not isinstance(cache, bool):
+        raise ConfigError(f"hv.capture(cache=...) is True (keep captures on disk, the default) or False, "
+                          f"not {type(cache).__name__} {cache!r:.40}.")
     if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # before the cache sees it
         raise CaptureError(f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}.")
     args = _as_tuple(example_inputs)

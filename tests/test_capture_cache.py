@@ -174,6 +174,11 @@ def test_turned_off_by_argument_or_environment(cache_dir, monkeypatch) -> None:
     assert not list(cache_dir.rglob("*.capture"))
 
 
+def test_cache_takes_true_or_false() -> None:
+    with pytest.raises(hv.ConfigError, match=r"cache=\.\.\.\) is True .* or False, not str 'yes'"):
+        hv.capture(small(), X, cache="yes")
+
+
 def test_dynamic_shape_captures_are_not_stored(cache_dir) -> None:
     gm = hv.capture(small(), X, dynamic_shapes=({0: Dim("batch", min=2, max=8)},))
     assert not capture_cache.storable(gm)
