@@ -23,6 +23,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
+from hierviz.partitioner.blockers import REPORT_ROWS, for_reports, not_computed_text
 from hierviz.partitioner.saved import document
 from hierviz.version import __version__
 
@@ -329,7 +330,6 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 """
 
 
-WHAT_TO_CHANGE_ROWS = 5
 WHAT_TO_CHANGE_COLUMNS = ["change", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained",
                           "op", "note"]
 
@@ -339,16 +339,14 @@ def _what_to_change(p: "Partition") -> str:
     import pandas as pd
 
     head = '<h2 id="what-to-change">What to change</h2>'
-    # hierviz's engine re-partitions in milliseconds; Torch-TensorRT's partitioners only when asked
-    table = p.blockers(compute=p.engine == "hierviz" or p.graph is None)
+    table = for_reports(p)
     if table is None:
-        return (f'{head}<p class="hv-note">Not computed: <code>p.blockers()</code> re-runs Torch-TensorRT\'s '
-                f"{htmlmod.escape(p.engine)} partitioner once per cause; call it before saving to show the top "
-                f"{WHAT_TO_CHANGE_ROWS} here (the answer is kept with the partition).</p>")
+        text = htmlmod.escape(not_computed_text(p)).replace("p.blockers()", "<code>p.blockers()</code>")
+        return f'{head}<p class="hv-note">{text}</p>'
     causes = table[table.kind != "combined"]
     if causes.empty:
         return f"{head}<p>Nothing keeps nodes out of the accelerated backends.</p>"
-    shown = causes.head(WHAT_TO_CHANGE_ROWS)
+    shown = causes.head(REPORT_ROWS)
     how = ("ranked by the subgraphs fixing each saves (each figure from re-partitioning with that change; "
            "<code>part.blockers()</code> for all)")
     if p.graph is None:

@@ -262,6 +262,23 @@ def _join(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
+REPORT_ROWS = 5  # the causes a report's "What to change" section shows
+
+
+def for_reports(p: "Partition") -> "pd.DataFrame | None":
+    """The blockers a report shows, or None where computing them is work the user did not ask
+    for: hierviz's engine re-partitions in milliseconds (and a saved partition only counts),
+    while Torch-TensorRT's partitioners re-run once per cause, so theirs show once
+    `p.blockers()` has run (the answer is kept with the partition)."""
+    return p.blockers(compute=p.engine == "hierviz" or p.graph is None)
+
+
+def not_computed_text(p: "Partition") -> str:
+    """Why a report leaves the blockers out, and how to include them."""
+    return (f"Not computed: p.blockers() re-runs Torch-TensorRT's {p.engine} partitioner once per cause; "
+            f"call it first to show the top {REPORT_ROWS} here (the answer is kept with the partition).")
+
+
 def change_lines(table: "pd.DataFrame", rows: int = 5) -> list[str]:
     """The first `rows` causes of a blockers table in words, and the combined row if any:
     what to change, and what it saves (counts only for a saved partition)."""
@@ -292,5 +309,5 @@ def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
     return {m: f"{c.kind}: {short_op(c.op) if c.op.startswith('torch.ops.') else c.op}" for c in causes for m in c.members}
 
 
-__all__ = ["blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+__all__ = ["REPORT_ROWS", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
            "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP"]

@@ -12,7 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError, checked_arguments
-from hierviz.partitioner.blockers import change_lines
+from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, not_computed_text
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 from hierviz.partitioner.result import Partition
@@ -47,20 +47,19 @@ def report(p: "Partition", what_to_change: bool = True) -> str:
     return "\n".join(lines) + "\n"
 
 
-WHAT_TO_CHANGE_ROWS = 5
-
-
 def _what_to_change(p: "Partition") -> list[str]:
     """The top blockers (Partition.blockers), each with what fixing it saves."""
-    table = p.blockers()
-    causes = int((table.kind != "combined").sum())
     head = f"  {'-' * 20} What to change {'-' * 20}"
+    table = for_reports(p)
+    if table is None:
+        return ["", head, "", f"   {not_computed_text(p)}"]
+    causes = int((table.kind != "combined").sum())
     if not causes:
         return ["", head, "", "   Nothing keeps nodes out of the accelerated backends."]
-    shown = min(causes, WHAT_TO_CHANGE_ROWS)
+    shown = min(causes, REPORT_ROWS)
     return ["", head, "", f"   The top {shown} of {causes} cause(s) keeping nodes out of the accelerated backends, "
             "by subgraphs saved (part.blockers() for all):",
-            *(f"   {line}" for line in change_lines(table, WHAT_TO_CHANGE_ROWS))]
+            *(f"   {line}" for line in change_lines(table, REPORT_ROWS))]
 
 
 def _coverage(p: "Partition") -> list[str]:

@@ -201,7 +201,7 @@ def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule
 
 
 @needs_trt
-def test_the_html_report_of_a_fast_partition_runs_no_partitioner_for_blockers(graph, tmp_path, monkeypatch) -> None:
+def test_the_reports_of_a_fast_partition_run_no_partitioner_for_blockers(graph, tmp_path, monkeypatch) -> None:
     """For Torch-TensorRT's engines the HTML report shows the blockers once p.blockers() computed
     them (kept with the partition), and never re-runs the partitioner itself."""
     from hierviz.partitioner import compiled
@@ -215,9 +215,12 @@ def test_the_html_report_of_a_fast_partition_runs_no_partitioner_for_blockers(gr
     monkeypatch.setattr(compiled, "partition_compiled", forbidden)
     text = part.save(tmp_path / "r.html").read_text()
     assert "Not computed: <code>p.blockers()</code>" in text and part.blockers(compute=False) is None
+    report = part.report()  # the text report follows the same rule
+    assert "Not computed: p.blockers() re-runs Torch-TensorRT's fast partitioner once per cause" in report
     monkeypatch.setattr(compiled, "partition_compiled", real)
     table = part.blockers()
     monkeypatch.setattr(compiled, "partition_compiled", forbidden)
     text = part.save(tmp_path / "r.html").read_text()
     assert f"<td>{table.iloc[0].change}</td>" in text
+    assert table.iloc[0].change in part.report() and "Not computed" not in part.report()
     assert part.blockers().equals(table) and part.blockers() is not part.blockers()  # copies of the kept table
