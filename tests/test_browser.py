@@ -3,7 +3,8 @@
 Starts JupyterLab (this interpreter's, on 127.0.0.1, a free port, a token, throw-away home,
 config, settings, runtime and workspace folders) on a copy of notebooks/01_explore.ipynb,
 runs all cells from the Run menu, waits for the explorer widget to render, checks the diagram
-is visible and has clusters, moves the min_block_size slider, changes the priority, and checks
+is visible and has clusters, that every control label reads whole at a 1,000 px wide notebook
+(its screenshot is the README's docs/images/explorer.png), moves the min_block_size slider, changes the priority, and checks
 that the diagram, the stats and the history table follow. Screenshots go to
 test-artifacts/browser/ (git-ignored), with JupyterLab's log.
 
@@ -367,6 +368,36 @@ def history_rows(explorer: Any) -> list[dict[str, str]]:
     }""")
 
 
+CONTROLS_JS = """(root) => {
+  const box = root.querySelector('.widget-vbox');
+  const shown = (e) => e.offsetParent !== null && e.getClientRects().length > 0;
+  const texts = Array.from(box.querySelectorAll(
+      '.widget-label, .widget-toggle-button, .widget-button, button, .jupyter-widget-tag, label')).filter(shown);
+  const overflowing = texts.filter(e => e.textContent.trim() && e.scrollWidth > e.clientWidth + 1)
+      .map(e => e.textContent.trim());
+  const dropped = Array.from(box.querySelectorAll('.widget-toggle-buttons')).filter(shown).map(t => {
+      const label = t.querySelector('.widget-label');
+      const first = t.querySelector('.widget-toggle-button');
+      if (!label || !first || !label.textContent.trim()) return null;
+      const a = label.getBoundingClientRect(), b = first.getBoundingClientRect();
+      const cs = getComputedStyle(t);
+      return Math.abs((a.top + a.bottom) / 2 - (b.top + b.bottom) / 2) > 8 ?
+          label.textContent.trim() + ` [${cs.display} ${cs.flexDirection} ${cs.flexWrap} w=${t.getBoundingClientRect().width} ` +
+          `label ${a.left},${a.top},${a.width} button ${b.left},${b.top}; ${t.outerHTML.slice(0, 300)}]` : null;
+  }).filter(x => x);
+  return {labels: texts.length, overflowing, dropped};
+}"""
+
+
+def controls_layout(explorer: Any) -> dict[str, Any] | None:
+    """The explorer's controls: how many texts, which overflow their box (cut off with an
+    ellipsis), and which choice's buttons sit below its label instead of beside it."""
+    try:
+        return explorer.evaluate(CONTROLS_JS)
+    except Exception:  # noqa: BLE001 - not rendered yet
+        return None
+
+
 def open_tab(explorer: Any, title: str) -> None:
     explorer.locator(".lm-TabBar-tab", has_text=re.compile(rf"^{title}$")).first.click()
 
@@ -418,6 +449,20 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
             f"the diagram is taller than its box and cannot be scrolled: {state}"
         assert state["clusters"] > 0, "the diagram has no subgraph clusters"
         assert state["textHeight"] >= 7, f"diagram labels are unreadably small at the default zoom: {state}"
+
+        # ---- at a 1,000 px wide notebook every control label reads whole (issue 31)
+        wide = explorer.bounding_box()["width"]  # the notebook's width beside JupyterLab's side bar
+        page.set_viewport_size({"width": int(VIEWPORT["width"] + 1000 - wide), "height": VIEWPORT["height"]})
+        scroll_to(explorer)
+        assert abs(explorer.bounding_box()["width"] - 1000) <= 40, explorer.bounding_box()
+        cut = wait_until(lambda: (c := controls_layout(explorer)) and c, 30, "no controls found", page)
+        shot(page, "02b-explorer-controls-1000px", explorer.locator(".widget-vbox").first)
+        assert cut["labels"] > 10, cut
+        assert cut["overflowing"] == [], f"control labels cut off at 1,000 px: {cut['overflowing']}"
+        assert cut["dropped"] == [], f"a choice's buttons dropped below its label at 1,000 px: {cut['dropped']}"
+        shot(page, "explorer", explorer)  # docs/images/explorer.png is this picture
+        page.set_viewport_size(VIEWPORT)
+        scroll_to(explorer)
 
         model, inputs = hv.zoo.load("resnet50")
         config = hv.Config(priority=("tensorrt", "inductor"), support={"inductor": hv.support.inductor()},

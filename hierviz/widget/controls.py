@@ -315,6 +315,11 @@ def _build_ops(row: Setting, value: Any, b: _Building) -> widgets.Widget:
                      placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
 
 
+def button_width(options: Any) -> str:
+    """Buttons of a choice wide enough for its longest option ("torch_tensorrt" whole)."""
+    return f"calc({max(len(str(o)) for o in options)}ch + 24px)"
+
+
 def _build_toggle(row: Setting, value: Any, b: _Building) -> widgets.Widget:
     return Toggle(value=value, description=row.control.description, icon=row.control.icon,
                   layout=widgets.Layout(width="auto"))
@@ -326,7 +331,8 @@ def _build_choice(row: Setting, value: Any, b: _Building) -> widgets.Widget:
         raise ConfigError(f"hv.explore: {row.name}={value!r} cannot be chosen here ({row.control.unavailable}); "
                           f"{row.name} choices offered: {', '.join(options)}.")
     return Choice(options=list(options), value=value, description=row.control.description,
-                  tooltip=row.control.tooltip, style={"button_width": "110px", "description_width": "initial"})
+                  tooltip=row.control.tooltip, style={"button_width": button_width(options),
+                                                      "description_width": "initial"})
 
 
 # Control kind -> (build(row, value, building), read(widget, values read so far), show(value) -> widget value).
@@ -365,7 +371,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     built = {row.name: KINDS[row.control.kind][0](row, getattr(base, row.name), building)  # type: ignore[union-attr]
              for row in _with_control()}
     view_w = Choice(options=list(views), value=view, description="view",
-                    style={"button_width": "96px", "description_width": "initial"})
+                    style={"button_width": button_width(views), "description_width": "initial"})
     focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
                        placeholder="node or subgraph to focus on", description="focus",
                        layout=widgets.Layout(width="320px"))
@@ -427,6 +433,22 @@ def tab_index(key: str) -> int:
     return [k for _, k in TABS].index(key)
 
 
+GROWS = (TagsInput, BlockSizeSlider, widgets.HTML)  # take the room left on their line
+
+
+def _line(children: list[widgets.Widget]) -> widgets.HBox:
+    """One line of controls that wraps instead of squeezing: a label, toggle or choice keeps
+    its whole text (it never shrinks below it) and moves to the next line when the notebook is
+    narrow (JupyterLab at 1,000 px); pickers and the slider take the room left."""
+    for w in children:
+        if not isinstance(w, GROWS):
+            w.layout.flex = "0 0 auto"
+        if isinstance(w, widgets.ToggleButtons):  # a block: its label above its buttons; one line instead
+            w.layout.display, w.layout.flex_flow, w.layout.align_items = "flex", "row nowrap", "center"
+            w.layout.width = "max-content"
+    return widgets.HBox(children, layout=widgets.Layout(width="100%", flex_flow="row wrap", align_items="center"))
+
+
 def build_panels() -> Mapping[str, widgets.HTML]:
     """One HTML widget per panel (their values come from panels.py)."""
     return MappingProxyType({name: widgets.HTML() for name in PANEL_NAMES})
@@ -451,10 +473,10 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
             line += [extras[f"{row.name}_box"], c["measure"]]
         if kind == "ops":
             line.append(extras["teo_counts"])
-    boxes = [widgets.HBox(line, layout=widgets.Layout(width="100%")) for _, line in sorted(lines.items())]
+    boxes = [_line(line) for _, line in sorted(lines.items())]
     progress = widgets.HBox([more["progress"], more["progress_label"]])
-    fastest = widgets.HBox([b["find_fastest"], b["apply_fastest"], p["fastest"]])
-    box = widgets.VBox([*boxes, widgets.HBox([c["view"], c["focus"]]), progress, fastest])
+    fastest = _line([b["find_fastest"], b["apply_fastest"], p["fastest"]])
+    box = widgets.VBox([*boxes, _line([c["view"], c["focus"]]), progress, fastest])
     pages = dict(p)
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
     pages["blockers_box"] = more["blockers_tab"]
