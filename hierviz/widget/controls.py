@@ -51,12 +51,24 @@ def support_choice(sup: Any) -> str:
     return CUSTOM
 
 
-class SupportPicker(widgets.HBox):
+class _Refusing:
+    """Mixin: a value the widget cannot take is refused with a message to `on_refused`,
+    keeping the current value, instead of raising TraitError (or clamping silently)."""
+
+    on_refused: Refused | None = None
+    what = "value"
+
+    def _refuse(self, message: str) -> Any:
+        if self.on_refused is not None:
+            self.on_refused(message)
+        return self.value  # type: ignore[attr-defined]
+
+
+class SupportPicker(_Refusing, widgets.HBox):
     """One dropdown per backend choosing its support source. `.value` maps backend -> choice
     key (see SUPPORT_CHOICES; 'custom' is the Support object the Explorer was given)."""
 
     value = _AnyValue({})
-    on_refused: Refused | None = None
 
     @traitlets.validate("value")
     def _validate_value(self, proposal: dict) -> dict:
@@ -64,11 +76,16 @@ class SupportPicker(widgets.HBox):
         if value is None:
             return {}
         if isinstance(value, Mapping):
-            return dict(value)
-        if self.on_refused is not None:
-            self.on_refused(f"support takes a dict backend -> choice ({', '.join(SUPPORT_CHOICES)}), not "
-                            f"{type(value).__name__} {value!r}.")
-        return self.value
+            known = [*SUPPORT_CHOICES, CUSTOM]
+            wrong = [f"{b}={k!r}" for b, k in value.items() if b not in self.dropdowns or k not in known]
+            if not wrong:
+                return dict(value)
+            # refused here, as the other controls refuse theirs: the shown partition stays
+            return self._refuse(f"support: {', '.join(wrong)} is not a choice; each of "
+                                 f"{', '.join(self.dropdowns)} takes one of {', '.join(known)}; kept {self.value!r}.")
+        return self._refuse(f"support takes a dict backend -> choice ({', '.join(SUPPORT_CHOICES)}), not "
+                             f"{type(value).__name__} {value!r}.")
+
 
     def __init__(self, backends: list[str], support: Mapping[str, Any] | None) -> None:
         self.custom: dict[str, Any] = {}
@@ -147,19 +164,6 @@ class SupportPicker(widgets.HBox):
                 raise ConfigError(f"support for {backend!r}: unknown choice {key!r}; choose one of "
                                   f"{[k for k in SUPPORT_CHOICES] + [CUSTOM]}.")
         return out or None
-
-
-class _Refusing:
-    """Mixin: a value the widget cannot take is refused with a message to `on_refused`,
-    keeping the current value, instead of raising TraitError (or clamping silently)."""
-
-    on_refused: Refused | None = None
-    what = "value"
-
-    def _refuse(self, message: str) -> Any:
-        if self.on_refused is not None:
-            self.on_refused(message)
-        return self.value  # type: ignore[attr-defined]
 
 
 class TagsInput(_Refusing, widgets.TagsInput):

@@ -166,8 +166,7 @@ def test_toggles(ex: Explorer, small) -> None:
     ("torch_executed_ops", ["torch.ops.aten.nope.default"], "unknown op name"),
     ("priority", ["tensorrt", "foo"], "unknown backend 'foo'"),
     ("priority", ["tensorrt", "tensorrt"], "lists a backend twice"),
-    ("support", {"inductor": "bogus"}, "unknown choice 'bogus'"),
-])
+])  # a support choice the picker has not is refused by the control (test_widget_mistakes.py)
 def test_invalid_settings_show_the_error_and_controls_stay_usable(ex: Explorer, small, control, value,
                                                                   expected) -> None:
     _, _, gm = small

@@ -83,6 +83,8 @@ def test_slider_values_out_of_range_are_refused_with_a_message(ex: Explorer, val
     ("measure", "yes", "measure must be True or False"),
     ("focus", 5, "focus takes a node name or subgraph tag"),
     ("support", "inductor", "support takes a dict backend -> choice"),
+    ("support", {"tensorrt": "default", "inductor": "all"}, "support: inductor='all' is not a choice; each of"),
+    ("support", {"tvm": "inductor"}, "support: tvm='inductor' is not a choice"),
 ])
 def test_controls_refuse_values_they_cannot_show(ex: Explorer, control, value, expected) -> None:
     before = ex.controls[control].value
