@@ -3,7 +3,7 @@
 Target (issue 6): every control change on resnet50 and on bert updates everything (partition,
 diagram, stats, tables, report, history, diff) in <= 1 s on the 2-core CPU dev machine.
 
-    python benchmarks/explore_latency.py [--models resnet50,bert] [--background efficientnet_v2_s]
+    python benchmarks/explore_latency.py [--models resnet50,bert] [--background efficientnet_v2_s] [--measuring efficientnet_v2_s]
 
 Second part (issue 29): a setting change while the "compile today" line is computing, on a
 model outside the zoo (torchvision's efficientnet_v2_s, random weights, 722 nodes). Each
@@ -14,6 +14,11 @@ of this process, as before issue 29: it competes for the GIL) and "worker" (comp
 child process, compare/today_worker.py), p50/p90 of the time until the partition, stats, tables
 and history are shown ("counts") and until the diagram is too ("diagram"), with the plain
 `hv.partition` time of the same settings. Target: counts p90 <= 0.3 s.
+
+Third part (issue 29): the same changes while a measurement (time_fn of the model, the timing
+loop of hv.measure and hv.tune's trials) runs in a thread of this process: "gate off" (before)
+and "gate on" (after: the measurement waits at its safe points while a change applies,
+hierviz/foreground.py) beside "nothing beside", p50/p90 of counts and diagram.
 
 For each model it builds an Explorer (debounce=0, so each `.value = ...` applies synchronously,
 exactly as a click does after its debounce), then applies a fixed sequence of control changes,
@@ -189,6 +194,78 @@ def background_bench(model_name: str, changes: int) -> None:
           f"{'met' if got <= BACKGROUND_TARGET_S else 'MISSED'} ({got * 1000:.0f} ms)")
 
 
+def measuring_bench(model_name: str, changes: int) -> None:
+    """Setting changes while a measurement runs in a thread of this process (the timing loop of
+    hv.measure / hv.tune's trials, on the same model), with the "UI first" gate off (before)
+    and on (after, hierviz/foreground.py), and with nothing running beside, in one run."""
+    import threading
+
+    import torch
+    import torchvision
+
+    import hierviz as hv
+    from hierviz import foreground
+    from hierviz.compare import clear_cache
+    from hierviz.latency.timing import time_fn
+
+    torch.manual_seed(0)
+    model = getattr(torchvision.models, model_name)(weights=None).eval()
+    inputs = (torch.randn(1, 3, 224, 224),)
+    gm = hv.capture(model, inputs)
+    n_nodes = sum(1 for n in gm.graph.nodes if n.op == "call_function")
+    print(f"\n== {model_name}: {n_nodes} call nodes; min_block_size changes while a measurement (time_fn of the "
+          f"model, as hv.measure and hv.tune's trials time it) runs in a thread ==")
+    sizes = [v for pair in zip(range(2, 40), range(60, 98)) for v in pair][:changes]
+    rows = []
+    for label, measuring, gate in (("nothing beside", False, True), ("measuring, gate off (before)", True, False),
+                                   ("measuring, gate on (after)", True, True)):
+        clear_cache()
+        foreground.ENABLED = gate
+        ex = hv.explore(gm, inputs, debounce=0, name=model_name, min_block_size=1)
+        ex.compile_today_thread.join()
+        stop, calls, kept = threading.Event(), [0], [0]
+
+        def call() -> None:
+            calls[0] += 1
+            model(*inputs)
+
+        def measure() -> None:
+            with torch.no_grad():
+                while not stop.is_set():
+                    kept[0] += time_fn(call, torch.device("cpu"), warmup=0, iters=10).iters
+
+        thread = threading.Thread(target=measure, daemon=True)
+        if measuring:
+            thread.start()
+            time.sleep(1.0)
+        counts, totals = [], []
+        for size in sizes:
+            ex.compile_today_thread.join()  # only the measurement runs beside the change
+            t = time.perf_counter()
+            ex.controls["min_block_size"].value = size
+            totals.append(time.perf_counter() - t)
+            counts.append(ex.timings["counts"])
+            time.sleep(0.2)  # a user's pause between changes: the measurement goes on
+        stop.set()
+        if measuring:
+            thread.join()
+        assert ex.internal_errors == [], ex.internal_errors
+        rows.append((label, counts, totals, f"{calls[0]} run, {kept[0]} kept"))
+    foreground.ENABLED = True
+
+    def q(xs: list[float], p: int) -> str:
+        return f"{(statistics.quantiles(xs, n=10)[8] if p == 90 else statistics.median(xs)) * 1000:.0f}"
+
+    print(f"{'beside the changes':30s} {'counts p50':>11s} {'counts p90':>11s} {'diagram p50':>12s} "
+          f"{'diagram p90':>12s}  model calls of the measurement")
+    for label, counts, totals, n in rows:
+        print(f"{label:30s} {q(counts, 50):>9s}ms {q(counts, 90):>9s}ms {q(totals, 50):>10s}ms "
+              f"{q(totals, 90):>10s}ms  {n}")
+    got = statistics.quantiles(rows[-1][1], n=10)[8]
+    print(f"target: counts p90 <= {BACKGROUND_TARGET_S * 1000:.0f} ms while measuring: "
+          f"{'met' if got <= BACKGROUND_TARGET_S else 'MISSED'} ({got * 1000:.0f} ms)")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,bert")
@@ -196,12 +273,16 @@ def main() -> None:
     parser.add_argument("--background", default="efficientnet_v2_s",
                         help="torchvision model for the background part ('' to skip it)")
     parser.add_argument("--changes", type=int, default=20, help="setting changes in the background part")
+    parser.add_argument("--measuring", default="efficientnet_v2_s",
+                        help="torchvision model for the while-measuring part ('' to skip it)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     os.environ.setdefault("TORCHINDUCTOR_DISABLE_PROGRESS", "1")
     print(f"hierviz Explorer update latency (no measuring), {os.cpu_count()} CPU cores")
     if args.background:
         background_bench(args.background, args.changes)
+    if args.measuring:
+        measuring_bench(args.measuring, args.changes)
     worst = 0.0
     for name in filter(None, args.models.split(",")):
         totals = bench(name.strip(), upstream=not args.no_upstream)

@@ -33,6 +33,7 @@ from typing import Any, Iterable, Mapping
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
+from hierviz.foreground import wait_for_foreground
 from hierviz.compare import columns
 from hierviz.compare.cache import cached_partition
 from hierviz.compare.engines import compile_baseline
@@ -319,6 +320,7 @@ class _TuneRun:
 
     def start_trial(self) -> bool:
         """Ask for one setting and run it (or hand it to Ray); False when the search must stop."""
+        wait_for_foreground()  # a trial starts after the Explorer's setting change is shown
         with quiet_optuna(self.optuna):
             trial = self.study.ask()
         changes = self.space.suggest(trial)

@@ -39,6 +39,7 @@ import ipywidgets as widgets
 
 from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
+from hierviz.foreground import foreground
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
@@ -278,6 +279,11 @@ class Explorer(widgets.VBox):
 
     # ------------------------------------------------------------------ one update
     def _update(self) -> None:
+        """Show the controls' setting; background measuring waits until it is shown."""
+        with foreground():
+            self._show_setting()
+
+    def _show_setting(self) -> None:
         t0 = time.perf_counter()
         self._errors.pop("control", None)
         try:

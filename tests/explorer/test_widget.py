@@ -419,3 +419,30 @@ def test_hv_explore_public_name(small) -> None:
     ex = hv.explore(model, inputs, debounce=0)
     assert isinstance(ex, hv.Explorer)
     assert ex.partition.config == hv.Config()
+
+
+def test_background_work_waits_while_a_setting_change_applies(ex: Explorer, monkeypatch: pytest.MonkeyPatch) -> None:
+    import threading
+
+    from hierviz import foreground as fg
+
+    seen: list[bool] = []
+    update = ex.controller.update
+
+    def update_and_look(state):  # a background safe point reached while the change applies
+        t = threading.Thread(target=lambda: seen.append(fg.wait_for_foreground(timeout=0)))
+        t.start()
+        t.join(60)
+        return update(state)
+
+    monkeypatch.setattr(ex.controller, "update", update_and_look)
+    ex.controls["min_block_size"].value = 3
+    assert seen == [True] and ex.partition is not None and ex.partition.config.min_block_size == 3
+    assert not fg.busy()  # the gate opened when the change was shown
+
+    def fails(state):
+        raise RuntimeError("boom")
+
+    monkeypatch.setattr(ex.controller, "update", fails)
+    ex.controls["min_block_size"].value = 4  # the guard shows the error; the gate still opens
+    assert not fg.busy()

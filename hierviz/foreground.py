@@ -1,0 +1,90 @@
+"""The "UI first" gate: while the Explorer applies a setting change (`with foreground():`),
+background measuring work in this process (hv.tune's trials, timing batches) pauses at its
+safe points (`wait_for_foreground()`) and goes on when the change is shown; a timing batch
+that overlapped a change is timed again (`undisturbed`), since the change polluted it.
+
+Nothing waits when no change is being applied (one Event check); a wait is bounded
+(MAX_WAIT_S), so background work never hangs; the gate opens in a `finally`, so a change that
+raises still releases it. A thread holding the foreground never waits for itself. `ENABLED =
+False` turns the gate off (benchmarks compare both)."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+from typing import Callable, Iterator, TypeVar
+
+T = TypeVar("T")
+
+MAX_WAIT_S = 5.0  # the longest one safe point waits for a change to be shown
+REDO = 3  # a timing batch overlapped by changes is timed again at most this many times
+ENABLED = True  # False: foreground() holds nothing (the "before" of benchmarks/explore_latency.py)
+
+_lock = threading.Lock()
+_idle = threading.Event()
+_idle.set()
+_holders: dict[int, int] = {}  # thread id -> nesting depth of foreground() in that thread
+_entered = 0  # foreground() entries so far: a batch whose count changed overlapped a change
+
+
+@contextlib.contextmanager
+def foreground() -> Iterator[None]:
+    """Hold the gate inside the block: background work waits at its next safe point."""
+    global _entered
+    if not ENABLED:
+        yield
+        return
+    me = threading.get_ident()
+    with _lock:
+        _holders[me] = _holders.get(me, 0) + 1
+        _entered += 1
+        _idle.clear()
+    try:
+        yield
+    finally:
+        with _lock:
+            if _holders[me] == 1:
+                del _holders[me]
+            else:
+                _holders[me] -= 1
+            if not _holders:
+                _idle.set()
+
+
+def busy() -> bool:
+    """A change is being applied (by any thread)."""
+    return not _idle.is_set()
+
+
+def _mine() -> bool:
+    return threading.get_ident() in _holders
+
+
+def yielding() -> bool:
+    """Another thread is applying a change: background work should stop at this safe point."""
+    return not _idle.is_set() and not _mine()
+
+
+def wait_for_foreground(timeout: float = MAX_WAIT_S) -> bool:
+    """A safe point: return at once when no change is being applied (or this thread is the one
+    applying it), else wait until it is shown, at most `timeout` s. True if it waited."""
+    if _idle.is_set() or _mine():
+        return False
+    _idle.wait(timeout)
+    return True
+
+
+def undisturbed(take: Callable[[], T], redo: int = REDO) -> T:
+    """`take()` (one timing batch) after a safe point; taken again, at most `redo` more times,
+    when a change was applied while it ran. Without changes: exactly one `take()`."""
+    for _ in range(redo):
+        wait_for_foreground()
+        before = _entered
+        got = take()
+        if _entered == before and (_idle.is_set() or _mine()):
+            return got
+    wait_for_foreground()
+    return take()
+
+
+__all__ = ["foreground", "wait_for_foreground", "undisturbed", "busy", "yielding", "MAX_WAIT_S", "REDO", "ENABLED"]
