@@ -306,7 +306,15 @@ def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
     """Node name -> the cause's label, for the nodes of the first `rows` causes by rank
     (render(highlight="blockers")); counts only, without re-partitioning, for speed."""
     causes = sorted(find_causes(p), key=lambda c: (-c.nodes, c.op))[:rows]
-    return {m: f"{c.kind}: {short_op(c.op) if c.op.startswith('torch.ops.') else c.op}" for c in causes for m in c.members}
+    return {m: f"{c.kind}: {_short_label(c)}" for c in causes for m in c.members}
+
+
+def _short_label(c: Cause) -> str:
+    """A cause in a few words for a diagram's node or box: the op, or a demoted block's size
+    (its ops are on the diagram already; listing them widened every box)."""
+    if c.kind == "demoted" and c.block_size is not None:
+        return f"blocks of {c.block_size}"
+    return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
 
 
 __all__ = ["REPORT_ROWS", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",

@@ -4,6 +4,7 @@ several engines; ranking, the kind filter, the combined row and bad arguments.""
 
 from __future__ import annotations
 
+import re
 import tempfile
 from pathlib import Path
 
@@ -193,6 +194,8 @@ def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule
     assert marked == set(kept_out)
     assert "<B>blocker: no converter: aten.hypot</B>" in labels["hypot_1"]
     assert "<B>blocker: forced: aten.tanh</B>" in labels["tanh"]
+    demoted = {n.name for n in part.nodes().itertuples() if n.reason.startswith("demoted")}
+    assert demoted and all(re.search(r"<B>blocker: demoted: blocks of \d+</B>", labels[n]) for n in demoted)
     assert "blockers: 6 node(s) of the top 4 cause(s) marked red" in source
     plain = part.render("full").source
     assert "blocker" not in plain
