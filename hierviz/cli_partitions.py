@@ -64,6 +64,10 @@ def _by_backend(items: list[str] | None) -> dict[str, int] | None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    limits = (args.max_subgraphs, args.min_coverage, args.max_boundary_tensors, args.max_subgraphs_by_backend, args.like)
+    if all(limit is None for limit in limits):  # a CI job whose limits went missing must not pass
+        raise UsageError("check needs at least one limit: --max-subgraphs N, --min-coverage F, "
+                         "--max-boundary-tensors N, --max-subgraphs-by-backend backend=N or --like saved.json")
     if args.like is not None:
         like = hv.load_partition(args.like)  # a wrong file fails before MODEL is partitioned
     else:

@@ -53,6 +53,14 @@ def test_check_fails_with_exit_1_and_passes_with_one_line(capsys, part) -> None:
     assert out.startswith("partition check passed") and f"subgraphs {part.stats['subgraphs']} <=" in out
 
 
+def test_check_without_limits_is_a_mistake(capsys, part, tmp_path: Path) -> None:
+    """A CI job whose limits went missing must not pass: exit 2 and one line naming the limits."""
+    saved = part.save(tmp_path / "a.json")
+    code, out, err = run(capsys, "check", str(saved))
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1
+    assert "check needs at least one limit: --max-subgraphs N" in err and "--like saved.json" in err
+
+
 def test_check_like_a_saved_partition(capsys, part, tmp_path: Path) -> None:
     saved = tmp_path / "good.json"
     assert run(capsys, "report", MODEL, "-o", str(saved))[0] == 0
@@ -102,7 +110,8 @@ def test_a_saved_partition_is_read_by_report_check_and_blockers(capsys, part, tm
 @pytest.mark.parametrize("command", ["report", "check", "blockers"])
 def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_path: Path, command: str) -> None:
     saved = part.save(tmp_path / "a.json")
-    code, out, err = run(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast")
+    limit = ["--max-subgraphs", "3"] if command == "check" else []
+    code, out, err = run(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast", *limit)
     assert code == 2 and len(err.strip().splitlines()) == 1 and not out
     assert "--min-block-size, --engine: " in err and "is a saved partition" in err and "give MODEL" in err
 

@@ -276,7 +276,8 @@ def for_reports(p: "Partition") -> "pd.DataFrame | None":
 def not_computed_text(p: "Partition") -> str:
     """Why a report leaves the blockers out, and how to include them."""
     return (f"Not computed: p.blockers() re-runs Torch-TensorRT's {p.engine} partitioner once per cause; "
-            f"call it first to show the top {REPORT_ROWS} here (the answer is kept with the partition).")
+            f"call it first to show the top {REPORT_ROWS} here (the answer is kept with the partition), "
+            f"or on the command line: hierviz blockers MODEL --engine {p.engine}.")
 
 
 def change_lines(table: "pd.DataFrame", rows: int = 5) -> list[str]:

@@ -342,6 +342,9 @@ class Partition:
         shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
         hv.measure. The default table is kept with the partition (a copy is returned);
         `compute=False` returns it only when known, else None (the HTML report's rule)."""
+        for name, flag in (("measure", measure), ("compute", compute)):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
         default = kind is None and top == DEFAULT_TOP
         known = self._blockers if default else None
         if known is None and not compute:
