@@ -173,20 +173,19 @@ def what_if(config: Config, support: dict[str, set[str]], dropped: Iterable[str]
             block_size: int | None) -> Config:
     """`config` with `support` ops added to their backends (any_chain with hv.support.ops),
     `dropped` entries removed from torch_executed_ops and min_block_size lowered to `block_size`."""
-    changes: dict[str, Any] = {}
     if support:
         new = dict(config.support or {})
         for b, ops in support.items():
             current = config.support_for(b)
             added = support_mod.ops(sorted(ops))
             new[b] = added if current is None else support_mod.any_chain(current, added)
-        changes["support"] = new
+        config = config.replace(support=new)
     dropped = set(dropped)
     if dropped:
-        changes["torch_executed_ops"] = frozenset(config.torch_executed_ops) - dropped
+        config = config.replace(torch_executed_ops=frozenset(config.torch_executed_ops) - dropped)
     if block_size is not None and block_size < config.min_block_size:
-        changes["min_block_size"] = block_size
-    return config.replace(**changes) if changes else config
+        config = config.replace(min_block_size=block_size)
+    return config
 
 
 def combine(causes: list[Cause], config: Config) -> Cause:
