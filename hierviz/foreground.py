@@ -74,17 +74,27 @@ def wait_for_foreground(timeout: float = MAX_WAIT_S) -> bool:
     return True
 
 
+def mark() -> int:
+    """A mark to pass to `overlapped` after a timed piece of work."""
+    return _entered
+
+
+def overlapped(since: int) -> bool:
+    """Another thread applied (or is applying) a change since `mark()` returned `since`."""
+    return _entered != since or yielding()
+
+
 def undisturbed(take: Callable[[], T], redo: int = REDO) -> T:
     """`take()` (one timing batch) after a safe point; taken again, at most `redo` more times,
     when a change was applied while it ran. Without changes: exactly one `take()`."""
     for _ in range(redo):
         wait_for_foreground()
-        before = _entered
+        since = mark()
         got = take()
-        if _entered == before and (_idle.is_set() or _mine()):
+        if not overlapped(since):
             return got
     wait_for_foreground()
     return take()
 
 
-__all__ = ["foreground", "wait_for_foreground", "undisturbed", "busy", "yielding", "MAX_WAIT_S", "REDO", "ENABLED"]
+__all__ = ["foreground", "wait_for_foreground", "undisturbed", "busy", "yielding", "mark", "overlapped", "MAX_WAIT_S", "REDO", "ENABLED"]

@@ -12,14 +12,13 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from hierviz.foreground import undisturbed, wait_for_foreground, yielding
+from hierviz.foreground import REDO, mark, overlapped, undisturbed, wait_for_foreground
 from hierviz.gcpause import gc_paused
 
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
 CI_LEVEL = 0.95  # confidence level of speed-up intervals
 CI_RESAMPLES = 2000  # bootstrap resamples per interval
 WIDE_SPREAD = 0.25  # a baseline whose p10-p90 range is wider than this share of its median is flagged
-TIME_BATCH = 10  # calls per batch in time_fn: between batches the Explorer's changes go first
 PAIR_BATCH = 5  # calls per batch when a baseline and a candidate are timed in alternating batches
 CLOCK = time.perf_counter_ns  # the host clock; tests put a fake one here to inject noise
 
@@ -123,9 +122,9 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
 
     On CUDA each call is bracketed by CUDA events on the current stream and the device is
     synchronised before and after; elsewhere each call is timed with `perf_counter_ns`.
-    The garbage collector is paused while timing. On the host the calls are timed in batches
-    of TIME_BATCH; before each, a setting change the Explorer is applying goes first, and a
-    batch it overlapped is timed again (hierviz/foreground.py).
+    The garbage collector is paused while timing. On the host a setting change the Explorer is
+    applying goes before each call, and a call a change overlapped is timed again
+    (hierviz/foreground.py).
     """
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters}")
@@ -138,30 +137,28 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
 def _time_host(fn: Callable[[], object], warmup: int, iters: int) -> Stats:
     for _ in range(warmup):
         fn()
-    return Stats.of(_batched(_calls_host, fn, iters))
+    return Stats.of(_calls_host(fn, iters, gated=True))
 
 
-def _batched(calls: Callable[..., list[float]], fn: Callable[[], object], n: int) -> list[float]:
-    """`n` timed calls of fn, in batches of TIME_BATCH, each one undisturbed by the Explorer: a
-    batch stops at the next call when a change starts, and is timed again after it."""
-    samples: list[float] = []
-    while len(samples) < n:
-        k = min(TIME_BATCH, n - len(samples))
-        got = undisturbed(lambda k=k: calls(fn, k, yielding))  # type: ignore[misc]
-        samples.extend(got or calls(fn, k))  # (a change held past every wait: time the batch anyway)
-    return samples
-
-
-def _calls_host(fn: Callable[[], object], n: int, stop: Callable[[], bool] | None = None) -> list[float]:
-    """`n` calls of fn, each timed with CLOCK, in ms; fewer when `stop()` turns true between two."""
+def _calls_host(fn: Callable[[], object], n: int, gated: bool = False) -> list[float]:
+    """`n` calls of fn, each timed with CLOCK, in ms. `gated`: each call waits for a change the
+    Explorer is applying, and a call a change overlapped is timed again (at most REDO times per
+    sample on average, so it always ends)."""
     samples = []
     clock = CLOCK
-    for _ in range(n):
-        if stop is not None and stop():
-            break
+    redos = 0
+    since = 0
+    while len(samples) < n:
+        if gated:
+            wait_for_foreground()
+            since = mark()
         start = clock()
         fn()
-        samples.append((clock() - start) / 1e6)
+        ms = (clock() - start) / 1e6
+        if gated and overlapped(since) and redos < REDO * n:
+            redos += 1
+            continue
+        samples.append(ms)
     return samples
 
 
@@ -249,4 +246,4 @@ def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence
     return out
 
 
-__all__ = ["Stats", "time_fn", "time_paired", "speedup_interval", "WIDE_SPREAD", "PAIR_BATCH", "TIME_BATCH", "CLOCK", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
+__all__ = ["Stats", "time_fn", "time_paired", "speedup_interval", "WIDE_SPREAD", "PAIR_BATCH", "CLOCK", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
