@@ -22,8 +22,8 @@ TARGET_S = 2.0
 
 
 def run(engine: str, gm) -> None:
-    part = hv.partition(gm, engine=engine)
-    part.blockers()  # warm: imports, the converter registry, validators
+    hv.partition(gm, engine=engine).blockers()  # warm: imports, the converter registry, validators
+    part = hv.partition(gm, engine=engine)  # a fresh partition: blockers() keeps its table, so time a new one
     t = time.perf_counter()
     table = part.blockers()
     blockers_s = time.perf_counter() - t
