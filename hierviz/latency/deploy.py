@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import torch
-from torch.utils._pytree import tree_leaves, tree_unflatten
+from torch.utils._pytree import tree_leaves, tree_map, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
@@ -127,8 +127,9 @@ class CompiledModel(torch.nn.Module):
         (folder / "graph.pkl").write_bytes(pickle.dumps(pack_graph(self._partition.graph)))
         (folder / "inputs.json").write_text(spec_of(self._partition.graph).to_json())
         (folder / "config.pkl").write_bytes(config)
-        torch.save(tuple(x.detach().cpu() if isinstance(x, torch.Tensor) else x
-                         for x in tree_leaves(self._example_inputs)), folder / "inputs.pt")
+        # the inputs as the model takes them (nested dicts and lists kept): load checks them against the graph
+        torch.save(tree_map(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x, self._example_inputs),
+                   folder / "inputs.pt")
         eager = [t for t, r in split.records.items() if r.status == "eager"]
         (folder / "hierviz.json").write_text(json.dumps({
             "format": FORMAT, "config": self.config.label(), "device": str(self.device),
