@@ -5,18 +5,9 @@ from __future__ import annotations
 
 import torch
 
+from hierviz.zoo import TensorOutput
+
 VOCAB, SEQ = 1000, 32
-
-
-class Logits(torch.nn.Module):
-    """The model's logits as one tensor (what torch.export and hierviz take)."""
-
-    def __init__(self, model: torch.nn.Module) -> None:
-        super().__init__()
-        self.model = model
-
-    def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        return self.model(input_ids=ids).logits
 
 
 def _tokens() -> tuple[torch.Tensor]:
@@ -30,7 +21,7 @@ def _causal_lm(family: str, layers: int, hidden: int) -> tuple[torch.nn.Module, 
     config = getattr(transformers, f"{family}Config")(
         vocab_size=VOCAB, hidden_size=hidden, intermediate_size=2 * hidden, num_hidden_layers=layers,
         num_attention_heads=8, num_key_value_heads=4, max_position_embeddings=2 * SEQ, use_cache=False)
-    return Logits(getattr(transformers, f"{family}ForCausalLM")(config).eval()), _tokens()
+    return TensorOutput(getattr(transformers, f"{family}ForCausalLM")(config).eval(), "logits"), _tokens()
 
 
 def llama(layers: int = 24, hidden: int = 256) -> tuple[torch.nn.Module, tuple]:

@@ -36,18 +36,11 @@ def googlenet(ceil_mode: bool = True) -> tuple:
 def qwen2() -> tuple:
     import transformers
 
-    class LogitsOnly(torch.nn.Module):
-        def __init__(self, m: torch.nn.Module) -> None:
-            super().__init__()
-            self.m = m
-
-        def forward(self, ids: torch.Tensor) -> torch.Tensor:
-            return self.m(input_ids=ids).logits
-
     torch.manual_seed(0)
     cfg = transformers.Qwen2Config(vocab_size=1000, hidden_size=128, intermediate_size=256, num_hidden_layers=2,
                                    num_attention_heads=4, num_key_value_heads=2)
-    return LogitsOnly(transformers.AutoModelForCausalLM.from_config(cfg).eval()), (torch.randint(0, 1000, (1, 16)),)
+    model = hv.zoo.TensorOutput(transformers.AutoModelForCausalLM.from_config(cfg).eval(), "logits")
+    return model, (torch.randint(0, 1000, (1, 16)),)
 
 
 def markdown(table) -> str:
