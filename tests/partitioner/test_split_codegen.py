@@ -1,6 +1,7 @@
-"""Partition.module generates each submodule's code once: no code for copies that never run,
-no second and third generation when the parent is made and when the input check is added;
-and the code and outputs are those of a split made the plain torch.fx way."""
+"""Partition.module generates each submodule's code once, when it first runs: no code for copies
+that never run, no second and third generation when the parent is made and when the input check
+is added; and the code, weights and outputs are those of a split made the plain torch.fx way
+(split_by_tags)."""
 
 from __future__ import annotations
 
@@ -58,15 +59,35 @@ def resnet(zoo_cache) -> hv.Partition:
 
 
 @pytest.mark.parametrize("which", ["branchy", "resnet"])
-def test_each_submodule_is_generated_once(request, which) -> None:
+def test_each_submodule_is_generated_once(request, zoo_cache, which) -> None:
+    """Building `.module` generates the parent's code only; the first call generates each
+    submodule's code once (torch.fx's lazy GraphModule), and later calls none."""
     p = request.getfixturevalue(which)
     fresh = hv.partition(p.graph, config=p.config)  # its split module not built yet
     with counting_recompiles() as calls:
         module = fresh.module
     assert len(p.subgraphs) > 20
-    assert len(calls) <= len(p.subgraphs) + 3
-    assert sum(isinstance(c, SplitModule) for c in calls) <= 2  # the parent: when made, after the check
+    assert calls == [module]
     assert isinstance(module, SplitModule)
+    inputs = hv.zoo.synthetic_inputs(p.graph) if which == "branchy" else zoo_cache.load("resnet18")[1]
+    with counting_recompiles() as calls:
+        module(*inputs)
+    assert sorted(id(c) for c in calls) == sorted(id(c) for c in module.children())
+    assert len(calls) == len(p.subgraphs)
+    with counting_recompiles() as calls:
+        module(*inputs)
+    assert calls == []
+
+
+def test_submodules_hold_the_same_weights_as_the_plain_split(resnet) -> None:
+    plain = plain_split(resnet)
+    for name, child in resnet.module.named_children():
+        theirs = getattr(plain, name)
+        assert dict(child.named_parameters()).keys() == dict(theirs.named_parameters()).keys()
+        assert dict(child.named_buffers()).keys() == dict(theirs.named_buffers()).keys()
+        for key, value in child.state_dict(keep_vars=True).items():
+            assert value is theirs.state_dict(keep_vars=True)[key]  # shared with the model, not copied
+    assert resnet.module.state_dict().keys() == plain.state_dict().keys()
 
 
 @pytest.mark.parametrize("which", ["branchy", "resnet"])
@@ -86,8 +107,9 @@ def test_code_and_outputs_equal_the_plain_split(request, zoo_cache, which) -> No
 def test_recompiling_the_split_module_keeps_its_submodules(branchy) -> None:
     """SplitModule.recompile regenerates the parent only; the submodules stay as made."""
     module = branchy.module
+    inputs = hv.zoo.synthetic_inputs(branchy.graph)
+    module(*inputs)
     with counting_recompiles() as calls:
         module.recompile()
     assert calls == [module]
-    inputs = hv.zoo.synthetic_inputs(branchy.graph)
     torch.testing.assert_close(module(*inputs), branchy.graph(*inputs), rtol=0, atol=0)
