@@ -8,6 +8,7 @@ its setting and the measure options.
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import os
 from pathlib import Path
@@ -19,6 +20,7 @@ from hierviz.errors import ConfigError
 
 SUFFIXES = (".csv", ".parquet")
 KEYS = ("model_key", "settings_key")
+PARQUET_ENGINES = ("pyarrow", "fastparquet")  # what pandas reads and writes Parquet with
 
 
 def _digest(value: Any) -> str:
@@ -37,6 +39,18 @@ def settings_key(cfg: Config, measure: Mapping[str, Any] | None) -> str:
     return _digest([columns.config_columns(cfg), None if measure is None else dict(measure)])
 
 
+def _check_parquet_engine(path: Path) -> None:
+    """Refuses a .parquet `out` before any row runs when pandas has no Parquet engine."""
+    for name in PARQUET_ENGINES:
+        try:
+            importlib.import_module(name)
+            return
+        except ImportError:
+            continue
+    raise ConfigError(f"out={path.name!r} needs pyarrow to write Parquet: pip install 'hierviz[parquet]' "
+                      "(or pip install pyarrow); or use out='sweep.csv'.")
+
+
 class SweepFile:
     """The table at `path` for one model: the rows already there, and rows added as they finish."""
 
@@ -46,6 +60,8 @@ class SweepFile:
             raise ConfigError(f"out must end in .csv or .parquet, not {path.name!r}.")
         if path.is_dir():
             raise ConfigError(f"out={str(path)!r} is a directory; give a file name, e.g. {path / 'sweep.csv'}.")
+        if path.suffix.lower() == ".parquet":
+            _check_parquet_engine(path)
         self.path, self.model = path, model
         self.rows: list[dict[str, Any]] = self._read()
         self.done = {r["settings_key"]: r for r in self.rows if r.get("model_key") == model}
@@ -85,9 +101,6 @@ class SweepFile:
                 df.to_csv(tmp, index=False)
             else:
                 df.to_parquet(tmp, index=False)
-        except ImportError as exc:
-            raise ConfigError(f"writing {self.path.name} needs a Parquet engine: pip install pyarrow "
-                              f"({exc}); or use out='sweep.csv'.") from None
         except OSError as exc:
             raise ConfigError(f"cannot write out={str(self.path)!r}: {exc.strerror or exc}.") from None
         os.replace(tmp, self.path)

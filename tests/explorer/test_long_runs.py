@@ -4,6 +4,7 @@ and a rerun resumes without measuring them again; Ctrl-C in either returns what 
 
 from __future__ import annotations
 
+import sys
 import warnings
 
 import pandas as pd
@@ -18,6 +19,7 @@ sweep_mod = importlib.import_module("hierviz.compare.sweep")
 from .conftest import SCRIPTED_COMPILERS
 
 GRID = {"min_block_size": [1, 2, 3, 4]}
+READ = {".csv": pd.read_csv, ".parquet": pd.read_parquet}  # the table on disk, as a user reads it back
 
 
 def _sweep(small, out, **kwargs):
@@ -28,14 +30,15 @@ def _sweep(small, out, **kwargs):
     return df, [str(w.message) for w in seen if "hv.sweep" in str(w.message)]
 
 
-def test_sweep_writes_each_row_and_a_rerun_skips_them(small, tmp_path, monkeypatch) -> None:
-    out = tmp_path / "sweep.csv"
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sweep_writes_each_row_and_a_rerun_skips_them(small, tmp_path, monkeypatch, suffix) -> None:
+    out, read = tmp_path / f"sweep{suffix}", READ[suffix]
     written: list[int] = []
     real_add = sweep_mod.SweepFile.add
 
     def add(self, row, key):
         real_add(self, row, key)
-        written.append(len(pd.read_csv(out)))  # on disk as soon as the row finished
+        written.append(len(read(out)))  # on disk as soon as the row finished
 
     monkeypatch.setattr(sweep_mod.SweepFile, "add", add)
     first, notes = _sweep(small, out)
@@ -52,10 +55,12 @@ def test_sweep_writes_each_row_and_a_rerun_skips_them(small, tmp_path, monkeypat
     # another setting is run; the rows already there are not
     model, inputs, _ = small
     more = hv.sweep(model, inputs, {"min_block_size": [2, 5]}, progress=False, out=out)
-    assert ran == [5] and list(more["min_block_size"]) == [2, 5] and len(pd.read_csv(out)) == 5
+    assert ran == [5] and list(more["min_block_size"]) == [2, 5] and len(read(out)) == 5
+    assert list(read(out)["min_block_size"]) == [1, 2, 3, 4, 5]
 
 
-def test_sweep_ctrl_c_returns_the_rows_finished(small, tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("suffix", [".csv", ".parquet"])
+def test_sweep_ctrl_c_returns_the_rows_finished(small, tmp_path, monkeypatch, suffix) -> None:
     real_row = sweep_mod.partition_row
 
     def third_is_interrupted(gm, cfg):
@@ -64,14 +69,15 @@ def test_sweep_ctrl_c_returns_the_rows_finished(small, tmp_path, monkeypatch) ->
         return real_row(gm, cfg)
 
     monkeypatch.setattr(sweep_mod, "partition_row", third_is_interrupted)
-    out = tmp_path / "s.csv"
+    out = tmp_path / f"s{suffix}"
     df, notes = _sweep(small, out, measure={"warmup": 0, "iters": 2})
-    assert list(df["min_block_size"]) == [1, 2] and len(pd.read_csv(out)) == 2
+    assert list(df["min_block_size"]) == [1, 2] and len(READ[suffix](out)) == 2
     assert notes == ["hv.sweep: interrupted (Ctrl-C): 2 of 4 row(s) finished; run again with the same out= to "
                      "finish the rest."]
     monkeypatch.setattr(sweep_mod, "partition_row", real_row)
     rest, notes = _sweep(small, out, measure={"warmup": 0, "iters": 2})
     assert list(rest["min_block_size"]) == [1, 2, 3, 4] and rest.attrs["skipped"] == 2
+    assert list(rest["error"])[:2] == list(df["error"]) and df["error"].notna().all()  # read back from the file
 
 
 def test_sweep_out_refuses_what_it_cannot_write(small, tmp_path) -> None:
@@ -81,6 +87,19 @@ def test_sweep_out_refuses_what_it_cannot_write(small, tmp_path) -> None:
     (tmp_path / "other.csv").write_text("a,b\n1,2\n")
     with pytest.raises(hv.ConfigError, match="is not a table hv.sweep wrote"):
         hv.sweep(model, inputs, GRID, progress=False, out=tmp_path / "other.csv")
+
+
+def test_sweep_parquet_without_pyarrow_is_refused_before_any_row_runs(small, tmp_path, monkeypatch) -> None:
+    for name in ("pyarrow", "fastparquet"):  # a machine with neither Parquet engine: importing them fails
+        monkeypatch.setitem(sys.modules, name, None)
+    ran: list[int] = []
+    monkeypatch.setattr(sweep_mod, "partition_row", lambda gm, cfg: ran.append(cfg.min_block_size))
+    model, inputs, _ = small
+    with pytest.raises(hv.ConfigError) as err:
+        hv.sweep(model, inputs, GRID, progress=False, out=tmp_path / "x.parquet")
+    assert str(err.value) == ("out='x.parquet' needs pyarrow to write Parquet: pip install 'hierviz[parquet]' "
+                              "(or pip install pyarrow); or use out='sweep.csv'.")
+    assert ran == [] and not (tmp_path / "x.parquet").exists()
 
 
 def _tune(small, **kwargs):
