@@ -5,7 +5,8 @@ declared dynamic is fixed, Python scalars (`n=3`) are baked into the graph, and 
 dimension is valid only inside its range. A graph called outside that can return a silently
 wrong answer (a `reshape(x.shape[0], -1)` captured at batch 2 returns batch 2 for any batch).
 `spec_of(graph)` reads what the capture allows from the placeholders' `meta["val"]`;
-`mismatch` says, in words, how given inputs differ from it. The split module calls
+`mismatch` says, in words, how given inputs differ from it and what to do (only a wrong size
+is a matter of dynamic_shapes). The split module calls
 `check_inputs` first (a graph node, so copies and `hv.measure`'s rebuilt module keep it), and
 `check` is the entry-point check for `hv.measure`. A capture of nested inputs (dicts, lists,
 tuples) also fixes their structure: `structure_problem` names the path that differs
@@ -185,10 +186,19 @@ def _describe(value: Any) -> str:
     return f"{type(value).__name__} {value!r}"
 
 
-def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
-    """How `values` (the flat inputs) differ from what the capture allows, or None."""
+LIKE_EXAMPLE = "Call it with inputs like the example inputs"
+DYNAMIC = ("Call it with inputs like the example inputs, or capture again with those inputs, or with dynamic_shapes "
+           "(e.g. {'x': {0: torch.export.Dim('batch', min=1, max=64)}}) for sizes that vary")
+RANGES = ("Call it with sizes inside the captured ranges, or capture again with dynamic_shapes whose Dims allow "
+          "these sizes (torch.export.Dim(name, min=..., max=...))")
+
+
+def mismatch(spec: InputSpec, values: Sequence[Any]) -> tuple[str, str] | None:
+    """How `values` (the flat inputs) differ from what the capture allows, and what to do
+    about it, or None. Only a size is a matter of dynamic_shapes: a dtype, a number of
+    dimensions, a count or a baked-in value is not."""
     if len(values) != len(spec.args):
-        return f"{len(values)} input(s) were given, the graph takes {len(spec.args)}"
+        return f"{len(values)} input(s) were given, the graph takes {len(spec.args)}", LIKE_EXAMPLE
     bound: dict[str, int] = {}
     derived: list[tuple[ArgSpec, int, str, int]] = []
     limits = {s: (lo, hi) for s, lo, hi in spec.ranges}
@@ -198,44 +208,49 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> str | None:
         if arg.kind == "scalar":
             if type(value) is not type(arg.value) or (value != arg.value and not _both_nan(value, arg.value)):
                 return (f"input {arg.name!r} is {_describe(value)}, but the graph was captured with "
-                        f"{arg.name}={arg.value!r} and computes with that value")
+                        f"{arg.name}={arg.value!r} and computes with that value",
+                        f"Pass {arg.name}={arg.value!r}, or capture again with the value you want")
             continue
         if arg.kind == "symint":
             if not isinstance(value, int) or isinstance(value, bool):
-                return f"input {arg.name!r} is {_describe(value)}, but the graph takes an int"
+                return f"input {arg.name!r} is {_describe(value)}, but the graph takes an int", LIKE_EXAMPLE
             sizes: tuple = (value,)
         else:
             if not isinstance(value, torch.Tensor):
-                return f"input {arg.name!r} is {_describe(value)}, but the graph takes a tensor"
+                return f"input {arg.name!r} is {_describe(value)}, but the graph takes a tensor", LIKE_EXAMPLE
             if str(value.dtype) != arg.dtype:
-                return (f"input {arg.name!r} has dtype {str(value.dtype).replace('torch.', '')}, but the "
-                        f"graph was captured for {str(arg.dtype).replace('torch.', '')}")
+                given, want = str(value.dtype).replace("torch.", ""), str(arg.dtype).replace("torch.", "")
+                return (f"input {arg.name!r} has dtype {given}, but the graph was captured for {want}",
+                        f"Cast it to {want} (.to({arg.dtype})), or capture again with a {given} {arg.name!r} "
+                        f"to run in {given}")
             if value.dim() != len(arg.shape or ()):
+                rank = len(arg.shape or ())
                 return (f"input {arg.name!r} has {value.dim()} dimension(s) {tuple(value.shape)}, but the "
-                        f"graph was captured for {len(arg.shape or ())}: {list(arg.shape or ())}")
+                        f"graph was captured for {rank}: {list(arg.shape or ())}",
+                        f"Call it with {rank} dimension(s) as captured, or capture again with a {value.dim()}-"
+                        f"dimension {arg.name!r}")
             sizes = tuple(value.shape)
         for j, (size, want) in enumerate(zip(sizes, arg.shape or ())):
             if isinstance(want, int):
                 if size != want:
                     return (f"{_where(arg, j)} is {size}, but the graph was captured with {want} there "
-                            "(a static dimension)")
+                            "(a static dimension)", DYNAMIC)
             elif want.isidentifier():
                 if want in bound and bound[want] != size:
                     return (f"{_where(arg, j)} is {size}, but it must equal the other dimensions named "
-                            f"{spec.show(want)} "
-                            f"(= {bound[want]} in this call)")
+                            f"{spec.show(want)} (= {bound[want]} in this call)", RANGES)
                 bound[want] = int(size)
                 lo, hi = limits.get(want, (0, None))
                 # like ExportedProgram.module(): sizes 0 and 1 are allowed whenever the range starts <= 2
                 if (size < lo and lo > 2) or (hi is not None and size > hi):
                     return (f"{_where(arg, j)} is {size}, outside the range {lo}..{'inf' if hi is None else hi} "
-                            f"captured for the dynamic dimension {spec.label(want)}")
+                            f"captured for the dynamic dimension {spec.label(want)}", RANGES)
             else:
                 derived.append((arg, j, want, int(size)))
     for arg, j, expr, size in derived:
         problem = _derived_mismatch(arg, j, expr, size, bound, limits, spec)
         if problem is not None:
-            return problem
+            return problem, RANGES
     return None
 
 
@@ -414,7 +429,7 @@ def check_inputs(spec: str, *values: Any) -> Any:
     parsed = _parsed(spec)
     problem = mismatch(parsed, values)
     if problem is not None:
-        raise CaptureError(_message("Partition.module", problem, parsed))
+        raise CaptureError(_message("Partition.module", *problem, parsed))
 
 
 def check_call(spec: str, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
@@ -428,10 +443,8 @@ def check_call(spec: str, module: torch.nn.Module, args: tuple, kwargs: dict) ->
     check_structure("Partition.module", module, args, kwargs, _parsed(spec))
 
 
-def _message(who: str, problem: str, spec: InputSpec) -> str:
-    return (f"{who}: {problem}. Captured inputs: {spec}. Call it with inputs like the example "
-            "inputs, or capture again with those inputs, or with dynamic_shapes (e.g. "
-            "{'x': {0: torch.export.Dim('batch', min=1, max=64)}}) for sizes that vary.")
+def _message(who: str, problem: str, advice: str, spec: InputSpec) -> str:
+    return f"{who}: {problem}. Captured inputs: {spec}. {advice}."
 
 
 def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
@@ -449,7 +462,7 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
     values = tuple(tree_leaves(example_inputs)) if example_inputs is not None else ()
     problem = mismatch(spec, values)
     if problem is not None:
-        raise error(_message(who, problem, spec))
+        raise error(_message(who, *problem, spec))
     return values
 
 

@@ -63,12 +63,43 @@ def test_other_int_argument_raises(static) -> None:
         static.module(torch.randn(2, 3, 4), 3.0)
 
 
+DTYPE_FIX = "Cast it to float32 (.to(torch.float32)), or capture again with a float64 'x' to run in float64."
+RANK_FIX = "Call it with 3 dimension(s) as captured, or capture again with a 2-dimension 'x'."
+
+
 def test_other_dtype_or_rank_raises(static) -> None:
-    with pytest.raises(hv.CaptureError, match="input 'x' has dtype float64, but the graph was captured for float32"):
+    """A dtype or a number of dimensions is not a size: the message says what fixes it (cast, or
+    capture with that dtype or rank), never dynamic_shapes, which cannot."""
+    with pytest.raises(hv.CaptureError) as info:
         static.module(torch.randn(2, 3, 4, dtype=torch.float64), 3)
-    with pytest.raises(hv.CaptureError, match=r"input 'x' has 2 dimension\(s\) \(2, 12\), but the graph was "
-                                              r"captured for 3: \[2, 3, 4\]"):
+    assert str(info.value) == ("Partition.module: input 'x' has dtype float64, but the graph was captured for "
+                               "float32. Captured inputs: x: float32[2, 3, 4], n: int = 3. " + DTYPE_FIX)
+    with pytest.raises(hv.CaptureError) as info:
         static.module(torch.randn(2, 12), 3)
+    assert str(info.value) == ("Partition.module: input 'x' has 2 dimension(s) (2, 12), but the graph was captured "
+                               "for 3: [2, 3, 4]. Captured inputs: x: float32[2, 3, 4], n: int = 3. " + RANK_FIX)
+    with pytest.raises(hv.CaptureError) as info:
+        static.module(torch.randn(2, 3, 4), 5)
+    assert str(info.value).endswith("Pass n=3, or capture again with the value you want.")
+    assert "dynamic_shapes" not in str(info.value)
+
+
+def test_compiled_loaded_and_measure_give_the_same_dtype_advice(tmp_path) -> None:
+    """The compiled model, a loaded one and hv.measure say the same as the split module."""
+    from hierviz.latency.deploy import load
+
+    x = torch.randn(2, 3, 4)
+    p = hv.partition(_Flatten(), (x, 3), min_block_size=1, priority=("inductor",),
+                     support={"inductor": hv.support.inductor()})
+    with pytest.raises(hv.MeasureError) as info:
+        hv.measure(p, (x.double(), 3), device="cpu", iters=1, warmup=0)
+    assert str(info.value).startswith("hv.measure: input 'x' has dtype float64") and str(info.value).endswith(DTYPE_FIX)
+    compiled = p.compile(device="cpu", example_inputs=(x, 3))
+    for module in (compiled, load(compiled.save(tmp_path / "flatten"))):
+        for bad, fix in (((x.double(), 3), DTYPE_FIX), ((torch.randn(2, 12), 3), RANK_FIX)):
+            with pytest.raises(hv.CaptureError) as info:
+                module(*bad)
+            assert str(info.value).endswith(fix) and "dynamic_shapes" not in str(info.value)
 
 
 def test_missing_or_surplus_arguments_raise(static) -> None:
