@@ -5,12 +5,18 @@ spread is wide is flagged, and timing waits for TorchInductor's compile workers 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
 import pytest
 import torch
 
 import hierviz as hv
 from _measure_helpers import FakeClock, inductor_partition
 from hierviz.latency import timing
+from hierviz.latency import quiet
 from hierviz.latency.quiet import wait_for_idle_workers
 from hierviz.latency.timing import speedup_interval, time_fn, time_paired
 
@@ -73,8 +79,50 @@ def test_measure_times_the_model_and_the_split_interleaved_and_flags_a_wide_base
 def test_timing_waits_until_the_compile_workers_are_idle() -> None:
     used = iter([0.0, 0.19, 0.38, 0.50, 0.501, 0.502])  # the children's CPU seconds, sampled every 0.2 s
     slept: list[float] = []
-    waited, idle = wait_for_idle_workers(cpu=lambda: next(used), sleep=slept.append, interval=0.2)
+    waited, idle = wait_for_idle_workers(busy=lambda: True, cpu=lambda: next(used), sleep=slept.append,
+                                         interval=0.2)
     assert idle and slept == [0.2] * 4 and waited == pytest.approx(0.8)
     busy = iter([0.2 * i for i in range(100)])
-    waited, idle = wait_for_idle_workers(2.0, cpu=lambda: next(busy), sleep=lambda s: None, interval=0.2)
+    waited, idle = wait_for_idle_workers(2.0, busy=lambda: True, cpu=lambda: next(busy), sleep=lambda s: None,
+                                         interval=0.2)
     assert not idle and waited == pytest.approx(2.0)
+    # a busy worker is waited for only as long as it compiles, sampled every INTERVAL_S (0.05 s)
+    used = iter([0.0, 0.05, 0.10, 0.10])
+    slept.clear()
+    waited, idle = wait_for_idle_workers(busy=lambda: True, cpu=lambda: next(used), sleep=slept.append)
+    assert idle and slept == [quiet.INTERVAL_S] * 3 == [0.05] * 3 and waited == pytest.approx(0.15)
+
+
+@pytest.mark.parametrize("workers", [None, False], ids=["no child processes", "every worker blocked"])
+def test_timing_does_not_wait_when_nothing_is_compiling(workers) -> None:
+    slept: list[float] = []
+
+    def cpu() -> float:
+        raise AssertionError("the children's CPU time is not even sampled")
+
+    assert wait_for_idle_workers(busy=lambda: workers, cpu=cpu, sleep=slept.append) == (0.0, True)
+    assert slept == []
+
+
+def test_children_busy_reads_the_child_processes_states() -> None:
+    """In a fresh process (pytest's may have compile workers of its own): no children is None, a
+    child blocked in sleep is not busy, a child spinning on a core is."""
+    script = textwrap.dedent(f"""
+        import importlib.util, subprocess, sys, time
+        spec = importlib.util.spec_from_file_location("quiet", {str(Path(quiet.__file__))!r})
+        quiet = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(quiet)
+        print(quiet.children_busy())
+        sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+        for _ in range(600):  # until it has started and sleeps (not a timing: 30 s is a bound)
+            if quiet.children_busy() is False:
+                break
+            time.sleep(0.05)
+        print(quiet.children_busy(), quiet.wait_for_idle_workers(sleep=lambda s: 1 / 0))
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        print(quiet.children_busy())
+        spinner.kill(); sleeper.kill(); spinner.wait(); sleeper.wait()
+        print(quiet.children_busy())
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split("\n")[:4] == ["None", "False (0.0, True)", "True", "None"], out.stderr
