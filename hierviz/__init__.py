@@ -59,18 +59,13 @@ _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz
 
 
 
-def _loader(module: str, name: str) -> Any:
-    """A function returning `module.name`, importing the module when first called."""
-    return lambda: getattr(importlib.import_module(module), name)
-
-
 # Partition's conveniences hand the partition to drawing and latency, which the partitioner
 # cannot import (they import it): they are registered here, and load their layer on first use.
-handoff.provide("render", _loader("hierviz.drawing.views", "render"))
-handoff.provide("save", _loader("hierviz.drawing.export", "save"))
-handoff.provide("html", _loader("hierviz.drawing.export", "notebook_html"))
-handoff.provide("compile", _loader("hierviz.latency.deploy", "compile_partition"))
-handoff.provide("measure_blockers", _loader("hierviz.latency.whatif", "measure_blockers"))
+handoff.provide("render", handoff.loader("hierviz.drawing.views", "render"))
+handoff.provide("save", handoff.loader("hierviz.drawing.export", "save"))
+handoff.provide("html", handoff.loader("hierviz.drawing.export", "notebook_html"))
+handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compile_partition"))
+handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
 
 
 def __getattr__(name: str) -> Any:

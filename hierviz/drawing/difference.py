@@ -18,7 +18,7 @@ from hierviz.drawing.dot import html
 from hierviz.drawing.overlays import Overlay
 from hierviz.errors import HiervizError, RenderError
 from hierviz.partitioner import Partition, diff
-from hierviz.partitioner.report import changes
+from hierviz.partitioner.differences import changes
 
 DIM_FILL = "#F3F3F3"
 DIM_LINE = "#C4C4C4"

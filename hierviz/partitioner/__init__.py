@@ -6,7 +6,7 @@ every engine builds: Assignment, RawSubgraph, EngineResult), engine (hierviz's e
 passes/ package run in order), result (Partition, Subgraph: the per-node record and questions
 built from an engine's result), record (the per-node record), reasons (the names everything
 downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style
-text, ops(), summary(), hv.diff), split (the split GraphModule), upstream
+text, ops(), summary()), differences (hv.diff), split (the split GraphModule), upstream
 (engine="torch_tensorrt"), compiled (engine="fast" / "global": torch_tensorrt.compile's
 partitioners). Downstream packages import from here, never from graph_index, plan, engine or
 passes.
@@ -21,6 +21,7 @@ from torch.fx import GraphModule
 from hierviz.capturing import capture, is_aten_graph
 from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
 from hierviz.errors import ConfigError, checked_arguments
+from hierviz.partitioner import handoff
 from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
@@ -41,7 +42,7 @@ from hierviz.partitioner.reasons import (
     parse_tag,
 )
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
-from hierviz.partitioner.report import diff
+from hierviz.partitioner.differences import diff
 from hierviz.partitioner.result import Partition, Subgraph
 from hierviz.partitioner.saved import SavedPartition, load_partition
 from hierviz.partitioner.check import check
@@ -121,6 +122,12 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
     from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
 
     return partition_upstream(gm, cfg)
+
+
+# A Partition re-partitions (what-ifs, recommend() for engines other than hierviz's) and runs
+# compile_today through these: the modules doing it make Partitions, so result.py cannot import them.
+handoff.provide("repartition", lambda: partition_graph)
+handoff.provide("compile_today", handoff.loader("hierviz.partitioner.compiled", "todays_compile"))
 
 
 __all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",

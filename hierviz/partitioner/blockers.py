@@ -26,10 +26,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from hierviz import support as support_mod
-from hierviz.config import Config
+from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.opnames import SOURCE_PREFIX, in_op_set, packets_in
 from hierviz.provenance import short_op, source_op, split_sources
+from hierviz.partitioner import handoff
 from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -209,11 +210,9 @@ def combine(causes: list[Cause], config: Config) -> Cause:
 # ---------------------------------------------------------------------------- the table
 def repartition(p: "Partition", config: Config) -> "Partition":
     """`p`'s graph partitioned with `config` by `p`'s engine: the what-if, as a user runs it."""
-    from hierviz.partitioner import partition  # the package imports this module (through check)
-
     with warnings.catch_warnings():  # the user saw the current setting's warnings already
         warnings.simplefilter("ignore")
-        return partition(p.graph, config=config, engine=p.engine)
+        return handoff.handler("repartition")(p.graph, derive(config, {"engine": p.engine}))
 
 
 def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":

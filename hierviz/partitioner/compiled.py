@@ -27,6 +27,7 @@ from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subg
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.result import Partition, copy_graph_module
+from hierviz.partitioner.split import build_split_module
 from hierviz.support import added_ops, tensorrt
 
 INSTALL = 'pip install "hierviz[tensorrt]" (GPU machines) or "hierviz[tensorrt-rtx]" (anywhere, no GPU needed)'
@@ -61,8 +62,6 @@ def partition_compiled(gm: GraphModule, config: Config) -> Partition:
                      "torch_tensorrt.compile leaves the whole graph in PyTorch")
     module = None
     if made.removed:  # the split module is built on the graph the partitioner kept
-        from hierviz.partitioner.split import build_split_module
-
         kept = copy_graph_module(gm, lazy=True)  # only split: its own code is never needed
         kept.graph.eliminate_dead_code()
         module = build_split_module(kept, result, original=gm)

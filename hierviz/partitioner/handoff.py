@@ -1,21 +1,29 @@
-"""The seam through which a Partition hands itself to the layers above the partitioner.
+"""The seam through which a Partition hands itself to the code above it.
 
 `Partition.render`, `.save`, `._repr_html_` (drawing), `.compile` and `.blockers(measure=True)` (latency) are
 conveniences: their work lives in those layers, which the partitioner must not import (they
-import it). The layer above registers, for each convenience, a function returning the callable
-that does the work; the package facade (`hierviz/__init__.py`) registers them when hierviz is
-imported, so they are in place whenever a Partition exists. The callables load their layer on
-first use, so `import hierviz` stays cheap.
+import it). Re-partitioning is above result.py too: the engines' dispatcher
+(`hierviz.partitioner.partition_graph`, which what-ifs, `recommend()` for engines other than
+hierviz's, and blockers run) and `compile_today` (hierviz.partitioner.compiled) make Partitions,
+so they import result.py. Whoever is above registers, for each convenience, a function returning
+the callable that does the work: the package facade (`hierviz/__init__.py`) the layers' ones,
+the partitioner package (`hierviz/partitioner/__init__.py`) its own, when hierviz is imported,
+so they are in place whenever a Partition exists. The callables load their module on first use,
+so `import hierviz` stays cheap.
 """
 
 from __future__ import annotations
 
+import importlib
 from typing import Any, Callable
 
 from hierviz.errors import HiervizError
 
-# convenience -> a function returning the callable that does its work (loads the layer on first use)
-CONVENIENCES = ("render", "save", "html", "compile", "measure_blockers")
+# convenience -> the part of hierviz that does its work and registers it
+CONVENIENCES = {"render": "drawing layer", "save": "drawing layer", "html": "drawing layer",
+                "compile": "latency layer", "measure_blockers": "latency layer",
+                "repartition": "partitioner package", "compile_today": "partitioner package"}
+# convenience -> a function returning the callable that does its work (loads its module on first use)
 _PROVIDERS: dict[str, Callable[[], Callable[..., Any]]] = {}
 
 
@@ -26,13 +34,18 @@ def provide(name: str, load: Callable[[], Callable[..., Any]]) -> None:
     _PROVIDERS[name] = load
 
 
+def loader(module: str, name: str) -> Callable[[], Callable[..., Any]]:
+    """A function returning `module.name`, importing the module when first called."""
+    return lambda: getattr(importlib.import_module(module), name)
+
+
 def handler(name: str) -> Callable[..., Any]:
-    """The callable doing `Partition.<name>`'s work; HiervizError when no layer registered it."""
+    """The callable doing `Partition.<name>`'s work; HiervizError when nothing registered it."""
     load = _PROVIDERS.get(name)
     if load is None:
-        raise HiervizError(f"Partition.{name} needs hierviz's drawing and latency layers, which register "
-                           "themselves when hierviz is imported: run `import hierviz` first.")
+        raise HiervizError(f"Partition.{name} needs hierviz's {CONVENIENCES[name]}, which registers itself "
+                           "when hierviz is imported: run `import hierviz` first.")
     return load()
 
 
-__all__ = ["CONVENIENCES", "provide", "handler"]
+__all__ = ["CONVENIENCES", "provide", "loader", "handler"]

@@ -19,13 +19,17 @@ import torch
 from torch.fx import GraphModule
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
+from hierviz import trt
 from hierviz.capturing import capture_notes
 from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
+from hierviz.version import __version__
 from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table
 from hierviz.partitioner import handoff
+from hierviz.partitioner.report import ops_table, report as report_text, summary_table
+from hierviz.partitioner.split import build_split_module
 from hierviz.partitioner.passes.demotion import at_min_block_size
 from hierviz.partitioner.plan import EngineResult
 from hierviz.partitioner.reasons import (
@@ -201,8 +205,6 @@ class Partition:
     def module(self) -> GraphModule:
         """The split GraphModule: one submodule per subgraph, named by its tag."""
         if self._module is None:
-            from hierviz.partitioner.split import build_split_module
-
             self._module = build_split_module(self.graph, self._result)
         return self._module
 
@@ -240,24 +242,18 @@ class Partition:
     @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """One row per op target: how many, where they run, and why."""
-        from hierviz.partitioner.report import ops_table
-
         return ops_table(self)
 
     @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
-        from hierviz.partitioner.report import summary_table
-
         return summary_table(self)
 
     @checked_arguments
     def report(self, *, what_to_change: bool = True) -> str:
         """Everything Torch-TensorRT's dryrun report shows, for every backend; then "What to
         change": the top 5 blockers (`blockers()`), each with what fixing it saves."""
-        from hierviz.partitioner.report import report
-
-        return report(self, what_to_change)
+        return report_text(self, what_to_change)
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
@@ -277,9 +273,7 @@ class Partition:
         if self.engine == "hierviz":
             merged, _ = at_min_block_size(self._result, min_block_size, self.config.require_full_compilation)
             return merged
-        from hierviz.partitioner import partition_graph
-
-        again = partition_graph(self.graph, derive(self.config, {"min_block_size": min_block_size}))
+        again = handoff.handler("repartition")(self.graph, derive(self.config, {"min_block_size": min_block_size}))
         return again._result.subgraphs
 
     @checked_arguments
@@ -316,8 +310,6 @@ class Partition:
     @functools.cached_property
     def versions(self) -> dict[str, str | None]:
         """The torch, torch_tensorrt and hierviz versions this partition was made with."""
-        from hierviz.partitioner.saved import versions
-
         return versions()
 
     @functools.cached_property
@@ -390,9 +382,7 @@ class Partition:
         this partition. The HTML report shows it, with its cost, once computed, and never
         computes it itself. `compute=False` returns it only when known (else None)."""
         if self._todays_compile is None and (compute or self.engine == "fast" or self.graph is None):
-            from hierviz.partitioner.compiled import todays_compile
-
-            self._todays_compile = todays_compile(self)
+            self._todays_compile = handoff.handler("compile_today")(self)
         return self._todays_compile
 
     # ------------------------------------------------------------------ deploying
@@ -415,6 +405,13 @@ class Partition:
         engine = "" if self.engine == "hierviz" else f", engine={self.engine}"
         return (f"<hv.Partition {s['nodes']} nodes, {s['subgraphs']} subgraphs ({by}), "
                 f"coverage {s['coverage']:.0%}, {self.config.label()}{engine}>")
+
+
+def versions() -> dict[str, str | None]:
+    """The versions a partition records (and a saved one keeps): torch, torch_tensorrt (None when
+    absent), hierviz."""
+    return {"torch": torch.__version__, "torch_tensorrt": str(trt.info().version) if trt.available() else None,
+            "hierviz": __version__}
 
 
 def copy_graph_module(gm: GraphModule, *, lazy: bool = False) -> GraphModule:

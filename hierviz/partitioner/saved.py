@@ -15,13 +15,10 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-import torch
-
-from hierviz import trt
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.partitioner.record import NodeTable, TensorSpec
-from hierviz.partitioner.result import Partition, Subgraph
+from hierviz.partitioner.result import Partition, Subgraph, versions
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -29,12 +26,6 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FORMAT = "hierviz-partition"
 VERSION = 2  # 1: written by hierviz before load_partition existed (no per-node module stacks)
-
-
-def versions() -> dict[str, str | None]:
-    """The versions a document records: torch, torch_tensorrt (None when absent), hierviz."""
-    return {"torch": torch.__version__, "torch_tensorrt": str(trt.info().version) if trt.available() else None,
-            "hierviz": __version__}
 
 
 def _spec(s: TensorSpec) -> dict:
@@ -224,4 +215,4 @@ def _table(doc: dict) -> NodeTable:
     )
 
 
-__all__ = ["load_partition", "SavedPartition", "document", "versions", "FORMAT", "VERSION"]
+__all__ = ["load_partition", "SavedPartition", "document", "FORMAT", "VERSION"]

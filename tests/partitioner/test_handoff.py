@@ -1,5 +1,6 @@
 """Partition's conveniences (render, save, _repr_html_, compile) reach drawing and latency through
-partitioner/handoff.py, which the facade fills when hierviz is imported."""
+partitioner/handoff.py, which the facade fills when hierviz is imported; re-partitioning and
+compile_today reach the partitioner package's top through it too."""
 
 from __future__ import annotations
 
@@ -37,11 +38,20 @@ def test_they_hand_the_partition_to_drawing(part, tmp_path):
 
 
 def test_an_unregistered_convenience_says_what_to_do(part, monkeypatch):
+    forced = hv.partition(part.graph, torch_executed_ops={"aten.relu.default"}, min_block_size=1)  # a what-if to run
     monkeypatch.setattr(handoff, "_PROVIDERS", {})
-    for call in (lambda: part.render(), lambda: part.compile(), part._repr_html_):
-        with pytest.raises(hv.HiervizError, match=r"Partition\.\w+ needs hierviz's drawing and latency layers.*"
-                                                  r"import hierviz"):
+    calls = {"render": (lambda: part.render(), "drawing layer"), "compile": (lambda: part.compile(), "latency layer"),
+             "html": (part._repr_html_, "drawing layer"),
+             "compile_today": (lambda: part.compile_today(), "partitioner package")}
+    for name, (call, part_name) in calls.items():
+        with pytest.raises(hv.HiervizError) as info:
             call()
+        assert str(info.value) == (f"Partition.{name} needs hierviz's {part_name}, which registers itself when "
+                                   "hierviz is imported: run `import hierviz` first.")
+    # a what-if that cannot re-partition says why in its row
+    assert forced.blockers().loc[0, "note"].endswith(
+        "cannot re-partition: Partition.repartition needs hierviz's partitioner package, which registers itself "
+        "when hierviz is imported: run `import hierviz` first.")
 
 
 def test_only_the_conveniences_can_be_provided():
