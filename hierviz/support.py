@@ -24,6 +24,7 @@ from hierviz import trt
 from hierviz.errors import ConfigError
 from hierviz.inductor_ops import fallback_refusal, lowered_names
 from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
+from hierviz.support_key import callable_content
 
 
 # The codes of a verdict (the partitioner's reason codes of the same names, hierviz.partitioner).
@@ -106,6 +107,11 @@ class Support:
 
     def to_dict(self) -> dict:
         raise NotImplementedError
+
+    def content(self) -> Any:
+        """What this source takes, as JSON-able content that is the same in every process
+        (hierviz.support_key): its to_dict() form, unless the source holds code."""
+        return self.to_dict()
 
 
 class OpSetSupport(Support):
@@ -243,6 +249,9 @@ class PredicateSupport(Support):
     def to_dict(self) -> dict:
         return {"kind": "where", "name": self.description}
 
+    def content(self) -> Any:
+        return {**self.to_dict(), "predicate": callable_content(self.predicate)}
+
 
 class ComposedSupport(Support):
     """`chain(...)` (every source takes the node) or `any_chain(...)` (one does), as torch.fx's
@@ -279,6 +288,9 @@ class ComposedSupport(Support):
 
     def to_dict(self) -> dict:
         return {"kind": self.kind, "of": [p.to_dict() for p in self.parts]}
+
+    def content(self) -> Any:
+        return {"kind": self.kind, "of": [p.content() for p in self.parts]}
 
 
 def chain(*sources: Support) -> Support:

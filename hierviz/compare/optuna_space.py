@@ -12,8 +12,9 @@ from typing import Any, Mapping
 
 from hierviz.compare import columns
 from hierviz.compare.grid import expand_grid
-from hierviz.config import Config
+from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError
+from hierviz.support_key import content_key
 
 OPTUNA_HINT = "install Optuna with `pip install 'hierviz[tune]'` (make setup installs it)"
 
@@ -44,12 +45,20 @@ class SearchSpace:
 
     @staticmethod
     def label(name: str, value: Any) -> Any:
-        """The choice Optuna sees for a value: its table cell (a support mapping also names
-        the mapping, as two mappings may show alike)."""
+        """The choice Optuna sees for a value: its table cell (a support mapping also has the
+        key of its content, as two mappings may show alike; the same in every process, so that
+        a stored study resumes)."""
         text = columns.format_field(name, value)
         if isinstance(value, Mapping):
-            return f"{text} #{id(value) % 9973}"
+            return f"{text} #{content_key(value)}"
         return text
+
+    def setup(self, default: Config) -> dict[str, Any]:
+        """What a stored study is resumed with: the label of each field of the base setting
+        (`default`) and the choices of each field searched."""
+        labels: dict[str, Any] = {f"base {name}": self.label(name, getattr(default, name)) for name in field_names()}
+        labels.update({f"space {name}": [p[0] for p in pairs] for name, pairs in self.fields.items()})
+        return labels
 
     @property
     def size(self) -> int:

@@ -1,7 +1,9 @@
 """hv.tune's trials kept in Optuna's own database storage (`storage="sqlite:///tune.db"`, any
 URL Optuna's RDB storage takes): the study opened, or resumed when it exists, each finished
 trial's table row saved with it as a user attribute, and those rows read back, so a tune that
-died or was stopped continues from its finished trials instead of measuring them again.
+died or was stopped continues from its finished trials instead of measuring them again. The
+study keeps the settings it was started with (labels the same in every process); a run with
+other settings is refused rather than mixed in.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from hierviz.errors import ConfigError
 
 ROW = "hierviz_row"  # the user attribute holding a finished trial's row (JSON)
+SETUP = "hierviz_setup"  # the study's user attribute: the base setting and the space it was started with
 DEFAULT_STUDY = "hierviz-tune"
 
 
@@ -39,6 +42,35 @@ def open_study(optuna: Any, storage: str | None, study_name: str | None, sampler
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors for a bad URL, a locked file ...
         raise ConfigError(f"cannot open the tune storage {storage!r}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:200]}") from None
+
+
+def check_setup(study: Any, setup: dict[str, Any], storage: str) -> None:
+    """Keep `setup` (labels of the base setting and of the space's choices) with a new study;
+    ConfigError when the stored study was started with other settings."""
+    stored = study.user_attrs.get(SETUP)
+    if stored is None:  # a new study (or one an older hierviz kept without its settings)
+        study.set_user_attr(SETUP, setup)
+        return
+    differ = [_difference(name, stored.get(name), setup.get(name))
+              for name in sorted(set(stored) | set(setup)) if stored.get(name) != setup.get(name)]
+    if differ:
+        raise ConfigError(f"hv.tune: study {study.study_name!r} in {storage} was run with other settings "
+                          f"({'; '.join(differ[:3])}{'; ...' if len(differ) > 3 else ''}): resume it with the "
+                          "same base and space, or pass another study_name to start a new study.")
+
+
+def _difference(name: str, was: Any, now: Any) -> str:
+    """'space support was [...], now [...]': for lists of choices, only the choices that differ."""
+    if isinstance(was, list) and isinstance(now, list):
+        gone, new = [v for v in was if v not in now], [v for v in now if v not in was]
+        if gone or new:
+            was, now = gone, new
+    return f"{name} was {_short(was)}, now {_short(now)}"
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 160 else text[:157] + "..."
 
 
 def finished(optuna: Any, study: Any) -> list[Any]:
@@ -70,4 +102,5 @@ def load_row(trial: Any) -> dict[str, Any]:
     return row
 
 
-__all__ = ["ROW", "DEFAULT_STUDY", "check_storage", "open_study", "finished", "save_row", "load_row"]
+__all__ = ["ROW", "SETUP", "DEFAULT_STUDY", "check_storage", "open_study", "check_setup", "finished", "save_row",
+           "load_row"]

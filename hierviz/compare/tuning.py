@@ -42,7 +42,7 @@ from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
-from hierviz.compare.tune_storage import check_storage, finished, load_row, open_study, save_row
+from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.plan import resolve_device
@@ -85,6 +85,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     run = _TuneRun(model, example_inputs, space, base=base, budget=budget, timeout=timeout, device=device,
                    executor=executor, seed=seed, measure=measure, pruning=pruning)
     run.storage, run.study_name = storage, study_name
+    run.open()  # before the baselines are timed: a stored study started with other settings is refused first
     run.time_baselines(torch_compile)
     run.search(progress)
     return run.result()
@@ -248,17 +249,23 @@ class _TuneRun:
         self.bar.update(1)
 
     # ------------------------------------------------------------------ the search
-    def search(self, progress: bool) -> None:
-        """Ask Optuna for settings and measure them until the budget, the timeout or the space
-        is spent (Ray: several in flight, each collected as it finishes)."""
+    def open(self) -> None:
+        """The Optuna study: new, or a stored one resumed (refused when it was started with other
+        settings), with the default setting queued unless it was tried."""
         optuna = self.optuna
         sampler = optuna.samplers.TPESampler(seed=self.seed, n_startup_trials=min(8, max(2, self.budget // 3)))
         pruner = optuna.pruners.MedianPruner(n_startup_trials=3) if self.pruning else optuna.pruners.NopPruner()
         with quiet_optuna(optuna):
             self.study = open_study(optuna, self.storage, self.study_name, sampler, pruner)
+        if self.storage is not None:
+            check_setup(self.study, self.space.setup(self.default), self.storage)
         self.resume()
         if params_key(self.space.params_of(self.default)) not in self.by_params:
             self.study.enqueue_trial(self.space.params_of(self.default))
+
+    def search(self, progress: bool) -> None:
+        """Ask Optuna for settings and measure them until the budget, the timeout or the space
+        is spent (Ray: several in flight, each collected as it finishes)."""
         from tqdm.auto import tqdm
 
         self.bar = tqdm(total=min(self.budget, self.space.size), initial=min(len(self.rows), self.budget),

@@ -4,8 +4,11 @@ and a rerun resumes without measuring them again; Ctrl-C in either returns what 
 
 from __future__ import annotations
 
+import json
+import re
 import sys
 import warnings
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -146,6 +149,73 @@ def test_tune_storage_resumes_without_measuring_finished_trials(small, tmp_path,
     assert len(optuna.load_study(study_name="small", storage=storage).trials) >= 4  # Optuna's own storage
     ax = second.plot()
     assert len(ax.collections) >= 1
+
+
+# hv.tune over two support mappings, run as a script in a fresh process each time (its predicates
+# the same code, as when a notebook or script is run again): the study in STORAGE resumed with
+# BUDGET, then, when OTHER, the same call with a mapping of other content.
+RESUME = """
+import json, sys, warnings
+import torch
+import hierviz as hv
+import hierviz.compare.tuning as tuning
+from explorer.conftest import SCRIPTED_COMPILERS, SmallNet
+
+warnings.simplefilter("ignore")
+measured = []
+real = tuning.measure_trial
+tuning.measure_trial = lambda part, *a, **k: (measured.append([part.config.priority[0], part.config.min_block_size]),
+                                              real(part, *a, **k))[1]
+torch.manual_seed(0)
+model, inputs = SmallNet().eval(), (torch.randn(1, 3, 16, 16),)
+every = hv.support.where(lambda n: n.op == "call_function", name="every op")
+
+
+def tune(budget, few_ops):
+    few = {"fast": hv.support.ops(few_ops), "same": every}
+    many = {"fast": every, "same": every}
+    return hv.tune(model, inputs, {"priority": [("same",), ("fast",)], "support": [few, many], "min_block_size": [1, 2]},
+                   base=hv.Config(priority=("same",), support=many), budget=budget, progress=False, pruning=False,
+                   measure={"warmup": 0, "iters": 3, "compilers": SCRIPTED_COMPILERS}, storage=STORAGE,
+                   study_name="support")
+
+
+res = tune(BUDGET, ["aten.relu.default", "aten.convolution.default"])
+out = {"rows": res.trials[["priority", "support", "min_block_size", "status", "median_ms"]].values.tolist(),
+       "notes": res.notes, "measured": measured}
+if OTHER:
+    try:
+        tune(BUDGET, ["aten.relu.default", "aten.convolution.default", "aten.tanh.default"])
+    except hv.ConfigError as exc:
+        out["refused"] = str(exc)
+print(json.dumps(out))
+"""
+
+
+def _resume_in_a_fresh_process(run_python, storage: str, budget: int, other: bool) -> dict:
+    code = f"STORAGE, BUDGET, OTHER = {storage!r}, {budget}, {other}\n" + RESUME
+    done = run_python(code, path_first=[Path(__file__).parents[1]], timeout=600)
+    assert done.returncode == 0, done.stderr[-3000:]
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_tune_storage_resumes_a_support_mapping_in_a_fresh_process(tmp_path, run_python) -> None:
+    """The choices Optuna keeps for a support mapping are derived from its content, so a study
+    resumed in another process continues (the mapping's id, its key before, differed and made
+    Optuna refuse the choices); a mapping of other content is refused with a ConfigError."""
+    pytest.importorskip("optuna")
+    storage = f"sqlite:///{tmp_path / 'tune.db'}"
+    first = _resume_in_a_fresh_process(run_python, storage, 2, False)
+    assert len(first["rows"]) == 2 and 1 <= len(first["measured"]) <= 2
+    second = _resume_in_a_fresh_process(run_python, storage, 4, True)
+    assert len(second["rows"]) == 4 and second["rows"][:2] == first["rows"]   # continued, not started over
+    assert f"resumed 2 finished trial(s) from {storage} (study 'support'); not measured again" in second["notes"]
+    assert not [m for m in second["measured"] if m in first["measured"]]    # the finished trials not measured again
+    assert re.fullmatch(
+        r"hv\.tune: study 'support' in sqlite:///\S+ was run with other settings \(space support was "
+        r"\['fast=ops\(2\); same=where\(every op\) #[0-9a-f]{10}'\], now \['fast=ops\(3\); same=where\(every op\) "
+        r"#[0-9a-f]{10}'\]\): resume it with the same base and space, or pass another study_name to start a new study\.",
+        second["refused"]), second["refused"]
 
 
 def test_tune_ctrl_c_returns_the_trials_finished(small, monkeypatch) -> None:

@@ -5,9 +5,6 @@ spread is wide is flagged, and timing waits for TorchInductor's compile workers 
 
 from __future__ import annotations
 
-import subprocess
-import sys
-import textwrap
 from pathlib import Path
 
 import pytest
@@ -104,10 +101,10 @@ def test_timing_does_not_wait_when_nothing_is_compiling(workers) -> None:
     assert slept == []
 
 
-def test_children_busy_reads_the_child_processes_states() -> None:
+def test_children_busy_reads_the_child_processes_states(run_python) -> None:
     """In a fresh process (pytest's may have compile workers of its own): no children is None, a
     child blocked in sleep is not busy, a child spinning on a core is."""
-    script = textwrap.dedent(f"""
+    script = f"""
         import importlib.util, subprocess, sys, time
         spec = importlib.util.spec_from_file_location("quiet", {str(Path(quiet.__file__))!r})
         quiet = importlib.util.module_from_spec(spec)
@@ -123,6 +120,6 @@ def test_children_busy_reads_the_child_processes_states() -> None:
         print(quiet.children_busy())
         spinner.kill(); sleeper.kill(); spinner.wait(); sleeper.wait()
         print(quiet.children_busy())
-    """)
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    """
+    out = run_python(script, timeout=120)
     assert out.stdout.split("\n")[:4] == ["None", "False (0.0, True)", "True", "None"], out.stderr
