@@ -13,7 +13,8 @@ from hierviz.cli_args import UsageError, non_negative, partition_or_saved, writa
 from hierviz.partitioner.check import failure_text, passed_text, violations
 
 EXIT_CHECK_FAILED = 1
-TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "change"]
+TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
+                 "change"]
 MEASURED_COLUMNS = ["median_ms", "speedup", "speedup_low", "speedup_high", "measured"]
 DIFF_COLUMNS = ["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b"]
 DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf", ".dot", ".gv", ".html")
@@ -117,13 +118,14 @@ def _fraction(text: str) -> float:
 def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], None],
                  add_debug: Callable[[argparse.ArgumentParser], None]) -> None:
     """The three commands on `sub` (hierviz.cli's subparsers)."""
-    blockers = sub.add_parser("blockers", help="what keeps nodes out of TensorRT, ranked by the subgraphs fixing it saves")
+    blockers = sub.add_parser("blockers", help="what keeps nodes out of TensorRT, improvements first, ranked by "
+                                                  "the subgraphs fixing it saves")
     blockers.add_argument("model", metavar="MODEL", help="a built-in model, file.py:function, or a saved .json partition")
     add_config_args(blockers)
     blockers.add_argument("--kind", metavar="k,...", help="only these kinds: no converter, validator rejected, forced, "
                                                          "demoted, no backend")
     blockers.add_argument("--top", type=non_negative, default=3, metavar="N",
-                          help="the last row joins the first N (default 3; 0: no such row)")
+                          help="the last row joins the first N when that repeats no row (default 3; 0: no such row)")
     blockers.add_argument("--measure", action="store_true", help="also time each what-if that can run")
     blockers.add_argument("--device", metavar="cpu|cuda", help="where --measure runs (default: cuda if there)")
     blockers.add_argument("--fallback", action="store_true",

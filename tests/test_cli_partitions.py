@@ -39,6 +39,7 @@ def test_blockers_prints_the_table(capsys, part) -> None:
     for line, row in zip(lines, table.itertuples()):
         assert line.split()[0] == row.op.split()[0] and f" {row.kind} " in line and f" {row.nodes} " in line
         assert f" {row.subgraphs_if_fixed} " in line and f" {row.subgraphs_saved} " in line
+        assert f" {row.verdict} " in line
 
 
 def test_check_fails_with_exit_1_and_passes_with_one_line(capsys, part) -> None:

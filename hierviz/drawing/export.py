@@ -23,7 +23,8 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
-from hierviz.partitioner.blockers import REPORT_ROWS, for_reports, not_computed_text
+from hierviz.partitioner.blockers import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups, intro_text,
+                                         not_computed_text)
 from hierviz.partitioner.saved import document
 from hierviz.version import __version__
 
@@ -331,31 +332,33 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 
 
 WHAT_TO_CHANGE_COLUMNS = ["change", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained",
-                          "op", "note"]
+                          "verdict", "op", "note"]
 
 
 def _what_to_change(p: "Partition") -> str:
-    """The report's "What to change" section: the top blockers and what fixing each saves."""
-    import pandas as pd
-
+    """The report's "What to change" section: the blockers grouped by verdict (improvements,
+    trade-offs, no gain), each with what fixing it gives."""
     head = '<h2 id="what-to-change">What to change</h2>'
     table = for_reports(p)
     if table is None:
         text = htmlmod.escape(not_computed_text(p)).replace("p.blockers()", "<code>p.blockers()</code>")
         return f'{head}<p class="hv-note">{text}</p>'
-    causes = table[table.kind != "combined"]
-    if causes.empty:
+    if table[table.kind != COMBINED].empty:
         return f"{head}<p>Nothing keeps nodes out of the accelerated backends.</p>"
-    shown = causes.head(REPORT_ROWS)
-    how = ("ranked by the subgraphs fixing each saves (each figure from re-partitioning with that change; "
-           "<code>part.blockers()</code> for all)")
-    if p.graph is None:
-        how = ("counted from a saved partition, which has no graph to re-partition: partition the model again "
-               "(<code>hv.partition(model, inputs, config)</code>) for what fixing each saves")
-    note = f"<p>The top {len(shown)} of {len(causes)} cause(s) keeping nodes out of the accelerated backends, {how}.</p>"
-    if len(causes) > 1:
-        shown = pd.concat([shown, table[table.kind == "combined"]])
-    return head + note + _table(shown[WHAT_TO_CHANGE_COLUMNS], "causes")
+    code = {"part.blockers()": "<code>part.blockers()</code>",
+            "hv.partition(model, inputs, config)": "<code>hv.partition(model, inputs, config)</code>"}
+    intro = htmlmod.escape(intro_text(p, table))
+    for text, html_text in code.items():
+        intro = intro.replace(text, html_text)
+    parts = [head, f"<p>{intro}</p>"]
+    judged = table.verdict.notna().any()
+    for verdict, shown, total in groups(table, REPORT_ROWS):
+        if verdict is not None or judged:
+            heading = group_heading(verdict, int((shown.kind != COMBINED).sum()), total)
+            parts.append(f"<p><b>{htmlmod.escape(heading)}</b></p>")
+        if not shown.empty:
+            parts.append(_table(shown[WHAT_TO_CHANGE_COLUMNS], "causes"))
+    return "".join(parts)
 
 
 def _numerics_section(result: Any) -> str:

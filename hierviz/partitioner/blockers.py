@@ -16,6 +16,13 @@ A cause is one of:
 Each what-if is `hv.partition(p.graph, that config, engine=p.engine)`, exactly what a user
 would run by hand, so the counts agree with it by construction. A saved partition
 (`hv.load_partition`) has no graph to re-partition: its rows keep the counts and say so.
+
+Each row's `verdict` is read from its own two counts against the partition's objective (fewest
+subgraphs, no fewer ops accelerated): an `improvement` is better on one count and worse on
+neither, a `trade-off` better on one and worse on the other, `no gain` better on neither. Rows
+rank improvements first, then trade-offs, then no gain, each by subgraphs saved, then ops
+gained. The combined row (the first `top` rows together) is added only when it is a change no
+single row makes and its counts are not those of a single row (else it repeats that row).
 """
 
 from __future__ import annotations
@@ -48,8 +55,15 @@ KINDS = (NO_CONVERTER, REJECTED, FORCED, DEMOTED_KIND, NO_BACKEND)
 KIND_WORDS = {NO_CONVERTER: "no TensorRT converter", REJECTED: "converter's validator rejected the node",
               FORCED: "forced to PyTorch by torch_executed_ops", DEMOTED_KIND: "demoted below min_block_size",
               NO_BACKEND: "not supported by any backend in priority", COMBINED: "the top rows together"}
-COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "change",
-           "note", "config")
+IMPROVEMENT, TRADE_OFF, NO_GAIN = "improvement", "trade-off", "no gain"
+VERDICTS = (IMPROVEMENT, TRADE_OFF, NO_GAIN)
+VERDICT_WORDS = {IMPROVEMENT: "fewer subgraphs without fewer ops accelerated, or more ops accelerated without more "
+                              "subgraphs",
+                 TRADE_OFF: "better on one count, worse on the other: more ops accelerated but more subgraphs, or "
+                            "fewer subgraphs but fewer ops accelerated",
+                 NO_GAIN: "neither fewer subgraphs nor more ops accelerated"}
+COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
+           "change", "note", "config")
 DEFAULT_TOP = 3
 
 
@@ -226,13 +240,38 @@ def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) 
     causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
     base = p.stats
     rows = [_row(p, c, base) for c in causes]
-    rows.sort(key=lambda r: (-_num(r["subgraphs_saved"]), -_num(r["accelerated_ops_gained"]), -r["nodes"], r["op"]))
+    rows.sort(key=_rank)
     if top and len(rows) > 1 and p.graph is not None:
-        first = [r["_cause"] for r in rows[:top]]
-        rows.append(_row(p, combine(first, p.config), base))
+        together = _row(p, combine([r["_cause"] for r in rows[:top]], p.config), base)
+        if not any(_repeats(together, r) for r in rows):
+            rows.append(together)
     for r in rows:
         del r["_cause"]
     return pd.DataFrame(rows, columns=list(COLUMNS))
+
+
+def verdict(saved: Any, gained: Any) -> str | None:
+    """A what-if's verdict from its own counts (None when it was not re-partitioned)."""
+    if saved is None or gained is None or saved != saved or gained != gained:
+        return None
+    if min(saved, gained) >= 0 and max(saved, gained) > 0:
+        return IMPROVEMENT
+    return TRADE_OFF if max(saved, gained) > 0 else NO_GAIN
+
+
+def _rank(r: dict) -> tuple:
+    """Improvements first, then trade-offs, no gain and rows with no counts; each by subgraphs
+    saved, then ops gained, then nodes kept out."""
+    order = VERDICTS.index(r["verdict"]) if r["verdict"] in VERDICTS else len(VERDICTS)
+    return order, -_num(r["subgraphs_saved"]), -_num(r["accelerated_ops_gained"]), -r["nodes"], r["op"]
+
+
+def _repeats(together: dict, row: dict) -> bool:
+    """Whether the combined row repeats `row`: the same change, or the same counts."""
+    same_counts = (together["subgraphs_if_fixed"] is not None
+                   and (together["subgraphs_if_fixed"], together["accelerated_ops_gained"])
+                   == (row["subgraphs_if_fixed"], row["accelerated_ops_gained"]))
+    return together["change"] == row["change"] or same_counts
 
 
 def _num(x: Any) -> float:
@@ -241,7 +280,8 @@ def _num(x: Any) -> float:
 
 def _row(p: "Partition", c: Cause, base: dict) -> dict:
     row = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
-           "accelerated_ops_gained": None, "change": c.change, "note": c.note, "config": c.config, "_cause": c}
+           "accelerated_ops_gained": None, "verdict": None, "change": c.change, "note": c.note, "config": c.config,
+           "_cause": c}
     if p.graph is None:
         row["note"] = _join(c.note, "a saved partition: counts only, no graph to re-partition")
         return row
@@ -253,6 +293,7 @@ def _row(p: "Partition", c: Cause, base: dict) -> dict:
     s = fixed.stats
     row.update(subgraphs_if_fixed=s["subgraphs"], subgraphs_saved=base["subgraphs"] - s["subgraphs"],
                accelerated_ops_gained=s["accelerated_ops"] - base["accelerated_ops"])
+    row["verdict"] = verdict(row["subgraphs_saved"], row["accelerated_ops_gained"])
     return row
 
 
@@ -278,17 +319,64 @@ def not_computed_text(p: "Partition") -> str:
             f"or on the command line: hierviz blockers MODEL --engine {p.engine}.")
 
 
-def change_lines(table: "pd.DataFrame", rows: int = 5) -> list[str]:
-    """The first `rows` causes of a blockers table in words, and the combined row if any:
-    what to change, and what it saves (counts only for a saved partition)."""
-    causes = table[table.kind != COMBINED]
-    lines = []
-    for k, r in enumerate(causes.head(rows).itertuples(), 1):
-        lines.append(f"{k}. {r.change}: {saves_text(r)}  [{r.kind}, {r.nodes} node(s)]")
-    combined = table[table.kind == COMBINED]
-    if len(causes) > 1 and not combined.empty:
-        r = combined.iloc[0]
-        lines.append(f"{r.op}: {saves_text(r)}")
+def intro_text(p: "Partition", table: "pd.DataFrame") -> str:
+    """The first line of a report's "What to change": how many causes, and where the figures
+    come from (re-partitioning, judged against the objective; or a saved partition's counts)."""
+    causes = int((table.kind != COMBINED).sum())
+    if p.graph is None:
+        return (f"The top {min(causes, REPORT_ROWS)} of {causes} cause(s) keeping nodes out of the accelerated "
+                "backends, counted from a saved partition, which has no graph to re-partition: partition the "
+                "model again (hv.partition(model, inputs, config)) for what fixing each gives.")
+    return (f"{causes} cause(s) keep nodes out of the accelerated backends. What fixing each alone gives, from "
+            "re-partitioning, judged against the partition's objective (fewest subgraphs, no fewer ops "
+            "accelerated); each group by subgraphs saved (part.blockers() for all).")
+
+
+GROUP_TITLES = {IMPROVEMENT: "Improvements", TRADE_OFF: "Trade-offs", NO_GAIN: "No gain", None: "Not re-partitioned"}
+
+
+def groups(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[tuple[str | None, "pd.DataFrame", int]]:
+    """A blockers table as the reports show it: (verdict, its first `rows` causes with the
+    combined row last when it has that verdict, how many causes have it), improvements first.
+    Improvements are always there (maybe empty) once any row has a verdict; the other groups
+    only when not empty. Rows with no counts (a saved partition's) are the group None."""
+    import pandas as pd
+
+    judged = table.verdict.notna()
+    out = []
+    for v in (*VERDICTS, None):
+        mine = table[table.verdict == v] if v is not None else table[~judged]
+        if mine.empty and not (v == IMPROVEMENT and judged.any()):
+            continue
+        causes = mine[mine.kind != COMBINED]
+        out.append((v, pd.concat([causes.head(rows), mine[mine.kind == COMBINED]]), len(causes)))
+    return out
+
+
+def group_heading(v: str | None, shown: int, total: int) -> str:
+    """A group's heading in words: 'Trade-offs (better on one count, ...), the first 5 of 7:'."""
+    if v == IMPROVEMENT and not total:
+        return f"{GROUP_TITLES[v]} ({VERDICT_WORDS[v]}): no single change is one."
+    words = "the what-if could not be run" if v is None else VERDICT_WORDS[v]
+    more = f", the first {shown} of {total}" if total > shown else ""
+    return f"{GROUP_TITLES[v]} ({words}){more}:"
+
+
+def change_lines(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[str]:
+    """A blockers table in words, grouped by verdict (improvements numbered, then trade-offs,
+    no gain): what to change and what it gives; a saved partition's causes, numbered, counts only."""
+    lines: list[str] = []
+    k = 0
+    for v, shown, total in groups(table, rows):
+        if v is not None or table.verdict.notna().any():  # a saved partition's causes: no verdicts to head
+            lines.append(group_heading(v, int((shown.kind != COMBINED).sum()), total))
+        numbered = v in (IMPROVEMENT, None)
+        for r in shown.itertuples():
+            if r.kind == COMBINED:
+                lines.append(("" if numbered else "- ") + f"{r.op}: {saves_text(r)}")
+                continue
+            k += 1
+            lines.append(f"{f'{k}.' if numbered else '-'} {r.change}: {saves_text(r)}  [{r.kind}, {r.nodes} node(s)]")
     return lines
 
 
@@ -298,7 +386,8 @@ def saves_text(r: Any) -> str:
     if saved is None or saved != saved:
         return "not re-partitioned (" + (getattr(r, "note") or "counts only") + ")"
     fewer = f"{int(saved)} subgraph(s) fewer" if saved >= 0 else f"{-int(saved)} subgraph(s) more"
-    return f"{fewer} ({int(getattr(r, 'subgraphs_if_fixed'))} in all), {int(gained)} more op(s) accelerated"
+    more = f"{int(gained)} more op(s) accelerated" if gained >= 0 else f"{-int(gained)} fewer op(s) accelerated"
+    return f"{fewer} ({int(getattr(r, 'subgraphs_if_fixed'))} in all), {more}"
 
 
 def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
@@ -317,4 +406,5 @@ def _short_label(c: Cause) -> str:
 
 
 __all__ = ["REPORT_ROWS", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
-           "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP"]
+           "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
+           "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]

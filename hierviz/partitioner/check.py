@@ -97,9 +97,10 @@ def violations(part: Partition, *, max_subgraphs: Any = None, max_subgraphs_by_b
 
 
 def top_blockers(part: Partition, rows: int = TOP_BLOCKERS) -> list[str]:
-    """The first `rows` blockers as lines: what to change and what it saves."""
+    """The first `rows` blockers as lines: what to change, what it gives and its verdict."""
     table = blockers_table(part, top=0).head(rows)
-    return [f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {saves_text(r)}" for r in table.itertuples()]
+    return [f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "")
+            for r in table.itertuples()]
 
 
 def failure_text(part: Partition, broken: list[str]) -> str:

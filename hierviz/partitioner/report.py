@@ -11,7 +11,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
-from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, not_computed_text
+from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, intro_text, not_computed_text
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 
@@ -54,10 +54,7 @@ def _what_to_change(p: "Partition") -> list[str]:
     causes = int((table.kind != "combined").sum())
     if not causes:
         return ["", head, "", "   Nothing keeps nodes out of the accelerated backends."]
-    shown = min(causes, REPORT_ROWS)
-    return ["", head, "", f"   The top {shown} of {causes} cause(s) keeping nodes out of the accelerated backends, "
-            "by subgraphs saved (part.blockers() for all):",
-            *(f"   {line}" for line in change_lines(table, REPORT_ROWS))]
+    return ["", head, "", f"   {intro_text(p, table)}", *(f"   {line}" for line in change_lines(table, REPORT_ROWS))]
 
 
 def _coverage(p: "Partition") -> list[str]:

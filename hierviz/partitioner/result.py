@@ -326,8 +326,11 @@ class Partition:
         """One row per cause keeping nodes out of the accelerated backends (no converter,
         validator rejected, forced by torch_executed_ops, demoted below min_block_size, no
         backend in priority), with what re-partitioning with that cause removed gives:
-        subgraphs_if_fixed, subgraphs_saved, accelerated_ops_gained; sorted by subgraphs saved,
-        then ops gained; a last row joins the first `top` (0: none). `kind=` keeps some kinds.
+        subgraphs_if_fixed, subgraphs_saved, accelerated_ops_gained, and its verdict from those
+        counts (improvement: fewer subgraphs without fewer ops accelerated, or more ops
+        accelerated without more subgraphs; trade-off; no gain); improvements first, each group
+        by subgraphs saved, then ops gained; a last row joins the first `top` (0: none) when that
+        is a change and an outcome no single row has. `kind=` keeps some kinds.
         `measure=True` also times each what-if that can run (hv.measure on `device`) against
         this setting: median_ms, speedup and its interval (speedup_low, speedup_high), or in
         `measured` why a row cannot run (no converter); `example_inputs` (default: random,

@@ -19,15 +19,16 @@ if TYPE_CHECKING:  # pragma: no cover
 
     from hierviz.partitioner import Partition
 
-SHOWN_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "change"]
+SHOWN_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
+                 "change"]
 
 
 def row_label(k: int, row: Any) -> str:
-    """One row of the picker: what to change and what it gives, in the report's words
-    ('2 subgraph(s) more', never '-2 subgraphs saved')."""
+    """One row of the picker: what to change, its verdict and what it gives, in the report's
+    words ('trade-off, demoted: 2 subgraph(s) more ...', never '-2 subgraphs saved')."""
     if row.subgraphs_saved is None or row.subgraphs_saved != row.subgraphs_saved:
         return f"{k + 1}. {row.change}  ({row.kind}, {row.nodes} node(s); counts only)"
-    return f"{k + 1}. {row.change}  ({row.kind}: {saves_text(row)})"
+    return f"{k + 1}. {row.change}  ({row.verdict}, {row.kind}: {saves_text(row)})"
 
 
 def applied_html(change: str, before: "Partition | None", now: "Partition | None", back_to: Config) -> str:

@@ -29,6 +29,7 @@ def test_the_tab_lists_the_blockers(explorer) -> None:
     for label, row in zip(labels, table.itertuples()):  # what each gives in the report's words
         saved = int(row.subgraphs_saved)
         assert (f"{saved} subgraph(s) fewer" if saved >= 0 else f"{-saved} subgraph(s) more") in label
+        assert f"({row.verdict}, {row.kind}: " in label  # a trade-off is labelled one
         assert "subgraphs saved" not in label
     assert "<table" in explorer.blockers_tab.panel.value and table.iloc[0].op in explorer.blockers_tab.panel.value
 

@@ -110,12 +110,107 @@ def test_combined_row_is_the_top_rows_together(graph: torch.fx.GraphModule) -> N
 
 def test_combined_row_names_one_min_block_size(graph: torch.fx.GraphModule) -> None:
     """Two demoted causes together are the smaller size alone: the change says that one."""
-    table = hv.partition(graph, min_block_size=6).blockers(kind="demoted")
-    sizes = sorted(int(op.split(":")[0].split()[-1]) for op in table[table.kind == "demoted"].op)
+    from hierviz.partitioner.blockers import combine, find_causes
+
+    part = hv.partition(graph, min_block_size=6)
+    demoted = [c for c in find_causes(part) if c.kind == "demoted"]
+    sizes = sorted(c.block_size for c in demoted)
     assert len(sizes) >= 2
-    last = table.iloc[-1]
-    assert last.kind == "combined" and last.change == f"min_block_size={sizes[0]} (was 6)"
-    assert last.config.min_block_size == sizes[0]
+    together = combine(demoted, part.config)
+    assert together.change == f"min_block_size={sizes[0]} (was 6)" and together.config.min_block_size == sizes[0]
+
+
+@pytest.mark.parametrize("settings", [
+    {"min_block_size": 6, "kind": "demoted"},  # all demotions: together they are the smallest size's row
+    {"min_block_size": 6},
+    {"min_block_size": 3, "torch_executed_ops": {"aten.tanh.default"}},
+    {"min_block_size": 6, "torch_executed_ops": {"aten.tanh.default"}},
+    {"min_block_size": 6, "torch_executed_ops": {"aten.tanh.default"}, "top": 5},
+])
+def test_the_combined_row_never_repeats_a_row(graph: torch.fx.GraphModule, settings: dict) -> None:
+    """A combined row is a change no single row makes, with counts no single row has: else it
+    only repeats that row (all demotions together are the smallest size's row)."""
+    settings = dict(settings)
+    kind, top = settings.pop("kind", None), settings.pop("top", 3)
+    part = hv.partition(graph, **settings)
+    table = part.blockers(kind=kind, top=top)
+    rows, combined = table[table.kind != "combined"], table[table.kind == "combined"]
+    assert len(combined) <= 1
+    for row in combined.itertuples():
+        assert row.change not in set(rows.change)
+        assert (row.subgraphs_if_fixed, row.accelerated_ops_gained) not in set(
+            zip(rows.subgraphs_if_fixed, rows.accelerated_ops_gained))
+    if kind == "demoted":
+        assert len(rows) >= 2 and combined.empty  # it was "top 2 together: min_block_size=2 (was 6)" twice
+        text = part.report()
+        assert "top 2 together" not in text and text.count("min_block_size=2 (was 6)") == 1
+
+
+@pytest.mark.parametrize("settings", [{"min_block_size": 3, "torch_executed_ops": {"aten.tanh.default"}},
+                                      {"min_block_size": 6, "torch_executed_ops": {"aten.tanh.default"}},
+                                      {"min_block_size": 6}])
+def test_each_verdict_is_what_its_counts_say_and_improvements_rank_first(graph, settings: dict) -> None:
+    part = hv.partition(graph, **settings)
+    table = part.blockers()
+    for row in table.itertuples():
+        saved, gained = row.subgraphs_saved, row.accelerated_ops_gained
+        if saved >= 0 and gained >= 0 and saved + gained > 0:
+            assert row.verdict == "improvement", row
+        elif saved > 0 or gained > 0:
+            assert row.verdict == "trade-off", row
+        else:
+            assert row.verdict == "no gain", row
+    order = ["improvement", "trade-off", "no gain"]
+    ranks = [order.index(v) for v in table[table.kind != "combined"].verdict]
+    assert ranks == sorted(ranks)
+
+
+def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(graph) -> None:
+    """Every numbered line of "What to change" has fewer subgraphs without fewer ops accelerated,
+    or more ops accelerated without more subgraphs; a trade-off is listed under "Trade-offs"
+    (here every single change adds subgraphs: the report listed "1. add hypot ...: 1 subgraph(s)
+    more" as the first thing to change)."""
+    part = hv.partition(graph, min_block_size=6, torch_executed_ops={"aten.tanh.default"})
+    section = part.report().split("-------------------- What to change --------------------")[1]
+    lines = [line.strip() for line in section.strip().splitlines()]
+    group = None
+    seen = {"Improvements": 0, "Trade-offs": 0, "No gain": 0}
+    for line in lines[1:]:
+        title = next((t for t in seen if line.startswith(t + " (")), None)
+        if title:
+            group = title
+            continue
+        more_subgraphs = re.search(r"(\d+) subgraph\(s\) more", line)
+        fewer_ops = re.search(r"(\d+) fewer op\(s\) accelerated", line)
+        gains = (re.search(r"([1-9]\d*) subgraph\(s\) fewer", line), re.search(r"([1-9]\d*) more op\(s\)", line))
+        seen[group] += 1
+        if group == "Improvements":
+            assert not more_subgraphs and not fewer_ops and any(gains), line
+        elif group == "Trade-offs":
+            assert (more_subgraphs or fewer_ops) and any(gains), line
+            assert line.startswith("- ")
+        else:
+            assert not any(gains), line
+    assert lines[1] == ("Improvements (fewer subgraphs without fewer ops accelerated, or more ops accelerated "
+                        "without more subgraphs): no single change is one.")
+    assert seen["Trade-offs"] >= 5 and seen["No gain"] == 1
+    html = part.save(Path(tempfile.mkdtemp()) / "r.html").read_text()
+    section = html.split('<h2 id="what-to-change">')[1].split("<h2")[0]
+    improvements, rest = section.split("<b>Trade-offs (")
+    trade_offs, no_gain = rest.split("<b>No gain (")
+    table = part.blockers()
+    assert "<td>improvement</td>" not in section and "no single change is one" in improvements
+    for row in table.itertuples():
+        assert f"<td>{row.change}</td>" in (trade_offs if row.verdict == "trade-off" else no_gain), row
+
+
+def test_a_fewer_ops_row_says_so() -> None:
+    from hierviz.partitioner.blockers import saves_text, verdict
+
+    row = type("Row", (), {"subgraphs_saved": 2, "accelerated_ops_gained": -3, "subgraphs_if_fixed": 4, "note": ""})
+    assert saves_text(row) == "2 subgraph(s) fewer (4 in all), 3 fewer op(s) accelerated"
+    assert [verdict(2, -3), verdict(-1, 4), verdict(0, 1), verdict(0, 0), verdict(-1, 0), verdict(None, None)] == [
+        "trade-off", "trade-off", "improvement", "no gain", "no gain", None]
 
 
 def test_kind_filter(graph: torch.fx.GraphModule) -> None:
@@ -166,16 +261,19 @@ def test_measured_what_ifs(graph: torch.fx.GraphModule) -> None:
 def test_report_says_what_to_change(graph: torch.fx.GraphModule) -> None:
     part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
     text = part.report()
-    section = text.split("-------------------- What to change --------------------")[1].strip().splitlines()
+    section = [line.strip() for line in
+               text.split("-------------------- What to change --------------------")[1].strip().splitlines()]
     table = part.blockers()
     causes = table[table.kind != "combined"]
-    assert section[0].startswith(f"The top {min(5, len(causes))} of {len(causes)} cause(s)")
-    for line, row in zip(section[1:], causes.itertuples()):
-        assert line.strip().startswith(f"{row.Index + 1}. {row.change}: ")
-        fewer = (f"{row.subgraphs_saved} subgraph(s) fewer" if row.subgraphs_saved >= 0
-                 else f"{-row.subgraphs_saved} subgraph(s) more")
-        assert f"{fewer} ({row.subgraphs_if_fixed} in all), {row.accelerated_ops_gained} more op(s) accelerated" in line
-    assert section[-1].strip().startswith("top 3 together: ")
+    assert section[0].startswith(f"{len(causes)} cause(s) keep nodes out of the accelerated backends.")
+    improvements = causes[causes.verdict == "improvement"]
+    assert len(improvements) == 3 and section[1].startswith("Improvements (")
+    for line, (k, row) in zip(section[2:], enumerate(improvements.itertuples(), 1)):
+        assert line.startswith(f"{k}. {row.change}: ")
+        assert (f"{row.subgraphs_saved} subgraph(s) fewer ({row.subgraphs_if_fixed} in all), "
+                f"{row.accelerated_ops_gained} more op(s) accelerated") in line
+    assert section[5].startswith("top 3 together: 3 subgraph(s) fewer (1 in all)")
+    assert section[6].startswith("Trade-offs (") and section[7].startswith("- min_block_size=2 (was 3): 1 subgraph(s) more")
     assert "What to change" not in part.report(what_to_change=False)
     html = part.save(Path(tempfile.mkdtemp()) / "r.html").read_text()
     assert '<h2 id="what-to-change">What to change</h2>' in html
