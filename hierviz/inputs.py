@@ -191,6 +191,10 @@ DYNAMIC = ("Call it with inputs like the example inputs, or capture again with t
            "(e.g. {'x': {0: torch.export.Dim('batch', min=1, max=64)}}) for sizes that vary")
 RANGES = ("Call it with sizes inside the captured ranges, or capture again with dynamic_shapes whose Dims allow "
           "these sizes (torch.export.Dim(name, min=..., max=...))")
+EQUAL = ("Call it with those dimensions equal, as captured, or capture again with dynamic_shapes giving each its "
+         "own Dim")
+DERIVED = ("Call it with sizes that fit the captured expressions, like the example inputs' sizes, or capture again "
+           "with dynamic_shapes that allow these sizes")
 
 
 def mismatch(spec: InputSpec, values: Sequence[Any]) -> tuple[str, str] | None:
@@ -238,7 +242,7 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> tuple[str, str] | None:
             elif want.isidentifier():
                 if want in bound and bound[want] != size:
                     return (f"{_where(arg, j)} is {size}, but it must equal the other dimensions named "
-                            f"{spec.show(want)} (= {bound[want]} in this call)", RANGES)
+                            f"{spec.show(want)} (= {bound[want]} in this call)", EQUAL)
                 bound[want] = int(size)
                 lo, hi = limits.get(want, (0, None))
                 # like ExportedProgram.module(): sizes 0 and 1 are allowed whenever the range starts <= 2
@@ -250,7 +254,7 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> tuple[str, str] | None:
     for arg, j, expr, size in derived:
         problem = _derived_mismatch(arg, j, expr, size, bound, limits, spec)
         if problem is not None:
-            return problem, RANGES
+            return problem, DERIVED
     return None
 
 

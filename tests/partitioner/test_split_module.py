@@ -84,6 +84,27 @@ def test_other_dtype_or_rank_raises(static) -> None:
     assert "dynamic_shapes" not in str(info.value)
 
 
+class _Add(nn.Module):
+    def forward(self, x: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        return torch.relu(x) + y
+
+
+def test_dynamic_dimensions_outside_their_range_or_unequal_say_how_to_capture_them() -> None:
+    batch = Dim("batch", min=2, max=16)
+    gm = hv.capture(_Add(), (torch.randn(4, 3), torch.randn(4, 3)), dynamic_shapes={"x": {0: batch}, "y": {0: batch}})
+    p = hv.partition(gm, min_block_size=1)
+    with pytest.raises(hv.CaptureError) as info:
+        p.module(torch.randn(17, 3), torch.randn(17, 3))
+    assert str(info.value).endswith("Call it with sizes inside the captured ranges, or capture again with "
+                                    "dynamic_shapes whose Dims allow these sizes (torch.export.Dim(name, min=..., max=...)).")
+    with pytest.raises(hv.CaptureError) as info:
+        p.module(torch.randn(5, 3), torch.randn(6, 3))
+    assert "dim 0 of input 'y' is 6, but it must equal the other dimensions named batch (= 5 in this call)" in str(
+        info.value)
+    assert str(info.value).endswith("Call it with those dimensions equal, as captured, or capture again with "
+                                    "dynamic_shapes giving each its own Dim.")
+
+
 def test_compiled_loaded_and_measure_give_the_same_dtype_advice(tmp_path) -> None:
     """The compiled model, a loaded one and hv.measure say the same as the split module."""
     from hierviz.latency.deploy import load
