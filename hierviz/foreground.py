@@ -1,7 +1,9 @@
 """The "UI first" gate: while the Explorer applies a setting change (`with foreground():`),
-background measuring work in this process (hv.tune's trials, timing batches) pauses at its
-safe points (`wait_for_foreground()`) and goes on when the change is shown; a timing batch
-that overlapped a change is timed again (`undisturbed`), since the change polluted it.
+background measuring work in this process (hv.tune's trials, each subgraph's compile, timing
+batches) pauses at its safe points (`wait_for_foreground()`) and goes on when the change is
+shown; a timing batch that overlapped a change is timed again (`undisturbed`), since the
+change polluted it. A compile already running cannot pause: when a change begins, the compiler
+processes it started get the lowest CPU priority (cpu_priority.py).
 
 Nothing waits when no change is being applied (one Event check); a wait is bounded
 (MAX_WAIT_S), so background work never hangs; the gate opens in a `finally`, so a change that
@@ -13,6 +15,8 @@ from __future__ import annotations
 import contextlib
 import threading
 from typing import Callable, Iterator, TypeVar
+
+from hierviz.cpu_priority import lower_compilers
 
 T = TypeVar("T")
 
@@ -36,9 +40,12 @@ def foreground() -> Iterator[None]:
         return
     me = threading.get_ident()
     with _lock:
+        first = not _holders
         _holders[me] = _holders.get(me, 0) + 1
         _entered += 1
         _idle.clear()
+    if first:
+        lower_compilers()  # a background compile already running yields the cores to the change
     try:
         yield
     finally:

@@ -263,3 +263,43 @@ def test_cli_tune_writes_the_trials(tmp_path, capsys) -> None:
     assert "best" in printed and f"wrote {out}" in printed
     assert main(["tune", "tiny_conv", "--budget", "0", "--csv", str(out)]) == 2
     assert "budget" in capsys.readouterr().err
+
+
+def test_no_trial_and_no_compile_starts_before_a_change_being_applied_is_shown(small, monkeypatch) -> None:
+    """hv.tune (what "find fastest" runs) consults the "UI first" gate before each trial and
+    before each subgraph's compile: with a fake gate that applies a change whenever it is
+    consulted, every trial and every compile comes right after a change was shown."""
+    import hierviz.compare.tuning as tuning
+    import hierviz.latency.compiling as compiling
+    from hierviz.latency.cache import clear_cache
+
+    clear_cache()  # cold: each distinct subgraph is compiled
+    events: list[str] = []
+    applying = [False]
+
+    def gate(timeout: float = 0.0) -> bool:  # a change applies now; the gate returns when it is shown
+        applying[0] = True
+        events.append("change shown")
+        applying[0] = False
+        return True
+
+    def partition(*args, **kwargs):
+        assert not applying[0]
+        events.append("trial")
+        return cached_partition(*args, **kwargs)
+
+    def compiler(gm, example_inputs):
+        assert not applying[0]
+        events.append("compile")
+        return gm
+
+    cached_partition = tuning.cached_partition
+    monkeypatch.setattr(tuning, "wait_for_foreground", gate)
+    monkeypatch.setattr(compiling, "wait_for_foreground", gate)
+    monkeypatch.setattr(tuning, "cached_partition", partition)
+    res = own_tune(*small[:2], {"torch_executed_ops": [[], [RELU]]}, pruning=False,
+                   measure={**FAST, "compilers": {**OWN_COMPILERS, "exact": compiler}})
+    assert events.count("trial") == len(res.trials) == 2 and events.count("compile") >= 2
+    for i, event in enumerate(events):
+        if event in ("trial", "compile"):
+            assert events[i - 1] == "change shown", events
