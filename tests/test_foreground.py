@@ -115,3 +115,26 @@ def test_when_disabled_the_foreground_holds_nothing(monkeypatch):
     monkeypatch.setattr(fg, "ENABLED", False)
     with fg.foreground():
         assert not fg.busy()
+
+
+def test_the_collector_is_paused_while_a_change_applies_and_restored_after():
+    import gc
+
+    assert gc.isenabled()
+    with fg.foreground():
+        assert not gc.isenabled()  # no collection starts in any thread meanwhile
+        with fg.foreground():
+            pass
+        assert not gc.isenabled()  # still held by the outer change
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with fg.foreground():
+            raise RuntimeError("boom")
+    assert gc.isenabled()
+    gc.disable()  # paused by someone else before the change: left paused after it
+    try:
+        with fg.foreground():
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
