@@ -40,6 +40,7 @@ import ipywidgets as widgets
 from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.foreground import foreground
+from hierviz.gcpause import gc_resumed
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
@@ -297,7 +298,8 @@ class Explorer(widgets.VBox):
         if shown:
             t = time.perf_counter()  # measured first: the diagram overlays the measurement
             if state.measure:
-                self._measure(part)
+                with gc_resumed():  # the gate pauses the collector; a measurement's compiles need it
+                    self._measure(part)
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t

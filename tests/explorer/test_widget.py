@@ -446,3 +446,26 @@ def test_background_work_waits_while_a_setting_change_applies(ex: Explorer, monk
     monkeypatch.setattr(ex.controller, "update", fails)
     ex.controls["min_block_size"].value = 4  # the guard shows the error; the gate still opens
     assert not fg.busy()
+
+
+def test_a_change_pauses_the_collector_except_while_it_measures(small, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gc
+
+    model, inputs, _ = small
+    ex = Explorer(model, inputs, debounce=0)
+    seen: dict[str, bool] = {}
+    update, measure = ex.controller.update, ex.controller.measure
+
+    def update_and_look(state):
+        seen["update"] = gc.isenabled()
+        return update(state)
+
+    def measure_and_look(part, progress):
+        seen["measure"] = gc.isenabled()  # compiles inside a change: their garbage is collected
+        return None
+
+    monkeypatch.setattr(ex.controller, "update", update_and_look)
+    monkeypatch.setattr(ex.controller, "measure", measure_and_look)
+    ex.controls["measure"].value = True
+    assert seen == {"update": False, "measure": True}
+    assert gc.isenabled()  # the change is shown: the collector runs again
