@@ -31,12 +31,13 @@ is shown (the compile's allocations trigger full collections that stop every thr
 0.5 s). During the one search the changes alternate, one a second, between "before" (neither)
 and "after" (both), and each is also shown by what the search was doing when it began (g++
 running, or compiling in Python in its thread).
-Measured (2 cores shared, load 0.95-1.9; budget 2, both trials measured), counts / diagram
-p90: nothing beside 42 / 95 ms; before 255 / 369 ms; after 74 / 164 ms. After, while g++ ran:
-54 / 139 ms (before: 98 / 604 ms); while the search compiled in Python, holding the GIL: 159 /
-287 ms over 4 changes (before: 295 / 370 ms over 5). Before any of this (the compiles neither
-gated nor lowered, the collector free; 20 changes 0.2 s apart, all during compiles, load
-1.0-3.4): 155 / 423 ms against 69 / 178 ms with nothing beside.
+Measured in two runs (2 cores shared, load 1.0-1.9; budget 2, both trials measured), counts /
+diagram p90: nothing beside 42-43 / 95-98 ms; before 255-319 / 369-447 ms; after 74-142 /
+164-215 ms. After, while g++ ran: 46-54 / 115-139 ms (before: 98-112 / 231-604 ms); while the
+search compiled in Python, holding the GIL: 159-263 / 287-648 ms over 4 changes a run (before:
+295-1435 / 370-1540 ms over 5-7). Before any of this (the compiles neither gated nor lowered,
+the collector free; 20 changes 0.2 s apart, all during compiles, load 1.0-3.4): 155 / 423 ms
+against 69 / 178 ms with nothing beside.
 
 For each model it builds an Explorer (debounce=0, so each `.value = ...` applies synchronously,
 exactly as a click does after its debounce), then applies a fixed sequence of control changes,
