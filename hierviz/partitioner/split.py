@@ -11,7 +11,7 @@ names, placeholders, outputs and generated code (tests/partitioner/test_split_co
 compares them), without its tagged copy of the whole graph. Each submodule is a torch.fx lazy
 GraphModule: its Python code is generated once, when it is first called or its `.code` read,
 so the submodules a compiled module replaces by engines never have code generated at all. The
-parent is a `SplitModule`, made once with the input check in place.
+parent is a `SplitModule` (split_module.py), made once with the input check in place.
 """
 
 from __future__ import annotations
@@ -29,14 +29,7 @@ from torch.fx.passes.utils.common import HolderModule
 from hierviz.gcpause import gc_paused
 from hierviz.inputs import check_call, check_inputs, spec_of
 from hierviz.partitioner.plan import EngineResult
-
-
-class SplitModule(GraphModule):
-    """A GraphModule whose submodules are final when it is made: `recompile()` regenerates
-    this module's code, not theirs (recompile a submodule itself after changing its graph)."""
-
-    def _recompile_submodules(self) -> list:
-        return []
+from hierviz.partitioner.split_module import SplitModule
 
 
 class _Part:
@@ -197,4 +190,4 @@ def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
     return split
 
 
-__all__ = ["SplitModule", "build_split_module", "with_input_check"]
+__all__ = ["build_split_module", "with_input_check"]
