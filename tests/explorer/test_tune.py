@@ -302,4 +302,4 @@ def test_no_trial_and_no_compile_starts_before_a_change_being_applied_is_shown(s
     assert events.count("trial") == len(res.trials) == 2 and events.count("compile") >= 2
     for i, event in enumerate(events):
         if event in ("trial", "compile"):
-            assert events[i - 1] == "change shown", events
+            assert i > 0 and events[i - 1] == "change shown", events  # events[-1] is the last one: not before it
