@@ -10,16 +10,10 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
-from hierviz import cli
+from tests.test_cli import run_cli
 
 MODEL = "efficientnet_b0"
 FLAGS = ["--torch-executed-ops", "add.Tensor", "--min-block-size", "8"]
-
-
-def run(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:
-    code = cli.main(list(argv))
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 @pytest.fixture(scope="module")
@@ -28,7 +22,7 @@ def part(zoo_cache) -> hv.Partition:
 
 
 def test_blockers_prints_the_table(capsys, part) -> None:
-    code, out, _ = run(capsys, "blockers", MODEL, *FLAGS)
+    code, out, _ = run_cli(capsys, "blockers", MODEL, *FLAGS)
     table = part.blockers()
     assert code == 0
     first = out.splitlines()[0]
@@ -43,13 +37,13 @@ def test_blockers_prints_the_table(capsys, part) -> None:
 
 
 def test_check_fails_with_exit_1_and_passes_with_one_line(capsys, part) -> None:
-    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", "5", "--min-coverage", "0.99")
+    code, out, _ = run_cli(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", "5", "--min-coverage", "0.99")
     assert code == 1
     with pytest.raises(hv.PartitionCheckError) as err:
         hv.check(part, max_subgraphs=5, min_coverage=0.99)
     assert out.strip() == str(err.value)
     assert f"subgraphs {part.stats['subgraphs']} > max_subgraphs 5" in out and "top blockers" in out
-    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", str(part.stats["subgraphs"]))
+    code, out, _ = run_cli(capsys, "check", MODEL, *FLAGS, "--max-subgraphs", str(part.stats["subgraphs"]))
     assert code == 0 and len(out.strip().splitlines()) == 1
     assert out.startswith("partition check passed") and f"subgraphs {part.stats['subgraphs']} <=" in out
 
@@ -57,29 +51,29 @@ def test_check_fails_with_exit_1_and_passes_with_one_line(capsys, part) -> None:
 def test_check_without_limits_is_a_mistake(capsys, part, tmp_path: Path) -> None:
     """A CI job whose limits went missing must not pass: exit 2 and one line naming the limits."""
     saved = part.save(tmp_path / "a.json")
-    code, out, err = run(capsys, "check", str(saved))
+    code, out, err = run_cli(capsys, "check", str(saved))
     assert code == 2 and not out and len(err.strip().splitlines()) == 1
     assert "check needs at least one limit: --max-subgraphs N" in err and "--like saved.json" in err
 
 
 def test_check_like_a_saved_partition(capsys, part, tmp_path: Path) -> None:
     saved = tmp_path / "good.json"
-    assert run(capsys, "report", MODEL, "-o", str(saved))[0] == 0
-    code, out, _ = run(capsys, "check", MODEL, *FLAGS, "--like", str(saved))
+    assert run_cli(capsys, "report", MODEL, "-o", str(saved))[0] == 0
+    code, out, _ = run_cli(capsys, "check", MODEL, *FLAGS, "--like", str(saved))
     assert code == 1 and f"like {saved}: subgraphs {part.stats['subgraphs']} vs 1 saved" in out
-    code, out, _ = run(capsys, "check", str(saved), "--like", str(saved))
+    code, out, _ = run_cli(capsys, "check", str(saved), "--like", str(saved))
     assert code == 0 and out.startswith("partition check passed")
 
 
 def test_diff_of_two_saved_partitions(capsys, part, tmp_path: Path) -> None:
     a = part.save(tmp_path / "a.json")
-    assert run(capsys, "report", MODEL, "-o", str(tmp_path / "b.json"))[0] == 0
-    code, out, _ = run(capsys, "diff", str(a), str(tmp_path / "b.json"), "-o", str(tmp_path / "d.dot"))
+    assert run_cli(capsys, "report", MODEL, "-o", str(tmp_path / "b.json"))[0] == 0
+    code, out, _ = run_cli(capsys, "diff", str(a), str(tmp_path / "b.json"), "-o", str(tmp_path / "d.dot"))
     d = hv.diff(hv.load_partition(a), hv.load_partition(tmp_path / "b.json"))
     assert code == 0
     assert f"{(d.change == 'backend').sum()} node(s) backend" in out and f"wrote {tmp_path / 'd.dot'}" in out
     assert "change backend" in (tmp_path / "d.dot").read_text()
-    code, out, _ = run(capsys, "diff", str(a), str(a))
+    code, out, _ = run_cli(capsys, "diff", str(a), str(a))
     assert code == 0 and "no difference" in out
 
 
@@ -93,15 +87,15 @@ def test_diff_of_two_saved_partitions(capsys, part, tmp_path: Path) -> None:
     (["blockers", MODEL, "--kind", "broken"], "unknown kind 'broken'"),
 ])
 def test_mistakes_are_one_line_and_exit_2(capsys, argv, words) -> None:
-    code, out, err = run(capsys, *argv)
+    code, out, err = run_cli(capsys, *argv)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1
 
 
 def test_a_saved_partition_is_read_by_report_check_and_blockers(capsys, part, tmp_path: Path) -> None:
     saved = part.save(tmp_path / "a.json")
-    code, out, _ = run(capsys, "report", str(saved))
+    code, out, _ = run_cli(capsys, "report", str(saved))
     assert code == 0 and out.strip() == hv.load_partition(saved).report().strip()
-    code, out, _ = run(capsys, "blockers", str(saved))
+    code, out, _ = run_cli(capsys, "blockers", str(saved))
     lines = out.splitlines()
     assert code == 0 and "None" not in out
     assert lines[-1].startswith(f"{saved} is a saved partition: counts only")
@@ -112,7 +106,7 @@ def test_a_saved_partition_is_read_by_report_check_and_blockers(capsys, part, tm
 def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_path: Path, command: str) -> None:
     saved = part.save(tmp_path / "a.json")
     limit = ["--max-subgraphs", "3"] if command == "check" else []
-    code, out, err = run(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast", *limit)
+    code, out, err = run_cli(capsys, command, str(saved), "--min-block-size", "3", "--engine", "fast", *limit)
     assert code == 2 and len(err.strip().splitlines()) == 1 and not out
     assert "--min-block-size, --engine: " in err and "is a saved partition" in err and "give MODEL" in err
 
@@ -120,7 +114,7 @@ def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_pa
 def test_blockers_measure_with_fallback(capsys) -> None:
     """--measure --fallback times the what-ifs that run (TensorRT subgraphs eagerly where it
     cannot build); rows with no converter say why they are not measured."""
-    code, out, _ = run(capsys, "blockers", "tiny_conv", "--torch-executed-ops", "relu.default", "--measure",
+    code, out, _ = run_cli(capsys, "blockers", "tiny_conv", "--torch-executed-ops", "relu.default", "--measure",
                        "--device", "cpu", "--fallback", "--top", "0")
     assert code == 0
     lines = out.splitlines()
