@@ -27,6 +27,7 @@ from torch.fx.node import map_arg
 from torch.fx.passes.utils.common import HolderModule
 
 from hierviz.gcpause import gc_paused
+from hierviz.graphdata import fetch_attr
 from hierviz.inputs import check_call, check_inputs, spec_of
 from hierviz.partitioner.plan import EngineResult
 from hierviz.partitioner.split_module import SplitModule
@@ -119,16 +120,15 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
         if x.op != "placeholder":
             part_of[x].outputs.append(x)
 
-    check = _check_text(original if original is not None else gm, main)
-    if check is not None:
-        placeholders = list(in_main[x] for x in gm.graph.find_nodes(op="placeholder"))
-        main.create_node("call_function", check_inputs, (check, *placeholders), {}, name="_check_inputs")
+    check = _insert_check(main, original if original is not None else gm)
 
     children = {}
     for part in parts:
         outs = [copied[x] for x in part.outputs]
         part.graph.output(outs[0] if len(outs) == 1 else tuple(outs))
-        children[part.name] = _lazy_child(gm, part.graph)
+        # lazy: its code is generated when it first runs; it holds the weights and modules of gm it
+        # reads, copied by target (as torch.fx's lift_subgraph_as_module does)
+        children[part.name] = _LazyGraphModule(gm, part.graph, "GraphModule")
         call = main.call_module(part.name, args=tuple(in_main[x] for x in part.inputs))
         if len(outs) == 1:
             in_main[part.outputs[0]] = call
@@ -142,34 +142,29 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
     root = HolderModule(children)
     for x in returned:
         if x.op == "get_attr":
-            setattr(root, x.name, _fetch(gm, x.target))
-    split = SplitModule(root, main)
+            setattr(root, x.name, fetch_attr(gm, x.target))
+    return _guarded(SplitModule(root, main), check)
+
+
+def _insert_check(graph: Graph, gm: GraphModule) -> str | None:
+    """Put the node checking the inputs against what `gm` was captured for right after
+    `graph`'s placeholders; its spec text, or None (no node) when the inputs carry no metadata
+    or do not line up with the placeholders."""
+    spec = spec_of(gm)
+    placeholders = list(graph.find_nodes(op="placeholder"))
+    if all(a.kind == "any" for a in spec.args) or len(placeholders) != len(spec.args):
+        return None
+    text = spec.to_json()
+    with graph.inserting_after(placeholders[-1]):
+        graph.create_node("call_function", check_inputs, (text, *placeholders), {}, name="_check_inputs")
+    return text
+
+
+def _guarded(split: SplitModule, check: str | None) -> SplitModule:
+    """`split` checking each call's arguments first (Python scalars, structure) when `check`."""
     if check is not None:
         split.register_forward_pre_hook(functools.partial(check_call, check), with_kwargs=True)
     return split
-
-
-def _lazy_child(gm: GraphModule, graph: Graph) -> GraphModule:
-    """A lazy GraphModule over `graph`, holding the weights and modules of gm it reads (copied
-    by target, as for torch.fx's lift_subgraph_as_module), its code not generated yet."""
-    return _LazyGraphModule(gm, graph, "GraphModule")
-
-
-def _fetch(gm: GraphModule, target: str):
-    value = gm
-    for name in target.split("."):
-        value = getattr(value, name)
-    return value
-
-
-def _check_text(gm: GraphModule, main: Graph) -> str | None:
-    """The input spec the check node carries, or None when the inputs carry no metadata (or do
-    not line up with the split's placeholders)."""
-    spec = spec_of(gm)
-    placeholders = list(main.find_nodes(op="placeholder"))
-    if all(a.kind == "any" for a in spec.args) or len(placeholders) != len(spec.args):
-        return None
-    return spec.to_json()
 
 
 def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
@@ -178,16 +173,9 @@ def with_input_check(split: GraphModule, gm: GraphModule) -> GraphModule:
     input of gm carries metadata)."""
     if not isinstance(split, SplitModule):
         split = SplitModule(split, split.graph, class_name=type(split).__name__)
-    text = _check_text(gm, split.graph)
-    if text is None:
-        split.recompile()
-        return split
-    placeholders = list(split.graph.find_nodes(op="placeholder"))
-    with split.graph.inserting_after(placeholders[-1]):
-        split.graph.create_node("call_function", check_inputs, (text, *placeholders), {}, name="_check_inputs")
+    check = _insert_check(split.graph, gm)
     split.recompile()
-    split.register_forward_pre_hook(functools.partial(check_call, text), with_kwargs=True)
-    return split
+    return _guarded(split, check)
 
 
 __all__ = ["build_split_module", "with_input_check"]
