@@ -12,6 +12,8 @@ import pytest
 import torch
 from torch import nn
 
+from tests.latency._measure_helpers import FakeClock
+
 
 class SmallNet(nn.Module):
     """conv-bn-relu, then two ops with no TensorRT converter (special_i0e, hypot) between
@@ -134,22 +136,22 @@ SCRIPTED_COMPILERS = {"fast": fast, "same": same}
 JITTER = [((i * 7) % 11 - 5) * 0.006 for i in range(200)]
 
 
-class ScriptedClock:
+class ScriptedClock(FakeClock):
     """Stands in for the timing clock (hierviz.latency.timing.CLOCK): every timed call lasts
     10 ms (eager, `same`) or 5 ms (`fast` ran in it), with the fixed jitter, whatever it really
-    took: one read before a call, one after."""
+    took: one read before a call (it forgets what ran), one after."""
 
     def __init__(self) -> None:
-        self.now, self.reads = 0, 0
+        super().__init__(self.scripted)
+
+    @staticmethod
+    def scripted(k: int) -> float:
+        return (5.0 if "fast" in RAN else 10.0) * (1 + JITTER[k % len(JITTER)])
 
     def __call__(self) -> int:
         if self.reads % 2 == 0:
             RAN.clear()
-        else:
-            base = 5.0 if "fast" in RAN else 10.0
-            self.now += round(base * (1 + JITTER[(self.reads // 2) % len(JITTER)]) * 1e6)
-        self.reads += 1
-        return self.now
+        return super().__call__()
 
 
 @pytest.fixture
