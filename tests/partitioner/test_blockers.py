@@ -135,7 +135,7 @@ def test_the_combined_row_never_repeats_a_row(graph: torch.fx.GraphModule, setti
     part = hv.partition(graph, **settings)
     table = part.blockers(kind=kind, top=top)
     rows, combined = table[table.kind != "combined"], table[table.kind == "combined"]
-    assert len(combined) <= 1
+    assert len(combined) == (0 if kind == "demoted" else 1)  # the loop below checks a row: not an empty one
     for row in combined.itertuples():
         assert row.change not in set(rows.change)
         assert (row.subgraphs_if_fixed, row.accelerated_ops_gained) not in set(
@@ -152,6 +152,7 @@ def test_the_combined_row_never_repeats_a_row(graph: torch.fx.GraphModule, setti
 def test_each_verdict_is_what_its_counts_say_and_improvements_rank_first(graph, settings: dict) -> None:
     part = hv.partition(graph, **settings)
     table = part.blockers()
+    assert len(table) >= 5  # rows to check (and trade-offs among them, below)
     for row in table.itertuples():
         saved, gained = row.subgraphs_saved, row.accelerated_ops_gained
         if saved >= 0 and gained >= 0 and saved + gained > 0:
@@ -162,7 +163,7 @@ def test_each_verdict_is_what_its_counts_say_and_improvements_rank_first(graph, 
             assert row.verdict == "no gain", row
     order = ["improvement", "trade-off", "no gain"]
     ranks = [order.index(v) for v in table[table.kind != "combined"].verdict]
-    assert ranks == sorted(ranks)
+    assert ranks == sorted(ranks) and "trade-off" in set(table.verdict)
 
 
 def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(graph) -> None:
