@@ -135,7 +135,7 @@ def test_tune_storage_resumes_without_measuring_finished_trials(small, tmp_path,
     storage = f"sqlite:///{tmp_path / 'tune.db'}"
     measured = _counting(monkeypatch)
     first = _tune(small, budget=2, storage=storage, study_name="small")
-    assert len(first.trials) == 2 and len(measured) <= 2
+    assert len(first.trials) == 2 and 1 <= len(measured) <= 2  # none measured: the check below could not fail
     done = set(measured)
     settings = list(zip(first.trials["priority"], first.trials["min_block_size"]))
     measured.clear()
