@@ -5,8 +5,6 @@ several engines; ranking, the kind filter, the combined row and bad arguments.""
 from __future__ import annotations
 
 import re
-import tempfile
-from pathlib import Path
 
 import pytest
 import torch
@@ -166,7 +164,7 @@ def test_each_verdict_is_what_its_counts_say_and_improvements_rank_first(graph, 
     assert ranks == sorted(ranks) and "trade-off" in set(table.verdict)
 
 
-def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(graph) -> None:
+def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(graph, tmp_path) -> None:
     """Every numbered line of "What to change" has fewer subgraphs without fewer ops accelerated,
     or more ops accelerated without more subgraphs; a trade-off is listed under "Trade-offs"
     (here every single change adds subgraphs: the report listed "1. add hypot ...: 1 subgraph(s)
@@ -195,7 +193,7 @@ def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(gra
     assert lines[1] == ("Improvements (fewer subgraphs without fewer ops accelerated, or more ops accelerated "
                         "without more subgraphs): no single change is one.")
     assert seen["Trade-offs"] >= 5 and seen["No gain"] == 1
-    html = part.save(Path(tempfile.mkdtemp()) / "r.html").read_text()
+    html = part.save(tmp_path / "r.html").read_text()
     section = html.split('<h2 id="what-to-change">')[1].split("<h2")[0]
     improvements, rest = section.split("<b>Trade-offs (")
     trade_offs, no_gain = rest.split("<b>No gain (")
@@ -259,7 +257,7 @@ def test_measured_what_ifs(graph: torch.fx.GraphModule) -> None:
     assert "no converter" in no_converter.measured and no_converter.subgraphs_if_fixed >= 1
 
 
-def test_report_says_what_to_change(graph: torch.fx.GraphModule) -> None:
+def test_report_says_what_to_change(graph: torch.fx.GraphModule, tmp_path) -> None:
     part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
     text = part.report()
     section = [line.strip() for line in
@@ -276,7 +274,7 @@ def test_report_says_what_to_change(graph: torch.fx.GraphModule) -> None:
     assert section[5].startswith("top 3 together: 3 subgraph(s) fewer (1 in all)")
     assert section[6].startswith("Trade-offs (") and section[7].startswith("- min_block_size=2 (was 3): 1 subgraph(s) more")
     assert "What to change" not in part.report(what_to_change=False)
-    html = part.save(Path(tempfile.mkdtemp()) / "r.html").read_text()
+    html = part.save(tmp_path / "r.html").read_text()
     assert '<h2 id="what-to-change">What to change</h2>' in html
     for row in causes.head(5).itertuples():
         assert f"<td>{row.change}</td>" in html
