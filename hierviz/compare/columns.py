@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any, Iterable, Mapping
 
 from hierviz import config as settings
-from hierviz import support as support_mod
 from hierviz.config import Config
 from hierviz.partitioner import FALLBACK
 
@@ -39,11 +38,6 @@ def head_columns(varied: Iterable[str] = (), base: Config | None = None) -> tupl
     varied = set(varied)
     return tuple(row.name for row in settings.SETTINGS if row.head and (
         row.name in varied or (base is not None and getattr(base, row.name) != row.default)))
-
-
-def support_label(sup: Any) -> str:
-    """A short name for a Support source (hierviz.support.source_name)."""
-    return support_mod.source_name(sup)
 
 
 def format_field(name: str, value: Any) -> Any:

@@ -22,7 +22,7 @@ import traitlets
 
 from hierviz import config as settings
 from hierviz import support as support_mod
-from hierviz.config import BUILTIN_BACKENDS, Config, Setting, available_engines, parse_bool
+from hierviz.config import BUILTIN_BACKENDS, Config, Setting, parse_bool
 from hierviz.errors import ConfigError
 from hierviz.widget import panels
 
@@ -271,11 +271,6 @@ class Choice(_Refusing, widgets.ToggleButtons):
             return value
         return self._refuse(f"{self.what} must be one of {', '.join(map(str, options))}, not {value!r}; "
                             f"kept {self.value!r}.")
-
-
-def engine_options() -> list[str]:
-    """The partitioners the engine control offers: those that run here (hierviz.config)."""
-    return list(available_engines())
 
 
 @dataclass
