@@ -206,11 +206,15 @@ class Explorer(widgets.VBox):
         except HiervizError as exc:
             return exc
 
+    def _focus(self) -> str | None:
+        """The focus target the focus picker shows (None when empty)."""
+        return (self.controls["focus"].value or "").strip() or None
+
     def state(self) -> ControlState:
         """What the controls show, as the controller takes it."""
         c = self.controls
-        return ControlState(values=self.control_values(), view=c["view"].value,
-                            focus=(c["focus"].value or "").strip() or None, measure=bool(c["measure"].value))
+        return ControlState(values=self.control_values(), view=c["view"].value, focus=self._focus(),
+                            measure=bool(c["measure"].value))
 
     @property
     def partition(self) -> Partition | None:
@@ -269,8 +273,7 @@ class Explorer(widgets.VBox):
         part = self.controller.shown
         if part is None:
             return None
-        c = self.controls
-        return self.controller.cached_svg(part, c["view"].value, (c["focus"].value or "").strip() or None)
+        return self.controller.cached_svg(part, self.controls["view"].value, self._focus())
 
     @property
     def moved(self) -> "pd.DataFrame | None":
@@ -436,10 +439,9 @@ class Explorer(widgets.VBox):
         """Write the diagram ('svg'), the HTML report ('html') or the history ('csv') into the
         output directory; the path is shown in the Export panel and returned."""
         self.flush()
-        c = self.controls
         try:
             path = self.controller.export(kind, self.output_dir.value or DEFAULT_OUTPUT_DIR, self.name,
-                                          view=c["view"].value, focus=(c["focus"].value or "").strip() or None)
+                                          view=self.controls["view"].value, focus=self._focus())
         finally:
             self._show_errors()
         self.panels["export"].value = panels.exported_html(self.controller.exported)
@@ -452,9 +454,7 @@ class Explorer(widgets.VBox):
         part = self.controller.shown
         result = self.controller.check_numerics(part) if part is not None else None
         if result is not None:
-            c = self.controls
-            self.panels["diagram"].value = self.controller.diagram(part, c["view"].value,
-                                                                   (c["focus"].value or "").strip() or None)
+            self.panels["diagram"].value = self.controller.diagram(part, self.controls["view"].value, self._focus())
         self.panels["numerics"].value = numerics_tab.numerics_html(result)
         self._show_errors()
         return result
