@@ -51,6 +51,19 @@ def support_choice(sup: Any) -> str:
     return CUSTOM
 
 
+def backend_choice(backend: str, sup: Any) -> str:
+    """The support picker's choice for one backend's Config.support entry: None is a built-in
+    backend's default (a backend of our own has none: 'custom'), else `support_choice`."""
+    if sup is None:
+        return "default" if backend in BUILTIN_BACKENDS else CUSTOM
+    return support_choice(sup)
+
+
+def custom_label(sup: Any) -> str:
+    """The dropdown label of a backend's 'custom' choice."""
+    return f"custom: {getattr(sup, 'description', '?')}"
+
+
 class _Refusing:
     """Mixin: a value the widget cannot take is refused with a message to `on_refused`,
     keeping the current value, instead of raising TraitError (or clamping silently)."""
@@ -92,18 +105,15 @@ class SupportPicker(_Refusing, widgets.HBox):
         value: dict[str, str] = {}
         for b in backends:
             sup = (support or {}).get(b)
-            if sup is None:
-                value[b] = "default" if b in BUILTIN_BACKENDS else CUSTOM
-            else:
-                value[b] = support_choice(sup)
-                if value[b] == CUSTOM:
-                    self.custom[b] = sup
+            value[b] = backend_choice(b, sup)
+            if value[b] == CUSTOM and sup is not None:
+                self.custom[b] = sup
         self.dropdowns: dict[str, widgets.Dropdown] = {}
         for b in backends:
             options = [(label, key) for key, (label, _) in SUPPORT_CHOICES.items()
                        if key != "default" or b in BUILTIN_BACKENDS]
             if b in self.custom:
-                options.append((f"custom: {getattr(self.custom[b], 'description', '?')}", CUSTOM))
+                options.append((custom_label(self.custom[b]), CUSTOM))
             keys = {key for _, key in options}
             self.dropdowns[b] = widgets.Dropdown(options=options, value=value[b] if value[b] in keys else None,
                                                  description=b, layout=widgets.Layout(width="auto"),
@@ -139,11 +149,10 @@ class SupportPicker(_Refusing, widgets.HBox):
         value = {}
         for b, dd in self.dropdowns.items():
             sup = (support or {}).get(b)
-            key = ("default" if b in BUILTIN_BACKENDS else CUSTOM) if sup is None else support_choice(sup)
+            key = backend_choice(b, sup)
             if key == CUSTOM and sup is not None:
                 self.custom[b] = sup
-                label = f"custom: {getattr(sup, 'description', '?')}"
-                dd.options = [o for o in dd.options if o[1] != CUSTOM] + [(label, CUSTOM)]
+                dd.options = [o for o in dd.options if o[1] != CUSTOM] + [(custom_label(sup), CUSTOM)]
             value[b] = key
         return value
 
