@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterator, Mapping
 
 import pandas as pd
 
@@ -122,19 +123,27 @@ def check_executor(executor: Any) -> None:
         check_ray(executor)
 
 
+@contextlib.contextmanager
+def _until_ctrl_c(stopped: dict[str, bool] | None) -> Iterator[None]:
+    """Ctrl-C (KeyboardInterrupt) inside the block ends it and sets `stopped["interrupted"]`,
+    so the rows finished so far are kept; without `stopped` it goes on up."""
+    try:
+        yield
+    except KeyboardInterrupt:
+        if stopped is None:
+            raise
+        stopped["interrupted"] = True
+
+
 def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], bar: Any,
                    stopped: dict[str, bool] | None = None) -> list[tuple[Any, dict[str, Any]]]:
     """(Partition or None, row) per configuration, in grid order: here, or on `executor`'s threads."""
     if executor is None:
         results = []
-        try:
+        with _until_ctrl_c(stopped):
             for cfg in configs:
                 results.append(partition_row(gm, cfg))
                 bar.update(1)
-        except KeyboardInterrupt:
-            if stopped is None:
-                raise
-            stopped["interrupted"] = True
         return results
     futures: list[Future] = [executor.submit(partition_row, gm, cfg) for cfg in configs]
     for fut in futures:
@@ -153,7 +162,7 @@ def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any,
     if mkw is not None and not on_ray:
         bar.reset(total=len(results))
         bar.set_description("hv.sweep: measuring")
-    try:
+    with _until_ctrl_c(stopped):
         for part, row in results:
             if mkw is not None and part is not None:
                 try:
@@ -167,10 +176,6 @@ def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any,
             if kept is not None:
                 kept(len(rows), row)
             rows.append(row)
-    except KeyboardInterrupt:
-        if stopped is None:
-            raise
-        stopped["interrupted"] = True
     if on_ray and mkw is not None:  # measured on the workers
         for row in rows:
             measure_stats["hits"] += int(row.get("cache_hits") or 0)
