@@ -32,11 +32,6 @@ class Blocked(torch.nn.Module):
         return torch.sigmoid(self.c(z)).sum(-1)
 
 
-@pytest.fixture(scope="module")
-def graph() -> torch.fx.GraphModule:
-    return hv.capture(Blocked(), (torch.randn(2, 8),))
-
-
 def by_hand(cfg: hv.Config, row) -> hv.Config:
     """The setting a user writes for a row, from its op and kind alone."""
     if row.kind in ("no converter", "validator rejected"):

@@ -5,15 +5,8 @@ partition; wrong limits are one-line ConfigErrors."""
 from __future__ import annotations
 
 import pytest
-import torch
 
 import hierviz as hv
-from tests.partitioner.test_blockers import Blocked
-
-
-@pytest.fixture(scope="module")
-def graph() -> torch.fx.GraphModule:
-    return hv.capture(Blocked(), (torch.randn(2, 8),))
 
 
 def test_within_limits_returns_quietly(graph) -> None:

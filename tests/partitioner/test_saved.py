@@ -14,11 +14,6 @@ import hierviz as hv
 from tests.partitioner.test_blockers import Blocked
 
 
-@pytest.fixture(scope="module")
-def graph() -> torch.fx.GraphModule:
-    return hv.capture(Blocked(), (torch.randn(2, 8),))
-
-
 @pytest.mark.parametrize("name, cfg", [("efficientnet_b0", {"torch_executed_ops": {"aten.add.Tensor"}}),
                                        ("bert", {"min_block_size": 30})])
 def test_round_trip_gives_an_empty_diff(zoo_cache, tmp_path, name, cfg) -> None:
