@@ -296,12 +296,10 @@ class Controller:
         if m is None:
             from hierviz import latency
 
-            try:
-                with warnings.catch_warnings():  # shown in the stats panel (Measurement.warnings)
-                    warnings.simplefilter("ignore")
-                    m = latency.measure(part, self.example_inputs, progress=progress, **self.measure_options)
-            except HiervizError as exc:
-                self.errors["measure"] = str(exc)
+            # its warnings are shown in the stats panel (Measurement.warnings)
+            m = self._filed("measure", lambda: latency.measure(part, self.example_inputs, progress=progress,
+                                                               **self.measure_options))
+            if m is None:
                 return None
             self._measurements.put(key, m)
         self.errors.pop("measure", None)
@@ -320,15 +318,21 @@ class Controller:
         from hierviz.latency import numerics
 
         options = {k: v for k, v in self.measure_options.items() if k != "progress"}
+        result = self._filed("numerics", lambda: numerics(part, self.example_inputs, **options))
+        return None if result is None else self._checks.put(self.measure_key(part), result)
+
+    def _filed(self, kind: str, run: Callable[[], Any]) -> Any:
+        """`run()` with its warnings silenced; a HiervizError it raises is filed under
+        errors[kind] (cleared when it succeeds) and None returned."""
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                result = numerics(part, self.example_inputs, **options)
+                result = run()
         except HiervizError as exc:
-            self.errors["numerics"] = str(exc)
+            self.errors[kind] = str(exc)
             return None
-        self.errors.pop("numerics", None)
-        return self._checks.put(self.measure_key(part), result)
+        self.errors.pop(kind, None)
+        return result
 
     # ------------------------------------------------------------------ export
     def export(self, kind: str, out_dir: str | Path, name: str, *, view: str = "auto",
