@@ -14,7 +14,6 @@ from typing import Any, Sequence
 import hierviz as hv
 from hierviz import trt
 from hierviz.capture_cache import CaptureStore
-from hierviz.capture_cache import enabled as capture_cache_enabled
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -80,7 +79,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"removed {store.clear()} cached capture(s) from {store.folder}")
         return 0
     info = store.info()
-    state = "on" if capture_cache_enabled() else "off (HIERVIZ_CACHE=0)"
+    state = "on" if info["enabled"] else "off (HIERVIZ_CACHE=0)"
     print(f"capture cache: {info['folder']} ({state}); {info['entries']} entr{'y' if info['entries'] == 1 else 'ies'}, "
           f"{info['bytes'] / 2**20:.1f} MiB of {info['limit'] / 2**20:.0f} MiB")
     return 0
