@@ -42,6 +42,7 @@ class Ctx:
     reasons: Counter = field(default_factory=Counter)  # reason codes drawn, for the legend
     backends_seen: set = field(default_factory=set)
     full_work: int | None = None  # layout work of the full view, once auto has measured it
+    full_px: tuple[int, int] | None = None  # the full view's estimated size, once auto has estimated it
     auto_note: str | None = None  # why auto did not draw the full view (said in the title)
 
     def __post_init__(self) -> None:

@@ -210,7 +210,7 @@ def full(ctx: Ctx, w: DotWriter) -> dict:
     """The full view: every drawn node (weights only with weights=True), a cluster per subgraph."""
     drawn = ctx.all_drawn()
     info = draw_nodes_and_edges(ctx, w, drawn, labels=edge_labels(ctx, drawn, ctx.full_work))
-    notice = past_bitmap_limit(full_size(ctx, drawn))
+    notice = past_bitmap_limit(ctx.full_px if ctx.full_px is not None else full_size(ctx, drawn))
     title(ctx, w, "hierviz · full view", notice=notice)
     if notice:
         info["notice"] = notice

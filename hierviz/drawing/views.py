@@ -118,7 +118,7 @@ def choose(p: "Partition", ctx: Ctx) -> tuple[str, str | None]:
         why = f"{count:,} nodes > max_nodes={limit:,}"
     else:
         drawn = ctx.all_drawn()
-        size = full_size(ctx, drawn)
+        size = ctx.full_px = full_size(ctx, drawn)
         if too_big(size):
             why = f"the full view would be about {size[0]:,}\u00d7{size[1]:,} px"
         else:

@@ -67,3 +67,25 @@ def test_full_view_past_the_bitmap_limit_says_so(needs_dot) -> None:
     with pytest.warns(UserWarning, match=r"reached graphviz's 32,767 px limit for bitmaps \([\d,]+\u00d732,767 px\)"):
         layout(g, "png")
     assert "notice" not in hv.partition(torch.nn.ReLU(), (torch.randn(4),)).render("full").info
+
+
+def test_auto_estimates_the_full_view_once() -> None:
+    """auto's estimate of the full view's size is the one the full view's notice reads: the
+    ranks are worked out once per render."""
+    from hierviz.drawing import graph
+
+    p = hv.partition(torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU()), (torch.randn(2, 4),))
+    calls: list[int] = []
+    real_size = budget.full_size
+
+    def counted(ctx, drawn):
+        calls.append(len(drawn))
+        return real_size(ctx, drawn)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(views, "full_size", counted)
+        mp.setattr(graph, "full_size", counted)
+        g = p.render("auto")
+        assert g.info["view"] == "full" and len(calls) == 1
+        p.render("full")
+    assert len(calls) == 2  # view='full' on its own estimates it for the notice
