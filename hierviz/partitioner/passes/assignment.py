@@ -110,18 +110,14 @@ def assign(index: GraphIndex, config: Config) -> Assignment:
                 if b is None or takes(b, i):
                     backend[i], code[i], detail[i] = b, FOLLOWS_PRODUCER, producer
                     return
-        if per_node:  # kept per op when every source's verdict holds for all nodes of the op
-            verdict = verdicts.get(name)
-            if verdict is None:
-                verdict = decide(i)
-                if all(sup.constant_for(index.nodes[i]) for _, sup in supports):
-                    verdicts[name] = verdict
-            backend[i], code[i], detail[i] = verdict
-        else:
-            verdict = verdicts.get(name)
-            if verdict is None:
-                verdict = verdicts[name] = decide(i)
-            backend[i], code[i], detail[i] = verdict
+        verdict = verdicts.get(name)
+        if verdict is None:
+            verdict = decide(i)
+            # kept per op when every source's verdict holds for all nodes of the op (always, when
+            # no source decides per node)
+            if not per_node or all(sup.constant_for(index.nodes[i]) for _, sup in supports):
+                verdicts[name] = verdict
+        backend[i], code[i], detail[i] = verdict
 
     with support_verdicts.checking():
         for i in range(n):
