@@ -21,7 +21,6 @@ the rules between fields run). `"tensorrt>inductor"`, `"tensorrt,inductor"` and
 
 from __future__ import annotations
 
-import dataclasses
 import difflib
 import math
 import numbers

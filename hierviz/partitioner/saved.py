@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.partitioner.record import NodeTable, TensorSpec
-from hierviz.partitioner.result import Partition, Subgraph, versions
+from hierviz.partitioner.result import Partition, Subgraph
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
