@@ -11,14 +11,14 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
-from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, derive
+from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, compile_config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.cache import BoundedCache, cached_partition
 from hierviz.compare.today_counts import TodayCounts, counts_of
 from hierviz.compare.today_worker import TodayWorker
 from hierviz.partitioner import Partition, graph_of, make_config
-from hierviz.partitioner.compiled import check_available, compile_config, compile_today
+from hierviz.partitioner.compiled import check_available, compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.

@@ -20,7 +20,7 @@ from typing import Any
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config, compile_config  # noqa: F401 - compile_config: also from here
+from hierviz.config import Config, compile_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
