@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import json
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
@@ -108,6 +108,19 @@ def load_partition(path: str | Path) -> "SavedPartition":
     return SavedPartition(_read(path), path)
 
 
+def _saved_fact(read: Callable[["SavedPartition"], Any]) -> Any:
+    """A cached property read from the saved document: a damaged document (a key missing, a
+    value of the wrong kind) is a SavedPartitionError, not the traceback of reading it."""
+    @functools.wraps(read)
+    def checked(self: "SavedPartition") -> Any:
+        try:
+            return read(self)
+        except (KeyError, TypeError, ValueError, IndexError) as exc:
+            raise SavedPartitionError(f"{str(self.saved_from)!r} is a damaged saved partition "
+                                      f"({type(exc).__name__}: {exc}); save it again.") from None
+    return functools.cached_property(checked)
+
+
 class SavedPartition(Partition):
     """A partition read back from its saved JSON: the record, subgraphs and stats as they were
     saved (`.versions` says what made it, `.saved_from` the file); no graph."""
@@ -126,15 +139,11 @@ class SavedPartition(Partition):
         self._blockers = None
 
     # ------------------------------------------------------------------ the saved facts
-    @functools.cached_property
+    @_saved_fact
     def records(self) -> NodeTable:
-        try:
-            return _table(self._doc)
-        except (KeyError, TypeError, ValueError, IndexError) as exc:
-            raise SavedPartitionError(f"{str(self.saved_from)!r} is a damaged saved partition "
-                                      f"({type(exc).__name__}: {exc}); save it again.") from None
+        return _table(self._doc)
 
-    @functools.cached_property
+    @_saved_fact
     def subgraphs(self) -> list[Subgraph]:
         def spec(d: dict) -> TensorSpec:
             return TensorSpec(d["name"], None if d["shape"] is None else tuple(d["shape"]), d["dtype"], d.get("count"))
@@ -143,11 +152,11 @@ class SavedPartition(Partition):
                          inputs=tuple(spec(x) for x in s["inputs"]), outputs=tuple(spec(x) for x in s["outputs"]),
                          compute_ops=int(s["compute_ops"])) for s in self._doc["subgraphs"]]
 
-    @functools.cached_property
+    @_saved_fact
     def stats(self) -> dict:
         return dict(self._doc["stats"])
 
-    @functools.cached_property
+    @_saved_fact
     def demotions(self) -> dict[str, tuple[str, int]]:
         return {n["name"]: (n["demoted"][0], int(n["demoted"][1])) for n in self._doc["nodes"] if n.get("demoted")}
 

@@ -90,6 +90,23 @@ def test_files_that_are_not_saved_partitions(tmp_path, content, words) -> None:
         hv.load_partition(tmp_path / "missing.json")
 
 
+@pytest.mark.parametrize("damage", [
+    lambda d: d.__setitem__("stats", [1]),  # stats of the wrong kind
+    lambda d: d["subgraphs"][0].pop("inputs"),  # a subgraph's boundary missing
+    lambda d: next(n for n in d["nodes"] if n["kind"] != "placeholder").__setitem__("demoted", 5),
+])
+def test_a_damaged_saved_partition_is_a_saved_partition_error(graph, tmp_path, damage) -> None:
+    doc = json.loads(hv.partition(graph).save(tmp_path / "p.json").read_text())
+    damage(doc)
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(doc))
+    with pytest.raises(hv.SavedPartitionError, match="is a damaged saved partition") as err:
+        part = hv.load_partition(path)
+        part.report()
+        part.summary()
+    assert "\n" not in str(err.value)
+
+
 def test_the_saved_document_is_versioned(graph, tmp_path) -> None:
     doc = json.loads(hv.partition(graph).save(tmp_path / "p.json").read_text())
     assert doc["format"] == "hierviz-partition/2"
