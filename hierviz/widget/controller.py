@@ -317,8 +317,7 @@ class Controller:
         is filed under errors['numerics'] and None returned."""
         from hierviz.latency import numerics
 
-        options = {k: v for k, v in self.measure_options.items() if k != "progress"}
-        result = self._filed("numerics", lambda: numerics(part, self.example_inputs, **options))
+        result = self._filed("numerics", lambda: numerics(part, self.example_inputs, **self.measure_options))
         return None if result is None else self._checks.put(self.measure_key(part), result)
 
     def _filed(self, kind: str, run: Callable[[], Any]) -> Any:

@@ -42,6 +42,9 @@ def check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_
     if measure_options is not None and not isinstance(measure_options, Mapping):
         raise ConfigError(f"measure_options must be a dict of hv.measure options (e.g. {{'iters': 20}}), "
                           f"not {type(measure_options).__name__}.")
+    if measure_options is not None and "progress" in measure_options:
+        raise ConfigError("measure_options must not set progress: the Explorer shows its own progress while it "
+                          "measures; leave it out.")
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"name must be a str, not {type(name).__name__}.")
     return float(debounce)

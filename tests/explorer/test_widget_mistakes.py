@@ -41,6 +41,7 @@ def test_explore_takes_config_fields_as_overrides_like_partition(small) -> None:
     (dict(min_block_size=0), "min_block_size must be >= 1"),
     (dict(min_blok_size=2), "unknown argument(s) ['min_blok_size']"),
     (dict(output_dir=5), "output_dir must be a path"),
+    (dict(measure_options={"progress": True}), "measure_options must not set progress: the Explorer shows its own"),
 ])
 def test_wrong_explorer_arguments_are_config_errors(small, kwargs, expected) -> None:
     model, inputs, _ = small
