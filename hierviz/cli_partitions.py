@@ -17,7 +17,6 @@ TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved",
                  "change"]
 MEASURED_COLUMNS = ["median_ms", "speedup", "speedup_low", "speedup_high", "measured"]
 DIFF_COLUMNS = ["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b"]
-DIAGRAM_SUFFIXES = (".svg", ".png", ".pdf", ".dot", ".gv", ".html")
 
 
 def _text(table: Any, columns: list[str]) -> str:
@@ -87,8 +86,11 @@ def cmd_check(args: argparse.Namespace) -> int:
 def cmd_diff(args: argparse.Namespace) -> int:
     out = None
     if args.output:
-        if Path(args.output).suffix.lower() not in DIAGRAM_SUFFIXES:
-            raise UsageError(f"-o {args.output}: the diff diagram is written as {', '.join(DIAGRAM_SUFFIXES)}")
+        from hierviz.drawing.export import FORMATS  # loaded only when a diagram is asked for
+
+        diagrams = [f for f in FORMATS if f != ".json"]  # Partition.save's formats that draw `against=`
+        if Path(args.output).suffix.lower() not in diagrams:
+            raise UsageError(f"-o {args.output}: the diff diagram is written as {', '.join(diagrams)}")
         out = writable(args.output, "-o")
     a, b = hv.load_partition(args.a), hv.load_partition(args.b)
     table = hv.diff(a, b)
