@@ -9,6 +9,7 @@ from typing import Sequence
 from hierviz.drawing import palette
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.overlays import titles
 from hierviz.drawing.text import BR_LEFT, plural
 from hierviz.partitioner import GRAPH
 
@@ -62,9 +63,7 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     s = p.stats
     if ctx.auto_note:
         view_text += " \u00b7 chosen by auto"
-    for overlay in ctx.overlays:  # e.g. the diff diagram: its counts in the title
-        if overlay.title():
-            view_text += f" \u00b7 {overlay.title()}"
+    view_text += titles(ctx.overlays)  # e.g. the diff diagram: its counts in the title
     by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
     stats = (f"{html(p.config.label())}  ·  {s['nodes']:,} nodes, {plural(s['subgraphs'], 'subgraph')} "
              f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")

@@ -43,7 +43,7 @@ from hierviz.drawing.module_tree import (
     walk_items,
 )
 from hierviz.drawing.overlay import edge_weight, size_text, tensor_bytes
-from hierviz.drawing.overlays import Overlay, node_keys
+from hierviz.drawing.overlays import Overlay, node_keys, titles
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
 
@@ -158,9 +158,7 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
     if focus is not None:
         title += f" \u00b7 inside {base.path} ({base.cls})"
     title += f" \u00b7 depth {plan.depth}"
-    for overlay in overlays:
-        if overlay.title():
-            title += f" \u00b7 {overlay.title()}"
+    title += titles(overlays)
     rolled = [it for it in walk_items(plan.items) if it.rolled]
     drawn.title(title, rolled, note)
     info = {"view": "modules", "nodes": sum(1 for it in walk_items(plan.items) if not it.cluster) + drawn.io,

@@ -65,4 +65,9 @@ def node_keys(overlays: Sequence[Overlay], backends: Sequence[str]) -> list[Any]
     return [(b, *(ov.node_key(i) for ov in overlays)) for i, b in enumerate(backends)]
 
 
-__all__ = ["Overlay", "node_keys"]
+def titles(overlays: Sequence[Overlay]) -> str:
+    """What the overlays add to a view's title: ' \u00b7 <title>' for each that has one."""
+    return "".join(f" \u00b7 {text}" for text in (overlay.title() for overlay in overlays) if text)
+
+
+__all__ = ["Overlay", "node_keys", "titles"]
