@@ -23,6 +23,7 @@ from torch.fx import GraphModule
 
 from hierviz import capture_cache, trt
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
+from hierviz.inputs import as_args
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
@@ -35,16 +36,6 @@ class CaptureWarning(UserWarning):
     """The captured graph does not do everything the model does (see the message)."""
 
 
-def _as_tuple(example_inputs: Any) -> tuple:
-    if example_inputs is None:
-        return ()
-    if isinstance(example_inputs, torch.Tensor):
-        return (example_inputs,)
-    if isinstance(example_inputs, list):
-        return tuple(example_inputs)
-    if isinstance(example_inputs, tuple):
-        return example_inputs
-    return (example_inputs,)
 
 
 def _spec(value: Any) -> Any:
@@ -346,7 +337,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
                           f"not {type(cache).__name__} {cache!r:.40}.")
     if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # before the cache sees it
         raise CaptureError(f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}.")
-    args = _as_tuple(example_inputs)
+    args = as_args(example_inputs)
     if isinstance(model, GraphModule) and not is_aten_graph(model) and not args and not kwargs:
         raise ConfigError(
             "this GraphModule is not an aten-level graph (it has call_module, call_method or "

@@ -451,6 +451,14 @@ def _message(who: str, problem: str, advice: str, spec: InputSpec) -> str:
     return f"{who}: {problem}. Captured inputs: {spec}. {advice}."
 
 
+def as_args(example_inputs: Any) -> tuple:
+    """The positional arguments `example_inputs` stands for: a tuple as it is, a list as a
+    tuple, None as (), anything else (one tensor, one dict) as the only argument."""
+    if example_inputs is None:
+        return ()
+    return tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
+
+
 def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
           error: type[HiervizError] = CaptureError) -> tuple:
     """The flat inputs for `graph`, after checking they are within what it was captured for;
@@ -461,8 +469,7 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
         raise error(f"{who} needs example inputs: pass the inputs the model was captured with, "
                     f"e.g. {who}(partition, example_inputs). The graph takes: {spec}.")
     if example_inputs is not None:  # a missing dict key is named, not counted as one input too few
-        args = tuple(example_inputs) if isinstance(example_inputs, (tuple, list)) else (example_inputs,)
-        check_structure(who, graph, args, {}, spec, error)
+        check_structure(who, graph, as_args(example_inputs), {}, spec, error)
     values = tuple(tree_leaves(example_inputs)) if example_inputs is not None else ()
     problem = mismatch(spec, values)
     if problem is not None:
@@ -470,5 +477,5 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
     return values
 
 
-__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "check", "check_inputs", "check_call", "check_structure",
+__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "as_args", "check", "check_inputs", "check_call", "check_structure",
            "structure_problem", "in_spec_of"]
