@@ -76,7 +76,7 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
     limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
     out = run(dot, source, fmt, limit)
-    if fmt in ("png", "jpg", "gif") and len(out) >= 24 and out[:4] == b"\x89PNG":
+    if fmt == "png" and len(out) >= 24 and out[:4] == b"\x89PNG":  # its IHDR holds width, height
         width, height = int.from_bytes(out[16:20], "big"), int.from_bytes(out[20:24], "big")
         if max(width, height) >= BITMAP_LIMIT_PX:
             warnings.warn(f"the picture reached graphviz's {BITMAP_LIMIT_PX:,} px limit for bitmaps "
