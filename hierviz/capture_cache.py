@@ -36,6 +36,7 @@ import torch
 from hierviz import trt
 from hierviz.errors import user_stacklevel
 from hierviz.graphdata import pack_graph, unpack_graph
+from hierviz.support_key import plain
 from hierviz.version import __version__
 
 FORMAT = "hierviz-capture/1"
@@ -116,7 +117,7 @@ def _class_key(cls: type) -> str:
             code = getattr(forward, "__code__", None)
             if code is None:
                 raise _NotCacheable(f"{cls.__qualname__}.forward has no source or code") from None
-            source = repr((code.co_code, code.co_consts, code.co_names))
+            source = repr(plain(code))  # no memory address in it (a nested lambda's code object has one)
         known = _CLASS_KEYS[cls] = f"{cls.__module__}.{cls.__qualname__}|{source}|{_file_digest(cls)}"
     return known
 

@@ -234,3 +234,18 @@ def test_the_key_is_the_same_in_every_process(run_python) -> None:
     assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
     keys = [r.stdout.split() for r in runs]
     assert len(keys[0]) == 2 and "None" not in keys[0] and keys[0] == keys[1]  # printed: a key that is None reads "None"
+
+
+def test_a_forward_without_source_has_the_same_key_in_every_process(run_python) -> None:
+    """A forward made with exec (no source to read) is keyed by its code: a lambda inside it
+    (a code object whose repr holds its address) must not make the key differ per process."""
+    code = ("import torch\n"
+            "from hierviz.capture_cache import capture_key\n"
+            "ns = {'torch': torch}\n"
+            "exec('def forward(self, x):\\n    f = lambda t: t * 2\\n    return f(x)\\n', ns)\n"
+            "M = type('M', (torch.nn.Module,), {'forward': ns['forward']})\n"
+            "print(capture_key(M(), ('x',), None))\n")
+    runs = [run_python(code) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+    keys = [r.stdout.split()[-1] for r in runs]
+    assert keys[0] != "None" and keys[0] == keys[1]
