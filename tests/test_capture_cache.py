@@ -222,6 +222,13 @@ def test_cli_cache_info_and_clear(cache_dir, capsys) -> None:
     assert entries() == 0
 
 
+def _printed_in_two_processes(run_python, code: str) -> list[list[str]]:
+    """The words `code` prints, run in two fresh interpreters (each must succeed)."""
+    runs = [run_python(code) for _ in range(2)]
+    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
+    return [r.stdout.split() for r in runs]
+
+
 def test_the_key_is_the_same_in_every_process(run_python) -> None:
     """A transformers model (its config and generation config included) and a torchvision one."""
     code = ("import hierviz as hv\n"
@@ -230,9 +237,7 @@ def test_the_key_is_the_same_in_every_process(run_python) -> None:
             "for name in ('llama', 'mobilenet_v3_small'):\n"
             "    model, x = hv.zoo.load(name)\n"
             "    print(capture_key(model, _spec(x), None))\n")
-    runs = [run_python(code) for _ in range(2)]
-    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
-    keys = [r.stdout.split() for r in runs]
+    keys = _printed_in_two_processes(run_python, code)
     assert len(keys[0]) == 2 and "None" not in keys[0] and keys[0] == keys[1]  # printed: a key that is None reads "None"
 
 
@@ -245,7 +250,5 @@ def test_a_forward_without_source_has_the_same_key_in_every_process(run_python) 
             "exec('def forward(self, x):\\n    f = lambda t: t * 2\\n    return f(x)\\n', ns)\n"
             "M = type('M', (torch.nn.Module,), {'forward': ns['forward']})\n"
             "print(capture_key(M(), ('x',), None))\n")
-    runs = [run_python(code) for _ in range(2)]
-    assert [r.returncode for r in runs] == [0, 0], runs[0].stderr[-2000:]
-    keys = [r.stdout.split()[-1] for r in runs]
-    assert keys[0] != "None" and keys[0] == keys[1]
+    keys = _printed_in_two_processes(run_python, code)
+    assert keys[0][-1] != "None" and keys[0] == keys[1]
