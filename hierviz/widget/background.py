@@ -1,10 +1,21 @@
 """Work the Explorer does in the background (the "compile today" line, "find fastest"): one
-daemon thread per job, so the widget stays usable, and no exception lost or shown to the kernel."""
+daemon thread per job, so the widget stays usable, and no exception lost or shown to the kernel.
+
+When the interpreter exits, running jobs are waited for (up to EXIT_WAIT_S each) before it
+finalizes: a daemon thread still inside torch's C++ code when Python stops its threads is
+unwound through that code, and the process aborts ("terminate called without an active
+exception", exit status 134) instead of exiting cleanly.
+"""
 
 from __future__ import annotations
 
+import atexit
 import threading
+import weakref
 from typing import Callable
+
+EXIT_WAIT_S = 30.0  # the longest the interpreter's exit waits for one running job
+_JOBS: "weakref.WeakSet[BackgroundJob]" = weakref.WeakSet()
 
 
 class BackgroundJob:
@@ -16,6 +27,7 @@ class BackgroundJob:
         self.name = name
         self.on_error = on_error
         self.thread: threading.Thread | None = None
+        _JOBS.add(self)
 
     @property
     def running(self) -> bool:
@@ -33,4 +45,12 @@ class BackgroundJob:
         return self.thread
 
 
-__all__ = ["BackgroundJob"]
+@atexit.register
+def _wait_for_jobs() -> None:
+    """At exit: let running jobs finish (bounded), so no thread is stopped inside C++ code."""
+    for job in list(_JOBS):
+        if job.running:
+            job.thread.join(EXIT_WAIT_S)
+
+
+__all__ = ["BackgroundJob", "EXIT_WAIT_S"]
