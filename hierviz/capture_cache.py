@@ -89,7 +89,7 @@ def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any) -> str
         memo: dict[int, str] = {}
         for name, module in model.named_modules(remove_duplicate=False):
             h.update(repr((name, module.training, _class_key(type(module)),
-                           _describe(vars(module), _DEPTH, memo))).encode())
+                           _describe(_renumbered_hooks(vars(module)), _DEPTH, memo))).encode())
             for attr, value in _tensors(module):
                 h.update(repr((name, attr, _tensor_digest(value, seen))).encode())
     except _NotCacheable:
@@ -133,6 +133,18 @@ def _file_digest(cls: type) -> str:
         with open(path, "rb") as f:
             _FILE_DIGESTS[key] = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
     return _FILE_DIGESTS[key]
+
+
+def _renumbered_hooks(state: dict[str, Any]) -> dict[str, Any]:
+    """A module's attributes with its hook dicts (`_forward_hooks`, `_forward_hooks_with_kwargs`,
+    ...) keyed by each hook's place among the module's hooks instead of its handle id, a
+    counter of every hook made in the process so far."""
+    hooks = [name for name, value in state.items() if "hooks" in name and isinstance(value, dict)]
+    ids = sorted({k for name in hooks for k in state[name] if isinstance(k, int)})
+    if not ids:
+        return state
+    place = {handle: n for n, handle in enumerate(ids)}
+    return {**state, **{name: {place.get(k, k): v for k, v in state[name].items()} for name in hooks}}
 
 
 # described elsewhere; and names with "hash" in them are process-specific (a transformers

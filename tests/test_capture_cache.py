@@ -17,7 +17,7 @@ from torch.export import Dim
 
 import hierviz as hv
 from hierviz import capture_cache, trt
-from hierviz.capture_cache import CacheWarning, CaptureStore
+from hierviz.capture_cache import CacheWarning, CaptureStore, capture_key
 from hierviz.capturing import capture_notes
 from inplace_models import EMA
 
@@ -252,3 +252,21 @@ def test_a_forward_without_source_has_the_same_key_in_every_process(run_python) 
             "print(capture_key(M(), ('x',), None))\n")
     keys = _printed_in_two_processes(run_python, code)
     assert keys[0][-1] != "None" and keys[0] == keys[1]
+
+
+def test_hooks_are_keyed_by_their_function_not_their_handle_number() -> None:
+    """A hook's handle id counts every hook made in the process: a model hooked after some
+    other hook was made has the same key as one hooked before."""
+    def hook(module, args, output):
+        return output
+
+    def hooked() -> torch.nn.Module:
+        torch.manual_seed(0)
+        model = torch.nn.Linear(2, 2)
+        model.register_forward_hook(hook)
+        model.register_forward_pre_hook(lambda module, args: None, with_kwargs=False)
+        return model
+
+    first = capture_key(hooked(), ("x",), None)
+    torch.nn.ReLU().register_forward_hook(hook)  # another module's hook, made in between
+    assert capture_key(hooked(), ("x",), None) == first is not None
