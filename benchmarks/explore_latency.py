@@ -318,7 +318,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
     from hierviz import cpu_priority, foreground
     from hierviz.compare import clear_cache
     from hierviz.drawing.export import _layout_cached
-    from hierviz.latency.cache import clear_cache as clear_compiled
+    from hierviz.latency.compile_cache import clear_cache as clear_compiled
 
     def compilers() -> list[int]:
         return [pid for pid in cpu_priority.descendants(os.getpid())

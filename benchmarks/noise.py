@@ -50,7 +50,7 @@ def main() -> None:
 
     import hierviz as hv
     from hierviz.latency.result import verdict
-    from hierviz.latency.split import compile_split
+    from hierviz.latency.compiled_split import compile_split
     from hierviz.latency.timing import speedup_interval, time_fn
 
     torch.manual_seed(0)

@@ -28,6 +28,11 @@ import torch
 TEST_CACHE_DIR = tempfile.mkdtemp(prefix="hierviz-test-cache-")
 os.environ["HIERVIZ_CACHE_DIR"] = TEST_CACHE_DIR
 atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
+# plots draw off screen, in this process and in the ones tests start
+os.environ.setdefault("MPLBACKEND", "Agg")
+
+# the small model, its capture and the fake or scripted measuring of tests/widget and tests/compare
+pytest_plugins = ["tests.small_net"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -176,7 +176,7 @@ def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
     if what in ("sweep_measure", "compare_measure"):
         assume(value is not True and not isinstance(value, dict))  # would measure for real (tests/latency)
     if what == "sweep_executor":
-        assume(not isinstance(value, str))  # a text executor is a Ray address (tests/explorer/test_ray*)
+        assume(not isinstance(value, str))  # a text executor is a Ray address (tests/compare/test_ray*)
     calls = {
         "ops": lambda: hv.support.ops(value),
         "where": lambda: hv.partition(gm, priority=("mine",), support={"mine": hv.support.where(value)}),
@@ -349,7 +349,7 @@ def test_text_executors_are_checked_up_front(tiny, executor: str) -> None:
         valid = True
     except hv.ConfigError:
         valid = False
-    assume(not valid)  # a valid address would start or reach Ray (tests/explorer/test_ray*)
+    assume(not valid)  # a valid address would start or reach Ray (tests/compare/test_ray*)
     before = snapshot(model, gm, inputs)
     with pytest.raises(hv.ConfigError, match="is not 'ray'"):
         hv.tune(model, inputs, budget=1, executor=executor, progress=False)

@@ -168,7 +168,7 @@ def test_a_sweep_reads_each_value_once_and_checks_each_combination_once(tiny, mo
 def test_a_sweep_row_runs_the_partitioner_once(tiny, monkeypatch, engine: str, runner: str) -> None:
     """Issue 28's acceptance: a 2-row sweep over engine="torch_tensorrt" ran upstream's
     partitioner 12 times (recommend() re-ran it per candidate size, swallowing errors)."""
-    from hierviz.compare.cache import clear_cache
+    from hierviz.compare.partition_cache import clear_cache
 
     _, _, gm = tiny
     runs = []

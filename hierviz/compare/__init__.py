@@ -2,7 +2,7 @@
 columns columns.py, its plots plots.py), `hv.tune` (tuning.py, measuring its trials tune_trial.py, the default
 space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py), `hv.compare_engines` (engines.py: what
 torch_tensorrt.compile runs beside the hierarchical partitions), the Ray executor
-(ray_executor.py) and the bounded partition cache they share (cache.py). pandas and matplotlib
+(ray_executor.py) and the bounded partition cache they share (partition_cache.py). pandas and matplotlib
 load on first use.
 """
 
@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from hierviz.compare.cache import cache_info, cached_partition, clear_cache
+from hierviz.compare.partition_cache import cache_info, cached_partition, clear_cache
 from hierviz.compare.sweep import sweep
 
 _LAZY = {"plot_latency": "hierviz.compare.plots", "plot_subgraphs": "hierviz.compare.plots",

@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, compile_config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
-from hierviz.compare.cache import BoundedCache, cached_partition
+from hierviz.compare.partition_cache import BoundedCache, cached_partition
 from hierviz.compare.today_counts import TodayCounts, counts_of
 from hierviz.compare.today_worker import TodayWorker
 from hierviz.partitioner import Partition, graph_of, make_config

@@ -8,7 +8,7 @@ from typing import Any, Mapping
 from torch.fx import GraphModule
 
 from hierviz.compare import columns
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.compare.ray_executor import RayRunner, WorkerDied
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError

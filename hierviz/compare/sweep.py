@@ -14,7 +14,7 @@ import pandas as pd
 from hierviz.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments, user_stacklevel
 from hierviz.compare import columns
-from hierviz.compare.cache import cache_info
+from hierviz.compare.partition_cache import cache_info
 from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray

@@ -29,7 +29,7 @@ from typing import Any, Callable, Sequence
 from torch.fx import GraphModule
 
 from hierviz.config import Config
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.compare.today_counts import TodayCounts, counts_of
 from hierviz.errors import HiervizError
 from hierviz.graphdata import pack_graph, unpack_graph

@@ -10,7 +10,7 @@ import pandas as pd
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.latency.result import ci_text
 from hierviz.partitioner import Partition
 

@@ -9,7 +9,7 @@ from typing import Any, Mapping
 from hierviz import support
 from hierviz.config import BUILTIN_BACKENDS, DEFAULT_ENGINE, Config, SupportMap, derive
 from hierviz.errors import HiervizError, MeasureError
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.opnames import qualname
 from hierviz.partitioner import Partition, graph_of, make_config
 
@@ -157,7 +157,7 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
     - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
       boundaries and the other accelerated ops whose forcing changes the partition.
     """
-    from hierviz.latency.plan import resolve_device
+    from hierviz.latency.compile_plan import resolve_device
 
     dev = resolve_device(device)
     base_cfg, _ = tune_base(make_config(base), dev, compilers)

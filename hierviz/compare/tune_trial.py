@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import torch
 from torch.utils._pytree import tree_leaves
 
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency import measure

@@ -35,7 +35,7 @@ from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.foreground import wait_for_foreground
 from hierviz.compare import columns
-from hierviz.compare.cache import cached_partition
+from hierviz.compare.partition_cache import cached_partition
 from hierviz.compare.engines import compile_baseline
 from hierviz.compare.grid import check_grid
 from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
@@ -45,7 +45,7 @@ from hierviz.compare.tune_space import apply_changes, default_space, fingerprint
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
-from hierviz.latency.plan import resolve_device
+from hierviz.latency.compile_plan import resolve_device
 from hierviz.latency.result import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import graph_of, make_config

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from hierviz.drawing.accuracy import NumericsMarks
 from hierviz.drawing.difference import Difference
 from hierviz.drawing.highlight import make_highlight
-from hierviz.drawing.overlay import TimeOverlay
+from hierviz.drawing.cost import TimeOverlay
 from hierviz.drawing.overlays import Overlay
 from hierviz.partitioner import GRAPH, NodeTable
 

@@ -42,7 +42,7 @@ from hierviz.drawing.module_tree import (
     loose_edges,
     walk_items,
 )
-from hierviz.drawing.overlay import edge_weight, size_text, tensor_bytes
+from hierviz.drawing.cost import edge_weight, size_text, tensor_bytes
 from hierviz.drawing.overlays import Overlay, node_keys, titles
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError

@@ -1,4 +1,4 @@
-"""The one overlay interface: what a measurement (`measurement=`, overlay.py), a diff
+"""The one overlay interface: what a measurement (`measurement=`, cost.py), a diff
 (`against=`, difference.py) or a numerics check (`numerics=`, accuracy.py) adds to a drawing of
 a partition, as per-node values and per-subgraph decorations, like Model Explorer's
 `GraphNodeData` (its per-node data overlay). Every view (graph.py, collapsed.py, focus.py,

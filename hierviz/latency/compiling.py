@@ -17,10 +17,10 @@ from torch.fx import GraphModule, Node
 
 from hierviz.errors import MeasureError
 from hierviz.foreground import wait_for_foreground
-from hierviz.latency import cache as cache_mod
+from hierviz.latency import compile_cache as cache_mod
 from hierviz.graphdata import fetch_attr
 from hierviz.latency.lift import Lifted, bake, lift, on_device
-from hierviz.latency.plan import Slot
+from hierviz.latency.compile_plan import Slot
 from hierviz.latency.result import SubgraphRecord
 from hierviz.latency.timing import synchronize
 from hierviz.partitioner import FALLBACK

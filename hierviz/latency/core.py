@@ -1,6 +1,6 @@
-"""hv.measure, the entry point: compile the split model (split.py), time it interleaved with
+"""hv.measure, the entry point: compile the split model (compiled_split.py), time it interleaved with
 the user's model run eagerly (or the unsplit graph; timing.time_paired) once TorchInductor's
-compile workers are idle (quiet.py), check its outputs (compare.py), and report a Measurement.
+compile workers are idle (quiet.py), check its outputs (output_match.py), and report a Measurement.
 
 The partition is never modified.
 """
@@ -18,17 +18,17 @@ from hierviz.capturing import source_of, updates_of
 from hierviz.config import whole_number
 from hierviz.errors import MeasureError, checked_arguments, user_stacklevel
 from hierviz.inputs import check as check_inputs
-from hierviz.latency import cache as cache_mod
-from hierviz.latency.compare import TOLERANCES, compare
+from hierviz.latency import compile_cache as cache_mod
+from hierviz.latency.output_match import TOLERANCES, compare
 from hierviz.latency.compiling import Progress, short
 from hierviz.latency.lift import lift
-from hierviz.latency.plan import names, resolve_device
+from hierviz.latency.compile_plan import names, resolve_device
 from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.quiet import wait_for_idle_workers
 from hierviz.latency.result import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
                                     wide_baseline_note)
-from hierviz.latency.split import ON_ERROR, check_trt_settings, compile_split
+from hierviz.latency.compiled_split import ON_ERROR, check_trt_settings, compile_split
 from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_paired, time_submodules
 
 

@@ -26,9 +26,9 @@ from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, 
                             unknown_arguments)
 from hierviz.inputs import DIM_NAMES, InputSpec, check_structure, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
-from hierviz.latency.cache import CompileCache
+from hierviz.latency.compile_cache import CompileCache
 from hierviz.latency.result import MeasureWarning
-from hierviz.latency.split import compile_split
+from hierviz.latency.compiled_split import compile_split
 from hierviz.partitioner import partition
 
 FORMAT = "hierviz-compiled-v1"

@@ -10,7 +10,7 @@ same subgraph of the captured graph is run eagerly on the reference's own values
 Per subgraph two errors against that reference:
   - isolated: the compiled subgraph fed the reference's inputs to it (its own error);
   - accumulated: the value as the compiled split model computes it (the error carried in).
-Pass/fail uses `hv.measure`'s dtype-aware tolerances (compare.py). A reference value is freed as
+Pass/fail uses `hv.measure`'s dtype-aware tolerances (output_match.py). A reference value is freed as
 soon as the last subgraph that reads it has been checked, and nothing is run twice that need not
 be: a subgraph fed exactly the reference's values has one error, not two, and a PyTorch subgraph
 so fed is the reference. The cost is one eager run and one compiled run of the model.
@@ -29,11 +29,11 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import HiervizError, MeasureError, unknown_arguments
 from hierviz.graphdata import fetch_attr
-from hierviz.latency.compare import compare, leaf_errors, tolerance_ratio, tolerance_text
+from hierviz.latency.output_match import compare, leaf_errors, tolerance_ratio, tolerance_text
 from hierviz.latency.compiling import Runner, short
 from hierviz.latency.lift import lift
-from hierviz.latency.plan import resolve_device
-from hierviz.latency.split import check_partition, compile_split
+from hierviz.latency.compile_plan import resolve_device
+from hierviz.latency.compiled_split import check_partition, compile_split
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

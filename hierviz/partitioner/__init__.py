@@ -22,7 +22,7 @@ from hierviz.capturing import capture, is_aten_graph
 from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
 from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner import handoff
-from hierviz.partitioner.engine import run as run_engine  # `engine` is partition()'s argument
+from hierviz.partitioner.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
     DEAD_CODE,

@@ -20,7 +20,7 @@ from hierviz.config import Config, field_names, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
-from hierviz.compare.cache import BoundedCache, cache_info, cached_partition
+from hierviz.compare.partition_cache import BoundedCache, cache_info, cached_partition
 from hierviz.compare.engines import CompileToday
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff

@@ -13,7 +13,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.model_explorer import node_data_path, to_model_explorer
 
 from .stack_models import captured, odd_fc2_partition, odd_partition
-from .test_overlay import fake_measurement
+from .test_cost_overlay import fake_measurement
 
 gb = pytest.importorskip("model_explorer.graph_builder", reason="pip install hierviz[model-explorer]")
 ndb = pytest.importorskip("model_explorer.node_data_builder")

@@ -100,7 +100,7 @@ def test_html_report_has_a_numerics_section(checked, tmp_path):
 def test_the_three_overlays_together_in_every_view(checked, view):
     """measurement=, numerics= and against= at once, through the one overlay interface: each
     view carries the time, the error and the diff, and each overlay's legend row."""
-    from .test_overlay import fake_measurement
+    from .test_cost_overlay import fake_measurement
 
     part, result = checked
     other = hv.partition(part.graph, priority=("bumped",), min_block_size=1,

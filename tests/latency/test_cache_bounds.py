@@ -11,7 +11,7 @@ import pytest
 import hierviz as hv
 from _measure_helpers import BN, inductor_partition
 from hierviz.latency import CompileCache
-from hierviz.latency.cache import Entry
+from hierviz.latency.compile_cache import Entry
 from hierviz.latency.compilers import INDUCTOR
 
 

@@ -12,7 +12,7 @@ import hierviz as hv
 from _measure_helpers import BN, FakeClock, inductor_partition
 from hierviz.latency import CompileCache, MeasureWarning, Stats, compare, time_fn
 from hierviz.latency import core, timing
-from hierviz.latency.cache import cache_key
+from hierviz.latency.compile_cache import cache_key
 from hierviz.latency.compilers import INDUCTOR, from_function
 from hierviz.latency.lift import lift
 

@@ -8,7 +8,6 @@ import json
 import re
 import sys
 import warnings
-from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -19,7 +18,7 @@ from hierviz.compare import tune_trial
 
 sweep_mod = importlib.import_module("hierviz.compare.sweep")
 
-from .conftest import SCRIPTED_COMPILERS
+from tests.small_net import SCRIPTED_COMPILERS
 
 GRID = {"min_block_size": [1, 2, 3, 4]}
 READ = {".csv": pd.read_csv, ".parquet": pd.read_parquet}  # the table on disk, as a user reads it back
@@ -159,7 +158,7 @@ import json, sys, warnings
 import torch
 import hierviz as hv
 import hierviz.compare.tuning as tuning
-from explorer.conftest import SCRIPTED_COMPILERS, SmallNet
+from tests.small_net import SCRIPTED_COMPILERS, SmallNet
 
 warnings.simplefilter("ignore")
 measured = []
@@ -194,7 +193,7 @@ print(json.dumps(out))
 
 def _resume_in_a_fresh_process(run_python, storage: str, budget: int, other: bool) -> dict:
     code = f"STORAGE, BUDGET, OTHER = {storage!r}, {budget}, {other}\n" + RESUME
-    done = run_python(code, path_first=[Path(__file__).parents[1]], timeout=600)
+    done = run_python(code, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     return json.loads(done.stdout.splitlines()[-1])
 

@@ -10,7 +10,7 @@ import pytest
 
 import hierviz as hv
 from hierviz.widget import panels
-from hierviz.compare.cache import BoundedCache
+from hierviz.compare.partition_cache import BoundedCache
 from hierviz.widget.controller import ControlState, Controller
 from hierviz.partitioner import partition as hv_partition
 

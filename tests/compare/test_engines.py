@@ -12,7 +12,7 @@ from hierviz import cli, trt
 from hierviz.widget import Explorer
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast' runs torch_tensorrt's partitioners")
-UNSUPPORTED = 2  # special_i0e and hypot (conftest.SmallNet) have no TensorRT converter
+UNSUPPORTED = 2  # special_i0e and hypot (tests/small_net.py) have no TensorRT converter
 
 
 @needs_trt

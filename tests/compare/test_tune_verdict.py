@@ -13,7 +13,7 @@ from hierviz.compare.tune_result import NO_WINNER
 from hierviz.latency.result import ci_text
 from hierviz.latency.timing import speedup_interval
 
-from .conftest import JITTER, SCRIPTED_COMPILERS, ScriptedClock
+from tests.small_net import JITTER, SCRIPTED_COMPILERS, ScriptedClock
 
 EVERY_CALL = hv.support.where(lambda node: node.op == "call_function", name="every op")
 SUPPORT = {"fast": EVERY_CALL, "same": EVERY_CALL}

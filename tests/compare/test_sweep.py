@@ -15,7 +15,7 @@ from hierviz.compare import cache_info, clear_cache, sweep
 from hierviz.compare.columns import recommendation
 from hierviz.partitioner import partition as hv_partition
 
-from .conftest import UNSUPPORTED
+from tests.small_net import UNSUPPORTED
 
 RELU = "torch.ops.aten.relu.default"
 SIGMOID = "torch.ops.aten.sigmoid.default"
@@ -107,7 +107,7 @@ def test_recommendation_is_a_min_block_size_from_recommend(small) -> None:
 
 def test_failing_configurations_become_error_rows(small) -> None:
     """A configuration that is valid but fails when partitioned is a row with its error; a
-    value the settings parser refuses stops the sweep first (tests/explorer/test_grid_check.py)."""
+    value the settings parser refuses stops the sweep first (tests/compare/test_grid_check.py)."""
     model, inputs, _ = small
     df = sweep(model, inputs, {"require_full_compilation": [False, True],
                                "torch_executed_ops": [[], ["torch.ops.aten.relu.default"]]}, progress=False)

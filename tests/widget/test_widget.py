@@ -328,7 +328,7 @@ def test_measure_toggle_with_progress(ex: Explorer, fake_measure) -> None:
 
 def test_real_measurement_in_the_widget(small) -> None:
     """hv.measure for real (CPU): inductor takes every op, so no GPU is needed."""
-    from .conftest import UNSUPPORTED
+    from tests.small_net import UNSUPPORTED
 
     model, inputs, _ = small
     cfg = {"priority": ("inductor",), "support": {"inductor": hv.support.inductor()},

@@ -7,7 +7,7 @@ import hierviz as hv
 from hierviz.drawing.accuracy import SCALE
 from hierviz.widget import numerics_tab
 
-from .test_mismatch_at import BASE, MEASURE, _wrong_tag
+from tests.compare.test_mismatch_at import BASE, MEASURE, _wrong_tag
 
 
 def _explorer(model, inputs, **kwargs):

@@ -10,7 +10,7 @@ import pytest
 
 import hierviz as hv
 from hierviz.drawing import layout
-from hierviz.drawing.overlay import ms_text
+from hierviz.drawing.cost import ms_text
 
 from .helpers import parse_svg
 from .stack_models import captured, odd_partition

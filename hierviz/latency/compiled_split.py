@@ -21,11 +21,11 @@ from hierviz import trt
 from hierviz.errors import MeasureError
 from hierviz.graphdata import fetch_attr, set_path
 from hierviz.inputs import check as check_inputs
-from hierviz.latency import cache as cache_mod
+from hierviz.latency import compile_cache as cache_mod
 from hierviz.latency.compilers import TENSORRT
 from hierviz.latency.compiling import Builder, Progress, Runner
 from hierviz.latency.lift import on_device
-from hierviz.latency.plan import plan, resolve_device
+from hierviz.latency.compile_plan import plan, resolve_device
 from hierviz.latency.precision import check_tf32, fp32_precision
 from hierviz.latency.result import SubgraphRecord
 

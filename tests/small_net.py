@@ -1,6 +1,7 @@
-"""Fixtures for the explore tests: a small model with ops TensorRT cannot take, its capture
-(once per session), and a fake `hv.measure` for tests of the widget's latency path (real
-compiles take seconds on CPU; one test in test_sweep.py runs the real thing)."""
+"""Fixtures for the widget and compare tests (a pytest plugin of tests/conftest.py): a small
+model with ops TensorRT cannot take, its capture (once per session), a fake `hv.measure` for
+tests of the latency path (real compiles take seconds on CPU; one test in
+tests/compare/test_sweep.py runs the real thing), and backends whose timings a test decides."""
 
 from __future__ import annotations
 
@@ -160,10 +161,3 @@ def scripted_timing(monkeypatch):
     import hierviz.latency.timing as timing
 
     monkeypatch.setattr(timing, "CLOCK", ScriptedClock())
-
-
-@pytest.fixture(autouse=True)
-def _agg_backend() -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")

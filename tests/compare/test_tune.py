@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_map
 import hierviz as hv
 from hierviz.compare.tuning import TuneResult, default_space
 
-from .conftest import SCRIPTED_COMPILERS, SmallNet
+from tests.small_net import SCRIPTED_COMPILERS, SmallNet
 
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"
@@ -271,7 +271,7 @@ def test_no_trial_and_no_compile_starts_before_a_change_being_applied_is_shown(s
     consulted, every trial and every compile comes right after a change was shown."""
     import hierviz.compare.tuning as tuning
     import hierviz.latency.compiling as compiling
-    from hierviz.latency.cache import clear_cache
+    from hierviz.latency.compile_cache import clear_cache
 
     clear_cache()  # cold: each distinct subgraph is compiled
     events: list[str] = []
