@@ -2,7 +2,7 @@
 Partition, and keeps what the panels show — the history, the previous and pinned runs,
 diagrams, tables, measurements, diffs and the messages of the error area.
 
-It imports no ipywidgets, so it is tested with dicts alone (tests/explorer/test_controller.py);
+It imports no ipywidgets, so it is tested with dicts alone (tests/widget/test_controller.py);
 widget.py maps widget values to `ControlState` and the results to panels (panels.py). Every
 per-setting result sits in a `BoundedCache`, so a long session cannot grow without limit.
 """
