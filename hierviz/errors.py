@@ -33,6 +33,11 @@ class MeasureError(HiervizError):
     """A partition could not be compiled or timed."""
 
 
+# The advice for measuring where TensorRT cannot build: a setting that accelerates without it
+# (TorchInductor's support is empty by default, as upstream's is: priority alone accelerates nothing).
+WITHOUT_TENSORRT = 'hv.partition(model, inputs, priority=("inductor",), support={"inductor": hv.support.inductor()})'
+
+
 class TensorRTUnavailableError(MeasureError):
     """torch_tensorrt is not installed or cannot build engines here. A MeasureError: hv.measure
     and Partition.compile raise it for TensorRT subgraphs (unless on_error="fallback")."""

@@ -99,7 +99,7 @@ def collapsed(ctx: Ctx, w: DotWriter) -> dict:
         else:
             group_box(ctx, w, g, rng)
         for k in rng:
-            ctx.backends_seen.add(t.subgraph_backend[k])
+            ctx.backends_seen.add(ctx.subgraph_backend(k))
 
     # an input feeding more than FANOUT boxes is drawn once, and named where else it is used
     fans: dict[int, list[int]] = {}
@@ -190,7 +190,7 @@ def subgraph_box(ctx: Ctx, w: DotWriter, k: int) -> None:
     sg = ctx.p.subgraphs[k]
     tag = t.subgraph_tag[k]
     ops = subgraph_ops(ctx, k)
-    lines = [f"<B>{html(tag)}</B>", f"{html(backend)} · {plural(sg.compute_ops, 'op')}"]
+    lines = [f"<B>{html(tag)}</B>", html(ctx.ran_line(k, plural(sg.compute_ops, 'op')))]
     for o, c in ops.most_common(3):  # the top ops, one a line, so long aten names stay whole
         lines.append(f'<FONT POINT-SIZE="9">{html(o, LABEL_CHARS)} ×{c}</FONT>')
     if len(ops) > 3:
@@ -207,10 +207,15 @@ def subgraph_box(ctx: Ctx, w: DotWriter, k: int) -> None:
             if why.get(UNSUPPORTED) or why.get(VALIDATOR):
                 styl, pen = "rounded,filled,bold", 2.0
     tip += [f"in: {t}" for t in sg.inputs[:10]] + [f"out: {t}" for t in sg.outputs[:10]]
-    marks: dict = {"penwidth": pen, "fillcolor": palette.fill(backend), "color": palette.border(backend)}
+    ran = ctx.subgraph_backend(k)
+    marks: dict = {"penwidth": pen, "fillcolor": palette.fill(ran), "color": palette.border(backend)}
+    fell = ran != backend
+    if fell:  # measured: it ran in eager PyTorch; the dashed border keeps the backend it was given
+        styl, marks["penwidth"] = "rounded,filled,dashed", 2.4
+        ctx.backends_seen.add(ran)
     ctx.decorate_subgraph(k, lines, tip, marks)
     w.node(f"s{k}", label=Html("<BR/>".join(lines)), shape="box", style=styl, **marks, tooltip=tooltip(tip),
-           **{"class": f"hv-subgraph-box hv-{css(backend)}"})
+           **{"class": f"hv-subgraph-box hv-{css(backend)}" + (" hv-fell-back" if fell else "")})
 
 
 def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
@@ -218,7 +223,7 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
     ops_by: Counter = Counter()
     subs_by: Counter = Counter()
     for k in rng:
-        b = t.subgraph_backend[k]
+        b = ctx.subgraph_backend(k)  # what ran, with a measurement
         subs_by[b] += 1
         ops_by[b] += ctx.compute_ops(k)
     total_ops = sum(ops_by.values())

@@ -15,8 +15,8 @@ from hierviz.drawing.accuracy import NumericsMarks
 from hierviz.drawing.difference import Difference
 from hierviz.drawing.highlight import make_highlight
 from hierviz.drawing.cost import TimeOverlay
-from hierviz.drawing.overlays import Overlay
-from hierviz.partitioner import GRAPH, NodeTable
+from hierviz.drawing.overlays import Overlay, fell_back
+from hierviz.partitioner import FALLBACK, GRAPH, NodeTable
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
@@ -45,14 +45,31 @@ class Ctx:
     full_px: tuple[int, int] | None = None  # the full view's estimated size, once auto has estimated it
     auto_note: str | None = None  # why auto did not draw the full view (said in the title)
 
+    fell_back: dict[int, str] = field(init=False)  # subgraph k -> why it ran in PyTorch (a measured fallback)
+
     def __post_init__(self) -> None:
         self.t = self.p.records
+        self.fell_back = fell_back(self.overlays, len(self.t.subgraph_tag))
 
     def drawable(self, i: int) -> bool:
         return self.weights or self.t.kind[i] != "get_attr"
 
     def backend(self, i: int) -> str:
-        return self.t.backend[i]
+        """Where node i ran: its backend, or PyTorch when its subgraph fell back when measured."""
+        k = self.t.subgraph[i]
+        return FALLBACK if k >= 0 and k in self.fell_back else self.t.backend[i]
+
+    def subgraph_backend(self, k: int) -> str:
+        """Where subgraph k ran: its backend, or PyTorch when it fell back when measured."""
+        return FALLBACK if k in self.fell_back else self.t.subgraph_backend[k]
+
+    def ran_line(self, k: int, ops: str) -> str:
+        """A subgraph's backend line: 'tensorrt · 9 ops', or, when it fell back when measured,
+        'ran in PyTorch (eager) · 9 ops · tensorrt fell back'."""
+        backend = self.t.subgraph_backend[k]
+        if k not in self.fell_back:
+            return f"{backend} · {ops}"
+        return f"ran in PyTorch (eager) · {ops} · {backend} fell back"
 
     def cluster(self, i: int) -> int | None:
         """The subgraph index of node i, None when it is not partitioned."""

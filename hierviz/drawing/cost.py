@@ -14,10 +14,14 @@ from __future__ import annotations
 import math
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.drawing import palette
 from hierviz.drawing.dot import html
 from hierviz.drawing.overlays import Overlay
+from hierviz.drawing.text import LABEL_CHARS
 from hierviz.drawing.work import node_work, split_time
 from hierviz.errors import RenderError
+from hierviz.partitioner import FALLBACK
+from hierviz.partitioner.report import measured_fallbacks
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.latency.result import Measurement
@@ -68,6 +72,7 @@ class TimeOverlay(Overlay):
                               + (f"its subgraphs {unknown} are not in this one." if unknown
                                  else "it has no per-subgraph times."))
         t = self.t = p.records
+        self.measurement = measurement
         self.subgraph_ms = {tag: ms for tag, (ms, _) in times.items()}
         self.total = sum(self.subgraph_ms.values()) or 1.0
         self.op_ms = [0.0] * len(t)
@@ -79,6 +84,18 @@ class TimeOverlay(Overlay):
             for i, part in split_time(ms, members, work).items():
                 self.op_ms[i] = part
         self.device = str(getattr(measurement, "device", ""))
+        self.fallbacks = measured_fallbacks(p, measurement)
+        index = {tag: k for k, tag in enumerate(t.subgraph_tag)}
+        self.fell = {index[tag]: why for tag, why in self.fallbacks.items() if tag in index}
+
+    def fell_back(self, k: int) -> str | None:
+        return self.fell.get(k)
+
+    def title(self) -> str:
+        if not self.fell:
+            return ""
+        return (f"measured: {len(self.fell)} of {len(self.subgraph_ms)} subgraphs fell back to eager PyTorch"
+                + (" (nothing accelerated)" if getattr(self.measurement, "nothing_accelerated", False) else ""))
 
     def share(self, ms: float) -> float:
         return ms / self.total
@@ -88,7 +105,12 @@ class TimeOverlay(Overlay):
 
     def node_attrs(self, i: int) -> list[tuple[str, str]]:
         ms = self.subgraph_ms.get(self.t.tag[i])
-        return [] if ms is None else [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{self.share(ms):.1%}")]
+        attrs = [] if ms is None else [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{self.share(ms):.1%}")]
+        why = self.fell.get(self.t.subgraph[i])
+        if why:
+            attrs += [("ran", f"{FALLBACK} (eager PyTorch; fell back from {self.t.backend[i]})"),
+                      ("fell_back", f"{self.t.backend[i]} could not compile it: {why}")]
+        return attrs
 
     def _annotate(self, ms: float, lines: list[str], tip: list[str], attrs: dict, what: str,
                   bar: bool = True) -> None:
@@ -114,10 +136,17 @@ class TimeOverlay(Overlay):
                        "; each subgraph's time split over its nodes by estimated work (FLOPs + bytes)", bar=bar)
 
     def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
-        """A subgraph box or cluster (text lines only, no bar): its measured median."""
+        """A subgraph box or cluster (text lines only, no bar): its measured median, and, when
+        it fell back, that it ran in eager PyTorch and why."""
         ms = self.subgraph_ms.get(self.t.subgraph_tag[k])
+        why = self.fell.get(k)
+        if why:
+            lines.append(f'<FONT POINT-SIZE="9" COLOR="{palette.border(FALLBACK)}"><B>FELL BACK</B>: '
+                         f"{html(why, LABEL_CHARS)}</FONT>")
+            tip.append(f"fell back when measured: ran in eager PyTorch; {self.t.subgraph_backend[k]} could not "
+                       f"compile it: {why}")
         if ms is not None:
-            self._annotate(ms, lines, tip, attrs, "", bar=False)
+            self._annotate(ms, lines, tip, attrs, " (in eager PyTorch: it fell back)" if why else "", bar=False)
 
     def weigh_edge(self, specs: Sequence[Any], text: str | None, pen: float,
                    tip: list[str]) -> tuple[str | None, float]:
@@ -129,8 +158,13 @@ class TimeOverlay(Overlay):
         return (f"{text} \u00b7 {size_text(nbytes)}" if text else size_text(nbytes)), edge_weight(nbytes)
 
     def legend_html(self) -> str:
-        return html(f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
+        text = html(f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
                     f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
+        if self.fell:
+            text += "<BR ALIGN=\"LEFT\"/>" + html(
+                f"fell back: {len(self.fell)} subgraph(s) drawn in PyTorch's colour with a dashed border in the "
+                "colour of the backend that could not compile them; they ran in eager PyTorch")
+        return text
 
 
 _DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,

@@ -322,10 +322,10 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 {_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
 {_table(p.summary(), "subgraphs")}
-{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
+{_measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
 {_table(p.ops(), "ops")}
 <h2 id="report">Report</h2>
-<pre>{esc(p.report(what_to_change=False))}</pre>
+<pre>{esc(p.report(what_to_change=False, measurement=kwargs.get("measurement")))}</pre>
 </body>
 </html>
 """
@@ -359,6 +359,28 @@ def _what_to_change(p: "Partition") -> str:
         if not shown.empty:
             parts.append(_table(shown[WHAT_TO_CHANGE_COLUMNS], "causes"))
     return "".join(parts)
+
+
+def _measurement_section(m: Any) -> str:
+    """The report's Measured section (with `measurement=`): the measurement's line, whether
+    anything was accelerated, the subgraphs that fell back to eager PyTorch and why, and the
+    per-subgraph table (`backend` is what ran, `asked` what the partition gave it)."""
+    if m is None:
+        return ""
+    esc = htmlmod.escape
+    parts = [f'<h2 id="measured">Measured</h2>\n<p>{esc(repr(m))}</p>']
+    nothing = m.nothing_accelerated_text()
+    if nothing:
+        parts.append(f'<p class="hv-note"><b>{esc(nothing[0].upper() + nothing[1:])}</b>.</p>')
+    per = m.per_subgraph
+    fell = per[per["status"] == "fallback"]
+    if len(fell):
+        items = "".join(f"<li>{esc(tag)}: {esc(asked)} could not compile it, it ran in eager PyTorch: {esc(str(err))}</li>"
+                        for tag, asked, err in zip(fell["tag"], fell["asked"], fell["error"]))
+        parts.append(f'<p class="hv-note"><b>{len(fell)} subgraph(s) fell back to eager PyTorch</b> (drawn in '
+                     f"PyTorch's colour, dashed):</p><ul>{items}</ul>")
+    parts.append(_table(per.drop(columns=["key"], errors="ignore"), "subgraphs"))
+    return "\n".join(parts) + "\n"
 
 
 def _numerics_section(result: Any) -> str:

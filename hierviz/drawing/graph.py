@@ -54,8 +54,11 @@ def node_tooltip(ctx: Ctx, i: int, extra: Sequence[str] = ()) -> str:
     lines = [t.name[i]]
     if kind in CALLABLE_OPS:
         lines.append(f"op: {t.op[i]}")
-        if t.subgraph[i] >= 0:
-            lines.append(f"runs in: {t.backend[i]} (subgraph {t.subgraph_tag[t.subgraph[i]]})")
+        k = t.subgraph[i]
+        if k >= 0:
+            lines.append(f"runs in: {t.backend[i]} (subgraph {t.subgraph_tag[k]})")
+            if k in ctx.fell_back:
+                lines.append(f"ran in: eager PyTorch when measured ({ctx.fell_back[k]})")
         lines.append(f"why: {t.reason(i)}")
     else:
         lines.append(t.reason(i))
@@ -73,14 +76,14 @@ def node_tooltip(ctx: Ctx, i: int, extra: Sequence[str] = ()) -> str:
 def draw_node(ctx: Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
     t = ctx.t
     kind = t.kind[i]
-    backend = t.backend[i]
+    backend = ctx.backend(i)  # what ran: PyTorch for a subgraph that fell back when measured
     if kind in CALLABLE_OPS:
         code = t.reason_code[i]
         ctx.reasons[code] += 1
     else:
         code = NOT_CALLABLE
     st = palette.style(code)
-    line = palette.border(backend)
+    line = palette.border(t.backend[i])
     if code in (DEMOTED, DEMOTED_NEXT):
         line = palette.color(t.eligible_backend[i])
     shape, styl, pen = st.shape, st.style, st.penwidth
@@ -154,18 +157,20 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
         members = clusters[k]
         size = len(t.subgraph_members[k])
         # a focus view draws part of a subgraph: say how much, in nodes (the ops are in the tooltip)
-        line = (f"{backend} · {plural(ops, 'op')}" if len(members) == size else
-                f"{backend} · showing {len(members):,} of its {size:,} nodes")
+        line = ctx.ran_line(k, plural(ops, 'op') if len(members) == size else
+                            f"showing {len(members):,} of its {size:,} nodes")
         extra: list[str] = []
         notes: list[str] = []
-        marks: dict = {"fillcolor": palette.cluster_fill(backend), "color": palette.color(backend),
-                       "penwidth": 3.0 if k == focus_cluster else 1.4}
+        ran = ctx.subgraph_backend(k)
+        marks: dict = {"fillcolor": palette.cluster_fill(ran), "color": palette.color(backend),
+                       "penwidth": 3.0 if k == focus_cluster else (2.4 if ran != backend else 1.4)}
         ctx.decorate_subgraph(k, extra, notes, marks)
         marks.pop("fontcolor", None)
         label = cluster_label(tag, line, extra)
         tip = tooltip([tag, f"backend: {backend}", f"{plural(ops, 'op')}, {plural(size, 'node')}", *notes])
-        w.open(f"cluster_{k}", label="", style="filled,rounded", **marks, tooltip=tip,
-               **{"class": f"hv-subgraph hv-{css(backend)}"})
+        fell = ran != backend  # measured: it ran in eager PyTorch (dashed border: the backend it was given)
+        w.open(f"cluster_{k}", label="", style="filled,rounded,dashed" if fell else "filled,rounded", **marks,
+               tooltip=tip, **{"class": f"hv-subgraph hv-{css(backend)}" + (" hv-fell-back" if fell else "")})
         for i in members:
             draw_node(ctx, w, i, i == focus_node)
             draw_refs(i)  # inside the cluster: outside, they push each cluster sideways

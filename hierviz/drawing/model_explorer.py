@@ -33,9 +33,10 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
 from hierviz.drawing.context import make_overlays
-from hierviz.drawing.overlays import Overlay
+from hierviz.drawing.overlays import Overlay, fell_back, ran_on
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
+from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.record import short_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,16 +97,18 @@ def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, 
 
 def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> dict:
     t = p.records
-    backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}
+    backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}  # what ran, below
     keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
     kept = set(keep)
     weights = [sum(1 for a in t.inputs[i] if t.kind[a] == "get_attr") for i in range(len(t))]
 
     base: list[dict] = []
     styles: dict[str, dict] = {}  # one style per backend
+    fell = fell_back(overlays, len(t.subgraph_tag))  # measured fallbacks: filled as PyTorch, which ran them
+    ran = ran_on(t.backend, t.subgraph, fell, FALLBACK)
     for i in keep:
-        backend = t.backend[i]
-        attrs = [("op", t.op[i]), ("backend", backend), ("tag", t.tag[i] or ""),
+        backend = ran[i]
+        attrs = [("op", t.op[i]), ("backend", t.backend[i]), ("tag", t.tag[i] or ""),
                  ("reason", t.reason(i)), ("eligible_backend", t.eligible_backend[i] or ""),
                  ("module", t.module_path[i]),
                  ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)), ("shape", _shape_text(t.spec[i].shape))]
@@ -129,6 +132,7 @@ def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) ->
         }
         base.append(node)
 
+    backend_of_tag.update({t.subgraph_tag[k]: FALLBACK for k in fell})
     module_ns = _drop_shared_prefix([_module_namespace(t, i) for i in keep])
     graphs = []
     for gid in GRAPH_IDS:

@@ -43,9 +43,10 @@ from hierviz.drawing.module_tree import (
     walk_items,
 )
 from hierviz.drawing.cost import edge_weight, size_text, tensor_bytes
-from hierviz.drawing.overlays import Overlay, node_keys, titles
+from hierviz.drawing.overlays import Overlay, fell_back, node_keys, ran_on, titles
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
+from hierviz.partitioner import FALLBACK
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
@@ -113,10 +114,11 @@ class _Facts:
     tags: list[str]
 
 
-def _facts(t: NodeTable, item: Item, tag_order: dict[str, int]) -> _Facts:
+def _facts(t: NodeTable, item: Item, tag_order: dict[str, int], ran: Sequence[str]) -> _Facts:
+    """`ran`: per node, the backend it ran on (PyTorch where a measured subgraph fell back)."""
     ops: list[int] = list(item.own) if item.own_only else [i for m in item.members for i in m.ops]
     compute = [i for i in ops if t.compute[i]] or ops
-    backends = Counter(t.backend[i] for i in compute)
+    backends = Counter(ran[i] for i in compute)
     tags = sorted({t.tag[i] for i in ops if t.tag[i] is not None}, key=lambda g: tag_order.get(g, 0))
     return _Facts(ops, len(compute) // max(len(item.members), 1), backends, tags)
 
@@ -145,13 +147,14 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
                           "module): the module view needs a graph captured from an nn.Module with submodules "
                           "(hv.capture / hv.partition(model, inputs)). Use view='collapsed' or 'full'.")
     base = find_module(root, focus) if focus is not None else effective_root(root)
-    pattern = node_keys(overlays, t.backend)
+    ran = ran_on(t.backend, t.subgraph, fell_back(overlays, len(t.subgraph_tag)), FALLBACK)
+    pattern = node_keys(overlays, ran)
     budget = DEFAULT_BUDGET if max_nodes is None else max_nodes
     plan = make_plan(t, base, depth, budget, pattern)
     tag_order = {sg.tag: k for k, sg in enumerate(p.subgraphs)}
     w = DotWriter()
     palette.defaults(w)
-    drawn = _Drawer(p, t, plan, w, tag_order, tuple(overlays))
+    drawn = _Drawer(p, t, plan, w, tag_order, tuple(overlays), ran)
     drawn.items(plan.items)
     edges = drawn.edges(base)
     title = "hierviz \u00b7 module view" + (" \u00b7 chosen by auto" if note else "")
@@ -171,9 +174,9 @@ def render_modules(p: "Partition", *, focus: Any = None, depth: int | None = Non
 
 class _Drawer:
     def __init__(self, p: "Partition", t: NodeTable, plan: Plan, w: DotWriter, tag_order: dict[str, int],
-                 overlays: tuple[Overlay, ...]) -> None:
+                 overlays: tuple[Overlay, ...], ran: Sequence[str]) -> None:
         self.p, self.t, self.plan, self.w = p, t, plan, w
-        self.tag_order, self.overlays = tag_order, overlays
+        self.tag_order, self.overlays, self.ran = tag_order, overlays, ran
         self.io = 0
 
     # -- items
@@ -220,7 +223,7 @@ class _Drawer:
             overlay.decorate_ops(f.ops, lines, tip, attrs)
 
     def box(self, it: Item) -> None:
-        f = _facts(self.t, it, self.tag_order)
+        f = _facts(self.t, it, self.tag_order, self.ran)
         lines, tip, dominant = self._lines(it, f)
         attrs: dict[str, Any] = {"shape": "box", "style": "rounded,filled", "fillcolor": palette.fill(dominant),
                                  "color": palette.border(dominant), "penwidth": 1.2}
@@ -234,7 +237,7 @@ class _Drawer:
                     **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
 
     def cluster(self, it: Item) -> None:
-        f = _facts(self.t, it, self.tag_order)
+        f = _facts(self.t, it, self.tag_order, self.ran)
         lines, tip, dominant = self._lines(it, f)
         attrs: dict[str, Any] = {"style": "rounded,filled", "fillcolor": "#FAFAFA", "color": palette.border(dominant),
                                  "penwidth": 2.6 if it.rolled else 1.4}

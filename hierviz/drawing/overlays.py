@@ -19,7 +19,8 @@ class Overlay:
     `node_attrs(i)` (Model Explorer attributes). Per drawn element: `decorate_node`,
     `decorate_subgraph` (subgraph k), `decorate_ops` (a box standing for several ops: a module,
     a run of subgraphs) append label lines (HTML-like) and tooltip lines and set DOT attributes;
-    `weigh_edge` a boundary edge's label and width. `title` is said after the view's name,
+    `weigh_edge` a boundary edge's label and width; `fell_back(k)` why subgraph k ran in
+    PyTorch instead of its backend. `title` is said after the view's name,
     `legend_html` is its legend row."""
 
     data_name = ""  # Model Explorer node data: what the values are ("": the overlay has none)
@@ -50,6 +51,11 @@ class Overlay:
         """A boundary edge carrying tensors `specs`: its label and pen width."""
         return text, pen
 
+    def fell_back(self, k: int) -> str | None:
+        """Why subgraph k ran in eager PyTorch instead of its backend (a measured fallback), else
+        None; every view then draws it as PyTorch (Ctx.fell_back)."""
+        return None
+
     def title(self) -> str:
         return ""
 
@@ -65,9 +71,27 @@ def node_keys(overlays: Sequence[Overlay], backends: Sequence[str]) -> list[Any]
     return [(b, *(ov.node_key(i) for ov in overlays)) for i, b in enumerate(backends)]
 
 
+def fell_back(overlays: Sequence[Overlay], subgraphs: int) -> dict[int, str]:
+    """Subgraph k -> why it ran in eager PyTorch instead of its backend, from the overlays (a
+    measurement's fallbacks), for the subgraphs that did."""
+    out = {}
+    for k in range(subgraphs):
+        why = next((w for w in (overlay.fell_back(k) for overlay in overlays) if w), None)
+        if why:
+            out[k] = why
+    return out
+
+
+def ran_on(backends: Sequence[str], subgraph: Sequence[int], fell: dict[int, str], fallback: str) -> list[str]:
+    """Per node, where it ran: its backend, or `fallback` (PyTorch) when its subgraph is in `fell`."""
+    if not fell:
+        return list(backends)
+    return [fallback if k >= 0 and k in fell else b for b, k in zip(backends, subgraph)]
+
+
 def titles(overlays: Sequence[Overlay]) -> str:
     """What the overlays add to a view's title: ' \u00b7 <title>' for each that has one."""
     return "".join(f" \u00b7 {text}" for text in (overlay.title() for overlay in overlays) if text)
 
 
-__all__ = ["Overlay", "node_keys", "titles"]
+__all__ = ["Overlay", "node_keys", "fell_back", "ran_on", "titles"]

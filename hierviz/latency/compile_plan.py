@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 import torch
 
-from hierviz.errors import MeasureError, TensorRTUnavailableError
+from hierviz.errors import WITHOUT_TENSORRT, MeasureError, TensorRTUnavailableError
 from hierviz.latency.compilers import Compiler, get_compiler
 from hierviz.partitioner import FALLBACK, parse_tag
 
@@ -45,8 +45,8 @@ def resolve_device(device: Any, partition: Any = None) -> torch.device:
         trt = any(getattr(sg, "backend", None) == "tensorrt" for sg in getattr(partition, "subgraphs", ()))
         raise (TensorRTUnavailableError if trt else MeasureError)(
             f"device={device!r} was requested but no CUDA device is available here"
-            + ("; TensorRT engines need an NVIDIA GPU: measure on a GPU machine, or use device='cpu' with "
-               "priority=('inductor',) to compile without TensorRT." if trt else
+            + ("; TensorRT engines need an NVIDIA GPU: measure on a GPU machine, or use device='cpu' and "
+               f"partition without TensorRT: {WITHOUT_TENSORRT}." if trt else
                "; use device='cpu' (the default without a GPU)."))
     if dev.type == "cuda" and dev.index is None:
         dev = torch.device("cuda", torch.cuda.current_device())
@@ -95,10 +95,11 @@ def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | No
         error, why = refusal
         if on_error == "fallback":
             for slot in group:
-                slot.refused = why
+                slot.refused = why  # the fallback note names each subgraph once (result.fallback_note)
             continue
-        raise error(f"{why}. {_fix(backend)} Or pass on_error=\"fallback\" to run these subgraphs in eager "
-                    "PyTorch and measure the rest.")
+        tags = [s.name for s in group]
+        raise error(f"{why}; {len(tags)} {backend} subgraph(s) cannot be compiled: {names(tags)}. {_fix(backend)} "
+                    "Or pass on_error=\"fallback\" to run these subgraphs in eager PyTorch and measure the rest.")
     if unknown:
         lines = [f"no compiler for backend {backend!r} (subgraphs {names(tags)})" for backend, tags in unknown.items()]
         raise MeasureError("; ".join(lines) + ". Register one with hierviz.latency.register_compiler("
@@ -109,25 +110,22 @@ def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | No
 def _fix(backend: str) -> str:
     if backend == "tensorrt":
         return ("Measure on a machine with an NVIDIA GPU that TensorRT builds for (device='cuda'), or partition "
-                "without TensorRT, e.g. hv.partition(gm, priority=('inductor',)).")
+                f"without TensorRT: {WITHOUT_TENSORRT}.")
     return f"Fix that, or partition without the {backend!r} backend."
 
 
 def _refusal(backend: str, group: list[Slot], device: torch.device) -> tuple[type, str] | None:
     """(error class, why) when `backend` cannot compile `group` for `device`, else None."""
-    tags = [s.name for s in group]
     compiler = group[0].compiler
     label = "TensorRT" if backend == "tensorrt" else f"the {backend!r} backend"
     unavailable = TensorRTUnavailableError if backend == "tensorrt" else MeasureError
     if compiler.needs_cuda and device.type != "cuda":
         cuda = torch.cuda.is_available()
         why = "no CUDA device is available here" if not cuda else f"device={str(device)!r} was requested"
-        return ((unavailable if not cuda else MeasureError),
-                f"{label} needs an NVIDIA GPU (CUDA), but {why}; {len(tags)} {backend} subgraph(s) "
-                f"cannot be compiled: {names(tags)}")
+        return (unavailable if not cuda else MeasureError), f"{label} needs an NVIDIA GPU (CUDA), but {why}"
     why_not = compiler.available(device)
     if why_not:
-        return unavailable, f"{len(tags)} {backend} subgraph(s) ({names(tags)}) cannot be compiled: {why_not}"
+        return unavailable, f"{label} cannot compile here: {why_not}"
     return None
 
 

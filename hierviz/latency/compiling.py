@@ -21,7 +21,7 @@ from hierviz.latency import compile_cache as cache_mod
 from hierviz.graphdata import fetch_attr
 from hierviz.latency.lift import Lifted, bake, lift, on_device
 from hierviz.latency.compile_plan import Slot
-from hierviz.latency.result import SubgraphRecord
+from hierviz.latency.result import SubgraphRecord, fallback_note
 from hierviz.latency.timing import synchronize
 from hierviz.partitioner import FALLBACK
 
@@ -157,6 +157,9 @@ class Builder:
                 left[used] -= 1
                 if left[used] == 0:
                     env.pop(used, None)
+        note = fallback_note(list(self.out.records.values()))
+        if note:
+            self.out.warnings.insert(0, note)
         return self.out, result
 
     def _first_run(self, runner: Runner, args: tuple, kwargs: dict) -> Any:
@@ -255,8 +258,7 @@ class Builder:
         if self.on_error == "raise":
             raise MeasureError(message + "\nPass on_error='fallback' to run failing subgraphs in eager "
                                "PyTorch and measure the rest.") from cause
-        self.out.fallbacks.append(slot.name)
-        self.out.warnings.append(message + "; it ran in eager PyTorch instead")
+        self.out.fallbacks.append(slot.name)  # said once for all of them: run() adds fallback_note
         fresh = lift(fetch_attr(self.module, slot.name), self.device)  # the compiler may have changed the other
         return self._keep(Runner(fresh.gm, fresh.weights, fresh.single, slot.name, "fallback"),
                           self._record(slot, "fallback", len(args), fresh.n_outputs, key=key, compile_s=elapsed,

@@ -182,9 +182,9 @@ def _notes(split: Any, stats: Any, base_stats: Any, match: bool | None, problems
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
     elif problems:
         notes.append("; ".join(problems[:3]))
-    level = user_stacklevel()
-    for note in notes:
-        warnings.warn(note, MeasureWarning, stacklevel=level)
+    if notes:  # one warning per measurement, however many notes
+        text = notes[0] if len(notes) == 1 else f"hv.measure: {len(notes)} notes:\n- " + "\n- ".join(notes)
+        warnings.warn(text, MeasureWarning, stacklevel=user_stacklevel())
     records = split.records
     noisy_subs = [n for n, r in records.items() if r.stats is not None and r.stats.noisy]
     if noisy_subs:

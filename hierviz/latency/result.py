@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.latency.timing import CI_LEVEL, NOISY_CV, WIDE_SPREAD, Stats
 
@@ -19,6 +19,7 @@ class MeasureWarning(UserWarning):
 PER_SUBGRAPH_COLUMNS = ["tag", "backend", "median_ms", "share", "asked", "status", "compile_s", "cached",
                         "p10_ms", "p90_ms", "cv", "ops", "inputs", "outputs", "error", "key"]
 STATUSES = ("compiled", "cached", "fallback", "eager")
+ACCELERATED_STATUSES = ("compiled", "cached")  # the subgraph ran on its backend
 
 
 @dataclass
@@ -118,8 +119,35 @@ class Measurement:
     def verdict(self) -> str:
         """'faster than eager', 'slower than eager' or 'no clear difference from eager', from
         where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline),
-        flagged when the eager baseline's own spread is wide (`baseline_wide`)."""
-        return verdict(self.speedup_ci, wide=self.baseline_wide)
+        flagged when the eager baseline's own spread is wide (`baseline_wide`); led by
+        'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
+        text = verdict(self.speedup_ci, wide=self.baseline_wide)
+        nothing = self.nothing_accelerated_text()
+        return f"{nothing}; {text}" if nothing else text
+
+    @property
+    def accelerated(self) -> int:
+        """Subgraphs that ran on an accelerated backend (compiled now or from the cache), as
+        `per_subgraph` says: a subgraph that fell back ran in eager PyTorch and is not counted."""
+        per = self.per_subgraph
+        if per is None or not len(per) or "status" not in per.columns:
+            return 0
+        return int(per["status"].isin(ACCELERATED_STATUSES).sum())
+
+    @property
+    def nothing_accelerated(self) -> bool:
+        """Every subgraph ran in eager PyTorch (none was accelerated, or all that were fell back):
+        this timed the eager model in pieces, whatever the speed-up says."""
+        return self.accelerated == 0
+
+    def nothing_accelerated_text(self) -> str:
+        """'nothing accelerated: every subgraph ran in eager PyTorch (...why)', '' when something was."""
+        if not self.nothing_accelerated:
+            return ""
+        why = (f"{len(self.fallbacks)} fell back" if self.fallbacks else
+               "the partition has no accelerated subgraph: see part.blockers(), or give a backend its ops "
+               "with support=")
+        return f"nothing accelerated: every subgraph ran in eager PyTorch ({why})"
 
     @property
     def baseline_wide(self) -> bool:
@@ -164,6 +192,8 @@ class Measurement:
             "glue_ms": self.glue_ms,
             "subgraphs": self.subgraphs,
             **{f"subgraphs_{b}": int(n) for b, n in sorted(counts.items())},
+            "accelerated": self.accelerated,
+            "verdict": self.verdict,
             "fallbacks": len(self.fallbacks),
             "fallback_tags": ",".join(self.fallbacks),
             "tf32": self.precision.get("tf32"),
@@ -179,7 +209,8 @@ class Measurement:
                  f"p90 {ms(self.p90_ms)}, cv {self.cv:.1%})"]
         if self.baseline_ms is not None:
             parts.append(f"eager {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x"
-                         + (f" ({ci_text(self.speedup_ci)}: {self.verdict})" if self.speedup_ci else ""))
+                         + (f" ({ci_text(self.speedup_ci)}: {verdict(self.speedup_ci, wide=self.baseline_wide)})"
+                            if self.speedup_ci else ""))
         if self.graph_eager_ms is not None and self.graph_eager_ms != self.baseline_ms:
             parts.append(f"captured graph eager {ms(self.graph_eager_ms)} ms")
         if self.torch_compile_ms is not None:
@@ -200,6 +231,8 @@ class Measurement:
             asked = self.per_subgraph.loc[self.per_subgraph["status"] == "fallback", "asked"].value_counts()
             parts.append(f"{len(self.fallbacks)} FELL BACK to eager ("
                          + ", ".join(f"{n} {b}" for b, n in asked.items()) + ")")
+        if self.nothing_accelerated:
+            parts.append("NOTHING ACCELERATED" + self.nothing_accelerated_text()[len("nothing accelerated"):])
         if self.precision and self.device.startswith("cuda"):
             parts.append("TF32 on" if self.precision.get("tf32") else "strict FP32 (TF32 off)")
         if self.warnings:
@@ -213,6 +246,24 @@ class Measurement:
         warn = "".join(f"<li>{html.escape(w)}</li>" for w in self.warnings)
         table = self.per_subgraph.to_html(index=False, float_format=lambda x: f"{x:.4g}")
         return f"<div><p><code>{head}</code></p>{'<ul>' + warn + '</ul>' if warn else ''}{table}</div>"
+
+
+def fallback_note(records: Sequence[SubgraphRecord]) -> str | None:
+    """The one note for the subgraphs of a build that fell back to eager PyTorch (None when
+    none did): how many, then per backend and reason, each subgraph named once."""
+    fell = [r for r in records if r.status == "fallback"]
+    if not fell:
+        return None
+    groups: dict[tuple[str, str], list[SubgraphRecord]] = {}
+    for r in fell:
+        groups.setdefault((r.asked, r.error or "its compile failed"), []).append(r)
+    parts = []
+    for (asked, error), group in groups.items():
+        named = ", ".join(f"{r.tag} ({r.ops} ops{'; failure remembered from an earlier compile' if r.cached else ''})"
+                          for r in group)
+        parts.append(f"{len(group)} {asked}: {error}: {named}")
+    return (f"{len(fell)} of {len(records)} subgraph(s) fell back to eager PyTorch (their backend could not "
+            "compile them; they ran, and were timed, in PyTorch): " + "; ".join(parts))
 
 
 def ci_text(ci: tuple[float, float] | None) -> str:
@@ -243,4 +294,4 @@ def wide_baseline_note(stats: Stats) -> str:
             "was busy while it ran: measure again on a quiet machine, or raise iters")
 
 
-__all__ = ["ci_text", "verdict", "wide_baseline_note", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]
+__all__ = ["fallback_note", "ACCELERATED_STATUSES", "ci_text", "verdict", "wide_baseline_note", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]

@@ -11,6 +11,7 @@ import math
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.errors import ConfigError
 from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, intro_text, not_computed_text
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
@@ -30,19 +31,59 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
     return "List[" + ", ".join(parts) + "]"
 
 
-def report(p: "Partition", what_to_change: bool = True) -> str:
+def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None) -> str:
     """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
     PyTorch, the graph's structure, then per backend its engines and min_block_size advice;
-    then (`what_to_change`) the top 5 blockers with what fixing each saves."""
+    then (`what_to_change`) the top 5 blockers with what fixing each saves. With
+    `measurement` (an hv.Measurement of `p`), the engines that fell back say so and a
+    "Measured" section follows the structure."""
+    fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     for note in getattr(p, "notes", ()):
         lines += [f"Note: {note}.", ""]
-    lines += _coverage(p) + _left_to_torch(p) + _structure(p)
+    lines += _coverage(p) + _left_to_torch(p) + _structure(p, fell)
+    if measurement is not None:
+        lines += _measured(measurement, fell)
     for b in p.config.priority:
         lines += _aggregate(p, b)
     if what_to_change:
         lines += _what_to_change(p)
     return "\n".join(lines) + "\n"
+
+
+def measured_fallbacks(p: "Partition", measurement: Any) -> dict[str, str]:
+    """tag -> why (its backend's error), for the subgraphs of `p` that fell back to eager PyTorch in `measurement`
+    (its per_subgraph rows with status "fallback"); ConfigError when it measured another partition."""
+    if measurement is None:
+        return {}
+    per = getattr(measurement, "per_subgraph", None)
+    if per is None or not hasattr(per, "columns") or "tag" not in per.columns:
+        raise ConfigError("measurement= takes the hv.Measurement that hv.measure(partition, ...) returned, "
+                          f"not {type(measurement).__name__}.")
+    unknown = sorted(set(per["tag"]) - {sg.tag for sg in p.subgraphs})
+    if unknown:
+        raise ConfigError(f"measurement= must be a measurement of this partition (hv.measure(p, inputs)); its "
+                          f"subgraphs {unknown[:3]} are not in this one.")
+    if "status" not in per.columns:
+        return {}
+    rows = per[per["status"] == "fallback"]
+    errors = rows["error"] if "error" in rows.columns else [None] * len(rows)
+    return {str(tag): error if isinstance(error, str) and error else "its compile failed"
+            for tag, error in zip(rows["tag"], errors)}
+
+
+def _measured(m: Any, fell: dict[str, str]) -> list[str]:
+    """The "Measured" section: the measurement's line, what ran accelerated, the fallbacks."""
+    lines = ["", f"  {'-' * 20} Measured {'-' * 20}", "", f"   {m!r}"]
+    ran = m.per_subgraph["backend"].value_counts().to_dict() if len(m.per_subgraph) else {}
+    lines.append("   What ran: " + (", ".join(f"{n} subgraph(s) in {b}" for b, n in ran.items()) or "nothing"))
+    nothing = getattr(m, "nothing_accelerated_text", None)
+    if nothing is not None and nothing():
+        lines.append(f"   {nothing()[0].upper()}{nothing()[1:]}.")
+    if fell:
+        lines.append(f"   {len(fell)} subgraph(s) FELL BACK and ran in eager PyTorch, not their backend:")
+        lines += [f"     {tag}: {why}" for tag, why in fell.items()]
+    return lines
 
 
 def _what_to_change(p: "Partition") -> list[str]:
@@ -95,8 +136,10 @@ def _left_to_torch(p: "Partition") -> list[str]:
     return lines
 
 
-def _structure(p: "Partition") -> list[str]:
-    """The settings, then inputs -> each subgraph (inputs, op count, outputs) -> outputs."""
+def _structure(p: "Partition", fell: dict[str, str] | None = None) -> list[str]:
+    """The settings, then inputs -> each subgraph (inputs, op count, outputs) -> outputs; an
+    engine in `fell` (tag -> why) says it fell back to eager PyTorch when measured."""
+    fell = fell or {}
     t = p.records
     lines = [f"Compiled with: {p.config.to_dict()}", "", "  Graph Structure:", ""]
     graph_inputs = [t.spec[i] for i in range(len(t)) if t.kind[i] == "placeholder"]
@@ -108,6 +151,8 @@ def _structure(p: "Partition") -> list[str]:
         numbers[sg.backend] += 1
         kind = f"{sg.backend} engine" if sg.is_acc else "PyTorch segment"
         lines += ["    ...", f"    {kind} #{numbers[sg.backend]} - Submodule name: {sg.tag}",
+                  *([f"     FELL BACK when measured: ran in eager PyTorch ({sg.backend} could not compile it: "
+                      f"{fell[sg.tag]})"] if sg.tag in fell else []),
                   f"     Engine Inputs: {_specs(sg.inputs)}", f"     Number of Operators in Engine: {sg.compute_ops}",
                   f"     Engine Outputs: {_specs(sg.outputs)}"]
     return lines + ["    ...", f"   Outputs: {_specs(graph_outputs)}"]

@@ -250,10 +250,12 @@ class Partition:
         return summary_table(self)
 
     @checked_arguments
-    def report(self, *, what_to_change: bool = True) -> str:
+    def report(self, *, what_to_change: bool = True, measurement: Any = None) -> str:
         """Everything Torch-TensorRT's dryrun report shows, for every backend; then "What to
-        change": the top 5 blockers (`blockers()`), each with what fixing it saves."""
-        return report_text(self, what_to_change)
+        change": the top 5 blockers (`blockers()`), each with what fixing it saves. With
+        `measurement=` (hv.measure of this partition) each engine says what ran it (a subgraph
+        that fell back ran in eager PyTorch, and why), and a "Measured" section its times."""
+        return report_text(self, what_to_change, measurement=measurement)
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:

@@ -19,7 +19,7 @@ from typing import Any, Sequence
 
 import torch
 
-from hierviz.errors import ConfigError, TensorRTUnavailableError
+from hierviz.errors import WITHOUT_TENSORRT, ConfigError, TensorRTUnavailableError
 from hierviz.trt.loading import FIX_DATACENTER, FIX_RTX, installed_variant, load, tensorrt_library
 
 # Standard TensorRT 10 builds for Turing (SM75) and newer; it has no ComputeCapability table.
@@ -103,7 +103,7 @@ def build_verdict(variant: str | None, capability: tuple[int, int] | None,
     what to do. A pure decision: `targets` is the build-target table (see build_targets)."""
     if capability is None:
         return ("no CUDA device here: TensorRT engines need an NVIDIA GPU. Measure on a GPU machine "
-                "(device='cuda'), or partition without TensorRT, e.g. priority=('inductor',)")
+                f"(device='cuda'), or partition without TensorRT: {WITHOUT_TENSORRT}")
     capability = (int(capability[0]), int(capability[1]))
     name = "TensorRT-RTX" if variant == "rtx" else "TensorRT"
     where = f"this GPU ({gpu + ', ' if gpu else ''}SM{sm(capability)})"

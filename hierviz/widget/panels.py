@@ -94,6 +94,14 @@ def latency_html(measurement: Any) -> str:
         text += f", compile {_num(lat['compile_s'])} s"
     if lat.get("cache_hits") is not None:
         text += f" (cache {lat['cache_hits']} hit / {lat['cache_misses']} miss)"
+    fell = list(getattr(measurement, "fallbacks", None) or ())
+    if fell:  # what ran: these subgraphs ran in eager PyTorch (the diagram draws them so)
+        shown = ", ".join(fell[:6]) + (f" and {len(fell) - 6} more" if len(fell) > 6 else "")
+        text += (f'<div style="color:{ERROR_COLOR}"><b>{len(fell)} subgraph(s) fell back to eager PyTorch</b>: '
+                 f"{html.escape(shown)}</div>")
+    nothing = measurement.nothing_accelerated_text() if hasattr(measurement, "nothing_accelerated_text") else ""
+    if nothing:
+        text += f'<div style="color:{ERROR_COLOR}"><b>{html.escape(nothing)}</b></div>'
     notes = list(getattr(measurement, "warnings", None) or [])
     if notes:
         items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)

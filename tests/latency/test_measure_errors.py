@@ -28,7 +28,7 @@ def test_tensorrt_without_cuda_names_the_subgraphs(tiny_conv, inductor_compiles)
     text = str(info.value)
     assert "TensorRT needs an NVIDIA GPU" in text
     assert all(tag in text for tag in trt_tags)
-    assert "priority=('inductor',)" in text  # the way out
+    assert 'priority=("inductor",), support={"inductor": hv.support.inductor()}' in text  # the way out, one that works
 
 
 def test_tensorrt_check_comes_before_any_compile(tiny_conv, inductor_compiles):
@@ -83,7 +83,9 @@ def test_failing_compile_with_fallback_runs_eager_and_records_it(tiny_conv, monk
     assert (table.loc[tags, "backend"] == "torch").all()
     assert (table.loc[tags, "asked"] == "inductor").all()
     assert table.loc[tags, "error"].str.contains("boom: no kernel").all()
-    assert sum("boom: no kernel" in w and "eager" in w for w in m.warnings) == len(tags)
+    fell = [w for w in m.warnings if "boom: no kernel" in w]  # one note, each subgraph named once
+    assert len(fell) == 1 and "fell back to eager PyTorch" in fell[0]
+    assert all(fell[0].count(f"{tag} (") == 1 for tag in tags)
     assert m.outputs_match is True and m.max_abs_error == 0.0
     assert f"{len(tags)} FELL BACK to eager ({len(tags)} inductor)" in repr(m)
     row = m.to_dict()
@@ -170,7 +172,7 @@ def test_fallback_covers_tensorrt_unavailable(tiny_conv, inductor_compiles):
     trt_tags = [sg.tag for sg in part.subgraphs if sg.backend == "tensorrt"]
     ind_tags = [sg.tag for sg in part.subgraphs if sg.backend == "inductor"]
     assert trt_tags and ind_tags
-    with pytest.warns(hv.latency.MeasureWarning, match="was not compiled: TensorRT needs an NVIDIA GPU"):
+    with pytest.warns(hv.latency.MeasureWarning, match="fell back to eager PyTorch.*TensorRT needs an NVIDIA GPU"):
         m = hv.measure(part, x, cache=CompileCache(), on_error="fallback", warmup=0, iters=1)
     assert list(m.fallbacks) == trt_tags and m.to_dict()["fallbacks"] == len(trt_tags)
     table = m.per_subgraph.set_index("tag")
