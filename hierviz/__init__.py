@@ -31,7 +31,9 @@ from hierviz.errors import (
     SavedPartitionError,
     TensorRTUnavailableError,
 )
-from hierviz.partitioner import Partition, Subgraph, check, diff, handoff, load_partition, partition
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.graph_break import GraphBreak
+from hierviz.partitioner import MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition, partition
 from hierviz.provenance import source_ops
 from hierviz.support import Support
 from hierviz.version import __version__
@@ -90,4 +92,5 @@ __all__ = [
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
     "ConfigWarning", "CaptureWarning", "MeasureWarning",
     "check", "load_partition", "PartitionCheckError", "SavedPartitionError",
+    "MultiGraphPartition", "DynamoCapture", "GraphBreak",
 ]

@@ -12,18 +12,19 @@ buffer updates on the model itself (BatchNorm's `num_batches_tracked` in train m
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import warnings
 import weakref
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 from torch.fx import GraphModule
 
 from hierviz import capture_cache, trt
+from hierviz.dynamo_capture import DynamoCapture, capture_by_graph_break
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.inputs import as_args
+from hierviz.model_copy import private_copy, rng_preserved
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
@@ -107,29 +108,6 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}\n"
             f"Hint: {_hint(exc)}"
         ) from exc
-
-
-def _private_copy(model: torch.nn.Module) -> torch.nn.Module:
-    """A copy of `model` that export and lowering may change: parameters are shared (nothing
-    writes to them; sharing keeps a large model's memory), everything else is copied."""
-    memo = {id(p): p for p in model.parameters()}
-    try:
-        return copy.deepcopy(model, memo)
-    except Exception as exc:
-        raise CaptureError(
-            f"hv.capture works on a copy of {type(model).__name__} so that the model is never "
-            f"changed, and copy.deepcopy failed: {type(exc).__name__}: {exc}\n"
-            "Hint: make the model deep-copyable (no open files, locks or generators as "
-            "attributes), or pass torch.export.export(model, example_inputs) instead."
-        ) from exc
-
-
-@contextlib.contextmanager
-def _rng_preserved() -> Iterator[None]:
-    """Put the CPU (and initialised CUDA) random generators back as they were."""
-    cuda = list(range(torch.cuda.device_count())) if torch.cuda.is_initialized() else []
-    with torch.random.fork_rng(devices=cuda):
-        yield
 
 
 def _dims_key(value: Any) -> Any:
@@ -278,7 +256,7 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
                 return gm
             notes = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
                      "so the model was captured again",)
-    gm = _lower(_export(_private_copy(model), args, kwargs, dynamic_shapes), name)
+    gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name)
     if store is not None:
         store.save(key, gm, {UPDATES: updates_of(gm)}, model)
     if notes:
@@ -296,7 +274,7 @@ def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: 
             return torch.utils._pytree.tree_leaves(fn(*a, **k))
 
     try:
-        expected, got = run(_private_copy(model)), run(gm)
+        expected, got = run(private_copy(model)), run(gm)
     except Exception:  # noqa: BLE001 - a cached graph that cannot run is stale
         return False
     if len(expected) != len(got):
@@ -317,9 +295,21 @@ def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: 
     return True
 
 
+IRS = ("dynamo", "torch_compile")  # hv.capture(ir=...): torch.export's path, torch.compile's
+
+
+def check_ir(ir: Any) -> str:
+    """`ir` as given when it is one of IRS, else ConfigError naming them."""
+    if ir not in IRS:
+        raise ConfigError(f"ir={ir!r:.60} is not one of {', '.join(repr(i) for i in IRS)}: 'dynamo' (the default) "
+                          "captures with torch.export, as torch_tensorrt.compile does; 'torch_compile' captures "
+                          "graph by graph, as torch.compile(model, backend='torch_tensorrt') does.")
+    return ir
+
+
 @checked_arguments
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
-            kwargs: dict | None = None, cache: bool = True) -> GraphModule:
+            kwargs: dict | None = None, cache: bool = True, ir: str = "dynamo") -> GraphModule | DynamoCapture:
     """The aten-level graph Torch-TensorRT would partition for `model`.
 
     Accepts an `nn.Module`, an `ExportedProgram` or a `GraphModule`; a GraphModule that is not
@@ -331,7 +321,12 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     turns it off): an nn.Module's capture is also kept on disk (hierviz.capture_cache), keyed by
     everything that can change the graph, and taken from there in a new process after its
     outputs are checked against the model's (`capture_notes` says so).
+
+    `ir="torch_compile"`: the graphs `torch.compile(model, backend="torch_tensorrt")` compiles,
+    one per graph break, as a `hierviz.dynamo_capture.DynamoCapture` (an nn.Module only;
+    kept in memory like the rest, never on disk).
     """
+    check_ir(ir)
     if not isinstance(cache, bool):
         raise ConfigError(f"hv.capture(cache=...) is True (keep captures on disk, the default) or False, "
                           f"not {type(cache).__name__} {cache!r:.40}.")
@@ -344,7 +339,14 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
             "torch.* calls, e.g. from torch.fx.symbolic_trace or ExportedProgram.module()), so it "
             "must be captured with example inputs: pass them, e.g. hv.partition(gm, (x,)) or "
             "hv.capture(gm, (x,)).")
-    key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model))
+    if ir == "torch_compile":
+        if not isinstance(model, torch.nn.Module):
+            raise CaptureError("ir='torch_compile' captures a model by running it under torch.compile: pass the "
+                               f"nn.Module itself, not {type(model).__name__}.")
+        if dynamic_shapes is not None:
+            raise ConfigError("ir='torch_compile' captures with dynamic=False, as torch_tensorrt.compile("
+                              "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
+    key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model), ir)
     try:
         per_model = _CACHE.setdefault(model, {})
     except TypeError:
@@ -352,7 +354,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     if key in per_model:
         return per_model[key]
 
-    with _rng_preserved():
+    with rng_preserved():
         if isinstance(model, torch.export.ExportedProgram):
             gm = _lower(copy.deepcopy(model), "ExportedProgram")
         elif isinstance(model, GraphModule) and is_aten_graph(model):
@@ -361,6 +363,8 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
                 from torch.fx.passes.fake_tensor_prop import FakeTensorProp
 
                 FakeTensorProp(gm).propagate(*args)
+        elif ir == "torch_compile":
+            gm = capture_by_graph_break(model, args, kwargs)
         elif isinstance(model, torch.nn.Module):
             if not args and not kwargs:
                 raise CaptureError("capture needs example_inputs for an nn.Module: "
@@ -376,6 +380,6 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     return gm
 
 
-__all__ = ["capture", "capture_notes", "is_aten_graph", "updates_of", "source_of", "CaptureWarning"]
+__all__ = ["capture", "capture_notes", "is_aten_graph", "updates_of", "source_of", "CaptureWarning", "IRS", "check_ir"]
 
 

@@ -18,7 +18,8 @@ from typing import Any
 
 from torch.fx import GraphModule
 
-from hierviz.capturing import capture, is_aten_graph
+from hierviz.capturing import capture, check_ir, is_aten_graph
+from hierviz.dynamo_capture import DynamoCapture
 from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
 from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner import handoff
@@ -46,6 +47,7 @@ from hierviz.partitioner.differences import diff
 from hierviz.partitioner.result import Partition, Subgraph
 from hierviz.partitioner.saved import SavedPartition, load_partition
 from hierviz.partitioner.check import check
+from hierviz.partitioner.multi_graph import MultiGraphPartition, partition_graphs
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
              kwargs: dict | None = None) -> GraphModule:
@@ -82,7 +84,7 @@ def make_config(config: Config | dict | None = None, overrides: dict[str, Any] |
 @checked_arguments
 def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
               *, engine: str | None = None, dynamic_shapes: Any = None, kwargs: dict | None = None,
-              **overrides: Any) -> Partition:
+              ir: str = "dynamo", **overrides: Any) -> Partition | MultiGraphPartition:
     """Partition a model (captured first) or an aten GraphModule with `config`.
 
     `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes` and
@@ -92,7 +94,13 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     runs upstream's hierarchical partitioner on a copy instead, for comparison;
     `engine="fast"` / `"global"` the partitioners torch_tensorrt.compile runs (fast is its
     default), with compile's rules, on a copy.
+
+    `ir="torch_compile"`: what torch.compile(model, backend="torch_tensorrt") runs, graph by
+    graph: a MultiGraphPartition (hierviz.partitioner.multi_graph) of every graph dynamo
+    captures (hv.capture(..., ir="torch_compile")); a DynamoCapture or MultiGraphPartition given
+    instead of the model is re-partitioned without capturing again.
     """
+    check_ir(ir)
     if isinstance(example_inputs, Config):
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
@@ -102,8 +110,24 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         from hierviz.partitioner.compiled import check_available
 
         check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
+    if ir == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition)):
+        return _partition_by_graph(model_or_graph, example_inputs, cfg, dynamic_shapes, kwargs)
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
     return partition_graph(gm, cfg)
+
+
+def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_shapes: Any,
+                        kwargs: dict | None) -> MultiGraphPartition:
+    """hv.partition(..., ir="torch_compile"): the model captured graph by graph (or a capture
+    given), each graph partitioned with `cfg`."""
+    if isinstance(model, MultiGraphPartition):
+        model = model.capture
+    if not isinstance(model, DynamoCapture):
+        if dynamic_shapes is not None:
+            raise ConfigError("ir='torch_compile' captures with dynamic=False, as torch_tensorrt.compile("
+                              "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
+        model = capture(model, example_inputs, kwargs=kwargs, ir="torch_compile")
+    return partition_graphs(model, cfg)
 
 
 def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
@@ -130,7 +154,7 @@ handoff.provide("repartition", lambda: partition_graph)
 handoff.provide("compile_today", handoff.loader("hierviz.partitioner.compiled", "todays_compile"))
 
 
-__all__ = ["partition", "Partition", "Subgraph", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
+__all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
            "graph_of", "make_config", "partition_graph", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
            "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]

@@ -405,11 +405,15 @@ class Partition:
         return handoff.handler("html")(self)
 
     def __repr__(self) -> str:
-        s = self.stats
-        by = ", ".join(f"{b}={n}" for b, n in s["subgraphs_by_backend"].items() if n)
-        engine = "" if self.engine == "hierviz" else f", engine={self.engine}"
-        return (f"<hv.Partition {s['nodes']} nodes, {s['subgraphs']} subgraphs ({by}), "
-                f"coverage {s['coverage']:.0%}, {self.config.label()}{engine}>")
+        return f"<hv.Partition {self.stats['nodes']} nodes, {outline(self.stats, self.config)}>"
+
+
+def outline(stats: dict, config: Config) -> str:
+    """'<n> subgraphs (<per backend>), coverage <c>%, <settings>[, engine=<e>]': the part of a
+    partition's repr its stats and settings give (a Partition's, a MultiGraphPartition's)."""
+    by = ", ".join(f"{b}={n}" for b, n in stats["subgraphs_by_backend"].items() if n)
+    engine = "" if config.engine == "hierviz" else f", engine={config.engine}"
+    return f"{stats['subgraphs']} subgraphs ({by}), coverage {stats['coverage']:.0%}, {config.label()}{engine}"
 
 
 def versions() -> dict[str, str | None]:

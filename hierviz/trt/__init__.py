@@ -5,6 +5,7 @@
     partitioners.py  Torch-TensorRT's own partitioners and converter registry, run for comparison
     validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
     settings.py      the CompilationSettings subgraphs are converted with, and their digest
+    dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
     engines.py       building a subgraph's engine, saving and loading it, build caches
 
 Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_tensorrt.
@@ -12,6 +13,7 @@ Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_ten
 
 from __future__ import annotations
 
+from hierviz.trt.dynamo_lowering import dynamo_settings, lower_dynamo_graph
 from hierviz.trt.engines import (
     build_caches,
     build_state,
@@ -62,4 +64,5 @@ __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "def
            "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
            "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
-           "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs"]
+           "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
+           "dynamo_settings", "lower_dynamo_graph"]

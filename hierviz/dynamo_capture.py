@@ -1,0 +1,282 @@
+"""Capture by graph break: the graphs `torch.compile(model, backend="torch_tensorrt")` compiles.
+
+`hv.capture(model, inputs, ir="torch_compile")` runs a private copy of the model once on the
+example inputs under `torch.compile(dynamic=False)` (as `torch_tensorrt.compile(ir=
+"torch_compile")` does), with a backend that records each graph dynamo hands it, lowers a copy
+with Torch-TensorRT's own front half (hierviz.trt.lower_dynamo_graph; torch's core aten
+decompositions when torch_tensorrt is absent) and runs dynamo's graph unchanged, so the run
+goes on as eager PyTorch would. Graph breaks come from two places dynamo documents: the reason
+it compiled each graph (`GraphCompileReason`, on the graph module) and its `graph_breaks` log
+(what `TORCH_LOGS=graph_breaks` prints: every break with its type, explanation and hints, also
+those that ended no graph). The model, its parameters and the RNG state are left as they were,
+and dynamo's caches are reset after, so nothing stays compiled.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import linecache
+import logging
+import re
+import unittest.mock
+from dataclasses import dataclass
+from typing import Any, Iterator, Sequence
+
+import torch
+from torch.fx import GraphModule
+
+from hierviz import trt
+from hierviz.errors import CaptureError
+from hierviz.dynamo_graph import DynamoGraph
+from hierviz.graph_break import GraphBreak, parse_reason, user_function
+from hierviz.graph_value import GraphValue, describe
+from hierviz.model_copy import private_copy, rng_preserved
+from hierviz.opnames import qualname
+
+# dynamo's graph-break log (torch._logging's "graph_breaks" artifact of symbolic_convert)
+BREAK_LOG = "torch._dynamo.symbolic_convert.__graph_breaks"
+_LOGGED = re.compile(r"in user code at (?P<file>.*?):(?P<line>\d+)\nGraph Break Reason: (?P<reason>.*)", re.S)
+_REASON_END = ("\n\nStack variable source attribution:", "\n\nUser code traceback:", "\nUser code traceback:")
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
+
+
+@dataclass(frozen=True, eq=False)
+class DynamoCapture:
+    """What `hv.capture(model, inputs, ir="torch_compile")` returns: `graphs`, one DynamoGraph
+    per graph dynamo compiled, in execution order; `breaks`, one GraphBreak per graph break,
+    in the order they happened; `model` the captured model's class name."""
+
+    graphs: tuple[DynamoGraph, ...]
+    breaks: tuple[GraphBreak, ...]
+    model: str
+
+    def __len__(self) -> int:
+        return len(self.graphs)
+
+    def __iter__(self) -> Iterator[DynamoGraph]:
+        return iter(self.graphs)
+
+    def __getitem__(self, k: int) -> DynamoGraph:
+        return self.graphs[k]
+
+    def __repr__(self) -> str:
+        return (f"<hv.DynamoCapture of {self.model}: {len(self.graphs)} graph(s), "
+                f"{len(self.breaks)} graph break(s), {sum(len(g.ops) for g in self.graphs)} ops>")
+
+
+def _lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
+    """The aten graph of dynamo's graph `gm` (a copy is lowered): Torch-TensorRT's backend's
+    front half, or without torch_tensorrt the same AOT export with torch's core decompositions."""
+    work = copy.deepcopy(gm)
+    if trt.available():
+        return trt.lower_dynamo_graph(work, sample_inputs)
+    from torch._decomp import core_aten_decompositions
+    from torch._dynamo.utils import detect_fake_mode
+    from torch._functorch.aot_autograd import aot_export_joint_simple
+
+    fake_mode = detect_fake_mode(sample_inputs)
+    with unittest.mock.patch.object(fake_mode, "allow_non_fake_inputs", True), fake_mode:
+        return aot_export_joint_simple(work, sample_inputs, trace_joint=False,
+                                       decompositions=core_aten_decompositions())
+
+
+def _kept(value: Any, weights: set[int]) -> Any:
+    """A first call's input kept for later: the model's weights as they are, tensors copied."""
+    if isinstance(value, torch.Tensor):
+        return value if id(value) in weights else value.detach().clone()
+    return value
+
+
+def _values(gm: GraphModule, which: str) -> tuple[GraphValue, ...]:
+    """The dynamo graph's inputs ('placeholder') or outputs ('output'), from dynamo's examples."""
+    if which == "placeholder":
+        nodes = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    else:
+        out = next(n for n in gm.graph.nodes if n.op == "output")
+        nodes = _flat(out.args)
+    return tuple(describe(n.name, n.meta.get("example_value", n.meta.get("val"))) for n in nodes)
+
+
+def _flat(args: Any) -> list[torch.fx.Node]:
+    found: list[torch.fx.Node] = []
+    torch.fx.node.map_arg(args, found.append)
+    return found
+
+
+def _frame_of(gm: GraphModule) -> tuple[str, str, int]:
+    """(function, file, line) of the user's code the graph's first op was traced from."""
+    for node in gm.graph.nodes:
+        trace = node.meta.get("stack_trace")
+        if trace:
+            frames = _FRAME.findall(trace)
+            if frames:
+                file, line, function = frames[-1]
+                return user_function(function), file, int(line)
+    return "", "", 0
+
+
+def _user_frames(frames: list[tuple[str, str, str]]) -> tuple[str, ...]:
+    """The frames dynamo traced, from a logged traceback: those below hierviz's own call of the
+    compiled model, without torch.nn.Module's call machinery."""
+    last = max((k for k, (file, _, _) in enumerate(frames) if file == __file__), default=-1)
+    return tuple(f"{file}:{line} in {user_function(fn)}" for file, line, fn in frames[last + 1:]
+                 if not file.endswith(("torch/nn/modules/module.py", "torch/_dynamo/eval_frame.py")))
+
+
+@contextlib.contextmanager
+def _breaks_logged(events: list) -> Iterator[None]:
+    """Every graph break dynamo logs while the block runs, appended to `events` as
+    ("break", fields); the log's own output is held back (restored after)."""
+    log = logging.getLogger(BREAK_LOG)
+
+    def record(rec: logging.LogRecord) -> bool:
+        match = _LOGGED.search(rec.getMessage())
+        if match:
+            reason = match.group("reason")
+            for end in _REASON_END:
+                reason = reason.split(end, 1)[0]
+            tail = match.group("reason")[len(reason):]
+            frames = _user_frames(_FRAME.findall(tail))
+            events.append(("break", {"file": match.group("file"), "line": int(match.group("line")),
+                                     "reason": reason.strip(), "stack": frames}))
+        return False  # held back: hv.capture says it in its record instead
+
+    saved = log.level, log.propagate
+    log.setLevel(logging.DEBUG)
+    log.addFilter(record)
+    try:
+        yield
+    finally:
+        log.removeFilter(record)
+        log.setLevel(saved[0])
+        log.propagate = saved[1]
+
+
+def _break_of(after: int, ended: bool, logged: dict | None, compiled: Any) -> GraphBreak:
+    """A GraphBreak from dynamo's log entry and/or the GraphCompileReason of the graph it ended."""
+    stack = list(getattr(compiled, "user_stack", None) or [])
+    reason = (logged or {}).get("reason") or getattr(compiled, "reason", "") or ""
+    gb_type, explanation, hints = parse_reason(reason)
+    if stack:
+        last = stack[-1]
+        file, line, function, code = last.filename, int(last.lineno or 0), user_function(last.name), last.line or ""
+        frames = tuple(f"{f.filename}:{f.lineno} in {user_function(f.name)}" for f in stack)
+    else:
+        file, line = (logged or {}).get("file", ""), (logged or {}).get("line", 0)
+        frames = (logged or {}).get("stack", ())
+        function = frames[-1].rsplit(" in ", 1)[-1] if frames else ""
+        code = linecache.getline(file, line).strip() if file else ""
+    return GraphBreak(after_graph=after, ended_graph=ended, reason=reason, gb_type=gb_type,
+                      explanation=explanation, hints=hints, file=file, line=line, function=function,
+                      code=code.strip(), stack=frames)
+
+
+def _location(compiled: Any) -> tuple[str, int] | None:
+    stack = getattr(compiled, "user_stack", None) or []
+    return (stack[-1].filename, int(stack[-1].lineno or 0)) if stack else None
+
+
+def _assemble(events: list) -> tuple[list[dict], list[GraphBreak]]:
+    """The graphs in execution order and the breaks in the order they happened, from the run's
+    events: a logged break ends the next graph compiled when it is at that graph's compile
+    reason's line; the others ended no graph (dynamo had traced nothing since the last one)."""
+    graphs: list[dict] = []
+    breaks: list[GraphBreak] = []
+    pending: list[dict] = []
+    for kind, item in events:
+        if kind == "break":
+            pending.append(item)
+            continue
+        k = len(graphs)
+        graphs.append(item)
+        compiled = item["reason"]
+        ends = bool(compiled is not None and getattr(compiled, "graph_break", False))
+        where = _location(compiled) if ends else None
+        match = next((j for j in range(len(pending) - 1, -1, -1)
+                      if where is not None and (pending[j]["file"], pending[j]["line"]) == where), None)
+        breaks += [_break_of(k - 1, False, p, None) for j, p in enumerate(pending) if j != match]
+        if ends:
+            item["ended_by"] = _break_of(k, True, pending[match] if match is not None else None, compiled)
+            breaks.append(item["ended_by"])
+        pending = []
+    breaks += [_break_of(len(graphs) - 1, False, p, None) for p in pending]
+    return graphs, breaks
+
+
+def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> DynamoCapture:
+    """Run a private copy of `model` once on (args, kwargs) under torch.compile(dynamic=False)
+    with a recording backend; the graphs and breaks it saw. CaptureError when the run fails."""
+    work = private_copy(model)
+    weights = {id(t) for t in (*work.parameters(), *work.buffers())}
+    events: list = []
+    failures: list[tuple[int, BaseException]] = []
+
+    def backend(gm: GraphModule, sample_inputs: list) -> Any:
+        k = sum(1 for kind, _ in events if kind == "graph")
+        record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (),
+                        "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
+                        "frame": _frame_of(gm), "ended_by": None}
+        try:
+            record["graph"] = _lowered(gm, sample_inputs)
+        except Exception as exc:  # noqa: BLE001 - reported as a CaptureError once the run ends
+            failures.append((k, exc))
+            record["graph"] = None
+        events.append(("graph", record))
+        placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+
+        def run(*call_args: Any) -> Any:
+            if not record["calls"]:
+                record["example"] = tuple(_kept(a, weights) for a in call_args)
+                record["placeholders"] = placeholders
+            record["calls"] += 1
+            return gm(*call_args)
+
+        return run
+
+    torch._dynamo.reset()
+    try:
+        with rng_preserved(), _breaks_logged(events), torch.no_grad():
+            compiled = torch.compile(work, backend=backend, dynamic=False)
+            compiled(*args, **(kwargs or {}))
+    except Exception as exc:
+        raise CaptureError(
+            f"running {type(model).__name__} under torch.compile (as torch_tensorrt.compile(ir='torch_compile') "
+            f"does) failed: {type(exc).__name__}: {_first_line(exc)}\n"
+            "Hint: the model must run on the example inputs: check them with model(*example_inputs); "
+            "ir='dynamo' (torch.export) is the other way to capture it."
+        ) from exc
+    finally:
+        torch._dynamo.reset()
+    if failures:
+        k, exc = failures[0]
+        raise CaptureError(
+            f"Torch-TensorRT's lowering failed on graph {k} of {type(model).__name__}: {type(exc).__name__}: "
+            f"{_first_line(exc)}\nHint: torch.compile(backend='torch_tensorrt') runs such a graph in PyTorch; "
+            "capture the part of the model that graph comes from to find the op."
+        ) from exc
+    graphs, breaks = _assemble(events)
+    return DynamoCapture(tuple(_graph(k, item) for k, item in enumerate(graphs)), tuple(breaks),
+                         type(model).__name__)
+
+
+def _graph(k: int, item: dict) -> DynamoGraph:
+    gm: GraphModule = item["graph"]
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    example = item["example"]
+    if len(example) != len(placeholders):  # remove_sym_nodes dropped the SymInt inputs
+        example = tuple(a for a in example if isinstance(a, torch.Tensor))
+    function, file, line = item["frame"]
+    ops = tuple(qualname(n.target) for n in gm.graph.nodes if n.op == "call_function")
+    return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
+                       function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
+                       ended_by=item["ended_by"])
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    return line if len(line) <= 300 else line[:297] + "..."
+
+
+__all__ = ["DynamoCapture", "capture_by_graph_break", "BREAK_LOG"]

@@ -1,0 +1,251 @@
+"""MultiGraphPartition: a model partitioned graph by graph, as torch.compile's torch_tensorrt backend does.
+
+`hv.partition(model, inputs, ir="torch_compile")` captures the graphs dynamo compiles
+(hierviz.dynamo_capture) and partitions each with the same Config and engine; this holds them,
+in execution order, with the graph breaks between them, and answers a Partition's questions for
+the whole model: stats summed over graphs, a report (each graph's dryrun, then totals), per-node
+and per-subgraph tables with a `graph` column, `reason_of`.
+
+Nodes of different graphs may share a name, so across graphs a node is named `g<k>/<name>`
+(`"g2/add_3"`: node `add_3` of graph 2, counting from 0 in execution order); every method that
+takes a node also takes the pair `(2, "add_3")`.
+
+As torch.compile's backend does (`parse_dynamo_kwargs`), require_full_compilation is off; and a
+graph with fewer supported ops than min_block_size is left whole in PyTorch
+(`compile_module`'s early return; engine "fast" / "global" make exactly that partition).
+"""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import TYPE_CHECKING, Any
+
+from hierviz.config import Config, derive
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.errors import ConfigError, checked_arguments
+from hierviz.graph_break import GraphBreak
+from hierviz.partitioner import handoff
+from hierviz.partitioner.result import Partition, outline
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+RULE = "=" * 30
+SUMMED = ("nodes", "compute_ops", "supported_ops", "accelerated_ops", "subgraphs", "acc_subgraphs",
+          "boundary_tensors")
+LEFT_WHOLE = "graphs left whole in PyTorch (fewer than min_block_size supported ops)"
+
+
+def qualified(graph: int, name: str) -> str:
+    """The name of node `name` of graph `graph` across a model's graphs: 'g2/add_3'."""
+    return f"g{graph}/{name}"
+
+
+class MultiGraphPartition:
+    """Every dynamo graph of a model partitioned, in execution order.
+
+    `.graphs`: one hv.Partition per graph; `.breaks`: the graph breaks (hierviz.graph_break.GraphBreak),
+    in the order they happened; `.capture`: the DynamoCapture (each graph's inputs, outputs,
+    ops, example inputs); `.config` and `.engine` the settings every graph was partitioned with.
+    """
+
+    def __init__(self, capture: DynamoCapture, graphs: list[Partition], config: Config,
+                 notes: tuple[str, ...] = ()) -> None:
+        self.capture = capture
+        self.graphs = list(graphs)
+        self.breaks: tuple[GraphBreak, ...] = capture.breaks
+        self.config = config
+        self.engine = config.engine
+        self.notes = tuple(notes)
+
+    # ------------------------------------------------------------------ per graph
+    def left_whole(self, k: int) -> bool:
+        """Whether graph `k` runs whole in PyTorch because it has fewer supported ops than
+        min_block_size (torch.compile's backend returns such a graph unchanged)."""
+        s = self.graphs[k].stats
+        return s["compute_ops"] > 0 and s["acc_subgraphs"] == 0 and s["supported_ops"] < self.config.min_block_size
+
+    def has_compute(self, k: int) -> bool:
+        """False for a graph with nothing to partition (no compute op)."""
+        return self.graphs[k].stats["compute_ops"] > 0
+
+    def locate(self, node: Any) -> tuple[int, str]:
+        """(graph index, node name) of a node named 'g2/add_3' or given as (2, 'add_3')."""
+        if isinstance(node, tuple) and len(node) == 2 and isinstance(node[0], int) and isinstance(node[1], str):
+            k, name = node
+        elif isinstance(node, str) and "/" in node and node.split("/", 1)[0][1:].isdigit() and node[0] == "g":
+            head, name = node.split("/", 1)
+            k = int(head[1:])
+        else:
+            raise ConfigError(f"across graphs a node is named 'g<graph>/<name>' (e.g. 'g0/{self._example()}') "
+                              f"or given as (graph, name), not {node!r:.60}; names are in nodes().name.")
+        if not 0 <= k < len(self.graphs):
+            raise ConfigError(f"no graph {k}: this model has {len(self.graphs)} graph(s), g0 to g{len(self.graphs) - 1}.")
+        return k, name
+
+    def _example(self) -> str:
+        for p in self.graphs:
+            for row in p.records.name:
+                return row
+        return "add"
+
+    def reason_of(self, node: Any) -> str:
+        """Why the node runs where it runs, in words ('g2/add_3' or (2, 'add_3'))."""
+        k, name = self.locate(node)
+        return self.graphs[k].reason_of(name)
+
+    def backend_of(self, node: Any) -> str:
+        """The backend the node runs in ('torch' for PyTorch, 'graph' for inputs and weights)."""
+        k, name = self.locate(node)
+        return self.graphs[k].backend_of(name)
+
+    def tag_of(self, node: Any) -> str | None:
+        """The node's subgraph tag within its graph (None for inputs, weights and outputs)."""
+        k, name = self.locate(node)
+        return self.graphs[k].tag_of(name)
+
+    # ------------------------------------------------------------------ numbers and tables
+    @property
+    def stats(self) -> dict:
+        """Partition.stats summed over the graphs (coverage recomputed), plus `graphs`,
+        `graph_breaks`, `graphs_left_whole` and `graphs_without_compute`."""
+        per = [p.stats for p in self.graphs]
+        total = {key: sum(s[key] for s in per) for key in SUMMED}
+        compute = total["compute_ops"]
+        total["coverage"] = round(total["supported_ops"] / compute, 4) if compute else 1.0
+        total["accelerated_coverage"] = round(total["accelerated_ops"] / compute, 4) if compute else 1.0
+        by_backend: Counter = Counter({b: 0 for b in (*self.config.priority, "torch")})
+        for s in per:
+            by_backend.update(s["subgraphs_by_backend"])
+        total["subgraphs_by_backend"] = dict(by_backend)
+        total["graphs"] = len(self.graphs)
+        total["graph_breaks"] = len(self.breaks)
+        total["graphs_left_whole"] = sum(self.left_whole(k) for k in range(len(self.graphs)))
+        total["graphs_without_compute"] = sum(not self.has_compute(k) for k in range(len(self.graphs)))
+        return total
+
+    def _tables(self, method: str) -> "pd.DataFrame":
+        import pandas as pd
+
+        frames = []
+        for k, p in enumerate(self.graphs):
+            df = getattr(p, method)()
+            df.insert(0, "graph", k)
+            frames.append(df)
+        if not frames:  # a model with no graph: the column alone
+            return pd.DataFrame(columns=["graph"])
+        return pd.concat(frames, ignore_index=True)
+
+    @checked_arguments
+    def nodes(self) -> "pd.DataFrame":
+        """Partition.nodes() of every graph, one after the other: `graph` (its index), `name`
+        (qualified across graphs, 'g2/add_3'), `node` (the name within its graph), then the
+        per-graph columns."""
+        df = self._tables("nodes")
+        if "name" in df:
+            df.insert(2, "node", df["name"])
+            df["name"] = [qualified(int(k), n) for k, n in zip(df["graph"], df["node"])]
+        return df
+
+    @checked_arguments
+    def ops(self) -> "pd.DataFrame":
+        """Partition.ops() of every graph, with its `graph` column: one row per graph and op."""
+        return self._tables("ops")
+
+    @checked_arguments
+    def summary(self) -> "pd.DataFrame":
+        """Partition.summary() of every graph, with its `graph` column: one row per subgraph
+        (tags are per graph)."""
+        return self._tables("summary")
+
+    # ------------------------------------------------------------------ text
+    def _graph_head(self, k: int) -> str:
+        g = self.capture.graphs[k]
+        where = f"{g.function} ({g.file}:{g.line})" if g.file else "(source unknown)"
+        calls = "" if g.calls == 1 else f", called {g.calls} times"
+        return f"{RULE} Graph g{k} of {len(self.graphs)}: {where}, {len(g.ops)} ops{calls} {RULE}"
+
+    def _break_text(self, b: GraphBreak) -> list[str]:
+        where = f" at {b.location}" if b.file else ""
+        after = f"after g{b.after_graph}" if b.after_graph >= 0 else "before the first graph"
+        lines = [f"Graph break {after}{where}: {b.short}" + ("" if b.ended_graph else " (ended no graph)")]
+        if b.code:
+            lines.append(f"    {b.code}")
+        if b.explanation:
+            lines.append(f"  Explanation: {b.explanation}")
+        lines += [f"  Hint: {h}" for h in b.hints]
+        if not b.gb_type:
+            lines.append(f"  Reason: {b.reason.strip().splitlines()[0] if b.reason.strip() else '(none given)'}")
+        return lines
+
+    @checked_arguments
+    def report(self) -> str:
+        """Each graph's dryrun report (Partition.report) in execution order, the graph breaks
+        between them, then totals: graphs, breaks with reasons and source lines, subgraphs per
+        backend, graphs left whole in PyTorch and graphs with nothing to partition."""
+        s = self.stats
+        lines = [f"{RULE} {self.capture.model} graph by graph, as torch.compile(backend=\"torch_tensorrt\") "
+                 f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) ({self.engine} engine) {RULE}",
+                 ""]
+        lines += [f"Note: {note}." for note in self.notes]
+        breaks_after: dict[int, list[GraphBreak]] = {}
+        for b in self.breaks:
+            breaks_after.setdefault(b.after_graph, []).append(b)
+        for b in breaks_after.get(-1, []):
+            lines += self._break_text(b) + [""]
+        for k, p in enumerate(self.graphs):
+            lines += [self._graph_head(k), ""]
+            if not self.has_compute(k):
+                lines += ["Nothing to partition: this graph has no compute op (only inputs, views or constants).", ""]
+            else:
+                if self.left_whole(k):
+                    lines += [f"Left whole in PyTorch: {p.stats['supported_ops']} supported op(s) < min_block_size "
+                              f"{self.config.min_block_size}, so torch.compile's backend returns this graph unchanged.", ""]
+                lines.append(p.report(what_to_change=False).rstrip("\n"))
+                lines.append("")
+            for b in breaks_after.get(k, []):
+                lines += self._break_text(b) + [""]
+        lines += self._totals(s)
+        return "\n".join(lines) + "\n"
+
+    def _totals(self, s: dict) -> list[str]:
+        by = ", ".join(f"{b}={n}" for b, n in s["subgraphs_by_backend"].items())
+        lines = [f"{RULE} Totals over {s['graphs']} graph(s) {RULE}", "",
+                 f"Graphs: {s['graphs']}",
+                 f"Graph breaks: {s['graph_breaks']}"]
+        for b in self.breaks:
+            after = f"after g{b.after_graph}" if b.after_graph >= 0 else "before g0"
+            code = f" ({b.code})" if b.code else ""
+            lines.append(f"  {after}: {b.location or 'unknown line'}{code}: {b.short}")
+        lines += [f"Operators: {s['compute_ops']} total, {s['supported_ops']} supported, "
+                  f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated",
+                  f"Subgraphs: {s['subgraphs']} ({by})",
+                  f"{LEFT_WHOLE[0].upper()}{LEFT_WHOLE[1:]}: {s['graphs_left_whole']}"
+                  + (f" ({', '.join(f'g{k}' for k in range(len(self.graphs)) if self.left_whole(k))})"
+                     if s["graphs_left_whole"] else ""),
+                  f"Graphs with nothing to partition (no compute): {s['graphs_without_compute']}"]
+        return lines
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
+                f"{outline(s, self.config)}>")
+
+    def _repr_html_(self) -> str:
+        return f"<pre>{html.escape(self.report())}</pre>"
+
+
+def partition_graphs(capture: DynamoCapture, config: Config) -> MultiGraphPartition:
+    """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
+    torch.compile's backend forces it), in execution order."""
+    notes: tuple[str, ...] = ()
+    if config.require_full_compilation:
+        config = derive(config, {"require_full_compilation": False})
+        notes = ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
+                 "partitioned without it",)
+    run = handoff.handler("repartition")
+    return MultiGraphPartition(capture, [run(g.graph, config) for g in capture.graphs], config, notes)
+
+
+__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE"]

@@ -1,0 +1,97 @@
+"""Small models with graph breaks, shared by the graph-by-graph tests (ir="torch_compile").
+
+Each line that breaks the graph carries a `# break: <what>` comment, so tests find the user's
+line the break must point at (`break_line`)."""
+
+from __future__ import annotations
+
+import inspect
+
+import torch
+from torch import nn
+
+
+class IfOnSum(nn.Module):
+    """A data-dependent `if` on `.sum()`: dynamo cannot trace the branch."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn = nn.BatchNorm2d(8)
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.relu(self.bn(self.conv(x)))
+        if y.sum() > 0:  # break: if
+            y = y * 2 + 1
+        else:
+            y = y - 1
+        return self.head(y.mean((2, 3))).relu()
+
+
+class Prints(nn.Module):
+    """A `print` between two blocks of compute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a = nn.Sequential(nn.Linear(16, 32), nn.GELU(), nn.Linear(32, 32), nn.LayerNorm(32))
+        self.b = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        print("hidden", tuple(h.shape))  # break: print
+        return torch.softmax(self.b(h), dim=-1)
+
+
+class ItemArith(nn.Module):
+    """`.item()` used in Python arithmetic: the scalar leaves the graph and comes back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.proj = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = torch.tanh(self.proj(x))
+        scale = 1.0 / (h.abs().max().item() + 1e-3)  # break: item
+        return torch.sigmoid(self.proj(h * scale)) * 2 - 1
+
+
+class NoBreak(nn.Module):
+    """No graph break at all: one graph."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.lin(x)) + 1
+
+
+class DetachOnly(nn.Module):
+    """A first graph with nothing to partition (a `detach`, which the lowering removes) before
+    a print, then compute."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 3)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = x.detach()
+        print("detached")  # break: print
+        return self.lin(h).relu()
+
+
+TOYS = {"if_on_sum": (IfOnSum, (1, 3, 8, 8)), "prints": (Prints, (2, 16)), "item_arith": (ItemArith, (2, 8))}
+
+
+def load(name: str) -> tuple[nn.Module, tuple]:
+    """(model in eval mode, example inputs), with fixed random weights."""
+    cls, shape = TOYS[name]
+    torch.manual_seed(0)
+    return cls().eval(), (torch.randn(*shape),)
+
+
+def break_line(cls: type, what: str) -> int:
+    """The source line of `cls.forward` marked `# break: <what>`."""
+    lines, start = inspect.getsourcelines(cls.forward)
+    return next(start + k for k, line in enumerate(lines) if f"# break: {what}" in line)
