@@ -3,9 +3,11 @@ unknown names with close matches; and `CALLABLE_OPS`, the fx node kinds that are
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import difflib
 import functools
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 import torch
 from torch.fx.node import _get_qualified_name
@@ -140,6 +142,22 @@ def _torch_level(name: str) -> bool:
 SOURCE_PREFIX = "source:"
 
 
+_AS_SAVED: contextvars.ContextVar[bool] = contextvars.ContextVar("hierviz_names_as_saved", default=False)
+
+
+@contextlib.contextmanager
+def names_as_saved() -> Iterator[None]:
+    """Inside it, qualified op names ('torch.ops.<namespace>.<op>.<overload>') are taken as
+    written, never looked up in this process: reading a saved partition, whose ops may have
+    been registered only in the process that saved it (transformers registers
+    torch.ops.transformers.grouped_mm_fallback when Mixtral runs)."""
+    token = _AS_SAVED.set(True)
+    try:
+        yield
+    finally:
+        _AS_SAVED.reset(token)
+
+
 def normalize(op: Any, field: str = "torch_executed_ops") -> str:
     """Turn an OpOverload, packet or name string into its qualified name; 'aten.x.y' and
     'x.y' (an aten op) are accepted. Unknown names raise ConfigError naming close matches;
@@ -157,6 +175,8 @@ def normalize(op: Any, field: str = "torch_executed_ops") -> str:
     name = op.strip()
     if not name:
         raise ConfigError(f"{field}: an empty op name; use qualified names such as 'torch.ops.aten.add.Tensor'.")
+    if _AS_SAVED.get() and name.startswith("torch.ops."):  # a saved name: as written (names_as_saved)
+        return name
     if name.startswith("aten."):
         name = "torch.ops." + name
     elif not name.startswith("torch.ops.") and _resolve(name) is None and \

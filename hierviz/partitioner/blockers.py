@@ -27,6 +27,7 @@ single row makes and its counts are not those of a single row (else it repeats t
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 from hierviz import support as support_mod
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.opnames import SOURCE_PREFIX, in_op_set, packets_in
+from hierviz.opnames import SOURCE_PREFIX, in_op_set, names_as_saved, packets_in
 from hierviz.provenance import short_op, source_op, split_sources
 from hierviz.partitioner import handoff
 from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
@@ -237,7 +238,9 @@ def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) 
     if isinstance(top, bool) or not isinstance(top, int) or top < 0:
         raise ConfigError(f"blockers(top=...) is how many of the first rows the combined row joins "
                           f"(0: no combined row), not {top!r}.")
-    causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
+    # a saved partition's op names are as saved: its what-if settings never look them up here
+    with names_as_saved() if p.graph is None else contextlib.nullcontext():
+        causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
     base = p.stats
     rows = [_row(p, c, base) for c in causes]
     rows.sort(key=_rank)

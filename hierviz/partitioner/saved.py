@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
+from hierviz.opnames import names_as_saved
 from hierviz.partitioner.record import NodeTable, TensorSpec
 from hierviz.partitioner.result import Partition, Subgraph
 from hierviz.version import __version__
@@ -87,13 +88,16 @@ def _read(path: Path) -> dict:
 
 
 def _config(d: dict, where: str) -> tuple[Config, str]:
-    """The saved config, and a note when part of it cannot be rebuilt here."""
+    """The saved config, and a note when part of it cannot be rebuilt here. Its op names are
+    read as saved (names_as_saved), never looked up in this process."""
     try:
-        return Config.from_dict(d), ""
+        with names_as_saved():
+            return Config.from_dict(d), ""
     except ConfigError as exc:
         try:
-            return Config.from_dict({k: v for k, v in d.items() if k != "support"}), (
-                f"its support setting cannot be rebuilt here ({str(exc).splitlines()[0]}); shown with the defaults")
+            with names_as_saved():
+                return Config.from_dict({k: v for k, v in d.items() if k != "support"}), (
+                    f"its support setting cannot be rebuilt here ({str(exc).splitlines()[0]}); shown with the defaults")
         except ConfigError as exc2:
             raise SavedPartitionError(f"{where}: its config cannot be read here: {exc2}") from None
 
