@@ -25,6 +25,7 @@ from typing import Any, Iterator, Sequence
 
 import torch
 from torch.fx import GraphModule
+from torch.utils._pytree import tree_leaves
 
 from hierviz import trt
 from hierviz.errors import CaptureError
@@ -211,10 +212,14 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
     weights = {id(t) for t in (*work.parameters(), *work.buffers())}
     events: list = []
     failures: list[tuple[int, BaseException]] = []
+    # id(tensor) -> (graph, output position) of each graph's first call's outputs; `alive` holds
+    # those tensors until the run ends, so no id is reused while it is looked up
+    produced: dict[int, tuple[int, int]] = {}
+    alive: list = []
 
     def backend(gm: GraphModule, sample_inputs: list) -> Any:
         k = sum(1 for kind, _ in events if kind == "graph")
-        record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (),
+        record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (), "sources": (),
                         "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
                         "frame": _frame_of(gm), "ended_by": None}
         try:
@@ -226,11 +231,20 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
 
         def run(*call_args: Any) -> Any:
-            if not record["calls"]:
+            first = not record["calls"]
+            if first:
                 record["example"] = tuple(_kept(a, weights) for a in call_args)
+                record["sources"] = tuple(produced.get(id(a)) if isinstance(a, torch.Tensor) else None
+                                          for a in call_args)
                 record["placeholders"] = placeholders
             record["calls"] += 1
-            return gm(*call_args)
+            out = gm(*call_args)
+            if first:
+                for j, value in enumerate(tree_leaves(out)):
+                    if isinstance(value, torch.Tensor):
+                        produced.setdefault(id(value), (k, j))
+                        alive.append(value)
+            return out
 
         return run
 
@@ -264,13 +278,17 @@ def _graph(k: int, item: dict) -> DynamoGraph:
     gm: GraphModule = item["graph"]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     example = item["example"]
+    sources = item["sources"]
     if len(example) != len(placeholders):  # remove_sym_nodes dropped the SymInt inputs
+        sources = tuple(s for a, s in zip(example, sources) if isinstance(a, torch.Tensor))
         example = tuple(a for a in example if isinstance(a, torch.Tensor))
+    if len(sources) != len(placeholders):  # the lowering changed the inputs: nothing known
+        sources = (None,) * len(placeholders)
     function, file, line = item["frame"]
     ops = tuple(qualname(n.target) for n in gm.graph.nodes if n.op == "call_function")
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
-                       ended_by=item["ended_by"])
+                       ended_by=item["ended_by"], sources=sources)
 
 
 def _first_line(exc: BaseException) -> str:

@@ -24,7 +24,10 @@ class DynamoGraph:
     graph order (qualified names); `function` / `file` / `line`: the user's function the graph
     was traced from; `calls`: how many times the capture's run called it; `example_inputs`:
     the values of its first call, one per placeholder of `graph`; `ended_by`: the break that
-    ended it (None for a graph that ran to its frame's return)."""
+    ended it (None for a graph that ran to its frame's return); `sources`: one per placeholder
+    of `graph`, `(j, position)` when its first call's value was the very tensor graph `j`
+    returned at that output position (dynamo's outputs in order), None otherwise (a weight,
+    the user's input, a value the eager Python between graphs made)."""
 
     index: int
     graph: GraphModule
@@ -37,6 +40,7 @@ class DynamoGraph:
     calls: int
     example_inputs: tuple
     ended_by: GraphBreak | None
+    sources: tuple = ()
 
     @property
     def has_compute(self) -> bool:

@@ -95,3 +95,33 @@ def break_line(cls: type, what: str) -> int:
     """The source line of `cls.forward` marked `# break: <what>`."""
     lines, start = inspect.getsourcelines(cls.forward)
     return next(start + k for k, line in enumerate(lines) if f"# break: {what}" in line)
+
+
+class ThreeBreaks(nn.Module):
+    """Three graph breaks: a `print` between two TensorRT-eligible blocks, a data-dependent `if`
+    and an `.item()`; `breaks=False` is the same model (same weights) without the print, for
+    checking what removing that break gives."""
+
+    def __init__(self, breaks: bool = True) -> None:
+        super().__init__()
+        self.breaks = breaks
+        self.a = nn.Sequential(nn.Linear(16, 32), nn.ReLU(), nn.Linear(32, 32), nn.ReLU())
+        self.b = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 32), nn.Tanh())
+        self.c = nn.Sequential(nn.Linear(32, 32), nn.ReLU(), nn.Linear(32, 8))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        h = self.a(x)
+        if self.breaks:
+            print("a done")  # break: print
+        h = self.b(h)
+        if h.mean() > 0:  # break: if
+            h = h * 2
+        s = h.abs().max().item()  # break: item
+        return self.c(h / (s + 1.0))
+
+
+def three_breaks(breaks: bool = True) -> tuple[nn.Module, tuple]:
+    """ThreeBreaks in eval mode with fixed random weights (the same for both forms), and its input."""
+    torch.manual_seed(0)
+    model = ThreeBreaks(breaks).eval()
+    return model, (torch.randn(4, 16),)

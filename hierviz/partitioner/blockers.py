@@ -31,7 +31,7 @@ import contextlib
 import warnings
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hierviz import support as support_mod
 from hierviz.config import Config, derive
@@ -84,20 +84,28 @@ class Cause:
     block_size: int | None = None  # demoted: min_block_size lowered to this
 
 
-def parse_kinds(kind: Any) -> tuple[str, ...] | None:
-    """The kinds a `kind=` filter keeps: one kind or a list ('no converter' or 'no_converter')."""
+def parse_kinds(kind: Any, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...] | None:
+    """The kinds a `kind=` filter keeps: one kind or a list ('no converter' or 'no_converter'),
+    each one of `kinds`."""
     if kind is None:
         return None
     given = [kind] if isinstance(kind, str) else kind
     if not isinstance(given, (list, tuple, set, frozenset)) or not given:
-        raise ConfigError(f"blockers(kind=...) takes a kind or a list of kinds ({', '.join(KINDS)}), not {kind!r}.")
+        raise ConfigError(f"blockers(kind=...) takes a kind or a list of kinds ({', '.join(kinds)}), not {kind!r}.")
     out = []
     for k in given:
         name = str(k).strip().lower().replace("_", " ")
-        if name not in KINDS:
-            raise ConfigError(f"blockers(kind=...): unknown kind {k!r}; kinds are {', '.join(repr(x) for x in KINDS)}.")
+        if name not in kinds:
+            raise ConfigError(f"blockers(kind=...): unknown kind {k!r}; kinds are {', '.join(repr(x) for x in kinds)}.")
         out.append(name)
     return tuple(out)
+
+
+def check_top(top: Any) -> None:
+    """ConfigError unless `top` (how many first rows the combined row joins) is a whole number >= 0."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ConfigError(f"blockers(top=...) is how many of the first rows the combined row joins "
+                          f"(0: no combined row), not {top!r}.")
 
 
 def target_backend(config: Config) -> str:
@@ -235,22 +243,32 @@ def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) 
     import pandas as pd
 
     kinds = parse_kinds(kind)
-    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
-        raise ConfigError(f"blockers(top=...) is how many of the first rows the combined row joins "
-                          f"(0: no combined row), not {top!r}.")
+    check_top(top)
     # a saved partition's op names are as saved: its what-if settings never look them up here
     with names_as_saved() if p.graph is None else contextlib.nullcontext():
         causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
-    base = p.stats
-    rows = [_row(p, c, base) for c in causes]
+    fixed = None if p.graph is None else (lambda cfg: repartition(p, cfg))
+    return pd.DataFrame(ranked_rows(causes, p.stats, p.config, fixed, top), columns=list(COLUMNS))
+
+
+def ranked_rows(causes: list[Cause], base: dict, config: Config, fixed: Callable[[Config], Any] | None,
+                top: int, more: Iterable[dict] = (), annotate: Callable[[dict, Cause | None], None] | None = None
+                ) -> list[dict]:
+    """The table's rows, ranked: one per cause (`row`), the rows `more` gives (already made, a
+    "_cause" of None), and the combined row of the first `top` causes when it is new;
+    `annotate(row, cause)` adds a caller's cells to each."""
+    rows = [row(c, base, fixed) for c in causes] + list(more)
     rows.sort(key=_rank)
-    if top and len(rows) > 1 and p.graph is not None:
-        together = _row(p, combine([r["_cause"] for r in rows[:top]], p.config), base)
+    firsts = [r["_cause"] for r in rows if r["_cause"] is not None][:top]
+    if top and len(rows) > 1 and len(firsts) > 0 and fixed is not None:
+        together = row(combine(firsts, config), base, fixed)
         if not any(_repeats(together, r) for r in rows):
             rows.append(together)
     for r in rows:
-        del r["_cause"]
-    return pd.DataFrame(rows, columns=list(COLUMNS))
+        cause = r.pop("_cause")
+        if annotate is not None:
+            annotate(r, cause)
+    return rows
 
 
 def verdict(saved: Any, gained: Any) -> str | None:
@@ -281,26 +299,33 @@ def _num(x: Any) -> float:
     return float("-inf") if x is None else float(x)
 
 
-def _row(p: "Partition", c: Cause, base: dict) -> dict:
-    row = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
+def row(c: Cause, base: dict, fixed: Callable[[Config], Any] | None) -> dict:
+    """Cause `c`'s row: its counts from `fixed(c.config)` (the re-partition with it removed,
+    anything with `.stats`) against `base` (the current stats); None: a saved partition's
+    counts only."""
+    out = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
            "accelerated_ops_gained": None, "verdict": None, "change": c.change, "note": c.note, "config": c.config,
            "_cause": c}
-    if p.graph is None:
-        row["note"] = _join(c.note, "a saved partition: counts only, no graph to re-partition")
-        return row
+    if fixed is None:
+        out["note"] = join_notes(c.note, "a saved partition: counts only, no graph to re-partition")
+        return out
     try:
-        fixed = repartition(p, c.config)
+        s = fixed(c.config).stats
     except HiervizError as exc:
-        row["note"] = _join(c.note, f"cannot re-partition: {str(exc).splitlines()[0]}")
-        return row
-    s = fixed.stats
-    row.update(subgraphs_if_fixed=s["subgraphs"], subgraphs_saved=base["subgraphs"] - s["subgraphs"],
+        out["note"] = join_notes(c.note, f"cannot re-partition: {str(exc).splitlines()[0]}")
+        return out
+    return counted(out, base, s)
+
+
+def counted(out: dict, base: dict, s: dict) -> dict:
+    """Row `out` with its counts: the what-if's stats `s` against the current `base`, and the verdict."""
+    out.update(subgraphs_if_fixed=s["subgraphs"], subgraphs_saved=base["subgraphs"] - s["subgraphs"],
                accelerated_ops_gained=s["accelerated_ops"] - base["accelerated_ops"])
-    row["verdict"] = verdict(row["subgraphs_saved"], row["accelerated_ops_gained"])
-    return row
+    out["verdict"] = verdict(out["subgraphs_saved"], out["accelerated_ops_gained"])
+    return out
 
 
-def _join(*notes: str) -> str:
+def join_notes(*notes: str) -> str:
     return "; ".join(n for n in notes if n)
 
 
@@ -408,6 +433,6 @@ def _short_label(c: Cause) -> str:
     return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
 
 
-__all__ = ["REPORT_ROWS", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+__all__ = ["REPORT_ROWS", "ranked_rows", "row", "counted", "join_notes", "check_top", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
            "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
            "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]

@@ -26,6 +26,8 @@ from hierviz.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments
 from hierviz.graph_break import GraphBreak
 from hierviz.partitioner import handoff
+from hierviz.partitioner.blockers import DEFAULT_TOP
+from hierviz.partitioner.multi_blockers import multi_blockers_table, refuse_measure
 from hierviz.partitioner.result import Partition, outline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -58,6 +60,7 @@ class MultiGraphPartition:
         self.config = config
         self.engine = config.engine
         self.notes = tuple(notes)
+        self._blockers: "pd.DataFrame | None" = None
 
     # ------------------------------------------------------------------ per graph
     def left_whole(self, k: int) -> bool:
@@ -159,6 +162,34 @@ class MultiGraphPartition:
         (tags are per graph)."""
         return self._tables("summary")
 
+    def repartitioned(self, config: Config) -> "MultiGraphPartition":
+        """Every graph of this capture partitioned again with `config` (its engine included):
+        `hv.partition(self, config=config, ir="torch_compile")`."""
+        return partition_graphs(self.capture, config)
+
+    def blockers(self, *, measure: bool = False, device: Any = None, kind: Any = None,
+                 top: int = DEFAULT_TOP) -> "pd.DataFrame":
+        """One row per cause keeping the model from fewer, larger engines, graph breaks included,
+        ranked together as Partition.blockers() ranks (hierviz.partitioner.multi_blockers, and
+        docs/blockers.md, say how each figure is computed): Partition.blockers()'s columns with
+        `graph` first (the graphs the row concerns: 'g1', 'g0, g2'). An op cause is one row for
+        all graphs, its figures from re-partitioning every graph without it; a graph break
+        (kind 'graph break', dynamo's hints in `note`, the user's file:line in `change`) counts
+        what joining the two graphs it separates gives. `kind=` keeps some kinds; `top` as in
+        Partition.blockers(). `measure=True` is for one graph: part.graphs[k].blockers(measure=True)."""
+        for name, flag in (("measure", measure),):
+            if not isinstance(flag, bool):
+                raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
+        if measure or device is not None:
+            refuse_measure()
+        default = kind is None and top == DEFAULT_TOP
+        if default and self._blockers is not None:
+            return self._blockers.copy()
+        table = multi_blockers_table(self, kind=kind, top=top)
+        if default:
+            self._blockers = table
+        return table.copy()
+
     # ------------------------------------------------------------------ text
     def _graph_head(self, k: int) -> str:
         g = self.capture.graphs[k]
@@ -236,15 +267,16 @@ class MultiGraphPartition:
         return f"<pre>{html.escape(self.report())}</pre>"
 
 
-def partition_graphs(capture: DynamoCapture, config: Config) -> MultiGraphPartition:
+def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) -> MultiGraphPartition:
     """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
-    torch.compile's backend forces it), in execution order."""
+    torch.compile's backend forces it), in execution order; `run(graph, config)` partitions one
+    graph (default: hv.partition's; hv.sweep passes its cached one)."""
     notes: tuple[str, ...] = ()
     if config.require_full_compilation:
         config = derive(config, {"require_full_compilation": False})
         notes = ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
-    run = handoff.handler("repartition")
+    run = run or handoff.handler("repartition")
     return MultiGraphPartition(capture, [run(g.graph, config) for g in capture.graphs], config, notes)
 
 
