@@ -14,7 +14,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.partitioner import Partition, engine
+from hierviz.partitioner import Partition, hierviz_engine as engine
 
 CONV = "torch.ops.aten.convolution.default"
 BATCH_NORM = "torch.ops.aten._native_batch_norm_legit_no_training.default"
