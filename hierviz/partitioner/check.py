@@ -2,7 +2,9 @@
 
 The figures are those `Partition.stats` shows (subgraphs, subgraphs_by_backend, coverage,
 boundary_tensors). Every broken limit is listed with its figure, and the top blockers say what
-to change; `like=` compares with a saved partition (`hv.load_partition`, or its path).
+to change; `like=` compares with a saved partition (`hv.load_partition`, or its path). A
+MultiGraphPartition (`ir="torch_compile"`) is judged on its totals over graphs (its `stats`), its
+top blockers include graph breaks, and `like=` a saved one of those also fails more graph breaks.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
 from hierviz.partitioner.blockers import blockers_table, saves_text
+from hierviz.partitioner.multi_graph import MultiGraphPartition
 from hierviz.partitioner.result import Partition
 from hierviz.partitioner.saved import load_partition
 
@@ -34,7 +37,7 @@ def _fraction(name: str, value: Any) -> float | None:
     return float(value)
 
 
-def _by_backend(part: Partition, value: Any) -> dict[str, int]:
+def _by_backend(part: Partition | MultiGraphPartition, value: Any) -> dict[str, int]:
     if value is None:
         return {}
     if not isinstance(value, Mapping):
@@ -49,8 +52,8 @@ def _by_backend(part: Partition, value: Any) -> dict[str, int]:
     return out
 
 
-def _like(value: Any) -> Partition | None:
-    if value is None or isinstance(value, Partition):
+def _like(value: Any) -> Partition | MultiGraphPartition | None:
+    if value is None or isinstance(value, (Partition, MultiGraphPartition)):
         return value
     if isinstance(value, (str, Path)):
         return load_partition(value)
@@ -58,13 +61,13 @@ def _like(value: Any) -> Partition | None:
                       f"part.save('x.json')), not {type(value).__name__}.")
 
 
-def violations(part: Partition, *, max_subgraphs: Any = None, max_subgraphs_by_backend: Any = None,
+def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = None, max_subgraphs_by_backend: Any = None,
                min_coverage: Any = None, max_boundary_tensors: Any = None,
                like: Any = None) -> tuple[list[str], list[str]]:
     """(broken limits, kept limits), each a line with its figure; arguments checked first."""
-    if not isinstance(part, Partition):
-        raise ConfigError(f"hv.check takes a hv.Partition (hv.partition(...) or hv.load_partition(path)), "
-                          f"not {type(part).__name__}.")
+    if not isinstance(part, (Partition, MultiGraphPartition)):
+        raise ConfigError(f"hv.check takes a hv.Partition or hv.MultiGraphPartition (hv.partition(...) or "
+                          f"hv.load_partition(path)), not {type(part).__name__}.")
     limits = {"subgraphs": _count("max_subgraphs", max_subgraphs),
               "boundary_tensors": _count("max_boundary_tensors", max_boundary_tensors)}
     coverage = _fraction("min_coverage", min_coverage)
@@ -93,20 +96,31 @@ def violations(part: Partition, *, max_subgraphs: Any = None, max_subgraphs_by_b
         judge(s["boundary_tensors"] <= was["boundary_tensors"],
               f"{where}: boundary tensors {s['boundary_tensors']} vs {was['boundary_tensors']} saved")
         judge(s["coverage"] >= was["coverage"], f"{where}: coverage {s['coverage']:.2%} vs {was['coverage']:.2%} saved")
+        if "graph_breaks" in s and "graph_breaks" in was:
+            judge(s["graph_breaks"] <= was["graph_breaks"],
+                  f"{where}: graph breaks {s['graph_breaks']} vs {was['graph_breaks']} saved")
     return broken, kept
 
 
-def top_blockers(part: Partition, rows: int = TOP_BLOCKERS) -> list[str]:
-    """The first `rows` blockers as lines: what to change, what it gives and its verdict."""
-    table = blockers_table(part, top=0).head(rows)
-    return [f"{r.kind}: {r.op} ({r.nodes} node(s)); {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "")
-            for r in table.itertuples()]
+def top_blockers(part: Partition | MultiGraphPartition, rows: int = TOP_BLOCKERS) -> list[str]:
+    """The first `rows` blockers as lines: what to change, what it gives and its verdict (with
+    the graphs each concerns, across graphs; a graph break keeps no node out)."""
+    multi = isinstance(part, MultiGraphPartition)
+    table = (part.blockers(top=0) if multi else blockers_table(part, top=0)).head(rows)
+    return [(f"[{r.graph}] " if multi else "") + f"{r.kind}: {r.op}" + (f" ({r.nodes} node(s))" if r.nodes else "")
+            + f"; {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "") for r in table.itertuples()]
 
 
-def failure_text(part: Partition, broken: list[str]) -> str:
+def _what(part: Partition | MultiGraphPartition) -> str:
+    """The partition in a few words: its settings and engine (and graphs, across graphs)."""
+    graphs = (f", {len(part.graphs)} graphs, {len(part.breaks)} graph breaks"
+              if isinstance(part, MultiGraphPartition) else "")
+    return f"{part.config.label()}, {part.engine} engine{graphs}"
+
+
+def failure_text(part: Partition | MultiGraphPartition, broken: list[str]) -> str:
     """The PartitionCheckError message: every broken limit, then the top blockers."""
-    head = (f"partition check failed ({part.config.label()}, {part.engine} engine): "
-            f"{len(broken)} limit(s) broken")
+    head = f"partition check failed ({_what(part)}): {len(broken)} limit(s) broken"
     lines = [head, *(f"  {b}" for b in broken)]
     blockers = top_blockers(part)
     if blockers:
@@ -114,20 +128,22 @@ def failure_text(part: Partition, broken: list[str]) -> str:
     return "\n".join(lines)
 
 
-def passed_text(part: Partition, kept: list[str]) -> str:
+def passed_text(part: Partition | MultiGraphPartition, kept: list[str]) -> str:
     """One line: the check passed, with the figures judged."""
     what = "; ".join(kept) if kept else "no limits given"
-    return f"partition check passed ({part.config.label()}, {part.engine} engine): {what}"
+    return f"partition check passed ({_what(part)}): {what}"
 
 
 @checked_arguments
-def check(part: Partition, *, max_subgraphs: int | None = None,
+def check(part: Partition | MultiGraphPartition, *, max_subgraphs: int | None = None,
           max_subgraphs_by_backend: Mapping[str, int] | None = None, min_coverage: float | None = None,
           max_boundary_tensors: int | None = None, like: Any = None) -> None:
     """Returns quietly when `part` keeps every limit; otherwise raises hv.PartitionCheckError
     (an AssertionError too, for pytest) listing every broken limit with its figure and the top
     blockers. Figures are those `part.stats` shows; `like=` a saved partition (or its path):
-    more subgraphs or boundary tensors, or less coverage, than it had fails."""
+    more subgraphs or boundary tensors, or less coverage, than it had fails. A
+    MultiGraphPartition is judged on its totals over graphs, graph breaks among its top
+    blockers; `like=` a saved one also fails more graph breaks than it had."""
     broken, _ = violations(part, max_subgraphs=max_subgraphs, max_subgraphs_by_backend=max_subgraphs_by_backend,
                            min_coverage=min_coverage, max_boundary_tensors=max_boundary_tensors, like=like)
     if broken:

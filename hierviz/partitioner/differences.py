@@ -1,5 +1,5 @@
 """hv.diff: how two partitions differ, node by node, matched by node name (a saved partition
-and a live one, or two versions of a model).
+and a live one, or two versions of a model); two MultiGraphPartitions graph by graph.
 
 Reads only each Partition's public record (`records`), like every other consumer of a partition.
 """
@@ -9,14 +9,20 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from hierviz.errors import ConfigError, checked_arguments
+from hierviz.partitioner.multi_graph import MultiGraphPartition
 from hierviz.partitioner.result import Partition
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.partitioner.record import NodeTable
+
+
+COLUMNS = ("node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b", "reason_a", "reason_b")
+
 
 @checked_arguments
-def diff(a: Partition, b: Partition) -> "pd.DataFrame":
+def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition) -> "pd.DataFrame":
     """Nodes whose backend or subgraph differs between two partitions, matched by node name
     (a saved partition and a live one, or two versions of a model, compare too).
 
@@ -26,30 +32,78 @@ def diff(a: Partition, b: Partition) -> "pd.DataFrame":
     backend in b), 'split' (same backend, but some of the nodes it ran with in a run elsewhere
     in b), 'merged' (same backend, its subgraph in b holds all of a's and more), 'only_a' / 'only_b'
     (the node exists in one partition only). A node whose backend and subgraph members are the
-    same has no row."""
+    same has no row.
+
+    Two MultiGraphPartitions (ir="torch_compile") are compared graph by graph, matched by
+    position (graph k with graph k): a `graph` column comes first and `node` is named across
+    graphs ('g2/add_3'); a graph only one of them has lists its op nodes as only_a / only_b. A
+    MultiGraphPartition of one graph compares with a Partition as that graph; with more graphs
+    that is a ConfigError (compare part.graphs[k], or partition both with the same ir)."""
     import pandas as pd
 
     for which, p in (("first", a), ("second", b)):
-        if not isinstance(p, Partition):
-            raise ConfigError(f"hv.diff takes two hv.Partition objects (hv.partition or hv.load_partition); the "
-                              f"{which} is {type(p).__name__} {p!r:.60}.")
+        if not isinstance(p, (Partition, MultiGraphPartition)):
+            raise ConfigError(f"hv.diff takes two hv.Partition objects (hv.partition or hv.load_partition), or two "
+                              f"hv.MultiGraphPartition objects (ir='torch_compile'); the {which} is "
+                              f"{type(p).__name__} {p!r:.60}.")
+    multi_a, multi_b = isinstance(a, MultiGraphPartition), isinstance(b, MultiGraphPartition)
+    if multi_a != multi_b:
+        multi = a if multi_a else b
+        if len(multi.graphs) != 1:
+            raise ConfigError(f"hv.diff: the {'first' if multi_a else 'second'} is a MultiGraphPartition of "
+                              f"{len(multi.graphs)} graphs (ir='torch_compile'), the other one graph: compare one "
+                              "of its graphs (part.graphs[k]), or partition both with the same ir.")
+        a, b = (a.graphs[0], b) if multi_a else (a, b.graphs[0])
+    if not (multi_a and multi_b):
+        if not _shares_nodes(a, b):
+            raise ConfigError("hv.diff matches nodes by name, and these two partitions have no op node in common: "
+                              "they are of different models.")
+        return pd.DataFrame(_rows(a, b), columns=list(COLUMNS))
+    rows = []
+    for k in range(max(len(a.graphs), len(b.graphs))):
+        ga = a.graphs[k] if k < len(a.graphs) else None
+        gb = b.graphs[k] if k < len(b.graphs) else None
+        if ga is not None and gb is not None:
+            mine = _rows(ga, gb)
+        else:
+            only = ga if ga is not None else gb
+            t = only.records
+            mine = [_one_side(t, i, "a" if ga is not None else "b") for i in range(len(t)) if t.is_callable(i)]
+        rows += [{"graph": k, **r, "node": f"g{k}/{r['node']}"} for r in mine]
+    pairs = zip(a.graphs, b.graphs)
+    if not any(_shares_nodes(ga, gb) for ga, gb in pairs):
+        raise ConfigError("hv.diff matches graph k with graph k and nodes by name, and no graph of these two "
+                          "partitions has an op node in common with its match: they are of different models.")
+    return pd.DataFrame(rows, columns=["graph", *COLUMNS])
+
+
+def _shares_nodes(a: Partition, b: Partition) -> bool:
     ta, tb = a.records, b.records
-    if not any(ta.is_callable(i) and ta.name[i] in tb.position for i in range(len(ta))):
-        raise ConfigError("hv.diff matches nodes by name, and these two partitions have no op node in common: "
-                          "they are of different models.")
+    return any(ta.is_callable(i) and ta.name[i] in tb.position for i in range(len(ta)))
+
+
+def _one_side(t: "NodeTable", i: int, side: str) -> dict:
+    """Node `i` of the record `t` of partition `side` ('a' or 'b'), which the other one lacks."""
+    other = "b" if side == "a" else "a"
+    return {"node": t.name[i], "op": t.op[i], "change": f"only_{side}", f"backend_{side}": t.backend[i],
+            f"backend_{other}": None, f"tag_{side}": t.tag[i], f"tag_{other}": None, f"reason_{side}": t.reason(i),
+            f"reason_{other}": None}
+
+
+def _rows(a: Partition, b: Partition) -> list[dict]:
+    """hv.diff's rows for two partitions of one graph each."""
+    ta, tb = a.records, b.records
     rows = []
     for i, change in changes(a, b).items():
         j = tb.position.get(ta.name[i])
+        if j is None:
+            rows.append(_one_side(ta, i, "a"))
+            continue
         rows.append({"node": ta.name[i], "op": ta.op[i], "change": change, "backend_a": ta.backend[i],
-                     "backend_b": None if j is None else tb.backend[j], "tag_a": ta.tag[i],
-                     "tag_b": None if j is None else tb.tag[j], "reason_a": ta.reason(i),
-                     "reason_b": None if j is None else tb.reason(j)})
-    for j in only_in(b, a):
-        rows.append({"node": tb.name[j], "op": tb.op[j], "change": "only_b", "backend_a": None,
-                     "backend_b": tb.backend[j], "tag_a": None, "tag_b": tb.tag[j], "reason_a": None,
+                     "backend_b": tb.backend[j], "tag_a": ta.tag[i], "tag_b": tb.tag[j], "reason_a": ta.reason(i),
                      "reason_b": tb.reason(j)})
-    return pd.DataFrame(rows, columns=["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b",
-                                       "reason_a", "reason_b"])
+    rows += [_one_side(tb, j, "b") for j in only_in(b, a)]
+    return rows
 
 
 CHANGES = ("backend", "split", "merged", "only_a", "only_b")

@@ -28,6 +28,7 @@ from hierviz.graph_break import GraphBreak
 from hierviz.partitioner import handoff
 from hierviz.partitioner.blockers import DEFAULT_TOP
 from hierviz.partitioner.multi_blockers import multi_blockers_table, refuse_measure
+from hierviz.partitioner.reasons import FALLBACK
 from hierviz.partitioner.result import Partition, outline
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,6 +62,11 @@ class MultiGraphPartition:
         self.engine = config.engine
         self.notes = tuple(notes)
         self._blockers: "pd.DataFrame | None" = None
+
+    @property
+    def backends(self) -> tuple[str, ...]:
+        """Backends in priority order, then the PyTorch fallback (as Partition.backends)."""
+        return (*self.config.priority, FALLBACK)
 
     # ------------------------------------------------------------------ per graph
     def left_whole(self, k: int) -> bool:
