@@ -6,8 +6,8 @@ The key (`capture_key`) is a hash of: the class and `forward` source of every su
 the contents of the file each class is defined in), their other attributes (a transformers
 config's flags, say), their hooks, the values of every parameter, buffer and tensor attribute,
 the train/eval flags, the example inputs' structure, shapes and dtypes (and non-tensor
-values), `dynamic_shapes`, and the versions of torch, torch_tensorrt and hierviz with the
-lowering settings. A model it cannot describe (a parameter on the meta device, a forward with
+values), `dynamic_shapes`, the versions of torch and hierviz, and the installed Torch-TensorRT
+distribution (its name and version, read from its metadata: torch_tensorrt is not imported). A model it cannot describe (a parameter on the meta device, a forward with
 no code) is not cached. `hierviz.capturing` checks a cached graph against the model's outputs
 before using it.
 
@@ -82,8 +82,7 @@ def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any) -> str
     """The cache key of capturing `model` with `inputs` (a hashable description of the example
     inputs) and `dynamic_shapes` (the same of those), or None when the model cannot be keyed."""
     h = hashlib.blake2b(digest_size=20)
-    h.update(repr((FORMAT, __version__, torch.__version__, trt.installed_variant(), _lowering(),
-                   inputs, dynamic_shapes)).encode())
+    h.update(repr((FORMAT, __version__, torch.__version__, lowering(), inputs, dynamic_shapes)).encode())
     try:
         seen: dict[int, str] = {}
         memo: dict[int, str] = {}
@@ -97,9 +96,11 @@ def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any) -> str
     return h.hexdigest()
 
 
-def _lowering() -> str:
-    """The lowering hierviz runs: Torch-TensorRT's with its default settings, or torch's own."""
-    return trt.settings_digest(trt.default_settings()) if trt.available() else "torch decompositions"
+def lowering() -> tuple[str, str] | str:
+    """The lowering hierviz runs, named without importing torch_tensorrt (5 s): the installed
+    Torch-TensorRT distribution (name, version), whose lowering and default settings capture
+    runs, or torch's own decompositions without one."""
+    return trt.installed_distribution() or "torch decompositions"
 
 
 _CLASS_KEYS: dict[type, str] = {}

@@ -20,11 +20,12 @@ from typing import Any
 import torch
 from torch.fx import GraphModule
 
-from hierviz import capture_cache, trt
+from hierviz import capture_cache, stored_verdicts, trt
 from hierviz.dynamo_capture import DynamoCapture, capture_by_graph_break
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.inputs import as_args
 from hierviz.model_copy import private_copy, rng_preserved
+from hierviz.support import record_verdicts
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
 
@@ -247,7 +248,10 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
         gm, meta = store.load(key, model)
         if gm is not None:
             if _same_outputs(model, gm, args, kwargs):
+                verdicts = meta.pop(stored_verdicts.META, None)
                 gm.meta.update(meta)
+                if verdicts is not None:  # the partition then needs no torch_tensorrt import
+                    stored_verdicts.attach(gm, verdicts)
                 state, inputs = updates_of(gm)
                 if state or inputs:  # said again, as the capture said it
                     _warn_mutations(name, list(state), list(inputs))
@@ -257,8 +261,14 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
             notes = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
                      "so the model was captured again",)
     gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name)
-    if store is not None:
-        store.save(key, gm, {UPDATES: updates_of(gm)}, model)
+    if store is not None and (trt.available() or trt.installed_distribution() is None):
+        # (an install that does not import lowered with torch's decompositions: not kept under its key)
+        meta: dict[str, Any] = {UPDATES: updates_of(gm)}
+        verdicts = record_verdicts(gm)
+        if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
+            stored_verdicts.attach(gm, verdicts)
+            meta[stored_verdicts.META] = verdicts
+        store.save(key, gm, meta, model)
     if notes:
         gm.meta[NOTES] = notes
     return gm

@@ -225,8 +225,9 @@ def engine_info(name: str) -> Engine:
 
 
 def available_engines() -> tuple[str, ...]:
-    """The engines that can run here: those that need Torch-TensorRT only when it imports."""
-    return tuple(e.name for e in ENGINE_TABLE if not e.needs_trt or trt.available())
+    """The engines that can run here: those that need Torch-TensorRT only when it is there
+    (trt.present: asked without importing it)."""
+    return tuple(e.name for e in ENGINE_TABLE if not e.needs_trt or trt.present())
 
 
 def parse_engine(engine: object) -> str:

@@ -13,17 +13,18 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import threading
 import warnings
 from importlib import resources
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 import torch
 
-from hierviz import trt
+from hierviz import stored_verdicts, trt
 from hierviz.errors import ConfigError
 from hierviz.inductor_ops import fallback_refusal, lowered_names
-from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
+from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, normalize_all, qualname
 from hierviz.support_key import callable_content
 
 
@@ -178,15 +179,20 @@ class TensorRTSupport(OpSetSupport):
 
     def checking(self) -> Any:
         """The context the engine checks many nodes in: the converter registry set up once
-        (hierviz.trt.validating) instead of once per node."""
-        return trt.validating() if self.validate else contextlib.nullcontext()
+        (hierviz.trt.validating) instead of once per node, and only when a node needs it (the
+        verdicts stored with a captured graph need no validator: hierviz.stored_verdicts)."""
+        return _validating_on_demand() if self.validate else contextlib.nullcontext()
 
     def verdict(self, node: torch.fx.Node) -> Verdict:
+        if self.validate:
+            stored = _stored(node)
+            if stored is not None:
+                return stored
         if not self._has_converter(node.target):
             return _NO_CONVERTER
         if self.validate:
             try:
-                validator = trt.current_validator()
+                validator = _session_validator()
                 if validator is None:  # outside checking(): set the registry up for this node
                     with trt.validating() as validator:
                         ok = validator.accepts(node)
@@ -200,9 +206,11 @@ class TensorRTSupport(OpSetSupport):
 
     def constant_for(self, node: torch.fx.Node) -> bool:
         """No converter, op names only, or a converter the Validator of the open checking()
-        context keeps per target (hierviz.trt.Validator.constant)."""
+        context keeps per target (hierviz.trt.Validator.constant); a stored verdict is per node."""
         if not self._has_converter(node.target) or not self.validate:
             return True
+        if _stored(node) is not None:
+            return False
         validator = trt.current_validator()
         return validator is not None and validator.constant(node)
 
@@ -303,12 +311,95 @@ def any_chain(*sources: Support) -> Support:
     return ComposedSupport("any_chain", sources)
 
 
+class _Session(threading.local):
+    """This thread's open TensorRTSupport.checking() context: its depth, the stack that holds
+    the converter registry's validating() once a node needed it, and the stored verdicts of
+    each graph met (None: none that hold)."""
+
+    depth = 0
+    stack: contextlib.ExitStack | None = None
+    graphs: dict | None = None
+
+
+_SESSION = _Session()
+_TENSORRT_VALIDATED = {"kind": "tensorrt", "validate": True}  # tensorrt().to_dict(): the stored verdicts' support
+
+
+@contextlib.contextmanager
+def _validating_on_demand() -> Iterator[None]:
+    """A checking() context for validated TensorRT support: hierviz.trt.validating() entered on
+    the first node that needs a validator (never, when every node has a stored verdict), and
+    left with the outermost context; re-entrant."""
+    if _SESSION.depth:
+        _SESSION.depth += 1
+        try:
+            yield
+        finally:
+            _SESSION.depth -= 1
+        return
+    with contextlib.ExitStack() as stack:
+        _SESSION.depth, _SESSION.stack, _SESSION.graphs = 1, stack, {}
+        try:
+            yield
+        finally:
+            _SESSION.depth, _SESSION.stack, _SESSION.graphs = 0, None, None
+
+
+def _session_validator() -> Any:
+    """The open validating() context's Validator, entering it for this thread's checking()
+    context when that has none yet; None outside both."""
+    validator = trt.current_validator()
+    if validator is None and _SESSION.stack is not None:
+        validator = _SESSION.stack.enter_context(trt.validating())
+    return validator
+
+
+def _stored(node: torch.fx.Node) -> Verdict | None:
+    """The verdict stored with the node's graph (hierviz.stored_verdicts), inside a checking()
+    context (the graph's record checked once per context); None where none holds."""
+    graphs = _SESSION.graphs
+    if graphs is None:
+        return None
+    graph = node.graph
+    if graph not in graphs:
+        graphs[graph] = stored_verdicts.held(graph, _TENSORRT_VALIDATED)
+    verdicts = graphs[graph]
+    found = verdicts.get(node.name) if verdicts is not None else None
+    return None if found is None else Verdict(*found)
+
+
+def record_verdicts(gm: torch.fx.GraphModule) -> dict | None:
+    """The validated TensorRT verdicts of every callable node of `gm`, asked of the live
+    converter registry now, as a record to store with its capture (hierviz.stored_verdicts);
+    None without torch_tensorrt (the snapshot cannot validate)."""
+    sup = tensorrt()
+    if not sup.validate or not trt.loaded():
+        return None
+    verdicts = {}
+    with trt.validating():  # outside checking(): every verdict asked of the registry itself
+        for n in gm.graph.nodes:
+            if n.op in CALLABLE_OPS:
+                v = sup.verdict(n)
+                verdicts[n.name] = (v.ok, v.code, v.why)
+    return stored_verdicts.make(gm.graph, sup.to_dict(), sup.names, sup.version, verdicts)
+
+
+def tensorrt_version() -> str | None:
+    """The Torch-TensorRT version whose live converter registry hv.support.tensorrt() answers
+    with (from a stored record, without importing it, where one held), None with the snapshot."""
+    _, source, version = _tensorrt_names()
+    return version if source == "live" else None
+
+
 SNAPSHOT_FILE = "trt_converters.json"
 _HAS_CONVERTER: dict[Any, bool] = {}  # op target -> it has a converter (TensorRTSupport._has_converter)
 
 
 @functools.lru_cache(maxsize=1)
 def _tensorrt_names() -> tuple[frozenset[str], str, str]:
+    stored = stored_verdicts.registry() if not trt.loaded() else None
+    if stored is not None:  # a stored record of this install: the live registry's, without importing it
+        return stored[0], "live", stored[1]
     if trt.available():
         names = frozenset(qualname(t) for t in trt.converter_targets())
         return names, "live", str(trt.info().version)

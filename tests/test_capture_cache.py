@@ -96,8 +96,8 @@ def test_a_changed_model_is_never_served_from_the_cache(cache_dir, monkeypatch, 
     elif change == "train mode":
         model.train()
     else:
-        version, variant = trt.installed_variant()
-        monkeypatch.setattr(trt, "installed_variant", lambda: (f"{version}.post1", variant))
+        name, version = trt.installed_distribution() or ("torch-tensorrt", "0")
+        monkeypatch.setattr(trt, "installed_distribution", lambda: (name, f"{version}.post1"))
     gm = hv.capture(model, inputs)
     assert capture_notes(gm) == ()
     assert entries() == 2

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Mapping
 
+from hierviz import trt
 from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, compile_config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
@@ -18,7 +19,7 @@ from hierviz.compare.partition_cache import BoundedCache, cached_partition
 from hierviz.compare.today_counts import TodayCounts, counts_of
 from hierviz.compare.today_worker import TodayWorker
 from hierviz.partitioner import Partition, graph_of, make_config
-from hierviz.partitioner.compiled import check_available, compile_today
+from hierviz.partitioner.compiled import compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.
@@ -61,11 +62,11 @@ class CompileToday:
         return got
 
     def _make(self, config: Config, wanted: Callable[[], bool] = lambda: True) -> tuple[TodayCounts | None, str] | None:
-        if self.worker is not None and config.engine != "fast":
+        # torch_tensorrt asked after without importing it here (5 s): the worker imports it
+        if self.worker is not None and config.engine != "fast" and trt.present():
             try:
-                check_available("fast")
                 compile_config(config)
-            except HiervizError:  # no torch_tensorrt, or compile refuses the setting: said at once, here
+            except HiervizError:  # compile refuses the setting: said at once, here
                 return self._here(config)
             try:
                 return self.worker.run(self.graph, config, wanted)

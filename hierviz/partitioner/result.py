@@ -19,12 +19,12 @@ import torch
 from torch.fx import GraphModule
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
-from hierviz import trt
 from hierviz.capturing import capture_notes
 from hierviz.config import Config, derive, parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
+from hierviz.support import tensorrt_version
 from hierviz.version import __version__
 from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table
 from hierviz.partitioner import handoff
@@ -419,7 +419,7 @@ def outline(stats: dict, config: Config) -> str:
 def versions() -> dict[str, str | None]:
     """The versions a partition records (and a saved one keeps): torch, torch_tensorrt (None when
     absent), hierviz."""
-    return {"torch": torch.__version__, "torch_tensorrt": str(trt.info().version) if trt.available() else None,
+    return {"torch": torch.__version__, "torch_tensorrt": tensorrt_version(),
             "hierviz": __version__}
 
 

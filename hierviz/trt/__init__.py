@@ -24,15 +24,19 @@ from hierviz.trt.engines import (
     submodule_inputs,
 )
 from hierviz.trt.loading import (
+    DISTRIBUTIONS,
     FIX_DATACENTER,
     FIX_RTX,
     answer_cuda_queries,
     available,
     default_settings,
+    installed_distribution,
     installed_variant,
     load,
+    loaded,
     lowering,
     lowering_device,
+    present,
     require,
     tensorrt_library,
 )
@@ -60,7 +64,7 @@ from hierviz.trt.targets import (
 )
 
 __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "default_settings", "installed_variant",
-           "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
+           "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
            "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
            "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",

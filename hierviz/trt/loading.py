@@ -91,15 +91,41 @@ def lowering_device() -> Iterator[None]:
         _decompositions.default_device = saved
 
 
-def installed_variant() -> tuple[str | None, str | None]:
-    """(version, "standard" or "rtx") of the installed Torch-TensorRT distribution, or (None, None)."""
-    for dist, variant in (("torch-tensorrt", "standard"), ("torch_tensorrt", "standard"),
-                          ("torch-tensorrt-rtx", "rtx"), ("torch_tensorrt_rtx", "rtx")):
+# The Torch-TensorRT distributions, as their metadata names them, and their variant.
+DISTRIBUTIONS = (("torch-tensorrt", "standard"), ("torch-tensorrt-rtx", "rtx"))
+
+
+@functools.lru_cache(maxsize=1)
+def installed_distribution() -> tuple[str, str] | None:
+    """(name, version) of the installed Torch-TensorRT distribution ("torch-tensorrt" or
+    "torch-tensorrt-rtx", as its metadata spells them), read from its metadata without importing
+    it; None when neither is installed. The same install gives the same answer in every process."""
+    for dist, _ in DISTRIBUTIONS:
         try:
-            return importlib.metadata.version(dist), variant
+            found = importlib.metadata.distribution(dist)
         except importlib.metadata.PackageNotFoundError:
             continue
-    return None, None
+        return dist, str(found.version)
+    return None
+
+
+def installed_variant() -> tuple[str | None, str | None]:
+    """(version, "standard" or "rtx") of the installed Torch-TensorRT distribution, or (None, None)."""
+    found = installed_distribution()
+    if found is None:
+        return None, None
+    return found[1], dict(DISTRIBUTIONS)[found[0]]
+
+
+def present() -> bool:
+    """torch_tensorrt is here, asked without importing it: it imported, or (its import not
+    tried yet in this process) a Torch-TensorRT distribution is installed."""
+    return available() if loaded() else installed_distribution() is not None
+
+
+def loaded() -> bool:
+    """Whether torch_tensorrt's import has been tried in this process (`load` has run)."""
+    return bool(load.cache_info().currsize)
 
 
 @functools.lru_cache(maxsize=1)
@@ -161,5 +187,5 @@ def lowering() -> Any:
     return lowering_module
 
 
-__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant", "load", "tensorrt_library",
+__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant", "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "tensorrt_library",
            "available", "require", "default_settings", "lowering"]
