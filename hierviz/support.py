@@ -24,7 +24,8 @@ import torch
 from hierviz import stored_verdicts, trt
 from hierviz.errors import ConfigError
 from hierviz.inductor_ops import fallback_refusal, lowered_names
-from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, normalize_all, qualname
+from hierviz.opnames import CALLABLE_OPS as _CALLABLE_OPS
+from hierviz.opnames import in_op_set, packets_in, normalize_all, qualname
 from hierviz.support_key import callable_content
 
 
@@ -378,7 +379,7 @@ def record_verdicts(gm: torch.fx.GraphModule) -> dict | None:
     verdicts = {}
     with trt.validating():  # outside checking(): every verdict asked of the registry itself
         for n in gm.graph.nodes:
-            if n.op in CALLABLE_OPS:
+            if n.op in _CALLABLE_OPS:
                 v = sup.verdict(n)
                 verdicts[n.name] = (v.ok, v.code, v.why)
     return stored_verdicts.make(gm.graph, sup.to_dict(), sup.names, sup.version, verdicts)
