@@ -66,6 +66,9 @@ _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz
 handoff.provide("render", handoff.loader("hierviz.drawing.views", "render"))
 handoff.provide("save", handoff.loader("hierviz.drawing.export", "save"))
 handoff.provide("html", handoff.loader("hierviz.drawing.export", "notebook_html"))
+handoff.provide("render_graphs", handoff.loader("hierviz.drawing.frames", "render_graphs"))
+handoff.provide("save_graphs", handoff.loader("hierviz.drawing.graphs_export", "save_graphs"))
+handoff.provide("html_graphs", handoff.loader("hierviz.drawing.graphs_export", "notebook_html_graphs"))
 handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compile_partition"))
 handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
 

@@ -10,6 +10,7 @@ parsing, graphviz's escString handling and the XML writer of the SVG output.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Mapping, Union
 
 # Characters XML 1.0 does not allow; they would make the SVG unparsable.
@@ -136,9 +137,67 @@ class DotWriter:
         self._add(text)
 
 
+# words of DOT statements that are not ids (`{rank=same; h1; n2}`, `subgraph cluster_1 {`)
+_KEYWORDS = frozenset({"graph", "node", "edge", "subgraph", "rank", "same", "min", "max", "source", "sink",
+                       "strict", "digraph"})
+_WORD = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+
+
+@dataclass
+class Nested:
+    """A DotWriter body placed inside another drawing (`nest`): its `lines`, the node ids it
+    declares (in order) and its edges, all with the prefix."""
+
+    lines: list[str]
+    nodes: list[str]
+    edges: list[tuple[str, str]]
+
+    def sources(self) -> list[str]:
+        """Its nodes without an incoming edge, in order."""
+        heads = {b for _, b in self.edges}
+        return [n for n in self.nodes if n not in heads]
+
+    def sinks(self) -> list[str]:
+        """Its nodes without an outgoing edge, in order."""
+        tails = {a for a, _ in self.edges}
+        return [n for n in self.nodes if n not in tails]
+
+
+def nest(body: list[str], prefix: str) -> Nested:
+    """A drawing's DotWriter body made fit to sit inside another's cluster: every id prefixed
+    (a cluster's id stays a cluster's: `cluster_3` -> `cluster<prefix>_3`), the body's own
+    top-level defaults and label (`graph [...]`, `node [...]`, `edge [...]`) left out, each line
+    one level deeper. Only the ids before a statement's attributes change: the attributes,
+    where names and labels are, are written by DotWriter, escaped, and stay as they are."""
+    lines: list[str] = []
+    nodes: list[str] = []
+    edges: list[tuple[str, str]] = []
+
+    def rename(word: str) -> str:
+        if word in _KEYWORDS:
+            return word
+        return "cluster" + prefix + word[7:] if word.startswith("cluster") else prefix + word
+
+    for line in body:
+        depth = len(line) - len(line.lstrip("\t"))
+        text = line.strip("\t\n")
+        head, sep, rest = text.partition(" [")
+        if depth == 1 and head in ("graph", "node", "edge") and sep:
+            continue
+        head = _WORD.sub(lambda m: rename(m.group()), head)
+        words = _WORD.findall(head)
+        if "->" in head:
+            tail_id, _, head_id = head.partition(" -> ")
+            edges.append((tail_id.strip(), head_id.strip()))
+        elif len(words) == 1 and words[0] not in _KEYWORDS and not head.startswith("{"):
+            nodes.append(words[0])
+        lines.append("\t" * (depth + 1) + head + sep + rest + "\n")
+    return Nested(lines, nodes, edges)
+
+
 def _check_id(node_id: str) -> None:
     if not _ID.match(node_id):
         raise ValueError(f"DOT ids are generated identifiers, not {node_id!r}")
 
 
-__all__ = ["clean", "html", "quote", "Html", "attrs", "DotWriter"]
+__all__ = ["clean", "html", "quote", "Html", "attrs", "DotWriter", "Nested", "nest"]

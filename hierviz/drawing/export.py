@@ -52,7 +52,7 @@ INSTALL_HELP = (
 )
 
 
-class _DotMissing(RenderError):
+class DotMissing(RenderError):
     """graphviz's `dot` is not on PATH."""
 
 
@@ -60,7 +60,7 @@ def check_dot() -> str:
     """The path of graphviz's `dot`; RenderError with install commands when it is missing."""
     path = shutil.which("dot")
     if path is None:
-        raise _DotMissing(INSTALL_HELP)
+        raise DotMissing(INSTALL_HELP)
     return path
 
 
@@ -126,14 +126,33 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     .svg .png .pdf (diagram), .dot/.gv (DOT text), .json (nodes, subgraphs, config),
     .html (standalone report: diagram, config, tables, text report);
     format="model_explorer": a graph JSON for Google's Model Explorer (see drawing.model_explorer)."""
-    if not isinstance(path, (str, Path)):
-        raise RenderError(f"save takes a file path (str or Path) such as 'part.svg', not {type(path).__name__}.")
-    path = Path(path)
-    if format == "model_explorer":
+    path, suffix = target(path, format)
+    if suffix == "model_explorer":
         from hierviz.drawing import model_explorer
 
         return model_explorer.save(p, path, measurement=kwargs.get("measurement"), against=kwargs.get("against"),
                                    numerics=kwargs.get("numerics"))
+    data: str | bytes
+    if suffix in (".dot", ".gv"):
+        data = render(p, view=view, **kwargs).source
+    elif suffix == ".json":
+        doc = to_json(p)
+        data = json_text(doc, len(doc["nodes"]))
+    elif suffix == ".html":
+        data = report_html(p, view=view, timeout=timeout, **kwargs)
+    else:
+        data = layout(render(p, view=view, **kwargs), IMAGE_FORMATS[suffix], timeout=timeout)
+    return write(path, data)
+
+
+def target(path: Any, format: str | None) -> tuple[Path, str]:
+    """(the path, the format to write: a suffix of FORMATS or 'model_explorer'), from the
+    path's suffix or `format`; RenderError for anything else."""
+    if not isinstance(path, (str, Path)):
+        raise RenderError(f"save takes a file path (str or Path) such as 'part.svg', not {type(path).__name__}.")
+    path = Path(path)
+    if format == "model_explorer":
+        return path, format
     suffix = path.suffix.lower()
     if format is not None:
         suffix = "." + str(format).lower().lstrip(".")
@@ -143,17 +162,17 @@ def save(p: "Partition", path: str | Path, *, view: str = "auto", timeout: float
     if suffix not in FORMATS:
         raise RenderError(f"cannot save {path.name!r}: unknown suffix {path.suffix!r}; use one of "
                           f"{' '.join(FORMATS)}.")
-    data: str | bytes
-    if suffix in (".dot", ".gv"):
-        data = render(p, view=view, **kwargs).source
-    elif suffix == ".json":
-        doc = to_json(p)
-        small = len(doc["nodes"]) <= 5000  # indented when a person might read it
-        data = json.dumps(doc, indent=1 if small else None, separators=None if small else (",", ":"))
-    elif suffix == ".html":
-        data = report_html(p, view=view, timeout=timeout, **kwargs)
-    else:
-        data = layout(render(p, view=view, **kwargs), IMAGE_FORMATS[suffix], timeout=timeout)
+    return path, suffix
+
+
+def json_text(doc: dict, nodes: int) -> str:
+    """A saved document as JSON text: indented when a person might read it (at most 5,000 nodes)."""
+    small = nodes <= 5000
+    return json.dumps(doc, indent=1 if small else None, separators=None if small else (",", ":"))
+
+
+def write(path: Path, data: str | bytes) -> Path:
+    """`data` written to `path` (its folder made); RenderError saying why it could not be."""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         if isinstance(data, bytes):
@@ -205,7 +224,7 @@ def diagram_html(svg: str, uid: str, height: str = "640px") -> str:
             f'<div class="hv-scroll">{svg}</div></div>')
 
 
-def _stats_line(p: "Partition") -> str:
+def stats_line(p: "Partition") -> str:
     s = p.stats
     by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
     return (f"{s['nodes']:,} nodes, {s['compute_ops']:,} compute ops, {s['subgraphs']:,} subgraphs ({by}), "
@@ -219,7 +238,7 @@ def notebook_html(p: "Partition") -> str:
     The auto view keeps dot's work to about a second; a missing dot or a layout that times
     out shows the message instead of the diagram, never a traceback or a long wait."""
     head = (f'<div style="font-family:Helvetica,Arial,sans-serif;font-size:13px">'
-            f'<b>hv.Partition</b> | {htmlmod.escape(p.config.label())} | {htmlmod.escape(_stats_line(p))}</div>')
+            f'<b>hv.Partition</b> | {htmlmod.escape(p.config.label())} | {htmlmod.escape(stats_line(p))}</div>')
     try:
         svg = to_svg(p, "auto", timeout=NOTEBOOK_TIMEOUT_S)
     except RenderError as exc:
@@ -228,7 +247,7 @@ def notebook_html(p: "Partition") -> str:
     return head + diagram_html(svg, "hv-" + uuid.uuid4().hex[:12], height="560px")
 
 
-_REPORT_CSS = """
+REPORT_CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:20px;color:#1a1a1a;max-width:1600px}
 h1{font-size:22px;margin:0 0 6px 0} h2{font-size:17px;margin:22px 0 6px 0;border-bottom:1px solid #ddd}
 .hv-stats{color:#333;margin-bottom:8px}
@@ -241,7 +260,7 @@ pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;font-size:12px;overflow
 """
 
 
-def _table(df: Any, what: str) -> str:
+def table_html(df: Any, what: str) -> str:
     note = ""
     if len(df) > TABLE_ROWS:
         note = f'<p class="hv-note">First {TABLE_ROWS:,} of {len(df):,} {what}; save to .json for all.</p>'
@@ -290,7 +309,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
         svg = strip_prolog(layout(graph, "svg", timeout=timeout).decode("utf-8"))
         diagram = diagram_html(svg, "hv-report", height="80vh")
         view_used = graph.info["view"]
-    except _DotMissing as exc:
+    except DotMissing as exc:
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
         view_used = view
@@ -308,11 +327,11 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <meta name="generator" content="hierviz {esc(__version__)}">
 <title>{esc(title)}</title>
 <link rel="icon" href="data:,">
-<style>{_REPORT_CSS}</style>
+<style>{REPORT_CSS}</style>
 </head>
 <body>
 <h1>hierviz partition report</h1>
-<div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(_stats_line(p))}</div>
+<div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(stats_line(p))}</div>
 <div class="hv-stats">backends:{legend}</div>
 <h2 id="diagram">Diagram ({esc(view_used)} view)</h2>
 {diagram}
@@ -321,9 +340,9 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <table class="hv-table">{cfg_rows}</table>
 {_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
-{_table(p.summary(), "subgraphs")}
-{_measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
-{_table(p.ops(), "ops")}
+{table_html(p.summary(), "subgraphs")}
+{measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
+{table_html(p.ops(), "ops")}
 <h2 id="report">Report</h2>
 <pre>{esc(p.report(what_to_change=False, measurement=kwargs.get("measurement")))}</pre>
 </body>
@@ -357,18 +376,18 @@ def _what_to_change(p: "Partition") -> str:
             heading = group_heading(verdict, int((shown.kind != COMBINED).sum()), total)
             parts.append(f"<p><b>{htmlmod.escape(heading)}</b></p>")
         if not shown.empty:
-            parts.append(_table(shown[WHAT_TO_CHANGE_COLUMNS], "causes"))
+            parts.append(table_html(shown[WHAT_TO_CHANGE_COLUMNS], "causes"))
     return "".join(parts)
 
 
-def _measurement_section(m: Any) -> str:
+def measurement_section(m: Any, heading: str = '<h2 id="measured">Measured</h2>') -> str:
     """The report's Measured section (with `measurement=`): the measurement's line, whether
     anything was accelerated, the subgraphs that fell back to eager PyTorch and why, and the
     per-subgraph table (`backend` is what ran, `asked` what the partition gave it)."""
     if m is None:
         return ""
     esc = htmlmod.escape
-    parts = [f'<h2 id="measured">Measured</h2>\n<p>{esc(repr(m))}</p>']
+    parts = [f'{heading}\n<p>{esc(repr(m))}</p>']
     nothing = m.nothing_accelerated_text()
     if nothing:
         parts.append(f'<p class="hv-note"><b>{esc(nothing[0].upper() + nothing[1:])}</b>.</p>')
@@ -379,7 +398,7 @@ def _measurement_section(m: Any) -> str:
                         for tag, asked, err in zip(fell["tag"], fell["asked"], fell["error"]))
         parts.append(f'<p class="hv-note"><b>{len(fell)} subgraph(s) fell back to eager PyTorch</b> (drawn in '
                      f"PyTorch's colour, dashed):</p><ul>{items}</ul>")
-    parts.append(_table(per.drop(columns=["key"], errors="ignore"), "subgraphs"))
+    parts.append(table_html(per.drop(columns=["key"], errors="ignore"), "subgraphs"))
     return "\n".join(parts) + "\n"
 
 
@@ -388,8 +407,9 @@ def _numerics_section(result: Any) -> str:
     if result is None:
         return ""
     return (f'<h2 id="numerics">Numerics</h2>\n<p>{htmlmod.escape(repr(result))}</p>\n'
-            f'{_table(result.per_subgraph, "subgraphs")}\n')
+            f'{table_html(result.per_subgraph, "subgraphs")}\n')
 
 
 __all__ = ["check_dot", "layout", "to_svg", "save", "to_json", "notebook_html", "report_html", "diagram_html",
-           "strip_prolog", "FORMATS", "INSTALL_HELP"]
+           "strip_prolog", "target", "json_text", "write", "table_html", "stats_line", "measurement_section",
+           "DotMissing", "REPORT_CSS", "FORMATS", "INSTALL_HELP"]

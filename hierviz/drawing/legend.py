@@ -4,7 +4,7 @@ always sits at the top left."""
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from hierviz.drawing import palette
 from hierviz.drawing.context import Ctx
@@ -24,12 +24,12 @@ def swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | Non
     return f'<TD BGCOLOR="{fill}" BORDER="{border}" COLOR="{line}"{st} CELLPADDING="3" BALIGN="LEFT">{text}</TD>'
 
 
-def legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str) -> str:
+def legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str, note_title: str = "edges") -> str:
     """The legend as one grid: a column of swatches per heading, rows shared (so no column
     stretches its swatches to another's height), and the free-text note spanning all rows."""
     rows = max(len(cells) for _, cells in columns)
     head = "".join(f'<TD ALIGN="LEFT"><I>{title}</I></TD>' for title, _ in columns)
-    lines = [f'<TR>{head}<TD ALIGN="LEFT"><I>edges</I></TD></TR>']
+    lines = [f'<TR>{head}<TD ALIGN="LEFT"><I>{note_title}</I></TD></TR>']
     for r in range(rows):
         cells = "".join(col[r] if r < len(col) else "<TD></TD>" for _, col in columns)
         if r == 0:
@@ -41,12 +41,17 @@ def legend_grid(columns: Sequence[tuple[str, Sequence[str]]], note: str) -> str:
 def node_samples(ctx: Ctx) -> list[str]:
     """The legend's node column, generated from palette.STYLES (the table the nodes are drawn
     from): one sample per reason code a drawn node has."""
+    return style_samples(ctx.reasons, ctx.p.config.min_block_size)
+
+
+def style_samples(reasons: Mapping[str, int], min_block_size: int) -> list[str]:
+    """The node column for the reason codes `reasons` counts (code -> drawn nodes)."""
     samples = []
     for code, st in palette.STYLES.items():
-        if st.legend is None or not (st.always or ctx.reasons.get(code)):
+        if st.legend is None or not (st.always or reasons.get(code)):
             continue
         sw = st.swatch
-        text = st.legend.format(min_block_size=ctx.p.config.min_block_size, br=BR_LEFT)
+        text = st.legend.format(min_block_size=min_block_size, br=BR_LEFT)
         samples.append(swatch(text, palette.fill(sw.on), sw.line or palette.border(sw.on), border=sw.border,
                               style=sw.style, double=sw.double))
     return samples
@@ -95,4 +100,4 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     w.defaults("graph", label=Html(label))
 
 
-__all__ = ["swatch", "legend_grid", "node_samples", "title"]
+__all__ = ["swatch", "legend_grid", "node_samples", "style_samples", "title"]

@@ -48,6 +48,11 @@ EXTRA: tuple[str, ...] = (
 BOUNDARY_EDGE = "#1A1A1A"
 INTERNAL_EDGE = "#8C8C8C"
 FOCUS = "#000000"
+# the graph-by-graph picture (frames.py): a dynamo graph's frame, and the graph-break marker
+# between frames (an amber note, apart from every backend color)
+FRAME_LINE = "#4D4D4D"
+BREAK_FILL = "#FFF1C2"
+BREAK_LINE = "#8A6500"
 
 
 @functools.lru_cache(maxsize=None)  # asked for per drawn node; custom backends hash their name
@@ -147,5 +152,5 @@ def defaults(w: DotWriter) -> None:
                penwidth=0.9)
 
 
-__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "EXTRA", "color", "fill", "cluster_fill",
+__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "FRAME_LINE", "BREAK_FILL", "BREAK_LINE", "EXTRA", "color", "fill", "cluster_fill",
            "border", "tint", "Swatch", "NodeStyle", "STYLES", "style", "defaults"]

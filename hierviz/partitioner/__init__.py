@@ -21,7 +21,7 @@ from torch.fx import GraphModule
 from hierviz.capturing import capture, check_ir, is_aten_graph
 from hierviz.dynamo_capture import DynamoCapture
 from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
-from hierviz.errors import ConfigError, checked_arguments
+from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.partitioner import handoff
 from hierviz.partitioner.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
@@ -45,7 +45,8 @@ from hierviz.partitioner.reasons import (
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.differences import diff
 from hierviz.partitioner.result import Partition, Subgraph
-from hierviz.partitioner.saved import SavedPartition, load_partition
+from hierviz.partitioner.saved import SavedPartition
+from hierviz.partitioner.load import load_partition
 from hierviz.partitioner.check import check
 from hierviz.partitioner.multi_graph import MultiGraphPartition, partition_graphs
 
@@ -121,6 +122,10 @@ def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_sh
     """hv.partition(..., ir="torch_compile"): the model captured graph by graph (or a capture
     given), each graph partitioned with `cfg`."""
     if isinstance(model, MultiGraphPartition):
+        if not isinstance(model.capture, DynamoCapture):  # loaded from a file: the graphs are not there
+            raise SavedPartitionError(f"re-partitioning needs the model's graphs, and a partition loaded from "
+                                      f"{str(getattr(model, 'saved_from', 'a file'))!r} has none: "
+                                      "hv.partition(model, inputs, config, ir='torch_compile').")
         model = model.capture
     if not isinstance(model, DynamoCapture):
         if dynamic_shapes is not None:

@@ -16,7 +16,7 @@ from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
 from hierviz.partitioner.blockers import blockers_table, saves_text
 from hierviz.partitioner.multi_graph import MultiGraphPartition
 from hierviz.partitioner.result import Partition
-from hierviz.partitioner.saved import load_partition
+from hierviz.partitioner.load import load_partition
 
 TOP_BLOCKERS = 3
 

@@ -1,6 +1,7 @@
 """The seam through which a Partition hands itself to the code above it.
 
-`Partition.render`, `.save`, `._repr_html_` (drawing), `.compile` and `.blockers(measure=True)` (latency) are
+`Partition.render`, `.save`, `._repr_html_` (drawing; `MultiGraphPartition`'s are `render_graphs`,
+`save_graphs`, `html_graphs`), `.compile` and `.blockers(measure=True)` (latency) are
 conveniences: their work lives in those layers, which the partitioner must not import (they
 import it). Re-partitioning is above result.py too: the engines' dispatcher
 (`hierviz.partitioner.partition_graph`, which what-ifs, `recommend()` for engines other than
@@ -21,6 +22,7 @@ from hierviz.errors import HiervizError
 
 # convenience -> the part of hierviz that does its work and registers it
 CONVENIENCES = {"render": "drawing layer", "save": "drawing layer", "html": "drawing layer",
+                "render_graphs": "drawing layer", "save_graphs": "drawing layer", "html_graphs": "drawing layer",
                 "compile": "latency layer", "measure_blockers": "latency layer",
                 "repartition": "partitioner package", "compile_today": "partitioner package"}
 # convenience -> a function returning the callable that does its work (loads its module on first use)

@@ -17,13 +17,13 @@ graph with fewer supported ops than min_block_size is left whole in PyTorch
 
 from __future__ import annotations
 
-import html
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.config import Config, derive
 from hierviz.dynamo_capture import DynamoCapture
-from hierviz.errors import ConfigError, checked_arguments
+from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.graph_break import GraphBreak
 from hierviz.partitioner import handoff
 from hierviz.partitioner.blockers import DEFAULT_TOP
@@ -32,6 +32,7 @@ from hierviz.partitioner.reasons import FALLBACK
 from hierviz.partitioner.result import Partition, outline
 
 if TYPE_CHECKING:  # pragma: no cover
+    import graphviz
     import pandas as pd
 
 RULE = "=" * 30
@@ -269,8 +270,34 @@ class MultiGraphPartition:
         return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
                 f"{outline(s, self.config)}>")
 
+    # ------------------------------------------------------------------ drawing
+    @checked_arguments
+    def render(self, view: str = "auto", *, max_nodes: int | None = None, measurement: Any = None,
+               against: Any = None, depth: int | None = None, **kwargs: Any) -> "graphviz.Digraph":
+        """One picture of every graph, in execution order: each graph a frame holding its
+        partition (view 'auto' picks full, modules or collapsed per graph from a node budget
+        the graphs share; 'full', 'collapsed', 'modules' for all), a graph-break marker between
+        frames with dynamo's reason and the user's file:line (hierviz.drawing.frames).
+        `measurement=` one hv.Measurement per graph, `against=` another MultiGraphPartition of
+        the same model, `highlight="blockers"`, `weights=True` as for a Partition."""
+        render = handoff.handler("render_graphs")
+        unknown_arguments("MultiGraphPartition.render", kwargs, parameter_names(render, skip=("mp",)))
+        return render(self, view=view, max_nodes=max_nodes, measurement=measurement, against=against, depth=depth,
+                      **kwargs)
+
+    @checked_arguments
+    def save(self, path: str | Path, **kwargs: Any) -> Path:
+        """Write the model graph by graph to `path`, the format from its suffix: .svg .png .pdf
+        (the picture), .dot, .json (the saved partition hv.load_partition reads), .html (a
+        standalone report of every graph and break); format="model_explorer" (one graph pair
+        per dynamo graph). Takes render()'s arguments (view=, max_nodes=, ...)."""
+        render, save = handoff.handler("render_graphs"), handoff.handler("save_graphs")
+        unknown_arguments("MultiGraphPartition.save", kwargs, [*parameter_names(save, skip=("mp", "path")),
+                                                               *parameter_names(render, skip=("mp", "view"))])
+        return save(self, path, **kwargs)
+
     def _repr_html_(self) -> str:
-        return f"<pre>{html.escape(self.report())}</pre>"
+        return handoff.handler("html_graphs")(self)
 
 
 def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) -> MultiGraphPartition:

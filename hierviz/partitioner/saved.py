@@ -1,6 +1,7 @@
-"""Saved partitions: the JSON document `part.save("x.json")` writes, and `hv.load_partition`,
-which reads it back as a `SavedPartition`.
+"""Saved partitions: the JSON document `part.save("x.json")` writes, and the `SavedPartition`
+it is read back as.
 
+`hv.load_partition` (load.py) reads both this and a graph-by-graph document (saved_graphs.py).
 The document (format `hierviz-partition/2`, described in docs/saved-partitions.md) holds the
 config, the engine, the stats, every subgraph and the per-node record, and the torch,
 torch_tensorrt and hierviz versions it was made with. A loaded partition answers everything
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from hierviz.config import Config, derive
-from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
+from hierviz.errors import ConfigError, SavedPartitionError
 from hierviz.opnames import names_as_saved
 from hierviz.partitioner.record import NodeTable, TensorSpec
 from hierviz.partitioner.result import Partition, Subgraph
@@ -57,15 +58,21 @@ def document(p: Partition) -> dict:
             "stats": p.stats, "subgraphs": subgraphs, "nodes": nodes}
 
 
-def _read(path: Path) -> dict:
+def read_document(path: Path) -> Any:
+    """The JSON document in `path`; SavedPartitionError when there is none."""
     where = f"{str(path)!r}"
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SavedPartitionError(f"no file {where}: save a partition first with part.save('x.json').") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise SavedPartitionError(f"{where} is not a saved partition ({type(exc).__name__}: "
                                   f"{str(exc).splitlines()[0]}); write one with part.save('x.json').") from None
+
+
+def checked_document(doc: Any, where: str) -> dict:
+    """`doc` when it is a saved partition this hierviz reads (format, version, its parts),
+    else the SavedPartitionError saying why not (`where`: the file, for the message)."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if not isinstance(fmt, str) or not fmt.startswith(FORMAT + "/"):
         raise SavedPartitionError(f"{where} is not a saved partition (no \"format\": \"{FORMAT}/{VERSION}\"); "
@@ -87,7 +94,7 @@ def _read(path: Path) -> dict:
     return doc
 
 
-def _config(d: dict, where: str) -> tuple[Config, str]:
+def config_of(d: dict, where: str) -> tuple[Config, str]:
     """The saved config, and a note when part of it cannot be rebuilt here. Its op names are
     read as saved (names_as_saved), never looked up in this process."""
     try:
@@ -100,16 +107,6 @@ def _config(d: dict, where: str) -> tuple[Config, str]:
                     f"its support setting cannot be rebuilt here ({str(exc).splitlines()[0]}); shown with the defaults")
         except ConfigError as exc2:
             raise SavedPartitionError(f"{where}: its config cannot be read here: {exc2}") from None
-
-
-@checked_arguments
-def load_partition(path: str | Path) -> "SavedPartition":
-    """A partition saved with `part.save("x.json")`: report(), render(), hv.check and hv.diff
-    work on it; compile() and measuring need the graph and raise SavedPartitionError."""
-    if not isinstance(path, (str, Path)):
-        raise ConfigError(f"hv.load_partition takes the path of a saved .json partition, not {type(path).__name__}.")
-    path = Path(path)
-    return SavedPartition(_read(path), path)
 
 
 def _saved_fact(read: Callable[["SavedPartition"], Any]) -> Any:
@@ -130,7 +127,7 @@ class SavedPartition(Partition):
     saved (`.versions` says what made it, `.saved_from` the file); no graph."""
 
     def __init__(self, doc: dict, path: Path) -> None:  # not super().__init__: there is no engine result
-        config, note = _config(doc["config"], repr(str(path)))
+        config, note = config_of(doc["config"], repr(str(path)))
         self.graph = None  # type: ignore[assignment]
         self.engine = str(doc["engine"])
         # the engine is a setting: a file saved before it was one says it beside the config
@@ -228,4 +225,4 @@ def _table(doc: dict) -> NodeTable:
     )
 
 
-__all__ = ["load_partition", "SavedPartition", "document", "FORMAT", "VERSION"]
+__all__ = ["SavedPartition", "document", "read_document", "checked_document", "config_of", "FORMAT", "VERSION"]

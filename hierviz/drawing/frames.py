@@ -1,0 +1,340 @@
+"""The graph-by-graph picture: a model that torch.compile splits at graph breaks, in one drawing.
+
+`MultiGraphPartition.render()` (hv.partition(..., ir="torch_compile")) draws every dynamo graph
+in execution order, top to bottom, each as a frame (a graphviz cluster) holding that graph's
+partition drawn by today's views (views.render: full, collapsed or modules; `auto` picks per
+graph, with budget.py, from a node budget the graphs share, so a few big graphs draw as
+modules / collapsed and the small ones in full). Between two frames a graph-break marker says
+dynamo's reason and the user's `file:line` and code; the Python from the break to the next
+graph runs eagerly in PyTorch. A break that ended no graph (dynamo had traced nothing since
+the last one) is drawn the same, and says so.
+
+Frames are the views' own DOT bodies placed in a cluster (dot.nest: ids prefixed, each view's
+own legend left out); one legend at the top explains the backends, the node styles drawn, the
+frames and the marker. Overlays go to each graph: `measurement=` one hv.Measurement per graph
+(a sequence, or an object with `.graphs`), `against=` another MultiGraphPartition of the same
+model, `highlight=` as for a Partition.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Sequence
+
+from hierviz.drawing import palette
+from hierviz.drawing.budget import resolve_limit
+from hierviz.drawing.context import Ctx
+from hierviz.drawing.dot import DotWriter, Html, Nested, html, nest
+from hierviz.drawing.legend import legend_grid, style_samples, swatch
+from hierviz.drawing.text import BR_LEFT, css, plural, tooltip
+from hierviz.drawing.views import VIEWS, choose, render
+from hierviz.errors import RenderError
+from hierviz.gcpause import gc_paused
+from hierviz.partitioner import CALLABLE_OPS, GRAPH, MultiGraphPartition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.drawing.diagram import Diagram
+    from hierviz.graph_break import GraphBreak
+    from hierviz.partitioner import Partition
+
+# A graph drawn in full gets at least this many nodes of the shared budget (else collapsed).
+MIN_SHARE = 40
+# How much of a break's code line and reason a marker shows (the tooltip has all of it).
+CODE_CHARS = 70
+REASON_CHARS = 90
+EAGER = "the Python from here to the next graph runs eagerly in PyTorch (not compiled)"
+
+
+def short_path(file: str) -> str:
+    """A source file as the picture shows it: from the package folder for installed code
+    ('torchvision/models/detection/transform.py'), else its folder and name ('tests/models.py');
+    the tooltips keep the full path."""
+    parts = file.replace("\\", "/").split("/")
+    if "site-packages" in parts:
+        return "/".join(parts[parts.index("site-packages") + 1:])
+    return "/".join(parts[-2:])
+
+
+def where(file: str, line: int) -> str:
+    """'tests/models.py:25' ('' when the file is unknown)."""
+    return f"{short_path(file)}:{line}" if file else ""
+
+
+def shares(counts: Sequence[int], limit: int) -> list[int]:
+    """Each graph's part of the node budget `limit`: the smallest graphs first get what they
+    need, the rest is split evenly among the bigger ones (at least MIN_SHARE each)."""
+    out = [0] * len(counts)
+    left = limit
+    order = sorted(range(len(counts)), key=lambda k: (counts[k], k))
+    for pos, k in enumerate(order):
+        fair = max(left // (len(order) - pos), MIN_SHARE)
+        out[k] = fair
+        left = max(left - min(counts[k], fair), 0)
+    return out
+
+
+def per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
+    """An overlay argument given for the whole model, as one value per graph (None: left out)."""
+    n = len(mp.graphs)
+    if value is None:
+        return [None] * n
+    if what == "against":
+        if not isinstance(value, MultiGraphPartition):
+            raise RenderError("against= of a graph-by-graph partition is another one of the same model "
+                              "(hv.partition(model, inputs, ir='torch_compile', ...)), not a "
+                              f"{type(value).__name__}; to compare one graph: part.graphs[k].render(against=...).")
+        items = list(value.graphs)
+    else:
+        items = list(value.graphs) if hasattr(value, "graphs") else (
+            list(value) if isinstance(value, (list, tuple)) else None)
+        if items is None:
+            raise RenderError(f"{what}= of a graph-by-graph partition is one value per graph (a list, None for a "
+                              f"graph left out), not a {type(value).__name__}; for one graph: "
+                              f"part.graphs[k].render({what}=...).")
+    if len(items) != n:
+        raise RenderError(f"{what}= has {len(items)} graph(s) and this partition {n}: pass one per graph, in "
+                          "execution order (the same model captured the same way).")
+    return items
+
+
+def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
+                  weights: bool = False, depth: int | None = None, measurement: Any = None, against: Any = None,
+                  numerics: Any = None, highlight: str | None = None) -> "Diagram":
+    """Every graph of `mp` in one Diagram, in execution order (see the module docstring).
+
+    view: 'auto' (per graph: full when it fits its share of `max_nodes`, else modules or
+    collapsed), 'full', 'collapsed' or 'modules' (a graph without submodules: collapsed).
+    max_nodes: the nodes drawn in full over all graphs (auto); each view's limit otherwise.
+    measurement= (one hv.Measurement per graph), against= (another MultiGraphPartition of the
+    same model), highlight="blockers" and depth= / weights= go to each graph's view."""
+    from hierviz.drawing.diagram import Diagram  # imports graphviz
+
+    if view not in VIEWS:
+        raise RenderError(f"unknown view {view!r}; views are {', '.join(v for v in VIEWS if v != 'focus')}.")
+    if view == "focus" or focus is not None:
+        raise RenderError("focus= draws around one node of one graph: part.graphs[k].render(focus='add_3') "
+                          "(graph k of the qualified name 'g<k>/add_3').")
+    if numerics is not None:
+        raise RenderError("numerics= is not drawn graph by graph yet: pass one graph's hv.numerics result to "
+                          "part.graphs[k].render(numerics=...).")
+    limit = resolve_limit(max_nodes)
+    times = per_graph(mp, measurement, "measurement")
+    others = per_graph(mp, against, "against")
+    w = DotWriter()
+    palette.defaults(w)
+    w.defaults("graph", compound=True, ranksep=0.3)
+    frames: list[tuple[int, Nested]] = []
+    drawn: list[dict] = []
+    reasons: Counter = Counter()
+    with gc_paused():
+        for k, (view_k, max_k, note) in enumerate(plan_views(mp, view, max_nodes, bool(weights), depth)):
+            p = mp.graphs[k]
+            d = render(p, view_k, max_nodes=max_k, weights=weights, depth=depth if view_k == "modules" else None,
+                       measurement=times[k], against=others[k], highlight=highlight)
+            body = nest(list(d.body), f"g{k}_")
+            info = {**d.info, "auto": note}
+            drawn.append(info)
+            if info["view"] == "full":
+                reasons.update(drawn_reasons(p, bool(weights)))
+            frames.append((k, body))
+    chain(mp, w, frames, drawn)
+    views_used = [info["view"] for info in drawn]
+    legend(mp, w, views_used, reasons, [bool(times[k]) or bool(others[k]) for k in range(len(mp.graphs))],
+           highlight)
+    nodes = sum(int(info.get("nodes", 0)) for info in drawn) + len(mp.breaks)
+    return Diagram(w.lines, {"view": "graphs", "views": views_used, "graphs": len(mp.graphs),
+                             "breaks": len(mp.breaks), "nodes": nodes, "frames": drawn},
+                   comment="hierviz graph-by-graph view")
+
+
+def plan_views(mp: "MultiGraphPartition", view: str, max_nodes: int | None, weights: bool,
+               depth: int | None) -> list[tuple[str, int | None, str | None]]:
+    """Per graph: the view it is drawn in, the max_nodes its view gets, and why auto chose it
+    (None when asked for, or full). `auto` shares `max_nodes` over the graphs (shares); a
+    view asked for gets `max_nodes` as given, in every graph."""
+    from hierviz.drawing.module_tree import build_tree
+
+    limit = resolve_limit(max_nodes)
+    out: list[tuple[str, int | None, str | None]] = []
+    counts = [Ctx(p, limit, weights).drawn_count() for p in mp.graphs]
+    share = shares(counts, limit)
+    for k, p in enumerate(mp.graphs):
+        if view == "auto" and depth is None:
+            chosen, note = choose(p, Ctx(p, share[k], weights))
+            if note:
+                note = note.split(";", 1)[0].replace(f"max_nodes={share[k]:,}",
+                                                     f"its share {share[k]:,} of max_nodes={limit:,}")
+            out.append((chosen, share[k] if chosen != "modules" else None, note))
+            continue
+        want = "modules" if view == "auto" else view  # depth= asks for the module view, as for a Partition
+        if want == "modules" and not build_tree(p.records).children:
+            out.append(("collapsed", max_nodes, "no submodules to group by: collapsed view"))
+            continue
+        out.append((want, max_nodes, None))
+    return out
+
+
+def drawn_reasons(p: "Partition", weights: bool) -> Counter:
+    """The reason codes of the ops a full view of `p` draws (the legend's node samples)."""
+    t = p.records
+    return Counter(t.reason_code[i] for i in range(len(t)) if t.kind[i] in CALLABLE_OPS
+                   and (weights or t.kind[i] != "get_attr"))
+
+
+# ---------------------------------------------------------------------------- frames and breaks
+def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Nested]], drawn: list[dict]) -> None:
+    """The frames and the break markers, in execution order, each below the one before."""
+    after: dict[int, list[tuple[int, "GraphBreak"]]] = {}
+    for j, b in enumerate(mp.breaks):
+        after.setdefault(b.after_graph, []).append((j, b))
+    items: list[tuple[str, Any]] = [("break", jb) for jb in after.get(-1, [])]
+    for k, body in frames:
+        items.append(("frame", (k, body)))
+        items += [("break", jb) for jb in after.get(k, [])]
+    if not frames:
+        w.node("nothing", label="dynamo captured no graph: the whole model ran as eager Python",
+               shape="plaintext", **{"class": "hv-note"})
+    for kind, item in items:
+        if kind == "frame":
+            frame(mp, w, item[0], item[1], drawn[item[0]])
+        else:
+            marker(w, *item)
+    for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
+        link(w, kind_a, a, kind_b, b)
+
+
+def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: dict) -> None:
+    """Graph k's frame: its label (where it comes from, its ops and subgraphs, its view), then
+    its view's drawing."""
+    g = mp.capture.graphs[k]
+    p = mp.graphs[k]
+    s = p.stats
+    head = f"g{k} \u00b7 {g.function or 'graph'}" + (f" \u00b7 {where(g.file, g.line)}" if g.file else "")
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    facts = f"{plural(s['compute_ops'], 'op')} \u00b7 {plural(s['subgraphs'], 'subgraph')}" + (f" ({by})" if by else "")
+    if g.calls != 1:
+        facts += f" \u00b7 called {g.calls} times"
+    lines = [f'<FONT POINT-SIZE="13"><B>{html(head, 90)}</B></FONT>', html(facts)]
+    notes = []
+    if not mp.has_compute(k):
+        notes.append("nothing to partition: no compute op (only inputs, views or constants)")
+    elif mp.left_whole(k):
+        notes.append(f"left whole in PyTorch: {s['supported_ops']} supported op(s) < min_block_size "
+                     f"{mp.config.min_block_size}, so torch.compile's backend returns it unchanged")
+    notes.append(f"{info['view']} view" + (f" \u00b7 {info['auto']}" if info.get("auto") else ""))
+    lines += [f'<FONT POINT-SIZE="9"><I>{html(n, 160)}</I></FONT>' for n in notes]
+    tip = [f"graph g{k}: {g.function} ({g.file}:{g.line})" if g.file else f"graph g{k}",
+           f"{len(g.ops)} ops, {len(g.inputs)} inputs, {len(g.outputs)} outputs", *notes]
+    w.open(f"cluster_g{k}", label=Html(BR_LEFT.join(lines) + BR_LEFT), style="rounded,filled", fillcolor="#FFFFFF",
+           color=palette.FRAME_LINE, penwidth=1.8, fontsize=11, margin=10, tooltip=tooltip(tip),
+           **{"class": "hv-frame"})
+    w.lines.extend(body.lines)  # nest() indented them one level deeper: inside this frame
+    w.close()
+
+
+def marker(w: DotWriter, j: int, b: "GraphBreak") -> None:
+    """The marker of graph break j: its type (or reason), the user's file:line and code, and
+    that the Python after it runs eagerly; the tooltip holds dynamo's whole text and stack."""
+    reason = b.gb_type or (b.reason.strip().splitlines() or ["(no reason given)"])[0]
+    lines = [f"<B>graph break {j + 1}: {html(reason, REASON_CHARS)}</B>"]
+    place = where(b.file, b.line)
+    if place:
+        lines.append(html(place + (f" in {b.function}" if b.function else ""), 100))
+    if b.code:
+        lines.append(f'<FONT FACE="Courier" POINT-SIZE="9">{html(b.code.strip(), CODE_CHARS)}</FONT>')
+    if not b.ended_graph:
+        lines.append(f'<FONT POINT-SIZE="9">ended no graph: dynamo had traced no op since the last one</FONT>')
+    lines.append(f'<FONT POINT-SIZE="9"><I>{html(EAGER)}</I></FONT>')
+    tip = [f"graph break {j + 1} (after graph g{b.after_graph})" if b.after_graph >= 0
+           else f"graph break {j + 1} (before the first graph)",
+           f"at {b.file}:{b.line} in {b.function}" if b.file else "", b.code.strip(),
+           *(b.reason.strip().splitlines() or [""]), *[f"stack: {s}" for s in b.stack]]
+    w.node(f"break{j}", label=Html(BR_LEFT.join(lines) + BR_LEFT), shape="box", style="rounded,filled,dashed",
+           fillcolor=palette.BREAK_FILL, color=palette.BREAK_LINE, penwidth=1.8, margin="0.14,0.06",
+           tooltip=tooltip(tip), **{"class": f"hv-break hv-{css(b.gb_type or 'break')}"})
+
+
+def _ends(kind: str, item: Any, last: bool) -> tuple[list[str], str, str | None]:
+    """(the nodes an ordering edge ties to, the node a visible edge meets, its cluster)."""
+    if kind == "break":
+        node = f"break{item[0]}"
+        return [node], node, None
+    k, body = item
+    ends = body.sinks() if last else body.sources()
+    ends = ends or body.nodes
+    return ends, (ends[-1] if last else ends[0]), f"cluster_g{k}"
+
+
+def link(w: DotWriter, kind_a: str, a: Any, kind_b: str, b: Any) -> None:
+    """Item b below item a: invisible edges from a's last nodes to b's first ones (through a
+    point when two frames meet without a break between them) and one visible arrow."""
+    tails, tail, ltail = _ends(kind_a, a, last=True)
+    heads, head, lhead = _ends(kind_b, b, last=False)
+    if not tails or not heads:
+        return
+    if len(tails) > 1 and len(heads) > 1:
+        hub = f"then_{tail}_{head}"
+        w.node(hub, shape="point", style="invis", width=0.01, height=0.01, label="")
+        for t in tails:
+            w.edge(t, hub, style="invis")
+        for h in heads:
+            w.edge(hub, h, style="invis")
+    else:
+        for t in tails:
+            for h in heads:
+                w.edge(t, h, style="invis")
+    w.edge(tail, head, ltail=ltail, lhead=lhead, color=palette.BREAK_LINE, penwidth=1.8, arrowsize=0.9,
+           constraint=False, **{"class": "hv-order"})
+
+
+# ---------------------------------------------------------------------------- legend
+FRAME_NOTES = {
+    "full": "full frames: every op, a cluster per subgraph",
+    "collapsed": "collapsed frames: one box per subgraph (or run of subgraphs)",
+    "modules": "module frames: one box per nn.Module (bar: its ops' backends; double border: repeated blocks)",
+}
+
+
+def legend(mp: "MultiGraphPartition", w: DotWriter, views_used: list[str], reasons: Counter,
+           overlaid: list[bool], highlight: str | None) -> None:
+    """The picture's label: title, settings and totals, then the legend (backends, the node
+    styles the full frames draw, the frame and the break marker)."""
+    s = mp.stats
+    model = getattr(mp.capture, "model", "model")
+    text = (f"hierviz \u00b7 graph by graph \u00b7 {model}: {plural(s['graphs'], 'graph')}, "
+            f"{plural(s['graph_breaks'], 'graph break')}")
+    if any(overlaid):
+        text += " \u00b7 with overlays"
+    if highlight:
+        text += f" \u00b7 highlight={highlight}"
+    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    totals = (f"{html(mp.config.label())} \u00b7 {mp.engine} engine \u00b7 {s['compute_ops']:,} ops, "
+              f"{plural(s['subgraphs'], 'subgraph')}" + (f" ({html(by)})" if by else "")
+              + f" \u00b7 coverage {s['coverage']:.0%}")
+    if s["graphs_left_whole"]:
+        totals += f" \u00b7 {plural(s['graphs_left_whole'], 'graph')} left whole in PyTorch"
+    backends = list(mp.config.priority) + [b for b in s["subgraphs_by_backend"] if b not in mp.config.priority]
+    counts = s["subgraphs_by_backend"]
+    cells = [swatch(f"{html(b)} \u00b7 {plural(counts.get(b, 0), 'subgraph')}", palette.fill(b), palette.border(b))
+             for b in backends if b != GRAPH]
+    columns: list[tuple[str, Sequence[str]]] = [("backends", cells)]
+    if "full" in views_used:
+        columns.append(("nodes", style_samples(reasons, mp.config.min_block_size)))
+    order = [swatch(f"<B>frame</B>: one dynamo graph{BR_LEFT}(its function, file:line, ops){BR_LEFT}",
+                    "#FFFFFF", palette.FRAME_LINE),
+             swatch(f"<B>graph break</B>: dynamo's reason{BR_LEFT}and the user's file:line;{BR_LEFT}"
+                    f"the Python after it runs{BR_LEFT}eagerly, until the next graph{BR_LEFT}",
+                    palette.BREAK_FILL, palette.BREAK_LINE, style="rounded,dashed")]
+    columns.append(("torch.compile", order))
+    notes = [FRAME_NOTES[v] for v in ("full", "collapsed", "modules") if v in views_used]
+    notes.append("top to bottom: execution order")
+    notes.append("SVG: hover frames, breaks and nodes for details")
+    note = "".join(f"{html(n)}{BR_LEFT}" for n in notes)
+    label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
+             f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="15"><B>{html(text)}</B></FONT></TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{totals}</TD></TR>'
+             f'<TR><TD ALIGN="LEFT">{legend_grid(columns, note, note_title="frames")}</TD></TR></TABLE>')
+    w.defaults("graph", label=Html(label))
+
+
+__all__ = ["render_graphs", "plan_views", "shares", "per_graph", "short_path", "where", "EAGER", "MIN_SHARE"]
