@@ -69,7 +69,7 @@ handoff.provide("html", handoff.loader("hierviz.drawing.export", "notebook_html"
 handoff.provide("render_graphs", handoff.loader("hierviz.drawing.frames", "render_graphs"))
 handoff.provide("save_graphs", handoff.loader("hierviz.drawing.graphs_export", "save_graphs"))
 handoff.provide("html_graphs", handoff.loader("hierviz.drawing.graphs_export", "notebook_html_graphs"))
-handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compile_partition"))
+handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compiled_model"))
 handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
 
 

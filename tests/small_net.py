@@ -106,8 +106,11 @@ class FakeMeasure:
 def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
     import hierviz.latency as package
 
+    from hierviz.widget import long_work
+
     fake = FakeMeasure()
     monkeypatch.setattr(package, "measure", fake)
+    monkeypatch.setattr(long_work, "IN_WORKER", False)  # the fake stands in here, not in a worker process
     return fake
 
 
@@ -159,5 +162,7 @@ class ScriptedClock(FakeClock):
 def scripted_timing(monkeypatch):
     """Timings from `ScriptedClock` instead of the clock, for hv.measure, its baselines and hv.tune."""
     import hierviz.latency.timing as timing
+    from hierviz.widget import long_work
 
     monkeypatch.setattr(timing, "CLOCK", ScriptedClock())
+    monkeypatch.setattr(long_work, "IN_WORKER", False)  # the clock stands in here, not in a worker process

@@ -1,6 +1,6 @@
 """Comparing and searching settings: `hv.sweep` (sweep.py, one row rows.py, its grid check grid.py, its table
 columns columns.py, its plots plots.py), `hv.tune` (tuning.py, measuring its trials tune_trial.py, the default
-space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py), `hv.compare_engines` (engines.py: what
+space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py), `hv.compare_engines` (engine_comparison.py: what
 torch_tensorrt.compile runs beside the hierarchical partitions), the Ray executor
 (ray_executor.py) and the bounded partition cache they share (partition_cache.py). pandas and matplotlib
 load on first use.
@@ -16,7 +16,7 @@ from hierviz.compare.sweep import sweep
 
 _LAZY = {"plot_latency": "hierviz.compare.plots", "plot_subgraphs": "hierviz.compare.plots",
          "tune": "hierviz.compare.tuning", "TuneResult": "hierviz.compare.tuning",
-         "compare_engines": "hierviz.compare.engines"}
+         "compare_engines": "hierviz.compare.engine_comparison"}
 
 
 def __getattr__(name: str) -> Any:

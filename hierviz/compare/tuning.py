@@ -33,10 +33,9 @@ from typing import Any, Iterable, Mapping
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import Config, whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.foreground import wait_for_foreground
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
-from hierviz.compare.engines import compile_baseline
+from hierviz.compare.engine_comparison import compile_baseline
 from hierviz.compare.grid import check_grid
 from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
@@ -327,7 +326,6 @@ class _TuneRun:
 
     def start_trial(self) -> bool:
         """Ask for one setting and run it (or hand it to Ray); False when the search must stop."""
-        wait_for_foreground()  # a trial starts after the Explorer's setting change is shown
         with quiet_optuna(self.optuna):
             trial = self.study.ask()
         changes = self.space.suggest(trial)

@@ -281,19 +281,19 @@ def _compile_today(p: "Partition") -> str:
                 "fast partitioner on this graph (about as long as partitioning it) and keeps the answer with "
                 "the partition; call it before saving to show here what torch_tensorrt.compile runs with "
                 "these settings.</p>")
-    fast = today.partition
-    if fast is None:
+    if today.stats is None:
         return f'{head}<p class="hv-note">{esc(today.why)}</p>'
-    cost = ("this partition is the fast one: nothing extra was run" if fast is p else
+    itself = today.partition is p
+    cost = ("this partition is the fast one: nothing extra was run" if itself else
             f"computed once by p.compile_today() in {today.seconds:.2f} s (Torch-TensorRT's fast partitioner "
             "on this graph), kept with the partition")
-    rows = [(f"torch_tensorrt.compile (fast){' = this report' if fast is p else ''}", fast)]
-    if fast is not p:
-        rows.append((f"this partition ({p.engine})", p))
+    rows = [(f"torch_tensorrt.compile (fast){' = this report' if itself else ''}", today.stats, today.notes)]
+    if not itself:
+        rows.append((f"this partition ({p.engine})", p.stats, tuple(getattr(p, "notes", ()))))
     body = "".join(
-        f"<tr><td>{esc(name)}</td><td>{q.stats['subgraphs']}</td><td>{q.stats['acc_subgraphs']}</td>"
-        f"<td>{q.stats['accelerated_ops']} / {q.stats['compute_ops']}</td><td>{q.stats['boundary_tensors']}</td>"
-        f"<td>{esc('; '.join(getattr(q, 'notes', ())))}</td></tr>" for name, q in rows)
+        f"<tr><td>{esc(name)}</td><td>{s['subgraphs']}</td><td>{s['acc_subgraphs']}</td>"
+        f"<td>{s['accelerated_ops']} / {s['compute_ops']}</td><td>{s['boundary_tensors']}</td>"
+        f"<td>{esc('; '.join(notes))}</td></tr>" for name, s, notes in rows)
     return (f'{head}<p class="hv-stats">{esc(cost)}</p><table class="hv-table"><tr><th>partition</th>'
             f"<th>subgraphs</th><th>accelerated subgraphs</th><th>accelerated ops</th><th>boundary tensors</th>"
             f"<th>note</th></tr>{body}</table>")

@@ -16,7 +16,6 @@ import torch
 from torch.fx import GraphModule, Node
 
 from hierviz.errors import MeasureError
-from hierviz.foreground import wait_for_foreground
 from hierviz.latency import compile_cache as cache_mod
 from hierviz.graphdata import fetch_attr
 from hierviz.latency.lift import Lifted, bake, lift, on_device
@@ -211,7 +210,6 @@ class Builder:
             return self._keep(Runner(entry.fn, weights, lifted.single, slot.name, "cached"),
                               self._record(slot, "cached", n_in, lifted.n_outputs, key=key, cached=True))
         self._count(hit=False)
-        wait_for_foreground()  # a compile (seconds, not pausable) starts after the Explorer's change is shown
         if slot.backend not in self.out.compile_state:  # before this call's first compile writes any cache
             self.out.compile_state[slot.backend] = compiler.state()
         start = time.perf_counter()

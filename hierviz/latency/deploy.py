@@ -141,7 +141,7 @@ class CompiledModel(torch.nn.Module):
         return folder
 
 
-def compile_partition(partition: Any, device: Any = None, *, example_inputs: Any = None,
+def compiled_model(partition: Any, device: Any = None, *, example_inputs: Any = None,
                       **options: Any) -> CompiledModel:
     """`Partition.compile`: the compiled split model of `partition`, each subgraph compiled
     with `example_inputs` (default: random inputs shaped like the graph's); `options` are
@@ -230,4 +230,4 @@ def load(folder: str | Path, device: Any = None) -> CompiledModel:
     return CompiledModel(part, split, inputs)
 
 
-__all__ = ["CompiledModel", "compile_partition", "load", "example_from_graph"]
+__all__ = ["CompiledModel", "compiled_model", "load", "example_from_graph"]

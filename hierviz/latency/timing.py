@@ -12,7 +12,6 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from hierviz.foreground import REDO, mark, overlapped, undisturbed, wait_for_foreground
 from hierviz.gcpause import gc_paused
 
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
@@ -122,9 +121,7 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
 
     On CUDA each call is bracketed by CUDA events on the current stream and the device is
     synchronised before and after; elsewhere each call is timed with `perf_counter_ns`.
-    The garbage collector is paused while timing. On the host a setting change the Explorer is
-    applying goes before each call, and a call a change overlapped is timed again
-    (hierviz/foreground.py).
+    The garbage collector is paused while timing.
     """
     if iters < 1:
         raise ValueError(f"iters must be >= 1, got {iters}")
@@ -137,28 +134,17 @@ def time_fn(fn: Callable[[], object], device: torch.device, *, warmup: int = 10,
 def _time_host(fn: Callable[[], object], warmup: int, iters: int) -> Stats:
     for _ in range(warmup):
         fn()
-    return Stats.of(_calls_host(fn, iters, gated=True))
+    return Stats.of(_calls_host(fn, iters))
 
 
-def _calls_host(fn: Callable[[], object], n: int, gated: bool = False) -> list[float]:
-    """`n` calls of fn, each timed with CLOCK, in ms. `gated`: each call waits for a change the
-    Explorer is applying, and a call a change overlapped is timed again (at most REDO times per
-    sample on average, so it always ends)."""
+def _calls_host(fn: Callable[[], object], n: int) -> list[float]:
+    """`n` calls of fn, each timed with CLOCK, in ms."""
     samples = []
     clock = CLOCK
-    redos = 0
-    since = 0
-    while len(samples) < n:
-        if gated:
-            wait_for_foreground()
-            since = mark()
+    for _ in range(n):
         start = clock()
         fn()
-        ms = (clock() - start) / 1e6
-        if gated and overlapped(since) and redos < REDO * n:
-            redos += 1
-            continue
-        samples.append(ms)
+        samples.append((clock() - start) / 1e6)
     return samples
 
 
@@ -168,7 +154,6 @@ def _time_cuda(fn: Callable[[], object], device: torch.device, warmup: int, iter
         for _ in range(warmup):
             fn()
         torch.cuda.synchronize()
-        wait_for_foreground()  # one run: device time, which a change on the host barely touches
         return Stats.of(_calls_cuda(fn, iters))
 
 
@@ -209,9 +194,8 @@ def time_paired(baseline: Callable[[], object], candidate: Callable[[], object],
             while done < iters:
                 n = min(batch, iters - done)
                 order = (0, 1) if k % 2 == 0 else (1, 0)
-                got = undisturbed(lambda o=order, n=n: {s: calls(fns[s], n) for s in o})  # type: ignore[misc]
                 for side in order:
-                    sides[side].extend(got[side])
+                    sides[side].extend(calls(fns[side], n))
                 done, k = done + n, k + 1
     return Stats.of(sides[0]), Stats.of(sides[1])
 

@@ -156,7 +156,7 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
 # A Partition re-partitions (what-ifs, recommend() for engines other than hierviz's) and runs
 # compile_today through these: the modules doing it make Partitions, so result.py cannot import them.
 handoff.provide("repartition", lambda: partition_graph)
-handoff.provide("compile_today", handoff.loader("hierviz.partitioner.compiled", "todays_compile"))
+handoff.provide("compile_today", handoff.loader("hierviz.partitioner.todays_compile", "compile_today_of"))
 
 
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",

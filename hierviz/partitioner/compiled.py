@@ -13,15 +13,12 @@ in PyTorch by compile's early return), removed as dead code.
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-from typing import Any
 
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config, compile_config
-from hierviz.errors import ConfigError, HiervizError
+from hierviz.config import Config
+from hierviz.errors import ConfigError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
@@ -121,39 +118,3 @@ def _blocks_in_order(index: GraphIndex, groups: list[tuple[bool, list[int]]]) ->
     if len(order) != len(groups):  # pragma: no cover - upstream's blocks never form a cycle
         raise ConfigError("torch_tensorrt's partitioner returned blocks that depend on each other in a cycle")
     return [groups[k] for k in order]
-
-
-def compile_today(gm: GraphModule, config: Config, run: Any = None) -> tuple[Partition | None, str]:
-    """(the partition torch_tensorrt.compile makes of `gm` with `config`'s settings, '') or
-    (None, why it is left out: no torch_tensorrt here, or compile's partitioner refused).
-    `run(gm, config)` partitions (default: partition_compiled; the explorer passes its cache)."""
-    if not trt.available():
-        return None, ("left out: torch_tensorrt is not available here; "
-                      'pip install "hierviz[tensorrt-rtx]" to see it')
-    try:
-        cfg = compile_config(config)
-        return (run or partition_compiled)(gm, cfg), ""
-    except HiervizError as exc:
-        return None, str(exc)
-
-
-@dataclass(frozen=True)
-class TodaysCompile:
-    """What torch_tensorrt.compile runs with a partition's settings (`Partition.compile_today()`):
-    its fast partition, or None and why it is left out; and the seconds computing it took."""
-
-    partition: Partition | None
-    why: str
-    seconds: float
-
-
-def todays_compile(p: Partition) -> TodaysCompile:
-    """`p`'s TodaysCompile: `p` itself when it is the fast partition, else Torch-TensorRT's fast
-    partitioner run on `p.graph` with `p.config`'s settings, timed."""
-    if p.engine == "fast":
-        return TodaysCompile(p, "", 0.0)
-    if p.graph is None:  # a saved partition: nothing to re-partition
-        return TodaysCompile(None, f"left out: a partition saved to {p.saved_from}", 0.0)
-    start = time.perf_counter()
-    fast, why = compile_today(p.graph, p.config)
-    return TodaysCompile(fast, why, time.perf_counter() - start)

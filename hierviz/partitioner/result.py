@@ -381,8 +381,8 @@ class Partition:
     # ------------------------------------------------------------------ torch_tensorrt.compile today
     def compile_today(self, *, compute: bool = True) -> Any:
         """What torch_tensorrt.compile runs with these settings, as a TodaysCompile
-        (hierviz.partitioner.compiled): `.partition` (its fast partition, or None with `.why`
-        it is left out) and `.seconds` it took. The first call runs Torch-TensorRT's fast
+        (hierviz.partitioner.todays_compile): `.partition` and its `.stats` (its fast partition,
+        or None with `.why` it is left out) and `.seconds` it took. The first call runs Torch-TensorRT's fast
         partitioner on this graph (about as long as partitioning it); the answer is kept with
         this partition. The HTML report shows it, with its cost, once computed, and never
         computes it itself. `compute=False` returns it only when known (else None)."""

@@ -20,8 +20,8 @@ from hierviz.config import Config, field_names, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
+from hierviz.widget.long_work import LongWork
 from hierviz.compare.partition_cache import BoundedCache, cache_info, cached_partition
-from hierviz.compare.engines import CompileToday
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
@@ -67,7 +67,7 @@ class Controller:
 
     def __init__(self, graph: "GraphModule", base: Config, *, example_inputs: Any = None,
                  max_nodes: int | None = None, measure_options: Mapping[str, Any] | None = None,
-                 cache_size: int = CACHE_SIZE) -> None:
+                 cache_size: int = CACHE_SIZE, in_worker: bool | None = None) -> None:
         self.graph = graph
         self.base = base
         self.example_inputs = example_inputs
@@ -91,7 +91,8 @@ class Controller:
         self._checks = BoundedCache(cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
         self._blockers = BoundedCache(cache_size)  # Partition.blockers() tables (the Blockers tab)
-        self.compile_today = CompileToday(graph, cache_size)  # what torch_tensorrt.compile runs
+        # compile-today, measuring and find fastest: in the worker process
+        self.long_work = LongWork(graph, example_inputs, in_worker=in_worker)
 
     def cache_sizes(self) -> dict[str, int]:
         """Entries in each per-setting cache (each holds at most `cache_size`)."""
@@ -218,11 +219,11 @@ class Controller:
         return [sg.tag for sg in part.subgraphs] + self.node_names
 
     def stats(self, measuring: bool) -> str:
-        """The stats panel, with torch_tensorrt.compile's partition once `compile_today` made it."""
+        """The stats panel, with torch_tensorrt.compile's partition once the worker made it."""
         text = panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
-        got = self.compile_today.get(self.shown) if self.shown is not None else None
-        return text if self.shown is None else text + panels.compile_today_html(*(got or (None, "computing ...")),
-                                                                                 self.shown)
+        if self.shown is None:
+            return text
+        return text + panels.compile_today_html(self.long_work.line(self.shown), self.shown)
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
         """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""
@@ -294,11 +295,8 @@ class Controller:
         key = self.measure_key(part)
         m = self._measurements.get(key)
         if m is None:
-            from hierviz import latency
-
-            # its warnings are shown in the stats panel (Measurement.warnings)
-            m = self._filed("measure", lambda: latency.measure(part, self.example_inputs, progress=progress,
-                                                               **self.measure_options))
+            # in the worker process; its warnings are shown in the stats panel (Measurement.warnings)
+            m = self._filed("measure", lambda: self.long_work.measure(part, progress, self.measure_options))
             if m is None:
                 return None
             self._measurements.put(key, m)

@@ -39,8 +39,6 @@ import ipywidgets as widgets
 
 from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
-from hierviz.foreground import foreground
-from hierviz.gcpause import gc_resumed
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
@@ -96,8 +94,9 @@ class Explorer(widgets.VBox):
         self.timings: dict[str, float] = {}
 
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
-        self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append)
-        self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed)
+        here = self.controller.long_work.running_here
+        self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append, here)
+        self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed, here)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
@@ -283,11 +282,7 @@ class Explorer(widgets.VBox):
 
     # ------------------------------------------------------------------ one update
     def _update(self) -> None:
-        """Show the controls' setting; background measuring waits until it is shown."""
-        with foreground():
-            self._show_setting()
-
-    def _show_setting(self) -> None:
+        """Show the controls' setting (the long work runs in the worker process meanwhile)."""
         t0 = time.perf_counter()
         self._errors.pop("control", None)
         try:
@@ -301,8 +296,7 @@ class Explorer(widgets.VBox):
         if shown:
             t = time.perf_counter()  # measured first: the diagram overlays the measurement
             if state.measure:
-                with gc_resumed():  # the gate pauses the collector; a measurement's compiles need it
-                    self._measure(part)
+                self._measure(part)
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t
@@ -464,18 +458,24 @@ class Explorer(widgets.VBox):
         """Make the "torch_tensorrt.compile today" line in the background (upstream's
         partitioner takes up to seconds), then show it if those settings are still shown."""
         shown = self.controller.shown
-        if shown is None or self.controller.compile_today.get(shown) is not None:
+        long_work = self.controller.long_work
+        if shown is None or long_work.line(shown) is not None:
             return
 
         def work() -> None:
-            got = self.controller.compile_today.compute(shown, lambda: self.controller.shown is shown)
+            try:
+                got = long_work.make_line(shown, lambda: self.controller.shown is shown)
+            except HiervizError as exc:  # the worker failed: the line says so; the next change tries again
+                self._errors["worker"] = str(exc)
+                got = long_work.line(shown)
             if got is not None and self.controller.shown is shown:
                 self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
+                self._show_errors()
 
         self._compile_today_job.start(work)
 
     @property
-    def compile_today_thread(self) -> threading.Thread | None:
+    def compile_today_thread(self) -> threading.Thread:
         """The thread making the latest "torch_tensorrt.compile today" line (join it to wait)."""
         return self._compile_today_job.thread
 
@@ -484,11 +484,9 @@ class Explorer(widgets.VBox):
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
         holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks
         until it ends (for scripts and tests)."""
-        from hierviz.compare.tuning import tune  # tuning loads when the user asks for it
-
         if self._fastest_job.running:
             self.panels["fastest"].value = panels.fastest_html(None, "a search is already running")
-            return self._fastest_job.thread  # type: ignore[return-value]
+            return self._fastest_job.thread
         base = self.config
         if base is None:
             raise ConfigError("the shown settings are invalid; fix them before searching from them.")
@@ -497,15 +495,18 @@ class Explorer(widgets.VBox):
         self.buttons["apply_fastest"].disabled = True
         self.panels["fastest"].value = panels.fastest_html(None, f"searching (up to {budget} settings) ...")
 
+        long_work = self.controller.long_work
+
         def work() -> None:
             try:
-                result = tune(self.graph, self.example_inputs, base=base, budget=budget, progress=False, **options)
+                result = long_work.tune(base, budget, **options)  # in the worker process
             except HiervizError as exc:
-                self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}")
+                self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}",
+                                                                   long_work.notes.get("tune"))
                 return
             self.fastest = result
             self.buttons["apply_fastest"].disabled = result.best is None
-            self.panels["fastest"].value = panels.fastest_html(result)
+            self.panels["fastest"].value = panels.fastest_html(result, note=long_work.notes.get("tune"))
 
         thread = self._fastest_job.start(work)
         if wait:
@@ -525,6 +526,12 @@ class Explorer(widgets.VBox):
         with self._debouncer.batch():  # one re-run for all the controls set below
             ctl.show_config(self.controls, best)
         return best
+
+    def close(self) -> None:
+        """Close the widget and end its worker process (compile-today, measuring, find fastest
+        stop at once; their panels say so)."""
+        self.controller.long_work.close()
+        super().close()
 
     def __repr__(self) -> str:
         part = self.controller.partition

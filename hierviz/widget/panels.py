@@ -138,22 +138,23 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
     return f"<table>{body}</table>"
 
 
-def compile_today_html(fast: Any, why: str, shown: "Partition | None" = None) -> str:
+def compile_today_html(today: Any, shown: "Partition | None" = None) -> str:
     """One line: the partition torch_tensorrt.compile makes with these settings (engine
-    "fast"; a Partition or its TodayCounts), its counts beside the shown partition's; or why
-    it is not shown."""
+    "fast"; a TodaysCompile, None while it is computed), its counts beside the shown
+    partition's; or why it is not shown."""
     label = '<span style="color:#555">torch_tensorrt.compile today (fast):</span> '
-    if fast is None:
+    if today is None or today.stats is None:
+        why = "computing ..." if today is None else today.why
         return f'<div class="hv-compile-today">{label}{html.escape(why)}</div>'
-    s = fast.stats
+    s = today.stats
     text = (f"<b>{s['subgraphs_by_backend'].get('tensorrt', 0)}</b> TensorRT engine(s), "
             f"{s['subgraphs_by_backend'].get('torch', 0)} PyTorch subgraph(s), "
             f"{s['accelerated_ops']} of {s['compute_ops']} ops accelerated")
-    if shown is not None and shown is not fast and shown.engine != "fast":
+    if shown is not None and today.partition is not shown and shown.engine != "fast":
         t = shown.stats
         text += (f" &mdash; this partition ({html.escape(shown.engine)}): {t['acc_subgraphs']} accelerated "
                  f"subgraph(s), {t['accelerated_ops']} ops accelerated")
-    notes = "; ".join(getattr(fast, "notes", ()))
+    notes = "; ".join(today.notes)
     if notes:
         text += f' <span style="color:#a60">({html.escape(notes)})</span>'
     return f'<div class="hv-compile-today">{label}{text}</div>'
@@ -251,11 +252,16 @@ def progress_label_html(stage: str) -> str:
     return f'<span style="font-size:11px;color:#555">{html.escape(str(stage))}</span>'
 
 
-def fastest_html(result: Any, message: str | None = None) -> str:
+def fastest_html(result: Any, message: str | None = None, note: str | None = None) -> str:
     """The "find fastest" line: a message while searching, then the best setting against the
-    one searched from, with the trial counts."""
+    one searched from, with the trial counts; `note`: where it ran, when not in the worker."""
+    more = f'<div style="color:#777;font-size:11px">{html.escape(note)}</div>' if note else ""
     if result is None:
-        return message_html(message or "")
+        return message_html(message or "") + more
+    return _fastest_text(result) + more
+
+
+def _fastest_text(result: Any) -> str:
     t = result.trials
     counts = t["status"].value_counts().to_dict()
     done = f"{len(t)} settings tried ({counts.get('duplicate', 0)} duplicates, {counts.get('pruned', 0)} pruned)"

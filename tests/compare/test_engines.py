@@ -135,7 +135,7 @@ def test_tune_space_cannot_vary_the_engine(small) -> None:
 def test_saving_the_html_report_runs_no_partitioner(small, tmp_path, monkeypatch) -> None:
     """`p.save("x.html")` never runs Torch-TensorRT's fast partitioner: the report says how to
     include what torch_tensorrt.compile runs (p.compile_today()), and nothing else ran."""
-    from hierviz.partitioner import compiled
+    from hierviz.partitioner import compiled, todays_compile
 
     _, _, gm = small
     p = hv.partition(gm, min_block_size=1)
@@ -143,7 +143,7 @@ def test_saving_the_html_report_runs_no_partitioner(small, tmp_path, monkeypatch
     def forbidden(*_args, **_kwargs):
         raise AssertionError("the HTML report ran a partitioner")
 
-    monkeypatch.setattr(compiled, "compile_today", forbidden)
+    monkeypatch.setattr(todays_compile, "compile_today", forbidden)
     monkeypatch.setattr(compiled, "partition_compiled", forbidden)
     text = p.save(tmp_path / "r.html").read_text()
     assert "torch_tensorrt.compile today" in text and "Not computed: <code>p.compile_today()</code>" in text

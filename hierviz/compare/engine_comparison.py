@@ -9,75 +9,18 @@ and gives the explorer, the HTML report and `hv.tune` the fast partition's count
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
-from hierviz import trt
 from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, compile_config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
-from hierviz.compare.partition_cache import BoundedCache, cached_partition
-from hierviz.compare.today_counts import TodayCounts, counts_of
-from hierviz.compare.today_worker import TodayWorker
-from hierviz.partitioner import Partition, graph_of, make_config
-from hierviz.partitioner.compiled import compile_today
+from hierviz.compare.partition_cache import cached_partition
+from hierviz.partitioner import graph_of, make_config
+from hierviz.partitioner.todays_compile import compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.
 ENGINE_ROWS = tuple((e.name, e.what) for e in sorted(ENGINE_TABLE, key=lambda e: e.name == DEFAULT_ENGINE))
-
-
-def compile_partition(gm: Any, config: Config) -> tuple[Partition | None, str]:
-    """hierviz.partitioner.compiled.compile_today through the partition cache."""
-    return compile_today(gm, config, cached_partition)
-
-
-class CompileToday:
-    """The explorer's "torch_tensorrt.compile today" line for one graph: the fast partition's
-    counts (`TodayCounts`) per setting that matters to compile (`compile_config`), in a bounded
-    cache. Upstream's partitioner runs in a child process (today_worker.py), so it never holds
-    the GIL while the explorer updates (`worker`: the process's shared TodayWorker by default,
-    another one, or False); without one, or when it fails (its message in `worker_error`),
-    it runs here instead. Where nothing needs partitioning (no torch_tensorrt
-    here, the shown engine is "fast" itself, a setting compile refuses) it is answered here."""
-
-    def __init__(self, graph: Any, cache_size: int, *, worker: TodayWorker | None | bool = True) -> None:
-        self.graph = graph
-        self._made = BoundedCache(cache_size)
-        self.worker = TodayWorker.shared() if worker is True else worker or None
-        self.worker_error: str | None = None
-
-    def get(self, part: Partition) -> tuple[TodayCounts | None, str] | None:
-        """The fast partition's counts for `part`'s settings (or why there are none), if already made."""
-        return self._made.get(compile_config(part.config))
-
-    def compute(self, part: Partition, wanted: Callable[[], bool] = lambda: True
-                ) -> tuple[TodayCounts | None, str] | None:
-        """Make it (once per setting); it takes as long as upstream's partitioner, so the
-        widget calls this from a thread, which waits on the worker. None when `wanted()`
-        says no by the time the worker is free (the widget shows another setting by then)."""
-        got = self.get(part)
-        if got is None:
-            made = self._make(part.config, wanted)
-            got = None if made is None else self._made.put(compile_config(part.config), made)
-        return got
-
-    def _make(self, config: Config, wanted: Callable[[], bool] = lambda: True) -> tuple[TodayCounts | None, str] | None:
-        # torch_tensorrt asked after without importing it here (5 s): the worker imports it
-        if self.worker is not None and config.engine != "fast" and trt.present():
-            try:
-                compile_config(config)
-            except HiervizError:  # compile refuses the setting: said at once, here
-                return self._here(config)
-            try:
-                return self.worker.run(self.graph, config, wanted)
-            except Exception as exc:  # noqa: BLE001 - the line is made here instead
-                self.worker_error = f"{type(exc).__name__}: {exc}"
-                self.worker = None
-        return self._here(config)
-
-    def _here(self, config: Config) -> tuple[TodayCounts | None, str]:
-        fast, why = compile_partition(self.graph, config)
-        return (None if fast is None else counts_of(fast)), why
 
 
 def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
@@ -91,11 +34,11 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
     why = why_unmeasurable("tensorrt", device, compilers)
     if why is not None:
         return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
-    fast, why = compile_partition(gm, config)
-    if fast is None:
-        return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
+    today = compile_today(gm, config, need_partition=True)
+    if today.partition is None:
+        return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {today.why}"
     try:
-        m = run_measure(fast, example_inputs, {**dict(options), "device": device})
+        m = run_measure(today.partition, example_inputs, {**dict(options), "device": device})
     except HiervizError as exc:
         return None, f"compile_ms (what torch_tensorrt.compile runs) could not be measured: {exc}"
     return m.median_ms, ""
@@ -122,7 +65,7 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
         used = compile_config(cfg, engine) if engine in COMPILE_ENGINES else derive(cfg, {"engine": engine})
         row: dict[str, Any] = {**columns.config_columns(used), "what": what}
         try:
-            part = cached_partition(gm, used)
+            part = today_row(gm, used) if engine == "fast" else cached_partition(gm, used)
             row.update(columns.stat_columns(part))
             row["accelerated_ops"] = part.stats["accelerated_ops"]
             row["note"] = "; ".join(getattr(part, "notes", ())) or None
@@ -145,4 +88,13 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     return df[cols]
 
 
-__all__ = ["CompileToday", "compare_engines", "compile_baseline", "compile_config", "compile_partition", "ENGINE_ROWS"]
+def today_row(gm: Any, used: Config) -> Any:
+    """The fast row's partition: compile today (hierviz.partitioner.todays_compile); a
+    ConfigError saying why when it is left out."""
+    today = compile_today(gm, used, need_partition=True)
+    if today.partition is None:
+        raise ConfigError(today.why)
+    return today.partition
+
+
+__all__ = ["compare_engines", "compile_baseline", "compile_config", "ENGINE_ROWS"]

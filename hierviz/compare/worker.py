@@ -1,0 +1,307 @@
+"""The explorer's worker process: one child interpreter that does the explorers' long work
+(compile-today, hv.measure, hv.tune), so that none of it holds the kernel's GIL.
+
+The child is a fresh interpreter (`python -m hierviz.compare.worker_main`, never a fork: safe
+where forking a process that runs torch threads is not, and it never re-runs the user's
+script) in a session of its own, at a lower CPU priority (it calls `os.nice`, so its compilers,
+TorchInductor's g++ runs, inherit it). It is started by the first job and sent this process's
+`sys.path`; each graph (as plain data, hierviz/graphdata.py) and its example inputs are sent
+once, before its first job, and dropped there when the graph is garbage-collected here; each
+job then carries only its settings. One worker serves the process (`Worker.shared()`). Jobs run concurrently in the child, one thread each;
+their answers, progress reports and a heartbeat come back as pickles over its stdout, read
+here by one thread. Anything the child prints goes to its stderr, kept in a temporary file for
+the message when it dies.
+
+A child that exits, is killed, or sends nothing for `hang_s` seconds (then it is killed) fails
+every job waiting on it with a WorkerError that says so; the next job starts a fresh child.
+`close()` (the explorer's close, and the interpreter's exit) ends it at once.
+"""
+
+from __future__ import annotations
+
+import atexit
+import itertools
+import os
+import pickle
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from hierviz.errors import HiervizError
+from hierviz.graphdata import pack_graph
+
+COMMAND = (sys.executable, "-m", "hierviz.compare.worker_main")
+HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
+START_S = 120.0  # the longest the child may take to import hierviz and read the graph
+_LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
+
+
+class WorkerError(HiervizError):
+    """The worker process could not start, died, was killed or stopped answering."""
+
+
+class Unsendable(Exception):
+    """A job the worker cannot take (it does not pickle here, or the child cannot load it):
+    run it in this process instead; `str()` says why."""
+
+
+class _Job:
+    def __init__(self, progress: Callable[..., None] | None) -> None:
+        self.done = threading.Event()
+        self.progress = progress
+        self.kind = ""
+        self.answer: Any = None
+        self.proc: Any = None  # the child it was sent to
+
+
+class Worker:
+    """The parent's handle on one worker process (see the module docstring).
+    `run(graph, example_inputs, kind, payload)` blocks until the child answers (the GIL is free
+    meanwhile) and returns the answer; several threads may run jobs at once. `command` is the
+    child's command line (a test can pass one that fails); `hang_s` how long a silent child
+    lives."""
+
+    def __init__(self, *, command: Sequence[str] | None = None, hang_s: float = HANG_S) -> None:
+        self.command = list(command or COMMAND)
+        self.hang_s = hang_s
+        self._lock = threading.Lock()  # starting, writing requests
+        self._proc: subprocess.Popen | None = None
+        self._stderr: Any = None
+        self._jobs: dict[int, _Job] = {}
+        self._ids = itertools.count(1)
+        self._heard = 0.0
+        self._failure: str | None = None
+        self._subjects: dict[tuple[int, int], int] = {}  # (id(graph), id(inputs)) -> its number in the child
+        self._finalizers: list[Any] = []
+        self._dropped: list[int] = []  # subjects whose graph was collected here: the child drops them too
+        self.starts = 0  # children started so far
+        _LIVE.add(self)
+
+    @classmethod
+    def shared(cls) -> "Worker":
+        """The process's one worker (its child started by the first job, ended at exit)."""
+        with _shared_lock:
+            if not _shared:
+                _shared.append(cls())
+            return _shared[0]
+
+    @classmethod
+    def shared_if_made(cls) -> "Worker | None":
+        """The process's one worker when `shared()` made it, else None (making none)."""
+        with _shared_lock:
+            return _shared[0] if _shared else None
+
+    @property
+    def pid(self) -> int | None:
+        """The running child's process id, else None."""
+        proc = self._proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    def run(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
+            progress: Callable[..., None] | None = None) -> Any:
+        """The child's answer to one job on `graph`: `kind` is "compile_today", "measure" or
+        "tune" (see worker_main.py); `progress(*args)` receives its progress reports. A HiervizError the
+        job raised in the child is raised here again; WorkerError when the child fails;
+        Unsendable when the job cannot go to the child."""
+        try:
+            request = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - e.g. hv.support.where(lambda ...)
+            raise Unsendable(f"its settings do not pickle ({type(exc).__name__}: {exc})") from None
+        job = _Job(progress)
+        with self._lock:
+            self._ensure_started()
+            subject = self._subject(graph, example_inputs)
+            key = next(self._ids)
+            job.proc = self._proc
+            self._jobs[key] = job
+            self._write((key, kind, (subject, request)))
+        while not job.done.wait(0.5):
+            if time.monotonic() - self._heard > self.hang_s and self._proc is job.proc:
+                self._fail(f"the worker process sent nothing for {self.hang_s:.0f} s (hung): it was killed; "
+                           "the next job starts a fresh one", job.proc)
+        return self._answer(job)
+
+    def _answer(self, job: _Job) -> Any:
+        if job.kind == "ok":
+            return job.answer
+        if job.kind == "unreadable":
+            raise Unsendable(f"the worker process could not load it ({job.answer})")
+        if job.kind == "raised":  # a HiervizError, as the user would see it here
+            raise job.answer
+        if job.kind == "failed":
+            raise WorkerError(job.answer)
+        raise WorkerError(f"the worker process failed: {job.answer}")
+
+    # ------------------------------------------------------------------ the child
+    def _ensure_started(self) -> None:
+        if self._proc is not None and self._proc.poll() is None:
+            return
+        self._stop()
+        self._failure = None
+        self._stderr = tempfile.TemporaryFile()
+        env = dict(os.environ)
+        root = str(Path(__file__).resolve().parents[2])  # the folder holding this hierviz
+        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        try:
+            self._proc = subprocess.Popen(self.command, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                          stderr=self._stderr, env=env, start_new_session=True)
+        except OSError as exc:
+            self._proc = None
+            raise WorkerError(f"could not start the worker process ({exc})") from exc
+        self.starts += 1
+        self._heard = time.monotonic() + START_S - self.hang_s  # importing torch takes a while
+        threading.Thread(target=self._read, args=(self._proc,), name="hierviz-worker-reader", daemon=True).start()
+        self._write((0, "path", list(sys.path)))
+
+    def _subject(self, graph: Any, example_inputs: Any) -> int:
+        """The child's number for (graph, example inputs), sent first when new to this child."""
+        while self._dropped:
+            self._write((0, "drop", self._dropped.pop()))
+        key = (id(graph), id(example_inputs))
+        if key in self._subjects:
+            return self._subjects[key]
+        number = next(self._ids)
+        try:
+            data = pickle.dumps((pack_graph(graph), example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
+        except Exception as exc:  # noqa: BLE001 - e.g. inputs holding an object that does not pickle
+            raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
+        self._write((number, "graph", data))
+        self._subjects[key] = number
+        self._finalizers.append(weakref.finalize(graph, self._forget, key, number))
+        return number
+
+    def _forget(self, key: tuple[int, int], number: int) -> None:
+        if self._subjects.get(key) == number:
+            del self._subjects[key]
+            self._dropped.append(number)
+
+    def _write(self, message: tuple) -> None:
+        proc = self._proc
+        assert proc is not None and proc.stdin is not None
+        try:
+            pickle.dump(message, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
+            proc.stdin.flush()
+        except OSError:
+            pass  # the child is gone: the reader fails every job with its last words
+
+    def _read(self, proc: subprocess.Popen) -> None:
+        """The reader thread: hand each answer to its job; when the child's stdout ends, fail
+        the jobs still waiting with why."""
+        out = proc.stdout
+        assert out is not None
+        while True:
+            try:
+                key, kind, payload = pickle.load(out)
+            except Exception:  # noqa: BLE001 - EOF, or a child killed mid-message
+                break
+            self._heard = time.monotonic()
+            job = self._jobs.get(key)
+            if kind == "beat" or job is None:
+                continue
+            if kind == "progress":
+                if job.progress is not None:
+                    try:
+                        job.progress(*payload)
+                    except Exception:  # noqa: BLE001 - a progress display must not stop the reader
+                        pass
+                continue
+            try:
+                answer = pickle.loads(payload) if kind in ("ok", "raised") else payload
+            except Exception as exc:  # noqa: BLE001 - the answer names something this process cannot load
+                kind, answer = "error", f"its answer could not be read here ({type(exc).__name__}: {exc})"
+            self._jobs.pop(key, None)
+            job.kind, job.answer = kind, answer
+            job.done.set()
+        self._fail(self._failure or self._death(proc), proc)
+
+    def _death(self, proc: subprocess.Popen) -> str:
+        try:
+            code = proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None and code < 0:
+            try:
+                how = f"was killed by {signal.Signals(-code).name}"
+            except ValueError:
+                how = f"was killed by signal {-code}"
+        else:
+            how = f"exited with status {code}" if code is not None else "stopped answering"
+        return f"the worker process {how}{self._last_words()}; the next job starts a fresh one"
+
+    def _last_words(self) -> str:
+        if self._stderr is None:
+            return ""
+        try:
+            self._stderr.seek(0)
+            lines = [ln for ln in self._stderr.read().decode(errors="replace").strip().splitlines() if ln.strip()]
+        except (OSError, ValueError):
+            return ""
+        return f" ({lines[-1].strip()[:300]})" if lines else ""
+
+    def _fail(self, why: str, proc: Any) -> None:
+        """End the child `proc` (when it is still the current one) and fail every job sent to
+        it with `why`."""
+        if self._proc is proc:
+            self._failure = why
+            self._stop()
+        for key, job in list(self._jobs.items()):
+            if job.proc is proc and self._jobs.pop(key, None) is not None:
+                job.kind, job.answer = "failed", why
+                job.done.set()
+
+    def _stop(self) -> None:
+        """End the child at once: its stdin closed (it exits), then its whole session killed
+        (its compilers too)."""
+        proc, self._proc = self._proc, None
+        for fin in self._finalizers:
+            fin.detach()
+        self._finalizers.clear()
+        self._subjects.clear()
+        self._dropped.clear()
+        if proc is None:
+            return
+        try:
+            if proc.stdin is not None:
+                proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            proc.wait(timeout=0.2)
+        except subprocess.TimeoutExpired:
+            pass
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except (OSError, AttributeError):
+            try:
+                proc.kill()
+            except OSError:
+                pass
+        try:
+            proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            pass
+
+    def close(self) -> None:
+        """End the child now; jobs waiting on it fail ("closed")."""
+        if self._proc is not None:
+            self._fail("the worker process was closed", self._proc)
+
+
+_shared: list[Worker] = []
+_shared_lock = threading.Lock()
+
+
+@atexit.register
+def _close_all() -> None:
+    """At exit: every worker process ends at once (nothing is waited for)."""
+    for worker in list(_LIVE):
+        worker.close()
+
+
+__all__ = ["Worker", "WorkerError", "Unsendable", "COMMAND", "HANG_S"]

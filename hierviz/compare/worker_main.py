@@ -1,0 +1,128 @@
+"""The worker process's side (hierviz/compare/worker.py starts it): keep each graph it is
+sent, run each job in a thread of its own and answer it.
+
+Jobs (kind: payload -> answer):
+- "compile_today": a Config -> `compile_today(graph, config)` (a TodaysCompile; its counts cross)
+- "measure": (Config, hv.measure options) -> the `hv.Measurement` of the graph's partition
+  with that Config; progress reports (stage, done, total) are sent as it goes
+- "tune": hv.tune's keyword arguments -> its TuneResult (without its graph and Optuna study)
+
+Messages are (job id, kind, payload) pickles: requests on stdin, answers on the original
+stdout ("ok" / "raised" with a pickled answer or HiervizError, "error" / "unreadable" with a
+text, "progress", and a "beat" every BEAT_S). Prints go to stderr. The process exits at once
+when its stdin ends (the parent closed it, or died).
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import sys
+import threading
+from typing import Any, BinaryIO, Callable
+
+from hierviz.compare.partition_cache import cached_partition
+from hierviz.errors import HiervizError
+from hierviz.graphdata import unpack_graph
+from hierviz.partitioner.todays_compile import compile_today
+
+NICE = 19  # the worker's CPU priority: below the kernel's, so a setting change is never starved
+BEAT_S = 1.0
+
+
+class _Answers:
+    """The protocol's output, one writer at a time."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self.out = out
+        self.lock = threading.Lock()
+
+    def send(self, key: int, kind: str, payload: Any) -> None:
+        with self.lock:
+            pickle.dump((key, kind, payload), self.out, protocol=pickle.HIGHEST_PROTOCOL)
+            self.out.flush()
+
+
+def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable[..., None]) -> Any:
+    """One job's answer (see the module docstring)."""
+    if kind == "compile_today":
+        return compile_today(graph, payload)
+    if kind == "measure":
+        from hierviz.latency import measure  # loads what measuring needs, in the worker only
+
+        config, options = payload
+        return measure(cached_partition(graph, config), inputs, progress=progress, **options)
+    if kind == "tune":
+        from hierviz.compare.tuning import tune
+
+        result = tune(graph, inputs, **payload)
+        result.graph, result.study = None, None  # the parent has the graph; Optuna's study stays here
+        return result
+    raise ValueError(f"no job called {kind!r}")
+
+
+def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers) -> None:
+    try:
+        if isinstance(subject, str):
+            raise ValueError(f"its graph could not be read: {subject}")
+        payload = pickle.loads(request)
+    except Exception as exc:  # noqa: BLE001 - e.g. a function of a module this process cannot import
+        answers.send(key, "unreadable", f"{type(exc).__name__}: {exc}")
+        return
+    try:
+        answer = run_job(kind, payload, *subject, lambda *args: answers.send(key, "progress", args))
+        reply = ("ok", pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    except HiervizError as exc:
+        try:
+            reply = ("raised", pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
+        except Exception:  # noqa: BLE001 - an error holding something that does not pickle
+            reply = ("error", f"{type(exc).__name__}: {exc}")
+    except BaseException as exc:  # noqa: BLE001 - answered; the parent shows it
+        reply = ("error", f"{type(exc).__name__}: {exc}")
+    answers.send(key, *reply)
+
+
+def _beat(answers: _Answers) -> None:
+    """A sign of life at once (the parent's start-up grace ends with it), then every BEAT_S."""
+    while True:
+        try:
+            answers.send(0, "beat", None)
+        except OSError:
+            os._exit(0)
+        threading.Event().wait(BEAT_S)
+
+
+def main() -> None:
+    try:
+        os.nice(NICE)
+    except (AttributeError, OSError):  # not on this system: the worker still runs
+        pass
+    answers = _Answers(os.fdopen(os.dup(1), "wb"))
+    os.dup2(2, 1)  # prints (of torch_tensorrt's import, of compiles ...) must not reach the protocol
+    requests = sys.stdin.buffer
+    threading.Thread(target=_beat, args=(answers,), daemon=True).start()
+    subjects: dict[int, tuple[Any, Any]] = {}  # number -> (graph, example inputs)
+    while True:
+        try:
+            key, kind, payload = pickle.load(requests)
+        except Exception:  # noqa: BLE001 - stdin ended: the parent is done with us
+            os._exit(0)
+        if kind == "path":  # the parent's sys.path: functions a job names import as they do there
+            sys.path[:] = payload + [p for p in sys.path if p not in payload]
+        elif kind == "graph":
+            try:
+                packed, inputs = pickle.loads(payload)
+                subjects[key] = (unpack_graph(packed), inputs)
+            except Exception as exc:  # noqa: BLE001 - its jobs say so
+                subjects[key] = f"{type(exc).__name__}: {exc}"
+        elif kind == "drop":
+            subjects.pop(payload, None)
+        else:
+            number, request = payload
+            subject = subjects.get(number, "it was never sent")
+            threading.Thread(target=_serve, args=(key, kind, subject, request, answers), daemon=True,
+                             name=f"hierviz-worker-{kind}").start()
+
+
+if __name__ == "__main__":
+    main()

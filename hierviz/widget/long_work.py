@@ -1,0 +1,157 @@
+"""The Explorer's long work — the "torch_tensorrt.compile today" line, "measure latency" and
+"find fastest" — done in its worker process (hierviz/compare/worker.py), so the kernel's
+process keeps only the UI, the partitioning and the drawing.
+
+The process's one worker is started by the first job and sent each graph once. A job that cannot go there (its
+settings do not pickle, e.g. `hv.support.where(lambda ...)`; or the worker cannot load a
+function it names) runs in this process instead, and `notes[kind]` says why. A worker that
+dies, is killed or hangs fails its jobs with a WorkerError (a HiervizError, shown by the
+Explorer); the next job starts a fresh one. `close()` (the Explorer's close) ends the
+worker at once; other Explorers' next jobs start a fresh one.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Mapping
+
+from hierviz import trt
+from hierviz.compare.worker import Unsendable, Worker
+from hierviz.config import Config, compile_config
+from hierviz.errors import HiervizError
+from hierviz.partitioner import Partition
+from hierviz.partitioner.todays_compile import TodaysCompile, cached_compile_today, compile_today, remember, today_key
+
+IN_WORKER = True  # False: every job runs in this process (tests that stand in for hv.measure or its clock)
+HERE = "ran in this process, not the worker: "
+
+
+class LongWork:
+    """The long work of one Explorer's graph (see the module docstring). `in_worker` (default
+    IN_WORKER) False runs every job in this process."""
+
+    def __init__(self, graph: Any, example_inputs: Any = None, *, in_worker: bool | None = None,
+                 worker: Worker | None = None) -> None:
+        self.graph = graph
+        self.example_inputs = example_inputs
+        self._in_worker_option = in_worker
+        self._worker = worker
+        self.notes: dict[str, str] = {}  # job kind -> why it last ran in this process
+        self.line_errors: dict[Any, str] = {}  # compile settings -> why the worker did not make its line
+        self._line_lock = threading.Lock()  # one line at a time: quick changes do not queue up lines
+        self._here = 0  # jobs running in this process now
+        self._here_lock = threading.Lock()
+
+    @property
+    def in_worker(self) -> bool:
+        """Jobs go to the worker process (the `in_worker` option, default IN_WORKER as it is now)."""
+        return IN_WORKER if self._in_worker_option is None else self._in_worker_option
+
+    @property
+    def worker(self) -> Worker | None:
+        """The worker process's handle (the process's shared one unless given), None when off."""
+        if not self.in_worker:
+            return None
+        return self._worker or Worker.shared()
+
+    @property
+    def pid(self) -> int | None:
+        """The worker process's id while it runs, else None."""
+        return None if self.worker is None else self.worker.pid
+
+    def running_here(self) -> bool:
+        """A job runs in this process now (the interpreter's exit waits for it)."""
+        return self._here > 0
+
+    def _in_worker(self, kind: str, payload: Any, here: Callable[[], Any],
+                   progress: Callable[..., None] | None = None) -> Any:
+        """`payload`'s job in the worker; `here()` in this process when it cannot go there."""
+        worker = self.worker
+        if worker is not None:
+            try:
+                got = worker.run(self.graph, self.example_inputs, kind, payload, progress)
+                self.notes.pop(kind, None)
+                return got
+            except Unsendable as exc:
+                self.notes[kind] = HERE + str(exc)
+        else:
+            self.notes[kind] = HERE + "the Explorer's worker is off"
+        with self._here_lock:
+            self._here += 1
+        try:
+            return here()
+        finally:
+            with self._here_lock:
+                self._here -= 1
+
+    # ------------------------------------------------------------------ the three jobs
+    def line(self, part: Partition) -> TodaysCompile | None:
+        """The compile-today line of `part`'s settings when made, else None."""
+        got = cached_compile_today(self.graph, part.config)
+        if got is None and part.engine == "fast":
+            got = TodaysCompile.of(part, "", 0.0)
+        if got is None and today_key(part.config) in self.line_errors:
+            return TodaysCompile(None, self.line_errors[today_key(part.config)], 0.0)
+        return got
+
+    def make_line(self, part: Partition, wanted: Callable[[], bool] = lambda: True) -> TodaysCompile | None:
+        """Make the line of `part`'s settings (the process-wide compile-today cache keeps it);
+        None, at once, when `wanted()` says no by the time the worker is free (the Explorer
+        shows another setting by then). A worker that fails: the line says so."""
+        got = self.line(part)
+        if got is not None:
+            return got
+        config = part.config
+        with self._line_lock:
+            if not wanted():
+                return None
+            got = cached_compile_today(self.graph, config)
+            if got is not None:
+                return got
+            try:
+                fast = compile_config(config)
+            except HiervizError:  # compile refuses the setting: said at once, here
+                return compile_today(self.graph, config)
+            if not trt.present():  # asked without importing torch_tensorrt here (seconds): said at once
+                return compile_today(self.graph, config)
+            try:
+                made = self._in_worker("compile_today", fast, lambda: compile_today(self.graph, fast))
+            except HiervizError as exc:
+                self.line_errors[today_key(config)] = f"not computed: {exc}"
+                raise
+        self.line_errors.pop(today_key(config), None)
+        return remember(self.graph, config, made)
+
+    def measure(self, part: Partition, progress: Callable[..., None] | None = None,
+                options: Mapping[str, Any] | None = None) -> Any:
+        """`hv.measure` of `part` with the example inputs and `options` (its Measurement)."""
+        options = dict(options or {})
+
+        def here() -> Any:
+            from hierviz import latency
+
+            return latency.measure(part, self.example_inputs, progress=progress, **options)
+
+        return self._in_worker("measure", (part.config, options), here, progress)
+
+    def tune(self, base: Config, budget: int, **options: Any) -> Any:
+        """`hv.tune` from `base` over the graph (its TuneResult, its graph this one's)."""
+        kwargs = {"base": base, "budget": budget, "progress": False, **options}
+
+        def here() -> Any:
+            from hierviz.compare.tuning import tune
+
+            return tune(self.graph, self.example_inputs, **kwargs)
+
+        result = self._in_worker("tune", kwargs, here)
+        result.graph = self.graph
+        return result
+
+    def close(self) -> None:
+        """End the worker process (a later job starts a fresh one)."""
+        worker = self._worker or (Worker.shared_if_made() if self.in_worker else None)
+        if worker is not None:
+            worker.close()
+
+
+__all__ = ["LongWork", "IN_WORKER"]

@@ -1,0 +1,127 @@
+"""The explorer's worker process (hierviz/compare/worker.py): a fresh interpreter at a lower CPU
+priority that answers compile-today, hv.measure and hv.tune jobs as this process would; a
+child that fails to start, is killed or hangs fails its jobs with a WorkerError saying so, and
+the next job starts a fresh one; a job that cannot go there is refused as Unsendable."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+
+import pytest
+
+import hierviz as hv
+from hierviz import trt
+from hierviz.compare.worker import Unsendable, Worker, WorkerError
+from hierviz.partitioner.todays_compile import compile_today
+
+sys.path.insert(0, str(Path(__file__).parents[1] / "widget"))
+import worker_helpers as helpers  # noqa: E402 - the worker imports it by this name too
+
+BROKEN = (sys.executable, "-c", "import sys; sys.stderr.write('no worker here\\n'); sys.exit(3)")
+
+
+@pytest.fixture(scope="module")
+def two_blocks():
+    model, inputs = helpers.model_and_inputs()
+    return model, inputs, hv.capture(model, inputs)
+
+
+@pytest.fixture
+def worker(tmp_path, monkeypatch):
+    monkeypatch.setenv(helpers.MARK, str(tmp_path / "compiling"))  # the child inherits it
+    w = Worker(hang_s=4.0)
+    yield w
+    w.close()
+
+
+def _started(path: Path, timeout: float = 120.0) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < end, "the waiting compiler never started"
+        time.sleep(0.05)
+
+
+def _job_in_a_thread(worker: Worker, two_blocks, got: list) -> threading.Thread:
+    _, inputs, gm = two_blocks
+
+    def run() -> None:
+        try:
+            got.append(worker.run(gm, inputs, "measure", (helpers.SAME, helpers.WAITING)))
+        except Exception as exc:  # noqa: BLE001 - what the test looks at
+            got.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
+    _, inputs, gm = two_blocks
+    m = worker.run(gm, inputs, "measure", (helpers.SAME, helpers.QUICK))
+    here = hv.measure(hv.partition(gm, helpers.SAME), inputs, **helpers.QUICK)
+    assert worker.pid != os.getpid() and os.getpriority(os.PRIO_PROCESS, worker.pid) >= 10
+    assert m.outputs_match and m.iters == here.iters == 3
+    assert list(m.per_subgraph["tag"]) == list(here.per_subgraph["tag"])
+    if trt.available():
+        for cfg in (hv.Config(min_block_size=1), hv.Config(min_block_size=3, torch_executed_ops=("aten.relu.default",))):
+            fast = hv.config.compile_config(cfg)
+            assert worker.run(gm, inputs, "compile_today", fast).stats == compile_today(gm, cfg).stats
+    with pytest.raises(hv.ConfigError, match="budget"):  # a HiervizError raised there is raised here
+        worker.run(gm, inputs, "tune", {"base": helpers.SAME, "budget": 0, "progress": False})
+    assert worker.starts == 1  # the graph and the process reused across jobs
+
+
+def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worker, two_blocks, tmp_path) -> None:
+    got: list = []
+    thread = _job_in_a_thread(worker, two_blocks, got)
+    _started(tmp_path / "compiling")
+    first = worker.pid
+    os.kill(first, signal.SIGKILL)
+    thread.join(30)
+    assert not thread.is_alive() and isinstance(got[0], WorkerError)
+    assert str(got[0]).startswith("the worker process was killed by SIGKILL") and "fresh one" in str(got[0])
+    _, inputs, gm = two_blocks
+    assert worker.run(gm, inputs, "measure", (helpers.SAME, helpers.QUICK)).outputs_match
+    assert worker.starts == 2 and worker.pid != first
+
+
+def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path) -> None:
+    got: list = []
+    thread = _job_in_a_thread(worker, two_blocks, got)
+    _started(tmp_path / "compiling")
+    pid = worker.pid
+    os.kill(pid, signal.SIGSTOP)  # no heartbeat any more
+    start = time.monotonic()
+    thread.join(60)
+    assert isinstance(got[0], WorkerError) and "sent nothing for 4 s (hung): it was killed" in str(got[0])
+    assert time.monotonic() - start < 20 and worker.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_worker_that_cannot_start_says_why(two_blocks) -> None:
+    _, inputs, gm = two_blocks
+    broken = Worker(command=BROKEN)
+    with pytest.raises(WorkerError, match=r"exited with status 3 \(no worker here\)"):
+        broken.run(gm, inputs, "compile_today", hv.Config())
+
+
+def test_a_job_that_cannot_go_to_the_worker_is_unsendable(worker, two_blocks) -> None:
+    _, inputs, gm = two_blocks
+    lam = hv.Config(priority=("same",), support={"same": hv.support.where(lambda n: True)})
+    with pytest.raises(Unsendable, match="its settings do not pickle"):
+        worker.run(gm, inputs, "measure", (lam, helpers.QUICK))
+    only_here = types.ModuleType("hierviz_test_only_here")  # importable here, not in the worker
+    exec("def compiler(gm, inputs):\n    return gm\n", only_here.__dict__)
+    sys.modules[only_here.__name__] = only_here
+    try:
+        with pytest.raises(Unsendable, match="the worker process could not load it"):
+            worker.run(gm, inputs, "measure", (helpers.SAME, {"compilers": {"same": only_here.compiler}}))
+    finally:
+        del sys.modules[only_here.__name__]

@@ -1,0 +1,156 @@
+"""The Explorer's long work runs in its worker process (hierviz/widget/long_work.py): the
+compile-today line, "measure latency" and "find fastest" give what this process would; a job
+whose settings do not pickle runs here with a note; killing the worker mid-trial shows an
+error and the next "find fastest" works; closing the Explorer, or exiting the interpreter with
+a search running, ends the worker at once and the process exits cleanly."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import hierviz as hv
+from hierviz import trt
+from hierviz.widget import Explorer
+
+sys.path.insert(0, str(Path(__file__).parent))
+import worker_helpers as helpers  # noqa: E402 - the worker imports it by this name too
+
+ROOT = Path(__file__).parents[2]
+# The search below holds a compile for 60 s: an exit that waited for it would take longer than
+# this. (How long the exit takes, beside the same script without a search, is measured by
+# benchmarks/explore_exit.py: the figure is the CPU's, not a test's.)
+EXIT_S = 30.0
+
+
+@pytest.fixture(scope="module")
+def two_blocks():
+    model, inputs = helpers.model_and_inputs()
+    return model, inputs, hv.capture(model, inputs)
+
+
+def _wait_for(path: Path, timeout: float = 180.0) -> None:
+    end = time.monotonic() + timeout
+    while not path.exists():
+        assert time.monotonic() < end, f"{path.name} never appeared"
+        time.sleep(0.05)
+
+
+def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
+    model, inputs, gm = two_blocks
+    ex = Explorer(model, inputs, helpers.SAME, debounce=0, measure_options=helpers.QUICK)
+    ex.compile_today_thread.join(180)
+    work = ex.controller.long_work
+    if trt.available():
+        fast = hv.partition(gm, engine="fast", min_block_size=1).stats["subgraphs_by_backend"]["tensorrt"]
+        assert f"torch_tensorrt.compile today (fast):</span> <b>{fast}</b> TensorRT engine(s)" in ex.panels["stats"].value
+    ex.controls["measure"].value = True
+    m = ex.measurement
+    assert m is not None and m.outputs_match and m.iters == 3 and not ex.errors
+    here = hv.measure(ex.partition, inputs, **helpers.QUICK)
+    assert list(m.per_subgraph["tag"]) == list(here.per_subgraph["tag"])
+    ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.QUICK, wait=True)
+    assert ex.fastest is not None and ex.fastest.graph is ex.graph and len(ex.fastest.trials) == 2
+    assert "fastest:" in ex.panels["fastest"].value and "in this process" not in ex.panels["fastest"].value
+    assert work.notes == {} and work.pid is not None and work.pid != os.getpid() and not ex.internal_errors
+    pid = work.pid
+    ex.close()  # ends the worker at once
+    assert work.pid is None
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)
+
+
+def test_a_predicate_that_does_not_pickle_runs_here_with_a_note(two_blocks) -> None:
+    model, inputs, _ = two_blocks
+    own = hv.Config(priority=("same",), support={"same": hv.support.where(lambda n: n.op == "call_function")},
+                    min_block_size=1)
+    ex = Explorer(model, inputs, own, debounce=0)
+    ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.QUICK, wait=True)
+    assert ex.fastest is not None and "fastest:" in ex.panels["fastest"].value
+    note = ex.controller.long_work.notes["tune"]
+    assert note.startswith("ran in this process, not the worker: its settings do not pickle")
+    assert "ran in this process, not the worker" in ex.panels["fastest"].value
+
+
+def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(two_blocks, tmp_path,
+                                                                               monkeypatch) -> None:
+    from hierviz.compare.worker import Worker
+
+    model, inputs, _ = two_blocks
+    mark = tmp_path / "compiling"
+    monkeypatch.setenv(helpers.MARK, str(mark))  # the worker started below inherits it
+    own = Worker()
+    ex = Explorer(model, inputs, helpers.SAME, debounce=0)
+    ex.controller.long_work._worker = own  # a worker of this test's own, not the process's shared one
+    try:
+        thread = ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.WAITING)
+        _wait_for(mark)  # a trial is compiling in the worker
+        killed = ex.controller.long_work.pid
+        os.kill(killed, signal.SIGKILL)
+        thread.join(60)
+        assert not thread.is_alive() and ex.fastest is None
+        shown = ex.panels["fastest"].value
+        assert "the search failed: the worker process was killed by SIGKILL" in shown, shown
+        ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.QUICK, wait=True)
+        assert ex.fastest is not None and "fastest:" in ex.panels["fastest"].value
+        assert own.starts == 2 and ex.controller.long_work.pid != killed and not ex.internal_errors
+    finally:
+        own.close()
+
+
+EXIT_SCRIPT = """
+import os, sys, time
+sys.path.insert(0, {helpers_dir!r})
+import worker_helpers as helpers
+import hierviz as hv
+
+model, inputs = helpers.model_and_inputs()
+ex = hv.explore(model, inputs, helpers.SAME, debounce=0)
+ex.find_fastest(budget=4, space={{"min_block_size": [1, 2, 3, 4]}}, measure=helpers.WAITING)
+while not os.path.exists(os.environ[helpers.MARK]):
+    time.sleep(0.05)
+print("searching", flush=True)
+"""
+
+
+def _exit_while_searching(tmp_path: Path, run: int) -> float:
+    """Seconds from "find fastest is compiling in the worker" to the script's exit (code 0)."""
+    mark = tmp_path / f"compiling-{run}"
+    env = {**os.environ, helpers.MARK: str(mark),
+           "PYTHONPATH": os.pathsep.join(filter(None, (str(ROOT), os.environ.get("PYTHONPATH"))))}
+    code = textwrap.dedent(EXIT_SCRIPT.format(helpers_dir=str(Path(__file__).parent)))
+    proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True)
+    try:
+        line = proc.stdout.readline()
+        start = time.monotonic()
+        proc.wait(timeout=60)
+        took = time.monotonic() - start
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    err = proc.stderr.read()
+    assert line.strip() == "searching", err[-2000:]
+    assert proc.returncode == 0 and "terminate called" not in err, err[-2000:]
+    worker = int(mark.read_text())
+    with pytest.raises(ProcessLookupError):  # the worker ended with the interpreter
+        os.kill(worker, 0)
+    return took
+
+
+def test_exiting_with_find_fastest_running_is_quick_and_clean(tmp_path) -> None:
+    took = _exit_while_searching(tmp_path, 0)
+    assert took < EXIT_S, f"the exit took {took:.1f} s"
+
+
+@pytest.mark.slow
+def test_exiting_with_find_fastest_running_20_of_20_runs(tmp_path) -> None:
+    times = [_exit_while_searching(tmp_path, run) for run in range(20)]
+    assert max(times) < EXIT_S, [round(t, 2) for t in times]
