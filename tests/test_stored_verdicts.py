@@ -200,3 +200,42 @@ def test_a_new_process_partitions_a_cached_capture_without_importing_torch_tenso
     assert second[2:] == first[2:]  # the same verdict, subgraphs and version
     assert "validator rejected" in second[2]
     assert (tmp_path / "first1.svg").read_text().lstrip().startswith(("<?xml", "<svg"))
+
+
+def _outside(name: str) -> tuple[nn.Module, tuple]:
+    """Two models outside the zoo: torchvision's squeezenet1_1 (its max_pool2d(ceil_mode=True)
+    has a converter whose validator refuses it) and a 2-layer transformers Qwen2, random weights."""
+    torch.manual_seed(0)
+    if name == "squeezenet1_1":
+        import torchvision
+
+        return torchvision.models.squeezenet1_1(weights=None).eval(), (torch.randn(1, 3, 64, 64),)
+    import transformers
+
+    config = transformers.Qwen2Config(vocab_size=256, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                      num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=32,
+                                      use_cache=False)
+    model = hv.zoo.TensorOutput(transformers.Qwen2ForCausalLM(config).eval(), "logits")
+    return model, (torch.randint(0, 256, (1, 16), generator=torch.Generator().manual_seed(0)),)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", [*hv.zoo.names(), "squeezenet1_1", "qwen2"])
+def test_stored_verdicts_give_the_validators_partition(name, zoo_cache, validations, monkeypatch) -> None:
+    """Every zoo model and two outside it: the partition from the verdicts stored with the
+    capture is the one the converter registry's validators give on the same graph."""
+    if name in hv.zoo.names():
+        gm = zoo_cache.capture(name)
+    else:
+        gm = hv.capture(*_outside(name))
+    assert stored_verdicts.META in gm.meta  # stored with its capture (the session's cache folder)
+    for config in ({}, {"min_block_size": 1}):
+        validations.clear()
+        stored = hv.partition(gm, **config)
+        assert validations == []
+        asked = live(gm, monkeypatch, **config)
+        assert validations
+        assert facts(stored) == facts(asked)
+        assert stored.stats == asked.stats
+    if name == "squeezenet1_1":
+        assert "validator rejected" in stored.reason_of(pool_node(gm).name)
