@@ -70,6 +70,7 @@ handoff.provide("render_graphs", handoff.loader("hierviz.drawing.frames", "rende
 handoff.provide("save_graphs", handoff.loader("hierviz.drawing.graphs_export", "save_graphs"))
 handoff.provide("html_graphs", handoff.loader("hierviz.drawing.graphs_export", "notebook_html_graphs"))
 handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compiled_model"))
+handoff.provide("compile_graphs", handoff.loader("hierviz.latency.compiled_graphs", "compile_graphs"))
 handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
 
 

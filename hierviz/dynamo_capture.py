@@ -66,7 +66,7 @@ class DynamoCapture:
                 f"{len(self.breaks)} graph break(s), {sum(len(g.ops) for g in self.graphs)} ops>")
 
 
-def _lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
+def lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
     """The aten graph of dynamo's graph `gm` (a copy is lowered): Torch-TensorRT's backend's
     front half, or without torch_tensorrt the same AOT export with torch's core decompositions."""
     work = copy.deepcopy(gm)
@@ -80,6 +80,14 @@ def _lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
     with unittest.mock.patch.object(fake_mode, "allow_non_fake_inputs", True), fake_mode:
         return aot_export_joint_simple(work, sample_inputs, trace_joint=False,
                                        decompositions=core_aten_decompositions())
+
+
+def describes(graph: DynamoGraph, gm: GraphModule) -> bool:
+    """Whether dynamo's graph `gm` (as a backend receives it) is the one `graph` was captured
+    from: the same inputs and outputs (names, shapes, dtypes) traced from the same user line.
+    A run of the same model on the same inputs compiles the same graphs in the same order."""
+    return (_values(gm, "placeholder") == graph.inputs and _values(gm, "output") == graph.outputs
+            and _frame_of(gm) == (graph.function, graph.file, graph.line))
 
 
 def _kept(value: Any, weights: set[int]) -> Any:
@@ -223,7 +231,7 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
                         "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
                         "frame": _frame_of(gm), "ended_by": None}
         try:
-            record["graph"] = _lowered(gm, sample_inputs)
+            record["graph"] = lowered(gm, sample_inputs)
         except Exception as exc:  # noqa: BLE001 - reported as a CaptureError once the run ends
             failures.append((k, exc))
             record["graph"] = None
@@ -297,4 +305,4 @@ def _first_line(exc: BaseException) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-__all__ = ["DynamoCapture", "capture_by_graph_break", "BREAK_LOG"]
+__all__ = ["DynamoCapture", "capture_by_graph_break", "lowered", "describes", "BREAK_LOG"]

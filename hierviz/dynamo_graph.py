@@ -9,7 +9,9 @@ graph break that ended it.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, Sequence
 
+import torch
 from torch.fx import GraphModule
 
 from hierviz.graph_break import GraphBreak
@@ -57,4 +59,12 @@ class DynamoGraph:
         return f"<DynamoGraph {self.name}{where}: {len(self.ops)} ops, {len(self.inputs)} inputs>"
 
 
-__all__ = ["DynamoGraph"]
+def graph_args(call_args: Sequence[Any], placeholders: int) -> tuple:
+    """The values for the aten graph's `placeholders` from one call of dynamo's graph: all of
+    them, or the tensors alone where Torch-TensorRT's lowering (remove_sym_nodes) dropped the
+    SymInt inputs."""
+    args = tuple(call_args)
+    return args if len(args) == placeholders else tuple(a for a in args if isinstance(a, torch.Tensor))
+
+
+__all__ = ["DynamoGraph", "graph_args"]

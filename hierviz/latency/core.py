@@ -8,7 +8,6 @@ The partition is never modified.
 from __future__ import annotations
 
 import math
-import warnings
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,20 +15,21 @@ import torch
 
 from hierviz.capturing import source_of, updates_of
 from hierviz.config import whole_number
-from hierviz.errors import MeasureError, checked_arguments, user_stacklevel
+from hierviz.errors import MeasureError, checked_arguments
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import compile_cache as cache_mod
 from hierviz.latency.output_match import TOLERANCES, compare
 from hierviz.latency.compiling import Progress, short
 from hierviz.latency.lift import lift
-from hierviz.latency.compile_plan import names, resolve_device
+from hierviz.latency.compile_plan import resolve_device
 from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.quiet import wait_for_idle_workers
-from hierviz.latency.result import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
-                                    wide_baseline_note)
+from hierviz.latency.result import Measurement
+from hierviz.latency.summary import finish, float_dtypes, measurement_notes, per_subgraph_table
 from hierviz.latency.compiled_split import ON_ERROR, check_trt_settings, compile_split
-from hierviz.latency.timing import NOISY_CV, speedup_interval, time_fn, time_paired, time_submodules
+from hierviz.partitioner import MultiGraphPartition
+from hierviz.latency.timing import time_fn, time_paired, time_submodules
 
 
 @checked_arguments
@@ -74,6 +74,14 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         raise MeasureError(f"warmup must be a non-negative integer, not {warmup!r}")
     if on_error not in ON_ERROR:
         raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    if isinstance(partition, MultiGraphPartition):  # the whole model through torch.compile, graph by graph
+        from hierviz.latency.measure_by_graph import measure_graphs
+
+        return measure_graphs(partition, example_inputs, device=device, warmup=warmup, iters=iters, check=check,
+                              on_error=on_error, cache_dir=cache_dir, trt_settings=trt_settings, progress=progress,
+                              inductor_options=inductor_options, compilers=compilers, cache=cache,
+                              baseline=baseline, per_subgraph=per_subgraph, rtol=rtol, atol=atol, tf32=tf32,
+                              model=model, torch_compile=torch_compile)
     if not all(hasattr(partition, a) for a in ("module", "subgraphs", "graph")):
         raise MeasureError(f"measure takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
     check_trt_settings(trt_settings, tf32 if isinstance(tf32, bool) else False)
@@ -132,68 +140,17 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                                         step=lambda name: bar.step(f"{name} timed"))
                 for name, s in timed.items():
                     split.records[name].stats = s
-            precision = precision_record(split.tf32, _dtypes(inputs, reference),
+            precision = precision_record(split.tf32, float_dtypes(inputs, reference),
                                          {r.ran for r in split.records.values()})
     finally:
         bar.close()
 
-    notes = _notes(split, stats, base_stats, match, problems, own)
-    records = split.records
-    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
-    table = per_subgraph_table(records)
+    notes = measurement_notes(split.warnings, split.records, stats, base_stats, match, problems, own)
+    table = per_subgraph_table(split.records)
     sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
-    compile_state = {r.asked: "cached" for r in records.values() if r.status == "cached"}
-    compile_state.update(split.compile_state)
-    return Measurement(
-        median_ms=stats.median_ms, p10_ms=stats.p10_ms, p90_ms=stats.p90_ms, std_ms=stats.std_ms,
-        cv=stats.cv, iters=iters, warmup=warmup, device=str(dev), compile_s=split.compile_s,
-        cache_hits=split.cache_hits, cache_misses=split.cache_misses,
-        baseline_ms=eager.median_ms if eager else None,
-        baseline_cv=eager.cv if eager else None,
-        speedup=(eager.median_ms / stats.median_ms) if eager and stats.median_ms > 0 else None,
-        graph_eager_ms=base_stats.median_ms if base_stats else None,
-        torch_compile_ms=own["torch_compile"].median_ms if "torch_compile" in own else None,
-        torch_compile_s=own["torch_compile"].compile_s if "torch_compile" in own else None,
-        max_abs_error=max_abs, max_rel_error=max_rel, outputs_match=match, per_subgraph=table,
-        glue_ms=(stats.median_ms - sub_total) if per_subgraph else math.nan,
-        fallbacks=split.fallbacks, warnings=notes, config=getattr(partition, "config", None),
-        timing=stats, baseline_timing=base_stats, precision=precision, compile_state=compile_state,
-        records=tuple(records.values()),
-        speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms, paired=True) if eager else None,
-        eager_timing=eager,
-    )
-
-
-def _notes(split: Any, stats: Any, base_stats: Any, match: bool | None, problems: list[str],
-           own: dict[str, Any]) -> list[str]:
-    """The Measurement's notes: the compile warnings, noisy timings and output differences
-    (each also warned, at the user's line), then the noisy subgraphs and failed baselines
-    (recorded only: there can be hundreds of small, noisy subgraphs)."""
-    notes = list(split.warnings)
-    if stats.noisy:
-        notes.append(f"split model timing is noisy: coefficient of variation {stats.cv:.1%} > {NOISY_CV:.0%}; "
-                     "close other programs, fix GPU clocks, or raise iters")
-    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
-    if eager is not None and eager.wide:
-        notes.append(wide_baseline_note(eager))
-    elif base_stats is not None and base_stats.noisy:
-        notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
-    if match is False:
-        notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
-    elif problems:
-        notes.append("; ".join(problems[:3]))
-    if notes:  # one warning per measurement, however many notes
-        text = notes[0] if len(notes) == 1 else f"hv.measure: {len(notes)} notes:\n- " + "\n- ".join(notes)
-        warnings.warn(text, MeasureWarning, stacklevel=user_stacklevel())
-    records = split.records
-    noisy_subs = [n for n, r in records.items() if r.stats is not None and r.stats.noisy]
-    if noisy_subs:
-        notes.append(f"{len(noisy_subs)} of {len(records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
-                     f"{names(noisy_subs, 5)}")
-    for b in own.values():
-        if b.error:
-            notes.append(f"{b.name} baseline: {b.error}")
-    return notes
+    return finish(split, stats, own, base_stats, (match, max_abs, max_rel), table,
+                  (stats.median_ms - sub_total) if per_subgraph else math.nan, notes, precision,
+                  iters=iters, warmup=warmup, device=dev, config=getattr(partition, "config", None))
 
 
 def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -> Any:
@@ -205,31 +162,4 @@ def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -
     return eager_call(source, example_inputs, device, updates_of(partition.graph))
 
 
-def _dtypes(*values: Any) -> set[str]:
-    from torch.utils._pytree import tree_leaves
-
-    return {str(x.dtype).replace("torch.", "") for v in values for x in tree_leaves(v)
-            if isinstance(x, torch.Tensor) and x.is_floating_point()}
-
-
-def per_subgraph_table(records: Mapping[str, SubgraphRecord]) -> Any:
-    """One row per subgraph: what ran (`backend`), what was asked, its status and timing."""
-    import pandas as pd
-
-    rows = []
-    total = sum(r.stats.median_ms for r in records.values() if r.stats is not None)
-    for r in records.values():
-        s = r.stats
-        rows.append({
-            "tag": r.tag, "backend": r.ran,
-            "median_ms": s.median_ms if s else math.nan,
-            "share": (s.median_ms / total) if s and total > 0 else math.nan,
-            "asked": r.asked, "status": r.status, "compile_s": r.compile_s, "cached": r.cached,
-            "p10_ms": s.p10_ms if s else math.nan, "p90_ms": s.p90_ms if s else math.nan,
-            "cv": s.cv if s else math.nan, "ops": r.ops, "inputs": r.inputs, "outputs": r.outputs,
-            "error": r.error, "key": r.key[:16],
-        })
-    return pd.DataFrame(rows, columns=PER_SUBGRAPH_COLUMNS)
-
-
-__all__ = ["measure", "compare", "resolve_device", "TOLERANCES", "per_subgraph_table"]
+__all__ = ["measure", "compare", "resolve_device", "TOLERANCES"]

@@ -265,6 +265,18 @@ class MultiGraphPartition:
                   f"Graphs with nothing to partition (no compute): {s['graphs_without_compute']}"]
         return lines
 
+    # ------------------------------------------------------------------ running it
+    def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:
+        """The model compiled as this partition says, through torch.compile with hierviz's
+        backend (hierviz.latency.compiled_graphs.CompiledGraphs, callable like the model): each
+        dynamo graph runs its Partition's compiled split module (TensorRT, TorchInductor or
+        PyTorch per subgraph), the Python between graphs eagerly. `model`: the model to compile
+        (default: the one captured; a private copy is compiled, never the model); with
+        `example_inputs` every graph is compiled now, else on the first call. `options` are
+        hv.measure's (on_error, trt_settings, inductor_options, compilers, cache, tf32 ...)."""
+        return handoff.handler("compile_graphs")(self, device, example_inputs=example_inputs, model=model,
+                                                 **options)
+
     def __repr__(self) -> str:
         s = self.stats
         return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
