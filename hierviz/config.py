@@ -361,6 +361,8 @@ class Setting:
     read_text: Callable[[str], Any] | None  # text -> a Python value for `parse` (None: no text form)
     show: Callable[[Any], Any] = _same      # checked value -> its table cell (and tune's choice label)
     label: Callable[[Any], str | None] = _none  # checked value -> its part of Config.label (None: left out)
+    # its part of Config.label when that depends on other settings too (the whole Config; over `label`)
+    label_of: Callable[["Config"], str | None] | None = None
     to_json: Callable[[Any], Any] = _same   # checked value -> its to_dict form
     from_json: Callable[[Any], Any] = _same  # to_dict form -> a Python value for `parse`
     flag: Flag | None = None
@@ -429,6 +431,15 @@ def _takes_ops(config: "Config", backend: str) -> bool:
         or bool(getattr(sup, "names", True)) or getattr(sup, "kind", "") == "inductor"
 
 
+def _priority_label(config: "Config") -> str:
+    """The priority as Config.label shows it: 'tensorrt>inductor(no ops)' names a backend that
+    takes no ops (inductor's default support, as upstream's), and torch_tensorrt.compile's
+    partitioners (engine fast / global) show 'tensorrt', the one backend they partition for."""
+    if config.engine in COMPILE_ENGINES:
+        return "tensorrt"
+    return ">".join(b if _takes_ops(config, b) else f"{b}(no ops)" for b in config.priority)
+
+
 def _compile_priority(config: "Config", where: str) -> str | None:
     if "tensorrt" not in config.priority:
         return f"{where} partitions for TensorRT only: put 'tensorrt' in priority, e.g. priority=('tensorrt',)."
@@ -467,6 +478,7 @@ def _compile_demote_to(config: "Config", where: str) -> str | None:
 SETTINGS: list[Setting] = [
     Setting("priority", "tuple[str, ...]", ("tensorrt", "inductor"), "backends, highest priority first",
             parse=lambda v: parse_priority(v), read_text=_text_stripped, show=">".join, label=">".join,
+            label_of=_priority_label,
             to_json=list,
             flag=Flag("backends, highest priority first, e.g. inductor>tensorrt (also inductor,tensorrt; "
                       "default tensorrt>inductor)", metavar="a>b", read=_priority_flag),
@@ -588,7 +600,8 @@ class Config(metaclass=_Checked):
 
     def label(self) -> str:
         """A short one-line description, for tables and titles."""
-        parts = (row.label(getattr(self, row.name)) for row in SETTINGS)
+        parts = (row.label_of(self) if row.label_of is not None else row.label(getattr(self, row.name))
+                 for row in SETTINGS)
         return " ".join(p for p in parts if p is not None)
 
 

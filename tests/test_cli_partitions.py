@@ -26,7 +26,7 @@ def test_blockers_prints_the_table(capsys, part) -> None:
     table = part.blockers()
     assert code == 0
     first = out.splitlines()[0]
-    assert first.startswith("tensorrt>inductor mbs=8 torch=add.Tensor (hierviz engine): "
+    assert first.startswith("tensorrt>inductor(no ops) mbs=8 torch=add.Tensor (hierviz engine): "
                             f"{part.stats['subgraphs']} subgraphs")
     lines = out.splitlines()[2:]
     assert len(lines) == len(table)

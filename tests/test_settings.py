@@ -61,7 +61,7 @@ def test_adding_a_setting_is_one_row(note, tiny, capsys) -> None:
     assert hv.Config().note == "off"
     cfg = hv.Config(note="on", min_block_size=3)
     assert cfg.to_dict()["note"] == "on" and hv.Config.from_dict(cfg.to_dict()) == cfg
-    assert cfg.label() == "tensorrt>inductor mbs=3 note=on"
+    assert cfg.label() == "tensorrt>inductor(no ops) mbs=3 note=on"
     with pytest.raises(hv.ConfigError, match="note must be 'off' or 'on'"):
         hv.Config(note="maybe")
     assert hv.partition(gm, note="on").config.note == "on"

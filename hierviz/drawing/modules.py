@@ -47,6 +47,7 @@ from hierviz.drawing.overlays import Overlay, fell_back, node_keys, ran_on, titl
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
 from hierviz.partitioner import FALLBACK
+from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
@@ -346,7 +347,7 @@ class _Drawer:
         p = self.p
         s = p.stats
         by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
-        stats = (f"{html(p.config.label())} \u00b7 {s['nodes']:,} nodes, {s['subgraphs']:,} subgraphs ({html(by)}) "
+        stats = (f"{html(p.config.label())} \u00b7 {count_text('nodes', s['nodes'])}, {s['subgraphs']:,} subgraphs ({html(by)}) "
                  f"\u00b7 coverage {s['coverage']:.0%}")
         swatches = "".join(f'<TD BGCOLOR="{palette.fill(b)}" BORDER="1" COLOR="{palette.border(b)}" '
                            f'CELLPADDING="3">{html(b)}</TD>' for b in p.backends)

@@ -25,6 +25,7 @@ from hierviz.drawing.dot import DotWriter
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
 from hierviz.gcpause import gc_paused
+from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.drawing.diagram import Diagram
@@ -115,7 +116,7 @@ def choose(p: "Partition", ctx: Ctx) -> tuple[str, str | None]:
     limit = ctx.max_nodes
     count = ctx.drawn_count()
     if count > limit:
-        why = f"{count:,} nodes > max_nodes={limit:,}"
+        why = f"{count_text('drawn', count)} (the nodes, the graph's inputs and output) > max_nodes={limit:,}"
     else:
         drawn = ctx.all_drawn()
         size = ctx.full_px = full_size(ctx, drawn)

@@ -19,6 +19,7 @@ from torch.fx import GraphModule
 from hierviz import trt
 from hierviz.config import Config
 from hierviz.errors import ConfigError
+from hierviz.partitioner.counts import SUPPORTED_NODES
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
@@ -55,7 +56,7 @@ def partition_compiled(gm: GraphModule, config: Config) -> Partition:
         notes.append(f"the fast partitioner failed ({made.fell_back}); torch_tensorrt.compile retried with the "
                      "global partitioner, whose partition this is")
     if made.early_return is not None:
-        notes.append(f"only {made.early_return} supported op(s) < min_block_size {config.min_block_size}: "
+        notes.append(f"only {SUPPORTED_NODES(made.early_return)} < min_block_size {config.min_block_size}: "
                      "torch_tensorrt.compile leaves the whole graph in PyTorch")
     module = None
     if made.removed:  # the split module is built on the graph the partitioner kept

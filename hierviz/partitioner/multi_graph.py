@@ -30,6 +30,7 @@ from hierviz.partitioner.blockers import DEFAULT_TOP
 from hierviz.partitioner.multi_blockers import multi_blockers_table, refuse_measure
 from hierviz.partitioner.reasons import FALLBACK
 from hierviz.partitioner.result import Partition, outline
+from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
@@ -256,7 +257,7 @@ class MultiGraphPartition:
             after = f"after g{b.after_graph}" if b.after_graph >= 0 else "before g0"
             code = f" ({b.code})" if b.code else ""
             lines.append(f"  {after}: {b.location or 'unknown line'}{code}: {b.short}")
-        lines += [f"Operators: {s['compute_ops']} total, {s['supported_ops']} supported, "
+        lines += [f"Operators: {count_text('compute_ops', s['compute_ops'])}, {count_text('supported_ops', s['supported_ops'])}, "
                   f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated",
                   f"Subgraphs: {s['subgraphs']} ({by})",
                   f"{LEFT_WHOLE[0].upper()}{LEFT_WHOLE[1:]}: {s['graphs_left_whole']}"

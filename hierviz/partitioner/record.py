@@ -294,6 +294,7 @@ class NodeTable:
             "name": [self.name[i] for i in idx],
             "op": [self.op[i] for i in idx],
             "kind": [self.kind[i] for i in idx],
+            "compute": [self.compute[i] for i in idx],
             "eligible_backend": [self.eligible_backend[i] for i in idx],
             "backend": [self.backend[i] for i in idx],
             "tag": [tags[i] for i in idx],
@@ -307,7 +308,7 @@ class NodeTable:
         return pd.DataFrame(data, columns=list(NODE_COLUMNS))
 
 
-NODE_COLUMNS = ("name", "op", "kind", "eligible_backend", "backend", "tag", "reason_code", "reason",
+NODE_COLUMNS = ("name", "op", "kind", "compute", "eligible_backend", "backend", "tag", "reason_code", "reason",
                 "module_path", "module_class", "dtype", "shape")
 
 

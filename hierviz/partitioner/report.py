@@ -12,6 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
+from hierviz.partitioner.counts import count_text
 from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, intro_text, not_computed_text
 from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
@@ -101,7 +102,10 @@ def _what_to_change(p: "Partition") -> list[str]:
 def _coverage(p: "Partition") -> list[str]:
     t, stats = p.records, p.stats
     lines = [f"The graph consists of {stats['compute_ops']} Total Operators, of which "
-             f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage"]
+             f"{stats['supported_ops']} operators are supported, {stats['coverage'] * 100:.2f}% coverage",
+             f"  ({count_text('nodes', stats['nodes'])}: {count_text('compute_ops', stats['compute_ops'])}, of which "
+             f"{count_text('supported_ops', stats['supported_ops'])}, and "
+             f"{stats['nodes'] - stats['compute_ops']:,} getitem/view nodes that run with their producer)"]
     compute = [i for i in range(len(t)) if t.compute[i]]
     per_backend = Counter(t.eligible_backend[i] for i in compute)
     for b in p.config.priority:
@@ -172,11 +176,12 @@ def _aggregate(p: "Partition", b: str) -> list[str]:
     # so the recommended sizes are in nodes; the engine counts come from re-partitioning.
     sizes = [len(sg.nodes) for sg in engines]
     most, moderate, least = max(sizes), math.ceil(sum(sizes) / len(sizes)), min(sizes)
+    rest = ", the nodes of smaller blocks left to PyTorch"
     lines.append(f"   - For minimal graph segmentation, select min_block_size={most} which would generate "
-                 f"{_engines_at(p, b, most, sizes)} {b} engine(s)")
+                 f"{_engines_at(p, b, most, sizes)} {b} engine(s){rest if most > least else ''}")
     if moderate != most:
         lines.append(f"   - For moderate graph segmentation, select min_block_size={moderate} which would "
-                     f"generate {_engines_at(p, b, moderate, sizes)} {b} engine(s)")
+                     f"generate {_engines_at(p, b, moderate, sizes)} {b} engine(s){rest if moderate > least else ''}")
     lines.append(f"   - The current level of graph segmentation is equivalent to selecting min_block_size="
                  f"{least} which generates {_engines_at(p, b, least, sizes)} {b} engine(s)")
     return lines + ["     (min_block_size counts the nodes of a subgraph, getitem and view included)"]

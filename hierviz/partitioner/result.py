@@ -27,6 +27,7 @@ from hierviz.provenance import short_op
 from hierviz.support import tensorrt_version
 from hierviz.version import __version__
 from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table
+from hierviz.partitioner.counts import SUPPORTED_NODES, nodes_text
 from hierviz.partitioner import handoff
 from hierviz.partitioner.report import ops_table, report as report_text, summary_table
 from hierviz.partitioner.split import build_split_module
@@ -127,8 +128,10 @@ class Partition:
 
     @checked_arguments
     def nodes(self) -> "pd.DataFrame":
-        """One row per graph node, in graph order: name, op, kind, eligible_backend, backend,
-        tag, reason_code, reason, module_path, module_class, dtype, shape."""
+        """One row per graph node, in graph order: name, op, kind, compute (a compute op: not
+        getitem or a view that runs with its producer), eligible_backend, backend, tag,
+        reason_code, reason, module_path, module_class, dtype, shape. The graph's inputs,
+        weights and output have backend "graph"; the other rows are the `stats["nodes"]`."""
         return self.records.frame()
 
     # ------------------------------------------------------------------ structure
@@ -405,7 +408,7 @@ class Partition:
         return handoff.handler("html")(self)
 
     def __repr__(self) -> str:
-        return f"<hv.Partition {self.stats['nodes']} nodes, {outline(self.stats, self.config)}>"
+        return f"<hv.Partition {nodes_text(len(self.records), self.stats)}, {outline(self.stats, self.config)}>"
 
 
 def outline(stats: dict, config: Config) -> str:
@@ -529,9 +532,9 @@ class _Explainer:
                 return (f"{moved}; then demoted to PyTorch: its {backend} subgraph had {size} node(s) < "
                         f"min_block_size {min_size}, and no later backend in priority takes all its nodes")
             if res.early_return is not None:
-                return (f"runs in PyTorch: eligible for {backend}, but the graph has only {res.early_return} "
-                        f"supported op(s) < min_block_size {min_size}, so torch_tensorrt.compile leaves "
-                        "the whole graph in PyTorch")
+                return (f"runs in PyTorch: eligible for {backend}, but the graph has only "
+                        f"{SUPPORTED_NODES(res.early_return)} < min_block_size {min_size}, so torch_tensorrt.compile "
+                        "leaves the whole graph in PyTorch")
             if not size:  # upstream's engine does not keep its subgraphs before demotion
                 return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
                         f"than min_block_size {min_size}")

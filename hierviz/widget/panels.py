@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from hierviz.compare import columns
+from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -123,6 +124,8 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
         f"{html.escape(b)} <b>{n}</b></span>" for b, n in s["subgraphs_by_backend"].items())
     rows = [
         ("subgraphs", f"<b>{s['subgraphs']}</b> ({s['acc_subgraphs']} accelerated): {chips}"),
+        ("nodes", f"{count_text('nodes', s['nodes'])}, {count_text('compute_ops', s['compute_ops'])}, "
+                  f"{count_text('supported_ops', s['supported_ops'])}"),
         ("coverage", f"{s['coverage']:.1%} of {s['compute_ops']} compute ops supported, "
                      f"{s['accelerated_coverage']:.1%} accelerated"),
         ("boundary tensors", str(s["boundary_tensors"])),
@@ -149,11 +152,11 @@ def compile_today_html(today: Any, shown: "Partition | None" = None) -> str:
     s = today.stats
     text = (f"<b>{s['subgraphs_by_backend'].get('tensorrt', 0)}</b> TensorRT engine(s), "
             f"{s['subgraphs_by_backend'].get('torch', 0)} PyTorch subgraph(s), "
-            f"{s['accelerated_ops']} of {s['compute_ops']} ops accelerated")
+            f"{count_text('accelerated_ops', s['accelerated_ops'])} of {count_text('compute_ops', s['compute_ops'])}")
     if shown is not None and today.partition is not shown and shown.engine != "fast":
         t = shown.stats
         text += (f" &mdash; this partition ({html.escape(shown.engine)}): {t['acc_subgraphs']} accelerated "
-                 f"subgraph(s), {t['accelerated_ops']} ops accelerated")
+                 f"subgraph(s), {count_text('accelerated_ops', t['accelerated_ops'])}")
     notes = "; ".join(today.notes)
     if notes:
         text += f' <span style="color:#a60">({html.escape(notes)})</span>'

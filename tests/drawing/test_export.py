@@ -162,7 +162,8 @@ def test_auto_draws_small_graphs_in_full(part, conv_parts):
     g = part.render(max_nodes=20)  # 33 drawn nodes > 20: the module view, and the title says why
     assert g.info["view"] == "modules"
     assert "module view \u00b7 chosen by auto" in g.source
-    assert "auto chose the module view: 33 nodes &gt; max_nodes=20; view=&#39;full&#39; draws every node" in g.source
+    assert ("auto chose the module view: 33 drawn nodes (the nodes, the graph&#39;s inputs and output) &gt; "
+            "max_nodes=20; view=&#39;full&#39; draws every node") in g.source
 
 
 class Deep(torch.nn.Module):

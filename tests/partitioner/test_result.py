@@ -531,7 +531,7 @@ def test_nodes_record_one_row_per_node():
     model.add_module("encoder", _Encoder())
     p = hv.partition(model, (torch.randn(2, 4),), min_block_size=1, torch_executed_ops={A + "sub.Tensor"})
     df = p.nodes()
-    assert list(df.columns) == ["name", "op", "kind", "eligible_backend", "backend", "tag", "reason_code",
+    assert list(df.columns) == ["name", "op", "kind", "compute", "eligible_backend", "backend", "tag", "reason_code",
                                 "reason", "module_path", "module_class", "dtype", "shape"]
     assert list(df["name"]) == [n.name for n in p.graph.graph.nodes]
     by = df.set_index("name")
