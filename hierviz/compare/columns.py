@@ -4,7 +4,8 @@
 Columns: the settings (the rows of hierviz.config.SETTINGS, in table order, each cell its
 row's `show` form: priority as 'a>b', op sets as sorted comma-joined strings, support as
 'backend=source'; a `head` setting, the engine, goes first and only where asked), then
-partition stats, then latency when measured, then `error`.
+partition stats (summed over graphs for a graph-by-graph partition, ir="torch_compile", which
+adds `graphs`, `graph_breaks` and `graphs_left_whole`), then latency when measured, then `error`.
 """
 
 from __future__ import annotations
@@ -13,10 +14,11 @@ from typing import Any, Iterable, Mapping
 
 from hierviz import config as settings
 from hierviz.config import Config
-from hierviz.partitioner import FALLBACK
+from hierviz.partitioner import FALLBACK, MultiGraphPartition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
+GRAPH_COLUMNS = ("graphs", "graph_breaks", "graphs_left_whole")  # a graph-by-graph partition's (ir="torch_compile")
 LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error",
                    "outputs_match", "mismatch_at", "fallbacks", "compile_s", "cache_hits", "cache_misses")
 
@@ -58,8 +60,8 @@ def recommendation(part: Any) -> int | None:
     Only hierviz's engine keeps what this needs (its subgraphs before the small-block pass);
     for the others it would mean running their whole partitioner once per size, so the cell
     is empty (call `part.recommend()` to pay for it)."""
-    if part.engine != settings.DEFAULT_ENGINE:
-        return None
+    if part.engine != settings.DEFAULT_ENGINE or isinstance(part, MultiGraphPartition):
+        return None  # across graphs: no recommend() (each graph has its own)
     rec = part.recommend()
     if rec is None or len(rec) == 0:
         return None
@@ -85,6 +87,8 @@ def stat_columns(part: Any) -> dict[str, Any]:
     row["accelerated_coverage"] = s["accelerated_coverage"]
     row["boundary_tensors"] = s["boundary_tensors"]
     row["recommendation"] = recommendation(part)
+    if isinstance(part, MultiGraphPartition):  # the figures above are summed over its graphs
+        row.update({name: s[name] for name in GRAPH_COLUMNS})
     return row
 
 
@@ -115,7 +119,8 @@ def backend_order(rows: Iterable[Mapping[str, Any]]) -> list[str]:
 
 def column_order(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
                  extra_tail: Iterable[str] = ()) -> list[str]:
-    cols = [*extra_head, *body_columns(), *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL]
+    cols = [*extra_head, *body_columns(), *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL,
+            *(c for c in GRAPH_COLUMNS if any(c in row for row in rows))]
     if latency:
         cols += LATENCY_COLUMNS
     cols += ["error", *extra_tail]
@@ -140,7 +145,7 @@ def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[
     whole = {row.name for row in settings.SETTINGS if row.annotation == "int"}  # whole-number settings
     for c in cols:
         if c.startswith("subgraphs") or c in whole or c in ("acc_subgraphs", "boundary_tensors", "recommendation",
-                                                              "cache_hits", "cache_misses"):
+                                                              "cache_hits", "cache_misses", *GRAPH_COLUMNS):
             if len(df) and not _all_ints(df[c]):
                 df[c] = pd.Series([row.get(c) for row in filled], dtype=object)  # an error row's raw 2.7
                 continue

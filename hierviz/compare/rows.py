@@ -11,7 +11,9 @@ from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.compare.ray_executor import RayRunner, WorkerDied
 from hierviz.config import Config
+from hierviz.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, HiervizError
+from hierviz.partitioner import partition_graphs
 
 
 def measure_kwargs(measure: Any) -> dict[str, Any] | None:
@@ -25,12 +27,21 @@ def measure_kwargs(measure: Any) -> dict[str, Any] | None:
                       f"not {type(measure).__name__}.")
 
 
+def partition_of(source: Any, cfg: Config) -> Any:
+    """The partition of an aten graph (from the partition cache), or of a graph-by-graph capture
+    (ir="torch_compile": a MultiGraphPartition, each graph from the cache)."""
+    if isinstance(source, DynamoCapture):
+        return partition_graphs(source, cfg, run=cached_partition)
+    return cached_partition(source, cfg)
+
+
 def partition_row(gm: Any, cfg: Config) -> tuple[Any, dict[str, Any]]:
-    """(partition or None, row) for one configuration (checked by the grid: used as it is);
-    its engine runs once; HiervizErrors become the row's `error`."""
+    """(partition or None, row) for one configuration (checked by the grid: used as it is) of
+    an aten graph or a graph-by-graph capture; its engine runs once per graph; HiervizErrors
+    become the row's `error`."""
     row: dict[str, Any] = columns.config_columns(cfg)
     try:
-        part = cached_partition(gm, cfg)
+        part = partition_of(gm, cfg)
         row.update(columns.stat_columns(part))
     except HiervizError as exc:
         row["error"] = str(exc)
@@ -83,4 +94,4 @@ def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, configs: l
     return [(None, row) for row in rows]  # type: ignore[misc]
 
 
-__all__ = ["measure_kwargs", "partition_row", "run_measure", "sweep_on_ray"]
+__all__ = ["measure_kwargs", "partition_of", "partition_row", "run_measure", "sweep_on_ray"]

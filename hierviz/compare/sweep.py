@@ -19,14 +19,16 @@ from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa:
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import measure_kwargs, partition_row, run_measure, sweep_on_ray
-from hierviz.compare.sweep_file import KEYS, SweepFile, model_key, settings_key
-from hierviz.partitioner import graph_of, make_config
+from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key, settings_key
+from hierviz.capturing import capture, check_ir
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
 
 @checked_arguments
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
-          progress: bool = True, out: str | Path | None = None) -> pd.DataFrame:
+          progress: bool = True, out: str | Path | None = None, ir: str = "dynamo") -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
@@ -54,15 +56,26 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     there for the same model and settings are skipped (`df.attrs["skipped"]`, and a note).
     Ctrl-C (KeyboardInterrupt) stops the sweep and returns the rows finished so far, with a
     note. `df.attrs` holds the run time, cache counters and `notes`.
+
+    `ir="torch_compile"` (or `model` a DynamoCapture or MultiGraphPartition, captured once,
+    never again): what torch.compile(model, backend="torch_tensorrt") runs, graph by graph
+    (hv.partition(..., ir="torch_compile") per row, each graph from the partition cache); the
+    stats columns are summed over the graphs, then `graphs`, `graph_breaks` and
+    `graphs_left_whole`; `recommendation` is empty (each graph has its own). Threads and
+    `out=` work as above; Ray does not take a graph-by-graph capture (a ConfigError).
     """
+    by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
+    if by_graph and executor is not None and is_ray(executor):
+        raise ConfigError("hv.sweep(ir='torch_compile') runs in this process (threads: pass a ThreadPoolExecutor, "
+                          "or none); Ray tasks take one captured graph, not a model's graphs.")
     check_executor(executor)
     mkw = measure_kwargs(measure)
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
     _, configs = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
-    gm = graph_of(model, example_inputs)
-    store = SweepFile(out, model_key(gm)) if out is not None else None
+    gm = graphs_of(model, example_inputs) if by_graph else graph_of(model, example_inputs)
+    store = SweepFile(out, captures_key(gm) if by_graph else model_key(gm)) if out is not None else None
     keys = [settings_key(cfg, mkw) for cfg in configs] if store is not None else []
     todo = [i for i in range(len(configs)) if store is None or keys[i] not in store.done]
     notes: list[str] = []
@@ -108,6 +121,16 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         df.attrs["compile_cache_hits"] = measure_stats["hits"]
         df.attrs["compile_cache_misses"] = measure_stats["misses"]
     return df
+
+
+def graphs_of(model: Any, example_inputs: Any) -> DynamoCapture:
+    """The graph-by-graph capture a sweep partitions: a MultiGraphPartition's, a DynamoCapture
+    as given, or the model captured with ir="torch_compile"."""
+    if isinstance(model, MultiGraphPartition):
+        return model.capture
+    if isinstance(model, DynamoCapture):
+        return model
+    return capture(model, example_inputs, ir="torch_compile")
 
 
 def check_executor(executor: Any) -> None:

@@ -34,6 +34,11 @@ def model_key(gm: Any) -> str:
     return _digest([gm.code, inputs])
 
 
+def captures_key(capture: Any) -> str:
+    """A graph-by-graph capture's fingerprint (ir="torch_compile"): every graph's, in order."""
+    return _digest(["torch_compile", [model_key(g.graph) for g in capture.graphs]])
+
+
 def settings_key(cfg: Config, measure: Mapping[str, Any] | None) -> str:
     """A setting's fingerprint, with the measure options (a measured row is not an unmeasured one)."""
     return _digest([columns.config_columns(cfg), None if measure is None else dict(measure)])
