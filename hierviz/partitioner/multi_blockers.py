@@ -32,12 +32,14 @@ them).
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
 from hierviz.config import Config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.graph_break import GraphBreak
+from hierviz.opnames import names_as_saved
 from hierviz.partitioner import handoff
 from hierviz.partitioner.blockers import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, KINDS, Cause, check_top, counted,
                                           find_causes, join_notes, parse_kinds, ranked_rows)
@@ -60,7 +62,10 @@ def merged_causes(part: Any) -> list[Cause]:
     are named across graphs ('g2/add_3')."""
     by_change: dict[str, Cause] = {}
     for k, p in enumerate(part.graphs):
-        for c in find_causes(p):
+        # a saved partition's op names are as saved: its what-if settings never look them up here
+        with names_as_saved() if p.graph is None else contextlib.nullcontext():
+            found = find_causes(p)
+        for c in found:
             members = [f"g{k}/{m}" for m in c.members]
             known = by_change.get(c.change)
             if known is None:

@@ -122,3 +122,20 @@ def test_diff_multi_against_single(cap) -> None:
     forced = hv.partition(one.graphs[0].graph, min_block_size=1, torch_executed_ops={RELU})
     d = hv.diff(one, forced)
     assert "graph" not in d.columns and list(d[d.change == "backend"].op) == [RELU]
+
+
+def test_saved_multi_graph_partitions_check_diff_and_blockers(cap, plain, tmp_path) -> None:
+    fewer = hv.partition(plain, min_block_size=3)
+    more = hv.partition(cap, min_block_size=3)
+    path = fewer.save(tmp_path / "fewer.json")
+    with pytest.raises(hv.PartitionCheckError, match="graph breaks 3 vs 2 saved"):
+        hv.check(more, like=path)
+    hv.check(fewer, like=str(path))
+    loaded = hv.load_partition(path)
+    assert hv.diff(loaded, fewer).empty
+    d = hv.diff(more, loaded)
+    assert len(d) and set(d.graph) <= {0, 1, 2, 3}
+    live, kept = fewer.blockers(), loaded.blockers()
+    assert list(kept.columns) == list(live.columns)
+    assert sorted(kept.change) == sorted(live[live.kind != "combined"].change)
+    assert kept.subgraphs_saved.isna().all() and kept.note.str.contains("saved partition").all()
