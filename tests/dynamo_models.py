@@ -81,7 +81,28 @@ class DetachOnly(nn.Module):
         return self.lin(h).relu()
 
 
-TOYS = {"if_on_sum": (IfOnSum, (1, 3, 8, 8)), "prints": (Prints, (2, 16)), "item_arith": (ItemArith, (2, 8))}
+class ThreeGraphs(nn.Module):
+    """Two graph breaks between three graphs of compute: a `print` whose text holds quotes,
+    braces, `<>` and `&` (the picture's break marker shows the user's code line), then a
+    data-dependent `if`."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.stem = nn.Sequential(nn.Conv2d(3, 8, 3, padding=1), nn.BatchNorm2d(8), nn.ReLU())
+        self.mid = nn.Sequential(nn.Conv2d(8, 8, 3, padding=1), nn.ReLU())
+        self.head = nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.stem(x)
+        print('<y> {"shape": %s} & \'done\'' % (tuple(y.shape),))  # break: print
+        y = self.mid(y) + y
+        if y.mean() > 0:  # break: if
+            y = y * 2
+        return torch.softmax(self.head(y.mean((2, 3))), dim=-1)
+
+
+TOYS = {"if_on_sum": (IfOnSum, (1, 3, 8, 8)), "prints": (Prints, (2, 16)), "item_arith": (ItemArith, (2, 8)),
+        "three_graphs": (ThreeGraphs, (1, 3, 8, 8))}
 
 
 def load(name: str) -> tuple[nn.Module, tuple]:

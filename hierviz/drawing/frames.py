@@ -11,9 +11,9 @@ the last one) is drawn the same, and says so.
 
 Frames are the views' own DOT bodies placed in a cluster (dot.nest: ids prefixed, each view's
 own legend left out); one legend at the top explains the backends, the node styles drawn, the
-frames and the marker. Overlays go to each graph: `measurement=` one hv.Measurement per graph
-(a sequence, or an object with `.graphs`), `against=` another MultiGraphPartition of the same
-model, `highlight=` as for a Partition.
+frames and the marker. Overlays go to each graph: `measurement=` hv.measure(part, inputs) of
+the whole model (each frame its graph's rows, graph_times.py) or one hv.Measurement per graph,
+`against=` another MultiGraphPartition of the same model, `highlight=` as for a Partition.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import resolve_limit
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, Nested, html, nest
+from hierviz.drawing.graph_times import GraphTimes
 from hierviz.drawing.legend import legend_grid, style_samples, swatch
 from hierviz.drawing.text import BR_LEFT, css, plural, tooltip
 from hierviz.drawing.views import VIEWS, choose, render
@@ -62,12 +63,14 @@ def where(file: str, line: int) -> str:
 
 def shares(counts: Sequence[int], limit: int) -> list[int]:
     """Each graph's part of the node budget `limit`: the smallest graphs first get what they
-    need, the rest is split evenly among the bigger ones (at least MIN_SHARE each)."""
+    need, the rest is split evenly among the bigger ones (at least MIN_SHARE each, or `limit`
+    when that is less)."""
     out = [0] * len(counts)
     left = limit
+    floor = min(MIN_SHARE, limit)
     order = sorted(range(len(counts)), key=lambda k: (counts[k], k))
     for pos, k in enumerate(order):
-        fair = max(left // (len(order) - pos), MIN_SHARE)
+        fair = max(left // (len(order) - pos), floor)
         out[k] = fair
         left = max(left - min(counts[k], fair), 0)
     return out
@@ -84,13 +87,15 @@ def per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
                               "(hv.partition(model, inputs, ir='torch_compile', ...)), not a "
                               f"{type(value).__name__}; to compare one graph: part.graphs[k].render(against=...).")
         items = list(value.graphs)
+    elif what == "measurement" and GraphTimes.of_graphs(value):  # hv.measure of the whole model
+        ran = set(value.per_subgraph["graph"].tolist())
+        items = [GraphTimes(value, k) if k in ran else None for k in range(n)]
     else:
-        items = list(value.graphs) if hasattr(value, "graphs") else (
-            list(value) if isinstance(value, (list, tuple)) else None)
+        items = list(value) if isinstance(value, (list, tuple)) else None
         if items is None:
-            raise RenderError(f"{what}= of a graph-by-graph partition is one value per graph (a list, None for a "
-                              f"graph left out), not a {type(value).__name__}; for one graph: "
-                              f"part.graphs[k].render({what}=...).")
+            raise RenderError(f"{what}= of a graph-by-graph partition is hv.measure(part, inputs) of it, or one "
+                              f"value per graph (a list, None for a graph left out), not a {type(value).__name__}; "
+                              f"for one graph: part.graphs[k].render({what}=...).")
     if len(items) != n:
         raise RenderError(f"{what}= has {len(items)} graph(s) and this partition {n}: pass one per graph, in "
                           "execution order (the same model captured the same way).")

@@ -22,6 +22,7 @@ from hierviz.drawing import palette
 from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, REPORT_CSS, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
                                     layout, measurement_section, strip_prolog, table_html, target, write)
 from hierviz.drawing.frames import EAGER, per_graph, render_graphs, where
+from hierviz.drawing.graph_times import GraphTimes
 from hierviz.errors import RenderError
 from hierviz.partitioner.saved_graphs import document_graphs
 from hierviz.version import __version__
@@ -170,8 +171,13 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
                        for k, v in mp.config.to_dict().items())
     legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
                      f"</span>{esc(b)}" for b in mp.config.priority)
-    times = per_graph(mp, kwargs.get("measurement"), "measurement")
-    measured = "".join(measurement_section(m, f"<h3>g{k}</h3>") for k, m in enumerate(times) if m is not None)
+    m = kwargs.get("measurement")
+    if m is None or GraphTimes.of_graphs(m):  # hv.measure of the whole model: its table has a graph column
+        measured = measurement_section(m)
+    else:  # one Measurement per graph
+        measured = '<h2 id="measured">Measured</h2>' + "".join(
+            measurement_section(one, f"<h3>g{k}</h3>") for k, one in enumerate(per_graph(mp, m, "measurement"))
+            if one is not None)
     title = f"hierviz report: {mp.capture.model} graph by graph, {mp.config.label()}"
     breaks = (table_html(breaks_table(mp), "graph breaks") if mp.breaks else "<p>No graph break: one graph.</p>")
     return f"""<!DOCTYPE html>
@@ -201,7 +207,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
 <table class="hv-table">{cfg_rows}</table>
 <h2 id="subgraphs">Subgraphs</h2>
 {table_html(mp.summary(), "subgraphs")}
-{f'<h2 id="measured">Measured</h2>{measured}' if measured else ''}<h2 id="ops">Ops</h2>
+{measured}<h2 id="ops">Ops</h2>
 {table_html(mp.ops(), "ops")}
 <h2 id="report">Report</h2>
 <pre>{esc(mp.report())}</pre>
