@@ -164,6 +164,39 @@ def test_overlays_per_graph_and_clear_errors(three, three_mbs1):
     assert "hv-frame" in src
 
 
+class WholeModelTimes:
+    """What hv.measure of a graph-by-graph partition returns, as far as drawing reads it: one
+    per_subgraph table for the whole model, with the graph each subgraph belongs to."""
+
+    device = "cpu"
+
+    def __init__(self, part, ms: float = 1.5) -> None:
+        import pandas as pd
+
+        rows = [{"graph": k, "calls": 1, "tag": sg.tag, "backend": sg.backend, "asked": sg.backend, "status": "ok",
+                 "median_ms": ms * (k + 1), "share": 0.0, "error": None}
+                for k, p in enumerate(part.graphs) for sg in p.subgraphs]
+        rows[-1].update(status="fallback", backend="torch", error="no GPU here")
+        self.per_subgraph = pd.DataFrame(rows)
+
+    def nothing_accelerated_text(self) -> str:
+        return ""
+
+
+def test_a_whole_model_measurement_is_drawn_on_each_frame(three, tmp_path, needs_dot):
+    part = three[2]
+    m = WholeModelTimes(part)
+    src = part.render("collapsed", measurement=m).source
+    for k in range(3):
+        frame = src[src.index(f"subgraph cluster_g{k} {{"):]
+        frame = frame[:frame.index("\n\t}\n")]
+        assert f"{1.5 * (k + 1):.2f} ms" in frame, k  # graph k's own subgraph time, in its own frame
+    last = src[src.index("subgraph cluster_g2 {"):]
+    assert "fell back" in last and "no GPU here" in last  # the fallback said where it happened
+    page = part.save(tmp_path / "measured.html", measurement=m).read_text(encoding="utf-8")
+    assert '<h2 id="measured">Measured</h2>' in page and "no GPU here" in page
+
+
 def test_notebook_shows_the_picture(three, needs_dot):
     page = three[2]._repr_html_()
     assert "hv.MultiGraphPartition" in page and "<svg" in page
@@ -187,6 +220,8 @@ def test_saved_and_loaded_back(three, tmp_path, needs_dot):
         loaded.compile()
     with pytest.raises(hv.SavedPartitionError, match="re-partitioning needs the model's graphs"):
         hv.partition(loaded, min_block_size=2)
+    with pytest.raises(hv.SavedPartitionError, match="has none"):
+        hv.measure(loaded, inputs, device="cpu", model=model)
 
 
 def test_loading_never_looks_op_names_up_here(three, tmp_path):
