@@ -26,7 +26,7 @@ from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     positive,
     writable,
 )
-from hierviz.config import DEFAULT_ENGINE
+from hierviz.engine_table import DEFAULT_ENGINE
 from hierviz.cli_output import import_tensorrt_quietly, one_line_warnings
 from hierviz.cli_partitions import add_commands
 from hierviz.errors import HiervizError

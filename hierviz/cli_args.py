@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from hierviz import config as settings
-from hierviz.config import COMPILE_ENGINES, Config, derive, whole_number
+from hierviz.config import Config, derive
+from hierviz.engine_table import COMPILE_ENGINES
+from hierviz.setting_values import whole_number
 from hierviz.errors import ConfigError
 from hierviz.partitioner import load_partition, partition
 

@@ -1,14 +1,13 @@
-"""hv.Config: the run's settings, declared once in one table (`SETTINGS`), frozen and hashable.
+"""hv.Config: the run's settings, a frozen, hashable dataclass whose fields carry their row.
 
-Each `Setting` row gives a setting's type and default, how it is read from a Python value and
+Each field's metadata is its `Setting` (setting.py): how its value is read from Python and
 from text, its short text forms (Config.label, table cells), its command-line flag and help,
-its Explorer control (as data; explorer/controls.py builds the widget), and what
-torch_tensorrt.compile's own partitioners (engine "fast"/"global") accept. Everything that
-deals with settings iterates the table: `Config` itself (its dataclass fields are made from
-it), `to_dict`/`from_dict`, the CLI flags, the Explorer controls, sweep and tune grids and
-labels, the table columns, what fast/global refuse, and the cache keys (the engine is a
-setting like the others). Adding a setting is one row plus the code that uses it
-(docs/architecture.md, "Adding a setting").
+and which engines take every value of it. `SETTINGS` is the rows in field order; everything
+that deals with settings iterates it: `to_dict`/`from_dict`, the CLI flags, sweep and tune
+grids and labels, the table columns, the cache keys (the engine is a setting like the others).
+The Explorer's control of each setting is declared in the widget (widget/control_spec.py),
+what torch_tensorrt.compile's partitioners accept in compile_rules.py. Adding a setting is
+one field plus the code that uses it (docs/architecture.md, "Adding a setting").
 
 Values are checked once, where they come in: `Config(...)`, `Config.replace`, `from_dict`,
 `hv.partition(**overrides)`, the CLI, the widget and grid entries go through the row's
@@ -21,228 +20,34 @@ the rules between fields run). `"tensorrt>inductor"`, `"tensorrt,inductor"` and
 
 from __future__ import annotations
 
+import dataclasses
 import difflib
-import math
-import numbers
 import re
 import warnings
-from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping
 
+from hierviz import compile_rules
 from hierviz import support as support_mod
-from hierviz import trt
+from hierviz.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, parse_engine
 from hierviz.errors import ConfigError, ConfigWarning, user_stacklevel
-from hierviz.opnames import normalize_all, split_names
-
-MIN_BLOCK_SIZE = 5  # Torch-TensorRT's MIN_BLOCK_SIZE
-BUILTIN_BACKENDS = ("tensorrt", "inductor")
-# Backend names become submodule names (_run_on_acc_<backend>_<i>): identifiers only.
-_BACKEND_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*\Z")
-_SEPARATORS = re.compile(r"[>,+\s]+")
-_SUPPORT_HELP = ("support must map backend name -> hv.support.*(...), e.g. "
-                 "support={'inductor': hv.support.inductor()}")
-
-
-class SupportMap(Mapping[str, support_mod.Support]):
-    """A read-only, hashable mapping backend -> Support."""
-
-    def __init__(self, items: Mapping[str, support_mod.Support]) -> None:
-        self._items = dict(sorted(items.items()))
-
-    def __getitem__(self, key: str) -> support_mod.Support:
-        return self._items[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._items)
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def __hash__(self) -> int:
-        return hash(tuple(self._items.items()))
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, Mapping) and dict(self._items) == dict(other)
-
-    def __repr__(self) -> str:
-        return repr(self._items)
-
-
-
-# ---------------------------------------------------------------------------- the values
-def unknown_backend_message(name: str, custom: bool = True) -> str:
-    """'unknown backend ..., did you mean ...?' for a name that is no built-in backend; with
-    `custom`, how to declare a backend of one's own."""
-    hint = difflib.get_close_matches(name.lower(), BUILTIN_BACKENDS, n=1, cutoff=0.6)
-    msg = f"unknown backend {name!r}, did you mean {hint[0]!r}?" if hint else f"unknown backend {name!r} (no support set)."
-    msg += f" Built-in backends: {', '.join(BUILTIN_BACKENDS)}"
-    if custom:
-        msg += (f"; a custom backend needs support={{{name!r}: hv.support.ops([...])}} or "
-                "hv.support.where(...).")
-    return msg + ("" if custom else ".")
-
-
-def parse_backend(name: Any, where: str = "priority") -> str:
-    """A backend name: built-ins case-insensitive ('TensorRT' -> 'tensorrt'); custom names
-    must be identifiers (they name submodules, `_run_on_acc_<backend>_0`)."""
-    if not isinstance(name, str):
-        raise ConfigError(f"{where}: backend names are strings such as 'tensorrt', not "
-                          f"{type(name).__name__} {name!r}.")
-    text = name.strip()
-    if text.lower() in BUILTIN_BACKENDS:
-        return text.lower()
-    if text.lower() in ("torch", "none", ""):
-        raise ConfigError(f"{where}: {name!r} is not a backend: nodes no backend takes run in PyTorch "
-                          "('torch', the fallback) anyway; leave it out.")
-    if not _BACKEND_NAME.match(text):
-        raise ConfigError(f"{where}: backend name {name!r} is not usable: it names submodules "
-                          f"(_run_on_acc_<backend>_0), so use letters, digits and '_', starting with a letter.")
-    return text
-
-
-def parse_priority(value: Any) -> tuple[str, ...]:
-    """priority from a tuple/list of names or text: 'tensorrt>inductor', 'tensorrt,inductor'."""
-    if isinstance(value, str):
-        items: Iterable[Any] = [p for p in _SEPARATORS.split(value) if p]
-    elif isinstance(value, (list, tuple)):
-        items = value
-    else:
-        raise ConfigError(f"priority must be backend names, highest first, e.g. ('tensorrt', 'inductor') "
-                          f"or 'tensorrt>inductor', not {type(value).__name__} {value!r}.")
-    priority = tuple(parse_backend(p) for p in items)
-    if not priority:
-        raise ConfigError("priority is empty: give at least one backend, e.g. priority=('tensorrt',).")
-    twice = sorted({p for p in priority if priority.count(p) > 1})
-    if twice:
-        raise ConfigError(f"priority lists a backend twice: {priority}. Name each backend once ({twice[0]!r}).")
-    return priority
-
-
-def parse_support(value: Any) -> "SupportMap | None":
-    """support: None (Torch-TensorRT's defaults) or a mapping backend -> hv.Support (backend
-    names checked; whether they fit priority is a rule between fields, `_check_together`)."""
-    if value is None:
-        return None
-    if not isinstance(value, Mapping):
-        raise ConfigError(_SUPPORT_HELP)
-    items: dict[str, support_mod.Support] = {}
-    for name, sup in value.items():
-        backend = parse_backend(name, where="support")
-        if not isinstance(sup, support_mod.Support):
-            raise ConfigError(f"support[{name!r}] must be a hv.Support (hv.support.ops([...]), "
-                              f"hv.support.inductor(), ...), not {type(sup).__name__}.")
-        if backend in items:
-            raise ConfigError(f"support names backend {backend!r} twice; name it once.")
-        items[backend] = sup
-    if isinstance(value, SupportMap) and dict(value) == items:
-        return value
-    return SupportMap(items)
-
-
-def whole_number(value: Any, minimum: int = 1) -> bool:
-    """Whether `value` is a Python int (not a bool) of at least `minimum`: the one check of the
-    counts every entry point takes (min_block_size, iters, warmup, budget, cache sizes, CLI numbers)."""
-    return isinstance(value, int) and not isinstance(value, bool) and value >= minimum
-
-
-def parse_min_block_size(value: Any) -> int:
-    """min_block_size: an int >= 1 (not a bool, not a float; numpy integers are taken)."""
-    if isinstance(value, numbers.Integral) and not isinstance(value, bool) and whole_number(int(value)):
-        return int(value)
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        if isinstance(value, float) and math.isfinite(value) and value.is_integer() and value >= 1:
-            raise ConfigError(f"min_block_size must be an int, not the float {value!r}: write {int(value)}.")
-        raise ConfigError(f"min_block_size must be an integer >= 1 (Torch-TensorRT's default is "
-                          f"{MIN_BLOCK_SIZE}), not {type(value).__name__} {value!r}.")
-    raise ConfigError(f"min_block_size must be >= 1 (got {value}); 1 keeps every accelerated subgraph.")
-
-
-def parse_bool(name: str, value: Any) -> bool:
-    """A bool field: True or False only (text such as 'no' is for `parse_text`)."""
-    if isinstance(value, bool):
-        return value
-    if type(value).__name__ == "bool_":  # numpy.bool_ from a DataFrame row
-        return bool(value)
-    raise ConfigError(f"{name} must be True or False, not {type(value).__name__} {value!r}.")
-
-
-def parse_ops(value: Any, field: str = "torch_executed_ops") -> frozenset[str]:
-    """Op names (with or without 'torch.ops.aten.', comma-separated text, OpOverloads) as
-    qualified names; unknown names and names that never match an aten node are errors."""
-    if value is None:
-        return frozenset()
-    if isinstance(value, str):
-        value = split_names(value)
-    elif not isinstance(value, (list, tuple, set, frozenset)):
-        raise ConfigError(f"{field} must be a set of op names, e.g. {{'torch.ops.aten.relu.default'}} or "
-                          f"'aten.relu.default,aten.add.Tensor', not {type(value).__name__} {value!r}.")
-    return normalize_all(value, field)
-
-
-DEMOTE_TO = ("torch", "next")
-
-
-def parse_demote_to(value: Any) -> str:
-    """demote_to: 'torch' (upstream's rule) or 'next' (the next backend in priority)."""
-    if isinstance(value, str) and value.strip().lower() in DEMOTE_TO:
-        return value.strip().lower()
-    raise ConfigError(f"demote_to must be 'torch' (upstream's rule: an accelerated subgraph below min_block_size "
-                      f"runs in PyTorch) or 'next' (it goes to the next backend in priority that takes its nodes), "
-                      f"not {type(value).__name__} {value!r:.40}.")
-
-
-# ---------------------------------------------------------------------------- the engines
-@dataclass(frozen=True)
-class Engine:
-    """One partitioner `engine=` runs: its name, what it is (one line), and for
-    torch_tensorrt.compile's own partitioners how compile runs it (they take fewer settings)."""
-
-    name: str
-    what: str
-    compile: str = ""            # non-empty: one of torch_tensorrt.compile's partitioners
-    needs_trt: bool = False      # runs the installed Torch-TensorRT's code
-    aliases: tuple[str, ...] = ()
-
-
-ENGINE_TABLE = (
-    Engine("hierviz", "hierviz's hierarchical partitioner"),
-    Engine("fast", "torch_tensorrt.compile today (its default: the fast adjacency partitioner)",
-           compile="torch_tensorrt.compile's default partitioner (use_fast_partitioner=True)", needs_trt=True),
-    Engine("global", "torch_tensorrt.compile with use_fast_partitioner=False (the global partitioner)",
-           compile="torch_tensorrt.compile's global partitioner (use_fast_partitioner=False)", needs_trt=True),
-    Engine("torch_tensorrt", "upstream's hierarchical partitioner (not reachable from compile)", needs_trt=True,
-           aliases=("hierarchical",)),
+from hierviz.setting import Flag, Setting
+from hierviz.setting_values import (
+    BUILTIN_BACKENDS,
+    MIN_BLOCK_SIZE,
+    SUPPORT_HELP,
+    parse_bool,
+    parse_demote_to,
+    parse_min_block_size,
+    parse_ops,
+    parse_priority,
+    parse_support,
+    unknown_backend_message,
 )
-DEFAULT_ENGINE = ENGINE_TABLE[0].name
-ENGINE_ALIASES = {alias: e.name for e in ENGINE_TABLE for alias in e.aliases}
-ENGINES = tuple(name for e in ENGINE_TABLE for name in (e.name, *e.aliases))  # every name engine= takes
-COMPILE_ENGINES = tuple(e.name for e in ENGINE_TABLE if e.compile)
+from hierviz.support_map import SupportMap
 
 
-def engine_info(name: str) -> Engine:
-    """The ENGINE_TABLE row of an engine name (as parse_engine returns it)."""
-    return next(e for e in ENGINE_TABLE if e.name == name)
-
-
-def available_engines() -> tuple[str, ...]:
-    """The engines that can run here: those that need Torch-TensorRT only when it is there
-    (trt.present: asked without importing it)."""
-    return tuple(e.name for e in ENGINE_TABLE if not e.needs_trt or trt.present())
-
-
-def parse_engine(engine: object) -> str:
-    """The engine name partition() runs ('hierarchical' -> 'torch_tensorrt'); ConfigError
-    naming the engines otherwise."""
-    if isinstance(engine, str) and engine.strip().lower() in ENGINES:
-        name = engine.strip().lower()
-        return ENGINE_ALIASES.get(name, name)
-    close = difflib.get_close_matches(str(engine).lower(), ENGINES, n=1)
-    hint = f" (did you mean {close[0]!r}?)" if close else ""
-    raise ConfigError(f"engine must be one of {', '.join(ENGINES)}, not {engine!r}{hint}: 'fast' is what "
-                      "torch_tensorrt.compile partitions with by default, 'global' its use_fast_partitioner=False, "
-                      "'torch_tensorrt'/'hierarchical' upstream's hierarchical partitioner, 'hierviz' hierviz's own.")
-
-
+# ---------------------------------------------------------------------------- text
 # ---------------------------------------------------------------------------- text
 TEXT_TRUE = ("true", "yes", "on", "1")
 TEXT_FALSE = ("false", "no", "off", "0")
@@ -281,14 +86,8 @@ def _parse_bool_field(name: str) -> Callable[[Any], bool]:
     return lambda value: parse_bool(name, value)
 
 
-def _same(value: Any) -> Any:
-    return value
 
-
-def _none(_value: Any) -> None:
-    return None
-
-
+# ---------------------------------------------------------------------------- command-line readers
 # ---------------------------------------------------------------------------- command-line readers
 def _priority_flag(text: str) -> tuple[str, ...]:
     """--priority: built-in backends only (others need support=, from Python)."""
@@ -319,84 +118,8 @@ def _support_flag(text: str) -> Any:
         raise ConfigError(f"--inductor-support {text}: {message} {takes}") from None
 
 
-# ---------------------------------------------------------------------------- the table
-PASSED = "passed"  # Setting.compile_value: torch_tensorrt.compile's partitioners run the user's value
 
-
-@dataclass(frozen=True)
-class Flag:
-    """A setting's command-line option: `--name VALUE` (`metavar`), or a switch that sets True
-    (`metavar` None). `read` turns the text into the value (default: the setting's read_text)."""
-
-    help: str
-    metavar: str | None = None
-    name: str = ""
-    read: Callable[[str], Any] | None = None
-
-
-@dataclass(frozen=True)
-class Control:
-    """A setting's Explorer control, as data: `kind` names the widget explorer/controls.py
-    builds (backends, support, slider, ops, toggle, choice); `options` are a choice's values
-    (or a function giving them); `row` is the line of the controls it sits on."""
-
-    kind: str
-    description: str = ""
-    options: tuple[str, ...] | Callable[[], tuple[str, ...]] = ()
-    tooltip: str = ""
-    icon: str = ""
-    row: int = 0
-    unavailable: str = ""  # why a value may not be offered here (a choice whose options depend on the machine)
-
-
-@dataclass(frozen=True)
-class Setting:
-    """One row of the settings table (see the module docstring)."""
-
-    name: str
-    annotation: str               # the type, as Config's field annotation
-    default: Any
-    doc: str                      # one line: what it is
-    parse: Callable[[Any], Any]   # a Python value -> the checked value (ConfigError otherwise)
-    read_text: Callable[[str], Any] | None  # text -> a Python value for `parse` (None: no text form)
-    show: Callable[[Any], Any] = _same      # checked value -> its table cell (and tune's choice label)
-    label: Callable[[Any], str | None] = _none  # checked value -> its part of Config.label (None: left out)
-    # its part of Config.label when that depends on other settings too (the whole Config; over `label`)
-    label_of: Callable[["Config"], str | None] | None = None
-    to_json: Callable[[Any], Any] = _same   # checked value -> its to_dict form
-    from_json: Callable[[Any], Any] = _same  # to_dict form -> a Python value for `parse`
-    flag: Flag | None = None
-    control: Control | None = None
-    compile_value: Any = PASSED   # the value torch_tensorrt.compile's partitioners run with
-    compile_rule: Callable[["Config", str], str | None] | None = None  # why they cannot take a config
-    head: bool = False            # its table column goes first, and only where it is not the default
-
-    @property
-    def option(self) -> str:
-        """The command-line option: --min-block-size."""
-        return (self.flag.name if self.flag is not None and self.flag.name else
-                "--" + self.name.replace("_", "-"))
-
-    def from_text(self, text: Any) -> Any:
-        """The Python value of this setting written as text (unchecked: `parse` checks it)."""
-        if not isinstance(text, str):
-            raise ConfigError(f"{self.name}: expected text, got {type(text).__name__} {text!r}.")
-        if self.read_text is None:
-            raise ConfigError(f"{self.name} cannot be given as text; pass hv.support.* objects from Python "
-                              "(or --inductor-support on the command line).")
-        return self.read_text(text)
-
-    def cell(self, value: Any) -> Any:
-        """`value` (checked or as the user wrote it) as a table cell: as the parser reads it,
-        or, when it cannot be read, as given (lists comma-joined)."""
-        try:
-            return self.show(self.parse(value))
-        except ConfigError:
-            if isinstance(value, (list, tuple, set, frozenset)):
-                return ",".join(sorted(str(v) for v in value))
-            return value if value is None or isinstance(value, (str, int, float, bool)) else str(value)
-
-
+# ---------------------------------------------------------------------------- table cells and JSON
 def _show_support(value: "SupportMap | None") -> str:
     if value is None:
         return "default"
@@ -415,7 +138,7 @@ def _support_from_json(value: Any) -> Any:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ConfigError(_SUPPORT_HELP)
+        raise ConfigError(SUPPORT_HELP)
     return {k: v if isinstance(v, support_mod.Support) else _support_from_dict(k, v) for k, v in value.items()}
 
 
@@ -425,11 +148,6 @@ def _support_from_dict(name: str, d: Any) -> support_mod.Support:
     return support_mod.from_dict(dict(d))
 
 
-def _takes_ops(config: "Config", backend: str) -> bool:
-    sup = config.support_for(backend)
-    return sup is None or isinstance(sup, support_mod.TensorRTSupport) or sup.per_node \
-        or bool(getattr(sup, "names", True)) or getattr(sup, "kind", "") == "inductor"
-
 
 def _priority_label(config: "Config") -> str:
     """The priority as Config.label shows it: 'tensorrt>inductor(no ops)' names a backend that
@@ -437,122 +155,71 @@ def _priority_label(config: "Config") -> str:
     partitioners (engine fast / global) show 'tensorrt', the one backend they partition for."""
     if config.engine in COMPILE_ENGINES:
         return "tensorrt"
-    return ">".join(b if _takes_ops(config, b) else f"{b}(no ops)" for b in config.priority)
+    return ">".join(b if compile_rules.takes_ops(config, b) else f"{b}(no ops)" for b in config.priority)
 
 
-def _compile_priority(config: "Config", where: str) -> str | None:
-    if "tensorrt" not in config.priority:
-        return f"{where} partitions for TensorRT only: put 'tensorrt' in priority, e.g. priority=('tensorrt',)."
-    others = [b for b in config.priority if b != "tensorrt" and _takes_ops(config, b)]
-    if others:
-        return (f"{where} partitions for TensorRT only, but priority also has {others[0]!r} with ops to take "
-                f"(its support); use priority=('tensorrt',) (--priority tensorrt), give {others[0]!r} no support, "
-                "or engine='hierviz' for several backends.")
-    return None
+def row(setting: Setting) -> dict[str, Setting]:
+    """A Config field's metadata: its row."""
+    return {"setting": setting}
 
 
-def _compile_support(config: "Config", where: str) -> str | None:
-    sup = config.support_for("tensorrt")
-    if support_mod.added_ops(sup) is None:
-        return (f"{where} checks support with Torch-TensorRT's converter registry and their capability "
-                f"validators, as compile does; it cannot use support['tensorrt']={sup!r}. "
-                "Leave support['tensorrt'] out (or add ops to it: hv.support.any_chain(hv.support.tensorrt(), "
-                "hv.support.ops([...]))), or use engine='hierviz'.")
-    return None
-
-
-def _compile_skip_fusion(config: "Config", where: str) -> str | None:
-    if config.skip_fusion:
-        return (f"{where} sets skip_fusion itself (when every op is supported), as compile does; "
-                "leave skip_fusion=False, or use engine='hierviz'.")
-    return None
-
-
-def _compile_demote_to(config: "Config", where: str) -> str | None:
-    if config.demote_to != "torch":
-        return (f"{where} demotes small blocks to PyTorch; it cannot take demote_to={config.demote_to!r}. "
-                "Use engine='hierviz' for that.")
-    return None
-
-
-SETTINGS: list[Setting] = [
-    Setting("priority", "tuple[str, ...]", ("tensorrt", "inductor"), "backends, highest priority first",
-            parse=lambda v: parse_priority(v), read_text=_text_stripped, show=">".join, label=">".join,
-            label_of=_priority_label,
-            to_json=list,
-            flag=Flag("backends, highest priority first, e.g. inductor>tensorrt (also inductor,tensorrt; "
-                      "default tensorrt>inductor)", metavar="a>b", read=_priority_flag),
-            control=Control("backends", tooltip="Backends, highest priority first: drag to reorder, "
-                            "remove one to switch it off, type a name to add it back.", row=1),
-            compile_value=("tensorrt",), compile_rule=_compile_priority),
-    Setting("support", "SupportMap | None", None, "mapping backend -> hv.Support (None: Torch-TensorRT's defaults)",
-            parse=lambda v: parse_support(v), read_text=None, show=_show_support,
-            to_json=_support_json, from_json=_support_from_json,
-            flag=Flag("what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: "
-                      "no ops) or an op list", metavar="all|none|op,...", name="--inductor-support",
-                      read=_support_flag),
-            control=Control("support", row=2), compile_value=None, compile_rule=_compile_support),
-    Setting("min_block_size", "int", MIN_BLOCK_SIZE, "smallest accelerated subgraph kept",
-            parse=lambda v: parse_min_block_size(v), read_text=_text_int("min_block_size"),
-            label=lambda v: f"mbs={v}",
-            flag=Flag(f"smallest accelerated subgraph kept (default {MIN_BLOCK_SIZE})", metavar="N"),
-            control=Control("slider", "min_block_size", row=3)),
-    Setting("torch_executed_ops", "frozenset[str]", frozenset(), "op names forced to run in PyTorch",
-            parse=lambda v: parse_ops(v), read_text=_text_ops, show=lambda v: ",".join(sorted(v)),
-            label=_short_ops, to_json=sorted,
-            flag=Flag("ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor", metavar="op,..."),
-            control=Control("ops", row=4)),
-    Setting("require_full_compilation", "bool", False, "everything must be accelerated, else hv.ConfigError",
-            parse=_parse_bool_field("require_full_compilation"), read_text=_text_bool("require_full_compilation"),
-            label=lambda v: "full" if v else None,
-            flag=Flag("fail unless every op is accelerated"),
-            control=Control("toggle", "require full compilation", icon="lock", row=3)),
-    Setting("skip_fusion", "bool", False, "as in upstream's partitioner",
-            parse=_parse_bool_field("skip_fusion"), read_text=_text_bool("skip_fusion"),
-            label=lambda v: "nofusion" if v else None,
-            flag=Flag("do not keep fusion groups together"),
-            control=Control("toggle", "skip fusion", row=3), compile_value=False, compile_rule=_compile_skip_fusion),
-    Setting("demote_to", "str", "torch", "where an accelerated subgraph below min_block_size goes: torch or next",
-            parse=lambda v: parse_demote_to(v), read_text=_text_stripped,
-            label=lambda v: f"demote={v}" if v != "torch" else None,
-            flag=Flag("where an accelerated subgraph below min_block_size goes: torch (upstream's rule, the "
-                      "default) or next (the next backend in priority that takes its nodes)", metavar="torch|next"),
-            control=Control("choice", "demote to", options=("torch", "next"), row=3),
-            compile_value="torch", compile_rule=_compile_demote_to),
-    Setting("engine", "str", DEFAULT_ENGINE, "which partitioner runs (hv.partition's engine=)",
-            parse=parse_engine, read_text=_text_stripped,
-            flag=Flag("hierviz (default), fast (what torch_tensorrt.compile runs), global (compile with "
-                      "use_fast_partitioner=False), torch_tensorrt or hierarchical (upstream's hierarchical "
-                      "partitioner)", metavar="NAME"),
-            control=Control("choice", "engine", options=available_engines,
-                            tooltip="hierviz: hierviz's partitioner; fast: what torch_tensorrt.compile runs; "
-                                    "global: compile with use_fast_partitioner=False; torch_tensorrt: upstream's "
-                                    "hierarchical one", row=0,
-                            unavailable="the engines other than hierviz need torch_tensorrt, which is not available here"),
-            head=True),
-]
-
-
-def setting(name: str) -> Setting:
-    """The SETTINGS row of `name` (ConfigError naming the fields when there is none)."""
-    for row in SETTINGS:
-        if row.name == name:
-            return row
-    check_fields({name: None})
-    raise AssertionError(name)  # pragma: no cover - check_fields raised
-
-
-def field_names() -> tuple[str, ...]:
-    """The settings' names, in table order (Config's fields)."""
-    return tuple(row.name for row in SETTINGS)
+# the engines that take every value of a setting torch_tensorrt.compile's partitioners run their own way
+HIERARCHICAL = ("hierviz", "torch_tensorrt")
 
 
 # ---------------------------------------------------------------------------- Config
-class _Checked(type):
-    """Config's metaclass: unknown or surplus arguments are a ConfigError naming the fields,
-    not the TypeError a dataclass __init__ raises."""
+@dataclass(frozen=True)
+class Config:
+    """Settings of the hierarchical adjacency partitioner (defaults are Torch-TensorRT's), and
+    which partitioner runs them (`engine`). A frozen, hashable dataclass; each field's metadata
+    is its row of the settings table."""
 
-    def __call__(cls, *args: Any, **kwargs: Any) -> Any:
+    priority: tuple[str, ...] = field(default=("tensorrt", "inductor"), metadata=row(Setting(
+        "backends, highest priority first", parse=lambda v: parse_priority(v), read_text=_text_stripped,
+        show=">".join, label=">".join, label_of=_priority_label, to_json=list,
+        flag=Flag("backends, highest priority first, e.g. inductor>tensorrt (also inductor,tensorrt; "
+                  "default tensorrt>inductor)", metavar="a>b", read=_priority_flag),
+        engines=HIERARCHICAL)))
+    support: SupportMap | None = field(default=None, metadata=row(Setting(
+        "mapping backend -> hv.Support (None: Torch-TensorRT's defaults)",
+        parse=lambda v: parse_support(v), read_text=None, show=_show_support,
+        to_json=_support_json, from_json=_support_from_json,
+        flag=Flag("what inductor may take: all (TorchInductor's lowerings), none (Torch-TensorRT's default: "
+                  "no ops) or an op list", metavar="all|none|op,...", name="--inductor-support", read=_support_flag),
+        engines=HIERARCHICAL)))
+    min_block_size: int = field(default=MIN_BLOCK_SIZE, metadata=row(Setting(
+        "smallest accelerated subgraph kept", parse=lambda v: parse_min_block_size(v),
+        read_text=_text_int("min_block_size"), label=lambda v: f"mbs={v}",
+        flag=Flag(f"smallest accelerated subgraph kept (default {MIN_BLOCK_SIZE})", metavar="N"))))
+    torch_executed_ops: frozenset[str] = field(default=frozenset(), metadata=row(Setting(
+        "op names forced to run in PyTorch", parse=lambda v: parse_ops(v), read_text=_text_ops,
+        show=lambda v: ",".join(sorted(v)), label=_short_ops, to_json=sorted,
+        flag=Flag("ops forced to run in PyTorch, e.g. torch.ops.aten.add.Tensor", metavar="op,..."))))
+    require_full_compilation: bool = field(default=False, metadata=row(Setting(
+        "everything must be accelerated, else hv.ConfigError", parse=_parse_bool_field("require_full_compilation"),
+        read_text=_text_bool("require_full_compilation"), label=lambda v: "full" if v else None,
+        flag=Flag("fail unless every op is accelerated"))))
+    skip_fusion: bool = field(default=False, metadata=row(Setting(
+        "as in upstream's partitioner", parse=_parse_bool_field("skip_fusion"), read_text=_text_bool("skip_fusion"),
+        label=lambda v: "nofusion" if v else None, flag=Flag("do not keep fusion groups together"),
+        engines=HIERARCHICAL)))
+    demote_to: str = field(default="torch", metadata=row(Setting(
+        "where an accelerated subgraph below min_block_size goes: torch or next",
+        parse=lambda v: parse_demote_to(v), read_text=_text_stripped,
+        label=lambda v: f"demote={v}" if v != "torch" else None,
+        flag=Flag("where an accelerated subgraph below min_block_size goes: torch (upstream's rule, the "
+                  "default) or next (the next backend in priority that takes its nodes)", metavar="torch|next"),
+        engines=HIERARCHICAL)))
+    engine: str = field(default=DEFAULT_ENGINE, metadata=row(Setting(
+        "which partitioner runs (hv.partition's engine=)", parse=parse_engine, read_text=_text_stripped,
+        flag=Flag("hierviz (default), fast (what torch_tensorrt.compile runs), global (compile with "
+                  "use_fast_partitioner=False), torch_tensorrt or hierarchical (upstream's hierarchical "
+                  "partitioner)", metavar="NAME"),
+        head=True)))
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> "Config":
+        """Unknown or surplus arguments are a ConfigError naming the fields, not the TypeError
+        the dataclass's __init__ raises."""
         names = field_names()
         if len(args) > len(names):
             raise ConfigError(f"Config takes at most {len(names)} values ({', '.join(names)}); "
@@ -561,19 +228,13 @@ class _Checked(type):
         twice = [f for f in names[:len(args)] if f in kwargs]
         if twice:
             raise ConfigError(f"Config got {twice[0]} twice (by position and by name).")
-        return super().__call__(*args, **kwargs)
-
-
-class Config(metaclass=_Checked):
-    """Settings of the hierarchical adjacency partitioner (defaults are Torch-TensorRT's), and
-    which partitioner runs them (`engine`). A frozen, hashable dataclass whose fields are the
-    rows of SETTINGS."""
+        return super().__new__(cls)
 
     def __post_init__(self) -> None:
-        for row in SETTINGS:  # each value read by its row; defaults are valid as they are
-            value = getattr(self, row.name)
-            if value is not row.default:
-                object.__setattr__(self, row.name, row.parse(value))
+        for setting_row in SETTINGS:  # each value read by its row; defaults are valid as they are
+            value = getattr(self, setting_row.name)
+            if value is not setting_row.default:
+                object.__setattr__(self, setting_row.name, setting_row.parse(value))
         _check_together(self)
 
     def support_for(self, backend: str) -> support_mod.Support | None:
@@ -589,7 +250,7 @@ class Config(metaclass=_Checked):
 
     def to_dict(self) -> dict:
         """JSON-safe: op names as strings, support as descriptions."""
-        return {row.name: row.to_json(getattr(self, row.name)) for row in SETTINGS}
+        return {r.name: r.to_json(getattr(self, r.name)) for r in SETTINGS}
 
     @classmethod
     def from_dict(cls, d: Mapping[str, Any]) -> "Config":
@@ -600,51 +261,34 @@ class Config(metaclass=_Checked):
 
     def label(self) -> str:
         """A short one-line description, for tables and titles."""
-        parts = (row.label_of(self) if row.label_of is not None else row.label(getattr(self, row.name))
-                 for row in SETTINGS)
+        parts = (r.label_of(self) if r.label_of is not None else r.label(getattr(self, r.name)) for r in SETTINGS)
         return " ".join(p for p in parts if p is not None)
 
 
-_GENERATED = ("__init__", "__repr__", "__eq__", "__hash__", "__setattr__", "__delattr__", "__match_args__",
-              "__dataclass_fields__", "__dataclass_params__", "__getstate__", "__setstate__")
+# the rows, in field order, each with its field's name, type and default
+SETTINGS: tuple[Setting, ...] = tuple(
+    dataclasses.replace(f.metadata["setting"], name=f.name, annotation=str(f.type), default=f.default)
+    for f in dataclasses.fields(Config))
 
 
-def _declare_fields() -> None:
-    """Make Config's dataclass fields from SETTINGS (again, after add_setting / remove_setting)."""
-    old = getattr(Config, "__dataclass_fields__", {})
-    for attr in (*_GENERATED, *old):
-        if attr in Config.__dict__:
-            delattr(Config, attr)
-    Config.__annotations__ = {row.name: row.annotation for row in SETTINGS}
-    for row in SETTINGS:
-        setattr(Config, row.name, row.default)
-    dataclass(frozen=True)(Config)
+def setting(name: str) -> Setting:
+    """The row of setting `name` (ConfigError naming the fields when there is none)."""
+    for r in SETTINGS:
+        if r.name == name:
+            return r
+    check_fields({name: None})
+    raise AssertionError(name)  # pragma: no cover - check_fields raised
 
 
-_declare_fields()
-
-
-def add_setting(row: Setting, *, after: str | None = None) -> None:
-    """Add a row to the settings table (after `after`, else last) and remake Config's fields:
-    every consumer of the table (CLI, Explorer, grids, tables, to_dict) then knows it. For
-    extensions and tests; `remove_setting` undoes it."""
-    if row.name in field_names():
-        raise ConfigError(f"there is already a setting {row.name!r}")
-    at = field_names().index(after) + 1 if after is not None else len(SETTINGS)
-    SETTINGS.insert(at, row)
-    _declare_fields()
-
-
-def remove_setting(name: str) -> None:
-    """Take a row added by add_setting out of the table again."""
-    SETTINGS.remove(setting(name))
-    _declare_fields()
+def field_names() -> tuple[str, ...]:
+    """The settings' names, in field order."""
+    return tuple(r.name for r in SETTINGS)
 
 
 def _check_together(cfg: Config) -> None:
     """The rules between settings: a custom backend in priority needs support (support for one
     that is not in priority is ignored, with a warning); torch_tensorrt.compile's partitioners
-    (engine fast / global) refuse the settings they cannot take (the table's compile rules)."""
+    (engine fast / global) refuse the settings they cannot take (compile_rules.py)."""
     if cfg.support is not None:
         ignored = [b for b in cfg.support if b not in cfg.priority and b not in BUILTIN_BACKENDS]
         if ignored:  # a warning, not an error: sweeps vary priority over one support mapping
@@ -655,9 +299,8 @@ def _check_together(cfg: Config) -> None:
         if backend not in (cfg.support or {}) and backend not in BUILTIN_BACKENDS:
             raise ConfigError(unknown_backend_message(backend))
     if cfg.engine in COMPILE_ENGINES:
-        where = f"engine={cfg.engine!r} ({engine_info(cfg.engine).compile})"
-        for row in SETTINGS:
-            why = row.compile_rule(cfg, where) if row.compile_rule is not None else None
+        for r in SETTINGS:
+            why = None if r.takes_every_value(cfg.engine) else compile_rules.refusal(r.name, cfg)
             if why is not None:
                 raise ConfigError(why)
 
@@ -674,17 +317,6 @@ def derive(config: Config, checked: Mapping[str, Any], *, together: bool = True)
         _check_together(new)
     return new
 
-
-def compile_config(config: Config, engine: str = "fast") -> Config:
-    """The settings torch_tensorrt.compile would run for `config` with its partitioner `engine`:
-    each setting's compile_value (TensorRT only, its validated converter support, no
-    skip_fusion or demote_to of the user's), the others (min_block_size, torch_executed_ops,
-    require_full_compilation) as given."""
-    changes = {row.name: row.compile_value for row in SETTINGS
-               if row.compile_value is not PASSED and getattr(config, row.name) != row.compile_value}
-    if config.engine != engine:
-        changes["engine"] = engine
-    return derive(config, changes, together=False) if changes else config
 
 
 # ---------------------------------------------------------------------------- reading settings

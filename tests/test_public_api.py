@@ -37,8 +37,8 @@ def signature(obj: object) -> str:
 
 
 def constructor(cls: type) -> str:
-    """A class's constructor signature; a dataclass built through a metaclass (hv.Config) shows
-    its fields, as its generated __init__ takes them."""
+    """A class's constructor signature; a dataclass whose __new__ checks the arguments first
+    (hv.Config) shows its fields, as its generated __init__ takes them."""
     text = signature(cls)
     if dataclasses.is_dataclass(cls) and "*args" in text:
         params = list(inspect.signature(cls.__init__).parameters.values())[1:]

@@ -1,8 +1,9 @@
-"""Issue 28: each setting is declared once (hierviz.config.SETTINGS) and checked once; a table
-row runs each partitioner once.
+"""Issue 28 and 36: each setting is declared once (a Config field and its row) and checked once;
+a table row runs each partitioner once.
 
-- adding a setting is one row: a throw-away row shows up in the CLI, to_dict/from_dict, grids
-  and their labels, the table columns, tune's choices and the Explorer's controls;
+- every field carries its row, has an Explorer control and, where torch_tensorrt.compile's
+  partitioners run it their own way, compile's value and rule; every setting shows up in the
+  CLI, to_dict/from_dict, grids, the table columns, tune's choices and the Explorer's controls;
 - outside the table, at most two modules spell several setting names as literals;
 - a sweep row checks its combination once, reads each grid value once, and runs upstream's
   partitioner once (no recommend() re-running it per candidate size).
@@ -19,7 +20,7 @@ import pytest
 import hierviz as hv
 from hierviz import config as settings
 from hierviz import trt
-from hierviz.config import Control, Flag, Setting
+from hierviz.widget.control_spec import Control
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="runs Torch-TensorRT's own partitioners")
 HIERVIZ = Path(hv.__file__).parent
@@ -31,64 +32,90 @@ def tiny(zoo_cache):
     return model, inputs, zoo_cache.capture("tiny_conv")
 
 
-# ---------------------------------------------------------------- adding a setting (docs/architecture.md)
-def _parse_note(value):
-    if value in ("off", "on"):
-        return value
-    raise hv.ConfigError(f"note must be 'off' or 'on', not {value!r}")
+# ---------------------------------------------------------------- every setting on every surface
+# A value other than the default for each setting, as Python and as command-line text (None:
+# no text form); together they are one valid Config. A field missing here fails the first test.
+SAMPLES = {
+    "priority": (("inductor", "tensorrt"), "inductor>tensorrt"),
+    "support": ({"inductor": hv.support.ops(["torch.ops.aten.relu.default"])}, None),
+    "min_block_size": (2, "2"),
+    "torch_executed_ops": (frozenset({"torch.ops.aten.relu.default"}), "aten.relu.default"),
+    "require_full_compilation": (True, "yes"),
+    "skip_fusion": (True, "true"),
+    "demote_to": ("next", "next"),
+    "engine": ("torch_tensorrt", "hierarchical"),
+}
 
 
-NOTE = Setting("note", "str", "off", "a throw-away setting: the recipe followed once", parse=_parse_note,
-               read_text=str.strip, label=lambda v: f"note={v}" if v != "off" else None,
-               flag=Flag("a throw-away setting (off|on)", metavar="off|on"),
-               control=Control("choice", "note", options=("off", "on"), row=3))
+def test_every_field_carries_its_row_and_its_declarations() -> None:
+    """Each Config field's metadata is its row; the Explorer declares a control for it; the
+    settings compile's partitioners run their own way have compile's value and rule."""
+    from hierviz import compile_rules
+    from hierviz.widget.control_spec import CONTROLS
+
+    fields = dataclasses.fields(hv.Config)
+    assert [f.name for f in fields] == list(settings.field_names()) and set(SAMPLES) == set(settings.field_names())
+    for f in fields:
+        row = f.metadata["setting"]
+        assert settings.setting(f.name) == dataclasses.replace(row, name=f.name, annotation=f.type, default=f.default)
+        assert row.flag is not None and row.doc
+    assert set(CONTROLS) == set(settings.field_names())
+    own_way = {row.name for row in settings.SETTINGS if not row.takes_every_value("fast")}
+    assert set(compile_rules.COMPILE_VALUES) == set(compile_rules.RULES) == own_way
+    assert not hasattr(settings, "add_setting") and not hasattr(settings, "remove_setting")
 
 
-@pytest.fixture
-def note():
-    """The throw-away row, added with the documented helper and taken out again."""
-    settings.add_setting(NOTE)
-    try:
-        yield NOTE
-    finally:
-        settings.remove_setting("note")
-    assert "note" not in settings.field_names() and "note" not in {f.name for f in dataclasses.fields(hv.Config)}
-
-
-def test_adding_a_setting_is_one_row(note, tiny, capsys) -> None:
-    model, inputs, gm = tiny
-    # Config: a field with its default, checked by its row, in to_dict / from_dict and the label
-    assert hv.Config().note == "off"
-    cfg = hv.Config(note="on", min_block_size=3)
-    assert cfg.to_dict()["note"] == "on" and hv.Config.from_dict(cfg.to_dict()) == cfg
-    assert cfg.label() == "tensorrt>inductor(no ops) mbs=3 note=on"
-    with pytest.raises(hv.ConfigError, match="note must be 'off' or 'on'"):
-        hv.Config(note="maybe")
-    assert hv.partition(gm, note="on").config.note == "on"
-    # the command line: a flag with its help, read by the row, and a --grid field
+def test_every_setting_appears_on_every_surface(tiny, capsys) -> None:
+    """CLI flag and its reading, --grid, to_dict / from_dict, label, sweep column, tune's
+    choices and the Explorer's control, for every field of Config."""
     from hierviz import cli
     from hierviz.cli_args import parse_grid
-
-    args = cli.build_parser().parse_args(["report", "tiny_conv", "--note", "on"])
-    assert cli.build_config(args).note == "on"
-    assert cli.main(["report", "--help"]) == 0
-    assert "--note off|on" in capsys.readouterr().out
-    assert parse_grid(["note=off,on"]) == {"note": ["off", "on"]}
-    # a grid and its table: a column, cells, and the configurations
-    df = hv.sweep(gm, None, {"note": ["off", "on"]}, progress=False)
-    assert list(df.columns[:8]) == [*settings.field_names()[:7], "note"] and list(df["note"]) == ["off", "on"]
-    with pytest.raises(hv.ConfigError, match="grid note=maybe: note must be"):
-        hv.sweep(gm, None, {"note": ["off", "maybe"]}, progress=False)
-    # tune's choices are the cells
     from hierviz.compare.optuna_space import SearchSpace
 
-    space = SearchSpace({"note": ["on"]}, hv.Config())
-    assert [label for label, _ in space.fields["note"]] == ["off", "on"]
-    # the Explorer: a control built from the row, read back into the Config
-    ex = hv.explore(model, inputs, debounce=0, note="on")
-    assert ex.controls["note"].options == ("off", "on") and ex.controls["note"].value == "on"
-    ex.controls["note"].value = "off"
-    assert ex.config.note == "off" and list(ex.history["note"]) == ["on", "off"]
+    model, inputs, gm = tiny
+    default = hv.Config()
+    sample = hv.Config(**{name: value for name, (value, _) in SAMPLES.items()})
+    assert hv.Config.from_dict(sample.to_dict()) == sample
+    assert cli.main(["report", "--help"]) == 0
+    helptext = capsys.readouterr().out
+    df = hv.sweep(gm, None, {name: [value] for name, (value, _) in SAMPLES.items()}, progress=False)
+    for row in settings.SETTINGS:
+        name, (value, text) = row.name, SAMPLES[row.name]
+        checked = getattr(sample, name)
+        assert checked != getattr(default, name), name
+        # to_dict: its key, and a Config from the dict of one change keeps it
+        assert hv.Config.from_dict({name: sample.to_dict()[name]}) == default.replace(**{name: value})
+        # the command line: its option in the help, read into the same value
+        assert row.option in helptext, name
+        flag_text = "all" if text is None else text  # --inductor-support: what inductor takes
+        args = cli.build_parser().parse_args(["report", "tiny_conv", row.option]
+                                             + ([] if row.flag.metavar is None else [flag_text]))
+        read = getattr(cli.build_config(args), name)
+        assert read != getattr(default, name), name
+        assert read == (checked if text is not None else {"inductor": hv.support.inductor()}), name
+        # --grid takes every setting written as text
+        if text is not None:
+            assert parse_grid([f"{name}={text}"]) == {name: [row.parse(row.from_text(text))]}, name
+        # the sweep's table: a column with the value's cell
+        assert df[name].iloc[0] == row.show(checked), name
+        # tune's choices: the base value's cell and the space's (the engine is compared, not tuned)
+        if name == "engine":
+            with pytest.raises(hv.ConfigError, match="cannot vary 'engine'"):
+                SearchSpace({name: [value]}, default)
+        else:
+            choices = SearchSpace({name: [checked]}, default).fields[name]
+            assert [value for _, value in choices] == [getattr(default, name), checked], name
+            assert [str(label).startswith(str(row.show(v))) for label, v in choices] == [True, True], name
+    # the Explorer: a control per setting, showing the Config's value, read back into it
+    explorer_sample = sample.replace(engine="hierviz" if not trt.available() else "torch_tensorrt",
+                                     require_full_compilation=False)
+    ex = hv.explore(model, inputs, explorer_sample, debounce=0)
+    from hierviz.widget.controls import state_values
+
+    assert set(settings.field_names()) <= set(ex.controls)
+    assert hv.Config(**state_values(ex.controls)) == explorer_sample == ex.config
+    ex.controls["min_block_size"].value = 3
+    assert ex.config == explorer_sample.replace(min_block_size=3)
 
 
 # ---------------------------------------------------------------- field names spelled once
@@ -103,12 +130,17 @@ def _field_literals(path: Path, names: set[str]) -> set[str]:
 
 
 def test_at_most_two_modules_besides_the_table_spell_several_setting_names() -> None:
-    """Every module counts, trt/ too (its settings check names the CompilationSettings that
+    """Besides the table and its two declarations keyed by setting (the Explorer's controls,
+    compile's rules), every module counts, trt/ too (its settings check names the CompilationSettings that
     Config mirrors: min_block_size, torch_executed_ops, require_full_compilation)."""
     names = set(settings.field_names())
     spelling = {str(p.relative_to(HIERVIZ)): sorted(found) for p in sorted(HIERVIZ.rglob("*.py"))
                 if len(found := _field_literals(p, names)) >= 3}
-    assert spelling.pop("config.py") == sorted(names)  # the table
+    for table in ("config.py", "setting_values.py"):  # the table: Config's fields and their readers
+        spelling.pop(table, None)
+    assert spelling.pop("widget/control_spec.py") == sorted(names)  # the Explorer's control of each
+    own_way = {row.name for row in settings.SETTINGS if not row.takes_every_value("fast")}
+    assert spelling.pop("compile_rules.py") == sorted(own_way | {"engine"})  # what compile runs its own way
     assert len(spelling) <= 2, spelling
 
 

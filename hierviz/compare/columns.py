@@ -14,6 +14,7 @@ from typing import Any, Iterable, Mapping
 
 from hierviz import config as settings
 from hierviz.config import Config
+from hierviz.engine_table import DEFAULT_ENGINE
 from hierviz.partitioner import FALLBACK, MultiGraphPartition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
@@ -60,7 +61,7 @@ def recommendation(part: Any) -> int | None:
     Only hierviz's engine keeps what this needs (its subgraphs before the small-block pass);
     for the others it would mean running their whole partitioner once per size, so the cell
     is empty (call `part.recommend()` to pay for it)."""
-    if part.engine != settings.DEFAULT_ENGINE or isinstance(part, MultiGraphPartition):
+    if part.engine != DEFAULT_ENGINE or isinstance(part, MultiGraphPartition):
         return None  # across graphs: no recommend() (each graph has its own)
     rec = part.recommend()
     if rec is None or len(rec) == 0:

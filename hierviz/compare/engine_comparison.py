@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hierviz.config import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE, Config, compile_config, derive
+from hierviz.compile_rules import compile_config
+from hierviz.config import Config, derive
+from hierviz.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition

@@ -14,7 +14,9 @@ import itertools
 import warnings
 from typing import Any, Mapping
 
-from hierviz.config import COMPILE_ENGINES, Config, check_fields, derive, setting
+from hierviz.config import Config, check_fields, derive, setting
+
+from hierviz.engine_table import COMPILE_ENGINES
 from hierviz.errors import ConfigError
 from hierviz.partitioner import make_config
 

@@ -14,7 +14,8 @@ from typing import Any
 
 from torch.fx import GraphModule
 
-from hierviz.config import Config, whole_number
+from hierviz.config import Config
+from hierviz.setting_values import whole_number
 from hierviz.partitioner import Partition, partition_graph
 
 MAXSIZE = 512
@@ -27,13 +28,20 @@ _counters = {"hits": 0, "misses": 0}
 def cached_partition(gm: GraphModule, config: Config) -> Partition:
     """`hv.partition(gm, config)` (its engine is `config.engine`), from the cache when this
     graph and config were seen."""
+    return lookup(gm, config)[0]
+
+
+def lookup(gm: GraphModule, config: Config) -> tuple[Partition, bool]:
+    """(`cached_partition(gm, config)`, whether it came from the cache): the answer of this
+    call, which global hit counters read before and after cannot give while other threads
+    partition too."""
     key = (id(gm), config)
     with _lock:
         part = _entries.get(key)
         if part is not None and part.graph is gm:
             _entries.move_to_end(key)
             _counters["hits"] += 1
-            return part
+            return part, True
     part = partition_graph(gm, config)  # outside the lock: threads partition in parallel
     with _lock:
         _counters["misses"] += 1
@@ -41,7 +49,7 @@ def cached_partition(gm: GraphModule, config: Config) -> Partition:
         _entries.move_to_end(key)
         while len(_entries) > MAXSIZE:
             _entries.popitem(last=False)
-    return part
+    return part, False
 
 
 def cache_info() -> dict[str, Any]:

@@ -7,7 +7,10 @@ import itertools
 from typing import Any, Mapping
 
 from hierviz import support
-from hierviz.config import BUILTIN_BACKENDS, DEFAULT_ENGINE, Config, SupportMap, derive
+from hierviz.config import Config, derive
+from hierviz.engine_table import DEFAULT_ENGINE
+from hierviz.setting_values import BUILTIN_BACKENDS
+from hierviz.support_map import SupportMap
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.opnames import qualname

@@ -31,7 +31,8 @@ import warnings
 from typing import Any, Iterable, Mapping
 
 from hierviz.capturing import source_of, updates_of
-from hierviz.config import Config, whole_number
+from hierviz.config import Config
+from hierviz.setting_values import whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition

@@ -35,7 +35,7 @@ from typing import Any, Callable, Sequence
 
 import torch
 
-from hierviz.config import whole_number
+from hierviz.setting_values import whole_number
 from hierviz.errors import ConfigError
 from hierviz.latency.compilers import Compiler
 from hierviz.latency.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import torch
 
 from hierviz.capturing import source_of, updates_of
-from hierviz.config import whole_number
+from hierviz.setting_values import whole_number
 from hierviz.errors import MeasureError, checked_arguments
 from hierviz.inputs import check as check_inputs
 from hierviz.latency import compile_cache as cache_mod

@@ -20,7 +20,8 @@ from torch.fx import GraphModule
 
 from hierviz.capturing import capture, check_ir, is_aten_graph
 from hierviz.dynamo_capture import DynamoCapture
-from hierviz.config import COMPILE_ENGINES, ENGINES, Config, parse_engine
+from hierviz.config import Config
+from hierviz.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.partitioner import handoff
 from hierviz.partitioner.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
@@ -44,7 +45,7 @@ from hierviz.partitioner.reasons import (
 )
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.differences import diff
-from hierviz.partitioner.result import Partition, Subgraph
+from hierviz.partitioner.result import Partition, Subgraph, from_engine_result
 from hierviz.partitioner.saved import SavedPartition
 from hierviz.partitioner.load import load_partition
 from hierviz.partitioner.check import check
@@ -147,7 +148,7 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
 
         warn_lowered_away(gm, cfg)  # an op the lowering removed would force nothing, silently
     if cfg.engine == "hierviz":
-        return Partition(gm, cfg, run_engine(gm, cfg))
+        return from_engine_result(gm, cfg, run_engine(gm, cfg))
     from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
 
     return partition_upstream(gm, cfg)

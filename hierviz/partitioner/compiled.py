@@ -24,7 +24,7 @@ from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
-from hierviz.partitioner.result import Partition, copy_graph_module
+from hierviz.partitioner.result import Partition, copy_graph_module, from_engine_result
 from hierviz.partitioner.split import build_split_module
 from hierviz.support import added_ops, tensorrt
 
@@ -63,7 +63,7 @@ def partition_compiled(gm: GraphModule, config: Config) -> Partition:
         kept = copy_graph_module(gm, lazy=True)  # only split: its own code is never needed
         kept.graph.eliminate_dead_code()
         module = build_split_module(kept, result, original=gm)
-    return Partition(gm, config, result, module=module, notes=tuple(notes))
+    return from_engine_result(gm, config, result, module=module, notes=tuple(notes))
 
 
 def _result(index: GraphIndex, config: Config, made: trt.CompilePartition) -> EngineResult:

@@ -20,7 +20,8 @@ from torch.fx import GraphModule
 from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from hierviz.capturing import capture_notes
-from hierviz.config import Config, derive, parse_min_block_size
+from hierviz.config import Config, derive
+from hierviz.setting_values import parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
@@ -85,9 +86,14 @@ class Partition:
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
     _todays_compile: Any = None  # Partition.compile_today(), once computed
 
-    def __init__(self, graph: GraphModule, config: Config, result: EngineResult,
-                 engine: str | None = None, module: GraphModule | None = None,
-                 notes: tuple[str, ...] = ()) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        """Not for users: a Partition comes from hv.partition (or hv.load_partition); inside
+        hierviz an engine's result becomes one through `from_engine_result`."""
+        raise ConfigError("a Partition is not made directly: hv.partition(model_or_graph, example_inputs, config) "
+                          "partitions a model, hv.load_partition(path) reads a saved one.")
+
+    def _start(self, graph: GraphModule, config: Config, result: EngineResult, engine: str | None,
+               module: GraphModule | None, notes: tuple[str, ...]) -> None:
         self.graph = graph
         if engine is not None and engine != config.engine:  # the engine that made it is part of its settings
             config = derive(config, {"engine": engine}, together=False)
@@ -417,6 +423,16 @@ def outline(stats: dict, config: Config) -> str:
     by = ", ".join(f"{b}={n}" for b, n in stats["subgraphs_by_backend"].items() if n)
     engine = "" if config.engine == "hierviz" else f", engine={config.engine}"
     return f"{stats['subgraphs']} subgraphs ({by}), coverage {stats['coverage']:.0%}, {config.label()}{engine}"
+
+
+def from_engine_result(graph: GraphModule, config: Config, result: EngineResult, *, engine: str | None = None,
+                       module: GraphModule | None = None, notes: tuple[str, ...] = ()) -> Partition:
+    """The Partition of an engine's `result` on `graph` with `config` (`engine`: the engine that
+    made it, when not config.engine; `module`: its split module when the engine built one;
+    `notes`: what the engine did besides partitioning, e.g. compile's fallback)."""
+    partition = Partition.__new__(Partition)
+    partition._start(graph, config, result, engine, module, notes)
+    return partition
 
 
 def versions() -> dict[str, str | None]:

@@ -1,7 +1,7 @@
 """What torch_tensorrt.compile runs today with a partition's settings: the one "compile today".
 
 `compile_today(gm, config)` runs Torch-TensorRT's fast partitioner (engine "fast", with
-compile's own settings, `hierviz.config.compile_config`) on `gm` and answers a
+compile's own settings, `hierviz.compile_rules.compile_config`) on `gm` and answers a
 `TodaysCompile`; the answers are kept in one process-wide cache keyed by the graph and the
 compile settings, so `Partition.compile_today()`, the explorer's line (computed in its worker
 process, whose answer is `remember`ed here) and `hv.compare_engines` partition each setting
@@ -20,7 +20,8 @@ from typing import Any
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config, compile_config
+from hierviz.compile_rules import compile_config
+from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner.result import Partition
 

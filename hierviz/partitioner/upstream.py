@@ -14,13 +14,14 @@ from __future__ import annotations
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.config import Config, SupportMap, derive
+from hierviz.config import Config, derive
+from hierviz.support_map import SupportMap
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.plan import Assignment, EngineResult, RawSubgraph
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, FOLLOWS_PRODUCER, NOT_CALLABLE, SUPPORTED
 from hierviz.partitioner.reasons import TORCH_EXECUTED, UNSUPPORTED, parse_tag, tag_number
-from hierviz.partitioner.result import Partition, copy_graph_module
+from hierviz.partitioner.result import Partition, copy_graph_module, from_engine_result
 from hierviz.partitioner.split import with_input_check
 from hierviz import support as support_mod
 from hierviz.support import ComposedSupport, OpSetSupport, TensorRTSupport
@@ -79,8 +80,8 @@ def partition_upstream(gm: GraphModule, config: Config) -> Partition:
         raise
     except AssertionError as exc:
         raise ConfigError(f"upstream partitioner: {exc}") from exc
-    return Partition(gm, config, _result_from_tags(index, work, config, before),
-                     module=with_input_check(split, gm))
+    return from_engine_result(gm, config, _result_from_tags(index, work, config, before),
+                              module=with_input_check(split, gm))
 
 
 def _result_from_tags(index: GraphIndex, work: GraphModule, config: Config,

@@ -17,7 +17,7 @@ verdicts depend on the node's users (batch norm, max.dim, clone), its producer's
 (getitem) and the settings (immutable_weights, assume_dynamic_shape_support). The order in
 which converters are tried is the registry's (`ConverterRegistry.__getitem__`): the first
 converter whose validator accepts the node, and that takes dynamic shapes when the node has
-them, wins. tests/test_trt_validation.py checks that the answers equal `node in registry`.
+them, wins. tests/trt/test_validation.py checks that the answers equal `node in registry`.
 """
 
 from __future__ import annotations

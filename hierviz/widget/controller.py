@@ -3,7 +3,7 @@ Partition, and keeps what the panels show — the history, the previous and pinn
 diagrams, tables, measurements, diffs and the messages of the error area.
 
 It imports no ipywidgets, so it is tested with dicts alone (tests/widget/test_controller.py);
-widget.py maps widget values to `ControlState` and the results to panels (panels.py). Every
+explorer.py maps widget values to `ControlState` and the results to panels (panels.py). Every
 per-setting result sits in a `BoundedCache`, so a long session cannot grow without limit.
 """
 
@@ -21,7 +21,7 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.widget.long_work import LongWork
-from hierviz.compare.partition_cache import BoundedCache, cache_info, cached_partition
+from hierviz.compare.partition_cache import BoundedCache, lookup
 from hierviz.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
@@ -116,9 +116,7 @@ class Controller:
             if isinstance(state, HiervizError):
                 raise state
             cfg = self.config_of(values)
-            hits = cache_info()["hits"]
-            part = cached_partition(self.graph, cfg)
-            cached = cache_info()["hits"] > hits
+            part, cached = lookup(self.graph, cfg)
             error = None
         except HiervizError as exc:
             cfg, part, error = None, None, str(exc)

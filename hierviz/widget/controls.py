@@ -7,7 +7,7 @@ with a message through `on_refused` (the Explorer shows it in its error area), s
 the controller (controller.py) turns into a Config.
 
 To add a control or button: create it in `build_controls` / `build_buttons`, place it in
-`layout`, and connect it in `Explorer._connect` (widget.py).
+`layout`, and connect it in `Explorer._connect` (explorer.py).
 """
 
 from __future__ import annotations
@@ -22,9 +22,11 @@ import traitlets
 
 from hierviz import config as settings
 from hierviz import support as support_mod
-from hierviz.config import BUILTIN_BACKENDS, Config, Setting, parse_bool
+from hierviz.config import Config
+from hierviz.setting_values import BUILTIN_BACKENDS, parse_bool
 from hierviz.errors import ConfigError
 from hierviz.widget import panels
+from hierviz.widget.control_spec import CONTROLS, Control
 
 Refused = Callable[[str], None]
 
@@ -294,27 +296,27 @@ class _Building:
     extras: dict[str, Any]
 
 
-def _build_backends(row: Setting, value: Any, b: _Building) -> widgets.Widget:
-    return TagsInput(value=list(value), allowed_tags=b.backends, allow_duplicates=False, tooltip=row.control.tooltip,
+def _build_backends(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
+    return TagsInput(value=list(value), allowed_tags=b.backends, allow_duplicates=False, tooltip=control.tooltip,
                      placeholder="+ backend", layout=widgets.Layout(width="auto"))
 
 
-def _build_support(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+def _build_support(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
     return SupportPicker(b.backends, value)
 
 
-def _build_slider(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+def _build_slider(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
     top = max(2, sum(b.graph_ops.values()), value)
     slider = BlockSizeSlider(value=value, min=1, max=top, step=1, continuous_update=False, readout=False,
-                             description=row.control.description, style={"description_width": "initial"},
+                             description=control.description, style={"description_width": "initial"},
                              layout=widgets.Layout(width="420px"))
     box = BlockSizeBox(value=value, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
-    b.extras[f"{row.name}_box"] = box  # the number box beside the slider, same rule
-    b.extras[f"{row.name}_link"] = widgets.link((slider, "value"), (box, "value"))
+    b.extras[f"{name}_box"] = box  # the number box beside the slider, same rule
+    b.extras[f"{name}_link"] = widgets.link((slider, "value"), (box, "value"))
     return slider
 
 
-def _build_ops(row: Setting, value: Any, b: _Building) -> widgets.Widget:
+def _build_ops(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
     ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]  # type: ignore[arg-type]
     allowed = ops_sorted + sorted(o for o in value if o not in b.graph_ops) + b.extra_ops
     b.extras["teo_counts"] = widgets.HTML()  # how many nodes the chosen ops force
@@ -328,22 +330,22 @@ def button_width(options: Any) -> str:
     return f"calc({max(len(str(o)) for o in options)}ch + 24px)"
 
 
-def _build_toggle(row: Setting, value: Any, b: _Building) -> widgets.Widget:
-    return Toggle(value=value, description=row.control.description, icon=row.control.icon,
+def _build_toggle(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
+    return Toggle(value=value, description=control.description, icon=control.icon,
                   layout=widgets.Layout(width="auto"))
 
 
-def _build_choice(row: Setting, value: Any, b: _Building) -> widgets.Widget:
-    options = row.control.options() if callable(row.control.options) else row.control.options
+def _build_choice(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
+    options = control.options() if callable(control.options) else control.options
     if value not in options:
-        raise ConfigError(f"hv.explore: {row.name}={value!r} cannot be chosen here ({row.control.unavailable}); "
-                          f"{row.name} choices offered: {', '.join(options)}.")
-    return Choice(options=list(options), value=value, description=row.control.description,
-                  tooltip=row.control.tooltip, style={"button_width": button_width(options),
+        raise ConfigError(f"hv.explore: {name}={value!r} cannot be chosen here ({control.unavailable}); "
+                          f"{name} choices offered: {', '.join(options)}.")
+    return Choice(options=list(options), value=value, description=control.description,
+                  tooltip=control.tooltip, style={"button_width": button_width(options),
                                                       "description_width": "initial"})
 
 
-# Control kind -> (build(row, value, building), read(widget, values read so far), show(value) -> widget value).
+# Control kind -> (build(setting name, control, value, building), read(widget, values read so far), show(value) -> widget value).
 KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any], Callable[[Any, Any], Any]]] = {
     "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
     "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
@@ -356,18 +358,19 @@ KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any]
 
 
 def _kind(name: str) -> str:
-    return settings.setting(name).control.kind  # type: ignore[union-attr]
+    return CONTROLS[name].kind
 
 
-def _with_control() -> list[Setting]:
-    return [row for row in settings.SETTINGS if row.control is not None]
+def _with_control() -> list[tuple[str, Control]]:
+    """(setting, its control) in the settings' order."""
+    return [(row.name, CONTROLS[row.name]) for row in settings.SETTINGS if row.name in CONTROLS]
 
 
 def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str, ...], *, measure: bool,
                    view: str, focus: str | None, on_refused: Refused,
                    source_ops: Mapping[str, int] | None = None) -> tuple[Mapping[str, widgets.Widget], dict]:
     """(controls, extras): `controls` maps each setting with a control in the settings table
-    (built from its row's kind and options, showing `base`'s value) plus view, focus and
+    (built from its control's kind and options (control_spec.py), showing `base`'s value) plus view, focus and
     measure to its widget; `extras` holds what the builders made besides (the min_block_size
     box, the ops counter line) and the backends. The op picker offers the graph's ops, most
     frequent first, then `source_ops` (the source ops the lowering replaced, "source:<op>" ->
@@ -376,8 +379,8 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     backends += [b for b in (base.support or {}) if b not in backends]
     extra_ops = [op for op, _ in panels.ops_by_count(source_ops or {})]  # type: ignore[arg-type]
     building = _Building(base, graph_ops, backends, extra_ops, {"backends": backends})
-    built = {row.name: KINDS[row.control.kind][0](row, getattr(base, row.name), building)  # type: ignore[union-attr]
-             for row in _with_control()}
+    built = {name: KINDS[control.kind][0](name, control, getattr(base, name), building)
+             for name, control in _with_control()}
     view_w = Choice(options=list(views), value=view, description="view",
                     style={"button_width": button_width(views), "description_width": "initial"})
     focus_w = FocusBox(value=focus or "", options=[], ensure_option=False, continuous_update=False,
@@ -398,16 +401,16 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
 def state_values(controls: Mapping[str, widgets.Widget]) -> dict[str, Any]:
     """The settings the controls describe (possibly an invalid combination; Config checks them)."""
     values: dict[str, Any] = {}
-    for row in _with_control():
-        values[row.name] = KINDS[row.control.kind][1](controls[row.name], values)  # type: ignore[union-attr]
+    for name, control in _with_control():
+        values[name] = KINDS[control.kind][1](controls[name], values)
     return values
 
 
 def show_config(controls: Mapping[str, widgets.Widget], config: Config) -> None:
     """Set every setting's control to `config`'s value."""
-    for row in _with_control():
-        w = controls[row.name]
-        w.value = KINDS[row.control.kind][2](w, getattr(config, row.name))  # type: ignore[union-attr]
+    for name, control in _with_control():
+        w = controls[name]
+        w.value = KINDS[control.kind][2](w, getattr(config, name))
 
 
 def build_buttons() -> Mapping[str, widgets.Button]:
@@ -465,20 +468,20 @@ def build_panels() -> Mapping[str, widgets.HTML]:
 def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], panels_: Mapping[str, widgets.Widget],
            buttons: Mapping[str, widgets.Button], more: Mapping[str, widgets.Widget]) -> tuple[list, widgets.Tab]:
     """(the Explorer's children, its tab widget): the settings' controls on top, one line per
-    `Control.row` of the settings table (a list-like control with its name before it, the
+    `Control.row` (control_spec.py; a list-like control with its name before it, the
     slider with its number box and the measure toggle), then view and focus, the error area,
     the stats, the status line and the tabs. `more` holds progress, diff_against, output_dir and
     the Blockers tab."""
     c, p, b = controls, panels_, buttons
     lines: dict[int, list[widgets.Widget]] = {}
-    for row in _with_control():
-        kind = row.control.kind  # type: ignore[union-attr]
-        line = lines.setdefault(row.control.row, [])  # type: ignore[union-attr]
+    for name, control in _with_control():
+        kind = control.kind
+        line = lines.setdefault(control.row, [])
         if kind in ("backends", "support", "ops"):
-            line.append(widgets.Label(row.name))
-        line.append(c[row.name])
+            line.append(widgets.Label(name))
+        line.append(c[name])
         if kind == "slider":
-            line += [extras[f"{row.name}_box"], c["measure"]]
+            line += [extras[f"{name}_box"], c["measure"]]
         if kind == "ops":
             line.append(extras["teo_counts"])
     boxes = [_line(line) for _, line in sorted(lines.items())]

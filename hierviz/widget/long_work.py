@@ -17,7 +17,8 @@ from typing import Any, Callable, Mapping
 
 from hierviz import trt
 from hierviz.compare.worker import Unsendable, Worker
-from hierviz.config import Config, compile_config
+from hierviz.compile_rules import compile_config
+from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner import Partition
 from hierviz.partitioner.todays_compile import TodaysCompile, cached_compile_today, compile_today, remember, today_key

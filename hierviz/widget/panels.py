@@ -1,7 +1,7 @@
 """The Explorer's panels as HTML: pure functions of a Partition (and a Measurement, a history
 table, a diff), with no widgets and no state, so each panel can be tested and reused alone.
 
-The widget (widget.py) puts these strings into its `ipywidgets.HTML` panels; the controller
+The widget (explorer.py) puts these strings into its `ipywidgets.HTML` panels; the controller
 (controller.py) caches the expensive ones per Config.
 """
 

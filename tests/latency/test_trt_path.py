@@ -1,6 +1,6 @@
 """hv.measure's TensorRT path, checked on CPU: the refusal when TensorRT cannot build here,
 trt_settings checked even without TensorRT subgraphs, engines named after their subgraph, and
-dynamic TensorRT inputs from a dynamic capture (hierviz.trt's own tests are in tests/test_trt.py)."""
+dynamic TensorRT inputs from a dynamic capture (hierviz.trt's own tests are in tests/trt/test_trt.py)."""
 
 from __future__ import annotations
 

@@ -10,6 +10,7 @@ import torch
 
 import hierviz as hv
 from hierviz.partitioner.plan import tags_for
+from hierviz.partitioner.result import from_engine_result
 
 GELU = "torch.ops.aten.gelu.default"
 SDPA = "torch.ops.aten.scaled_dot_product_attention.default"
@@ -54,7 +55,7 @@ def renumbered(p: hv.Partition) -> hv.Partition:
     """The same partition with its subgraphs numbered in reverse order."""
     res = p._result
     subgraphs = list(reversed(res.subgraphs))
-    return hv.Partition(p.graph, p.config, dataclasses.replace(res, subgraphs=subgraphs, tags=tags_for(subgraphs)))
+    return from_engine_result(p.graph, p.config, dataclasses.replace(res, subgraphs=subgraphs, tags=tags_for(subgraphs)))
 
 
 def test_identical_partitions_numbered_differently_have_no_diff(mlp):

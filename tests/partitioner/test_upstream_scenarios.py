@@ -14,7 +14,8 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.partitioner import Partition, hierviz_engine as engine
+from hierviz.partitioner import hierviz_engine
+from hierviz.partitioner.result import from_engine_result
 
 CONV = "torch.ops.aten.convolution.default"
 BATCH_NORM = "torch.ops.aten._native_batch_norm_legit_no_training.default"
@@ -156,7 +157,7 @@ def test_partially_supported_multi_op():
     with pytest.raises(hv.ConfigError, match="not an aten-level graph"):
         hv.partition(gm, min_block_size=2)
     cfg = hv.Config(min_block_size=2)
-    p = Partition(gm, cfg, engine.run(gm, cfg))
+    p = from_engine_result(gm, cfg, hierviz_engine.run(gm, cfg))
     assert count(p, "_run_on_acc") == 2, "Unsupported operators interleave supported ones, expected 2 segments"
     # np.sum on a proxy records a call_method `sum`, which no backend supports
     assert [sg.backend for sg in p.subgraphs] == ["tensorrt", "torch", "tensorrt"]

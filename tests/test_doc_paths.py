@@ -1,0 +1,98 @@
+"""Every module path named in docs/, the README and hierviz's docstrings exists: a file path
+(`hierviz/latency/timing.py`, `tests/widget/test_widget.py`, a bare `compiling.py`) names a
+file of this repository, and a dotted name (`hierviz.config.SETTINGS`) a module and a name in
+it. Renaming a module without mending what names it fails here."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import importlib.util
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+HIERVIZ = ROOT / "hierviz"
+FILE = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_][\w-]*\.(?:py|ipynb))\b")
+DOTTED = re.compile(r"(?<![\w.])(hierviz(?:\.[A-Za-z_]\w*)+)")
+# Files the text names that are not this repository's: upstream's sources and a user's own files.
+NOT_OURS = {
+    "torch_tensorrt/dynamo/partitioning/_hierarchical_partitioner.py",  # upstream's partitioner
+    "dynamo/_compiler.py",      # torch_tensorrt's compile
+    "graph_builder.py",         # Model Explorer's graph format (google-ai-edge/model-explorer)
+    "file.py", "path/to/file.py", "my_model.py", "test_partition.py",  # a user's MODEL file, a user's test
+}
+EXAMPLE_MODULES = {"hierviz.x"}  # docs/architecture.md's example of a forbidden import
+
+
+def _texts() -> list[tuple[Path, str]]:
+    """(where, text) of every doc page, the README and every docstring of hierviz."""
+    found = [(p, p.read_text()) for p in sorted((ROOT / "docs").glob("*.md"))]
+    found.append((ROOT / "README.md", (ROOT / "README.md").read_text()))
+    for path in sorted(HIERVIZ.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                doc = ast.get_docstring(node, clean=False)
+                if doc:
+                    found.append((path, doc))
+    return found
+
+
+def _repo_files() -> tuple[set[str], set[str]]:
+    """(every file's path from the repository root, every file's name)."""
+    paths = {str(p.relative_to(ROOT)) for p in ROOT.rglob("*")
+             if p.is_file() and not {".venv", ".git", "__pycache__"} & set(p.parts)}
+    return paths, {Path(p).name for p in paths}
+
+
+def _file_exists(path: str, where: Path, paths: set[str], names: set[str]) -> bool:
+    """A bare name is some file of the repository; a path is one from the root, from hierviz/,
+    from the naming file's folder or from one of hierviz's packages."""
+    if "/" not in path:
+        return path in names
+    bases = [ROOT, HIERVIZ, where.parent, *(d for d in HIERVIZ.iterdir() if d.is_dir())]
+    return any(str((base / path).resolve().relative_to(ROOT)) in paths for base in bases
+               if (base / path).resolve().is_relative_to(ROOT))
+
+
+def _dotted_exists(name: str) -> bool:
+    """`hierviz.a.b.c`: its longest prefix that is a module, and the next part a name in it."""
+    parts = name.split(".")
+    for cut in range(len(parts), 0, -1):
+        module = ".".join(parts[:cut])
+        try:
+            spec = importlib.util.find_spec(module)
+        except ModuleNotFoundError:
+            spec = None
+        if spec is not None:
+            return cut == len(parts) or hasattr(importlib.import_module(module), parts[cut])
+    return False
+
+
+def _missing() -> list[str]:
+    paths, names = _repo_files()
+    missing = []
+    for where, text in _texts():
+        place = str(where.relative_to(ROOT))
+        missing += [f"{place}: {m}" for m in FILE.findall(text)
+                    if m not in NOT_OURS and not _file_exists(m, where, paths, names)]
+        missing += [f"{place}: {m}" for m in DOTTED.findall(text)
+                    if m not in EXAMPLE_MODULES and not _dotted_exists(m)]
+    return sorted(set(missing))
+
+
+def test_every_module_path_named_in_docs_and_docstrings_exists() -> None:
+    assert _missing() == []
+
+
+def test_the_scan_sees_a_missing_path(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A docstring naming a file that is gone, or a dotted name that is gone, is listed."""
+    paths, names = _repo_files()
+    assert not _file_exists("explorer/controls.py", HIERVIZ / "widget" / "controls.py", paths, names)
+    assert not _file_exists("widget.py", HIERVIZ / "widget" / "panels.py", paths, names)
+    assert _file_exists("controls.py", HIERVIZ / "widget" / "panels.py", paths, names)
+    assert _file_exists("hierviz/widget/controls.py", ROOT / "docs" / "architecture.md", paths, names)
+    assert _dotted_exists("hierviz.config.SETTINGS") and not _dotted_exists("hierviz.config.add_setting")
+    assert not _dotted_exists("hierviz.latency.cache")
