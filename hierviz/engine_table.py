@@ -41,7 +41,6 @@ def engine_info(name: str) -> Engine:
     return next(e for e in ENGINE_TABLE if e.name == name)
 
 
-
 def parse_engine(engine: object) -> str:
     """The engine name partition() runs ('hierarchical' -> 'torch_tensorrt'); ConfigError
     naming the engines otherwise."""
