@@ -17,9 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HIERVIZ = ROOT / "hierviz"
 FILE = re.compile(r"(?<![\w./-])((?:[A-Za-z_][\w-]*/)*[A-Za-z_][\w-]*\.(?:py|ipynb))\b")
 DOTTED = re.compile(r"(?<![\w.])(hierviz(?:\.[A-Za-z_]\w*)+)")
-# Files the text names that are not this repository's: upstream's sources (torch's, and
+# Files the text names that are not this repository's: upstream's sources (torch's and torchvision's, and
 # torch_tensorrt's by their path in its package) and a user's own files in examples.
-UPSTREAM = ("torch/", "torch_tensorrt/", "dynamo/")
+UPSTREAM = ("torch/", "torch_tensorrt/", "torchvision/", "dynamo/")
 NOT_OURS = {
     "graph_builder.py",         # Model Explorer's graph format (google-ai-edge/model-explorer)
     "file.py", "path/to/file.py", "my_model.py", "model.py", "test_partition.py",  # a user's files

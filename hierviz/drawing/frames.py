@@ -48,7 +48,7 @@ EAGER = "the Python from here to the next graph runs eagerly in PyTorch (not com
 
 def short_path(file: str) -> str:
     """A source file as the picture shows it: from the package folder for installed code
-    ('torchvision/models/detection/transform.py'), else its folder and name ('tests/models.py');
+    ('torchvision/models/detection/transform.py'), else its folder and name ('tests/dynamo_models.py');
     the tooltips keep the full path."""
     parts = file.replace("\\", "/").split("/")
     if "site-packages" in parts:
@@ -57,7 +57,7 @@ def short_path(file: str) -> str:
 
 
 def where(file: str, line: int) -> str:
-    """'tests/models.py:25' ('' when the file is unknown)."""
+    """'tests/dynamo_models.py:25' ('' when the file is unknown)."""
     return f"{short_path(file)}:{line}" if file else ""
 
 
