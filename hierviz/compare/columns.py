@@ -18,10 +18,14 @@ from hierviz.engine_table import DEFAULT_ENGINE
 from hierviz.partitioner import FALLBACK, MultiGraphPartition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
-STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "recommendation")
+# `nothing_accelerated`: no subgraph is accelerated (measured: none ran accelerated, every one that
+# was asked for fell back), so the row is the eager model in pieces, whatever its speed-up says.
+# The min_block_size to try is `part.recommend()`'s, computed when asked (a re-partition per size).
+STAT_COLUMNS_TAIL = ("coverage", "accelerated_coverage", "boundary_tensors", "nothing_accelerated")
 GRAPH_COLUMNS = ("graphs", "graph_breaks", "graphs_left_whole")  # a graph-by-graph partition's (ir="torch_compile")
-LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error",
-                   "outputs_match", "mismatch_at", "fallbacks", "compile_s", "cache_hits", "cache_misses")
+LATENCY_COLUMNS = ("median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "verdict", "max_abs_error",
+                   "outputs_match", "mismatch_at", "accelerated", "fallbacks", "compile_s", "cache_hits",
+                   "cache_misses")
 
 
 def setting_columns() -> tuple[str, ...]:
@@ -54,31 +58,6 @@ def config_columns(config: Config) -> dict[str, Any]:
     return {row.name: row.show(getattr(config, row.name)) for row in settings.SETTINGS}
 
 
-def recommendation(part: Any) -> int | None:
-    """The min_block_size `Partition.recommend()` suggests, from the engine's own data: among
-    the sizes it tries, those that accelerate as many nodes as this partition does, the one
-    giving the fewest subgraphs (ties: the size closest to the current one, then the smaller).
-    Only hierviz's engine keeps what this needs (its subgraphs before the small-block pass);
-    for the others it would mean running their whole partitioner once per size, so the cell
-    is empty (call `part.recommend()` to pay for it)."""
-    if part.engine != DEFAULT_ENGINE or isinstance(part, MultiGraphPartition):
-        return None  # across graphs: no recommend() (each graph has its own)
-    rec = part.recommend()
-    if rec is None or len(rec) == 0:
-        return None
-    current = part.config.min_block_size
-    if "accelerated_nodes" in rec.columns:
-        row_now = rec[rec["min_block_size"] == current]
-        if len(row_now):
-            acc_now = int(row_now["accelerated_nodes"].iloc[0])
-            rec = rec[rec["accelerated_nodes"] >= acc_now]
-    if len(rec) == 0:
-        return current
-    fewest = rec["subgraphs"].min()
-    best = rec[rec["subgraphs"] == fewest]["min_block_size"].tolist()
-    return int(min(best, key=lambda s: (abs(s - current), s)))
-
-
 def stat_columns(part: Any) -> dict[str, Any]:
     s = part.stats
     row: dict[str, Any] = {"subgraphs": s["subgraphs"], "acc_subgraphs": s["acc_subgraphs"]}
@@ -87,7 +66,7 @@ def stat_columns(part: Any) -> dict[str, Any]:
     row["coverage"] = s["coverage"]
     row["accelerated_coverage"] = s["accelerated_coverage"]
     row["boundary_tensors"] = s["boundary_tensors"]
-    row["recommendation"] = recommendation(part)
+    row["nothing_accelerated"] = s["acc_subgraphs"] == 0
     if isinstance(part, MultiGraphPartition):  # the figures above are summed over its graphs
         row.update({name: s[name] for name in GRAPH_COLUMNS})
     return row
@@ -104,6 +83,9 @@ def latency_columns(measurement: Any) -> dict[str, Any]:
             if median and std is not None:
                 value = std / median
         row[name] = value
+    nothing = getattr(measurement, "nothing_accelerated", None)
+    if nothing is not None:  # what ran: every accelerated subgraph may have fallen back
+        row["nothing_accelerated"] = bool(nothing)
     return row
 
 
@@ -145,7 +127,7 @@ def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[
     df = pd.DataFrame(filled, columns=cols)
     whole = {row.name for row in settings.SETTINGS if row.annotation == "int"}  # whole-number settings
     for c in cols:
-        if c.startswith("subgraphs") or c in whole or c in ("acc_subgraphs", "boundary_tensors", "recommendation",
+        if c.startswith("subgraphs") or c in whole or c in ("acc_subgraphs", "boundary_tensors", "accelerated",
                                                               "cache_hits", "cache_misses", *GRAPH_COLUMNS):
             if len(df) and not _all_ints(df[c]):
                 df[c] = pd.Series([row.get(c) for row in filled], dtype=object)  # an error row's raw 2.7

@@ -13,6 +13,7 @@ from hierviz.compare.ray_executor import RayRunner, WorkerDied
 from hierviz.config import Config
 from hierviz.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, HiervizError
+from hierviz.graphdata import unpack_graph
 from hierviz.partitioner import partition_graphs
 
 
@@ -75,23 +76,39 @@ def _sweep_task(gm: GraphModule, example_inputs: Any, cfg: Config,
 
 
 def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, configs: list[Config],
-                 measure_kwargs: dict[str, Any] | None, bar: Any = None) -> list[tuple[None, dict[str, Any]]]:
+                 measure_kwargs: dict[str, Any] | None, bar: Any = None,
+                 stopped: dict[str, bool] | None = None) -> list[tuple[None, dict[str, Any]]]:
     """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
-    died has the configuration's fields and the message in `error`."""
+    died has the configuration's fields and the message in `error`. Ctrl-C (with `stopped`)
+    ends the wait: the rows finished so far, in grid order, and `stopped["interrupted"]`."""
     runner = RayRunner(executor, gm, example_inputs)
     refs = [runner.submit(_sweep_task, cfg, measure_kwargs) for cfg in configs]
     index = {ref: i for i, ref in enumerate(refs)}
     rows: list[dict[str, Any] | None] = [None] * len(refs)
-    for ref, row, error in runner.wait(refs):
-        i = index[ref]
-        if error is not None:
-            row = columns.config_columns(configs[i])
-            text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
-            row["error"] = text
-        rows[i] = row
-        if bar is not None:
-            bar.update(1)
-    return [(None, row) for row in rows]  # type: ignore[misc]
+    try:
+        for ref, row, error in runner.wait(refs):
+            i = index[ref]
+            if error is not None:
+                row = columns.config_columns(configs[i])
+                text = str(error) if isinstance(error, WorkerDied) else f"{type(error).__name__}: {error}"
+                row["error"] = text
+            rows[i] = row
+            if bar is not None:
+                bar.update(1)
+    except KeyboardInterrupt:
+        if stopped is None:
+            raise
+        stopped["interrupted"] = True
+    finished = rows[:rows.index(None)] if None in rows else rows  # grid order: up to the first unfinished
+    return [(None, row) for row in finished]  # type: ignore[misc]
 
 
-__all__ = ["measure_kwargs", "partition_of", "partition_row", "run_measure", "sweep_on_ray"]
+def process_row(packed: dict[str, Any], cfg: Config) -> tuple[None, dict[str, Any]]:
+    """One sweep row in a worker process (hv.sweep with a ProcessPoolExecutor): the graph
+    unpacked from its plain data (graphdata.pack_graph), partitioned; (None, row), since a
+    Partition stays in the process that made it."""
+    _, row = partition_row(unpack_graph(packed), cfg)
+    return None, row
+
+
+__all__ = ["measure_kwargs", "partition_of", "partition_row", "process_row", "run_measure", "sweep_on_ray"]

@@ -18,10 +18,11 @@ from hierviz.compare.partition_cache import cache_info
 from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
-from hierviz.compare.rows import measure_kwargs, partition_row, run_measure, sweep_on_ray
+from hierviz.compare.rows import measure_kwargs, partition_of, partition_row, process_row, run_measure, sweep_on_ray
 from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key, settings_key
 from hierviz.capturing import capture, check_ir
 from hierviz.dynamo_capture import DynamoCapture
+from hierviz.graphdata import pack_graph
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
 
@@ -36,19 +37,21 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     "torch_tensorrt"); then, or when `base` names another engine than hierviz, the first
     column is the engine. Each row runs its engine once.
     Columns: the Config fields, then stats (subgraphs, acc_subgraphs, subgraphs_<backend>,
-    coverage, accelerated_coverage, boundary_tensors, recommendation — the min_block_size
-    `Partition.recommend()` suggests: fewest subgraphs with no fewer accelerated nodes; from
-    hierviz's engine only, empty for the others, whose recommend() re-runs them per size), then
-    latency columns when `measure` (True, or a dict of `hv.measure` options), then `error`: a
+    coverage, accelerated_coverage, boundary_tensors, nothing_accelerated: no subgraph is
+    accelerated, or, measured, every one fell back), then latency columns when `measure` (True,
+    or a dict of `hv.measure` options; `verdict` leads with "nothing accelerated" for such a
+    row), then `error`; the min_block_size to try is `Partition.recommend()`'s, asked for on
+    the partition that interests you (it re-partitions once per size). A
     configuration that fails when partitioned or measured gives a row with its message instead
     of stopping the sweep. The grid itself is checked first: a value the settings parser
     refuses (`min_block_size="x"`, an unknown backend or op) stops the sweep before anything
     runs, with one ConfigError listing every bad value.
 
     Partitions are cached per (graph, Config; the engine is a setting), so running a sweep again does not re-partition;
-    `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor` running
-    in this process, e.g. a ThreadPoolExecutor) runs the partitioning of configurations in
-    parallel; measuring always runs one configuration at a time, so timings do not disturb
+    `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor`: a
+    ThreadPoolExecutor, or a ProcessPoolExecutor, to which the graph is sent once per row as
+    plain data, hierviz.graphdata) runs the partitioning of configurations in parallel;
+    measuring always runs here, one configuration at a time, so timings do not disturb
     each other. `executor="ray"` (or a Ray address, or the initialised `ray` module) runs
     each row, measuring included, as a Ray task (see hierviz/compare/ray_executor.py).
     `out="sweep.csv"` (or `.parquet`) writes each row to that file as it finishes (with
@@ -61,8 +64,8 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     never again): what torch.compile(model, backend="torch_tensorrt") runs, graph by graph
     (hv.partition(..., ir="torch_compile") per row, each graph from the partition cache); the
     stats columns are summed over the graphs, then `graphs`, `graph_breaks` and
-    `graphs_left_whole`; `recommendation` is empty (each graph has its own). Threads and
-    `out=` work as above; Ray does not take a graph-by-graph capture (a ConfigError).
+    `graphs_left_whole`. Threads and `out=` work as above; Ray and processes do not take a
+    graph-by-graph capture (a ConfigError).
     """
     by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
     if by_graph and executor is not None and is_ray(executor):
@@ -92,9 +95,13 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     try:
         try:
             if on_ray:
-                results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], mkw, bar)
+                results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], mkw, bar, stopped)
             else:
                 results = partition_rows(executor, gm, [configs[i] for i in todo], bar, stopped)
+                if mkw is not None and isinstance(executor, ProcessPoolExecutor):
+                    # partitioned in other processes; measured here, one at a time, on this process's copy
+                    results = [(partition_of(gm, configs[i]) if part is None and not row.get("error") else part,
+                                row) for i, (part, row) in zip(todo, results)]
             rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray, kept, stopped)
         except KeyboardInterrupt:
             stopped["interrupted"], rows, measure_stats = True, [], {"hits": 0, "misses": 0}
@@ -134,11 +141,9 @@ def graphs_of(model: Any, example_inputs: Any) -> DynamoCapture:
 
 
 def check_executor(executor: Any) -> None:
-    """ConfigError unless `executor` is None, a thread-based Executor, or Ray (as text: an address
-    the Ray check understands)."""
-    if isinstance(executor, ProcessPoolExecutor):
-        raise ConfigError("hv.sweep runs configurations in threads of this process (the captured graph "
-                          "cannot be pickled to other processes): pass a ThreadPoolExecutor.")
+    """ConfigError unless `executor` is None, a concurrent.futures Executor (threads, or a
+    ProcessPoolExecutor: the graph is sent as plain data), or Ray (as text: an address the Ray
+    check understands)."""
     if executor is not None and not isinstance(executor, Executor) and not is_ray(executor):
         raise ConfigError(f"executor must be a concurrent.futures.Executor (e.g. ThreadPoolExecutor()), 'ray' "
                           f"or a Ray address, not {type(executor).__name__}.")
@@ -168,10 +173,41 @@ def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], ba
                 results.append(partition_row(gm, cfg))
                 bar.update(1)
         return results
-    futures: list[Future] = [executor.submit(partition_row, gm, cfg) for cfg in configs]
+    if isinstance(executor, ProcessPoolExecutor):  # the graph travels as plain data, as to Ray
+        if isinstance(gm, DynamoCapture):
+            raise ConfigError("hv.sweep sends an aten graph to a ProcessPoolExecutor's workers as plain data; "
+                              "a graph-by-graph capture (ir='torch_compile') is not one: pass a ThreadPoolExecutor.")
+        packed = pack_graph(gm)
+        futures: list[Future] = [executor.submit(process_row, packed, cfg) for cfg in configs]
+    else:
+        futures = [executor.submit(partition_row, gm, cfg) for cfg in configs]
     for fut in futures:
         fut.add_done_callback(lambda _f: bar.update(1))
-    return [fut.result() for fut in futures]  # grid order, whatever order they finish in
+    results: list[tuple[Any, dict[str, Any]]] = []
+    with _until_ctrl_c(stopped):
+        for cfg, fut in zip(configs, futures):  # grid order, whatever order they finish in
+            results.append(_row_of(fut, cfg))
+    if len(results) < len(futures):  # Ctrl-C: the rows finished so far in grid order are kept, the rest cancelled
+        for fut in futures[len(results):]:
+            fut.cancel()
+        for cfg, fut in zip(configs[len(results):], futures[len(results):]):
+            if not fut.done() or fut.cancelled():
+                break
+            results.append(_row_of(fut, cfg))
+    return results
+
+
+def _row_of(fut: Future, cfg: Config) -> tuple[Any, dict[str, Any]]:
+    """A finished future's (partition or None, row); an exception that is not a HiervizError
+    (a setting that cannot be sent to another process, a worker that died) is the row's error."""
+    try:
+        return fut.result()
+    except KeyboardInterrupt:
+        raise
+    except Exception as exc:  # noqa: BLE001 - a row's failure, said in its row
+        row = columns.config_columns(cfg)
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        return None, row
 
 
 def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any, mkw: dict[str, Any] | None,
@@ -180,7 +216,7 @@ def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any,
     """The rows, measured one at a time when `mkw` (on Ray they were measured on the workers),
     and the compile-cache counts of those measurements; `kept(i, row)` is called as each row
     finishes; Ctrl-C (with `stopped`) ends the loop with the rows finished so far."""
-    rows = []
+    rows: list[dict[str, Any]] = []
     measure_stats = {"hits": 0, "misses": 0}
     if mkw is not None and not on_ray:
         bar.reset(total=len(results))

@@ -53,6 +53,9 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
                 text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
                 return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
                                 time.perf_counter() - start)
+            if quick.nothing_accelerated:  # every accelerated subgraph fell back: the eager model in pieces
+                return Outcome("nothing accelerated", quick, None, quick.nothing_accelerated_text() + ": "
+                               f"{', '.join(quick.fallbacks)[:200]}", time.perf_counter() - start)
             if quick.fallbacks:
                 return Outcome("fallback", quick, None, f"{len(quick.fallbacks)} subgraph(s) fell back to eager: "
                                 f"{', '.join(quick.fallbacks)[:200]}", time.perf_counter() - start)

@@ -223,6 +223,7 @@ class _TuneRun:
             samples = getattr(getattr(m, "timing", None), "samples_ms", None)
             row["speedup_ci"] = speedup_interval(self.eager_stats.samples_ms, samples) \
                 if self.eager_stats is not None and samples else None
+            row["verdict"] = m.verdict_for(row["speedup_ci"])
         row["status"] = o.status
         row["error"] = o.error
         row["seconds"] = round(o.seconds, 3)

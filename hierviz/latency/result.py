@@ -121,7 +121,13 @@ class Measurement:
         where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline),
         flagged when the eager baseline's own spread is wide (`baseline_wide`); led by
         'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
-        text = verdict(self.speedup_ci, wide=self.baseline_wide)
+        return self.verdict_for(self.speedup_ci)
+
+    def verdict_for(self, ci: tuple[float, float] | None) -> str:
+        """The verdict of a speed-up interval `ci` of this measurement (against another timing
+        of the eager model, as hv.tune's trials have), led by 'nothing accelerated: ...' when
+        every subgraph ran in eager PyTorch."""
+        text = verdict(ci, wide=self.baseline_wide)
         nothing = self.nothing_accelerated_text()
         return f"{nothing}; {text}" if nothing else text
 

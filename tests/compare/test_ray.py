@@ -64,7 +64,7 @@ def test_ray_sweep_rows_equal_the_local_sweep(small, ray_local) -> None:
     assert list(remote.columns) == list(local.columns)
     partition_columns = [c for c in local.columns if c in (
         "priority", "min_block_size", "torch_executed_ops", "subgraphs", "acc_subgraphs", "subgraphs_exact",
-        "subgraphs_torch", "coverage", "accelerated_coverage", "boundary_tensors", "recommendation")]
+        "subgraphs_torch", "coverage", "accelerated_coverage", "boundary_tensors", "nothing_accelerated")]
     assert remote[partition_columns].equals(local[partition_columns])
     assert remote["error"].isna().all() and remote["outputs_match"].all()
     assert (remote["median_ms"] > 0).all()

@@ -12,7 +12,6 @@ import pytest
 
 import hierviz as hv
 from hierviz.compare import cache_info, clear_cache, sweep
-from hierviz.compare.columns import recommendation
 from hierviz.partitioner import partition as hv_partition
 
 from tests.small_net import UNSUPPORTED
@@ -22,10 +21,10 @@ SIGMOID = "torch.ops.aten.sigmoid.default"
 CONFIG_COLUMNS = ["priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
                   "skip_fusion", "demote_to"]
 STAT_COLUMNS = ["subgraphs", "acc_subgraphs", "subgraphs_tensorrt", "subgraphs_inductor", "subgraphs_torch",
-                "coverage", "accelerated_coverage", "boundary_tensors", "recommendation"]
-LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "max_abs_error", "outputs_match",
-                   "mismatch_at",
-                   "fallbacks", "compile_s", "cache_hits", "cache_misses"]
+                "coverage", "accelerated_coverage", "boundary_tensors", "nothing_accelerated"]
+LATENCY_COLUMNS = ["median_ms", "p10_ms", "p90_ms", "cv", "speedup", "speedup_ci", "verdict", "max_abs_error",
+                   "outputs_match", "mismatch_at", "accelerated", "fallbacks", "compile_s", "cache_hits",
+                   "cache_misses"]
 INDUCTOR = {"inductor": hv.support.inductor()}
 
 
@@ -88,21 +87,27 @@ def test_values_equal_separate_partition_calls(small) -> None:
         assert row["coverage"] == s["coverage"]
         assert row["accelerated_coverage"] == s["accelerated_coverage"]
         assert row["boundary_tensors"] == s["boundary_tensors"]
-        assert row["recommendation"] == recommendation(p)
+        assert row["nothing_accelerated"] == (s["acc_subgraphs"] == 0)
 
 
-def test_recommendation_is_a_min_block_size_from_recommend(small) -> None:
+def test_no_recommendation_column_and_no_recommend_per_row(small, monkeypatch) -> None:
+    """recommend() re-partitions once per size: a sweep row never pays for it (issue 37); the
+    user asks part.recommend() on the partition that interests them."""
+    from hierviz.partitioner import Partition
+
     _, _, gm = small
-    p = hv_partition(gm, min_block_size=1)
-    rec = p.recommend()
-    value = recommendation(p)
-    assert value in set(rec["min_block_size"])
-    chosen = rec.set_index("min_block_size").loc[value]
-    now = rec.set_index("min_block_size").loc[1]
-    # no fewer accelerated nodes than now, and the fewest subgraphs among such sizes
-    assert chosen["accelerated_nodes"] >= now["accelerated_nodes"]
-    keep = rec[rec["accelerated_nodes"] >= now["accelerated_nodes"]]
-    assert chosen["subgraphs"] == keep["subgraphs"].min()
+    called = []
+    monkeypatch.setattr(Partition, "recommend", lambda self, sizes=None: called.append(1))
+    df = sweep(gm, None, {"min_block_size": [1, 2, 3]}, progress=False)
+    assert "recommendation" not in df.columns and called == []
+
+
+def test_nothing_accelerated_is_a_column(small) -> None:
+    _, _, gm = small
+    df = sweep(gm, None, {"priority": [("inductor",), ("tensorrt",)]}, progress=False)
+    # inductor's default support takes no ops: that row accelerates nothing, and says so
+    assert list(df["nothing_accelerated"]) == [True, False]
+    assert list(df["priority"]) == ["inductor", "tensorrt"] and list(df["acc_subgraphs"] == 0) == [True, False]
 
 
 def test_failing_configurations_become_error_rows(small) -> None:
@@ -214,14 +219,6 @@ def test_real_measurement_on_cpu(small) -> None:
                   measure={"iters": 3, "warmup": 1}, progress=False)
     assert again.attrs["compile_cache_misses"] == 0 and again.attrs["compile_cache_hits"] > 0
     assert not math.isnan(again.loc[0, "median_ms"])
-
-
-def test_process_pools_are_refused_with_a_message(small) -> None:
-    from concurrent.futures import ProcessPoolExecutor
-
-    model, inputs, _ = small
-    with ProcessPoolExecutor(1) as pool, pytest.raises(hv.ConfigError, match="ThreadPoolExecutor"):
-        sweep(model, inputs, {"min_block_size": [1]}, executor=pool, progress=False)
 
 
 def test_hv_sweep_public_name(small) -> None:

@@ -30,6 +30,9 @@ def test_sweep_rows_count_fallbacks(tiny_conv, monkeypatch) -> None:
     assert list(df.fallbacks) == list(df.subgraphs_inductor)  # every inductor subgraph fell back
     assert df.fallbacks.iloc[0] >= 1 and df.fallbacks.iloc[1] == 0
     assert (df.outputs_match == True).all()  # noqa: E712 - the eager fallback is still right
+    # neither row ran anything accelerated (issue 37): one fell back, the other has no accelerated subgraph
+    assert df.nothing_accelerated.tolist() == [True, True] and df.accelerated.tolist() == [0, 0]
+    assert df.verdict.str.startswith("nothing accelerated").all()
 
 
 def test_latency_columns_report_fallbacks_as_a_count(tiny_conv, monkeypatch) -> None:
@@ -41,4 +44,6 @@ def test_latency_columns_report_fallbacks_as_a_count(tiny_conv, monkeypatch) -> 
     m = hv.measure(part, x, cache=CompileCache(), on_error="fallback", warmup=0, iters=1, per_subgraph=False)
     row = columns.latency_columns(m)
     assert row["fallbacks"] == len(m.fallbacks) == 1
-    assert list(row) == list(columns.LATENCY_COLUMNS)
+    assert list(row) == [*columns.LATENCY_COLUMNS, "nothing_accelerated"]
+    assert row["accelerated"] == 0 and row["nothing_accelerated"] is True  # its one subgraph fell back
+    assert row["verdict"].startswith("nothing accelerated: every subgraph ran in eager PyTorch (1 fell back)")

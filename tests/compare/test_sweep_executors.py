@@ -1,0 +1,75 @@
+"""hv.sweep with an executor (issue 37): a ProcessPoolExecutor partitions the rows in other
+processes (the graph sent as plain data) and gives the rows a local sweep gives; Ctrl-C, a real
+SIGINT arriving while the sweep waits for a row of a thread or a process executor, returns the
+rows finished so far with a note, as the docstring promises, instead of no rows."""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import os
+import signal
+import time
+import warnings
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
+
+import pytest
+
+import hierviz as hv
+
+sweep_mod = importlib.import_module("hierviz.compare.sweep")
+rows_mod = importlib.import_module("hierviz.compare.rows")
+
+GRID = {"min_block_size": [1, 2, 3, 4, 5]}
+
+
+def _sweep(small, **kwargs):
+    model, inputs, _ = small
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        df = hv.sweep(model, inputs, GRID, progress=False, **kwargs)
+    return df, [str(w.message) for w in seen if "hv.sweep" in str(w.message)]
+
+
+def _ctrl_c_during_the_second_row(real, target_pid):
+    """partition_row that, from the second row on, sends SIGINT to `target_pid()` (the sweep's
+    process: a user pressing Ctrl-C while it waits for that row) and then takes long."""
+    def row(gm, cfg):
+        if cfg.min_block_size > 1:
+            time.sleep(0.5)  # the first row's result reaches the sweep first
+            if cfg.min_block_size == 2:
+                os.kill(target_pid(), signal.SIGINT)
+            time.sleep(2.0)
+        return real(gm, cfg)
+    return row
+
+
+def _fork():
+    if "fork" not in multiprocessing.get_all_start_methods():
+        pytest.skip("needs the fork start method (the patched row reaches the worker by forking)")
+    return multiprocessing.get_context("fork")
+
+
+def test_process_executor_gives_the_rows_of_a_local_sweep(small):
+    local, _ = _sweep(small)
+    with ProcessPoolExecutor(max_workers=1, mp_context=_fork()) as pool:
+        remote, notes = _sweep(small, executor=pool)
+    assert notes == [] and remote["error"].isna().all()
+    assert remote.equals(local)
+
+
+def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch):
+    monkeypatch.setattr(sweep_mod, "partition_row", _ctrl_c_during_the_second_row(sweep_mod.partition_row, os.getpid))
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        df, notes = _sweep(small, executor=pool)
+    assert list(df["min_block_size"]) == [1] and df["error"].isna().all()
+    assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]
+
+
+def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch):
+    context = _fork()
+    monkeypatch.setattr(rows_mod, "partition_row", _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid))
+    with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
+        df, notes = _sweep(small, executor=pool)
+    assert list(df["min_block_size"]) == [1] and df["error"].isna().all()
+    assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]
