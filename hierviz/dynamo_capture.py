@@ -114,14 +114,13 @@ def _flat(args: Any) -> list[torch.fx.Node]:
 
 
 def _frame_of(gm: GraphModule) -> tuple[str, str, int]:
-    """(function, file, line) of the user's code the graph's first op was traced from."""
+    """(function, file, line) of the frame dynamo compiled the graph from (the outermost frame of
+    its first op's stack; functions it inlined are below it), at that op's line."""
     for node in gm.graph.nodes:
-        trace = node.meta.get("stack_trace")
-        if trace:
-            frames = _FRAME.findall(trace)
-            if frames:
-                file, line, function = frames[-1]
-                return user_function(function), file, int(line)
+        frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+        if frames:
+            file, line, function = frames[0]
+            return user_function(function), file, int(line)
     return "", "", 0
 
 

@@ -84,6 +84,40 @@ def zoo_cache() -> ZooCache:
     return ZooCache()
 
 
+DETECTION = ("fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large")
+
+
+class DetectionModels:
+    """torchvision's detection models that torch.export rejects (random weights, one 3x160x160
+    image), and their graph-by-graph captures (hv.capture(..., ir="torch_compile")), each made
+    at most once per session. `load` builds a fresh model every call: a detection model changes
+    its own state on its first run (MultiScaleRoIAlign keeps its scales), and a test comparing
+    against the real torch.compile path needs one that never ran, as the capture's was."""
+
+    def __init__(self) -> None:
+        self._captures: dict[str, Any] = {}
+
+    @staticmethod
+    def load(name: str) -> tuple[torch.nn.Module, tuple]:
+        import torchvision
+
+        torch.manual_seed(0)
+        model = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None).eval()
+        return model, ([torch.rand(3, 160, 160)],)
+
+    def capture(self, name: str) -> Any:
+        if name not in self._captures:
+            import hierviz as hv
+
+            self._captures[name] = hv.capture(*self.load(name), ir="torch_compile")
+        return self._captures[name]
+
+
+@pytest.fixture(scope="session")
+def detection() -> DetectionModels:
+    return DetectionModels()
+
+
 @pytest.fixture(scope="session")
 def run_python() -> Callable[..., subprocess.CompletedProcess]:
     """Run Python source in a fresh interpreter (this venv, repo root as cwd); returns the

@@ -137,3 +137,27 @@ def test_a_model_that_fails_to_run_is_a_capture_error() -> None:
     model, _ = load("prints")
     with pytest.raises(hv.CaptureError, match="model must run on the example inputs"):
         hv.capture(model, (torch.randn(2, 5),), ir="torch_compile")  # wrong feature size
+
+
+@pytest.mark.slow
+def test_same_graphs_in_every_process(run_python) -> None:
+    """Two fresh interpreters with different hash seeds capture the same graphs (code, ops,
+    inputs, outputs) and the same breaks."""
+    code = """
+        import hashlib, torch, hierviz as hv
+        from dynamo_models import load
+        for name in ("if_on_sum", "prints", "item_arith"):
+            cap = hv.capture(*load(name), ir="torch_compile")
+            for g in cap.graphs:
+                text = g.graph.code + repr((g.ops, g.inputs, g.outputs, g.function, g.line, g.calls))
+                print(name, g.index, hashlib.sha256(text.encode()).hexdigest())
+            for b in cap.breaks:
+                print(name, b.after_graph, b.ended_graph, b.gb_type, b.line, b.function, b.hints)
+    """
+    tests = str(__import__("pathlib").Path(__file__).parent)
+    runs = [run_python(code, path_first=[tests], env={"PYTHONHASHSEED": seed}, timeout=600) for seed in ("1", "2")]
+    for run in runs:
+        assert run.returncode == 0, run.stderr[-2000:]
+    assert runs[0].stdout == runs[1].stdout
+    lines = [line for line in runs[0].stdout.splitlines() if line.split(" ")[0] in EXPECTED]
+    assert len(lines) == 3 * 2 + 3  # two graphs and one break per model (the rest: the model's print)

@@ -17,6 +17,7 @@ graph with fewer supported ops than min_block_size is left whole in PyTorch
 
 from __future__ import annotations
 
+import itertools
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -253,10 +254,14 @@ class MultiGraphPartition:
         lines = [f"{RULE} Totals over {s['graphs']} graph(s) {RULE}", "",
                  f"Graphs: {s['graphs']}",
                  f"Graph breaks: {s['graph_breaks']}"]
+        said: list[str] = []  # the same break again at once (a loop, a retried frame): counted, not repeated
         for b in self.breaks:
             after = f"after g{b.after_graph}" if b.after_graph >= 0 else "before g0"
             code = f" ({b.code})" if b.code else ""
-            lines.append(f"  {after}: {b.location or 'unknown line'}{code}: {b.short}")
+            said.append(f"  {after}: {b.location or 'unknown line'}{code}: {b.short}")
+        for text, group in itertools.groupby(said):
+            times = len(list(group))
+            lines.append(text + (f" (x{times})" if times > 1 else ""))
         lines += [f"Operators: {count_text('compute_ops', s['compute_ops'])}, {count_text('supported_ops', s['supported_ops'])}, "
                   f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated",
                   f"Subgraphs: {s['subgraphs']} ({by})",

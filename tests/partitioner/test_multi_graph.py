@@ -118,3 +118,29 @@ def test_wrong_ir_is_a_config_error(prints) -> None:
     model, inputs, _ = prints
     with pytest.raises(hv.ConfigError, match="'dynamo'.*'torch_compile'"):
         hv.partition(model, inputs, ir="compile")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ["fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_large"])
+def test_detection_models_graph_by_graph(detection, name) -> None:
+    """The models torch.export rejects: every graph partitioned, the breaks at torchvision's
+    post-processing lines, and the graphs' split modules giving the model's boxes."""
+    model, inputs = detection.load(name)
+    cap = detection.capture(name)
+    with torch.no_grad():
+        boxes = model(*inputs)[0]["boxes"]
+    p = hv.partition(cap)
+    assert len(p.graphs) == len(cap.graphs) > 5 and p.stats["graph_breaks"] == len(cap.breaks) > 3
+    assert {b.gb_type for b in cap.breaks} & {"Dynamic shape operator", "Data-dependent branching"}
+    assert all("torchvision" in b.file and b.line > 0 and b.code for b in cap.breaks)
+    text = p.report()
+    first = cap.breaks[0]
+    assert f"{first.file}:{first.line}" in text and first.code in text
+    assert p.stats["accelerated_ops"] > 100
+    outputs = []
+    for part, g in zip(p.graphs, cap.graphs):
+        with torch.no_grad():
+            got, want = part.module(*g.example_inputs), g.graph(*g.example_inputs)
+        torch.testing.assert_close(got, want)
+        outputs += [t for t in torch.utils._pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
+    assert any(t.shape == boxes.shape and torch.allclose(t, boxes) for t in outputs)  # the model's own boxes
