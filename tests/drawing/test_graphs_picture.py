@@ -247,14 +247,10 @@ def test_damaged_or_newer_files_say_what_to_do(three, tmp_path):
 
 
 @pytest.mark.slow
-def test_a_torchvision_detection_model(tmp_path, needs_dot):
-    """ssdlite320_mobilenet_v3_large, random weights: every graph drawn, readable, and round-tripped."""
-    import torch
-    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
-
-    torch.manual_seed(0)
-    model = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None).eval()
-    part = hv.partition(model, ([torch.rand(3, 160, 160)],), ir="torch_compile")
+def test_a_torchvision_detection_model(tmp_path, needs_dot, detection):
+    """ssdlite320_mobilenet_v3_large, random weights: every graph drawn, readable, and round-tripped
+    (its capture shared with the other tests through conftest's `detection`)."""
+    part = hv.partition(detection.capture("ssdlite320_mobilenet_v3_large"))
     assert part.stats["graphs"] >= 2 and part.stats["graph_breaks"] >= 1
     d = part.render()
     assert d.info["graphs"] == part.stats["graphs"] and len(d.info["views"]) == part.stats["graphs"]

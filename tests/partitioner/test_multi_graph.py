@@ -104,7 +104,7 @@ def test_a_graph_with_nothing_to_partition_is_reported_not_an_error() -> None:
     assert not p.has_compute(0) and p.graphs[0].stats["subgraphs"] == 0
     assert "Nothing to partition" in p.report()
     assert "Graphs with nothing to partition (no compute): 1" in p.report()
-    assert "2 graphs" in repr(p) and "<pre>" in p._repr_html_()
+    assert "2 graphs" in repr(p) and "DetachOnly" in p._repr_html_()
 
 
 def test_require_full_compilation_is_off_as_in_torch_compile(prints) -> None:
