@@ -17,6 +17,7 @@ from hierviz.capture_cache import CaptureStore
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
     UserCodeError,
+    add_ir_option,
     add_setting_options,
     build_config,
     load_model,
@@ -122,7 +123,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     if out is not None:
         try:
             if out.suffix.lower() not in TEXT_SUFFIXES:
-                if out.suffix.lower() == ".html":
+                if out.suffix.lower() == ".html" and not isinstance(part, hv.MultiGraphPartition):
                     part.compile_today()  # the report's "torch_tensorrt.compile today" table, its cost named there
                 written = part.save(out)
             else:
@@ -281,6 +282,12 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
     _add_debug(p)
 
 
+def _add_model_args(p: argparse.ArgumentParser) -> None:
+    """The setting flags and --ir: a command that partitions MODEL (report, blockers, check)."""
+    _add_config_args(p)
+    add_ir_option(p)
+
+
 def _add_debug(p: argparse.ArgumentParser) -> None:
     """--debug also after the subcommand (`hierviz report m --debug`); SUPPRESS keeps the
     top-level value when it is not given here."""
@@ -315,7 +322,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     report = sub.add_parser("report", help="partition MODEL and print the dryrun-style report")
     report.add_argument("model", metavar="MODEL", help="a built-in model, file.py:function, or a saved .json partition")
-    _add_config_args(report)
+    _add_model_args(report)
     report.add_argument("-o", "--output", metavar="FILE",
                         help="also save: .html report, .svg/.png/.pdf diagram, .dot, .json, or text")
     report.set_defaults(func=cmd_report)
@@ -351,7 +358,7 @@ def build_parser() -> argparse.ArgumentParser:
     tune.add_argument("--quiet", action="store_true", help="no progress bar")
     tune.set_defaults(func=cmd_tune)
 
-    add_commands(sub, _add_config_args, _add_debug)
+    add_commands(sub, _add_model_args, _add_debug)
 
     zoo = sub.add_parser("zoo", help="list the built-in models")
     _add_debug(zoo)

@@ -19,7 +19,8 @@ from hierviz import config as settings
 from hierviz.config import Config, derive
 from hierviz.engine_table import COMPILE_ENGINES
 from hierviz.setting_values import whole_number
-from hierviz.errors import ConfigError
+from hierviz.capturing import IRS
+from hierviz.errors import CaptureError, ConfigError
 from hierviz.partitioner import load_partition, partition
 
 
@@ -191,9 +192,21 @@ def non_negative(text: str) -> int:
     return _whole_number(text, 0)
 
 
+IR_HELP = ("how MODEL is captured: dynamo (default: torch.export, one graph, as torch_tensorrt.compile does) or "
+           "torch_compile (graph by graph at dynamo's graph breaks, as torch.compile(backend='torch_tensorrt') does)")
+EXPORT_FAILED = "torch.export failed"  # how CaptureError's first line starts when the export is what failed
+
+
+def add_ir_option(p: argparse.ArgumentParser) -> None:
+    """--ir, for every command that partitions a MODEL."""
+    p.add_argument("--ir", choices=IRS, default=None, help=IR_HELP)
+
+
 def partition_from_args(args: argparse.Namespace) -> Any:
     """The partition the setting flags describe: the Config and --engine checked before MODEL is
-    loaded (a wrong setting fails at once), then MODEL partitioned with them."""
+    loaded (a wrong setting fails at once), then MODEL partitioned with them (graph by graph
+    with --ir torch_compile). A model torch.export refuses is one line ending with the way on:
+    --ir torch_compile."""
     from hierviz.cli_output import import_tensorrt_quietly
 
     config = build_config(args)
@@ -203,17 +216,27 @@ def partition_from_args(args: argparse.Namespace) -> Any:
         check_available(config.engine)
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    return partition(model, inputs, config)
+    ir = getattr(args, "ir", None) or "dynamo"
+    try:
+        return partition(model, inputs, config, ir=ir)
+    except CaptureError as exc:
+        first = str(exc).strip().split("\n", 1)[0]
+        if ir != "dynamo" or not first.startswith(EXPORT_FAILED):
+            raise
+        short = first if len(first) <= 300 else first[:297] + "..."
+        raise CaptureError(f"{short.rstrip('.')}. To see {args.model} graph by graph, as "
+                           "torch.compile(backend='torch_tensorrt') compiles it, add --ir torch_compile") from exc
 
 
 def partition_or_saved(args: argparse.Namespace) -> Any:
     """MODEL partitioned with the setting flags, or a saved .json partition as it was saved
-    (hv.load_partition); setting flags given with a saved partition are a UsageError, since
-    they would change nothing."""
+    (hv.load_partition); setting flags (or --ir) given with a saved partition are a UsageError,
+    since they would change nothing."""
     if not args.model.lower().endswith(".json"):
         return partition_from_args(args)
     given = [row.option for row in settings.SETTINGS
              if row.flag is not None and getattr(args, row.name, None) not in (None, False)]
+    given += ["--ir"] if getattr(args, "ir", None) else []
     if given:
         raise UsageError(f"{', '.join(given)}: {args.model} is a saved partition, made with the settings it "
                          f"was saved with; to try other settings give MODEL (a zoo name or file.py:function)")

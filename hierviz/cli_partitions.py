@@ -40,14 +40,18 @@ def _stats_line(part: Any) -> str:
 
 def cmd_blockers(args: argparse.Namespace) -> int:
     part = partition_or_saved(args)
+    options = {"measure_options": {"on_error": "fallback"}} if args.fallback else {}
+    if options and isinstance(part, hv.MultiGraphPartition):
+        raise UsageError("--fallback is not available with --ir torch_compile yet; measure on a machine whose "
+                         "backends all build, or leave --measure out")
     table = part.blockers(kind=args.kind.split(",") if args.kind else None, top=args.top, measure=args.measure,
-                          device=args.device, measure_options={"on_error": "fallback"} if args.fallback else None)
+                          device=args.device, **options)
     print(_stats_line(part))
     if table.empty:
         print("nothing keeps nodes out of the accelerated backends")
         return 0
     print(_text(table, TABLE_COLUMNS + (MEASURED_COLUMNS if args.measure else [])))
-    if part.graph is None:
+    if args.model.lower().endswith(".json"):
         print(f"{args.model} is a saved partition: counts only, no graph to re-partition; "
               f"give MODEL (a zoo name or file.py:function) for the what-if columns")
     return 0
