@@ -119,6 +119,20 @@ def detection() -> DetectionModels:
 
 
 @pytest.fixture(scope="session")
+def ssdlite() -> tuple:
+    """torchvision's ssdlite320_mobilenet_v3_large (random weights, eval), its input, and its
+    graph-by-graph capture (hv.capture(..., ir="torch_compile"): 7 graphs, 6 breaks), made once
+    per session: the capture takes minutes on a CPU. Slow tests only."""
+    import hierviz as hv
+    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
+
+    torch.manual_seed(0)
+    model = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None).eval()
+    inputs = ([torch.rand(3, 320, 320)],)
+    return model, inputs, hv.capture(model, inputs, ir="torch_compile")
+
+
+@pytest.fixture(scope="session")
 def run_python() -> Callable[..., subprocess.CompletedProcess]:
     """Run Python source in a fresh interpreter (this venv, repo root as cwd); returns the
     completed process with text stdout/stderr. `path_first` directories go first on sys.path."""
