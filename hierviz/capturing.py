@@ -13,9 +13,10 @@ buffer updates on the model itself (BatchNorm's `num_batches_tracked` in train m
 from __future__ import annotations
 
 import copy
+import inspect
 import warnings
 import weakref
-from typing import Any
+from typing import Any, Mapping
 
 import torch
 from torch.fx import GraphModule
@@ -100,6 +101,25 @@ def _drop_guards(gm: GraphModule) -> GraphModule:
     return gm
 
 
+def _dict_hint(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> str | None:
+    """The hint for one dict passed as example_inputs to a forward that takes several named
+    arguments (a Hugging Face encoder-decoder's input_ids, decoder_input_ids): it arrived as
+    the first argument; its entries belong in kwargs=. None when that is not the case."""
+    if kwargs or len(args) != 1 or not isinstance(args[0], Mapping):
+        return None
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return None
+    names = [p.name for p in params if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+    named = [k for k in args[0] if k in names]
+    if len(names) < 2 or not named:
+        return None
+    return (f"example_inputs is one dict, so {type(model).__name__}.forward got it as its first argument "
+            f"({names[0]!r}); pass its entries ({', '.join(map(repr, named))}) as keyword arguments: "
+            "hv.partition(model, (), kwargs=inputs) (hv.capture(model, (), kwargs=inputs) too).")
+
+
 def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> Any:
     try:
         return torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
@@ -107,7 +127,7 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
         raise CaptureError(
             f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: "
             f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}\n"
-            f"Hint: {_hint(exc)}"
+            f"Hint: {_dict_hint(model, args, kwargs) or _hint(exc)}"
         ) from exc
 
 

@@ -28,6 +28,15 @@ class UsageError(Exception):
     """A mistake in the command line: printed as one line, exit code 2."""
 
 
+
+def _takes_no_arguments(func: Any) -> bool:
+    """True when `func()` binds: a MODEL function takes no arguments."""
+    try:
+        inspect.signature(func).bind()
+    except (TypeError, ValueError):
+        return False
+    return True
+
 def load_model(spec: str) -> tuple[Any, Any]:
     """A zoo name or 'file.py:function' -> (model, example_inputs)."""
     from hierviz import zoo
@@ -69,7 +78,8 @@ def call_user_function(path_text: str, func_name: str) -> tuple[Any, Any]:
         sys.path.pop(0)
     func = getattr(module, func_name, None)
     if func is None:
-        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__)
+        found = sorted(n for n, v in vars(module).items() if inspect.isfunction(v) and v.__module__ == module.__name__
+                       and not n.startswith("_") and _takes_no_arguments(v))  # what MODEL can name
         hint = difflib.get_close_matches(func_name, found, n=1)
         raise UsageError(f"{path_text} has no function {func_name!r}"
                          + (f"; did you mean {hint[0]!r}?" if hint else "")

@@ -364,3 +364,32 @@ def test_train_mode_inplace_dropout_captures_on_the_cpu(name, monkeypatch) -> No
     assert devices == {"cpu"}
     assert any("dropout" in str(n.target) or "bernoulli" in str(n.target) for n in gm.graph.nodes)
     assert gm(*inputs).shape == model(*inputs).shape
+
+
+def test_one_dict_for_several_named_arguments_hints_kwargs():
+    """T5's forward takes input_ids and decoder_input_ids: one dict given as example_inputs
+    arrives as input_ids and fails inside torch; the error says to pass it as kwargs= (issue 37),
+    and that advice works (on a small two-argument module, which captures fast)."""
+    transformers = pytest.importorskip("transformers")
+    cfg = transformers.T5Config(vocab_size=64, d_model=16, d_kv=8, d_ff=32, num_layers=1, num_decoder_layers=1,
+                                num_heads=2, use_cache=False)
+    with torch.random.fork_rng():
+        torch.manual_seed(0)
+        t5 = transformers.T5Model(cfg).eval()
+    ids, dec = torch.randint(0, 64, (1, 5)), torch.randint(0, 64, (1, 3))
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(t5, {"input_ids": ids, "decoder_input_ids": dec}, cache=False)
+    assert ("Hint: example_inputs is one dict, so T5Model.forward got it as its first argument ('input_ids'); pass "
+            "its entries ('input_ids', 'decoder_input_ids') as keyword arguments: hv.partition(model, (), "
+            "kwargs=inputs)") in str(info.value)
+
+    class Two(torch.nn.Module):
+        def forward(self, a, b):
+            return a["x"] * 2 if isinstance(a, dict) else a + b
+
+    inputs = {"a": torch.ones(2), "b": torch.arange(2.0)}
+    with pytest.raises(hv.CaptureError, match="one dict, so Two.forward got it as its first argument"):
+        hv.capture(Two(), inputs, cache=False)
+    gm = hv.capture(Two(), (), kwargs=inputs, cache=False)
+    out = gm(**inputs)
+    torch.testing.assert_close(out[0] if isinstance(out, (tuple, list)) else out, inputs["a"] + inputs["b"])

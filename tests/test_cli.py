@@ -468,3 +468,15 @@ def test_entry_point_subprocess(tmp_path: Path, user_module: Path) -> None:
     assert bad.returncode == 2
     assert bad.stderr.count("\n") == 1 and bad.stderr.startswith("hierviz: error:"), bad.stderr
     assert "torch.ops.aten.nope.default" in bad.stderr
+
+
+def test_missing_function_lists_only_what_model_can_name(tmp_path: Path, capsys) -> None:
+    """`hierviz report models.py:nonexistent` lists the functions MODEL can name (issue 37):
+    public ones that take no arguments, not private helpers such as `_eval`."""
+    path = tmp_path / "models.py"
+    path.write_text("def build():\n    return None\n\n\ndef build_large():\n    return None\n\n\n"
+                    "def _eval(model, x):\n    return model(x)\n\n\ndef scale(x, factor=2):\n    return x * factor\n")
+    code, out, err = run_cli(capsys, "report", f"{path}:nonexistent")
+    assert code == 2 and len(err.strip().splitlines()) == 1
+    assert err.strip().endswith("has no function 'nonexistent' (functions there: build, build_large).")
+    assert "_eval" not in err and "scale" not in err
