@@ -221,7 +221,7 @@ def partition_from_args(args: argparse.Namespace) -> Any:
 
     config = build_config(args)
     if config.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compiled import check_available
+        from hierviz.partitioner.compile_partitioners import check_available
 
         check_available(config.engine)
     model, inputs = load_model(args.model)

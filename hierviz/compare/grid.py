@@ -77,7 +77,7 @@ def _read(field: str, raw: Any, text: bool) -> Any:
     row = setting(field)
     value = row.parse(row.from_text(raw) if text else raw)
     if field == "engine" and value in COMPILE_ENGINES:
-        from hierviz.partitioner.compiled import check_available
+        from hierviz.partitioner.compile_partitioners import check_available
 
         check_available(value)
     return value

@@ -70,7 +70,7 @@ class Worker:
     def __init__(self, *, command: Sequence[str] | None = None, hang_s: float = HANG_S) -> None:
         self.command = list(command or COMMAND)
         self.hang_s = hang_s
-        self._lock = threading.Lock()  # starting, writing requests
+        self._lock = threading.RLock()  # starting, stopping, writing requests
         self._proc: subprocess.Popen | None = None
         self._stderr: Any = None
         self._jobs: dict[int, _Job] = {}
@@ -183,11 +183,12 @@ class Worker:
 
     def _write(self, message: tuple) -> None:
         proc = self._proc
-        assert proc is not None and proc.stdin is not None
+        if proc is None or proc.stdin is None:
+            return  # stopped meanwhile: its jobs are failed already
         try:
             pickle.dump(message, proc.stdin, protocol=pickle.HIGHEST_PROTOCOL)
             proc.stdin.flush()
-        except OSError:
+        except (OSError, ValueError):
             pass  # the child is gone: the reader fails every job with its last words
 
     def _read(self, proc: subprocess.Popen) -> None:
@@ -247,13 +248,14 @@ class Worker:
     def _fail(self, why: str, proc: Any) -> None:
         """End the child `proc` (when it is still the current one) and fail every job sent to
         it with `why`."""
-        if self._proc is proc:
-            self._failure = why
-            self._stop()
-        for key, job in list(self._jobs.items()):
-            if job.proc is proc and self._jobs.pop(key, None) is not None:
-                job.kind, job.answer = "failed", why
-                job.done.set()
+        with self._lock:
+            if self._proc is proc:
+                self._failure = why
+                self._stop()
+            for key, job in list(self._jobs.items()):
+                if job.proc is proc and self._jobs.pop(key, None) is not None:
+                    job.kind, job.answer = "failed", why
+                    job.done.set()
 
     def _stop(self) -> None:
         """End the child at once: its stdin closed (it exits), then its whole session killed
@@ -289,8 +291,9 @@ class Worker:
 
     def close(self) -> None:
         """End the child now; jobs waiting on it fail ("closed")."""
-        if self._proc is not None:
-            self._fail("the worker process was closed", self._proc)
+        with self._lock:
+            if self._proc is not None:
+                self._fail("the worker process was closed", self._proc)
 
 
 _shared: list[Worker] = []

@@ -109,7 +109,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
     cfg = make_config(config, overrides if engine is None else {**overrides, "engine": engine})
     if cfg.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compiled import check_available
+        from hierviz.partitioner.compile_partitioners import check_available
 
         check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
     if ir == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition)):
@@ -140,7 +140,7 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
     """The partition of an aten graph with a Config (valid as every Config is): the engine
     `cfg.engine` names, run once; nothing is checked again."""
     if cfg.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compiled import partition_compiled
+        from hierviz.partitioner.compile_partitioners import partition_compiled
 
         return partition_compiled(gm, cfg)
     if cfg.torch_executed_ops:

@@ -5,7 +5,7 @@
 conveniences: their work lives in those layers, which the partitioner must not import (they
 import it). Re-partitioning is above result.py too: the engines' dispatcher
 (`hierviz.partitioner.partition_graph`, which what-ifs, `recommend()` for engines other than
-hierviz's, and blockers run) and `compile_today` (hierviz.partitioner.compiled) make Partitions,
+hierviz's, and blockers run) and `compile_today` (hierviz.partitioner.todays_compile) make Partitions,
 so they import result.py. Whoever is above registers, for each convenience, a function returning
 the callable that does the work: the package facade (`hierviz/__init__.py`) the layers' ones,
 the partitioner package (`hierviz/partitioner/__init__.py`) its own, when hierviz is imported,

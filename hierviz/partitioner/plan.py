@@ -1,6 +1,6 @@
 """The plan every engine produces: the per-node assignment (`Assignment`), subgraphs of node
 indices (`RawSubgraph`), the run's result (`EngineResult`) and their tags, plus the subgraph
-DAG's edges and topological order. hierviz's engine (hierviz_engine.py), upstream.py and compiled.py
+DAG's edges and topological order. hierviz's engine (hierviz_engine.py), upstream.py and compile_partitioners.py
 build an `EngineResult`; result.py and split.py read it."""
 
 from __future__ import annotations

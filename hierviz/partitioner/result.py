@@ -1,7 +1,7 @@
 """Partition and Subgraph: what a partitioner run produced, and questions about it.
 
 It turns an engine's result (`plan.EngineResult`, built by hierviz's engine, upstream.py or
-compiled.py) into the public per-node record (`Partition.records`, `.record(name)`,
+compile_partitioners.py) into the public per-node record (`Partition.records`, `.record(name)`,
 `.nodes()`; see record.py) and the Partition's methods; split.py reads the result too, to
 build the split module. Everything outside the partitioner reads the Partition, never the
 engine's result. Tables and text computed from the record live in report.py.

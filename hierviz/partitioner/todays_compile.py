@@ -98,7 +98,7 @@ def compile_today(gm: GraphModule, config: Config, *, need_partition: bool = Fal
         return got
     if not trt.available():
         return remember(gm, config, TodaysCompile(None, NO_TRT, 0.0))
-    from hierviz.partitioner.compiled import partition_compiled
+    from hierviz.partitioner.compile_partitioners import partition_compiled
 
     start = time.perf_counter()
     try:

@@ -6,7 +6,7 @@
     validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
     settings.py      the CompilationSettings subgraphs are converted with, and their digest
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
-    engines.py       building a subgraph's engine, saving and loading it, build caches
+    subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
 
 Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_tensorrt.
 """
@@ -14,7 +14,7 @@ Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_ten
 from __future__ import annotations
 
 from hierviz.trt.dynamo_lowering import dynamo_settings, lower_dynamo_graph
-from hierviz.trt.engines import (
+from hierviz.trt.subgraph_engines import (
     build_caches,
     build_state,
     compile_submodule,

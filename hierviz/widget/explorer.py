@@ -16,8 +16,8 @@ exception reaches the kernel, and the controls stay usable. A value a control ca
 silently.
 
 The work is in the modules above, in debounce.py (the Debouncer), options.py (the Explorer's
-options, checked once) and background.py (the compile-today line and find fastest run in the
-background); this module holds the Explorer's public surface (properties, buttons, find
+options, checked once), long_work.py (the compile-today line, measuring and find fastest run in
+the worker process) and background.py (the threads waiting on them); this module holds the Explorer's public surface (properties, buttons, find
 fastest) that API.md promises.
 
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,

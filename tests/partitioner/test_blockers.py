@@ -299,7 +299,7 @@ def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule
 def test_the_reports_of_a_fast_partition_run_no_partitioner_for_blockers(graph, tmp_path, monkeypatch) -> None:
     """For Torch-TensorRT's engines the HTML report shows the blockers once p.blockers() computed
     them (kept with the partition), and never re-runs the partitioner itself."""
-    from hierviz.partitioner import compiled
+    from hierviz.partitioner import compile_partitioners as compiled
 
     part = hv.partition(graph, engine="fast", min_block_size=3)
     real = compiled.partition_compiled
