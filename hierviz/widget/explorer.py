@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
 
+from hierviz.compare.worker import WorkerError
 from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.partitioner import Partition, graph_of, make_config
@@ -459,12 +460,14 @@ class Explorer(widgets.VBox):
         partitioner takes up to seconds), then show it if those settings are still shown."""
         shown = self.controller.shown
         long_work = self.controller.long_work
-        if shown is None or long_work.line(shown) is not None:
+        if shown is None or long_work.made(shown) is not None:
             return
 
         def work() -> None:
             try:
                 got = long_work.make_line(shown, lambda: self.controller.shown is shown)
+                if got is not None:
+                    self._errors.pop("worker", None)
             except HiervizError as exc:  # the worker failed: the line says so; the next change tries again
                 self._errors["worker"] = str(exc)
                 got = long_work.line(shown)
@@ -503,7 +506,11 @@ class Explorer(widgets.VBox):
             except HiervizError as exc:
                 self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}",
                                                                    long_work.notes.get("tune"))
+                if isinstance(exc, WorkerError):  # the error area says so too
+                    self._errors["worker"] = str(exc)
+                    self._show_errors()
                 return
+            self._errors.pop("worker", None)
             self.fastest = result
             self.buttons["apply_fastest"].disabled = result.best is None
             self.panels["fastest"].value = panels.fastest_html(result, note=long_work.notes.get("tune"))

@@ -86,11 +86,17 @@ class LongWork:
                 self._here -= 1
 
     # ------------------------------------------------------------------ the three jobs
-    def line(self, part: Partition) -> TodaysCompile | None:
-        """The compile-today line of `part`'s settings when made, else None."""
+    def made(self, part: Partition) -> TodaysCompile | None:
+        """The compile-today answer for `part`'s settings when made, else None."""
         got = cached_compile_today(self.graph, part.config)
         if got is None and part.engine == "fast":
             got = TodaysCompile.of(part, "", 0.0)
+        return got
+
+    def line(self, part: Partition) -> TodaysCompile | None:
+        """What the line shows for `part`'s settings: the answer when made, why the worker did
+        not make it when it failed (made again by the next `make_line`), else None."""
+        got = self.made(part)
         if got is None and today_key(part.config) in self.line_errors:
             return TodaysCompile(None, self.line_errors[today_key(part.config)], 0.0)
         return got
@@ -99,7 +105,7 @@ class LongWork:
         """Make the line of `part`'s settings (the process-wide compile-today cache keeps it);
         None, at once, when `wanted()` says no by the time the worker is free (the Explorer
         shows another setting by then). A worker that fails: the line says so."""
-        got = self.line(part)
+        got = self.made(part)
         if got is not None:
             return got
         config = part.config

@@ -27,7 +27,7 @@ ERROR_COLOR = "#D55E00"
 # The error area's heading per kind of message (the keys of Controller.errors).
 ERROR_LABELS = {"partition": "These settings are invalid", "control": "Control", "diagram": "Diagram",
                 "measure": "Latency", "numerics": "Numerics", "export": "Export", "action": "Error",
-                "internal": "Internal error (please report)"}
+                "worker": "Worker process", "internal": "Internal error (please report)"}
 
 
 def table_html(df: "pd.DataFrame", *, max_rows: int | None = None, height: str = "360px") -> str:

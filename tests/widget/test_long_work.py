@@ -98,9 +98,11 @@ def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(t
         assert not thread.is_alive() and ex.fastest is None
         shown = ex.panels["fastest"].value
         assert "the search failed: the worker process was killed by SIGKILL" in shown, shown
+        assert ex.errors["worker"].startswith("the worker process was killed by SIGKILL")
         ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.QUICK, wait=True)
         assert ex.fastest is not None and "fastest:" in ex.panels["fastest"].value
         assert own.starts == 2 and ex.controller.long_work.pid != killed and not ex.internal_errors
+        assert "worker" not in ex.errors  # the next search worked: the message is gone
     finally:
         own.close()
 
