@@ -17,7 +17,8 @@ import hierviz as hv
 from hierviz.drawing.graphs_export import breaks_table, graphs_table
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "images"
-BLOCKER_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained"]
+BLOCKER_COLUMNS = ["graph", "op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained",
+                   "change"]
 
 
 def fasterrcnn() -> tuple:
@@ -48,7 +49,7 @@ def main() -> None:
     print("\n### graphs\n")
     print(markdown(graphs_table(part)))
     print("\n### graph breaks\n")
-    print(markdown(breaks_table(part), ["break", "after", "at", "code", "type"]))
+    print(markdown(breaks_table(part), ["break", "after", "ended a graph", "at", "code", "type"]))
     blockers = getattr(part, "blockers", None)
     if blockers is not None:
         print("\n### blockers\n")

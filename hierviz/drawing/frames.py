@@ -22,7 +22,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.budget import resolve_limit
+from hierviz.drawing.budget import MAX_HEIGHT_PX, full_size, resolve_limit
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, Nested, html, nest
 from hierviz.drawing.graph_times import GraphTimes
@@ -40,6 +40,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # A graph drawn in full gets at least this many nodes of the shared budget (else collapsed).
 MIN_SHARE = 40
+# What a frame drawn as modules / collapsed, and a break marker, add to the picture's height
+# (px at 96 dpi; measured on the toys and fasterrcnn: 180-330 and 70-100).
+SMALL_FRAME_PX = 300
+MARKER_PX = 90
 # How much of a break's code line and reason a marker shows (the tooltip has all of it).
 CODE_CHARS = 70
 REASON_CHARS = 90
@@ -176,7 +180,30 @@ def plan_views(mp: "MultiGraphPartition", view: str, max_nodes: int | None, weig
             out.append(("collapsed", max_nodes, "no submodules to group by: collapsed view"))
             continue
         out.append((want, max_nodes, None))
+    if view == "auto" and depth is None:
+        fit_height(mp, out, share, weights)
     return out
+
+
+def fit_height(mp: "MultiGraphPartition", out: list[tuple[str, int | None, str | None]], share: list[int],
+               weights: bool) -> None:
+    """auto's second rule: the frames stacked stay within MAX_HEIGHT_PX (budget.py's limit for
+    one graph's full view), so the tallest full frames are drawn as modules / collapsed
+    instead until they do (each estimated without a layout, budget.full_size)."""
+    from hierviz.drawing.module_tree import build_tree
+
+    height = {k: full_size(ctx, ctx.all_drawn())[1] for k, (v, _, _) in enumerate(out) if v == "full"
+              for ctx in (Ctx(mp.graphs[k], share[k], weights),)}
+    total = sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
+    for k in sorted(height, key=lambda k: (-height[k], k)):
+        if total <= MAX_HEIGHT_PX or height[k] <= SMALL_FRAME_PX:
+            break
+        why = f"auto chose the {{}} view: all {len(out)} graphs drawn in full would be about {total:,} px tall"
+        if build_tree(mp.graphs[k].records).children:
+            out[k] = ("modules", None, why.format("module"))
+        else:
+            out[k] = ("collapsed", share[k], why.format("collapsed"))
+        total -= height[k] - SMALL_FRAME_PX
 
 
 def drawn_reasons(p: "Partition", weights: bool) -> Counter:
@@ -192,10 +219,10 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
     after: dict[int, list[tuple[int, "GraphBreak"]]] = {}
     for j, b in enumerate(mp.breaks):
         after.setdefault(b.after_graph, []).append((j, b))
-    items: list[tuple[str, Any]] = [("break", jb) for jb in after.get(-1, [])]
+    items: list[tuple[str, Any]] = [("break", jb) for jb in repeats(after.get(-1, []))]
     for k, body in frames:
         items.append(("frame", (k, body)))
-        items += [("break", jb) for jb in after.get(k, [])]
+        items += [("break", jb) for jb in repeats(after.get(k, []))]
     if not frames:
         w.node("nothing", label="dynamo captured no graph: the whole model ran as eager Python",
                shape="plaintext", **{"class": "hv-note"})
@@ -206,6 +233,22 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
             marker(w, *item)
     for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
         link(w, kind_a, a, kind_b, b)
+
+
+def repeats(breaks: list[tuple[int, "GraphBreak"]]) -> list[tuple[int, "GraphBreak", int]]:
+    """Consecutive breaks at the same line for the same reason (a loop, a list comprehension)
+    as one: (the first's index, the first, how many)."""
+    out: list[tuple[int, "GraphBreak", int]] = []
+    for j, b in breaks:
+        if out and _same(out[-1][1], b) and out[-1][0] + out[-1][2] == j:
+            out[-1] = (out[-1][0], out[-1][1], out[-1][2] + 1)
+        else:
+            out.append((j, b, 1))
+    return out
+
+
+def _same(a: "GraphBreak", b: "GraphBreak") -> bool:
+    return (a.file, a.line, a.short, a.ended_graph) == (b.file, b.line, b.short, b.ended_graph)
 
 
 def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: dict) -> None:
@@ -237,11 +280,13 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
     w.close()
 
 
-def marker(w: DotWriter, j: int, b: "GraphBreak") -> None:
-    """The marker of graph break j: its type (or reason), the user's file:line and code, and
-    that the Python after it runs eagerly; the tooltip holds dynamo's whole text and stack."""
+def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1) -> None:
+    """The marker of graph break j (and the `count` - 1 after it at the same line for the same
+    reason): its type (or reason), the user's file:line and code, and that the Python after it
+    runs eagerly; the tooltip holds dynamo's whole text and stack."""
     reason = b.gb_type or (b.reason.strip().splitlines() or ["(no reason given)"])[0]
-    lines = [f"<B>graph break {j + 1}: {html(reason, REASON_CHARS)}</B>"]
+    which = f"{j + 1}" if count == 1 else f"{j + 1}–{j + count} (×{count}, one after another)"
+    lines = [f"<B>graph break {which}: {html(reason, REASON_CHARS)}</B>"]
     place = where(b.file, b.line)
     if place:
         lines.append(html(place + (f" in {b.function}" if b.function else ""), 100))
@@ -250,8 +295,8 @@ def marker(w: DotWriter, j: int, b: "GraphBreak") -> None:
     if not b.ended_graph:
         lines.append(f'<FONT POINT-SIZE="9">ended no graph: dynamo had traced no op since the last one</FONT>')
     lines.append(f'<FONT POINT-SIZE="9"><I>{html(EAGER)}</I></FONT>')
-    tip = [f"graph break {j + 1} (after graph g{b.after_graph})" if b.after_graph >= 0
-           else f"graph break {j + 1} (before the first graph)",
+    tip = [f"graph break {which} (after graph g{b.after_graph})" if b.after_graph >= 0
+           else f"graph break {which} (before the first graph)",
            f"at {b.file}:{b.line} in {b.function}" if b.file else "", b.code.strip(),
            *(b.reason.strip().splitlines() or [""]), *[f"stack: {s}" for s in b.stack]]
     w.node(f"break{j}", label=Html(BR_LEFT.join(lines) + BR_LEFT), shape="box", style="rounded,filled,dashed",

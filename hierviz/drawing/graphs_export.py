@@ -148,7 +148,7 @@ def breaks_table(mp: "MultiGraphPartition") -> Any:
     import pandas as pd
 
     return pd.DataFrame([{"break": j + 1, "after": f"g{b.after_graph}" if b.after_graph >= 0 else "(start)",
-                          "ended a graph": "yes" if b.ended_graph else "no", "at": b.location,
+                          "ended a graph": "yes" if b.ended_graph else "no", "at": where(b.file, b.line),
                           "function": b.function, "code": b.code.strip(), "type": b.short,
                           "explanation": b.explanation, "hints": "\n".join(b.hints)}
                          for j, b in enumerate(mp.breaks)],
