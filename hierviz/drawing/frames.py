@@ -22,7 +22,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.budget import MAX_HEIGHT_PX, full_size, resolve_limit
+from hierviz.drawing.budget import LEGEND_PT, MAX_HEIGHT_PX, PX_PER_PT, full_size, resolve_limit
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, Nested, html, nest
 from hierviz.drawing.graph_times import GraphTimes
@@ -126,7 +126,6 @@ def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any =
     if numerics is not None:
         raise RenderError("numerics= is not drawn graph by graph yet: pass one graph's hv.numerics result to "
                           "part.graphs[k].render(numerics=...).")
-    limit = resolve_limit(max_nodes)
     times = per_graph(mp, measurement, "measurement")
     others = per_graph(mp, against, "against")
     w = DotWriter()
@@ -189,14 +188,16 @@ def fit_height(mp: "MultiGraphPartition", out: list[tuple[str, int | None, str |
                weights: bool) -> None:
     """auto's second rule: the frames stacked stay within MAX_HEIGHT_PX (budget.py's limit for
     one graph's full view), so the tallest full frames are drawn as modules / collapsed
-    instead until they do (each estimated without a layout, budget.full_size)."""
+    instead until they do, or only frames under 3 * SMALL_FRAME_PX are left (a small graph's
+    full view is as short as its collapsed one); each estimated without a layout (budget.full_size)."""
     from hierviz.drawing.module_tree import build_tree
 
-    height = {k: full_size(ctx, ctx.all_drawn())[1] for k, (v, _, _) in enumerate(out) if v == "full"
+    legend = round(LEGEND_PT[1] * PX_PER_PT)  # full_size counts a legend; a frame has none
+    height = {k: full_size(ctx, ctx.all_drawn())[1] - legend for k, (v, _, _) in enumerate(out) if v == "full"
               for ctx in (Ctx(mp.graphs[k], share[k], weights),)}
     total = sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
     for k in sorted(height, key=lambda k: (-height[k], k)):
-        if total <= MAX_HEIGHT_PX or height[k] <= SMALL_FRAME_PX:
+        if total <= MAX_HEIGHT_PX or height[k] <= 3 * SMALL_FRAME_PX:  # a small graph drawn smaller saves little
             break
         why = f"auto chose the {{}} view: all {len(out)} graphs drawn in full would be about {total:,} px tall"
         if build_tree(mp.graphs[k].records).children:
@@ -293,7 +294,7 @@ def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1) -> None:
     if b.code:
         lines.append(f'<FONT FACE="Courier" POINT-SIZE="9">{html(b.code.strip(), CODE_CHARS)}</FONT>')
     if not b.ended_graph:
-        lines.append(f'<FONT POINT-SIZE="9">ended no graph: dynamo had traced no op since the last one</FONT>')
+        lines.append('<FONT POINT-SIZE="9">ended no graph: dynamo had traced no op since the last one</FONT>')
     lines.append(f'<FONT POINT-SIZE="9"><I>{html(EAGER)}</I></FONT>')
     tip = [f"graph break {which} (after graph g{b.after_graph})" if b.after_graph >= 0
            else f"graph break {which} (before the first graph)",
