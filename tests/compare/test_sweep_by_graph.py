@@ -81,3 +81,17 @@ def test_executors_it_cannot_take(model) -> None:
         hv.sweep(part, None, {"min_block_size": [1]}, executor=pool, progress=False)
     with pytest.raises(hv.ConfigError, match="'torch_compile'"):
         hv.sweep(net, inputs, {"min_block_size": [1]}, ir="torch.compile", progress=False)
+
+
+@pytest.mark.slow
+def test_measured_rows_time_the_whole_model(model) -> None:
+    """measure=True: hv.measure of each row's graph-by-graph partition (the model through
+    torch.compile with each graph's split module); a subgraph whose backend cannot run here
+    falls back and is counted so."""
+    net, inputs = model
+    part = hv.partition(net, inputs, ir="torch_compile")
+    df = hv.sweep(part, inputs, {"min_block_size": [1, 3]}, progress=False,
+                  measure={"iters": 2, "warmup": 1, "on_error": "fallback"})
+    assert df.error.isna().all() and list(df.graph_breaks) == [3, 3]
+    assert df.outputs_match.all() and (df.median_ms > 0).all()
+    assert list(df.accelerated + df.fallbacks) == list(df.acc_subgraphs)
