@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
 
-.PHONY: setup demo test check test-zoo-compile clean snapshot api-snapshot
+.PHONY: setup demo test check lint test-zoo-compile clean snapshot api-snapshot
 
 setup: $(STAMP)
 	@bash scripts/system_deps.sh
@@ -19,11 +19,15 @@ $(STAMP): pyproject.toml requirements-setup.txt
 demo: setup
 	$(BIN)/hierviz demo
 
-test: setup
+test: setup lint
 	$(BIN)/python -m pytest -q -ra
 
-# the fast inner loop: everything but the slow, browser, notebook and zoo-compile tests
-check: setup
+# the linter (ruff, configured in pyproject.toml)
+lint: setup
+	$(BIN)/ruff check .
+
+# the fast inner loop: the linter, then everything but the slow, browser, notebook and zoo-compile tests
+check: setup lint
 	$(BIN)/python -m pytest -q -ra -m "not slow and not browser and not notebook and not zoo_compile"
 
 test-zoo-compile: setup

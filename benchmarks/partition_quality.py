@@ -42,7 +42,6 @@ import torch
 from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 import hierviz as hv
-from hierviz.opnames import qualname
 
 aten = torch.ops.aten
 SHAPE = (2, 3)

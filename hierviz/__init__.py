@@ -36,7 +36,7 @@ from hierviz.graph_break import GraphBreak
 from hierviz.partitioner import MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition, partition
 from hierviz.provenance import source_ops
 from hierviz.support import Support
-from hierviz.version import __version__
+from hierviz.version import __version__ as __version__
 
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {

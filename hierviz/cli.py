@@ -398,7 +398,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         except (UsageError, HiervizError) as exc:
             if args.debug:
                 if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
-                    raise exc.__cause__  # the user's own traceback
+                    raise exc.__cause__  # noqa: B904 - the user's own exception, with its own traceback
                 raise
             print(f"hierviz: error: {sentence(str(exc))}", file=sys.stderr)
             return EXIT_USAGE

@@ -12,10 +12,10 @@ from typing import Any, Iterable, Iterator
 import torch
 from torch.fx.node import _get_qualified_name
 
+from hierviz.errors import ConfigError
+
 # The fx node kinds that are ops (and are partitioned); the others are inputs, weights, the output.
 CALLABLE_OPS = ("call_function", "call_method", "call_module")
-
-from hierviz.errors import ConfigError
 
 
 def qualname(target: Any) -> str:

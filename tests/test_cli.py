@@ -10,7 +10,6 @@ import csv
 import os
 import subprocess
 import sys
-import textwrap
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
 from pathlib import Path

@@ -87,7 +87,7 @@ def test_python_tune_checks_the_executor_before_capturing(monkeypatch: pytest.Mo
 
 def test_warnings_print_as_one_line(capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
     def warn_then_stop(spec: str) -> None:
-        warnings.warn("support names backend 'x', which is not in priority\n(second line)", ConfigWarning)
+        warnings.warn("support names backend 'x', which is not in priority\n(second line)", ConfigWarning, stacklevel=2)
         raise UsageError("stopped")
 
     monkeypatch.setattr(cli, "load_model", warn_then_stop)

@@ -20,7 +20,6 @@ import pytest
 import hierviz as hv
 from hierviz import config as settings
 from hierviz import trt
-from hierviz.widget.control_spec import Control
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="runs Torch-TensorRT's own partitioners")
 HIERVIZ = Path(hv.__file__).parent

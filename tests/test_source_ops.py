@@ -111,7 +111,7 @@ def test_source_ops_force_the_nodes_that_came_from_silu(qwen2) -> None:
     assert p.records.short_reason(p.records.name.index(first)) == "forced from aten.silu"
     assert p.reason_of(first).startswith("runs in PyTorch: forced from aten.silu: Torch-TensorRT's lowering turned "
                                          "torch.ops.aten.silu.default into nodes such as this")
-    assert f"(forced from aten.silu)" in p.report()
+    assert "(forced from aten.silu)" in p.report()
     assert "[excluded (forced from aten.silu)]" in p.report()
     assert "forced from aten.silu" in p.render("full").source
     assert same_outputs(p, gm, inputs)

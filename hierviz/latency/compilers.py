@@ -130,7 +130,7 @@ def perturbing(target: Any, amount: float) -> Callable[[GraphModule, Sequence[An
             if n.op == "call_function" and n.target is target:
                 with gm.graph.inserting_after(n):
                     bumped = gm.graph.call_function(torch.ops.aten.add.Tensor, (n, amount))
-                n.replace_all_uses_with(bumped, delete_user_cb=lambda u: u is not bumped)
+                n.replace_all_uses_with(bumped, delete_user_cb=lambda u, new=bumped: u is not new)
         gm.recompile()
         return gm
 

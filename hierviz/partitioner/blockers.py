@@ -410,12 +410,12 @@ def change_lines(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[str]:
 
 def saves_text(r: Any) -> str:
     """What a row's what-if gives, in words ('19 subgraph(s) fewer (1 in all), 16 more op(s) accelerated')."""
-    saved, gained = getattr(r, "subgraphs_saved"), getattr(r, "accelerated_ops_gained")
+    saved, gained = r.subgraphs_saved, r.accelerated_ops_gained
     if saved is None or saved != saved:
-        return "not re-partitioned (" + (getattr(r, "note") or "counts only") + ")"
+        return "not re-partitioned (" + (r.note or "counts only") + ")"
     fewer = f"{int(saved)} subgraph(s) fewer" if saved >= 0 else f"{-int(saved)} subgraph(s) more"
     more = f"{int(gained)} more op(s) accelerated" if gained >= 0 else f"{-int(gained)} fewer op(s) accelerated"
-    return f"{fewer} ({int(getattr(r, 'subgraphs_if_fixed'))} in all), {more}"
+    return f"{fewer} ({int(r.subgraphs_if_fixed)} in all), {more}"
 
 
 def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:

@@ -36,7 +36,7 @@ import contextlib
 import warnings
 from typing import TYPE_CHECKING, Any, Callable
 
-from hierviz.config import Config, derive
+from hierviz.config import derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.graph_break import GraphBreak
 from hierviz.opnames import names_as_saved

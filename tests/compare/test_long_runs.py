@@ -16,9 +16,9 @@ import hierviz as hv
 import importlib
 from hierviz.compare import tune_trial
 
-sweep_mod = importlib.import_module("hierviz.compare.sweep")
-
 from tests.small_net import SCRIPTED_COMPILERS
+
+sweep_mod = importlib.import_module("hierviz.compare.sweep")
 
 GRID = {"min_block_size": [1, 2, 3, 4]}
 READ = {".csv": pd.read_csv, ".parquet": pd.read_parquet}  # the table on disk, as a user reads it back

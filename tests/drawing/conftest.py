@@ -16,6 +16,7 @@ import torch
 from torch.fx import Graph, GraphModule
 
 from hierviz import support as hv_support
+from hierviz.partitioner import Partition
 
 from .models import tiny_transformer
 
@@ -64,7 +65,7 @@ BACKEND = 'odd_Backend9'
 
 
 @pytest.fixture(scope="session")
-def bad_part() -> hv.Partition:
+def bad_part() -> Partition:
     """A hand-built aten graph whose node names and support description hold every character
     DOT, SVG or HTML treat specially. (Op and backend names cannot: a graph that calls plain
     Python functions is captured first, and backend names must be identifiers.)"""

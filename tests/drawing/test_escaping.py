@@ -10,7 +10,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-import hierviz as hv
 from hierviz.drawing import to_svg
 from hierviz.drawing.dot import clean, html as html_text, quote
 from .conftest import BACKEND, BAD

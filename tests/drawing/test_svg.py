@@ -108,7 +108,7 @@ def test_boundary_edges_stand_out_and_are_labelled(full_svgs, case):
     boundary = {k: g for k, g in edges.items() if "hv-boundary" in g.classes}
     assert set(boundary) == crossing_edges(part)
     assert boundary, "these configs all have boundary tensors"
-    for (tail, head), g in boundary.items():
+    for (tail, _head), g in boundary.items():
         producer = list(part.graph.graph.nodes)[int(tail[1:])]
         val = producer.meta["val"]
         assert len(g.texts) == 1, g.texts

@@ -9,7 +9,6 @@ import weakref
 import pytest
 
 import hierviz as hv
-from _measure_helpers import BN, inductor_partition
 from hierviz.latency import CompileCache
 from hierviz.latency.compile_cache import Entry
 from hierviz.latency.compilers import INDUCTOR

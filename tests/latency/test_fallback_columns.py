@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-import pytest
-import torch
 
 import hierviz as hv
 from hierviz.compare import columns

@@ -11,7 +11,7 @@ import torch
 import hierviz as hv
 from _measure_helpers import BN, FakeClock, inductor_partition
 from hierviz.latency import CompileCache, MeasureWarning, Stats, compare, time_fn
-from hierviz.latency import core, timing
+from hierviz.latency import timing
 from hierviz.latency.compile_cache import cache_key
 from hierviz.latency.compilers import INDUCTOR, from_function
 from hierviz.latency.lift import lift
@@ -85,7 +85,7 @@ def test_compare_integers_nans_shapes_and_counts():
 def test_lift_makes_weights_inputs_and_keeps_the_original(tiny_conv):
     _, x, gm = tiny_conv
     part = inductor_partition(gm, min_block_size=1, torch_executed_ops={BN})
-    sub = getattr(part.module, "_run_on_acc_inductor_0")  # conv1
+    sub = part.module._run_on_acc_inductor_0  # conv1
     code = sub.code
     lifted = lift(sub)
     assert not any(n.op == "get_attr" for n in lifted.gm.graph.nodes)

@@ -54,7 +54,7 @@ def test_culprit_is_the_perturbed_subgraph_on_resnet18(resnet18, perturb_backend
     assert (later_torch["accumulated_max_abs"] > 0).all()
     assert not r.outputs_match and r.max_abs_error > 0
     assert r.culprit_text().startswith(f"the error starts in {expected} (perturb, ")
-    assert f"isolated max abs 0.5" in repr(r) and "\n" not in repr(r)
+    assert "isolated max abs 0.5" in repr(r) and "\n" not in repr(r)
     assert r.to_dict()["mismatch_at"] == expected
     assert same_snapshot(before, snapshot(part))
     every_output = sum(_bytes(spec) for sg in part.subgraphs for spec in sg.outputs)

@@ -3,7 +3,6 @@ Torch-TensorRT's own partitioners, as an ordinary Partition (reasons, report, vi
 
 from __future__ import annotations
 
-import operator
 
 import pytest
 import torch

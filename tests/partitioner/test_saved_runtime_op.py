@@ -50,7 +50,7 @@ def saved(tmp_path_factory, run_python):
     proc = run_python(SAVE % (str(folder), OP, OP), timeout=300)
     assert proc.returncode == 0, proc.stderr[-3000:]
     with pytest.raises(AttributeError):  # never registered in this process
-        torch.ops.hvsaved.scale
+        _ = torch.ops.hvsaved.scale
     return folder
 
 

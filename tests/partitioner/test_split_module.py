@@ -237,7 +237,7 @@ def test_zoo_models_split_modules_check_their_inputs(zoo_cache) -> None:
             torch.testing.assert_close(p.module(*inputs), zoo_cache.eager(name))
         first = inputs[0]
         twice = torch.cat([first, first])
-        with pytest.raises(hv.CaptureError, match=f"dim 0 of input '\\w+' is 2, but the graph was captured with 1"):
+        with pytest.raises(hv.CaptureError, match="dim 0 of input '\\w+' is 2, but the graph was captured with 1"):
             p.module(twice, *inputs[1:])
     _, (ids, *rest) = zoo_cache.load("bert")
     with pytest.raises(hv.CaptureError, match="has dtype float32, but the graph was captured for int64"):

@@ -41,7 +41,7 @@ def fewest_subgraphs(index: GraphIndex, backend: Sequence[str | None], groups: d
     for seed in range(restarts):
         rng = random.Random(seed)
 
-        def drawn(live: Ready) -> tuple[int, int]:
+        def drawn(live: Ready, rng: random.Random = rng) -> tuple[int, int]:
             return (live[0] if rng.random() < KEEP_HEIGHT_ORDER else rng.choice(live))[0]
 
         candidate = merge(index, traverse(index, backend, groups, deps, drawn, height), deps[1])
