@@ -14,7 +14,6 @@ from typing import Any, Iterable, Mapping
 
 from hierviz import config as settings
 from hierviz.config import Config
-from hierviz.engine_table import DEFAULT_ENGINE
 from hierviz.partitioner import FALLBACK, MultiGraphPartition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
