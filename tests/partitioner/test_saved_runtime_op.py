@@ -101,3 +101,43 @@ def test_cli_on_a_saved_runtime_op(saved, command, code, capsys):
     assert cli.main([*command.split(), str(saved / "mix.json")]) == code
     out, err = capsys.readouterr()
     assert OP in out and "unknown op name" not in out + err
+
+
+MIXTRAL_SAVE = """
+import torch, hierviz as hv, transformers
+cfg = transformers.MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                 num_attention_heads=2, num_key_value_heads=1, num_local_experts=2,
+                                 num_experts_per_tok=1, max_position_embeddings=32, use_cache=False)
+torch.manual_seed(0)
+model = transformers.MixtralForCausalLM(cfg).eval()
+part = hv.partition(model, (torch.randint(0, 64, (1, 6)),))
+assert "torch.ops.transformers.grouped_mm_fallback.default" in set(part.ops().op), sorted(set(part.ops().op))
+part.save(%r)
+"""
+
+MIXTRAL_LOAD = """
+import sys, torch, hierviz as hv
+assert "transformers" not in sys.modules
+la = hv.load_partition(%r)
+text = la.report()
+rows = la.blockers()
+try:
+    hv.check(la, max_subgraphs=1)
+except hv.PartitionCheckError as exc:
+    print("CHECK", str(exc).splitlines()[1])
+print("REPORT", "grouped_mm_fallback" in text, "BLOCKERS", "torch.ops.transformers.grouped_mm_fallback.default" in set(rows.op))
+"""
+
+
+@pytest.mark.slow
+def test_mixtral_saved_partition_loads_in_a_fresh_process(tmp_path, run_python):
+    """The issue's own case: Mixtral's grouped_mm_fallback, registered when transformers runs
+    the model, saved in one process and read in another that never imports transformers."""
+    pytest.importorskip("transformers")
+    path = tmp_path / "mix.json"
+    saved = run_python(MIXTRAL_SAVE % str(path), timeout=600)
+    assert saved.returncode == 0, saved.stderr[-3000:]
+    loaded = run_python(MIXTRAL_LOAD % str(path), timeout=300)
+    assert loaded.returncode == 0, loaded.stderr[-3000:]
+    assert "REPORT True BLOCKERS True" in loaded.stdout
+    assert "CHECK   subgraphs " in loaded.stdout and "> max_subgraphs 1" in loaded.stdout
