@@ -10,7 +10,7 @@ settings compile would run for a Config.
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from hierviz import support
 from hierviz.engine_table import engine_info
@@ -63,7 +63,7 @@ def _compile_demote_to(config: "Config", where: str) -> str | None:
 
 
 # setting -> the value torch_tensorrt.compile's partitioners run it with; settings not here run the user's value
-COMPILE_VALUES = {"priority": ("tensorrt",), "support": None, "skip_fusion": False, "demote_to": "torch"}
+COMPILE_VALUES: dict[str, Any] = {"priority": ("tensorrt",), "support": None, "skip_fusion": False, "demote_to": "torch"}
 RULES: dict[str, Callable[["Config", str], str | None]] = {
     "priority": _compile_priority, "support": _compile_support, "skip_fusion": _compile_skip_fusion,
     "demote_to": _compile_demote_to}
@@ -80,7 +80,7 @@ def compile_config(config: "Config", engine: str = "fast") -> "Config":
     each setting's compile value (TensorRT only, its validated converter support, no
     skip_fusion or demote_to of the user's), the others (min_block_size, torch_executed_ops,
     require_full_compilation) as given."""
-    changes = {name: value for name, value in COMPILE_VALUES.items() if getattr(config, name) != value}
+    changes: dict[str, Any] = {name: value for name, value in COMPILE_VALUES.items() if getattr(config, name) != value}
     if config.engine != engine:
         changes["engine"] = engine
     return dataclasses.replace(config, **changes) if changes else config
