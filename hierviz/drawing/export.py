@@ -249,6 +249,22 @@ def notebook_html(p: "Partition") -> str:
     return head + diagram_html(svg, "hv-" + uuid.uuid4().hex[:12], height="560px")
 
 
+def page_head(title: str) -> str:
+    """The standalone HTML report's opening, up to <body>: its title, hierviz's version, the CSS."""
+    return f"""<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<meta name="generator" content="hierviz {htmlmod.escape(__version__)}">
+<title>{htmlmod.escape(title)}</title>
+<link rel="icon" href="data:,">
+<style>{REPORT_CSS}</style>
+</head>
+<body>
+"""
+
+
 REPORT_CSS = """
 body{font-family:Helvetica,Arial,sans-serif;margin:20px;color:#1a1a1a;max-width:1600px}
 h1{font-size:22px;margin:0 0 6px 0} h2{font-size:17px;margin:22px 0 6px 0;border-bottom:1px solid #ddd}
@@ -321,18 +337,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
     legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
                      f"</span>{esc(b)}" for b in p.backends)
     title = f"hierviz report: {p.config.label()}"
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="hierviz {esc(__version__)}">
-<title>{esc(title)}</title>
-<link rel="icon" href="data:,">
-<style>{REPORT_CSS}</style>
-</head>
-<body>
-<h1>hierviz partition report</h1>
+    return page_head(title) + f"""<h1>hierviz partition report</h1>
 <div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(stats_line(p))}</div>
 <div class="hv-stats">backends:{legend}</div>
 <h2 id="diagram">Diagram ({esc(view_used)} view)</h2>

@@ -19,13 +19,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, REPORT_CSS, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
-                                    layout, measurement_section, strip_prolog, table_html, target, write)
+from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
+                                    layout, measurement_section, page_head, strip_prolog, table_html, target, write)
 from hierviz.drawing.frames import EAGER, per_graph, render_graphs, where
 from hierviz.drawing.graph_times import GraphTimes
 from hierviz.errors import RenderError
 from hierviz.partitioner.saved_graphs import document_graphs
-from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import MultiGraphPartition
@@ -180,18 +179,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
             if one is not None)
     title = f"hierviz report: {mp.capture.model} graph by graph, {mp.config.label()}"
     breaks = (table_html(breaks_table(mp), "graph breaks") if mp.breaks else "<p>No graph break: one graph.</p>")
-    return f"""<!DOCTYPE html>
-<html lang="en">
-<head>
-<meta charset="utf-8">
-<meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="generator" content="hierviz {esc(__version__)}">
-<title>{esc(title)}</title>
-<link rel="icon" href="data:,">
-<style>{REPORT_CSS}</style>
-</head>
-<body>
-<h1>hierviz report: {esc(mp.capture.model)} graph by graph</h1>
+    return page_head(title) + f"""<h1>hierviz report: {esc(mp.capture.model)} graph by graph</h1>
 <div class="hv-stats">as torch.compile(model, backend="torch_tensorrt") runs it | {esc(mp.config.label())} |
 {esc(mp.engine)} engine | {esc(_totals_line(mp))}</div>
 <div class="hv-stats">backends:{legend}</div>
