@@ -273,7 +273,8 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
     notes.append(f"{info['view']} view" + (f" \u00b7 {info['auto']}" if info.get("auto") else ""))
     lines += [f'<FONT POINT-SIZE="9"><I>{html(n, 160)}</I></FONT>' for n in notes]
     tip = [f"graph g{k}: {g.function} ({g.file}:{g.line})" if g.file else f"graph g{k}",
-           f"{len(g.ops)} ops, {len(g.inputs)} inputs, {len(g.outputs)} outputs", *notes]
+           f"{plural(s['compute_ops'], 'op')} ({plural(len(g.ops), 'call')} with getitem and views), "
+           f"{plural(len(g.inputs), 'input')}, {plural(len(g.outputs), 'output')}", *notes]
     w.open(f"cluster_g{k}", label=Html(BR_LEFT.join(lines) + BR_LEFT), style="rounded,filled", fillcolor="#FFFFFF",
            color=palette.FRAME_LINE, penwidth=1.8, fontsize=11, margin=10, tooltip=tooltip(tip),
            **{"class": "hv-frame"})
