@@ -162,8 +162,9 @@ class TimeOverlay(Overlay):
                     f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
         if self.fell:
             text += "<BR ALIGN=\"LEFT\"/>" + html(
-                f"fell back: {len(self.fell)} subgraph(s) drawn in PyTorch's colour with a dashed border in the "
-                "colour of the backend that could not compile them; they ran in eager PyTorch")
+                f"fell back: {len(self.fell)} subgraph(s) ran in eager PyTorch, so they are drawn and counted as "
+                "PyTorch (a subgraph's box or cluster: dashed, bordered in the colour of the backend that could not "
+                "compile it)")
         return text
 
 
