@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import inspect
+import sys
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -21,8 +22,9 @@ from typing import Any, Mapping
 import torch
 from torch.fx import GraphModule
 
-from hierviz import capture_cache, stored_verdicts, trt
+from hierviz import capture_cache, stored_verdicts, torch_output, trt
 from hierviz.dynamo_capture import DynamoCapture, capture_by_graph_break
+from hierviz.export_failure import export_error
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.inputs import as_args
 from hierviz.model_copy import private_copy, rng_preserved
@@ -52,21 +54,16 @@ def _spec(value: Any) -> Any:
     return ("V", repr(value))
 
 
-def _hint(exc: BaseException) -> str:
-    text = f"{type(exc).__name__}: {exc}".lower()
-    if any(k in text for k in ("data-dependent", "data dependent", "guardondatadependent",
-                                "dynamic control flow", "could not guard", "could not extract specialized integer")):
-        return ("the model branches on tensor values (data-dependent control flow). Rewrite the "
-                "branch with torch.cond / torch.where, or move it out of forward().")
-    if any(k in text for k in ("cache", "pytree", "unsupported output", "not a tensor", "dynamiccache")):
-        return ("the model returns or takes a type torch.export cannot flatten (a KV cache, for "
-                "example). For Hugging Face models pass use_cache=False / config.use_cache=False.")
-    if any(k in text for k in ("constraint", "dynamic_shapes", "specialized", "dim(")):
-        return ("the dynamic_shapes you passed conflict with the model: check the Dim ranges and "
-                "which dimensions really vary.")
-    if "unsupported" in text or "not implemented" in text:
-        return "torch.export does not support an operation in this model; see the cause above."
-    return "see the cause above; torch.export must succeed for Torch-TensorRT to compile the model."
+def required_arguments(model: torch.nn.Module) -> list[str]:
+    """The arguments the model's forward needs (those without a default); a forward without
+    any is captured with no inputs. A forward whose signature cannot be read needs some."""
+    try:
+        params = inspect.signature(model.forward).parameters.values()
+    except (TypeError, ValueError):
+        return ["its inputs"]
+    needed = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD,
+              inspect.Parameter.KEYWORD_ONLY)
+    return [p.name for p in params if p.kind in needed and p.default is inspect.Parameter.empty]
 
 
 def is_aten_graph(gm: GraphModule) -> bool:
@@ -121,14 +118,22 @@ def _dict_hint(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> str 
 
 
 def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> Any:
-    try:
-        return torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
-    except Exception as exc:
-        raise CaptureError(
-            f"torch.export failed for {type(model).__name__}: {type(exc).__name__}: "
-            f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}\n"
-            f"Hint: {_dict_hint(model, args, kwargs) or _hint(exc)}"
-        ) from exc
+    """torch.export; on failure, a CaptureError with a short first line (hierviz.export_failure),
+    and what torch printed and logged meanwhile (its partial graph) kept off the screen. After
+    a success that is shown, as it would have been."""
+    with torch_output.kept() as printed:
+        try:
+            exported = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
+        except Exception as exc:
+            failed = exc
+        else:
+            failed = None
+    if failed is None:
+        if printed.text():
+            sys.stderr.write(printed.text())
+        return exported
+    raise export_error(type(model).__name__, failed, dynamic_shapes=dynamic_shapes is not None,
+                       torch_output=printed.text(), hint=_dict_hint(model, args, kwargs)) from failed
 
 
 def _dims_key(value: Any) -> Any:
@@ -363,7 +368,8 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     if not isinstance(model, (torch.nn.Module, torch.export.ExportedProgram)):  # before the cache sees it
         raise CaptureError(f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}.")
     args = as_args(example_inputs)
-    if isinstance(model, GraphModule) and not is_aten_graph(model) and not args and not kwargs:
+    if isinstance(model, GraphModule) and not is_aten_graph(model) and not args and not kwargs \
+            and required_arguments(model):
         raise ConfigError(
             "this GraphModule is not an aten-level graph (it has call_module, call_method or "
             "torch.* calls, e.g. from torch.fx.symbolic_trace or ExportedProgram.module()), so it "
@@ -396,9 +402,10 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
         elif ir == "torch_compile":
             gm = capture_by_graph_break(model, args, kwargs)
         elif isinstance(model, torch.nn.Module):
-            if not args and not kwargs:
-                raise CaptureError("capture needs example_inputs for an nn.Module: "
-                                   "hv.capture(model, (torch.randn(1, 3, 224, 224),))")
+            needed = required_arguments(model) if not args and not kwargs else []
+            if needed:
+                raise CaptureError(f"capture needs example_inputs for {type(model).__name__}: its forward takes "
+                                   f"{', '.join(needed)}; e.g. hv.capture(model, (torch.randn(1, 3, 224, 224),))")
             gm = _capture_module(model, args, kwargs, dynamic_shapes, key[:3], cache)
         else:
             raise CaptureError(

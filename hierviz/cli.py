@@ -293,6 +293,18 @@ def _add_debug(p: argparse.ArgumentParser) -> None:
     top-level value when it is not given here."""
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show full tracebacks on errors")
+    p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
+                   help="before an error's one line, show its whole cause (a failed torch.export's full "
+                        "message, and what torch printed meanwhile)")
+
+
+def whole_cause(exc: BaseException) -> str:
+    """--verbose: what torch printed while it failed (CaptureError.torch_output), then the
+    error's cause in full (torch's whole message)."""
+    parts = [getattr(exc, "torch_output", "") or ""]
+    if exc.__cause__ is not None:
+        parts.append(f"{type(exc.__cause__).__name__}: {exc.__cause__}")
+    return "\n".join(p.rstrip() for p in parts if p.strip())
 
 
 def sentence(message: str) -> str:
@@ -312,6 +324,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser = Parser(prog="hierviz", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
+    parser.add_argument("--verbose", action="store_true",
+                        help="before an error's one line, show its whole cause (a failed torch.export's full "
+                             "message, and what torch printed meanwhile)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="the main job on built-in models: reports, diagrams, HTML, sweep CSV")
@@ -400,6 +415,8 @@ def main(argv: Sequence[str] | None = None) -> int:
                 if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
                     raise exc.__cause__  # noqa: B904 - the user's own exception, with its own traceback
                 raise
+            if args.verbose:
+                print(whole_cause(exc), file=sys.stderr)
             print(f"hierviz: error: {sentence(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:

@@ -234,8 +234,10 @@ def partition_from_args(args: argparse.Namespace) -> Any:
         if ir != "dynamo" or not first.startswith(EXPORT_FAILED):
             raise
         short = first if len(first) <= 300 else first[:297] + "..."
-        raise CaptureError(f"{short.rstrip('.')}. To see {args.model} graph by graph, as "
-                           "torch.compile(backend='torch_tensorrt') compiles it, add --ir torch_compile") from exc
+        said = CaptureError(f"{short.rstrip('.')}. To see {args.model} graph by graph, as "
+                            "torch.compile(backend='torch_tensorrt') compiles it, add --ir torch_compile")
+        said.torch_output = exc.torch_output  # --verbose shows it, and torch's own error (the cause)
+        raise said from (exc.__cause__ or exc)
 
 
 def partition_or_saved(args: argparse.Namespace) -> Any:

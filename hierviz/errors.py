@@ -22,7 +22,11 @@ class ConfigError(HiervizError, ValueError):
 
 
 class CaptureError(HiervizError):
-    """The model could not be exported / lowered to an aten graph."""
+    """The model could not be exported / lowered to an aten graph. `torch_output`: what torch
+    printed and logged while it failed (a failed torch.export's partial graph), kept off the
+    screen; the CLI's --verbose shows it."""
+
+    torch_output: str = ""
 
 
 class RenderError(HiervizError):

@@ -35,6 +35,7 @@ from hierviz.partitioner.reasons import (
     FOLLOWS_PRODUCER,
     GRAPH,
     NOT_CALLABLE,
+    NOTHING_TO_PARTITION,
     REASON_CODES,
     REASONS,
     SUPPORTED,
@@ -163,4 +164,5 @@ handoff.provide("compile_today", handoff.loader("hierviz.partitioner.todays_comp
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
            "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
            "graph_of", "make_config", "partition_graph", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
-           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS"]
+           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS",
+           "NOTHING_TO_PARTITION"]

@@ -72,6 +72,12 @@ def make_tag(is_acc: bool, backend: str, i: int) -> str:
     return f"{ACC_PREFIX}{backend}_{i}" if is_acc else f"{TORCH_PREFIX}{i}"
 
 
+# What a partition of a graph without ops says (a dynamo graph that only returns its inputs,
+# a module returning a constant): its report's first line, and its repr.
+NOTHING_TO_PARTITION = ("nothing to partition: the graph has no ops (its outputs are its inputs, "
+                        "weights or constants)")
+
+
 def parse_tag(tag: str) -> tuple[bool, str]:
     """(is_acc, backend) of a subgraph tag: '_run_on_acc_tensorrt_3' -> (True, 'tensorrt'),
     '_run_on_gpu_2' (or any other name) -> (False, 'torch')."""
@@ -85,6 +91,6 @@ def tag_number(tag: str) -> int:
     return int(tag.rsplit("_", 1)[1])
 
 
-__all__ = ["FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED",
+__all__ = ["NOTHING_TO_PARTITION", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED",
            "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "Reason", "REASONS", "REASON_CODES",
            "FALLBACK_REASONS", "short_reason", "ACC_PREFIX", "TORCH_PREFIX", "make_tag", "parse_tag", "tag_number"]

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hierviz.errors import ConfigError
 from hierviz.partitioner.counts import count_text
 from hierviz.partitioner.blockers import REPORT_ROWS, change_lines, for_reports, intro_text, not_computed_text
-from hierviz.partitioner.reasons import FALLBACK, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+from hierviz.partitioner.reasons import FALLBACK, NOTHING_TO_PARTITION, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -42,6 +42,8 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     for note in getattr(p, "notes", ()):
         lines += [f"Note: {note}.", ""]
+    if not p.stats["nodes"]:
+        lines += [NOTHING_TO_PARTITION[0].upper() + NOTHING_TO_PARTITION[1:] + ".", ""]
     lines += _coverage(p) + _left_to_torch(p) + _structure(p, fell)
     if measurement is not None:
         lines += _measured(measurement, fell)

@@ -41,6 +41,7 @@ from hierviz.partitioner.reasons import (
     FALLBACK,
     FOLLOWS_PRODUCER,
     GRAPH,
+    NOTHING_TO_PARTITION,
     TORCH_EXECUTED,
     UNSUPPORTED,
     VALIDATOR,
@@ -414,6 +415,8 @@ class Partition:
         return handoff.handler("html")(self)
 
     def __repr__(self) -> str:
+        if not self.stats["nodes"]:
+            return f"<hv.Partition: {NOTHING_TO_PARTITION}; {self.config.label()}>"
         return f"<hv.Partition {nodes_text(len(self.records), self.stats)}, {outline(self.stats, self.config)}>"
 
 
