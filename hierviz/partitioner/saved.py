@@ -70,6 +70,21 @@ def read_document(path: Path) -> Any:
                                   f"{str(exc).splitlines()[0]}); write one with part.save('x.json').") from None
 
 
+def format_version(doc: dict, where: str, name: str, newest: int) -> int:
+    """The version of a saved document's "format", "<name>/<version>" (`where`: the file, for
+    the message); SavedPartitionError when it cannot be read or is newer than `newest`."""
+    fmt = doc["format"]
+    try:
+        version = int(fmt.split("/", 1)[1])
+    except ValueError:
+        raise SavedPartitionError(f"{where} has an unknown format {fmt!r}; this hierviz reads {name}/{newest}.") from None
+    if version > newest:
+        raise SavedPartitionError(f"{where} was saved by a newer hierviz ({doc.get('hierviz_version', '?')}, format "
+                                  f"{name}/{version}); this hierviz {__version__} reads format {name}/{newest}: upgrade "
+                                  "hierviz to load it.")
+    return version
+
+
 def checked_document(doc: Any, where: str) -> dict:
     """`doc` when it is a saved partition this hierviz reads (format, version, its parts),
     else the SavedPartitionError saying why not (`where`: the file, for the message)."""
@@ -77,14 +92,7 @@ def checked_document(doc: Any, where: str) -> dict:
     if not isinstance(fmt, str) or not fmt.startswith(FORMAT + "/"):
         raise SavedPartitionError(f"{where} is not a saved partition (no \"format\": \"{FORMAT}/{VERSION}\"); "
                                   "write one with part.save('x.json').")
-    try:
-        version = int(fmt.split("/", 1)[1])
-    except ValueError:
-        raise SavedPartitionError(f"{where} has an unknown format {fmt!r}; this hierviz reads {FORMAT}/{VERSION}.") from None
-    if version > VERSION:
-        raise SavedPartitionError(f"{where} was saved by a newer hierviz ({doc.get('hierviz_version', '?')}, format "
-                                  f"{version}); this hierviz {__version__} reads format {VERSION}: upgrade "
-                                  "hierviz to load it.")
+    version = format_version(doc, where, FORMAT, VERSION)
     if version < VERSION:
         raise SavedPartitionError(f"{where} is format {version}, from a hierviz that did not save the per-node "
                                   f"record in full; partition the model again and save it with this hierviz.")

@@ -20,7 +20,7 @@ from hierviz.errors import SavedPartitionError
 from hierviz.graph_break import GraphBreak
 from hierviz.graph_value import GraphValue
 from hierviz.partitioner.multi_graph import MultiGraphPartition
-from hierviz.partitioner.saved import SavedPartition, checked_document, config_of, document
+from hierviz.partitioner.saved import SavedPartition, checked_document, config_of, document, format_version
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -97,15 +97,7 @@ class SavedCapture:
 
 def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartition]]:
     where = repr(str(path))
-    fmt = doc["format"]
-    try:
-        version = int(fmt.split("/", 1)[1])
-    except ValueError:
-        raise SavedPartitionError(f"{where} has an unknown format {fmt!r}; this hierviz reads {FORMAT}/{VERSION}.") from None
-    if version > VERSION:
-        raise SavedPartitionError(f"{where} was saved by a newer hierviz ({doc.get('hierviz_version', '?')}, format "
-                                  f"{FORMAT}/{version}); this hierviz {__version__} reads {FORMAT}/{VERSION}: upgrade "
-                                  "hierviz to load it.")
+    format_version(doc, where, FORMAT, VERSION)
     missing = [k for k in ("engine", "config", "stats", "graphs", "breaks") if k not in doc]
     if missing:
         raise SavedPartitionError(f"{where} is not a complete saved partition: {', '.join(missing)} missing.")
