@@ -128,11 +128,11 @@ def main() -> int:
     if not trt.available():
         print("needs torch_tensorrt (its torch.compile backend is the reference)")
         return 1
-    trt.require()  # both sides start with torch_tensorrt imported
-    import torch_tensorrt  # noqa: F401 - registers the torch_tensorrt backend
+    trt.require()  # both sides start with torch_tensorrt imported (it registers the torch_tensorrt backend)
+    import torch_tensorrt
     model, x = load(args.model, args.size)
     print(f"{args.model} (random weights), one 3x{args.size}x{args.size} image; torch {torch.__version__}, "
-          f"torch_tensorrt {trt.version() if hasattr(trt, 'version') else '?'}, {torch.get_num_threads()} threads")
+          f"torch_tensorrt {torch_tensorrt.__version__}, {torch.get_num_threads()} threads")
 
     theirs_s, reached, handed = upstream_dryrun(model, x)
 

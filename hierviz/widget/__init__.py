@@ -9,7 +9,8 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_LAZY = {"Explorer": "hierviz.widget.explorer", "explore": "hierviz.widget.explorer"}
+_LAZY = {"Explorer": "hierviz.widget.explorer", "explore": "hierviz.widget.entry",
+         "GraphsExplorer": "hierviz.widget.graphs_explorer"}
 
 
 def __getattr__(name: str) -> Any:
@@ -18,4 +19,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module 'hierviz.widget' has no attribute {name!r}")
 
 
-__all__ = ["explore", "Explorer"]
+__all__ = ["explore", "Explorer", "GraphsExplorer"]

@@ -39,7 +39,7 @@ import ipywidgets as widgets
 
 from hierviz.compare.worker import WorkerError
 from hierviz.config import Config, field_names
-from hierviz.errors import ConfigError, HiervizError, checked_arguments
+from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.provenance import lowered_sources
 from hierviz.widget import controls as ctl
@@ -544,14 +544,3 @@ class Explorer(widgets.VBox):
         part = self.controller.partition
         state = part if part is not None else f"invalid: {self._errors.get('partition')}"
         return f"<hv.Explorer {self.name}: {state!r}>"
-
-
-@checked_arguments
-def explore(model: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
-            measure: bool = False, **overrides: Any) -> Explorer:
-    """An interactive Explorer of `model`'s partition: change the settings with widgets and see
-    the diagram, stats, tables, report, history and diff update. `overrides` are Config fields
-    (`hv.explore(m, x, min_block_size=2)`, as in hv.partition; `engine`, "hierviz", "fast" —
-    what torch_tensorrt.compile runs —, "global" or "torch_tensorrt", is one of them) and
-    Explorer options (view, focus, debounce, output_dir, max_nodes, measure_options, name)."""
-    return Explorer(model, example_inputs, config, measure=measure, **overrides)

@@ -1,0 +1,47 @@
+"""hv.explore, the entry: one graph (hierviz.widget.explorer.Explorer), or a model graph by
+graph (`ir="torch_compile"`, a MultiGraphPartition or a DynamoCapture:
+hierviz.widget.graphs_explorer.GraphsExplorer)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from hierviz.capturing import check_ir
+from hierviz.config import Config, field_names
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.errors import checked_arguments
+from hierviz.partitioner import MultiGraphPartition, partition
+from hierviz.widget.explorer import Explorer
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.widget.graphs_explorer import GraphsExplorer
+
+
+@checked_arguments
+def explore(model: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
+            measure: bool = False, ir: str = "dynamo", **overrides: Any) -> "Explorer | GraphsExplorer":
+    """An interactive Explorer of `model`'s partition: change the settings with widgets and see
+    the diagram, stats, tables, report, history and diff update. `overrides` are Config fields
+    (`hv.explore(m, x, min_block_size=2)`, as in hv.partition; `engine`, "hierviz", "fast" —
+    what torch_tensorrt.compile runs —, "global" or "torch_tensorrt", is one of them) and
+    Explorer options (view, focus, debounce, output_dir, max_nodes, measure_options, name).
+
+    `ir="torch_compile"` (or a MultiGraphPartition / DynamoCapture given): the model graph by
+    graph, as torch.compile(backend="torch_tensorrt") runs it, in a GraphsExplorer
+    (hierviz.widget.graphs_explorer): a graph picker, the picked graph's Explorer, and every graph
+    re-partitioned and redrawn at the same settings."""
+    check_ir(ir)
+    if ir == "torch_compile" or isinstance(model, (MultiGraphPartition, DynamoCapture)):
+        from hierviz.widget.graphs_explorer import GraphsExplorer
+
+        fields = set(field_names())
+        settings = {k: v for k, v in overrides.items() if k in fields}
+        options = {k: v for k, v in overrides.items() if k not in fields}
+        if config is None and isinstance(model, MultiGraphPartition):
+            config = model.config  # its engine too
+        multi = partition(model, example_inputs, config, ir="torch_compile", **settings)
+        return GraphsExplorer(multi, measure=measure, **options)
+    return Explorer(model, example_inputs, config, measure=measure, **overrides)
+
+
+__all__ = ["explore"]
