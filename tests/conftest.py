@@ -119,17 +119,12 @@ def detection() -> DetectionModels:
 
 
 @pytest.fixture(scope="session")
-def ssdlite() -> tuple:
+def ssdlite(detection: DetectionModels) -> tuple:
     """torchvision's ssdlite320_mobilenet_v3_large (random weights, eval), its input, and its
-    graph-by-graph capture (hv.capture(..., ir="torch_compile"): 7 graphs, 6 breaks), made once
-    per session: the capture takes minutes on a CPU. Slow tests only."""
-    import hierviz as hv
-    from torchvision.models.detection import ssdlite320_mobilenet_v3_large
-
-    torch.manual_seed(0)
-    model = ssdlite320_mobilenet_v3_large(weights=None, weights_backbone=None).eval()
-    inputs = ([torch.rand(3, 320, 320)],)
-    return model, inputs, hv.capture(model, inputs, ir="torch_compile")
+    graph-by-graph capture (hv.capture(..., ir="torch_compile"): 7 graphs, 6 breaks), the one
+    `detection` makes once per session: the capture takes minutes on a CPU. Slow tests only."""
+    name = "ssdlite320_mobilenet_v3_large"
+    return (*detection.load(name), detection.capture(name))
 
 
 @pytest.fixture(scope="session")

@@ -142,11 +142,11 @@ def test_a_model_that_fails_to_run_is_a_capture_error() -> None:
 @pytest.mark.slow
 def test_same_graphs_in_every_process(run_python) -> None:
     """Two fresh interpreters with different hash seeds capture the same graphs (code, ops,
-    inputs, outputs) and the same breaks."""
+    inputs, outputs) and the same breaks (one toy: each interpreter imports torch_tensorrt)."""
     code = """
         import hashlib, torch, hierviz as hv
         from dynamo_models import load
-        for name in ("if_on_sum", "prints", "item_arith"):
+        for name in ("if_on_sum",):
             cap = hv.capture(*load(name), ir="torch_compile")
             for g in cap.graphs:
                 text = g.graph.code + repr((g.ops, g.inputs, g.outputs, g.function, g.line, g.calls))
@@ -160,4 +160,4 @@ def test_same_graphs_in_every_process(run_python) -> None:
         assert run.returncode == 0, run.stderr[-2000:]
     assert runs[0].stdout == runs[1].stdout
     lines = [line for line in runs[0].stdout.splitlines() if line.split(" ")[0] in EXPECTED]
-    assert len(lines) == 3 * 2 + 3  # two graphs and one break per model (the rest: the model's print)
+    assert len(lines) == 2 + 1  # two graphs and one break
