@@ -148,7 +148,8 @@ def cmd_sweep(args: argparse.Namespace) -> int:
         raise UsageError("--iters and --warmup need --measure")
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
-    table = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=not args.quiet)
+    table = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=not args.quiet,
+                     ir=args.ir or "dynamo")
     try:
         table.to_csv(out, index=False)
     except OSError as exc:
@@ -283,7 +284,7 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    """The setting flags and --ir: a command that partitions MODEL (report, blockers, check)."""
+    """The setting flags and --ir: a command that partitions MODEL (report, sweep, blockers, check)."""
     _add_config_args(p)
     add_ir_option(p)
 
@@ -348,7 +349,7 @@ def build_parser() -> argparse.ArgumentParser:
     sweep.add_argument("--grid", action="append", metavar="field=v1,v2",
                        help="a Config field and its values, separated by commas; repeat for more fields. "
                             "A list inside one value is joined by > or + (see below)")
-    _add_config_args(sweep)
+    _add_model_args(sweep)
     sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
     sweep.add_argument("--iters", type=positive, metavar="N", help="timed runs per configuration with --measure (default 100)")
     sweep.add_argument("--warmup", type=non_negative, metavar="N", help="untimed runs first with --measure (default 10)")

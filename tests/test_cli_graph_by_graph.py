@@ -61,6 +61,19 @@ def test_blockers_and_check_take_the_graph_break(capsys, model_file) -> None:
     assert code == 1 and "2 graphs, 1 graph breaks" in out and "subgraphs 2 > max_subgraphs 1" in out
 
 
+def test_sweep_takes_ir_torch_compile(capsys, model_file, tmp_path) -> None:
+    spec, _ = model_file
+    csv = tmp_path / "sweep.csv"
+    code, out, err = run_cli(capsys, "sweep", spec, "--ir", "torch_compile", "--grid", "min_block_size=2,20",
+                             "--csv", str(csv), "--quiet")
+    assert code == 0, err
+    import pandas as pd
+
+    table = pd.read_csv(csv)
+    assert list(table.min_block_size) == [2, 20] and list(table.graphs) == [2, 2]
+    assert list(table.graph_breaks) == [1, 1] and list(table.graphs_left_whole) == [0, 2]
+
+
 def test_an_export_failure_says_to_use_ir_torch_compile(capsys, model_file) -> None:
     spec, _ = model_file
     code, out, err = run_cli(capsys, "report", spec)
