@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
+from hierviz.compile_rules import compile_config
 from hierviz import trt
 from hierviz.compare.worker import Unsendable, Worker, WorkerError
 from hierviz.partitioner.todays_compile import compile_today
@@ -70,7 +71,7 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
     assert list(m.per_subgraph["tag"]) == list(here.per_subgraph["tag"])
     if trt.available():
         for cfg in (hv.Config(min_block_size=1), hv.Config(min_block_size=3, torch_executed_ops=("aten.relu.default",))):
-            fast = hv.config.compile_config(cfg)
+            fast = compile_config(cfg)
             assert worker.run(gm, inputs, "compile_today", fast).stats == compile_today(gm, cfg).stats
     with pytest.raises(hv.ConfigError, match="budget"):  # a HiervizError raised there is raised here
         worker.run(gm, inputs, "tune", {"base": helpers.SAME, "budget": 0, "progress": False})
