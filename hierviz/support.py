@@ -374,7 +374,9 @@ def record_verdicts(gm: torch.fx.GraphModule) -> dict | None:
     converter registry now, as a record to store with its capture (hierviz.stored_verdicts);
     None without torch_tensorrt (the snapshot cannot validate)."""
     sup = tensorrt()
-    if not sup.validate or not trt.loaded():
+    if not sup.validate or not trt.loaded() or _has_symbolic_shapes(gm):
+        # a validator reading a symbolic size guards on it, which would narrow the captured
+        # graph's dynamic range to the example's size: such graphs are validated when partitioned
         return None
     verdicts = {}
     with trt.validating():  # outside checking(): every verdict asked of the registry itself
@@ -383,6 +385,16 @@ def record_verdicts(gm: torch.fx.GraphModule) -> dict | None:
                 v = sup.verdict(n)
                 verdicts[n.name] = (v.ok, v.code, v.why)
     return stored_verdicts.make(gm.graph, sup.to_dict(), sup.names, sup.version, verdicts)
+
+
+def _has_symbolic_shapes(gm: torch.fx.GraphModule) -> bool:
+    """True when an input of `gm` has a symbolic (dynamic) size."""
+    for n in gm.graph.nodes:
+        if n.op == "placeholder":
+            val = n.meta.get("val")
+            if isinstance(val, torch.Tensor) and any(isinstance(d, torch.SymInt) for d in val.shape):
+                return True
+    return False
 
 
 def tensorrt_version() -> str | None:
