@@ -150,6 +150,11 @@ def _breaks_logged(events: list) -> Iterator[None]:
                                      "reason": reason.strip(), "stack": frames}))
         return False  # held back: hv.capture says it in its record instead
 
+    # dynamo logs a break it has logged before in this process only once: forget them, so a
+    # second capture of the same code (another instance of the model) hears every break
+    from torch._dynamo.utils import reset_graph_break_dup_checker
+
+    reset_graph_break_dup_checker()
     saved = log.level, log.propagate
     log.setLevel(logging.DEBUG)
     log.addFilter(record)
