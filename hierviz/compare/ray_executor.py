@@ -14,6 +14,7 @@ an exported graph cannot be pickled as it is.
 from __future__ import annotations
 
 import importlib
+import os
 import re
 import threading
 from typing import Any, Callable, Iterator, Sequence
@@ -85,7 +86,14 @@ def connect(executor: Any) -> Any:
 def start_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
     """`ray.init(**kwargs)`, quietly, tried up to `attempts` times for a local Ray: on a busy
     machine its start can time out (the raylet waits a fixed 15 s for the dashboard agent,
-    ray-project/ray#65983) and succeed next time, when the agent's imports are in the file cache."""
+    ray-project/ray#65983) and succeed next time, when the agent's imports are in the file cache.
+
+    Ray's driver replaces `builtins.print` with its progress-bar-safe print the first time it
+    handles a worker's output (ray/experimental/tqdm_ray.py, unless RAY_TQDM_PATCH_PRINT=0).
+    hierviz draws no Ray progress bars, and a replaced print changes what dynamo traces: a
+    model's `print` would then break its graph inside Ray's code. So the Ray hierviz starts
+    leaves print alone (a value the user set is kept)."""
+    os.environ.setdefault("RAY_TQDM_PATCH_PRINT", "0")
     options = {"ignore_reinit_error": True, "log_to_driver": False, "include_dashboard": False,
                "logging_level": "ERROR", **kwargs}
     local = kwargs.get("address") in (None, "local")

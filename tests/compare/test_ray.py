@@ -4,6 +4,7 @@ graph that travels to the workers partitions and runs like the original."""
 
 from __future__ import annotations
 
+import builtins
 import pickle
 
 import pytest
@@ -15,6 +16,7 @@ from hierviz.graphdata import pack_graph, unpack_graph
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"
 FAST = {"warmup": 0, "iters": 3}
+PRINT = builtins.print  # Ray's driver would replace it; a model's print then breaks inside Ray's code
 
 
 def test_packed_graph_partitions_and_runs_like_the_original(small) -> None:
@@ -69,6 +71,7 @@ def test_ray_sweep_rows_equal_the_local_sweep(small, ray_local) -> None:
     assert remote["error"].isna().all() and remote["outputs_match"].all()
     assert (remote["median_ms"] > 0).all()
     assert remote.attrs["compile_cache_misses"] >= 1
+    assert builtins.print is PRINT
 
 
 @pytest.mark.slow
@@ -93,6 +96,7 @@ def test_a_killed_worker_fails_its_row_and_the_rest_go_on(small, ray_local) -> N
     assert died["torch_executed_ops"] == "" and died["priority"] == "crashy>exact"   # the row says which setting
     rest = df.iloc[1:]
     assert rest["error"].isna().all() and rest["outputs_match"].all() and (rest["subgraphs_crashy"] == 0).all()
+    assert builtins.print is PRINT
 
 
 @pytest.mark.slow
@@ -106,6 +110,7 @@ def test_tune_on_ray(small, ray_local) -> None:
     assert len(t) == 4 and set(t["status"]) <= {"measured", "duplicate"}
     assert (t["status"] == "measured").any() and res.best is not None
     assert any("Ray tasks" in note for note in res.notes)
+    assert builtins.print is PRINT
     dup = t[t["status"] == "duplicate"]
     for _, row in dup.iterrows():   # a duplicate carries its source's figures
         src = t[t["trial"] == row["duplicate_of"]].iloc[0]
