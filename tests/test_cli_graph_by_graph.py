@@ -75,10 +75,12 @@ def test_sweep_takes_ir_torch_compile(capsys, model_file, tmp_path) -> None:
 
 
 def test_an_export_failure_says_to_use_ir_torch_compile(capsys, model_file) -> None:
-    spec, _ = model_file
+    spec, where = model_file
     code, out, err = run_cli(capsys, "report", spec)
     line = err.strip().splitlines()[-1]
-    assert code == 2 and line.startswith("hierviz: error: torch.export failed for Gate: ")
+    # the model's own line that torch.export stopped at, then torch's reason
+    assert code == 2 and line.startswith(f"hierviz: error: torch.export failed for Gate at {where} in forward "
+                                         "(if y.mean() > 0.1: # the break): GuardOnDataDependentSymNode: ")
     assert line.endswith(f"To see {spec} graph by graph, as torch.compile(backend='torch_tensorrt') compiles it, "
                          "add --ir torch_compile.")
     assert len(line) < 600 and "Hint:" not in line
