@@ -161,6 +161,44 @@ def test_partition_methods(tiny, tmp_path_factory, method: str, value: Any) -> N
     assert_untouched(before, model, gm, inputs)
 
 
+@pytest.fixture(scope="module")
+def by_graph() -> tuple[torch.nn.Module, tuple, hv.MultiGraphPartition]:
+    from tests.dynamo_models import load
+
+    model, inputs = load("prints")
+    part = hv.partition(model, inputs, ir="torch_compile", min_block_size=1)
+    assert isinstance(part, hv.MultiGraphPartition) and isinstance(part.capture, hv.DynamoCapture)
+    assert part.breaks and all(isinstance(b, hv.GraphBreak) for b in part.breaks)
+    return model, inputs, part
+
+
+@FUZZ
+@given(method=st.sampled_from(["reason_of", "backend_of", "tag_of", "locate", "left_whole", "render_view",
+                               "render_max_nodes", "save", "blockers", "repartition", "capture_ir"]), value=junk)
+def test_graph_by_graph_methods(by_graph, tmp_path_factory, method: str, value: Any) -> None:
+    """The graph-by-graph partition (ir="torch_compile") takes wrong arguments as a Partition does."""
+    model, inputs, part = by_graph
+    state = {k: v.clone() for k, v in model.state_dict().items()}
+    args = [t.clone() for t in inputs]
+    calls = {
+        "reason_of": lambda: part.reason_of(value),
+        "backend_of": lambda: part.backend_of(value),
+        "tag_of": lambda: part.tag_of(value),
+        "locate": lambda: part.locate(value),
+        "left_whole": lambda: part.left_whole(value),
+        "render_view": lambda: part.render(view=value),
+        "render_max_nodes": lambda: part.render(max_nodes=value),
+        "save": lambda: part.save(tmp_path_factory.mktemp("save") / str(value)[:20] if isinstance(value, str)
+                                  else value),
+        "blockers": lambda: part.blockers(measure=value),
+        "repartition": lambda: hv.partition(part.capture, min_block_size=value),
+        "capture_ir": lambda: hv.capture(model, inputs, ir=value),
+    }
+    only_hierviz_errors(calls[method])
+    assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
+    assert all(torch.equal(a, b) for a, b in zip(args, inputs))
+
+
 @FUZZ
 @given(what=st.sampled_from(["ops", "where", "tensorrt", "zoo_load", "zoo_synthetic", "grid", "grid_value",
                              "sweep_base", "sweep_measure", "sweep_executor", "plot_latency", "plot_subgraphs",
@@ -473,7 +511,7 @@ def fuzzed_names() -> set[str]:
 
     names: set[str] = set()
     tests = [f for n, f in globals().items() if n.startswith("test_") and n != "test_fuzz_covers_every_public_function"]
-    for fn in (*tests, tiny, explorer):
+    for fn in (*tests, tiny, explorer, by_graph):
         src = inspect.getsource(getattr(fn, "__wrapped__", fn))
         names |= {n.attr for n in ast.walk(ast.parse(inspect.cleandoc("\n" + src)))
                   if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "hv"}

@@ -75,12 +75,18 @@ class MultiGraphPartition:
     def left_whole(self, k: int) -> bool:
         """Whether graph `k` runs whole in PyTorch because it has fewer supported ops than
         min_block_size (torch.compile's backend returns such a graph unchanged)."""
-        s = self.graphs[k].stats
+        s = self.graphs[self._graph_index(k)].stats
         return s["compute_ops"] > 0 and s["acc_subgraphs"] == 0 and s["supported_ops"] < self.config.min_block_size
 
     def has_compute(self, k: int) -> bool:
         """False for a graph with nothing to partition (no compute op)."""
-        return self.graphs[k].stats["compute_ops"] > 0
+        return self.graphs[self._graph_index(k)].stats["compute_ops"] > 0
+
+    def _graph_index(self, k: Any) -> int:
+        if isinstance(k, bool) or not isinstance(k, int) or not 0 <= k < len(self.graphs):
+            raise ConfigError(f"no graph {k!r:.40}: this model has {len(self.graphs)} graph(s), "
+                              f"numbered 0 to {len(self.graphs) - 1} in execution order.")
+        return k
 
     def locate(self, node: Any) -> tuple[int, str]:
         """(graph index, node name) of a node named 'g2/add_3' or given as (2, 'add_3')."""
@@ -92,9 +98,7 @@ class MultiGraphPartition:
         else:
             raise ConfigError(f"across graphs a node is named 'g<graph>/<name>' (e.g. 'g0/{self._example()}') "
                               f"or given as (graph, name), not {node!r:.60}; names are in nodes().name.")
-        if not 0 <= k < len(self.graphs):
-            raise ConfigError(f"no graph {k}: this model has {len(self.graphs)} graph(s), g0 to g{len(self.graphs) - 1}.")
-        return k, name
+        return self._graph_index(k), name
 
     def _example(self) -> str:
         for p in self.graphs:
