@@ -205,8 +205,10 @@ print("seen")
 def test_hierviz_warnings_reach_the_user_after_torch_tensorrt_was_imported(tmp_path, how) -> None:
     """Importing torch_tensorrt turns on logging.captureWarnings for the process; hierviz puts
     the routing back, so catch_warnings(record=True) and pytest.warns see its warnings."""
+    # an empty capture cache: a cached capture holds its TensorRT verdicts and would not import torch_tensorrt
+    env = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "HIERVIZ_CACHE_DIR": str(tmp_path / "cache")}
     proc = subprocess.run([sys.executable, "-c", WARNINGS_SEEN, how], cwd=tmp_path, capture_output=True,
-                          text=True, timeout=300, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})
+                          text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "seen"
     assert "py.warnings" not in proc.stderr
