@@ -20,15 +20,15 @@ MODELS = ["fasterrcnn_mobilenet_v3_large_320_fpn", "ssdlite320_mobilenet_v3_larg
 
 
 @pytest.fixture(scope="module", params=MODELS)
-def detection(request):
-    torch.manual_seed(0)
-    model = getattr(torchvision.models.detection, request.param)(weights=None, weights_backbone=None).eval()
-    x = ([torch.rand(3, 320, 320, generator=torch.Generator().manual_seed(1))],)
-    return model, x, hv.partition(model, x, ir="torch_compile")
+def by_graph(request, detection):
+    """(model, image, hv.partition(..., ir="torch_compile")) from conftest's session captures
+    (a capture takes half a minute on a CPU; tests elsewhere partition a model straight away)."""
+    model, x = detection.load(request.param)
+    return model, x, hv.partition(detection.capture(request.param))
 
 
-def test_report_lists_every_graph_and_break(detection) -> None:
-    model, _, part = detection
+def test_report_lists_every_graph_and_break(by_graph) -> None:
+    model, _, part = by_graph
     s = part.stats
     assert s["graphs"] >= 2 and s["graph_breaks"] >= 1 and s["subgraphs_by_backend"]["tensorrt"] >= 1
     text = part.report()
@@ -40,8 +40,8 @@ def test_report_lists_every_graph_and_break(detection) -> None:
     assert f"Subgraphs: {s['subgraphs']} (" in totals
 
 
-def test_picture_has_a_frame_per_graph(detection, tmp_path) -> None:
-    _, _, part = detection
+def test_picture_has_a_frame_per_graph(by_graph, tmp_path) -> None:
+    _, _, part = by_graph
     dot = part.render().source
     assert all(f"cluster_g{k}" in dot for k in range(len(part.graphs)))
     assert f"cluster_g{len(part.graphs)}" not in dot
@@ -49,8 +49,8 @@ def test_picture_has_a_frame_per_graph(detection, tmp_path) -> None:
     assert svg.stat().st_size > 10_000 and svg.read_text().lstrip().startswith(("<?xml", "<svg"))
 
 
-def test_blockers_rank_the_graph_breaks(detection) -> None:
-    _, _, part = detection
+def test_blockers_rank_the_graph_breaks(by_graph) -> None:
+    _, _, part = by_graph
     table = part.blockers()
     breaks = table[table.kind == "graph break"]
     assert len(breaks) >= 1
@@ -58,8 +58,8 @@ def test_blockers_rank_the_graph_breaks(detection) -> None:
     assert all(part.reason_of(name) for name in part.nodes().name[:3])
 
 
-def test_a_sweep_over_min_block_size_is_each_setting_partitioned(detection) -> None:
-    model, x, part = detection
+def test_a_sweep_over_min_block_size_is_each_setting_partitioned(by_graph) -> None:
+    model, x, part = by_graph
     table = hv.sweep(part.capture, None, {"min_block_size": [1, 200]}, progress=False)
     assert list(table.min_block_size) == [1, 200] and table.error.isna().all()
     for row in table.itertuples():
@@ -70,8 +70,8 @@ def test_a_sweep_over_min_block_size_is_each_setting_partitioned(detection) -> N
     assert table.graphs_left_whole.iloc[0] < table.graphs_left_whole.iloc[1]
 
 
-def test_a_cpu_measurement_matches_the_models_outputs(detection) -> None:
-    model, x, part = detection
+def test_a_cpu_measurement_matches_the_models_outputs(by_graph) -> None:
+    model, x, part = by_graph
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m = hv.measure(part, x, device="cpu", on_error="fallback", iters=2, warmup=0, cache=CompileCache())
