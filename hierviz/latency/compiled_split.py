@@ -124,7 +124,7 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
             bar.close()
     return CompiledSplit(module=assemble(partition.module, built.runners, dev), records=built.records, device=dev,
                          inputs=inputs, output=output, fallbacks=tuple(built.fallbacks), warnings=built.warnings,
-                         cache_hits=built.hits, cache_misses=built.misses, compile_s=built.compile_s,
+                         cache_hits=built.cache_hits, cache_misses=built.cache_misses, compile_s=built.compile_s,
                          compile_state=built.compile_state, tf32=tf32)
 
 

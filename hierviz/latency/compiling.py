@@ -95,8 +95,8 @@ class Built:
     records: dict[str, SubgraphRecord] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     fallbacks: list[str] = field(default_factory=list)
-    hits: int = 0
-    misses: int = 0
+    cache_hits: int = 0
+    cache_misses: int = 0
     compile_s: float = 0.0
     compile_state: dict[str, str] = field(default_factory=dict)
 
@@ -243,9 +243,9 @@ class Builder:
 
     def _count(self, hit: bool) -> None:
         if hit:
-            self.out.hits += 1
+            self.out.cache_hits += 1
         else:
-            self.out.misses += 1
+            self.out.cache_misses += 1
         self.store.count(hit=hit)
 
     def _failed(self, slot: Slot, args: tuple, key: str, error: str, elapsed: float,

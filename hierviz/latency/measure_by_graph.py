@@ -13,7 +13,6 @@ private copy is compiled, and dynamo's caches are reset after.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -21,7 +20,7 @@ import torch
 from hierviz.errors import MeasureError
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.compiled_graphs import CompiledGraphs, checked_plan, model_of, on_device, qualified_tag
-from hierviz.latency.compiling import Progress
+from hierviz.latency.compiling import Built, Progress
 from hierviz.latency.summary import finish, float_dtypes, measurement_notes, per_subgraph_table
 from hierviz.latency.compiled_split import check_trt_settings
 from hierviz.latency.output_match import compare
@@ -32,23 +31,11 @@ from hierviz.latency.timing import time_fn, time_paired, time_submodules
 from hierviz.model_copy import private_copy
 
 
-@dataclass
-class Compiled:
-    """What the graphs' compiles came to, summed (finish() reads it as a CompiledSplit)."""
-
-    records: dict[str, SubgraphRecord] = field(default_factory=dict)
-    warnings: list[str] = field(default_factory=list)
-    fallbacks: list[str] = field(default_factory=list)
-    cache_hits: int = 0
-    cache_misses: int = 0
-    compile_s: float = 0.0
-    compile_state: dict[str, str] = field(default_factory=dict)
-
-
-def summed(compiled: CompiledGraphs) -> Compiled:
-    """The graphs' CompiledSplits as one: records and fallbacks named across graphs, one
-    fallback note for all of them, the other notes named by graph."""
-    out = Compiled()
+def summed(compiled: CompiledGraphs) -> Built:
+    """The graphs' CompiledSplits as one build (finish() reads it as a CompiledSplit): records and
+    fallbacks named across graphs, one fallback note for all of them, the other notes named by
+    graph."""
+    out = Built()
     for run in compiled.graphs:
         split = run.split
         if split is None:
