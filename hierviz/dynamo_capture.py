@@ -32,6 +32,7 @@ from hierviz.errors import CaptureError
 from hierviz.dynamo_graph import DynamoGraph
 from hierviz.graph_break import GraphBreak, parse_reason, user_function
 from hierviz.graph_value import GraphValue, describe
+from hierviz.graphs_and_breaks import GraphsAndBreaks
 from hierviz.model_copy import private_copy, rng_preserved
 from hierviz.opnames import qualname
 
@@ -43,23 +44,13 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 
 
 @dataclass(frozen=True, eq=False)
-class DynamoCapture:
+class DynamoCapture(GraphsAndBreaks[DynamoGraph]):
     """What `hv.capture(model, inputs, ir="torch_compile")` returns: `graphs`, one DynamoGraph
     per graph dynamo compiled, in execution order; `breaks`, one GraphBreak per graph break,
-    in the order they happened; `model` the captured model's class name."""
+    in the order they happened; `model` the captured model's class name. A sequence of its
+    graphs (GraphsAndBreaks)."""
 
-    graphs: tuple[DynamoGraph, ...]
-    breaks: tuple[GraphBreak, ...]
-    model: str
-
-    def __len__(self) -> int:
-        return len(self.graphs)
-
-    def __iter__(self) -> Iterator[DynamoGraph]:
-        return iter(self.graphs)
-
-    def __getitem__(self, k: int) -> DynamoGraph:
-        return self.graphs[k]
+    graphs: tuple[DynamoGraph, ...]  # the base's field, named with its type for the constructor
 
     def __repr__(self) -> str:
         return (f"<hv.DynamoCapture of {self.model}: {len(self.graphs)} graph(s), "

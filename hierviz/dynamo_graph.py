@@ -14,45 +14,23 @@ from typing import Any, Sequence
 import torch
 from torch.fx import GraphModule
 
-from hierviz.graph_break import GraphBreak
-from hierviz.graph_value import GraphValue
+from hierviz.graph_source import GraphSource
 
 
 @dataclass(frozen=True, eq=False)
-class DynamoGraph:
-    """One captured graph. `index`: its place in execution order (0 first); `graph`: the aten
-    GraphModule Torch-TensorRT's backend partitions; `inputs` / `outputs`: dynamo's graph's
-    (the user's tensors, the weights dynamo lifted, SymInts); `ops`: the aten graph's calls in
-    graph order (qualified names); `function` / `file` / `line`: the user's function the graph
-    was traced from; `calls`: how many times the capture's run called it; `example_inputs`:
-    the values of its first call, one per placeholder of `graph`; `ended_by`: the break that
-    ended it (None for a graph that ran to its frame's return); `sources`: one per placeholder
-    of `graph`, `(j, position)` when its first call's value was the very tensor graph `j`
-    returned at that output position (dynamo's outputs in order), None otherwise (a weight,
-    the user's input, a value the eager Python between graphs made)."""
+class DynamoGraph(GraphSource):
+    """One captured graph: its source (GraphSource: `index`, `function` / `file` / `line`,
+    `calls`, `ops`, `inputs` / `outputs` as dynamo's graph has them, the user's tensors, the
+    weights dynamo lifted, SymInts; `ended_by`), plus `graph`: the aten GraphModule
+    Torch-TensorRT's backend partitions (`ops` are its calls); `example_inputs`: the values of
+    its first call, one per placeholder of `graph`; `sources`: one per placeholder of `graph`,
+    `(j, position)` when its first call's value was the very tensor graph `j` returned at that
+    output position (dynamo's outputs in order), None otherwise (a weight, the user's input, a
+    value the eager Python between graphs made)."""
 
-    index: int
     graph: GraphModule
-    inputs: tuple[GraphValue, ...]
-    outputs: tuple[GraphValue, ...]
-    ops: tuple[str, ...]
-    function: str
-    file: str
-    line: int
-    calls: int
     example_inputs: tuple
-    ended_by: GraphBreak | None
     sources: tuple = ()
-
-    @property
-    def has_compute(self) -> bool:
-        """False for a graph with nothing to partition (no op, e.g. only views or constants)."""
-        return bool(self.ops)
-
-    @property
-    def name(self) -> str:
-        """'g<index>', the prefix of its nodes' qualified names ('g2/add_3')."""
-        return f"g{self.index}"
 
     def __repr__(self) -> str:
         where = f" {self.function} ({self.file}:{self.line})" if self.file else ""

@@ -14,11 +14,13 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import SavedPartitionError
 from hierviz.graph_break import GraphBreak
+from hierviz.graph_source import GraphSource
 from hierviz.graph_value import GraphValue
+from hierviz.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.multi_graph import MultiGraphPartition
 from hierviz.partitioner.saved import SavedPartition, checked_document, config_of, document, format_version
 from hierviz.version import __version__
@@ -53,46 +55,16 @@ def is_graphs_document(doc: Any) -> bool:
 
 
 @dataclass(frozen=True)
-class SavedGraph:
-    """One graph of a saved graph-by-graph partition, as DynamoGraph says it, without the
-    graph itself (`graph` is None)."""
+class SavedGraph(GraphSource):
+    """One graph of a saved graph-by-graph partition: its source as DynamoGraph says it,
+    without the graph itself (`graph` is None)."""
 
-    index: int
-    function: str
-    file: str
-    line: int
-    calls: int
-    ops: tuple[str, ...]
-    inputs: tuple[GraphValue, ...]
-    outputs: tuple[GraphValue, ...]
-    ended_by: GraphBreak | None
     graph: None = None
-
-    @property
-    def has_compute(self) -> bool:
-        return bool(self.ops)
-
-    @property
-    def name(self) -> str:
-        return f"g{self.index}"
 
 
 @dataclass(frozen=True, eq=False)
-class SavedCapture:
+class SavedCapture(GraphsAndBreaks[SavedGraph]):
     """A saved partition's capture: the graphs' sources and the breaks (no graph, no model)."""
-
-    graphs: tuple[SavedGraph, ...]
-    breaks: tuple[GraphBreak, ...]
-    model: str
-
-    def __len__(self) -> int:
-        return len(self.graphs)
-
-    def __iter__(self) -> Iterator[SavedGraph]:
-        return iter(self.graphs)
-
-    def __getitem__(self, k: int) -> SavedGraph:
-        return self.graphs[k]
 
 
 def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartition]]:
