@@ -111,7 +111,7 @@ def _class_key(cls: type) -> str:
     """The class's qualified name, its forward's source and the digest of the file it is in."""
     known = _CLASS_KEYS.get(cls)
     if known is None:
-        forward = getattr(cls, "forward", None)
+        forward: Any = getattr(cls, "forward", None)  # None or not a function: getsource's TypeError
         try:
             source = inspect.getsource(forward)
         except (OSError, TypeError):
@@ -190,7 +190,7 @@ def _describe(value: Any, depth: int, memo: dict[int, str]) -> Any:
 
 def _tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
     """The module's own parameters, buffers and tensor attributes."""
-    found = [(k, v) for k, v in module._parameters.items() if v is not None]
+    found: list[tuple[str, torch.Tensor]] = [(k, v) for k, v in module._parameters.items() if v is not None]
     found += [(k, v) for k, v in module._buffers.items() if v is not None]
     found += [(k, v) for k, v in vars(module).items() if isinstance(v, torch.Tensor)]
     return found
@@ -206,7 +206,8 @@ def _tensor_digest(t: torch.Tensor, seen: dict[int, str]) -> str:
         if data.device.type != "cpu":
             data = data.cpu()
         data = data.contiguous().reshape(-1).view(torch.uint8)
-        digest = hashlib.blake2b(memoryview(data.numpy()), digest_size=16).hexdigest()
+        values = memoryview(data.numpy())  # type: ignore[arg-type]  # numpy's stubs: __buffer__ on 3.12+ only
+        digest = hashlib.blake2b(values, digest_size=16).hexdigest()
     except Exception as exc:  # noqa: BLE001 - a fake or quantized tensor: no bytes to hash
         raise _NotCacheable(f"a tensor whose values cannot be read: {exc}") from exc
     seen[id(t)] = out = f"{t.dtype}{tuple(t.shape)}{tuple(t.stride())}{digest}"

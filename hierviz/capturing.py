@@ -30,7 +30,7 @@ from hierviz.inputs import as_args
 from hierviz.model_copy import private_copy, rng_preserved
 from hierviz.support import record_verdicts
 
-_CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule]]" = weakref.WeakKeyDictionary()
+_CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule | DynamoCapture]]" = weakref.WeakKeyDictionary()
 
 
 UPDATES = "hierviz_updates"  # GraphModule.meta key: what updates_of() returns
@@ -121,6 +121,7 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
     """torch.export; on failure, a CaptureError with a short first line (hierviz.export_failure),
     and what torch printed and logged meanwhile (its partial graph) kept off the screen. After
     a success that is shown, as it would have been."""
+    failed: Exception | None
     with torch_output.kept() as printed:
         try:
             exported = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
@@ -152,7 +153,7 @@ def _state_key(model: Any) -> tuple:
     if not isinstance(model, torch.nn.Module):
         return ()
     tensors = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
-    key = (tuple(m.training for m in model.modules()),
+    key: tuple = (tuple(m.training for m in model.modules()),
            tuple((name, id(t), t._version) for name, t in tensors))
     if isinstance(model, GraphModule):
         key += (model.code,)
@@ -269,7 +270,7 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
         if capture_cache.enabled(cache) and not isinstance(model, GraphModule) else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()
-    if store is not None:
+    if store is not None and key is not None:  # (store is None when key is)
         gm, meta = store.load(key, model)
         if gm is not None:
             if _same_outputs(model, gm, args, kwargs):
@@ -286,14 +287,14 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
             notes = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
                      "so the model was captured again",)
     gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name)
-    if store is not None and (trt.available() or trt.installed_distribution() is None):
+    if store is not None and key is not None and (trt.available() or trt.installed_distribution() is None):
         # (an install that does not import lowered with torch's decompositions: not kept under its key)
-        meta: dict[str, Any] = {UPDATES: updates_of(gm)}
+        record: dict[str, Any] = {UPDATES: updates_of(gm)}
         verdicts = record_verdicts(gm)
         if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
             stored_verdicts.attach(gm, verdicts)
-            meta[stored_verdicts.META] = verdicts
-        store.save(key, gm, meta, model)
+            record[stored_verdicts.META] = verdicts
+        store.save(key, gm, record, model)
     if notes:
         gm.meta[NOTES] = notes
     return gm
@@ -390,6 +391,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     if key in per_model:
         return per_model[key]
 
+    gm: GraphModule | DynamoCapture
     with rng_preserved():
         if isinstance(model, torch.export.ExportedProgram):
             gm = _lower(copy.deepcopy(model), "ExportedProgram")

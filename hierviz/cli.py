@@ -31,6 +31,7 @@ from hierviz.engine_table import DEFAULT_ENGINE
 from hierviz.cli_output import import_tensorrt_quietly, one_line_warnings
 from hierviz.cli_partitions import add_commands
 from hierviz.errors import HiervizError
+from hierviz.support_map import SupportMap
 
 EXIT_USAGE = 2
 
@@ -221,7 +222,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
     inductor = hv.support.inductor()
     configs = {
         "tensorrt": hv.Config(priority=("tensorrt",)),
-        "inductor-first": hv.Config(priority=("inductor", "tensorrt"), support={"inductor": inductor},
+        "inductor-first": hv.Config(priority=("inductor", "tensorrt"), support=SupportMap({"inductor": inductor}),
                                     min_block_size=3),
     }
     for name in DEMO_MODELS:
@@ -237,7 +238,7 @@ def cmd_demo(args: argparse.Namespace) -> int:
 
     model, inputs = hv.zoo.load("tiny_conv")
     grid = {"min_block_size": [1, 2, 3, 5], "priority": [("tensorrt", "inductor"), ("inductor",)]}
-    base = hv.Config(support={"inductor": inductor})
+    base = hv.Config(support=SupportMap({"inductor": inductor}))
     import warnings
 
     with warnings.catch_warnings(record=True) as caught:

@@ -21,7 +21,7 @@ import logging
 import re
 import unittest.mock
 from dataclasses import dataclass
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence, cast
 
 import torch
 from torch.fx import GraphModule
@@ -64,13 +64,15 @@ def lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
     if trt.available():
         return trt.lower_dynamo_graph(work, sample_inputs)
     from torch._decomp import core_aten_decompositions
-    from torch._dynamo.utils import detect_fake_mode
     from torch._functorch.aot_autograd import aot_export_joint_simple
 
-    fake_mode = detect_fake_mode(sample_inputs)
+    fake_mode = trt.fake_mode_of(sample_inputs)
     with unittest.mock.patch.object(fake_mode, "allow_non_fake_inputs", True), fake_mode:
-        return aot_export_joint_simple(work, sample_inputs, trace_joint=False,
-                                       decompositions=core_aten_decompositions())
+        # torch annotates `args` a tuple, `decompositions` a plain dict and the result a Callable:
+        # it flattens any sequence, takes torch's own decomposition table and returns a GraphModule
+        return cast(GraphModule, aot_export_joint_simple(
+            work, sample_inputs, trace_joint=False,  # type: ignore[arg-type]  # any flat sequence
+            decompositions=core_aten_decompositions()))  # type: ignore[arg-type]  # torch's own table
 
 
 def describes(graph: DynamoGraph, gm: GraphModule) -> bool:
@@ -266,12 +268,12 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
     finally:
         torch._dynamo.reset()
     if failures:
-        k, exc = failures[0]
+        k, failure = failures[0]
         raise CaptureError(
-            f"Torch-TensorRT's lowering failed on graph {k} of {type(model).__name__}: {type(exc).__name__}: "
-            f"{_first_line(exc)}\nHint: torch.compile(backend='torch_tensorrt') runs such a graph in PyTorch; "
+            f"Torch-TensorRT's lowering failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
+            f"{_first_line(failure)}\nHint: torch.compile(backend='torch_tensorrt') runs such a graph in PyTorch; "
             "capture the part of the model that graph comes from to find the op."
-        ) from exc
+        ) from failure
     graphs, breaks = _assemble(events)
     return DynamoCapture(tuple(_graph(k, item) for k, item in enumerate(graphs)), tuple(breaks),
                          type(model).__name__)

@@ -8,6 +8,7 @@ import functools
 import inspect
 import sys
 from pathlib import Path
+from types import FrameType
 from typing import Any, Callable, Iterable, Sequence, TypeVar
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -119,7 +120,8 @@ def user_stacklevel() -> int:
     """The `stacklevel` for `warnings.warn` that points at the first caller outside hierviz,
     so a warning shows the user's line, not ours."""
     package = str(Path(__file__).parent)
-    frame, level = sys._getframe(1), 1
+    frame: FrameType | None = sys._getframe(1)
+    level = 1
     while frame is not None and frame.f_code.co_filename.startswith(package):
         frame, level = frame.f_back, level + 1
     return level

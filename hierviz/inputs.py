@@ -156,13 +156,14 @@ def spec_of(graph: GraphModule) -> InputSpec:
     for node in graph.graph.find_nodes(op="placeholder"):
         val = node.meta.get("val")
         name = str(node.target)
-        syms = []
+        syms: list[torch.SymInt] = []
         if "val" not in node.meta:
             args.append(ArgSpec(name, "any"))
         elif isinstance(val, torch.Tensor):
             shape = tuple(_dim(d) for d in val.shape)
             args.append(ArgSpec(name, "tensor", str(val.dtype), shape))
-            syms = [d for d in val.shape if isinstance(d, torch.SymInt)]
+            dims: Sequence[int | torch.SymInt] = val.shape  # torch types sizes int; a dynamic one is a SymInt
+            syms = [d for d in dims if isinstance(d, torch.SymInt)]
         elif isinstance(val, torch.SymInt):
             args.append(ArgSpec(name, "symint", None, (_dim(val),)))
             syms = [val]
@@ -223,9 +224,9 @@ def mismatch(spec: InputSpec, values: Sequence[Any]) -> tuple[str, str] | None:
             if not isinstance(value, torch.Tensor):
                 return f"input {arg.name!r} is {_describe(value)}, but the graph takes a tensor", LIKE_EXAMPLE
             if str(value.dtype) != arg.dtype:
-                given, want = str(value.dtype).replace("torch.", ""), str(arg.dtype).replace("torch.", "")
-                return (f"input {arg.name!r} has dtype {given}, but the graph was captured for {want}",
-                        f"Cast it to {want} (.to({arg.dtype})), or capture again with a {given} {arg.name!r} "
+                given, wanted = str(value.dtype).replace("torch.", ""), str(arg.dtype).replace("torch.", "")
+                return (f"input {arg.name!r} has dtype {given}, but the graph was captured for {wanted}",
+                        f"Cast it to {wanted} (.to({arg.dtype})), or capture again with a {given} {arg.name!r} "
                         f"to run in {given}")
             if value.dim() != len(arg.shape or ()):
                 rank = len(arg.shape or ())
@@ -436,7 +437,7 @@ def check_inputs(spec: str, *values: Any) -> Any:
         raise CaptureError(_message("Partition.module", *problem, parsed))
 
 
-def check_call(spec: str, module: torch.nn.Module, args: tuple, kwargs: dict) -> None:
+def check_call(spec: str, module: GraphModule, args: tuple, kwargs: dict) -> None:
     """A forward pre-hook of the split module: a call with missing or surplus arguments, or
     nested inputs structured unlike the capture's, is a CaptureError (before the graph's own
     code would raise a bare TypeError or KeyError, or silently ignore a surplus dict key)."""

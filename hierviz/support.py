@@ -137,6 +137,22 @@ class OpSetSupport(Support):
         return {"kind": self.kind}
 
 
+SNAPSHOT_FILE = "trt_converters.json"
+_HAS_CONVERTER: dict[Any, bool] = {}  # op target -> it has a converter (TensorRTSupport._has_converter)
+
+
+@functools.lru_cache(maxsize=1)
+def _tensorrt_names() -> tuple[frozenset[str], str, str]:
+    stored = stored_verdicts.registry() if not trt.loaded() else None
+    if stored is not None:  # a stored record of this install: the live registry's, without importing it
+        return stored[0], "live", stored[1]
+    if trt.available():
+        names = frozenset(qualname(t) for t in trt.converter_targets())
+        return names, "live", str(trt.info().version)
+    data = json.loads(resources.files("hierviz.data").joinpath(SNAPSHOT_FILE).read_text())
+    return frozenset(data["ops"]), "snapshot", data["torch_tensorrt_version"]
+
+
 class TensorRTSupport(OpSetSupport):
     """Torch-TensorRT's converter registry (live, or the shipped snapshot), loaded on first use.
 
@@ -373,7 +389,7 @@ def record_verdicts(gm: torch.fx.GraphModule) -> dict | None:
     """The validated TensorRT verdicts of every callable node of `gm`, asked of the live
     converter registry now, as a record to store with its capture (hierviz.stored_verdicts);
     None without torch_tensorrt (the snapshot cannot validate)."""
-    sup = tensorrt()
+    sup = TensorRTSupport(validate=True)  # what tensorrt() makes
     if not sup.validate or not trt.loaded() or _has_symbolic_shapes(gm):
         # a validator reading a symbolic size guards on it, which would narrow the captured
         # graph's dynamic range to the example's size: such graphs are validated when partitioned
@@ -402,22 +418,6 @@ def tensorrt_version() -> str | None:
     with (from a stored record, without importing it, where one held), None with the snapshot."""
     _, source, version = _tensorrt_names()
     return version if source == "live" else None
-
-
-SNAPSHOT_FILE = "trt_converters.json"
-_HAS_CONVERTER: dict[Any, bool] = {}  # op target -> it has a converter (TensorRTSupport._has_converter)
-
-
-@functools.lru_cache(maxsize=1)
-def _tensorrt_names() -> tuple[frozenset[str], str, str]:
-    stored = stored_verdicts.registry() if not trt.loaded() else None
-    if stored is not None:  # a stored record of this install: the live registry's, without importing it
-        return stored[0], "live", stored[1]
-    if trt.available():
-        names = frozenset(qualname(t) for t in trt.converter_targets())
-        return names, "live", str(trt.info().version)
-    data = json.loads(resources.files("hierviz.data").joinpath(SNAPSHOT_FILE).read_text())
-    return frozenset(data["ops"]), "snapshot", data["torch_tensorrt_version"]
 
 
 class InductorSupport(OpSetSupport):

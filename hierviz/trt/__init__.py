@@ -13,7 +13,7 @@ Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_ten
 
 from __future__ import annotations
 
-from hierviz.trt.dynamo_lowering import dynamo_settings, lower_dynamo_graph
+from hierviz.trt.dynamo_lowering import dynamo_settings, fake_mode_of, lower_dynamo_graph
 from hierviz.trt.subgraph_engines import (
     build_caches,
     build_state,
@@ -69,4 +69,4 @@ __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "def
            "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
            "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
-           "dynamo_settings", "lower_dynamo_graph"]
+           "dynamo_settings", "fake_mode_of", "lower_dynamo_graph"]

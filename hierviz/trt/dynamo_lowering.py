@@ -14,10 +14,12 @@ never meets a `cuda:0` FakeTensor.
 from __future__ import annotations
 
 import unittest.mock
-from typing import Any, Sequence
+from typing import Any, Sequence, cast
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensorMode
 
+from hierviz.errors import CaptureError
 from hierviz.trt.loading import default_settings, lowering_device, require
 
 
@@ -27,12 +29,22 @@ def dynamo_settings() -> Any:
     return default_settings(require_full_compilation=False)
 
 
+def fake_mode_of(sample_inputs: Sequence[Any]) -> FakeTensorMode:
+    """The FakeTensorMode of dynamo's example inputs (a backend is given FakeTensors)."""
+    from torch._dynamo.utils import detect_fake_mode
+
+    fake_mode = detect_fake_mode(sample_inputs)
+    if fake_mode is None:
+        raise CaptureError("a dynamo graph's example inputs hold no FakeTensor; pass the inputs "
+                           "torch.compile gave the backend")
+    return fake_mode
+
+
 def lower_dynamo_graph(gm: torch.fx.GraphModule, sample_inputs: Sequence[Any],
                        settings: Any = None) -> torch.fx.GraphModule:
     """The aten graph `_pretraced_backend` partitions for dynamo's graph `gm` (changed in place:
     pass a copy) and its example inputs (dynamo's FakeTensors)."""
     require()
-    from torch._dynamo.utils import detect_fake_mode
     from torch._functorch.aot_autograd import aot_export_joint_simple
     from torch_tensorrt.dynamo.backend.backends import _cast_bool_sdpa_attn_masks
     from torch_tensorrt.dynamo.lowering import (
@@ -45,22 +57,24 @@ def lower_dynamo_graph(gm: torch.fx.GraphModule, sample_inputs: Sequence[Any],
     from torch_tensorrt.dynamo.lowering.passes.fold_get_attr_item_calls import fold_get_attr_item_calls
 
     settings = settings if settings is not None else dynamo_settings()
-    fake_mode = detect_fake_mode(sample_inputs)
+    fake_mode = fake_mode_of(sample_inputs)
     with lowering_device():
         gm = fold_get_attr_item_calls(gm, sample_inputs)
         with unittest.mock.patch.object(fake_mode, "allow_non_fake_inputs", True), fake_mode:
             repair_input_aliasing(gm, settings)
             remove_detach(gm, settings)
             _cast_bool_sdpa_attn_masks(gm)
-            gm = aot_export_joint_simple(
-                gm, sample_inputs, trace_joint=False,
+            # torch annotates `args` a tuple and the result a Callable: it flattens any sequence of
+            # inputs and returns the traced GraphModule
+            gm = cast(torch.fx.GraphModule, aot_export_joint_simple(
+                gm, sample_inputs, trace_joint=False,  # type: ignore[arg-type]  # any flat sequence
                 decompositions=get_decompositions(settings.enable_experimental_decompositions,
                                                   settings.decompose_attention,
                                                   settings.use_distributed_mode_trace,
-                                                  use_fp32_acc=settings.use_fp32_acc))
+                                                  use_fp32_acc=settings.use_fp32_acc)))
             remove_sym_nodes(gm, sample_inputs, settings)
             gm = post_lowering(gm, settings)
     return gm
 
 
-__all__ = ["dynamo_settings", "lower_dynamo_graph"]
+__all__ = ["dynamo_settings", "fake_mode_of", "lower_dynamo_graph"]

@@ -60,7 +60,7 @@ def validating() -> Iterator[Validator]:
     share the outer one's Validator: enter it once around a run), and one thread at a time."""
     registry = converter_registry()
     with _VALIDATING:
-        if _ACTIVE.depth:
+        if _ACTIVE.validator is not None:  # set and cleared with depth
             _ACTIVE.depth += 1
             try:
                 yield _ACTIVE.validator
@@ -130,8 +130,10 @@ def run_upstream_partitioner(gm: torch.fx.GraphModule, before_demotion: list | N
     cls = hp.HierarchicalAdjacencyPartitioner
     original = cls.remove_small_acc_subgraphs
 
+    sink: list = [] if before_demotion is None else before_demotion  # recording runs only with a list
+
     def recording(self: Any, subgraphs: list) -> list:
-        before_demotion.extend((s.is_acc, s.backend, [n.name for n in s.nodes]) for s in subgraphs)
+        sink.extend((s.is_acc, s.backend, [n.name for n in s.nodes]) for s in subgraphs)
         return original(self, subgraphs)
 
     replaced = {} if before_demotion is None else {(cls, "remove_small_acc_subgraphs"): recording}

@@ -145,7 +145,7 @@ def info(device: Any = None, *, imports: bool = True) -> TRTInfo:
     if cuda:
         index = cuda_index(device)
         gpu = torch.cuda.get_device_name(index)
-        capability = tuple(torch.cuda.get_device_capability(index))
+        capability = torch.cuda.get_device_capability(index)
     reason = build_verdict(variant, capability, targets, gpu=gpu, version=lib)
     return TRTInfo(available=True, version=version, variant=variant, cuda=cuda, tensorrt_version=lib,
                    gpu=gpu, capability=capability, targets=targets, can_build=reason is None, reason=reason,

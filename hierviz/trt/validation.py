@@ -83,7 +83,7 @@ class Validator:
         if self._disallowed and (target in self._disallowed
                                  or self.registry.qualified_name_or_str(target) in self._disallowed):
             return False
-        plan = []
+        plan: list[tuple[Any, bool]] = []
         for registry in self.registry.registries:
             converters = registry.get(target)
             if converters is None:
