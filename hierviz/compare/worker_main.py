@@ -21,6 +21,7 @@ import sys
 import threading
 from typing import Any, BinaryIO, Callable
 
+from hierviz import trt
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.errors import HiervizError
 from hierviz.graphdata import unpack_graph
@@ -43,8 +44,36 @@ class _Answers:
             self.out.flush()
 
 
+# The first job of each kind imports what it needs before it starts, one job at a time: the
+# explorer sends compile-today and "find fastest" together, and two threads importing
+# torch_tensorrt, torch._dynamo and torch._inductor for the first time at once can deadlock
+# (the worker then answered nothing until it was killed as hung).
+_IMPORTING = threading.Lock()
+_READY: set[str] = set()
+
+
+def _import_for(kind: str) -> None:
+    with _IMPORTING:
+        if kind in _READY:
+            return
+        trt.load()  # torch_tensorrt, through hierviz's GPU-free loader (compile-today's partitioners)
+        if kind in ("measure", "tune"):
+            import torch._inductor.compile_fx  # noqa: F401 - TorchInductor, which their compiles use
+
+            import hierviz.latency  # noqa: F401
+        if kind == "tune":
+            import hierviz.compare.tuning  # noqa: F401
+
+            try:
+                import optuna  # noqa: F401 - the study's; without it the job says how to install it
+            except ImportError:
+                pass
+        _READY.add(kind)
+
+
 def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable[..., None]) -> Any:
     """One job's answer (see the module docstring)."""
+    _import_for(kind)
     if kind == "compile_today":
         return compile_today(graph, payload)
     if kind == "measure":

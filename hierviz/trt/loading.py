@@ -22,6 +22,7 @@ import importlib.metadata
 import importlib.util
 import functools
 import logging
+import threading
 import warnings
 from typing import Any, Iterator
 
@@ -128,9 +129,21 @@ def loaded() -> bool:
     return bool(load.cache_info().currsize)
 
 
+# One import at a time: two threads answering the CUDA queries at once would each save the
+# other's answers as torch's own functions (and leave them in place), and two threads in a
+# first import of torch_tensorrt (and the torch._dynamo/_inductor it pulls in) can deadlock.
+_LOADING = threading.Lock()
+
+
 @functools.lru_cache(maxsize=1)
 def load() -> tuple[Any, str | None]:
-    """(the torch_tensorrt module, None), or (None, why it does not import); imported once."""
+    """(the torch_tensorrt module, None), or (None, why it does not import); imported once,
+    by one thread at a time."""
+    with _LOADING:
+        return _import()
+
+
+def _import() -> tuple[Any, str | None]:
     if importlib.util.find_spec("torch_tensorrt") is None:
         return None, "torch_tensorrt is not installed"
     try:
