@@ -11,7 +11,7 @@ from typing import Any, Callable
 import hierviz as hv
 from hierviz.cli_args import UsageError, non_negative, partition_or_saved, writable
 from hierviz.partitioner.check import failure_text, passed_text, violations
-from hierviz.partitioner.counts import count_text
+from hierviz.partitioner.counts import by_backend_text, count_text
 
 EXIT_CHECK_FAILED = 1
 TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
@@ -31,9 +31,8 @@ def _text(table: Any, columns: list[str]) -> str:
 
 def _stats_line(part: Any) -> str:
     s = part.stats
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
-    return (f"{part.config.label()} ({part.engine} engine): {s['subgraphs']} subgraphs ({by}), coverage "
-            f"{s['coverage']:.1%}, {count_text('accelerated_ops', s['accelerated_ops'])} of "
+    return (f"{part.config.label()} ({part.engine} engine): {s['subgraphs']} subgraphs ({by_backend_text(s)}), "
+            f"coverage {s['coverage']:.1%}, {count_text('accelerated_ops', s['accelerated_ops'])} of "
             f"{count_text('compute_ops', s['compute_ops'])}, "
             f"{s['boundary_tensors']} boundary tensors")
 

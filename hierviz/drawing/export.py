@@ -26,7 +26,7 @@ from hierviz.errors import RenderError
 from hierviz.partitioner.blockers import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups, intro_text,
                                          not_computed_text)
 from hierviz.partitioner.saved import document
-from hierviz.partitioner.counts import count_text
+from hierviz.partitioner.counts import by_backend_text, count_text
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -227,10 +227,9 @@ def diagram_html(svg: str, uid: str, height: str = "640px") -> str:
 
 def stats_line(p: "Partition") -> str:
     s = p.stats
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
     return (f"{count_text('nodes', s['nodes'])}, {count_text('compute_ops', s['compute_ops'])}, "
-            f"{count_text('supported_ops', s['supported_ops'])}, {s['subgraphs']:,} subgraphs ({by}), "
-            f"coverage {s['coverage']:.1%}, accelerated {s['accelerated_coverage']:.1%}, "
+            f"{count_text('supported_ops', s['supported_ops'])}, {s['subgraphs']:,} subgraphs "
+            f"({by_backend_text(s)}), coverage {s['coverage']:.1%}, accelerated {s['accelerated_coverage']:.1%}, "
             f"{s['boundary_tensors']:,} boundary tensors")
 
 

@@ -32,6 +32,7 @@ from hierviz.drawing.views import VIEWS, choose, render
 from hierviz.errors import RenderError
 from hierviz.gcpause import gc_paused
 from hierviz.partitioner import CALLABLE_OPS, GRAPH, MultiGraphPartition
+from hierviz.partitioner.counts import by_backend_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.drawing.diagram import Diagram
@@ -259,7 +260,7 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
     p = mp.graphs[k]
     s = p.stats
     head = f"g{k} \u00b7 {g.function or 'graph'}" + (f" \u00b7 {where(g.file, g.line)}" if g.file else "")
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    by = by_backend_text(s)
     facts = f"{plural(s['compute_ops'], 'op')} \u00b7 {plural(s['subgraphs'], 'subgraph')}" + (f" ({by})" if by else "")
     if g.calls != 1:
         facts += f" \u00b7 called {g.calls} times"
@@ -359,7 +360,7 @@ def legend(mp: "MultiGraphPartition", w: DotWriter, views_used: list[str], reaso
         text += " \u00b7 with overlays"
     if highlight:
         text += f" \u00b7 highlight={highlight}"
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    by = by_backend_text(s)
     totals = (f"{html(mp.config.label())} \u00b7 {mp.engine} engine \u00b7 {s['compute_ops']:,} ops, "
               f"{plural(s['subgraphs'], 'subgraph')}" + (f" ({html(by)})" if by else "")
               + f" \u00b7 coverage {s['coverage']:.0%}")

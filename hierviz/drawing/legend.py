@@ -12,7 +12,7 @@ from hierviz.drawing.dot import DotWriter, Html, html
 from hierviz.drawing.overlays import titles
 from hierviz.drawing.text import BR_LEFT, plural
 from hierviz.partitioner import GRAPH
-from hierviz.partitioner.counts import count_text
+from hierviz.partitioner.counts import by_backend_text, count_text
 
 
 def swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | None = "rounded",
@@ -70,7 +70,7 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     if ctx.auto_note:
         view_text += " \u00b7 chosen by auto"
     view_text += titles(ctx.overlays)  # e.g. the diff diagram: its counts in the title
-    by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
+    by = by_backend_text(s)
     stats = (f"{html(p.config.label())}  ·  {count_text('nodes', s['nodes'])}, {plural(s['subgraphs'], 'subgraph')} "
              f"({html(by)})  ·  coverage {s['coverage']:.0%}  ·  {plural(s['boundary_tensors'], 'boundary tensor')}")
     counts = s["subgraphs_by_backend"]

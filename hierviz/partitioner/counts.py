@@ -18,7 +18,7 @@ PyTorch) includes getitem and views, so it is said in its own words: "supported 
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Any, Mapping
 
 WORDS = {"nodes": "nodes", "compute_ops": "compute ops", "supported_ops": "supported ops",
          "accelerated_ops": "accelerated ops", "drawn": "drawn nodes"}
@@ -38,6 +38,12 @@ def count_text(name: str, n: int) -> str:
     return f"{n:,} {word}"
 
 
+def by_backend_text(stats: Mapping[str, Any]) -> str:
+    """The subgraphs per backend, those with any, in `stats["subgraphs_by_backend"]`'s order:
+    'tensorrt 5, torch 7' ('' when there are none)."""
+    return ", ".join(f"{b} {n}" for b, n in stats["subgraphs_by_backend"].items() if n)
+
+
 def graph_rows(rows: int, stats: Mapping[str, int]) -> int:
     """The rows of `Partition.nodes()` (`rows` of them) that are not nodes: the graph's inputs,
     weights and output."""
@@ -50,4 +56,4 @@ def nodes_text(rows: int, stats: Mapping[str, int]) -> str:
     return count_text("nodes", int(stats["nodes"])) + (f" (+{extra:,} graph inputs/weights/output)" if extra else "")
 
 
-__all__ = ["WORDS", "SUPPORTED_NODES", "count_text", "graph_rows", "nodes_text"]
+__all__ = ["WORDS", "SUPPORTED_NODES", "by_backend_text", "count_text", "graph_rows", "nodes_text"]
