@@ -243,6 +243,15 @@ class Config:
             return self.support[backend]
         return support_mod.upstream_default(backend)
 
+    def backend_support(self, backend: str) -> support_mod.Support:
+        """The Support of `backend`, a backend in priority (each has one: a built-in's default,
+        or the one a custom backend must be given)."""
+        sup = self.support_for(backend)
+        if sup is None:
+            raise ConfigError(f"backend {backend!r} has no support: give support={{{backend!r}: ...}} "
+                              "(an hv.support source), or use 'tensorrt' or 'inductor'.")
+        return sup
+
     def replace(self, **changes: Any) -> "Config":
         """A copy with `changes` (Config fields, Python values), each checked by its row."""
         check_fields(changes)

@@ -14,7 +14,7 @@ passes.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, cast
 
 from torch.fx import GraphModule
 
@@ -66,9 +66,10 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
         return model_or_graph.graph
     if captured:
         return model_or_graph
+    # ir="dynamo" (capture's default) captures one GraphModule; only ir="torch_compile" gives a DynamoCapture
     if dynamic_shapes is None and kwargs is None:
-        return capture(model_or_graph, example_inputs)
-    return capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
+        return cast(GraphModule, capture(model_or_graph, example_inputs))
+    return cast(GraphModule, capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs))
 
 
 def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:

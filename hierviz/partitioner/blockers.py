@@ -309,6 +309,7 @@ def row(c: Cause, base: dict, fixed: Callable[[Config], Any] | None) -> dict:
     if fixed is None:
         out["note"] = join_notes(c.note, "a saved partition: counts only, no graph to re-partition")
         return out
+    assert c.config is not None, "each cause has its settings before its row is made"
     try:
         s = fixed(c.config).stats
     except HiervizError as exc:

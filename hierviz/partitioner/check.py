@@ -48,7 +48,9 @@ def _by_backend(part: Partition | MultiGraphPartition, value: Any) -> dict[str, 
         if backend not in part.backends:
             raise ConfigError(f"hv.check: max_subgraphs_by_backend names {backend!r}, which is not a backend of this "
                               f"partition ({', '.join(part.backends)}).")
-        out[backend] = _count(f"max_subgraphs_by_backend[{backend!r}]", limit)
+        count = _count(f"max_subgraphs_by_backend[{backend!r}]", limit)
+        if count is not None:  # None: no limit for that backend, as max_subgraphs=None
+            out[backend] = count
     return out
 
 
@@ -106,7 +108,7 @@ def top_blockers(part: Partition | MultiGraphPartition, rows: int = TOP_BLOCKERS
     """The first `rows` blockers as lines: what to change, what it gives and its verdict (with
     the graphs each concerns, across graphs; a graph break keeps no node out)."""
     multi = isinstance(part, MultiGraphPartition)
-    table = (part.blockers(top=0) if multi else blockers_table(part, top=0)).head(rows)
+    table = (part.blockers(top=0) if isinstance(part, MultiGraphPartition) else blockers_table(part, top=0)).head(rows)
     return [(f"[{r.graph}] " if multi else "") + f"{r.kind}: {r.op}" + (f" ({r.nodes} node(s))" if r.nodes else "")
             + f"; {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "") for r in table.itertuples()]
 

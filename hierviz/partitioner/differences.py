@@ -46,19 +46,12 @@ def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition)
             raise ConfigError(f"hv.diff takes two hv.Partition objects (hv.partition or hv.load_partition), or two "
                               f"hv.MultiGraphPartition objects (ir='torch_compile'); the {which} is "
                               f"{type(p).__name__} {p!r:.60}.")
-    multi_a, multi_b = isinstance(a, MultiGraphPartition), isinstance(b, MultiGraphPartition)
-    if multi_a != multi_b:
-        multi = a if multi_a else b
-        if len(multi.graphs) != 1:
-            raise ConfigError(f"hv.diff: the {'first' if multi_a else 'second'} is a MultiGraphPartition of "
-                              f"{len(multi.graphs)} graphs (ir='torch_compile'), the other one graph: compare one "
-                              "of its graphs (part.graphs[k]), or partition both with the same ir.")
-        a, b = (a.graphs[0], b) if multi_a else (a, b.graphs[0])
-    if not (multi_a and multi_b):
-        if not _shares_nodes(a, b):
+    if not (isinstance(a, MultiGraphPartition) and isinstance(b, MultiGraphPartition)):
+        one_a, one_b = _one_graph(a, "first"), _one_graph(b, "second")
+        if not _shares_nodes(one_a, one_b):
             raise ConfigError("hv.diff matches nodes by name, and these two partitions have no op node in common: "
                               "they are of different models.")
-        return pd.DataFrame(_rows(a, b), columns=list(COLUMNS))
+        return pd.DataFrame(_rows(one_a, one_b), columns=list(COLUMNS))
     rows = []
     for k in range(max(len(a.graphs), len(b.graphs))):
         ga = a.graphs[k] if k < len(a.graphs) else None
@@ -66,15 +59,28 @@ def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition)
         if ga is not None and gb is not None:
             mine = _rows(ga, gb)
         else:
-            only = ga if ga is not None else gb
+            side, only = ("a", ga) if ga is not None else ("b", gb)
+            assert only is not None, "graph k is in one partition at least"
             t = only.records
-            mine = [_one_side(t, i, "a" if ga is not None else "b") for i in range(len(t)) if t.is_callable(i)]
+            mine = [_one_side(t, i, side) for i in range(len(t)) if t.is_callable(i)]
         rows += [{"graph": k, **r, "node": f"g{k}/{r['node']}"} for r in mine]
     pairs = zip(a.graphs, b.graphs)
     if not any(_shares_nodes(ga, gb) for ga, gb in pairs):
         raise ConfigError("hv.diff matches graph k with graph k and nodes by name, and no graph of these two "
                           "partitions has an op node in common with its match: they are of different models.")
     return pd.DataFrame(rows, columns=["graph", *COLUMNS])
+
+
+def _one_graph(part: Partition | MultiGraphPartition, which: str) -> Partition:
+    """`part` as one graph, compared with a Partition: a MultiGraphPartition of one graph is
+    that graph; of more graphs, a ConfigError."""
+    if not isinstance(part, MultiGraphPartition):
+        return part
+    if len(part.graphs) != 1:
+        raise ConfigError(f"hv.diff: the {which} is a MultiGraphPartition of {len(part.graphs)} graphs "
+                          "(ir='torch_compile'), the other one graph: compare one of its graphs (part.graphs[k]), "
+                          "or partition both with the same ir.")
+    return part.graphs[0]
 
 
 def _shares_nodes(a: Partition, b: Partition) -> bool:

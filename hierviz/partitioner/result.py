@@ -469,12 +469,12 @@ def _node_table(res: EngineResult, config: Config) -> NodeTable:
         for i in sg.nodes:
             sub[i] = k
     sg_backend = tuple(sg.backend for sg in res.subgraphs)
-    code = list(res.assignment.code)  # the one place the codes' precedence is decided
+    codes = list(res.assignment.code)  # the one place the codes' precedence is decided
     for i in res.moved:
-        code[i] = DEMOTED_NEXT
+        codes[i] = DEMOTED_NEXT
     for i in res.demoted:
-        code[i] = DEMOTED
-    code = tuple(code)
+        codes[i] = DEMOTED
+    code = tuple(codes)
     stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
     module_stack, shapes, dtypes, counts = [], [], [], []
     for node in index.nodes:
@@ -574,7 +574,9 @@ class _Explainer:
             why = "; ".join(f"{b}: {r}" for b, r in detail.items())
             return f"runs in PyTorch: no support in any backend ({why})"
         skipped = "; ".join(f"{b}: {r}" for b, r in (detail or {}).items())
-        support = self.config.support_for(res.assignment.backend[i])
+        chosen = res.assignment.backend[i]
+        assert chosen is not None, "a supported node has its backend"
+        support = self.config.backend_support(chosen)
         how = support.how(op)
         text = f"runs in {where}: {op} supported by {support.description}" + (f" ({how})" if how else "")
         if where != res.assignment.backend[i]:

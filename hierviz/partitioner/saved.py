@@ -45,7 +45,7 @@ def document(p: Partition) -> dict:
             "name": name, "kind": t.kind[i], "target": t.target[i], "op": t.op[i], "backend": t.backend[i],
             "tag": t.tag[i], "eligible_backend": t.eligible_backend[i], "reason_code": t.reason_code[i],
             "reason": t.reason(i), "short_reason": t.short_reason(i), "inputs": [t.name[a] for a in t.inputs[i]],
-            "shape": None if t.shape[i] is None else list(t.shape[i]), "dtype": t.dtype[i], "count": t.count[i],
+            "shape": None if (shape := t.shape[i]) is None else list(shape), "dtype": t.dtype[i], "count": t.count[i],
             "compute": t.compute[i], "module_path": t.module_path[i], "module_class": t.module_class[i],
             "module_stack": [list(m) for m in t.module_stack[i]],
             "demoted": list(demoted[name]) if name in demoted else None,

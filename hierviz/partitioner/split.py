@@ -85,7 +85,7 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
             if x.op == "get_attr":
                 attr = part.attrs.get(x)
                 if attr is None:
-                    attr = part.attrs[x] = part.graph.get_attr(x.target, type_expr=x.type)
+                    attr = part.attrs[x] = part.graph.get_attr(str(x.target), type_expr=x.type)
                     attr.meta = copy.copy(x.meta)
                 return attr
             if x.op != "placeholder":
@@ -109,7 +109,7 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
 
     if output is None:
         raise AssertionError("split module: the graph has no output node")
-    returned = []
+    returned: list[Node] = []
     map_arg(output.args[0], returned.append)
     for x in returned:
         if x.op == "get_attr":
@@ -122,7 +122,7 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
 
     check = _insert_check(main, original if original is not None else gm)
 
-    children = {}
+    children: dict[str, torch.nn.Module | None] = {}
     for part in parts:
         outs = [copied[x] for x in part.outputs]
         part.graph.output(outs[0] if len(outs) == 1 else tuple(outs))
@@ -142,7 +142,7 @@ def _split(gm: GraphModule, result: EngineResult, original: GraphModule | None) 
     root = HolderModule(children)
     for x in returned:
         if x.op == "get_attr":
-            setattr(root, x.name, fetch_attr(gm, x.target))
+            setattr(root, x.name, fetch_attr(gm, str(x.target)))
     return _guarded(SplitModule(root, main), check)
 
 

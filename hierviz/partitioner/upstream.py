@@ -33,7 +33,7 @@ def names_only(config: Config) -> Config:
     """`config` as upstream's hierarchical partitioner applies it: it checks op names only, so
     validated TensorRT support (the default) becomes `tensorrt(validate=False)`."""
     changed = {b: support_mod.tensorrt(validate=False) for b in config.priority
-               if isinstance(config.support_for(b), TensorRTSupport) and config.support_for(b).per_node}
+               if isinstance(sup := config.support_for(b), TensorRTSupport) and sup.per_node}
     if not changed:
         return config
     return derive(config, {"support": SupportMap({**(config.support or {}), **changed})}, together=False)
@@ -52,7 +52,7 @@ def support_map(config: Config, index: GraphIndex) -> dict[str, set[str]]:
     result = {}
     ops = {index.ops[i] for i in index.callable_indices}
     for b in config.priority:
-        sup = config.support_for(b)
+        sup = config.backend_support(b)
         if not by_name(sup):
             raise ConfigError(f"engine='torch_tensorrt' understands only op-set support; "
                               f"{b!r} uses {sup!r}. Use engine='hierviz' for where() support.")

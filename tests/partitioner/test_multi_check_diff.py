@@ -34,6 +34,15 @@ def test_check_passes_within_the_totals(cap) -> None:
     hv.check(part, like=part)
 
 
+def test_a_backend_limit_of_none_is_no_limit(cap) -> None:
+    """max_subgraphs_by_backend={"tensorrt": None} limits nothing, as max_subgraphs=None (it was a TypeError)."""
+    part = hv.partition(cap, min_block_size=3)
+    assert part.stats["subgraphs_by_backend"]["tensorrt"] > 0
+    assert hv.check(part, max_subgraphs_by_backend={"tensorrt": None}) is None
+    with pytest.raises(hv.PartitionCheckError, match=r"1 limit\(s\) broken"):
+        hv.check(part, max_subgraphs_by_backend={"tensorrt": None, "torch": 0})
+
+
 def test_check_names_each_broken_total_and_the_breaks_among_the_top_blockers(cap) -> None:
     part = hv.partition(cap, min_block_size=3, torch_executed_ops={RELU})
     s = part.stats

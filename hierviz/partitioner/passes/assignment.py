@@ -30,7 +30,7 @@ class SupportVerdicts:
     def __init__(self, index: GraphIndex, config: Config) -> None:
         self.index = index
         self.priority = config.priority
-        self.supports = {b: config.support_for(b) for b in config.priority}
+        self.supports = {b: config.backend_support(b) for b in config.priority}
         self._verdicts: dict[tuple[str, str], bool] = {}
 
     def takes(self, b: str, i: int) -> bool:

@@ -27,7 +27,7 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
     if len(subgraphs) < 2:
         return subgraphs
     preds, succs = subgraph_edges(len(index.nodes), [sg.nodes for sg in subgraphs], dependents)
-    members: list[list[int] | None] = [list(sg.nodes) for sg in subgraphs]
+    members = {k: list(sg.nodes) for k, sg in enumerate(subgraphs)}  # the subgraphs not merged away
     keys = [(sg.is_acc, sg.backend) for sg in subgraphs]
     search = _PathSearch(preds, MERGE_SEARCH_BUDGET * len(index.nodes) + 20_000)
     live: dict[tuple[bool, str], list[int]] = {}
@@ -37,14 +37,13 @@ def merge(index: GraphIndex, subgraphs: list[RawSubgraph],
         if target < 0:
             same.append(b)
             continue
-        members[target].extend(members[b])  # type: ignore[union-attr]
-        members[b] = None
+        members[target].extend(members.pop(b))
         _move_edges(preds, succs, b, target)
-    alive = [k for k in range(len(members)) if members[k] is not None]
+    alive = list(members)  # in subgraph order
     order = topological_order(alive, preds, succs)
     if len(order) != len(alive):  # pragma: no cover - the search above rules this out
         raise RuntimeError("partitioner: merging made a cycle between subgraphs")
-    return [RawSubgraph(keys[k][0], keys[k][1], members[k]) for k in order]  # type: ignore[arg-type]
+    return [RawSubgraph(keys[k][0], keys[k][1], members[k]) for k in order]
 
 
 class _PathSearch:

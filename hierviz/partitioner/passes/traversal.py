@@ -29,8 +29,8 @@ def dependencies(index: GraphIndex, groups: dict[int, frozenset[int]]) -> tuple[
             remaining[i] = len(d)
             for a in d:
                 grown[a].append(i)
-        for i, d in grown.items():
-            dependents[i] = d
+        for i, users in grown.items():
+            dependents[i] = users
     else:  # a node waits for its callable inputs; its callable users wait for it
         for i in callables:
             remaining[i] = sum(1 for a in index.inputs[i] if is_call[a])
