@@ -11,9 +11,9 @@ The model is torchvision's, with random weights (weights=None, weights_backbone=
   each graph lowered by Torch-TensorRT's own front half) and `hv.partition(cap, engine=...)`
   for engines fast (what torch.compile partitions) and hierviz;
 - upstream: `torch.compile(model, backend="torch_tensorrt", dynamic=False, options={"dryrun":
-  True})` on a CPU, the CUDA queries answered as the tests answer them, each graph's
-  `compile_module` run to its partitioner and stopped there (the partition recorded, the lowered
-  graph run eagerly so the model's run goes on), as tests/partitioner do for engine="fast". The
+  True})` on a CPU, the CUDA queries answered, each graph's `compile_module` run to its
+  partitioner and stopped there (the partition recorded, the lowered graph run eagerly so the
+  model's run goes on): hierviz.trt.stopped_at_partitioner, as tests/partitioner use it. The
   graphs it reached, and those whose lowering failed on a CPU, are counted;
 - re-partitioning the captured multi-graph model for settings not seen before
   (`hv.partition(cap, min_block_size=...)`, engine hierviz and fast), each timed; target
@@ -26,7 +26,6 @@ for both sides).
 from __future__ import annotations
 
 import argparse
-import copy
 import statistics
 import sys
 import time
@@ -36,13 +35,6 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 TARGET_S = 0.3
-# the CUDA queries Torch-TensorRT's compile path makes before partitioning, answered on a CPU
-CUDA_ANSWERS = {"get_device_capability": lambda device=None: (8, 0), "current_device": lambda: 0,
-                "device_count": lambda: 1, "mem_get_info": lambda device=None: (32 << 30, 32 << 30)}
-
-
-class Stop(Exception):
-    """Raised by the intercepted partitioner once the partition is recorded."""
 
 
 def load(name: str, size: int):
@@ -57,57 +49,16 @@ def load(name: str, size: int):
 def upstream_dryrun(model, inputs) -> tuple[float, list[dict], int]:
     """(seconds, per graph reached {partitioner, blocks}, graphs handed to the backend): the real
     torch.compile path with the torch_tensorrt backend, on a CPU, stopped at each partitioner."""
-    import torch
-    from torch_tensorrt.dynamo import partitioning
-    from torch_tensorrt.dynamo.backend import backends
+    from hierviz import trt
 
-    real = {name: getattr(partitioning, name) for name in ("fast_partition", "global_partition")}
-    real_compile_module, real_pretraced = backends.compile_module, backends._pretraced_backend
-    reached: list[dict] = []
-    handed = [0]
-
-    def intercept(name):
-        def partitioner(gm, *args, **kwargs):
-            split, _ = real[name](gm, *args, **kwargs)
-            reached[-1].update(partitioner=name, blocks=sum(1 for n, _ in split.named_children()
-                                                            if n.startswith("_run_on_acc")))
-            raise Stop
-        return partitioner
-
-    def pretraced(gm, sample_inputs, *args, **kwargs):
-        handed[0] += 1
-        return real_pretraced(gm, sample_inputs, *args, **kwargs)
-
-    def compile_module(gm, sample_inputs, *args, settings=None, **kwargs):
-        reached.append({"partitioner": None, "blocks": 0})
-        try:
-            real_compile_module(gm, sample_inputs, settings=settings)
-        except Stop:
-            pass
-        return gm  # runs eagerly: the model's run goes on to its next graph
-
-    saved = {name: getattr(torch.cuda, name) for name in CUDA_ANSWERS}
-    torch._dynamo.reset()
-    try:
-        for name, answer in CUDA_ANSWERS.items():
-            setattr(torch.cuda, name, answer)
-        for name in real:
-            setattr(partitioning, name, intercept(name))
-        backends.compile_module, backends._pretraced_backend = compile_module, pretraced
+    with trt.stopped_at_partitioner() as graphs:
         start = time.perf_counter()
-        compiled = torch.compile(copy.deepcopy(model), backend="torch_tensorrt", dynamic=False,
-                                 options={"dryrun": True})
-        with torch.no_grad():
-            compiled(*inputs)
+        trt.compile_dryrun(model, inputs)
         seconds = time.perf_counter() - start
-    finally:
-        backends.compile_module, backends._pretraced_backend = real_compile_module, real_pretraced
-        for name, fn in real.items():
-            setattr(partitioning, name, fn)
-        for name, fn in saved.items():
-            setattr(torch.cuda, name, fn)
-        torch._dynamo.reset()
-    return seconds, reached, handed[0]
+    reached = [{"partitioner": run[0] if run else None,
+                "blocks": sum(1 for n, _ in run[1].named_children() if n.startswith("_run_on_acc")) if run else 0}
+               for g in graphs if g.reached for run in g.runs]
+    return seconds, reached, len(graphs)
 
 
 def main() -> int:

@@ -6,6 +6,7 @@
     validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
     settings.py      the CompilationSettings subgraphs are converted with, and their digest
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
+    compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
 
 Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_tensorrt.
@@ -13,6 +14,13 @@ Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_ten
 
 from __future__ import annotations
 
+from hierviz.trt.compile_dryrun import (
+    COMPILE_CUDA_ANSWERS,
+    DryrunGraph,
+    compile_dryrun,
+    partition_again,
+    stopped_at_partitioner,
+)
 from hierviz.trt.dynamo_lowering import dynamo_settings, fake_mode_of, lower_dynamo_graph
 from hierviz.trt.subgraph_engines import (
     build_caches,
@@ -69,4 +77,5 @@ __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "def
            "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
            "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
-           "dynamo_settings", "fake_mode_of", "lower_dynamo_graph"]
+           "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
+           "compile_dryrun", "partition_again", "stopped_at_partitioner"]

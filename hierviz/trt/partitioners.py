@@ -100,9 +100,10 @@ _PATCHING = threading.RLock()
 
 
 @contextlib.contextmanager
-def patched(replacements: dict[tuple[type, str], Any]) -> Iterator[None]:
-    """Replace methods on upstream classes ({(class, name): function}) for one call, one thread
-    at a time (see the module docstring for why), and put the originals back after."""
+def patched(replacements: dict[tuple[Any, str], Any]) -> Iterator[None]:
+    """Replace methods on upstream classes, or functions of upstream modules ({(class or module,
+    name): function}), for one call, one thread at a time (see the module docstring for why),
+    and put the originals back after."""
     with _PATCHING:
         own = {key: key[0].__dict__.get(key[1]) for key in replacements}  # None: inherited
         try:

@@ -26,8 +26,7 @@ pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt's compile")]
 
 # The CUDA queries compile makes before partitioning, answered on a machine without a GPU.
-CUDA_ANSWERS = {"get_device_capability": lambda device=None: (8, 0), "current_device": lambda: 0,
-                "device_count": lambda: 1, "mem_get_info": lambda device=None: (32 << 30, 32 << 30)}
+CUDA_ANSWERS = trt.COMPILE_CUDA_ANSWERS
 
 
 class Stop(Exception):

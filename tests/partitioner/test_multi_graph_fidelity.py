@@ -3,7 +3,7 @@ backend="torch_tensorrt", options={"dryrun": True, ...})` partitions, `engine="f
 `"global"` show the same ops and the same TensorRT blocks (the multiset of ops of each block,
 blocks in order).
 
-The reference runs on CPU with the CUDA queries answered, as in test_compile_dryrun.py: the
+The reference (hierviz.trt.stopped_at_partitioner) runs on CPU with the CUDA queries answered: the
 whole torch.compile run once per model, with Torch-TensorRT's backend's `compile_module`
 intercepted at its partitioner (the partition recorded, then the lowered graph returned, so
 the run goes on to the next graph); the other settings run compile's own `compile_module` on
@@ -12,7 +12,6 @@ fails there) is left out, and counted."""
 
 from __future__ import annotations
 
-import copy
 from collections import Counter
 
 import pytest
@@ -20,9 +19,8 @@ import torch
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.partitioner.result import copy_graph_module
 from tests.dynamo_models import load
-from tests.partitioner.test_compile_dryrun import CUDA_ANSWERS, Stop, _ops
+from tests.partitioner.test_compile_dryrun import _ops
 
 pytestmark = pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt's torch.compile backend")
 
@@ -57,67 +55,15 @@ def torch_compile_partitions(model: torch.nn.Module, inputs: tuple, configs: lis
     (its lowering got to compile_module), `ops` (the lowered graph's), and per configuration the
     TensorRT blocks its partitioner made, in order ([] when compile_module returned before
     partitioning: no supported op)."""
-    from torch_tensorrt.dynamo import CompilationSettings, partitioning
-    from torch_tensorrt.dynamo.backend import backends
-
-    real = {name: getattr(partitioning, name) for name in ("fast_partition", "global_partition")}
-    real_compile_module, real_pretraced = backends.compile_module, backends._pretraced_backend
-    graphs: list[dict] = []
-
-    def intercept(name):
-        def partitioner(gm, *args, **kwargs):
-            split, _ = real[name](gm, *args, **kwargs)
-            graphs[-1]["found"] = (name, _blocks_in_order(split))
-            raise Stop
-        return partitioner
-
-    def pretraced(gm, sample_inputs, *args, **kwargs):
-        graphs.append({"reached": False})
-        return real_pretraced(gm, sample_inputs, *args, **kwargs)
-
-    def run_compile_module(gm, inputs, settings):
-        graphs[-1]["found"] = None
-        try:
-            real_compile_module(gm, inputs, settings=settings)
-        except Stop:
-            pass
-        found = graphs[-1].pop("found")
-        return found if found is not None else (None, [])
-
-    def compile_module(gm, inputs, *args, settings=None, **kwargs):
-        graphs[-1].update(reached=True, ops=_ops(gm), lowered=(copy_graph_module(gm), inputs), runs=[])
-        graphs[-1]["runs"].append(run_compile_module(gm, inputs, settings))
-        return gm  # the lowered graph runs eagerly: the model's run goes on to its next graph
-
-    saved = {name: getattr(torch.cuda, name) for name in CUDA_ANSWERS}
-    torch._dynamo.reset()
-    try:
-        for name, answer in CUDA_ANSWERS.items():
-            setattr(torch.cuda, name, answer)
-        for name in real:
-            setattr(partitioning, name, intercept(name))
-        backends.compile_module, backends._pretraced_backend = compile_module, pretraced
-        compiled = torch.compile(copy.deepcopy(model), backend="torch_tensorrt", dynamic=False,
-                                 options={"dryrun": True, **configs[0]})
-        with torch.no_grad():
-            compiled(*inputs)
+    with trt.stopped_at_partitioner() as graphs:
+        trt.compile_dryrun(model, inputs, **configs[0])
         for g in graphs:
-            if not g["reached"]:
-                continue
-            for options in configs[1:]:
-                graphs.append(g)  # run_compile_module records into graphs[-1]
-                lowered, lowered_inputs = g["lowered"]
-                g["runs"].append(run_compile_module(copy_graph_module(lowered), lowered_inputs,
-                                                    CompilationSettings(dryrun=True, **options)))
-                graphs.pop()
-    finally:
-        backends.compile_module, backends._pretraced_backend = real_compile_module, real_pretraced
-        for name, fn in real.items():
-            setattr(partitioning, name, fn)
-        for name, fn in saved.items():
-            setattr(torch.cuda, name, fn)
-        torch._dynamo.reset()
-    return graphs
+            if g.reached:
+                for options in configs[1:]:
+                    trt.partition_again(g, **options)
+    return [{"reached": g.reached, "ops": _ops(g.lowered) if g.lowered is not None else None,
+             "runs": [(run[0], _blocks_in_order(run[1])) if run is not None else (None, []) for run in g.runs]}
+            for g in graphs]
 
 
 def check_fidelity(model: torch.nn.Module, inputs: tuple, cap: hv.DynamoCapture) -> int:
@@ -192,3 +138,17 @@ def test_a_transformers_model_with_graph_breaks_partitions_as_torch_compile_does
     cap = hv.capture(wrapped, (kwargs["input_ids"],), ir="torch_compile")
     assert len(cap.graphs) > 2 and any("switch_transformers" in b.file for b in cap.breaks)
     assert check_fidelity(wrapped, (kwargs["input_ids"],), cap) == len(cap.graphs)
+
+
+def test_the_reference_puts_upstream_and_cuda_back(toys) -> None:
+    from torch_tensorrt.dynamo import partitioning
+    from torch_tensorrt.dynamo.backend import backends
+
+    model, inputs, _ = toys["if_on_sum"]
+    before = (partitioning.fast_partition, backends.compile_module, torch.cuda.device_count, torch.cuda.mem_get_info)
+    with pytest.raises(RuntimeError, match="boom"), trt.stopped_at_partitioner() as graphs:
+        trt.compile_dryrun(model, inputs, min_block_size=1)
+        assert len(graphs) == 2 and all(g.reached and g.runs[0] for g in graphs)
+        raise RuntimeError("boom")
+    assert (partitioning.fast_partition, backends.compile_module, torch.cuda.device_count,
+            torch.cuda.mem_get_info) == before
