@@ -68,12 +68,17 @@ class NumericsMarks(Overlay):
         t = self.t = p.records
         self.tag_of_node = [t.subgraph_tag[k] if k >= 0 else None for k in t.subgraph]
 
+    def _row(self, i: int) -> dict | None:
+        """Node `i`'s subgraph's row, None outside a subgraph or one the check has no row for."""
+        tag = self.tag_of_node[i]
+        return None if tag is None else self.rows.get(tag)
+
     def node_value(self, i: int) -> float | None:
-        row = self.rows.get(self.tag_of_node[i])  # type: ignore[arg-type]
+        row = self._row(i)
         return None if row is None else float(row["isolated_ratio"])
 
     def node_attrs(self, i: int) -> list[tuple[str, str]]:
-        row = self.rows.get(self.tag_of_node[i])  # type: ignore[arg-type]
+        row = self._row(i)
         if row is None:
             return []
         return [("isolated_err", _num(float(row["isolated_max_abs"]))),

@@ -160,7 +160,7 @@ def draw_inputs_and_outputs(ctx: Ctx, w: DotWriter, placeholders: list[int], out
                **{"class": "hv-node hv-graph hv-output"})
 
 
-def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: list[int], labels: str) -> None:
+def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: list[int], labels: str | None) -> None:
     """One edge for the tensors crossing from box `tail` to box `head`: labelled with their
     spec (or their count), thicker the more there are (by bytes, with a measurement)."""
     t = ctx.t
@@ -176,9 +176,9 @@ def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: li
         tip.append(f"... {len(tensors) - 20} more")
     pen = round(1.0 + min(3.0, math.log2(len(tensors))), 2) if len(tensors) > 1 else 1.2
     if ctx.overlays:  # e.g. with a measurement, edges are weighted by the bytes they carry
-        specs = [t.spec[a] for a in tensors]
+        values = [t.spec[a] for a in tensors]
         for overlay in ctx.overlays:
-            text, pen = overlay.weigh_edge(specs, text, pen, tip)
+            text, pen = overlay.weigh_edge(values, text, pen, tip)
     w.edge(tail, head, label=text if labels == "label" else None,
            xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
            fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})

@@ -104,7 +104,8 @@ class TimeOverlay(Overlay):
         return round(self.op_ms[i], 6) if self.t.subgraph[i] >= 0 else None
 
     def node_attrs(self, i: int) -> list[tuple[str, str]]:
-        ms = self.subgraph_ms.get(self.t.tag[i])
+        tag = self.t.tag[i]
+        ms = None if tag is None else self.subgraph_ms.get(tag)
         attrs = [] if ms is None else [("subgraph_ms", f"{ms:.4f}"), ("subgraph_share", f"{self.share(ms):.1%}")]
         why = self.fell.get(self.t.subgraph[i])
         if why:

@@ -86,6 +86,7 @@ def per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
     n = len(mp.graphs)
     if value is None:
         return [None] * n
+    items: list[Any] | None
     if what == "against":
         if not isinstance(value, MultiGraphPartition):
             raise RenderError("against= of a graph-by-graph partition is another one of the same model "

@@ -91,9 +91,9 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
         note = text
     # what measurement= (time), numerics= (the colour scale) and against= (diff) add to the drawing
     overlays = "".join(f'<TR><TD ALIGN="LEFT">{overlay.legend_html()}</TD></TR>' for overlay in ctx.overlays)
-    for text in (notice, ctx.auto_note):
-        if text:
-            overlays = f'<TR><TD ALIGN="LEFT"><I>{html(text)}</I></TD></TR>' + overlays
+    for extra in (notice, ctx.auto_note):
+        if extra:
+            overlays = f'<TR><TD ALIGN="LEFT"><I>{html(extra)}</I></TD></TR>' + overlays
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="14"><B>{html(view_text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{stats}</TD></TR>{overlays}'

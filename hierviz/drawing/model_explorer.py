@@ -138,8 +138,8 @@ def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) ->
     for gid in GRAPH_IDS:
         nodes = []
         for node, i, ns in zip(base, keep, module_ns):
-            if gid == "subgraphs" and t.tag[i] is not None:
-                ns = t.tag[i] + ("/" + ns if ns else "")
+            if gid == "subgraphs" and (tag := t.tag[i]) is not None:
+                ns = tag + ("/" + ns if ns else "")
             nodes.append({**node, "namespace": ns})
         configs = [{"namespaceRegex": f"^{tag}$", "backgroundColor": palette.cluster_fill(b),
                     "borderColor": palette.color(b)} for tag, b in backend_of_tag.items()] \

@@ -65,10 +65,10 @@ def _range_name(run: list[Mod], base: Mod) -> str:
     names = [m.rel(base) for m in run]
     if len(run) == 1:
         return names[0]
-    matches = [INDEXED.match(n) for n in names]
-    if all(matches) and len({mt.group(1) for mt in matches}) == 1:  # type: ignore[union-attr]
-        first, last = matches[0].group(2), matches[-1].group(2)  # type: ignore[union-attr]
-        prefix = matches[0].group(1)  # type: ignore[union-attr]
+    matches = [mt for n in names if (mt := INDEXED.match(n)) is not None]
+    if len(matches) == len(names) and len({mt.group(1) for mt in matches}) == 1:
+        first, last = matches[0].group(2), matches[-1].group(2)
+        prefix = matches[0].group(1)
         if not prefix and base.path:  # items of a Sequential drawn inside it: 'layer1.0–1', not '0–1'
             prefix = base.path.rsplit(".", 1)[-1] + "."
         if prefix and not prefix.endswith("."):  # block3-1…5: a dash would read as part of the name
@@ -120,7 +120,7 @@ def _facts(t: NodeTable, item: Item, tag_order: dict[str, int], ran: Sequence[st
     ops: list[int] = list(item.own) if item.own_only else [i for m in item.members for i in m.ops]
     compute = [i for i in ops if t.compute[i]] or ops
     backends = Counter(ran[i] for i in compute)
-    tags = sorted({t.tag[i] for i in ops if t.tag[i] is not None}, key=lambda g: tag_order.get(g, 0))
+    tags = sorted({g for i in ops if (g := t.tag[i]) is not None}, key=lambda g: tag_order.get(g, 0))
     return _Facts(ops, len(compute) // max(len(item.members), 1), backends, tags)
 
 

@@ -61,6 +61,13 @@ class Entry:
     created: float = field(default_factory=time.time)
     nbytes: int = 0  # the serialized engine's size, for artifacts that report one
 
+    @property
+    def compiled(self) -> Callable[..., Any]:
+        """The compiled function (every entry but a remembered failure holds one)."""
+        if self.fn is None:
+            raise RuntimeError(f"compile cache entry {self.key} is a remembered failure ({self.error}): no function")
+        return self.fn
+
 
 def _nbytes(fn: Any) -> int:
     blob = getattr(fn, "serialized_engine", None)  # a TorchTensorRTModule

@@ -117,6 +117,7 @@ def _fix(backend: str) -> str:
 def _refusal(backend: str, group: list[Slot], device: torch.device) -> tuple[type, str] | None:
     """(error class, why) when `backend` cannot compile `group` for `device`, else None."""
     compiler = group[0].compiler
+    assert compiler is not None, "a slot grouped by backend has its compiler"
     label = "TensorRT" if backend == "tensorrt" else f"the {backend!r} backend"
     unavailable = TensorRTUnavailableError if backend == "tensorrt" else MeasureError
     if compiler.needs_cuda and device.type != "cuda":

@@ -165,9 +165,8 @@ def _symbolic_inputs(inputs: Sequence[Any], dims: Sequence[Sequence[int]]) -> tu
             fakes.append(x)
             continue
         dynamic = set(dims[i]) if i < len(dims) else set()
-        context = StatelessSymbolicContext(dynamic_sizes=[DimDynamic.DYNAMIC if d in dynamic else DimDynamic.STATIC
-                                                          for d in range(x.dim())])
-        fakes.append(mode.from_tensor(x, symbolic_context=context))
+        sizes = [DimDynamic.DYNAMIC if d in dynamic else DimDynamic.STATIC for d in range(x.dim())]
+        fakes.append(mode.from_tensor(x, symbolic_context=StatelessSymbolicContext(dynamic_sizes=sizes)))
     return mode, fakes
 
 

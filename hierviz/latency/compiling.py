@@ -200,14 +200,14 @@ class Builder:
             return self._failed(slot, args, key, entry.error, 0.0, cached=True)
         if entry is not None and entry.origin == "disk":  # compiled in this process: it ran already
             try:
-                check_outputs(entry.fn(*args, *weights), lifted)
+                check_outputs(entry.compiled(*args, *weights), lifted)
             except Exception:  # noqa: BLE001 - e.g. a disk artifact this process cannot run: recompile
                 self.store.drop(key)
                 entry = None
         if entry is not None:
             self._count(hit=True)
             self.progress.step(f"{slot.name}: cached")
-            return self._keep(Runner(entry.fn, weights, lifted.single, slot.name, "cached"),
+            return self._keep(Runner(entry.compiled, weights, lifted.single, slot.name, "cached"),
                               self._record(slot, "cached", n_in, lifted.n_outputs, key=key, cached=True))
         self._count(hit=False)
         if slot.backend not in self.out.compile_state:  # before this call's first compile writes any cache

@@ -120,6 +120,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                 if against is base_call:
                     base_stats = eager_stats
                 else:
+                    assert ready is not None, "against is ready's call here"
                     own["eager"] = Baseline("eager", eager_stats, outputs=ready.outputs)
                 bar.step("eager baseline timed")
             else:

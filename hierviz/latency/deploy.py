@@ -43,8 +43,8 @@ def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
         if node.op != "placeholder":
             continue
         val = node.meta.get("val")
-        shape = tuple(_size_hint(d) for d in val.shape) if isinstance(val, torch.Tensor) else None
-        if shape is None or None in shape:
+        shape = _shape(val)
+        if shape is None:
             raise MeasureError(f"input {node.name} has no shape recorded; pass example_inputs=... to compile().")
         if val.dtype.is_floating_point or val.dtype.is_complex:
             out.append(torch.randn(shape, generator=gen).to(val.dtype))
@@ -53,15 +53,28 @@ def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
     return tuple(out)
 
 
+def _shape(val: Any) -> tuple[int, ...] | None:
+    """The sizes of a tensor input's recorded value, None unless it is a tensor with every size known."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    sizes = []
+    for d in val.shape:
+        size = _size_hint(d)
+        if size is None:
+            return None
+        sizes.append(size)
+    return tuple(sizes)
+
+
 def _size_hint(d: Any) -> int | None:
     """A size: the int, or for a dynamic dimension the size the capture's example had."""
     if isinstance(d, int):
         return d
-    node = getattr(d, "node", None)
+    node: Any = getattr(d, "node", None)  # a SymInt's SymNode (None: no expression to read)
     hint = getattr(node, "hint", None)
     if hint is not None:
         return int(hint)
-    env = getattr(node, "shape_env", None)
+    env: Any = getattr(node, "shape_env", None)
     try:
         return int(node.expr.xreplace(env.var_to_val))
     except Exception:  # noqa: BLE001 - no recorded example size
@@ -198,7 +211,8 @@ def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: 
         upper = sympy.oo if hi is None else hi
         constraints[sym_int.node.expr] = ValueRanges(lo, upper)
         env.var_to_range[sym_int.node.expr] = ValueRanges(max(lo, 2), upper)
-    graph.range_constraints = constraints
+    # torch types an nn.Module's other attributes Tensor | Module (its __getattr__); this is a plain one
+    graph.range_constraints = constraints  # type: ignore[assignment]
     graph.meta[DIM_NAMES] = dict(spec.names)  # the user's Dim names, for the messages
 
 

@@ -19,7 +19,7 @@ the caller raises it after the run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import torch
 from torch.fx import GraphModule
@@ -99,7 +99,7 @@ class GraphBackend:
                 self._next = k + 1
                 return GraphRun(k, self.multi.graphs[k])
         aten = lowered(gm, sample_inputs)
-        return GraphRun(None, partition(aten, config=self.multi.config))
+        return GraphRun(None, cast(Partition, partition(aten, config=self.multi.config)))  # a graph: one Partition
 
     def raise_first(self) -> None:
         """The first failure of the run, as a MeasureError (a HiervizError as it was)."""

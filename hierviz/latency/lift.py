@@ -286,7 +286,7 @@ def _norm(value: Any, index: dict[Node, int]) -> Any:
 def graph_signature(gm: GraphModule) -> tuple:
     """The ops of `gm` with their arguments, independent of node names."""
     index: dict[Node, int] = {}
-    rows = []
+    rows: list[tuple] = []
     for i, n in enumerate(gm.graph.nodes):
         index[n] = i
         if n.op == "placeholder":

@@ -21,10 +21,10 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import torch
-from torch.fx import Node
+from torch.fx import GraphModule, Node
 from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import HiervizError, MeasureError, unknown_arguments
@@ -93,7 +93,9 @@ class Numerics:
         if self.culprit is not None:
             return self.culprit
         t = self.per_subgraph
-        carried = t.loc[~t["accumulated_ok"].astype(bool), "tag"] if len(t) else []
+        if not len(t):
+            return None
+        carried = t.loc[~t["accumulated_ok"].astype(bool), "tag"]
         return str(carried.iloc[0]) if len(carried) else None
 
     @property
@@ -179,11 +181,11 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
         record = split.records[row["tag"]]
         row.update(backend=record.ran, asked=record.asked, status=record.status, ops=record.ops)
     table = pd.DataFrame(check.rows, columns=NUMERICS_COLUMNS)
-    failing = table.loc[~table["isolated_ok"].astype(bool), "tag"] if len(table) else []
+    failing = table.loc[~table["isolated_ok"].astype(bool), "tag"].tolist() if len(table) else []
     notes = list(split.warnings)
     if not ok:
         notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
-    return Numerics(per_subgraph=table, culprit=str(failing.iloc[0]) if len(failing) else None,
+    return Numerics(per_subgraph=table, culprit=str(failing[0]) if failing else None,
                     outputs_match=bool(ok), max_abs_error=float(max_abs), device=str(split.device),
                     reference=reference, compile_s=split.compile_s,
                     check_s=max(0.0, time.perf_counter() - start - split.compile_s),
@@ -236,6 +238,7 @@ class _Check:
         else:
             self.acc[node] = value
             if node.op == "call_module":
+                assert runner is not None, "a subgraph's call comes with its runner"
                 self.ref[node] = self.subgraph(node, value, runner)
             elif node.op in ("call_function", "call_method") and not self.same_inputs(node):
                 self.ref[node] = _call(node, self.ref)
@@ -327,8 +330,8 @@ def _same_args(node: Node, ref: dict, acc: dict) -> bool:
 def _call(node: Node, env: dict[Node, Any]) -> Any:
     args, kwargs = _args(node.args, env), _args(node.kwargs, env)
     if node.op == "call_method":
-        return getattr(args[0], node.target)(*args[1:], **kwargs)
-    return node.target(*args, **kwargs)
+        return getattr(args[0], str(node.target))(*args[1:], **kwargs)
+    return cast(Callable[..., Any], node.target)(*args, **kwargs)  # a call_function's target is its function
 
 
 def _run(runner: Callable[..., Any], args: tuple, kwargs: dict, name: str, how: str) -> Any:
@@ -338,7 +341,7 @@ def _run(runner: Callable[..., Any], args: tuple, kwargs: dict, name: str, how: 
         raise MeasureError(f"subgraph {name} failed to run {how} while checking numerics: {short(exc)}") from exc
 
 
-def _tensors(module: torch.nn.Module) -> list[torch.Tensor]:
+def _tensors(module: GraphModule) -> list[torch.Tensor]:
     """The tensors a subgraph module reads: parameters, buffers and plain tensor attributes."""
     out = list(module.parameters()) + list(module.buffers())
     for n in module.graph.nodes:

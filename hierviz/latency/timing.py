@@ -4,6 +4,7 @@ subgraph timed on its own with the inputs it receives in the split model."""
 
 from __future__ import annotations
 
+import functools
 import contextlib
 import math
 import time
@@ -225,7 +226,7 @@ def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence
         args = captured.get(name)
         if args is not None:
             sub = getattr(top, name)
-            out[name] = time_fn(lambda s=sub, a=args: s(*a), device, warmup=warmup, iters=iters)
+            out[name] = time_fn(functools.partial(sub, *args), device, warmup=warmup, iters=iters)
         step(name)
     return out
 

@@ -59,7 +59,11 @@ def measure_blockers(p: "Partition", table: "pd.DataFrame", *, device: Any = Non
     inputs = example_inputs if example_inputs is not None else example_from_graph(p.graph)
     opts = {**DEFAULTS, "baseline": False, **options}
     current = measure(p, inputs, device=dev, **opts)
-    medians, speedups, lows, highs, notes = [], [], [], [], []
+    medians: list[float | None] = []
+    speedups: list[float | None] = []
+    lows: list[float | None] = []
+    highs: list[float | None] = []
+    notes: list[str] = []
     for row in table.itertuples():
         reason = (_combined_runs(table, row, dev) if row.kind == "combined"
                   else why_not(row.kind, dev))
@@ -72,7 +76,8 @@ def measure_blockers(p: "Partition", table: "pd.DataFrame", *, device: Any = Non
             except HiervizError as exc:
                 reason = f"not measured: {str(exc).splitlines()[0]}"
         if result is None:
-            medians.append(None), speedups.append(None), lows.append(None), highs.append(None)
+            for column in (medians, speedups, lows, highs):
+                column.append(None)
             notes.append(reason)
             continue
         ci = speedup_interval(current.timing.samples_ms, result.timing.samples_ms) if current.timing and result.timing \
