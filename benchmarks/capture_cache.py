@@ -18,12 +18,11 @@ a capture every time); a 12-layer Qwen2 <= 0.25x its first capture.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from cache_child import run_child  # benchmarks/cache_child.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 
@@ -46,13 +45,7 @@ print(json.dumps({{"seconds": seconds, "nodes": len(part.graph.graph.nodes),
 
 
 def run(model: str, cache_dir: str) -> dict:
-    env = dict(os.environ, HIERVIZ_CACHE_DIR=cache_dir)
-    env.pop("HIERVIZ_CACHE", None)
-    proc = subprocess.run([sys.executable, "-c", CHILD.format(here=str(HERE), model=model)],
-                          capture_output=True, text=True, env=env, timeout=1800)
-    if proc.returncode:
-        raise SystemExit(f"{model}: the child process failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child(CHILD.format(here=str(HERE), model=model), cache_dir, f"{model}: the child process")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -22,12 +22,11 @@ not part of any figure.
 from __future__ import annotations
 
 import argparse
-import json
-import os
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
+
+from cache_child import run_child  # benchmarks/cache_child.py, beside this script
 
 HERE = Path(__file__).resolve().parent
 TARGET = 0.25
@@ -77,13 +76,7 @@ print(json.dumps({"partition_s": t1 - t0, "svg_s": t2 - t1, "explore_s": t3 - t2
 
 
 def child(code: str, cache_dir: str) -> dict:
-    env = dict(os.environ, HIERVIZ_CACHE_DIR=cache_dir)
-    env.pop("HIERVIZ_CACHE", None)
-    proc = subprocess.run([sys.executable, "-c", "import json\n" + code], capture_output=True, text=True,
-                          env=env, timeout=1800)
-    if proc.returncode:
-        raise SystemExit(f"the child process failed:\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    return run_child("import json\n" + code, cache_dir)
 
 
 def main(argv: list[str] | None = None) -> int:
