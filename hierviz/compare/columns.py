@@ -10,7 +10,7 @@ adds `graphs`, `graph_breaks` and `graphs_left_whole`), then latency when measur
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 from hierviz import config as settings
 from hierviz.config import Config
@@ -109,7 +109,7 @@ def column_order(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: It
     return cols
 
 
-def frame(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
+def frame(rows: Sequence[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
           extra_tail: Iterable[str] = ()) -> "Any":
     """Rows as a DataFrame with the column order above; subgraph counts missing in a valid row are 0."""
     import pandas as pd

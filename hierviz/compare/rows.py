@@ -100,7 +100,7 @@ def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, configs: l
             raise
         stopped["interrupted"] = True
     finished = rows[:rows.index(None)] if None in rows else rows  # grid order: up to the first unfinished
-    return [(None, row) for row in finished]  # type: ignore[misc]
+    return [(None, row) for row in finished if row is not None]  # (every row before the first None is one)
 
 
 def process_row(packed: dict[str, Any], cfg: Config) -> tuple[None, dict[str, Any]]:

@@ -7,7 +7,7 @@ import time
 import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, cast
 
 import pandas as pd
 
@@ -95,8 +95,10 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     try:
         try:
             if on_ray:
+                assert not isinstance(gm, DynamoCapture), "graph by graph never runs on Ray (refused above)"
                 results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], mkw, bar, stopped)
             else:
+                assert not isinstance(executor, str), "an executor text is a Ray address (check_executor)"
                 results = partition_rows(executor, gm, [configs[i] for i in todo], bar, stopped)
                 if mkw is not None and isinstance(executor, ProcessPoolExecutor):
                     # partitioned in other processes; measured here, one at a time, on this process's copy
@@ -137,7 +139,7 @@ def graphs_of(model: Any, example_inputs: Any) -> DynamoCapture:
         return model.capture
     if isinstance(model, DynamoCapture):
         return model
-    return capture(model, example_inputs, ir="torch_compile")
+    return cast(DynamoCapture, capture(model, example_inputs, ir="torch_compile"))  # what ir="torch_compile" gives
 
 
 def check_executor(executor: Any) -> None:
@@ -166,8 +168,8 @@ def _until_ctrl_c(stopped: dict[str, bool] | None) -> Iterator[None]:
 def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], bar: Any,
                    stopped: dict[str, bool] | None = None) -> list[tuple[Any, dict[str, Any]]]:
     """(Partition or None, row) per configuration, in grid order: here, or on `executor`'s threads."""
+    results: list[tuple[Any, dict[str, Any]]] = []
     if executor is None:
-        results = []
         with _until_ctrl_c(stopped):
             for cfg in configs:
                 results.append(partition_row(gm, cfg))
@@ -183,7 +185,6 @@ def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], ba
         futures = [executor.submit(partition_row, gm, cfg) for cfg in configs]
     for fut in futures:
         fut.add_done_callback(lambda _f: bar.update(1))
-    results: list[tuple[Any, dict[str, Any]]] = []
     with _until_ctrl_c(stopped):
         for cfg, fut in zip(configs, futures):  # grid order, whatever order they finish in
             results.append(_row_of(fut, cfg))

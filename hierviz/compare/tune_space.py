@@ -38,7 +38,8 @@ def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | N
     try:
         return compiler.available(device)
     except TypeError:  # compilers whose check takes no device
-        return compiler.available()
+        no_device: Any = compiler  # (not the Compiler protocol's check)
+        return no_device.available()
 
 
 def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None) -> tuple[Config, list[str]]:

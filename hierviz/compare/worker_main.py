@@ -94,12 +94,14 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
     try:
         if isinstance(subject, str):
             raise ValueError(f"its graph could not be read: {subject}")
+        graph, inputs = subject
         payload = pickle.loads(request)
     except Exception as exc:  # noqa: BLE001 - e.g. a function of a module this process cannot import
         answers.send(key, "unreadable", f"{type(exc).__name__}: {exc}")
         return
+    reply: tuple[str, Any]
     try:
-        answer = run_job(kind, payload, *subject, lambda *args: answers.send(key, "progress", args))
+        answer = run_job(kind, payload, graph, inputs, lambda *args: answers.send(key, "progress", args))
         reply = ("ok", pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
     except HiervizError as exc:
         try:
@@ -130,7 +132,7 @@ def main() -> None:
     os.dup2(2, 1)  # prints (of torch_tensorrt's import, of compiles ...) must not reach the protocol
     requests = sys.stdin.buffer
     threading.Thread(target=_beat, args=(answers,), daemon=True).start()
-    subjects: dict[int, tuple[Any, Any]] = {}  # number -> (graph, example inputs)
+    subjects: dict[int, tuple[Any, Any] | str] = {}  # number -> (graph, example inputs), or why it is unreadable
     while True:
         try:
             key, kind, payload = pickle.load(requests)

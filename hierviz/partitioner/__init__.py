@@ -14,7 +14,7 @@ passes.
 
 from __future__ import annotations
 
-from typing import Any, cast
+from typing import Any, Mapping, cast
 
 from torch.fx import GraphModule
 
@@ -72,13 +72,13 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
     return cast(GraphModule, capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs))
 
 
-def make_config(config: Config | dict | None = None, overrides: dict[str, Any] | None = None) -> Config:
-    """A Config from a Config (valid as it is), a dict (Config.from_dict) or None (the
+def make_config(config: Config | Mapping[str, Any] | None = None, overrides: dict[str, Any] | None = None) -> Config:
+    """A Config from a Config (valid as it is), a dict or other mapping (Config.from_dict) or None (the
     defaults), with `overrides` (Config fields, each checked by its row) applied: how
     hv.partition (and what calls it) reads its config argument."""
     if config is None:
         config = Config()
-    elif isinstance(config, dict):
+    elif isinstance(config, Mapping):  # hv.tune(base=) and hv.sweep's grid base take any mapping
         config = Config.from_dict(config)
     elif not isinstance(config, Config):
         raise ConfigError(f"config must be a hv.Config or a dict, not {type(config).__name__}")
