@@ -16,20 +16,21 @@ from hierviz.graph_value import GraphValue
 
 @dataclass(frozen=True, eq=False)
 class GraphSource:
-    """`index`: the graph's place in execution order (0 first); `function` / `file` / `line`:
-    the user's function it was traced from; `calls`: how many times the capture's run called
-    it; `ops`: its aten graph's calls in graph order (qualified names); `inputs` / `outputs`:
-    dynamo's graph's; `ended_by`: the break that ended it (None for a graph that ran to its
-    frame's return)."""
+    """`index`: the graph's place in execution order (0 first); `inputs` / `outputs`: dynamo's
+    graph's; `ops`: its aten graph's calls in graph order (qualified names); `function` /
+    `file` / `line`: the user's function it was traced from; `calls`: how many times the
+    capture's run called it; `ended_by`: the break that ended it (None for a graph that ran to
+    its frame's return). The fields keep DynamoGraph's order (the graph itself and its first
+    call's values, DynamoGraph's own, follow them)."""
 
     index: int
+    inputs: tuple[GraphValue, ...]
+    outputs: tuple[GraphValue, ...]
+    ops: tuple[str, ...]
     function: str
     file: str
     line: int
     calls: int
-    ops: tuple[str, ...]
-    inputs: tuple[GraphValue, ...]
-    outputs: tuple[GraphValue, ...]
     ended_by: GraphBreak | None
 
     @property

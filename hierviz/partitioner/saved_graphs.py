@@ -81,8 +81,9 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
         for k, g in enumerate(doc["graphs"]):
             values = [tuple(GraphValue(v["name"], tuple(v["shape"]), v["dtype"]) for v in g[key])
                       for key in ("inputs", "outputs")]
-            graphs.append(SavedGraph(k, str(g["function"]), str(g["file"]), int(g["line"]), int(g["calls"]),
-                                     tuple(g["ops"]), values[0], values[1], ended.get(k)))
+            graphs.append(SavedGraph(index=k, inputs=values[0], outputs=values[1], ops=tuple(g["ops"]),
+                                     function=str(g["function"]), file=str(g["file"]), line=int(g["line"]),
+                                     calls=int(g["calls"]), ended_by=ended.get(k)))
             parts.append(SavedPartition(checked_document(g["partition"], where), path))
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise SavedPartitionError(f"{where} is a damaged saved partition ({type(exc).__name__}: {exc}); "
