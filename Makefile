@@ -19,20 +19,20 @@ $(STAMP): pyproject.toml requirements-setup.txt
 demo: setup
 	$(BIN)/hierviz demo
 
-test: setup lint
+test: setup lint typecheck
 	$(BIN)/python -m pytest -q -ra
 
 # the linter (ruff, configured in pyproject.toml)
 lint: setup
 	$(BIN)/ruff check .
 
-# mypy over hierviz/ in its default mode (configured in pyproject.toml); not yet part of check
-# and test: the errors it reports are still being mended (issue 36, item 5)
+# mypy over hierviz/ in its default mode (configured in pyproject.toml); check and test run it
 typecheck: setup
 	$(BIN)/mypy
 
-# the fast inner loop: the linter, then everything but the slow, browser, notebook and zoo-compile tests
-check: setup lint
+# the fast inner loop: the linter and the type checker, then everything but the slow, browser, notebook
+# and zoo-compile tests
+check: setup lint typecheck
 	$(BIN)/python -m pytest -q -ra -m "not slow and not browser and not notebook and not zoo_compile"
 
 test-zoo-compile: setup

@@ -99,7 +99,7 @@ def backend_order(rows: Iterable[Mapping[str, Any]]) -> list[str]:
     return cols + [f"subgraphs_{FALLBACK}"]
 
 
-def column_order(rows: list[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
+def column_order(rows: Sequence[Mapping[str, Any]], *, latency: bool, extra_head: Iterable[str] = (),
                  extra_tail: Iterable[str] = ()) -> list[str]:
     cols = [*extra_head, *body_columns(), *STAT_COLUMNS_HEAD, *backend_order(rows), *STAT_COLUMNS_TAIL,
             *(c for c in GRAPH_COLUMNS if any(c in row for row in rows))]

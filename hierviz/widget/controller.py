@@ -354,7 +354,7 @@ class Controller:
         if kind != "csv" and part is None:
             raise ConfigError("the current settings are invalid; fix them before exporting.")
         out.mkdir(parents=True, exist_ok=True)
-        if kind == "csv":
+        if kind == "csv" or part is None:  # (part is None only for "csv", refused above otherwise)
             path = out / f"{slug(name)}-history.csv"
             self.history().to_csv(path, index=False)
             return path

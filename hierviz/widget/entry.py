@@ -4,7 +4,7 @@ hierviz.widget.graphs_explorer.GraphsExplorer)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from hierviz.capturing import check_ir
 from hierviz.config import Config, field_names
@@ -39,7 +39,7 @@ def explore(model: Any, example_inputs: Any = None, config: Config | dict | None
         options = {k: v for k, v in overrides.items() if k not in fields}
         if config is None and isinstance(model, MultiGraphPartition):
             config = model.config  # its engine too
-        multi = partition(model, example_inputs, config, ir="torch_compile", **settings)
+        multi = cast(MultiGraphPartition, partition(model, example_inputs, config, ir="torch_compile", **settings))
         return GraphsExplorer(multi, measure=measure, **options)
     return Explorer(model, example_inputs, config, measure=measure, **overrides)
 

@@ -126,12 +126,15 @@ class Explorer(widgets.VBox):
         self._guard(self._debouncer.run_now)()
         self._connect()
 
+    def _on_tab(self, _change: Any) -> None:
+        self._refresh_diff()
+        self._refresh_blockers()
+
     def _connect(self) -> None:
         for w in self.controls.values():
             w.observe(self._guard(self._on_change), names="value")
         self.diff_against.observe(self._guard(lambda _c: self._refresh_diff()), names="value")
-        self.tabs.observe(self._guard(lambda _c: (self._refresh_diff(), self._refresh_blockers())),
-                          names="selected_index")
+        self.tabs.observe(self._guard(self._on_tab), names="selected_index")
         actions: dict[str, Callable[[], Any]] = {
             "pin": self.pin,
             "unpin": self.unpin,
@@ -293,8 +296,7 @@ class Explorer(widgets.VBox):
         upd = self.controller.update(state)
         timings = dict(upd.timings)
         part = upd.partition
-        shown = part is not None and isinstance(state, ControlState)
-        if shown:
+        if part is not None and isinstance(state, ControlState):
             t = time.perf_counter()  # measured first: the diagram overlays the measurement
             if state.measure:
                 self._measure(part)
@@ -319,7 +321,7 @@ class Explorer(widgets.VBox):
         self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
         timings["panels"] = time.perf_counter() - t
         timings["counts"] = time.perf_counter() - t0  # partition, stats, tables, history: what a change shows first
-        if shown:
+        if part is not None and isinstance(state, ControlState):
             t = time.perf_counter()
             self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
             timings["render"] = time.perf_counter() - t
@@ -448,7 +450,7 @@ class Explorer(widgets.VBox):
         self.flush()
         part = self.controller.shown
         result = self.controller.check_numerics(part) if part is not None else None
-        if result is not None:
+        if part is not None and result is not None:
             self.panels["diagram"].value = self.controller.diagram(part, self.controls["view"].value, self._focus())
         self.panels["numerics"].value = numerics_tab.numerics_html(result)
         self._show_errors()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import html
 import traceback
-from typing import Any, Callable
+from typing import Any, Callable, cast
 
 import ipywidgets as widgets
 
@@ -97,7 +97,7 @@ class GraphsExplorer(widgets.VBox):
             raise values
         config = self.explorer.controller.config_of(values)
         if config != self.partition.config:
-            self.partition = partition(self.multi, config=config)
+            self.partition = cast(MultiGraphPartition, partition(self.multi, config=config))  # graph by graph, as given
             self._redraw_every()
 
     def _redraw_every(self) -> None:
