@@ -9,7 +9,7 @@ import re
 import sys
 import time
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, NoReturn, Sequence
 
 import hierviz as hv
 from hierviz import trt
@@ -318,11 +318,13 @@ def sentence(message: str) -> str:
 class Parser(argparse.ArgumentParser):
     """argparse, but a usage mistake is one line with the fix, and exit code 2."""
 
-    def error(self, message: str) -> None:  # type: ignore[override]
+    commands: tuple[str, ...] = ()  # the subcommands' names (build_parser sets them)
+
+    def error(self, message: str) -> NoReturn:
         self.exit(EXIT_USAGE, f"{self.prog}: error: {sentence(f'{message} (see {self.prog} --help)')}\n")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser() -> Parser:
     parser = Parser(prog="hierviz", description=DESCRIPTION, epilog=EPILOG,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
@@ -391,7 +393,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="also import Torch-TensorRT to check that it loads (about 5 s)")
     _add_debug(info)
     info.set_defaults(func=cmd_info)
-    parser.commands = tuple(sub.choices)  # type: ignore[attr-defined]
+    parser.commands = tuple(sub.choices)
     return parser
 
 

@@ -138,14 +138,15 @@ def build_config(args: argparse.Namespace) -> Config:
     reader, else its text reader and parser); only the rules between settings run after."""
     values: dict[str, Any] = {}
     for row in settings.SETTINGS:
-        text = getattr(args, row.name, None) if row.flag is not None else None
-        if text is None or text is False:
+        flag = row.flag
+        text = getattr(args, row.name, None) if flag is not None else None
+        if flag is None or text is None or text is False:
             continue
         try:
             if text is True:  # a switch
                 values[row.name] = True
-            elif row.flag.read is not None:  # type: ignore[union-attr]
-                values[row.name] = row.flag.read(text)  # type: ignore[union-attr]
+            elif flag.read is not None:
+                values[row.name] = flag.read(text)
             else:
                 values[row.name] = settings.parse_text(row.name, text)
         except ConfigError as exc:  # the message names the option

@@ -9,7 +9,7 @@ import inspect
 import sys
 from pathlib import Path
 from types import FrameType
-from typing import Any, Callable, Iterable, Sequence, TypeVar
+from typing import Any, Callable, Iterable, Sequence, TypeVar, cast
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -113,7 +113,7 @@ def checked_arguments(func: F) -> F:
             raise ConfigError(f"{who}: {exc}. It takes {', '.join(names)}.") from None
         return func(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return cast(F, wrapper)  # functools.wraps keeps func's signature and attributes
 
 
 def user_stacklevel() -> int:

@@ -173,7 +173,7 @@ class TensorRTSupport(OpSetSupport):
         self._validate = validate
 
     @property
-    def per_node(self) -> bool:  # type: ignore[override]
+    def per_node(self) -> bool:  # type: ignore[override]  # read-only here: whether the registry validates
         return self.validate
 
     names = property(lambda self: _tensorrt_names()[0], doc="the op names with a converter")
@@ -185,7 +185,7 @@ class TensorRTSupport(OpSetSupport):
         return self._validate and _tensorrt_names()[1] == "live"
 
     @property
-    def description(self) -> str:  # type: ignore[override]
+    def description(self) -> str:  # type: ignore[override]  # read-only here: the registry's, on first use
         if self.source != "live":
             return (f"Torch-TensorRT {self.version} converter registry (snapshot; op names only: "
                     "it cannot run the capability validators without torch_tensorrt installed)")

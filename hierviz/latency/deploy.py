@@ -211,8 +211,7 @@ def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: 
         upper = sympy.oo if hi is None else hi
         constraints[sym_int.node.expr] = ValueRanges(lo, upper)
         env.var_to_range[sym_int.node.expr] = ValueRanges(max(lo, 2), upper)
-    # torch types an nn.Module's other attributes Tensor | Module (its __getattr__); this is a plain one
-    graph.range_constraints = constraints  # type: ignore[assignment]
+    graph.range_constraints = constraints  # type: ignore[assignment]  # torch types Module attributes Tensor | Module
     graph.meta[DIM_NAMES] = dict(spec.names)  # the user's Dim names, for the messages
 
 

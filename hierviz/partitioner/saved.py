@@ -136,7 +136,7 @@ class SavedPartition(Partition):
 
     def __init__(self, doc: dict, path: Path) -> None:  # not super().__init__: there is no engine result
         config, note = config_of(doc["config"], repr(str(path)))
-        self.graph = None  # type: ignore[assignment]
+        self.graph = None  # type: ignore[assignment]  # no graph saved: only a saved partition has None
         self.engine = str(doc["engine"])
         # the engine is a setting: a file saved before it was one says it beside the config
         self.config = config if config.engine == self.engine else derive(config, {"engine": self.engine}, together=False)

@@ -98,7 +98,9 @@ class SavedMultiGraphPartition(MultiGraphPartition):
     def __init__(self, doc: dict, path: Path) -> None:
         capture, parts = _read_graphs(doc, path)
         config, note = config_of(doc["config"], repr(str(path)))
-        super().__init__(capture, parts, config, tuple(doc.get("notes", ())) + ((note,) if note else ()))  # type: ignore[arg-type]
+        notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
+        # a SavedCapture and SavedPartitions stand in for the DynamoCapture and Partitions: no graph to run
+        super().__init__(capture, parts, config, notes)  # type: ignore[arg-type]  # saved stand-ins (above)
         self.engine = str(doc["engine"])
         self.saved_from = path
         self.versions = dict(doc["graphs"][0]["partition"].get("versions") or {}) if doc["graphs"] else {}

@@ -72,11 +72,12 @@ class _Refusing:
 
     on_refused: Refused | None = None
     what = "value"
+    value: Any  # the widget's own trait (this mixin comes before an ipywidgets class)
 
     def _refuse(self, message: str) -> Any:
         if self.on_refused is not None:
             self.on_refused(message)
-        return self.value  # type: ignore[attr-defined]
+        return self.value
 
 
 class SupportPicker(_Refusing, widgets.HBox):
@@ -169,8 +170,8 @@ class SupportPicker(_Refusing, widgets.HBox):
                 continue
             if key == CUSTOM:
                 out[backend] = self.custom[backend]
-            elif key in SUPPORT_CHOICES:
-                out[backend] = SUPPORT_CHOICES[key][1]()  # type: ignore[misc]
+            elif key in SUPPORT_CHOICES and (factory := SUPPORT_CHOICES[key][1]) is not None:  # ("default": above)
+                out[backend] = factory()
             else:
                 raise ConfigError(f"support for {backend!r}: unknown choice {key!r}; choose one of "
                                   f"{[k for k in SUPPORT_CHOICES] + [CUSTOM]}.")
@@ -317,11 +318,11 @@ def _build_slider(name: str, control: Control, value: Any, b: _Building) -> widg
 
 
 def _build_ops(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
-    ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]  # type: ignore[arg-type]
+    ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]
     allowed = ops_sorted + sorted(o for o in value if o not in b.graph_ops) + b.extra_ops
     b.extras["teo_counts"] = widgets.HTML()  # how many nodes the chosen ops force
     return TagsInput(value=sorted(value), allowed_tags=allowed, allow_duplicates=False, ops=True,
-                     tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(b.graph_ops)}",  # type: ignore[arg-type]
+                     tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(b.graph_ops)}",
                      placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
 
 
@@ -377,7 +378,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     how many lowered nodes came from it)."""
     backends = list(base.priority) + [b for b in BUILTIN_BACKENDS if b not in base.priority]
     backends += [b for b in (base.support or {}) if b not in backends]
-    extra_ops = [op for op, _ in panels.ops_by_count(source_ops or {})]  # type: ignore[arg-type]
+    extra_ops = [op for op, _ in panels.ops_by_count(source_ops or {})]
     building = _Building(base, graph_ops, backends, extra_ops, {"backends": backends})
     built = {name: KINDS[control.kind][0](name, control, getattr(base, name), building)
              for name, control in _with_control()}
@@ -390,8 +391,8 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                        layout=widgets.Layout(width="auto"))
     controls = MappingProxyType({**built, "view": view_w, "focus": focus_w, "measure": measure_w})
     for name, w in controls.items():
-        w.on_refused = on_refused  # type: ignore[attr-defined]
-        w.what = name  # type: ignore[attr-defined]
+        w.on_refused = on_refused
+        w.what = name
     for w in building.extras.values():
         if isinstance(w, _Refusing):
             w.on_refused = on_refused

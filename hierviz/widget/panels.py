@@ -199,12 +199,12 @@ def diff_html(moved: "pd.DataFrame | None", current: "Partition | None", other: 
     return head + table_html(moved.iloc[order.argsort(kind="stable")].reset_index(drop=True))
 
 
-def ops_hint(graph_ops: Counter) -> str:
+def ops_hint(graph_ops: Mapping[str, int]) -> str:
     """The torch_executed_ops picker's tooltip: the graph's ops, most frequent first."""
     return ", ".join(f"{op.replace('torch.ops.', '')} x{n}" for op, n in ops_by_count(graph_ops))
 
 
-def ops_by_count(graph_ops: Counter) -> list[tuple[str, int]]:
+def ops_by_count(graph_ops: Mapping[str, int]) -> list[tuple[str, int]]:
     return sorted(graph_ops.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
