@@ -89,7 +89,7 @@ def start_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
     ray-project/ray#65983) and succeed next time, when the agent's imports are in the file cache.
 
     Ray's driver replaces `builtins.print` with its progress-bar-safe print the first time it
-    handles a worker's output (ray/experimental/tqdm_ray.py, unless RAY_TQDM_PATCH_PRINT=0).
+    handles a worker's output (its module ray.experimental.tqdm_ray, unless RAY_TQDM_PATCH_PRINT=0).
     hierviz draws no Ray progress bars, and a replaced print changes what dynamo traces: a
     model's `print` would then break its graph inside Ray's code. So the Ray hierviz starts
     leaves print alone (a value the user set is kept)."""
