@@ -44,6 +44,15 @@ def _ctrl_c_during_the_second_row(real, target_pid):
     return row
 
 
+@pytest.fixture
+def ctrl_c_raises():
+    """Python's own SIGINT handler (KeyboardInterrupt), as in a terminal or a notebook, even where
+    the suite was started with SIGINT ignored (a background job of a non-interactive shell)."""
+    before = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, before)
+
+
 def _fork():
     if "fork" not in multiprocessing.get_all_start_methods():
         pytest.skip("needs the fork start method (the patched row reaches the worker by forking)")
@@ -58,7 +67,7 @@ def test_process_executor_gives_the_rows_of_a_local_sweep(small):
     assert remote.equals(local)
 
 
-def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch):
+def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
     monkeypatch.setattr(sweep_mod, "partition_row", _ctrl_c_during_the_second_row(sweep_mod.partition_row, os.getpid))
     with ThreadPoolExecutor(max_workers=1) as pool:
         df, notes = _sweep(small, executor=pool)
@@ -66,7 +75,7 @@ def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch):
     assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]
 
 
-def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch):
+def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
     context = _fork()
     monkeypatch.setattr(rows_mod, "partition_row", _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid))
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
