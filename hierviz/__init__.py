@@ -53,11 +53,12 @@ _LAZY = {
     "tune": "hierviz.compare",
     "TuneResult": "hierviz.compare",
     "compare_engines": "hierviz.compare",
+    "Builds": "hierviz.building",
 }
 # submodules reachable as attributes before anything imported them (hv.drawing.to_json(p))
 _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",
                  "latency": "hierviz.latency", "compare": "hierviz.compare",
-                 "widget": "hierviz.widget"}
+                 "widget": "hierviz.widget", "building": "hierviz.building"}
 
 
 
@@ -71,6 +72,8 @@ handoff.provide("save_graphs", handoff.loader("hierviz.drawing.graphs_export", "
 handoff.provide("html_graphs", handoff.loader("hierviz.drawing.graphs_export", "notebook_html_graphs"))
 handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compiled_model"))
 handoff.provide("compile_graphs", handoff.loader("hierviz.latency.compiled_graphs", "compile_graphs"))
+handoff.provide("build", handoff.loader("hierviz.building.build_partition", "build"))
+handoff.provide("build_graphs", handoff.loader("hierviz.building.build_partition", "build_graphs"))
 handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
 
 
@@ -95,6 +98,6 @@ __all__ = [
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
     "ConfigWarning", "CaptureWarning", "MeasureWarning",
-    "check", "load_partition", "PartitionCheckError", "SavedPartitionError",
+    "check", "load_partition", "PartitionCheckError", "SavedPartitionError", "Builds",
     "MultiGraphPartition", "DynamoCapture", "GraphBreak",
 ]

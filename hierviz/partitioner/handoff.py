@@ -24,6 +24,7 @@ from hierviz.errors import HiervizError
 CONVENIENCES = {"render": "drawing layer", "save": "drawing layer", "html": "drawing layer",
                 "render_graphs": "drawing layer", "save_graphs": "drawing layer", "html_graphs": "drawing layer",
                 "compile": "latency layer", "measure_blockers": "latency layer", "compile_graphs": "latency layer",
+                "build": "building layer", "build_graphs": "building layer",
                 "repartition": "partitioner package", "compile_today": "partitioner package"}
 # convenience -> a function returning the callable that does its work (loads its module on first use)
 _PROVIDERS: dict[str, Callable[[], Callable[..., Any]]] = {}

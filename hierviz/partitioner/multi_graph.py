@@ -275,6 +275,15 @@ class MultiGraphPartition:
                   f"Graphs with nothing to partition (no compute): {s['graphs_without_compute']}"]
         return lines
 
+    # ------------------------------------------------------------------ built on this machine
+    @checked_arguments
+    def build(self, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True) -> Any:
+        """Partition.build() graph by graph (hv.Builds with a `graph` column): each graph runs in
+        PyTorch on the values of its first call, then each TensorRT subgraph is converted and
+        built. A failure says what torch.compile then runs (that whole graph eagerly, where
+        Torch-TensorRT's backend catches it)."""
+        return handoff.handler("build_graphs")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache)
+
     # ------------------------------------------------------------------ running it
     def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:
         """The model compiled as this partition says, through torch.compile with hierviz's

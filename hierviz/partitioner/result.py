@@ -400,6 +400,22 @@ class Partition:
             self._todays_compile = handoff.handler("compile_today")(self)
         return self._todays_compile
 
+    # ------------------------------------------------------------------ built on this machine
+    @checked_arguments
+    def build(self, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
+              example_inputs: Any = None) -> Any:
+        """Every TensorRT subgraph converted with the installed Torch-TensorRT's converters and
+        its engine built with the installed TensorRT (TensorRT-RTX builds ahead of time on a CPU:
+        no GPU needed), with the settings hv.measure converts with (`trt_settings`, `tf32`).
+        First the lowered graph runs once in PyTorch on `example_inputs` (default: random inputs
+        shaped like the graph's). Returns hv.Builds: `.df` one row per TensorRT subgraph (stage
+        run/convert/build/built, layers, engine_bytes, node, error, runs_instead, fix), `.ok`.
+        `fix`: for a failed conversion or build, search the ops that moved to PyTorch make every
+        engine build (each shown to build). `cache`: builds are kept on disk (hierviz's cache
+        folder) and read back in any process."""
+        return handoff.handler("build")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
+                                        example_inputs=example_inputs)
+
     # ------------------------------------------------------------------ deploying
     @checked_arguments
     def compile(self, device: Any = None, *, example_inputs: Any = None, **options: Any) -> Any:

@@ -8,6 +8,7 @@
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
     compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
+    engine_builder.py  converting a subgraph and building its engine with no GPU (where it stops)
 
 Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_tensorrt.
 """
@@ -21,6 +22,7 @@ from hierviz.trt.compile_dryrun import (
     partition_again,
     stopped_at_partitioner,
 )
+from hierviz.trt.engine_builder import EngineBuild, builder_name, builds_without_gpu, convert_and_build, first_line
 from hierviz.trt.dynamo_lowering import dynamo_settings, fake_mode_of, lower_dynamo_graph
 from hierviz.trt.subgraph_engines import (
     build_caches,
@@ -40,6 +42,8 @@ from hierviz.trt.loading import (
     default_settings,
     installed_distribution,
     installed_variant,
+    LIBRARY_DISTRIBUTIONS,
+    library_version,
     load,
     loaded,
     lowering,
@@ -78,4 +82,5 @@ __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "def
            "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
            "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
-           "compile_dryrun", "partition_again", "stopped_at_partitioner"]
+           "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
+           "builds_without_gpu", "convert_and_build", "first_line", "LIBRARY_DISTRIBUTIONS", "library_version"]

@@ -118,6 +118,22 @@ def installed_variant() -> tuple[str | None, str | None]:
     return found[1], dict(DISTRIBUTIONS)[found[0]]
 
 
+# The TensorRT library's distributions, as their metadata names them (TensorRT-RTX first).
+LIBRARY_DISTRIBUTIONS = ("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12")
+
+
+@functools.lru_cache(maxsize=1)
+def library_version() -> str | None:
+    """The installed TensorRT library's version (e.g. '1.6.1.120' for TensorRT-RTX), read from its
+    metadata without importing it; None when no TensorRT library is installed."""
+    for dist in LIBRARY_DISTRIBUTIONS:
+        try:
+            return str(importlib.metadata.version(dist))
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
 def present() -> bool:
     """torch_tensorrt is here, asked without importing it: it imported, or (its import not
     tried yet in this process) a Torch-TensorRT distribution is installed."""
@@ -200,5 +216,6 @@ def lowering() -> Any:
     return lowering_module
 
 
-__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant", "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "tensorrt_library",
+__all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant",
+           "LIBRARY_DISTRIBUTIONS", "library_version", "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "tensorrt_library",
            "available", "require", "default_settings", "lowering"]

@@ -1,0 +1,159 @@
+"""`Partition.build()` and `MultiGraphPartition.build()`: every TensorRT engine converted and built
+on this machine, with what Torch-TensorRT then runs and a fix shown to build.
+
+For one graph: the lowered graph is run once in PyTorch on its example inputs (graph_run);
+every TensorRT subgraph is converted and built (subgraph_builds, through the engine store);
+each failure gets what Torch-TensorRT then really runs on this `ir` (after_failure); a failed
+conversion or build gets the ops that, moved to PyTorch, make every engine build (engine_fix).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any, Sequence
+
+from hierviz import trt
+from hierviz.building.after_failure import runs_instead
+from hierviz.building.builds import Builds
+from hierviz.building.engine_fix import Fix, find_fix
+from hierviz.building.graph_run import RunFailure, first_failure
+from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
+from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
+from hierviz.latency.deploy import example_from_graph
+from hierviz.partitioner import handoff
+
+RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
+           "torch_executed_ops changes the lowering: change the model's line that made this node")
+
+
+def _check(fix: Any, cache: Any, tf32: Any) -> None:
+    for name, value in (("fix", fix), ("cache", cache), ("tf32", tf32)):
+        if not isinstance(value, bool):
+            raise ConfigError(f"build({name}=...) is True or False, not {type(value).__name__} {value!r:.40}.")
+
+
+def _subgraph_rows(part: Any, builder: SubgraphBuilder, ir: str, graph: str,
+                   failure: RunFailure | None) -> list[dict]:
+    rows = []
+    module = part.module if tensorrt_tags(part) else None
+    for tag in tensorrt_tags(part):
+        made, cached = builder.build(getattr(module, tag))
+        sg = part.subgraph(tag)
+        row = {"subgraph": tag, "ops": sg.compute_ops, "stage": made.stage, "layers": made.layers,
+               "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
+               "build_s": None if made.build_s is None else round(made.build_s, 4), "node": made.node,
+               "error": made.error, "runs_instead": None, "fix": None, "cached": cached, "exception": made.exception,
+               "source": ""}
+        if graph:
+            row = {"graph": graph, **row}
+        if made.stage != "built":
+            row["runs_instead"] = runs_instead(ir, made.exception or "RuntimeError", graph)
+        if failure is not None and failure.node in sg.nodes:
+            row.update(stage="run", node=failure.node, error=failure.error, source=failure.source,
+                       runs_instead=_after_run(ir, made, graph), fix=RUN_FIX)
+        rows.append(row)
+    return rows
+
+
+def _after_run(ir: str, made: trt.EngineBuild, graph: str) -> str:
+    """What Torch-TensorRT does with a subgraph that PyTorch cannot run: it never runs the
+    graph, so its conversion decides."""
+    if made.stage == "built":
+        return ("Torch-TensorRT never runs the lowered graph: it builds this engine (it built here), which "
+                "computes what the broken graph says; its outputs are unchecked")
+    return runs_instead(ir, made.exception or "RuntimeError", graph) + f" (its {made.stage} fails too: {made.error})"
+
+
+def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> Sequence[Any] | None:
+    if example_inputs is not None:
+        return example_inputs
+    try:
+        return example_from_graph(part.graph)
+    except MeasureError:
+        return None
+
+
+def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
+               fix: bool, frame: str = "") -> tuple[list[dict], RunFailure | None, Fix | None, list[str]]:
+    """(rows, a run failure outside every TensorRT subgraph, the fix, notes) for one graph;
+    `frame`: where the graph's code is, for a lowered graph that keeps no line per node."""
+    notes: list[str] = []
+    inputs = _inputs(part, example_inputs)
+    failure = first_failure(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
+    if failure is not None and not failure.source and frame:
+        failure = dataclasses.replace(failure, source=f"{frame} (the graph's frame: its lowered graph keeps no "
+                                                      "line per node)")
+    if inputs is None:
+        notes.append(f"{graph or 'the graph'} was not run in PyTorch first: an input has no recorded shape")
+    rows = _subgraph_rows(part, builder, ir, graph, failure)
+    failing = [r["subgraph"] for r in rows if r["stage"] in ("convert", "build")]
+    found = None
+    if failing and fix:
+        def all_built(candidate: Any) -> bool:
+            return all(builder.build(getattr(candidate.module, tag))[0].stage == "built"
+                       for tag in tensorrt_tags(candidate))
+
+        found = find_fix(part, failing, all_built, handoff.handler("repartition"))
+        for r in rows:
+            if r["stage"] in ("convert", "build"):
+                r["fix"] = found.text
+    outside = failure if failure is not None and not any(r["stage"] == "run" for r in rows) else None
+    return rows, outside, found, notes
+
+
+def _builder_facts() -> tuple[str, bool]:
+    name = trt.builder_name()
+    if name is None:
+        raise TensorRTUnavailableError(f"part.build(): {no_builder()}.")
+    return name, trt.builds_without_gpu()
+
+
+def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
+          example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "") -> Builds:
+    """Every TensorRT subgraph of `part` converted and built (Partition.build)."""
+    _check(fix, cache, tf32)
+    name, on_cpu = _builder_facts()
+    builder = SubgraphBuilder(trt_settings, tf32, cache)
+    rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix)
+    return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
+                  ((graph, outside),) if outside else (), notes=tuple(notes))
+
+
+def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True,
+                 cache: bool = True) -> Builds:
+    """Every TensorRT subgraph of every graph of a MultiGraphPartition (MultiGraphPartition.build):
+    torch.compile's path, so a failure runs its whole graph eagerly where Torch-TensorRT's
+    backend catches it. The fix is every graph's fix together, shown to build in every graph."""
+    _check(fix, cache, tf32)
+    name, on_cpu = _builder_facts()
+    builder = SubgraphBuilder(trt_settings, tf32, cache)
+    rows: list[dict] = []
+    outside: list[tuple[str, RunFailure]] = []
+    fixes: list[Fix | None] = []
+    notes: list[str] = []
+    for k, part in enumerate(mp.graphs):
+        label = f"g{k}"
+        dg = mp.capture.graphs[k]
+        frame = f"{dg.file}:{dg.line} in {dg.function}" if dg.file else ""
+        got, failure, found, said = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame)
+        rows.extend(got)
+        notes.extend(said)
+        if failure is not None:
+            outside.append((label, failure))
+        if any(r["stage"] in ("convert", "build") for r in got):
+            fixes.append(found)
+    whole: frozenset[str] | None = None
+    text = ""
+    if fixes and all(f is not None and f.ops is not None for f in fixes):
+        whole = frozenset().union(*(f.ops for f in fixes if f is not None and f.ops is not None))
+        again = mp.repartitioned(mp.config.replace(torch_executed_ops=set(whole)))
+        if all(builder.build(getattr(g.module, tag))[0].stage == "built" for g in again.graphs
+               for tag in tensorrt_tags(g)):
+            text = f"torch_executed_ops={sorted(whole)}: every engine of every graph builds"
+        else:
+            whole, text = None, "each graph's fix builds alone, but not all of them together"
+    return Builds(tuple(rows), name, on_cpu, "torch_compile", whole, text, tuple(outside), by_graph=True,
+                  notes=tuple(notes))
+
+
+__all__ = ["build", "build_graphs"]

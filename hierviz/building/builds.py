@@ -1,0 +1,140 @@
+"""`hv.Builds`: every TensorRT engine of a partition converted and built on this machine.
+
+Made by `Partition.build()` and `MultiGraphPartition.build()` (hierviz.building.build_partition);
+this is what they found, as a table (`.df`) and in words (`repr`, `lines()`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from hierviz.building.graph_run import RunFailure
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+STAGES = ("run", "convert", "build", "built")
+COLUMNS = ("subgraph", "ops", "stage", "layers", "engine_bytes", "convert_s", "build_s", "node", "error", "source",
+           "runs_instead", "fix", "cached")
+
+
+def megabytes(n: int) -> str:
+    """Bytes in decimal megabytes, as a build tool says them: '103 MB', '0.6 MB'."""
+    mb = n / 1e6
+    return f"{mb:.0f} MB" if mb >= 10 else f"{mb:.1f} MB"
+
+
+@dataclass(frozen=True)
+class Builds:
+    """What converting and building every TensorRT subgraph gave.
+
+    `rows`: one dict per TensorRT subgraph (the columns of `.df`; a `graph` column first across
+    graphs); `builder`: the TensorRT that built them, in words, and `on_cpu` whether it built
+    ahead of time with no GPU; `ir`; `fix`: the `torch_executed_ops` shown to make every engine
+    build (the whole set to pass to hv.partition), or None; `run_failures`: graphs that failed
+    when run in PyTorch at a node outside every TensorRT subgraph."""
+
+    rows: tuple[dict, ...]
+    builder: str
+    on_cpu: bool
+    ir: str = "dynamo"
+    fix: frozenset[str] | None = None
+    fix_text: str = ""
+    run_failures: tuple[tuple[str, RunFailure], ...] = ()
+    by_graph: bool = False
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def df(self) -> "pd.DataFrame":
+        """One row per TensorRT subgraph: subgraph, ops, stage (run, convert, build or built),
+        layers, engine_bytes, convert_s, build_s, node, error, source (the user's line that made a
+        node failing in PyTorch), runs_instead, fix, cached (read from the build cache)."""
+        import pandas as pd
+
+        columns = (("graph",) if self.by_graph else ()) + COLUMNS
+        return pd.DataFrame([{c: r.get(c) for c in columns} for r in self.rows], columns=list(columns))
+
+    @property
+    def ok(self) -> bool:
+        """Every engine built, and every graph ran in PyTorch."""
+        return all(r["stage"] == "built" for r in self.rows) and not self.run_failures
+
+    @property
+    def built(self) -> int:
+        return sum(1 for r in self.rows if r["stage"] == "built")
+
+    @property
+    def engine_bytes(self) -> int:
+        """The bytes of every built engine together."""
+        return sum(r["engine_bytes"] or 0 for r in self.rows if r["stage"] == "built")
+
+    @property
+    def failed(self) -> list[dict]:
+        return [r for r in self.rows if r["stage"] != "built"]
+
+    def row(self, tag: str, graph: str | None = None) -> dict | None:
+        """The row of subgraph `tag` (of graph `graph`, across graphs), or None."""
+        for r in self.rows:
+            if r["subgraph"] == tag and (graph is None or r.get("graph") == graph):
+                return r
+        return None
+
+    def where(self) -> str:
+        """Which builder built them, and how honest that is for a GPU deployment."""
+        if self.on_cpu:
+            return (f"{self.builder}, ahead of time on the CPU; a standard TensorRT build on a GPU may differ "
+                    "(other tactics, other limits)")
+        return f"{self.builder}, on this machine's GPU"
+
+    def headline(self) -> str:
+        """'7/7 engines built, 103 MB', or which failed and why."""
+        if not self.rows and not self.run_failures:
+            return "no TensorRT subgraphs to build"
+        text = f"{self.built}/{len(self.rows)} engines built" + (f", {megabytes(self.engine_bytes)}" if self.built else "")
+        failed = self.failed
+        if failed:
+            first = failed[0]
+            name = (f"{first['graph']}/" if self.by_graph else "") + first["subgraph"]
+            more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
+            text += f"; {name} failed at {first['stage']}: {first['error']}{more}"
+        for graph, failure in self.run_failures:
+            text += f"; {graph or 'the graph'} fails in PyTorch at {failure.node}: {failure.error}"
+        return text
+
+    def lines(self) -> list[str]:
+        """The builds in words: the headline, the builder, then one line per failure with what
+        Torch-TensorRT then runs and the fix."""
+        out = [self.headline(), f"Built with {self.where()}."]
+        for r in self.rows:
+            name = (f"{r['graph']}/" if self.by_graph else "") + r["subgraph"]
+            if r["stage"] == "built":
+                out.append(f"  {name}: built, {r['layers']} layers, {megabytes(r['engine_bytes'])} "
+                           f"(convert {r['convert_s']:.2f} s, build {r['build_s']:.2f} s"
+                           + (", from the build cache)" if r.get("cached") else ")"))
+                continue
+            at = f" at node {r['node']}" if r["node"] else ""
+            out.append(f"  {name}: failed at {r['stage']}{at}: {r['error']}")
+            if r.get("source"):
+                out.append(f"    from {r['source']}")
+            out.append(f"    then: {r['runs_instead']}")
+            if r.get("fix"):
+                out.append(f"    fix: {r['fix']}")
+        for graph, failure in self.run_failures:
+            out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"
+                       + (f" (from {failure.source})" if failure.source else ""))
+        out.extend(self.notes)
+        return out
+
+    def __repr__(self) -> str:
+        return f"<hv.Builds: {self.headline()}>"
+
+    def _repr_html_(self) -> str:
+        import html
+
+        head = html.escape(self.headline())
+        return (f"<div><b>{head}</b><br><small>{html.escape(self.where())}</small>"
+                f"{self.df.to_html(index=False)}</div>")
+
+
+__all__ = ["Builds", "COLUMNS", "STAGES", "megabytes"]

@@ -1,0 +1,150 @@
+"""Built engines kept on disk, so that a second `part.build()`, in any process, reads them back
+without importing torch_tensorrt.
+
+An entry is keyed by a SHA-256 over
+  - the subgraph's content: its ops and their arguments (node names left out), the shape and
+    dtype of each input (`meta['val']`, what Torch-TensorRT builds the engine's inputs from),
+    the weights' shapes, dtypes and values (an engine holds its weights);
+  - the conversion settings (the user's trt_settings, and TF32 on or off);
+  - the installed torch, Torch-TensorRT and TensorRT versions (read from their metadata).
+It holds what the build gave (`EngineBuild`'s fields, as JSON) and the serialized engine
+beside it. The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
+turns it off. It is bounded like the capture cache: the least recently used entries go first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from hierviz import capture_cache
+from hierviz.graphdata import fetch_attr
+from hierviz.latency.lift import digest, tensor_digest, tensor_key
+from hierviz.trt.engine_builder import EngineBuild
+from hierviz.trt.loading import installed_distribution, library_version
+from hierviz.trt.settings import settings_digest
+
+KEY_VERSION = "hierviz-build-v1"
+FOLDER = "builds"
+
+
+def _value(value: Any) -> Any:
+    """What Torch-TensorRT reads of an input's recorded value: shape (symbols by name) and dtype."""
+    if isinstance(value, torch.Tensor):
+        return ("T", tuple(str(d) for d in value.shape), str(value.dtype))
+    if isinstance(value, torch.SymInt):
+        return ("S", str(value))
+    return ("O", repr(value))
+
+
+def content_key(gm: torch.fx.GraphModule) -> tuple:
+    """The subgraph's content: ops with their arguments (nodes by position), the inputs' shapes
+    and dtypes, the weights' specs and values. Equal for equal subgraphs in every process."""
+    index: dict[torch.fx.Node, int] = {}
+    rows: list[tuple] = []
+    for i, n in enumerate(gm.graph.nodes):
+        index[n] = i
+        if n.op == "placeholder":
+            rows.append(("placeholder", _value(n.meta.get("val"))))
+        elif n.op == "get_attr":
+            value = fetch_attr(gm, n.target)
+            rows.append(("get_attr", tensor_key(value),
+                         tensor_digest(value) if isinstance(value, torch.Tensor) else repr(type(value))))
+        else:
+            target = n.target if isinstance(n.target, str) else f"{getattr(n.target, '__module__', '')}." \
+                                                                  f"{getattr(n.target, '__qualname__', n.target)}"
+            args = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: f"%{index[a]}")
+            rows.append((n.op, str(target), repr(args)))
+    return tuple(rows)
+
+
+def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool) -> str:
+    """The store's key for building `gm` with these settings on this install."""
+    return digest((KEY_VERSION, content_key(gm), settings_digest(trt_settings), bool(tf32), torch.__version__,
+                   installed_distribution(), library_version()))
+
+
+class EngineStore:
+    """The folder of built engines (`<key>.json` and `<key>.engine`), bounded by `max_bytes`."""
+
+    def __init__(self, where: Path | None = None, max_bytes: int | None = None) -> None:
+        self.folder = (where if where is not None else capture_cache.folder()) / FOLDER
+        self.max_bytes = capture_cache.limit() if max_bytes is None else max_bytes
+
+    def load(self, key: str) -> EngineBuild | None:
+        """The build kept under `key` (its engine read back), or None when there is none or it
+        cannot be read (then it is removed)."""
+        meta = self.folder / f"{key}.json"
+        try:
+            fields = json.loads(meta.read_text())
+            if fields.pop("key", None) != key:
+                raise ValueError("not this key's entry")
+            engine = None
+            if fields.pop("has_engine", False):
+                engine = (self.folder / f"{key}.engine").read_bytes()
+            build = EngineBuild(**fields, engine=engine)
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, TypeError):
+            self.remove(key)
+            return None
+        for path in (meta, self.folder / f"{key}.engine"):
+            try:
+                os.utime(path)  # recently used: evicted last
+            except OSError:
+                pass
+        return build
+
+    def save(self, key: str, build: EngineBuild) -> bool:
+        """Keep `build` under `key` (the engine first, then its record, each atomically); then
+        drop the least recently used entries beyond the bound. False when the folder cannot be
+        written (not an error: the build is simply not kept)."""
+        fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build) if f.name != "engine"}
+        fields.update(key=key, has_engine=build.engine is not None)
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            if build.engine is not None:
+                self._write(self.folder / f"{key}.engine", build.engine)
+            self._write(self.folder / f"{key}.json", json.dumps(fields, sort_keys=True).encode())
+        except OSError:
+            return False
+        self._prune()
+        return True
+
+    def _write(self, path: Path, data: bytes) -> None:
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+        except BaseException:
+            os.unlink(tmp)
+            raise
+
+    def remove(self, key: str) -> None:
+        for suffix in (".json", ".engine"):
+            try:
+                (self.folder / f"{key}{suffix}").unlink()
+            except OSError:
+                pass
+
+    def _prune(self) -> None:
+        try:
+            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.iterdir() if not p.name.startswith(".")]
+        except OSError:
+            return
+        total = sum(size for _, size, _ in files)
+        for _, size, path in sorted(files, key=lambda f: f[0]):
+            if total <= self.max_bytes:
+                break
+            self.remove(path.stem)
+            total -= size
+
+
+__all__ = ["EngineStore", "build_key", "content_key", "KEY_VERSION"]

@@ -1,0 +1,72 @@
+"""Running a lowered graph once in PyTorch, node by node, before any of it is converted.
+
+Torch-TensorRT never runs the graph it lowered, so a lowering that breaks it (its
+`select_scatter` decomposition turning `h[:, -1] = ...` into `slice_scatter(start=-1, end=0)`)
+is found only by running it. `first_failure(graph, inputs)` runs every node on the example
+inputs and says which node failed first, its error, and the user's source line that made it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import torch
+
+from hierviz.trt.engine_builder import first_line
+
+_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n\s*(?P<code>[^\n]*)')
+
+
+@dataclass(frozen=True)
+class RunFailure:
+    """The first node of a lowered graph that failed in PyTorch: its name, the exception's
+    class and first line, and `source` ('file:line: code', the user's line that made it; '' when
+    the graph does not record one)."""
+
+    node: str
+    exception: str
+    error: str
+    source: str = ""
+
+
+class _NodeByNode(torch.fx.Interpreter):
+    """torch.fx's Interpreter, remembering the node it is running."""
+
+    current: torch.fx.Node | None = None
+
+    def run_node(self, n: torch.fx.Node) -> Any:
+        self.current = n
+        return super().run_node(n)
+
+
+def source_line(node: torch.fx.Node) -> str:
+    """'file:line: code' of the innermost frame in `node`'s recorded stack (the user's line
+    that made the op); '' when none is recorded."""
+    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+    if not frames:
+        return ""
+    file, line, _, code = frames[-1]
+    return f"{file}:{line}: {code.strip()}"
+
+
+def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFailure | None:
+    """Run `graph` once on `inputs` (one per placeholder) without gradients; the first node
+    that raised, or None when the whole graph ran."""
+    runner = _NodeByNode(graph)
+    try:
+        with torch.no_grad():
+            runner.run(*inputs)
+    except Exception as exc:  # noqa: BLE001 - what the graph raised is the answer
+        node = runner.current
+        text = str(exc).split("\n\nWhile executing")[0]  # torch.fx appends where it ran
+        error = first_line(text) if text.strip() else ""
+        error = f"{type(exc).__name__}: {error}" if error else type(exc).__name__
+        if node is None:
+            return RunFailure("", type(exc).__name__, error)
+        return RunFailure(node.name, type(exc).__name__, error, source_line(node))
+    return None
+
+
+__all__ = ["RunFailure", "first_failure", "source_line"]

@@ -1,0 +1,71 @@
+"""Building each TensorRT subgraph of a partition, through the engine store.
+
+`build_subgraphs(part, ...)` converts and builds every `_run_on_acc_tensorrt_*` submodule of
+the partition's split module: from the store when this content was built before with these
+settings on this install (no torch_tensorrt import then), else with Torch-TensorRT and
+TensorRT (`hierviz.trt.convert_and_build`), kept in the store after.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hierviz import capture_cache, trt
+from hierviz.building.engine_store import EngineStore, build_key
+from hierviz.errors import TensorRTUnavailableError
+
+TENSORRT = "tensorrt"
+
+
+def tensorrt_tags(part: Any) -> list[str]:
+    """The tags of the partition's TensorRT subgraphs, in order."""
+    return [sg.tag for sg in part.subgraphs if sg.backend == TENSORRT]
+
+
+def no_builder() -> str | None:
+    """Why no engine can be built here, in one line; None when one can."""
+    if trt.installed_distribution() is None or trt.library_version() is None:
+        return (f"no TensorRT builder is installed, so no engine is built: `{trt.FIX_RTX}` builds them on "
+                f"a CPU, `{trt.FIX_DATACENTER}` on a GPU")
+    if not trt.builds_without_gpu():
+        import torch
+
+        if not torch.cuda.is_available():
+            return (f"standard TensorRT builds engines on its GPU and this machine has none: `{trt.FIX_RTX}` "
+                    "builds them ahead of time on the CPU")
+    return None
+
+
+class SubgraphBuilder:
+    """Builds subgraphs with one set of settings, each content once per builder (in memory)
+    and once per install (the disk store)."""
+
+    def __init__(self, trt_settings: Any = None, tf32: bool = False, cache: bool = True) -> None:
+        self.trt_settings = trt_settings
+        self.tf32 = tf32
+        self.store = EngineStore() if capture_cache.enabled(cache) else None
+        self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
+        self._settings: Any = None
+
+    def build(self, gm: Any) -> tuple[trt.EngineBuild, bool]:
+        """(what building `gm` gave, whether it came from the store)."""
+        key = build_key(gm, self.trt_settings, self.tf32)
+        if key in self._seen:
+            return self._seen[key]
+        found = self.store.load(key) if self.store is not None else None
+        if found is not None:
+            self._seen[key] = (found, True)
+            return self._seen[key]
+        why = no_builder()
+        if why is not None:
+            raise TensorRTUnavailableError(f"part.build(): {why}.")
+        if self._settings is None:
+            self._settings = trt.conversion_settings(self.trt_settings, tf32=self.tf32)
+        made = trt.convert_and_build(gm, self._settings)
+        if self.store is not None:
+            self.store.save(key, made)
+        self._seen[key] = (made, False)
+        return self._seen[key]
+
+
+__all__ = ["SubgraphBuilder", "TENSORRT", "no_builder", "tensorrt_tags"]
