@@ -7,7 +7,7 @@ this is what they found, as a table (`.df`) and in words (`repr`, `lines()`).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from hierviz.building.graph_run import RunFailure
 
@@ -17,6 +17,11 @@ if TYPE_CHECKING:  # pragma: no cover
 STAGES = ("run", "convert", "build", "built")
 COLUMNS = ("subgraph", "ops", "stage", "layers", "engine_bytes", "convert_s", "build_s", "node", "error", "source",
            "runs_instead", "fix", "cached")
+
+
+# the columns that are numbers (a missing one is <NA> or NaN); every other column holds str or None
+_DTYPES = {"ops": "Int64", "layers": "Int64", "engine_bytes": "Int64", "convert_s": "float64", "build_s": "float64",
+           "cached": bool}
 
 
 def megabytes(n: int) -> str:
@@ -53,7 +58,9 @@ class Builds:
         import pandas as pd
 
         columns = (("graph",) if self.by_graph else ()) + COLUMNS
-        return pd.DataFrame([{c: r.get(c) for c in columns} for r in self.rows], columns=list(columns))
+        df = pd.DataFrame({c: pd.Series([r.get(c) for r in self.rows], dtype=_DTYPES.get(c, object))
+                           for c in columns}, columns=list(columns))
+        return df
 
     @property
     def ok(self) -> bool:

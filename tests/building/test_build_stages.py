@@ -1,0 +1,102 @@
+"""part.build() on models written to stop at each stage: run (the lowered graph fails in
+PyTorch, on both irs), convert, build, and built. Each asserts the stage, the node, the
+error's first line and what Torch-TensorRT then runs."""
+
+from __future__ import annotations
+
+import pytest
+
+import hierviz as hv
+from hierviz import trt
+from tests.building.models import ConvNet, FusedQKV, LastRowWrite, NormBetween, made
+
+pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
+                                reason="needs TensorRT-RTX, which builds engines on the CPU")
+
+SLICE_ERROR = ("RuntimeError: expected src to have a size equal to the slice of self. src size = [2, 1, 4], "
+               "slice size = [2, 0, 4]")
+
+
+def only_row(builds: hv.Builds) -> dict:
+    assert len(builds.df) == 1
+    return builds.df.iloc[0].to_dict()
+
+
+def test_a_lowering_that_breaks_the_graph_stops_at_run_with_the_users_line():
+    model, x = made(LastRowWrite, 2, 3, 4)
+    part = hv.partition(model, x, min_block_size=1)
+    builds = part.build()
+    row = only_row(builds)
+    assert (row["stage"], row["node"], row["error"]) == ("run", "slice_scatter", SLICE_ERROR)
+    assert row["source"].endswith("models.py:20: h[:, -1] = h[:, 0] * 2  # the line the run failure names")
+    # Torch-TensorRT never runs the graph; its converter then fails with a ValueError, which
+    # torch_tensorrt.compile lets through
+    assert row["runs_instead"].startswith("torch_tensorrt.compile raises ValueError: the model is not compiled")
+    assert not builds.ok
+    assert "failed at run: " + SLICE_ERROR in repr(builds)
+
+
+def test_the_same_lowering_on_torch_compile_raises_backend_compiler_failed():
+    model, x = made(LastRowWrite, 2, 3, 4)
+    builds = hv.partition(model, x, min_block_size=1, ir="torch_compile").build()
+    row = only_row(builds)
+    assert (row["graph"], row["stage"], row["node"], row["error"]) == ("g0", "run", "slice_scatter", SLICE_ERROR)
+    assert row["runs_instead"].startswith("torch.compile raises BackendCompilerFailed: Torch-TensorRT's backend "
+                                          "catches only AssertionError, RuntimeError, TypeError, not ValueError")
+    assert "test_build_stages.py" not in row["source"] and "models.py:" in row["source"]
+
+
+def test_a_converter_failure_names_the_node_and_what_each_ir_runs():
+    model, x = made(NormBetween, 2, 16)
+    part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
+    builds = part.build(fix=False)
+    first = builds.df.iloc[0].to_dict()
+    assert (first["stage"], first["node"]) == ("convert", "output")
+    # the LayerNorm's (out, None, None) leaves the engine, which holds no tensor for None
+    assert first["error"] == "AssertionError: Cannot convert None to TRT constant"
+    assert first["runs_instead"] == "torch_tensorrt.compile raises AssertionError: the model is not compiled"
+    assert first["fix"] is None  # fix=False: no search
+    on_compile = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"},
+                              ir="torch_compile").build(fix=False)
+    row = on_compile.df.iloc[0].to_dict()
+    assert row["stage"] == "convert"
+    assert row["runs_instead"].startswith("torch.compile runs the whole of graph g0 eagerly in PyTorch "
+                                          "(Torch-TensorRT's backend catches the AssertionError")
+
+
+def test_a_builder_failure_gives_tensorrts_error_and_a_fix_that_builds():
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    builds = part.build()
+    row = only_row(builds)
+    assert row["stage"] == "build" and row["node"] is None and row["layers"] > 0
+    assert row["error"].startswith("IBuilder::buildSerializedNetwork: Error Code 1: Myelin")
+    assert "operand.cpp:156" in row["error"]
+    assert row["runs_instead"] == "torch_tensorrt.compile raises RuntimeError: the model is not compiled"
+    assert builds.fix is not None and builds.fix != part.config.torch_executed_ops
+    assert row["fix"].startswith(f"torch_executed_ops={sorted(builds.fix)}: every engine builds")
+    fixed = hv.partition(model, x, min_block_size=1, torch_executed_ops=builds.fix).build()
+    assert fixed.ok and len(fixed.df) >= 1 and set(fixed.df["stage"]) == {"built"}
+
+
+def test_an_engine_that_builds_says_its_layers_and_bytes():
+    model, x = made(ConvNet, 1, 3, 16, 16)
+    builds = hv.partition(model, x, min_block_size=1).build()
+    row = only_row(builds)
+    assert row["stage"] == "built" and row["layers"] > 0 and row["engine_bytes"] > 0
+    assert row["node"] is None and row["error"] is None and row["runs_instead"] is None and row["fix"] is None
+    assert builds.ok
+    mb = row["engine_bytes"] / 1e6
+    assert repr(builds).startswith(f"<hv.Builds: 1/1 engines built, {mb:.1f} MB" if mb < 10 else f"{mb:.0f} MB")
+    assert builds.where().startswith(f"{trt.builder_name()}, ahead of time on the CPU; a standard TensorRT build")
+
+
+def test_build_arguments_are_checked():
+    model, x = made(ConvNet, 1, 3, 16, 16)
+    part = hv.partition(model, x, min_block_size=1)
+    with pytest.raises(hv.ConfigError, match=r"build\(fix=...\) is True or False"):
+        part.build(fix="yes")
+    with pytest.raises(hv.ConfigError, match="trt_settings"):
+        part.build(trt_settings={"min_block_size": 3})
+    with pytest.raises(hv.ConfigError):
+        part.build(nope=1)
