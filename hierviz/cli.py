@@ -61,6 +61,7 @@ examples:
   hierviz tune tiny_conv --budget 20 --csv tiny_conv-tune.csv
   hierviz blockers efficientnet_b0 --torch-executed-ops add.Tensor --min-block-size 8
   hierviz check resnet18 --max-subgraphs 3 --min-coverage 0.95 --like resnet18.json
+  hierviz check gpt2 --min-block-size 3 --build
   hierviz diff before.json after.json -o diff.svg
 """
 

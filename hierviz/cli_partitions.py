@@ -70,9 +70,10 @@ def _by_backend(items: list[str] | None) -> dict[str, int] | None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     limits = (args.max_subgraphs, args.min_coverage, args.max_boundary_tensors, args.max_subgraphs_by_backend, args.like)
-    if all(limit is None for limit in limits):  # a CI job whose limits went missing must not pass
+    if all(limit is None for limit in limits) and not args.build:  # a CI job whose limits went missing must not pass
         raise UsageError("check needs at least one limit: --max-subgraphs N, --min-coverage F, "
-                         "--max-boundary-tensors N, --max-subgraphs-by-backend backend=N or --like saved.json")
+                         "--max-boundary-tensors N, --max-subgraphs-by-backend backend=N, --like saved.json "
+                         "or --build")
     if args.like is not None:
         like = hv.load_partition(args.like)  # a wrong file fails before MODEL is partitioned
     else:
@@ -80,7 +81,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     part = partition_or_saved(args)
     broken, kept = violations(part, max_subgraphs=args.max_subgraphs, min_coverage=args.min_coverage,
                               max_boundary_tensors=args.max_boundary_tensors,
-                              max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like)
+                              max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like,
+                              build=args.build)
     if broken:
         print(failure_text(part, broken))
         return EXIT_CHECK_FAILED
@@ -149,6 +151,9 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
     check.add_argument("--max-subgraphs-by-backend", action="append", metavar="backend=N",
                        help="at most N subgraphs of that backend; repeat for more")
     check.add_argument("--like", metavar="saved.json", help="fail when worse than this saved partition")
+    check.add_argument("--build", action="store_true",
+                       help="convert and build every TensorRT engine here (no GPU needed with TensorRT-RTX); "
+                            "fail when one does not build")
     check.set_defaults(func=cmd_check)
 
     diff = sub.add_parser("diff", help="what differs between two saved partitions (part.save('x.json'))")

@@ -65,8 +65,11 @@ def _like(value: Any) -> Partition | MultiGraphPartition | None:
 
 def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = None, max_subgraphs_by_backend: Any = None,
                min_coverage: Any = None, max_boundary_tensors: Any = None,
-               like: Any = None) -> tuple[list[str], list[str]]:
-    """(broken limits, kept limits), each a line with its figure; arguments checked first."""
+               like: Any = None, build: Any = False) -> tuple[list[str], list[str]]:
+    """(broken limits, kept limits), each a line with its figure; arguments checked first.
+    `build`: every TensorRT engine must build on this machine (part.build())."""
+    if not isinstance(build, bool):
+        raise ConfigError(f"hv.check: build= is True (every TensorRT engine must build here) or False, not {build!r:.40}.")
     if not isinstance(part, (Partition, MultiGraphPartition)):
         raise ConfigError(f"hv.check takes a hv.Partition or hv.MultiGraphPartition (hv.partition(...) or "
                           f"hv.load_partition(path)), not {type(part).__name__}.")
@@ -101,6 +104,17 @@ def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = No
         if "graph_breaks" in s and "graph_breaks" in was:
             judge(s["graph_breaks"] <= was["graph_breaks"],
                   f"{where}: graph breaks {s['graph_breaks']} vs {was['graph_breaks']} saved")
+    if build:
+        builds = part.build()
+        if builds.ok:
+            kept.append(f"engines: {builds.headline()}")
+        for row in builds.failed:
+            name = (f"{row['graph']}/" if row.get("graph") else "") + row["subgraph"]
+            at = f" at node {row['node']}" if row["node"] else ""
+            broken.append(f"engine {name} failed at {row['stage']}{at}: {row['error']}; then {row['runs_instead']}"
+                          + (f"; fix: {row['fix']}" if row["fix"] else ""))
+        for graph, failure in builds.run_failures:
+            broken.append(f"{graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}")
     return broken, kept
 
 
@@ -139,15 +153,18 @@ def passed_text(part: Partition | MultiGraphPartition, kept: list[str]) -> str:
 @checked_arguments
 def check(part: Partition | MultiGraphPartition, *, max_subgraphs: int | None = None,
           max_subgraphs_by_backend: Mapping[str, int] | None = None, min_coverage: float | None = None,
-          max_boundary_tensors: int | None = None, like: Any = None) -> None:
+          max_boundary_tensors: int | None = None, like: Any = None, build: bool = False) -> None:
     """Returns quietly when `part` keeps every limit; otherwise raises hv.PartitionCheckError
     (an AssertionError too, for pytest) listing every broken limit with its figure and the top
     blockers. Figures are those `part.stats` shows; `like=` a saved partition (or its path):
     more subgraphs or boundary tensors, or less coverage, than it had fails. A
     MultiGraphPartition is judged on its totals over graphs, graph breaks among its top
-    blockers; `like=` a saved one also fails more graph breaks than it had."""
+    blockers; `like=` a saved one also fails more graph breaks than it had. `build=True`: every
+    TensorRT engine is converted and built here (part.build()), and one that fails breaks the
+    check, named with its stage, error, what Torch-TensorRT then runs and the fix."""
     broken, _ = violations(part, max_subgraphs=max_subgraphs, max_subgraphs_by_backend=max_subgraphs_by_backend,
-                           min_coverage=min_coverage, max_boundary_tensors=max_boundary_tensors, like=like)
+                           min_coverage=min_coverage, max_boundary_tensors=max_boundary_tensors, like=like,
+                           build=build)
     if broken:
         raise PartitionCheckError(failure_text(part, broken))
 

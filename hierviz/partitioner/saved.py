@@ -194,6 +194,9 @@ class SavedPartition(Partition):
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         raise self._refuse("compile()")
 
+    def build(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("build()")
+
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
         raise self._refuse("re-partitioning at another min_block_size")
 

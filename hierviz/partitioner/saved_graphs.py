@@ -113,6 +113,9 @@ class SavedMultiGraphPartition(MultiGraphPartition):
     def compile(self, *args: Any, **kwargs: Any) -> Any:
         raise self._refuse("compile()")
 
+    def build(self, *args: Any, **kwargs: Any) -> Any:
+        raise self._refuse("build()")
+
     def recommend(self, sizes: Any = None) -> "pd.DataFrame":
         raise self._refuse("recommend()")
 
