@@ -6,6 +6,7 @@ this is what they found, as a table (`.df`) and in words (`repr`, `lines()`).
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -86,6 +87,14 @@ class Builds:
             if r["subgraph"] == tag and (graph is None or r.get("graph") == graph):
                 return r
         return None
+
+    def of_graph(self, graph: str) -> "Builds":
+        """The builds of one graph ('g2') of a MultiGraphPartition's, without the graph column."""
+        if not self.by_graph:
+            return self
+        rows = tuple({k: v for k, v in r.items() if k != "graph"} for r in self.rows if r.get("graph") == graph)
+        return dataclasses.replace(self, rows=rows, by_graph=False,
+                                   run_failures=tuple(f for f in self.run_failures if f[0] == graph))
 
     def where(self) -> str:
         """Which builder built them, and how honest that is for a GPU deployment."""

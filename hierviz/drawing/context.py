@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing.accuracy import NumericsMarks
+from hierviz.drawing.build_marks import BuildMarks
 from hierviz.drawing.difference import Difference
 from hierviz.drawing.highlight import make_highlight
 from hierviz.drawing.cost import TimeOverlay
@@ -23,13 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def make_overlays(p: "Partition", measurement: Any = None, against: Any = None,
-                  numerics: Any = None, highlight: Any = None) -> tuple[Overlay, ...]:
-    """The overlays of `measurement=`, `against=`, `numerics=` and `highlight=` (each checked,
-    in that order; None: left out), in the order they decorate: time, numerics, diff, highlight."""
+                  numerics: Any = None, highlight: Any = None, builds: Any = None) -> tuple[Overlay, ...]:
+    """The overlays of `measurement=`, `against=`, `numerics=`, `highlight=` and `builds=` (each
+    checked, in that order; None: left out), in the order they decorate: time, numerics,
+    builds, diff, highlight."""
     time = None if measurement is None else TimeOverlay(p, measurement)
     difference = None if against is None else Difference(p, against)
     marks = None if numerics is None else NumericsMarks(p, numerics)
-    return tuple(x for x in (time, marks, difference, make_highlight(p, highlight)) if x is not None)
+    built = None if builds is None else BuildMarks(p, builds)
+    return tuple(x for x in (time, marks, built, difference, make_highlight(p, highlight)) if x is not None)
 
 
 @dataclass

@@ -347,10 +347,10 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 {_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
 {table_html(p.summary(), "subgraphs")}
-{measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}<h2 id="ops">Ops</h2>
+{measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}{_builds_section(kwargs.get("builds"))}<h2 id="ops">Ops</h2>
 {table_html(p.ops(), "ops")}
 <h2 id="report">Report</h2>
-<pre>{esc(p.report(what_to_change=False, measurement=kwargs.get("measurement")))}</pre>
+<pre>{esc(p.report(what_to_change=False, measurement=kwargs.get("measurement"), builds=kwargs.get("builds")))}</pre>
 </body>
 </html>
 """
@@ -406,6 +406,14 @@ def measurement_section(m: Any, heading: str = '<h2 id="measured">Measured</h2>'
                      f"PyTorch's colour, dashed):</p><ul>{items}</ul>")
     parts.append(table_html(per.drop(columns=["key"], errors="ignore"), "subgraphs"))
     return "\n".join(parts) + "\n"
+
+
+def _builds_section(builds: Any) -> str:
+    """The report's "Built on this machine" section: part.build()'s headline, builder and table."""
+    if builds is None:
+        return ""
+    return (f'<h2 id="built">Built on this machine</h2>\n<p><b>{htmlmod.escape(builds.headline())}</b><br>'
+            f'{htmlmod.escape(builds.where())}</p>\n{table_html(builds.df, "subgraphs")}\n')
 
 
 def _numerics_section(result: Any) -> str:

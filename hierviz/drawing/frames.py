@@ -108,16 +108,25 @@ def per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
     return items
 
 
+def _graph_builds(builds: Any, k: int) -> Any:
+    """Graph k's part of a MultiGraphPartition's builds (mp.build())."""
+    if not getattr(builds, "by_graph", False) or not hasattr(builds, "of_graph"):
+        raise RenderError(f"builds= takes what mp.build() returned (hv.Builds with a graph column), not "
+                          f"{type(builds).__name__}.")
+    return builds.of_graph(f"g{k}")
+
+
 def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
                   weights: bool = False, depth: int | None = None, measurement: Any = None, against: Any = None,
-                  numerics: Any = None, highlight: str | None = None) -> "Diagram":
+                  numerics: Any = None, highlight: str | None = None, builds: Any = None) -> "Diagram":
     """Every graph of `mp` in one Diagram, in execution order (see the module docstring).
 
     view: 'auto' (per graph: full when it fits its share of `max_nodes`, else modules or
     collapsed), 'full', 'collapsed' or 'modules' (a graph without submodules: collapsed).
     max_nodes: the nodes drawn in full over all graphs (auto); each view's limit otherwise.
     measurement= (one hv.Measurement per graph), against= (another MultiGraphPartition of the
-    same model), highlight="blockers" and depth= / weights= go to each graph's view."""
+    same model), highlight="blockers", builds= (mp.build(): each engine marked built or failed)
+    and depth= / weights= go to each graph's view."""
     from hierviz.drawing.diagram import Diagram  # imports graphviz
 
     if view not in VIEWS:
@@ -140,7 +149,8 @@ def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any =
         for k, (view_k, max_k, note) in enumerate(plan_views(mp, view, max_nodes, bool(weights), depth)):
             p = mp.graphs[k]
             d = render(p, view_k, max_nodes=max_k, weights=weights, depth=depth if view_k == "modules" else None,
-                       measurement=times[k], against=others[k], highlight=highlight)
+                       measurement=times[k], against=others[k], highlight=highlight,
+                       builds=None if builds is None else _graph_builds(builds, k))
             body = nest(list(d.body), f"g{k}_")
             info = {**d.info, "auto": note}
             drawn.append(info)

@@ -36,7 +36,7 @@ VIEWS = ("auto", "full", "collapsed", "focus", "modules")
 
 def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
            radius: int = 2, weights: bool = False, depth: int | None = None, measurement: Any = None,
-           against: Any = None, numerics: Any = None, highlight: str | None = None) -> "Diagram":
+           against: Any = None, numerics: Any = None, highlight: str | None = None, builds: Any = None) -> "Diagram":
     """The partition as a `Diagram` (a `graphviz.Digraph` with `.info`; DOT only, no layout).
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:
@@ -52,6 +52,8 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     against: another Partition of the same graph; what differs from it is marked, the rest dimmed.
     numerics: a hv.numerics result of p; each subgraph's border coloured by its isolated error.
     highlight: "blockers" marks the nodes of the top causes of `p.blockers()` in red.
+    builds: what `p.build()` returned; each engine marked built (its size) or failed (its stage
+    and error, with what Torch-TensorRT then runs in its tooltip).
     """
     from hierviz.drawing.diagram import Diagram  # imports graphviz
 
@@ -60,7 +62,7 @@ def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: 
     if isinstance(radius, bool) or not isinstance(radius, int) or radius < 0:
         raise RenderError(f"radius must be an integer >= 0, not {radius!r}.")
     limit = resolve_limit(max_nodes)
-    overlays = make_overlays(p, measurement, against, numerics, highlight)
+    overlays = make_overlays(p, measurement, against, numerics, highlight, builds)
     if view in ("auto", "focus") and isinstance(focus, str):
         from hierviz.drawing.module_tree import is_module  # focus on a module: its inside, in the module view
 

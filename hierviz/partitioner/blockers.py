@@ -52,17 +52,22 @@ NO_BACKEND = "no backend"
 FORCED = "forced"
 DEMOTED_KIND = "demoted"
 COMBINED = "combined"
+BUILD_FAILS = "engine fails to build"  # from part.build(): not a cause of nodes kept out, a cause of no engine
+REQUIRED = "required"  # its verdict: without the change Torch-TensorRT fails, or runs the graph eagerly
 KINDS = (NO_CONVERTER, REJECTED, FORCED, DEMOTED_KIND, NO_BACKEND)
 KIND_WORDS = {NO_CONVERTER: "no TensorRT converter", REJECTED: "converter's validator rejected the node",
               FORCED: "forced to PyTorch by torch_executed_ops", DEMOTED_KIND: "demoted below min_block_size",
-              NO_BACKEND: "not supported by any backend in priority", COMBINED: "the top rows together"}
+              NO_BACKEND: "not supported by any backend in priority", COMBINED: "the top rows together",
+              BUILD_FAILS: "its TensorRT engine fails to convert or build on this machine (part.build())"}
 IMPROVEMENT, TRADE_OFF, NO_GAIN = "improvement", "trade-off", "no gain"
 VERDICTS = (IMPROVEMENT, TRADE_OFF, NO_GAIN)
 VERDICT_WORDS = {IMPROVEMENT: "fewer subgraphs without fewer ops accelerated, or more ops accelerated without more "
                               "subgraphs",
                  TRADE_OFF: "better on one count, worse on the other: more ops accelerated but more subgraphs, or "
                             "fewer subgraphs but fewer ops accelerated",
-                 NO_GAIN: "neither fewer subgraphs nor more ops accelerated"}
+                 NO_GAIN: "neither fewer subgraphs nor more ops accelerated",
+                 REQUIRED: "an engine that does not build on this machine: without the change Torch-TensorRT raises, "
+                           "or runs the graph eagerly"}
 COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
            "change", "note", "config")
 DEFAULT_TOP = 3
@@ -99,6 +104,28 @@ def parse_kinds(kind: Any, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...] | 
             raise ConfigError(f"blockers(kind=...): unknown kind {k!r}; kinds are {', '.join(repr(x) for x in kinds)}.")
         out.append(name)
     return tuple(out)
+
+
+def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "pd.DataFrame":
+    """`table` with one row first per engine that failed to build (part.build()): its change
+    the fix shown to build (or that none was found), its verdict "required"."""
+    import pandas as pd
+
+    rows = []
+    for r in builds.failed:
+        fixed = builds.fix is not None and r["stage"] in ("convert", "build")
+        config = p.config.replace(torch_executed_ops=set(builds.fix)) if fixed else None
+        after = repartition(p, config).stats if config is not None and p.graph is not None else None
+        rows.append({"op": r["subgraph"], "kind": BUILD_FAILS, "nodes": len(p.subgraph(r["subgraph"]).nodes),
+                     "subgraphs_if_fixed": None if after is None else after["subgraphs"],
+                     "subgraphs_saved": None if after is None else p.stats["subgraphs"] - after["subgraphs"],
+                     "accelerated_ops_gained": None if after is None else after["accelerated_ops"] - p.stats["accelerated_ops"],
+                     "verdict": REQUIRED,
+                     "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r["fix"] or "no fix found"),
+                     "note": f"fails at {r['stage']}: {r['error']}; then {r['runs_instead']}", "config": config})
+    if not rows:
+        return table
+    return pd.concat([pd.DataFrame(rows, columns=table.columns), table], ignore_index=True)
 
 
 def check_top(top: Any) -> None:
@@ -361,19 +388,21 @@ def intro_text(p: "Partition", table: "pd.DataFrame") -> str:
             "accelerated); each group by subgraphs saved (part.blockers() for all).")
 
 
-GROUP_TITLES = {IMPROVEMENT: "Improvements", TRADE_OFF: "Trade-offs", NO_GAIN: "No gain", None: "Not re-partitioned"}
+GROUP_TITLES = {REQUIRED: "Required", IMPROVEMENT: "Improvements", TRADE_OFF: "Trade-offs", NO_GAIN: "No gain",
+                None: "Not re-partitioned"}
 
 
 def groups(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[tuple[str | None, "pd.DataFrame", int]]:
     """A blockers table as the reports show it: (verdict, its first `rows` causes with the
-    combined row last when it has that verdict, how many causes have it), improvements first.
+    combined row last when it has that verdict, how many causes have it), engines that fail to
+    build first (after part.build()), then improvements.
     Improvements are always there (maybe empty) once any row has a verdict; the other groups
     only when not empty. Rows with no counts (a saved partition's) are the group None."""
     import pandas as pd
 
     judged = table.verdict.notna()
     out = []
-    for v in (*VERDICTS, None):
+    for v in (REQUIRED, *VERDICTS, None):
         mine = table[table.verdict == v] if v is not None else table[~judged]
         if mine.empty and not (v == IMPROVEMENT and judged.any()):
             continue
@@ -435,5 +464,5 @@ def _short_label(c: Cause) -> str:
 
 
 __all__ = ["REPORT_ROWS", "ranked_rows", "row", "counted", "join_notes", "check_top", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
-           "KINDS", "KIND_WORDS", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
+           "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED", "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
            "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]

@@ -32,12 +32,13 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
     return "List[" + ", ".join(parts) + "]"
 
 
-def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None) -> str:
+def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None, builds: Any = None) -> str:
     """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
     PyTorch, the graph's structure, then per backend its engines and min_block_size advice;
     then (`what_to_change`) the top 5 blockers with what fixing each saves. With
     `measurement` (an hv.Measurement of `p`), the engines that fell back say so and a
-    "Measured" section follows the structure."""
+    "Measured" section follows the structure. With `builds` (p.build()), a "Built on this
+    machine" section follows it."""
     fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     for note in getattr(p, "notes", ()):
@@ -47,11 +48,20 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
     lines += _coverage(p) + _left_to_torch(p) + _structure(p, fell)
     if measurement is not None:
         lines += _measured(measurement, fell)
+    if builds is not None:
+        lines += built_here(builds)
     for b in p.config.priority:
         lines += _aggregate(p, b)
     if what_to_change:
         lines += _what_to_change(p)
     return "\n".join(lines) + "\n"
+
+
+def built_here(builds: Any) -> list[str]:
+    """The "Built on this machine" section: what `part.build()` found, in its words."""
+    if not hasattr(builds, "lines"):
+        raise ConfigError(f"builds= takes what part.build() returned (hv.Builds), not {type(builds).__name__}.")
+    return ["Built on this machine:", *(f"  {line}" for line in builds.lines()), ""]
 
 
 def measured_fallbacks(p: "Partition", measurement: Any) -> dict[str, str]:

@@ -27,7 +27,7 @@ from hierviz.gcpause import gc_paused
 from hierviz.provenance import short_op
 from hierviz.support import tensorrt_version
 from hierviz.version import __version__
-from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table
+from hierviz.partitioner.blockers import DEFAULT_TOP, blockers_table, with_build_failures
 from hierviz.partitioner.counts import SUPPORTED_NODES, nodes_text
 from hierviz.partitioner import handoff
 from hierviz.partitioner.report import ops_table, report as report_text, summary_table
@@ -86,6 +86,7 @@ class Partition:
 
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
     _todays_compile: Any = None  # Partition.compile_today(), once computed
+    _builds: Any = None  # the last Partition.build() (hv.Builds): the report shows it
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Not for users: a Partition comes from hv.partition (or hv.load_partition); inside
@@ -260,12 +261,15 @@ class Partition:
         return summary_table(self)
 
     @checked_arguments
-    def report(self, *, what_to_change: bool = True, measurement: Any = None) -> str:
+    def report(self, *, what_to_change: bool = True, measurement: Any = None, builds: Any = None) -> str:
         """Everything Torch-TensorRT's dryrun report shows, for every backend; then "What to
         change": the top 5 blockers (`blockers()`), each with what fixing it saves. With
         `measurement=` (hv.measure of this partition) each engine says what ran it (a subgraph
-        that fell back ran in eager PyTorch, and why), and a "Measured" section its times."""
-        return report_text(self, what_to_change, measurement=measurement)
+        that fell back ran in eager PyTorch, and why), and a "Measured" section its times.
+        A "Built on this machine" section follows when builds are known (`builds=`, or this
+        partition's last `build()`)."""
+        return report_text(self, what_to_change, measurement=measurement,
+                           builds=builds if builds is not None else self._builds)
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
@@ -348,7 +352,9 @@ class Partition:
         `measured` why a row cannot run (no converter); `example_inputs` (default: random,
         shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
         hv.measure. The default table is kept with the partition (a copy is returned);
-        `compute=False` returns it only when known, else None (the HTML report's rule)."""
+        `compute=False` returns it only when known, else None (the HTML report's rule).
+        After `build()`, each engine that failed to build here comes first (kind "engine fails
+        to build", verdict "required"), its change the fix shown to build."""
         for name, flag in (("measure", measure), ("compute", compute)):
             if not isinstance(flag, bool):
                 raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
@@ -360,6 +366,8 @@ class Partition:
         if default:
             self._blockers = table
         table = table.copy()
+        if self._builds is not None and kind is None:
+            table = with_build_failures(table, self, self._builds)
         if not measure:
             return table
         return handoff.handler("measure_blockers")(self, table, device=device, example_inputs=example_inputs,
@@ -413,8 +421,9 @@ class Partition:
         `fix`: for a failed conversion or build, search the ops that moved to PyTorch make every
         engine build (each shown to build). `cache`: builds are kept on disk (hierviz's cache
         folder) and read back in any process."""
-        return handoff.handler("build")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
-                                        example_inputs=example_inputs)
+        self._builds = handoff.handler("build")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
+                                                example_inputs=example_inputs)
+        return self._builds
 
     # ------------------------------------------------------------------ deploying
     @checked_arguments

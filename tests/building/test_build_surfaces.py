@@ -6,6 +6,7 @@ import pytest
 
 import hierviz as hv
 from hierviz import trt
+from hierviz.building.builds import megabytes
 from tests.building.models import ConvNet, FusedQKV, made
 from tests.test_cli import run_cli
 
@@ -40,3 +41,34 @@ def test_a_saved_partition_cannot_be_built(tmp_path):
     saved = hv.load_partition(part.save(tmp_path / "p.json"))
     with pytest.raises(hv.SavedPartitionError, match=r"build\(\) needs the model's graph"):
         saved.build()
+
+
+def test_the_picture_report_and_blockers_show_a_failed_build(tmp_path):
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    assert "Built on this machine" not in part.report()  # nothing built yet: nothing said
+    builds = part.build()
+    source = part.render(view="collapsed", builds=builds).source
+    assert "engine fails at build" in source and "MyelinCheckException" in source
+    html = part.save(tmp_path / "p.html", builds=builds).read_text()
+    assert 'id="built"' in html and "0/1 engines built; _run_on_acc_tensorrt_0 failed at build" in html
+    text = part.report()
+    assert "Built on this machine:\n  0/1 engines built; _run_on_acc_tensorrt_0 failed at build: " in text
+    assert "then: torch_tensorrt.compile raises RuntimeError" in text
+    first = part.blockers().iloc[0]
+    assert (first.op, first.kind, first.verdict) == ("_run_on_acc_tensorrt_0", "engine fails to build", "required")
+    assert first.change == f"torch_executed_ops={sorted(builds.fix)}"
+    assert first.subgraphs_if_fixed == hv.partition(model, x, min_block_size=1,
+                                                    torch_executed_ops=builds.fix).stats["subgraphs"]
+    assert "Required (an engine that does not build on this machine" in text
+
+
+def test_a_built_engine_is_marked_with_its_size():
+    part = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
+    builds = part.build()
+    source = part.render(view="collapsed", builds=builds).source
+    size = megabytes(int(builds.df.engine_bytes[0]))
+    assert f"engine built here · {size}" in source and "engine fails at" not in source
+    assert "Required" not in part.report()
+    with pytest.raises(hv.RenderError, match=r"builds= takes what part.build\(\) returned"):
+        part.render(builds="nope")
