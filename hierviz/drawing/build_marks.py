@@ -68,7 +68,7 @@ class BuildMarks(Overlay):
     def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
                      bar: bool = True) -> None:
         tags = {self.tag_of_node[i] for i in ops} - {None}
-        rows = [self.rows[tag] for tag in sorted(tags) if tag in self.rows]
+        rows = [self.rows[tag] for tag in sorted(str(t) for t in tags) if tag in self.rows]
         if not rows:
             return
         failed = [r for r in rows if r["stage"] != "built"]
