@@ -27,7 +27,7 @@ import torch
 from torch.fx import GraphModule
 from torch.utils._pytree import SUPPORTED_NODES, TreeSpec, tree_leaves
 
-from hierviz.errors import CaptureError, HiervizError
+from hierviz.errors import CaptureError, HiervizError, MeasureError
 
 SCALARS = (bool, int, float, str, type(None))
 
@@ -478,5 +478,53 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
     return values
 
 
+
+def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
+    """Inputs shaped like the graph's placeholders (from meta['val']): random floats, zeros
+    for integers (valid indices), for compiling when no example inputs are given."""
+    out = []
+    gen = torch.Generator().manual_seed(0)
+    for node in graph.graph.nodes:
+        if node.op != "placeholder":
+            continue
+        val = node.meta.get("val")
+        shape = _shape(val)
+        if shape is None:
+            raise MeasureError(f"input {node.name} has no shape recorded; pass example_inputs=... to compile().")
+        if val.dtype.is_floating_point or val.dtype.is_complex:
+            out.append(torch.randn(shape, generator=gen).to(val.dtype))
+        else:
+            out.append(torch.zeros(shape, dtype=val.dtype))
+    return tuple(out)
+
+
+def _shape(val: Any) -> tuple[int, ...] | None:
+    """The sizes of a tensor input's recorded value, None unless it is a tensor with every size known."""
+    if not isinstance(val, torch.Tensor):
+        return None
+    sizes = []
+    for d in val.shape:
+        size = _size_hint(d)
+        if size is None:
+            return None
+        sizes.append(size)
+    return tuple(sizes)
+
+
+def _size_hint(d: Any) -> int | None:
+    """A size: the int, or for a dynamic dimension the size the capture's example had."""
+    if isinstance(d, int):
+        return d
+    node: Any = getattr(d, "node", None)  # a SymInt's SymNode (None: no expression to read)
+    hint = getattr(node, "hint", None)
+    if hint is not None:
+        return int(hint)
+    env: Any = getattr(node, "shape_env", None)
+    try:
+        return int(node.expr.xreplace(env.var_to_val))
+    except Exception:  # noqa: BLE001 - no recorded example size
+        return None
+
+
 __all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "as_args", "check", "check_inputs", "check_call", "check_structure",
-           "structure_problem", "in_spec_of"]
+           "structure_problem", "in_spec_of", "example_from_graph"]

@@ -16,10 +16,10 @@ from hierviz import trt
 from hierviz.building.after_failure import runs_instead
 from hierviz.building.builds import Builds
 from hierviz.building.engine_fix import Fix, find_fix
-from hierviz.building.graph_run import RunFailure, first_failure
+from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
-from hierviz.latency.deploy import example_from_graph
+from hierviz.inputs import example_from_graph
 from hierviz.partitioner import handoff
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
@@ -79,7 +79,7 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
     `frame`: where the graph's code is, for a lowered graph that keeps no line per node."""
     notes: list[str] = []
     inputs = _inputs(part, example_inputs)
-    failure = first_failure(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
+    failure = builder.run(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
     if failure is not None and not failure.source and frame:
         failure = dataclasses.replace(failure, source=f"{frame} (the graph's frame: its lowered graph keeps no "
                                                       "line per node)")

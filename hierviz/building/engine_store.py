@@ -25,7 +25,7 @@ import torch
 
 from hierviz import capture_cache
 from hierviz.graphdata import fetch_attr
-from hierviz.latency.lift import digest, tensor_digest, tensor_key
+from hierviz.digests import digest, tensor_digest, tensor_key
 from hierviz.trt.engine_builder import EngineBuild
 from hierviz.trt.loading import installed_distribution, library_version
 from hierviz.trt.settings import settings_digest
@@ -64,6 +64,12 @@ def content_key(gm: torch.fx.GraphModule) -> tuple:
     return tuple(rows)
 
 
+def run_key(gm: torch.fx.GraphModule, inputs: Any) -> str:
+    """The store's key for running the lowered graph `gm` once in PyTorch on `inputs`."""
+    values = tuple(tensor_digest(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
+    return digest((KEY_VERSION, "run", content_key(gm), tuple(map(tensor_key, inputs)), values, torch.__version__))
+
+
 def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool) -> str:
     """The store's key for building `gm` with these settings on this install."""
     return digest((KEY_VERSION, content_key(gm), settings_digest(trt_settings), bool(tf32), torch.__version__,
@@ -78,17 +84,16 @@ class EngineStore:
         self.max_bytes = capture_cache.limit() if max_bytes is None else max_bytes
 
     def load(self, key: str) -> EngineBuild | None:
-        """The build kept under `key` (its engine read back), or None when there is none or it
-        cannot be read (then it is removed)."""
+        """The build kept under `key` (its engine left on disk: `engine(key)` reads it), or None
+        when there is none or it cannot be read (then it is removed)."""
         meta = self.folder / f"{key}.json"
         try:
             fields = json.loads(meta.read_text())
             if fields.pop("key", None) != key:
                 raise ValueError("not this key's entry")
-            engine = None
-            if fields.pop("has_engine", False):
-                engine = (self.folder / f"{key}.engine").read_bytes()
-            build = EngineBuild(**fields, engine=engine)
+            if fields.pop("has_engine", False) and not (self.folder / f"{key}.engine").exists():
+                raise ValueError("its engine file is gone")
+            build = EngineBuild(**fields)
         except FileNotFoundError:
             return None
         except (OSError, ValueError, TypeError):
@@ -101,12 +106,35 @@ class EngineStore:
                 pass
         return build
 
+    def engine(self, key: str) -> bytes | None:
+        """The serialized engine kept under `key`, or None."""
+        try:
+            return (self.folder / f"{key}.engine").read_bytes()
+        except OSError:
+            return None
+
+    def load_run(self, key: str) -> tuple[bool, dict | None]:
+        """(known, the run failure's fields or None) of a graph's run in PyTorch kept under `key`."""
+        try:
+            fields = json.loads((self.folder / f"run-{key}.json").read_text())
+        except (OSError, ValueError):
+            return False, None
+        return True, fields.get("failure")
+
+    def save_run(self, key: str, failure: dict | None) -> None:
+        """Keep what running a graph in PyTorch gave (None: it ran) under `key`."""
+        try:
+            self.folder.mkdir(parents=True, exist_ok=True)
+            self._write(self.folder / f"run-{key}.json", json.dumps({"failure": failure}, sort_keys=True).encode())
+        except OSError:
+            pass
+
     def save(self, key: str, build: EngineBuild) -> bool:
         """Keep `build` under `key` (the engine first, then its record, each atomically); then
         drop the least recently used entries beyond the bound. False when the folder cannot be
         written (not an error: the build is simply not kept)."""
         fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build) if f.name != "engine"}
-        fields.update(key=key, has_engine=build.engine is not None)
+        fields.update(key=key, has_engine=build.engine is not None, engine_size=build.engine_bytes)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             if build.engine is not None:
@@ -128,9 +156,9 @@ class EngineStore:
             raise
 
     def remove(self, key: str) -> None:
-        for suffix in (".json", ".engine"):
+        for name in (f"{key}.json", f"{key}.engine", f"run-{key}.json"):
             try:
-                (self.folder / f"{key}{suffix}").unlink()
+                (self.folder / name).unlink()
             except OSError:
                 pass
 
@@ -143,8 +171,8 @@ class EngineStore:
         for _, size, path in sorted(files, key=lambda f: f[0]):
             if total <= self.max_bytes:
                 break
-            self.remove(path.stem)
+            self.remove(path.stem.removeprefix("run-"))
             total -= size
 
 
-__all__ = ["EngineStore", "build_key", "content_key", "KEY_VERSION"]
+__all__ = ["EngineStore", "build_key", "content_key", "run_key", "KEY_VERSION"]

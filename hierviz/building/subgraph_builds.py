@@ -1,4 +1,5 @@
-"""Building each TensorRT subgraph of a partition, through the engine store.
+"""Building each TensorRT subgraph of a partition, and running its graph in PyTorch first,
+through the engine store.
 
 `build_subgraphs(part, ...)` converts and builds every `_run_on_acc_tensorrt_*` submodule of
 the partition's split module: from the store when this content was built before with these
@@ -8,10 +9,12 @@ TensorRT (`hierviz.trt.convert_and_build`), kept in the store after.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from hierviz import capture_cache, trt
-from hierviz.building.engine_store import EngineStore, build_key
+from hierviz.building.engine_store import EngineStore, build_key, run_key
+from hierviz.building.graph_run import RunFailure, first_failure
 from hierviz.errors import TensorRTUnavailableError
 
 TENSORRT = "tensorrt"
@@ -46,6 +49,19 @@ class SubgraphBuilder:
         self.store = EngineStore() if capture_cache.enabled(cache) else None
         self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
         self._settings: Any = None
+
+    def run(self, graph: Any, inputs: Any) -> RunFailure | None:
+        """The first node of `graph` that fails when run in PyTorch on `inputs`, or None; kept in
+        the store, so a graph run once is not run again."""
+        key = run_key(graph, inputs) if self.store is not None else None
+        if key is not None and self.store is not None:
+            known, fields = self.store.load_run(key)
+            if known:
+                return None if fields is None else RunFailure(**fields)
+        failure = first_failure(graph, inputs)
+        if key is not None and self.store is not None:
+            self.store.save_run(key, None if failure is None else dataclasses.asdict(failure))
+        return failure
 
     def build(self, gm: Any) -> tuple[trt.EngineBuild, bool]:
         """(what building `gm` gave, whether it came from the store)."""

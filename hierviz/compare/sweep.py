@@ -29,7 +29,7 @@ from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 @checked_arguments
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
-          progress: bool = True, out: str | Path | None = None, ir: str = "dynamo") -> pd.DataFrame:
+          progress: bool = True, out: str | Path | None = None, ir: str = "dynamo", build: bool = False) -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
@@ -66,7 +66,15 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     stats columns are summed over the graphs, then `graphs`, `graph_breaks` and
     `graphs_left_whole`. Threads and `out=` work as above; Ray and processes do not take a
     graph-by-graph capture (a ConfigError).
+
+    `build=True`: every row's TensorRT engines are converted and built here (`part.build()`,
+    no GPU needed with TensorRT-RTX; built engines are cached on disk), adding `engines_built`
+    (how many built), `engines` (how many there are), `engine_mb` (their size together) and
+    `build_failed` (the first failure: subgraph, stage and error; "" when all built).
     """
+    if not isinstance(build, bool):
+        raise ConfigError(f"hv.sweep(build=...) is True (build every row's TensorRT engines here) or False, not "
+                          f"{build!r:.40}.")
     by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
     if by_graph and executor is not None and is_ray(executor):
         raise ConfigError("hv.sweep(ir='torch_compile') runs in this process (threads: pass a ThreadPoolExecutor, "
@@ -104,6 +112,9 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
                     # partitioned in other processes; measured here, one at a time, on this process's copy
                     results = [(partition_of(gm, configs[i]) if part is None and not row.get("error") else part,
                                 row) for i, (part, row) in zip(todo, results)]
+            if build:
+                results = [(built_row(gm, cfg, part, row)) for cfg, (part, row) in zip((configs[i] for i in todo),
+                                                                                       results)]
             rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray, kept, stopped)
         except KeyboardInterrupt:
             stopped["interrupted"], rows, measure_stats = True, [], {"hits": 0, "misses": 0}
@@ -117,7 +128,8 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         rows = [new[k] if k in new else store.done[k] for k in keys if k in new or k in store.done]
         rows = [{c: v for c, v in r.items() if c not in KEYS} for r in rows]
 
-    df = columns.frame(rows, latency=mkw is not None, extra_head=columns.head_columns(grid, base_cfg))
+    df = columns.frame(rows, latency=mkw is not None, extra_head=columns.head_columns(grid, base_cfg),
+                       extra_tail=BUILD_COLUMNS if build else ())
     df.attrs["notes"] = notes
     df.attrs["skipped"] = len(configs) - len(todo)
     for note in notes:
@@ -130,6 +142,26 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         df.attrs["compile_cache_hits"] = measure_stats["hits"]
         df.attrs["compile_cache_misses"] = measure_stats["misses"]
     return df
+
+
+BUILD_COLUMNS = ("engines_built", "engines", "engine_mb", "build_failed")
+
+
+def built_row(gm: Any, cfg: Config, part: Any, row: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    """(part, row) with the build columns: its TensorRT engines built here (part.build())."""
+    if row.get("error"):
+        return part, row
+    if part is None:  # partitioned elsewhere (processes, Ray): again here, from the partition cache
+        part = partition_of(gm, cfg)
+    try:
+        builds = part.build(fix=False)
+    except HiervizError as exc:
+        return part, {**row, "build_failed": str(exc).splitlines()[0]}
+    first = builds.failed[0] if builds.failed else None
+    failed = "" if first is None else (f"{first.get('graph') + '/' if first.get('graph') else ''}{first['subgraph']} "
+                                       f"at {first['stage']}: {first['error']}")
+    return part, {**row, "engines_built": builds.built, "engines": len(builds.rows),
+                  "engine_mb": round(builds.engine_bytes / 1e6, 3), "build_failed": failed}
 
 
 def graphs_of(model: Any, example_inputs: Any) -> DynamoCapture:

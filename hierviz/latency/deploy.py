@@ -24,7 +24,7 @@ from torch.utils._pytree import tree_leaves, tree_map, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
-from hierviz.inputs import DIM_NAMES, InputSpec, check_structure, spec_of
+from hierviz.inputs import DIM_NAMES, InputSpec, check_structure, example_from_graph, spec_of
 from hierviz.graphdata import pack_graph, unpack_graph
 from hierviz.latency.compile_cache import CompileCache
 from hierviz.latency.result import MeasureWarning
@@ -32,53 +32,6 @@ from hierviz.latency.compiled_split import compile_split
 from hierviz.partitioner import partition
 
 FORMAT = "hierviz-compiled-v1"
-
-
-def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
-    """Inputs shaped like the graph's placeholders (from meta['val']): random floats, zeros
-    for integers (valid indices), for compiling when no example inputs are given."""
-    out = []
-    gen = torch.Generator().manual_seed(0)
-    for node in graph.graph.nodes:
-        if node.op != "placeholder":
-            continue
-        val = node.meta.get("val")
-        shape = _shape(val)
-        if shape is None:
-            raise MeasureError(f"input {node.name} has no shape recorded; pass example_inputs=... to compile().")
-        if val.dtype.is_floating_point or val.dtype.is_complex:
-            out.append(torch.randn(shape, generator=gen).to(val.dtype))
-        else:
-            out.append(torch.zeros(shape, dtype=val.dtype))
-    return tuple(out)
-
-
-def _shape(val: Any) -> tuple[int, ...] | None:
-    """The sizes of a tensor input's recorded value, None unless it is a tensor with every size known."""
-    if not isinstance(val, torch.Tensor):
-        return None
-    sizes = []
-    for d in val.shape:
-        size = _size_hint(d)
-        if size is None:
-            return None
-        sizes.append(size)
-    return tuple(sizes)
-
-
-def _size_hint(d: Any) -> int | None:
-    """A size: the int, or for a dynamic dimension the size the capture's example had."""
-    if isinstance(d, int):
-        return d
-    node: Any = getattr(d, "node", None)  # a SymInt's SymNode (None: no expression to read)
-    hint = getattr(node, "hint", None)
-    if hint is not None:
-        return int(hint)
-    env: Any = getattr(node, "shape_env", None)
-    try:
-        return int(node.expr.xreplace(env.var_to_val))
-    except Exception:  # noqa: BLE001 - no recorded example size
-        return None
 
 
 class CompiledModel(torch.nn.Module):

@@ -11,16 +11,16 @@ Nothing here modifies the GraphModule it is given.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from dataclasses import dataclass
-from typing import Any, Iterable, Sequence
+from typing import Any, Sequence
 
 import torch
 from torch.fx import GraphModule, Node
 from torch.utils.weak import WeakIdKeyDictionary
 
 from hierviz.graphdata import fetch_attr, set_path
+from hierviz.digests import digest, stamp as _stamp, tensor_digest, tensor_key
 from hierviz.opnames import qualname
 
 # Meta entries holding (fake) tensors of the capture's fake mode: dropped from lifted copies,
@@ -56,10 +56,6 @@ class Lifted:
 # partition of one captured graph sees the same moved tensor, so weights cross to the device
 # once per process and compiled artifacts that bake weights can recognise them.
 _MOVED: WeakIdKeyDictionary = WeakIdKeyDictionary()
-
-
-def _stamp(t: torch.Tensor) -> tuple:
-    return (t.data_ptr(), t._version, tuple(t.shape), tuple(t.stride()), t.dtype)
 
 
 def on_device(t: torch.Tensor, device: torch.device) -> torch.Tensor:
@@ -303,42 +299,6 @@ def graph_signature(gm: GraphModule) -> tuple:
             rows.append((n.op, target, _norm(n.args, index), _norm(n.kwargs, index)))
     return tuple(rows)
 
-
-def tensor_key(t: Any) -> tuple:
-    """Shape, stride, dtype and device type of a tensor; the repr of anything else."""
-    if isinstance(t, torch.Tensor):
-        return ("T", tuple(t.shape), tuple(t.stride()), str(t.dtype), t.device.type, t.storage_offset())
-    if isinstance(t, (int, float, bool)):
-        return ("S", type(t).__name__, repr(t))
-    return ("O", type(t).__qualname__)
-
-
-_DIGESTS: WeakIdKeyDictionary = WeakIdKeyDictionary()
-
-
-def tensor_digest(t: torch.Tensor) -> str:
-    """A SHA-256 of the tensor's values, remembered while the tensor is unchanged (its data
-    pointer and version counter). In-place changes made through `.data` bypass the version
-    counter: clear the cache after them."""
-    stamp = _stamp(t)
-    hit = _DIGESTS.get(t)
-    if hit is not None and hit[0] == stamp:
-        return hit[1]
-    data = t.detach()
-    if data.is_complex():
-        data = torch.view_as_real(data)
-    data = data.contiguous().cpu()
-    h = hashlib.sha256()
-    h.update(repr((tuple(data.shape), str(data.dtype))).encode())
-    if data.numel():
-        h.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
-    digest = h.hexdigest()
-    _DIGESTS[t] = (stamp, digest)
-    return digest
-
-
-def digest(parts: Iterable[Any]) -> str:
-    return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
 __all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_key", "tensor_digest", "digest",

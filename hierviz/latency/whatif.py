@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import HiervizError
 from hierviz.latency.core import measure
-from hierviz.latency.deploy import example_from_graph
+from hierviz.inputs import example_from_graph
 from hierviz.latency.compile_plan import resolve_device
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner.blockers import NO_BACKEND, NO_CONVERTER, REJECTED, repartition

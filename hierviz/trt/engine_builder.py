@@ -39,7 +39,8 @@ class EngineBuild:
     `stage`: "convert" (a converter failed), "build" (TensorRT's builder failed) or "built".
     `exception`: the class name of what Torch-TensorRT raises there ("RuntimeError" for a
     builder that returns no engine, as `TRTInterpreter.run` raises); `error`: its first line.
-    `engine`: the serialized engine (built only)."""
+    `engine`: the serialized engine (built only; None when read back from the build cache,
+    which keeps it on disk), `engine_size` its length."""
 
     stage: str
     layers: int | None
@@ -49,10 +50,11 @@ class EngineBuild:
     exception: str | None = None
     error: str | None = None
     engine: bytes | None = None
+    engine_size: int | None = None
 
     @property
     def engine_bytes(self) -> int | None:
-        return None if self.engine is None else len(self.engine)
+        return len(self.engine) if self.engine is not None else self.engine_size
 
 
 def builder_name() -> str | None:

@@ -72,3 +72,17 @@ def test_a_built_engine_is_marked_with_its_size():
     assert "Required" not in part.report()
     with pytest.raises(hv.RenderError, match=r"builds= takes what part.build\(\) returned"):
         part.render(builds="nope")
+
+
+def test_sweep_with_build_adds_the_engine_columns():
+    model, x = made(FusedQKV, 1, 16, 64)
+    df = hv.sweep(model, x, {"torch_executed_ops": [set(), {"aten.addmm"}]}, base={"min_block_size": 1},
+                  build=True, progress=False)
+    assert list(df.columns[-4:]) == ["engines_built", "engines", "engine_mb", "build_failed"]
+    failed, fixed = df.iloc[0], df.iloc[1]
+    assert (failed.engines_built, failed.engines) == (0, 1) and failed.engine_mb == 0
+    assert failed.build_failed.startswith("_run_on_acc_tensorrt_0 at build: IBuilder::buildSerializedNetwork")
+    assert fixed.engines_built == fixed.engines == fixed.subgraphs_tensorrt and fixed.build_failed == ""
+    assert fixed.engine_mb > 0
+    with pytest.raises(hv.ConfigError, match=r"build=\.\.\.\) is True"):
+        hv.sweep(model, x, {"min_block_size": [1]}, build=1, progress=False)
