@@ -61,6 +61,8 @@ def _import_for(kind: str) -> None:
             import torch._inductor.compile_fx  # noqa: F401 - TorchInductor, which their compiles use
 
             import hierviz.latency  # noqa: F401
+        if kind == "build":
+            import hierviz.building.build_partition  # noqa: F401
         if kind == "tune":
             import hierviz.compare.tuning  # noqa: F401
 
@@ -81,6 +83,8 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
 
         config, options = payload
         return measure(cached_partition(graph, config), inputs, progress=progress, **options)
+    if kind == "build":
+        return cached_partition(graph, payload).build()
     if kind == "tune":
         from hierviz.compare.tuning import tune
 

@@ -88,6 +88,7 @@ class Controller:
         self._svgs = BoundedCache(cache_size)
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
+        self._builds = BoundedCache(cache_size)
         self._checks = BoundedCache(cache_size)  # hv.numerics results (the Numerics tab)
         self._diffs = BoundedCache(cache_size)
         self._blockers = BoundedCache(cache_size)  # Partition.blockers() tables (the Blockers tab)
@@ -183,7 +184,8 @@ class Controller:
             from hierviz.drawing import to_svg
 
             svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
-                                             measurement=self.measurement_of(part), numerics=self.numerics_of(part)))
+                                             measurement=self.measurement_of(part), numerics=self.numerics_of(part),
+                                             builds=self.builds_of(part)))
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
@@ -192,9 +194,9 @@ class Controller:
         return self._svgs.get(self._svg_key(part, view, focus))
 
     def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
-        measured, checked = self.measurement_of(part), self.numerics_of(part)
+        measured, checked, built = self.measurement_of(part), self.numerics_of(part), self.builds_of(part)
         return (key_of(part), view, focus, self.max_nodes, None if measured is None else id(measured),
-                None if checked is None else id(checked))
+                None if checked is None else id(checked), None if built is None else id(built))
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
@@ -216,12 +218,16 @@ class Controller:
         """What the focus picker offers: subgraph tags, then node names."""
         return [sg.tag for sg in part.subgraphs] + self.node_names
 
-    def stats(self, measuring: bool) -> str:
-        """The stats panel, with torch_tensorrt.compile's partition once the worker made it."""
+    def stats(self, measuring: bool, building: bool = False) -> str:
+        """The stats panel, with torch_tensorrt.compile's partition once the worker made it, and
+        the engines built here when "build engines" is on."""
         text = panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
         if self.shown is None:
             return text
-        return text + panels.compile_today_html(self.long_work.line(self.shown), self.shown)
+        text += panels.compile_today_html(self.long_work.line(self.shown), self.shown)
+        if building:
+            text += panels.builds_html(self.builds_of(self.shown), "build" in self.errors)
+        return text
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
         """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""
@@ -302,6 +308,23 @@ class Controller:
         if self.runs and self.runs[-1].get("_key") == key_of(part):
             self.runs[-1].update(columns.latency_columns(m))
         return m
+
+    def builds_of(self, part: Partition | None) -> Any:
+        """The stored builds (hv.Builds) of `part`'s settings, else None."""
+        return None if part is None else self._builds.get(key_of(part))
+
+    def build(self, part: Partition) -> Any:
+        """`part.build()` in the worker (stored per config): every TensorRT engine converted and
+        built. A HiervizError (no TensorRT builder here, ...) is filed under errors['build'] and
+        None returned."""
+        got = self._builds.get(key_of(part))
+        if got is None:
+            got = self._filed("build", lambda: self.long_work.build(part))
+            if got is None:
+                return None
+            self._builds.put(key_of(part), got)
+        self.errors.pop("build", None)
+        return got
 
     def numerics_of(self, part: Partition | None) -> Any:
         """The stored hv.numerics check of `part`'s settings, else None."""

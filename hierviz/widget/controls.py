@@ -371,8 +371,8 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                    view: str, focus: str | None, on_refused: Refused,
                    source_ops: Mapping[str, int] | None = None) -> tuple[Mapping[str, widgets.Widget], dict]:
     """(controls, extras): `controls` maps each setting with a control in the settings table
-    (built from its control's kind and options (control_spec.py), showing `base`'s value) plus view, focus and
-    measure to its widget; `extras` holds what the builders made besides (the min_block_size
+    (built from its control's kind and options (control_spec.py), showing `base`'s value) plus view, focus,
+    measure and build to its widget; `extras` holds what the builders made besides (the min_block_size
     box, the ops counter line) and the backends. The op picker offers the graph's ops, most
     frequent first, then `source_ops` (the source ops the lowering replaced, "source:<op>" ->
     how many lowered nodes came from it)."""
@@ -389,7 +389,10 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
                        layout=widgets.Layout(width="320px"))
     measure_w = Toggle(value=bool(measure), description="measure latency", icon="clock-o",
                        layout=widgets.Layout(width="auto"))
-    controls = MappingProxyType({**built, "view": view_w, "focus": focus_w, "measure": measure_w})
+    build_w = Toggle(value=False, description="build engines", icon="cogs", layout=widgets.Layout(width="auto"),
+                     tooltip="convert and build every TensorRT engine here (no GPU needed with TensorRT-RTX), "
+                             "in the background: the diagram then marks each engine built or failed")
+    controls = MappingProxyType({**built, "view": view_w, "focus": focus_w, "measure": measure_w, "build": build_w})
     for name, w in controls.items():
         w.on_refused = on_refused
         w.what = name
@@ -482,7 +485,7 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
             line.append(widgets.Label(name))
         line.append(c[name])
         if kind == "slider":
-            line += [extras[f"{name}_box"], c["measure"]]
+            line += [extras[f"{name}_box"], c["measure"], c["build"]]
         if kind == "ops":
             line.append(extras["teo_counts"])
     boxes = [_line(line) for _, line in sorted(lines.items())]

@@ -98,6 +98,7 @@ class Explorer(widgets.VBox):
         here = self.controller.long_work.running_here
         self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append, here)
         self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed, here)
+        self._build_job = BackgroundJob("hierviz-build", self.internal_errors.append, here)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
@@ -313,8 +314,9 @@ class Explorer(widgets.VBox):
             timings["tables"] = time.perf_counter() - t
         # the counts first (the kernel sends each panel as it is set), then the diagrams
         t = time.perf_counter()
-        self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
+        self.panels["stats"].value = self._stats()
         self._start_compile_today()
+        self._start_build()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
         self.panels["history"].value = panels.history_html(self.controller.history())
@@ -474,10 +476,39 @@ class Explorer(widgets.VBox):
                 self._errors["worker"] = str(exc)
                 got = long_work.line(shown)
             if got is not None and self.controller.shown is shown:
-                self.panels["stats"].value = self.controller.stats(bool(self.controls["measure"].value))
+                self.panels["stats"].value = self._stats()
                 self._show_errors()
 
         self._compile_today_job.start(work)
+
+    def _stats(self) -> str:
+        """The stats panel for the shown settings (the builds line when "build engines" is on)."""
+        return self.controller.stats(bool(self.controls["measure"].value), bool(self.controls["build"].value))
+
+    def _start_build(self) -> None:
+        """With "build engines" on: convert and build the shown settings' TensorRT engines in the
+        worker, in the background (seconds to minutes); then, if those settings are still
+        shown, redraw the diagram with each engine marked built or failed."""
+        shown = self.controller.shown
+        if shown is None or not self.controls["build"].value or self.controller.builds_of(shown) is not None:
+            return
+
+        def work() -> None:
+            got = self.controller.build(shown)
+            if self.controller.shown is not shown:
+                return
+            self.panels["stats"].value = self._stats()
+            if got is not None:
+                state = self.state()
+                self.panels["diagram"].value = self.controller.diagram(shown, state.view, state.focus)
+            self._show_errors()
+
+        self._build_job.start(work)
+
+    @property
+    def build_thread(self) -> threading.Thread:
+        """The thread building the shown settings' engines (join it to wait)."""
+        return self._build_job.thread
 
     @property
     def compile_today_thread(self) -> threading.Thread:

@@ -1,5 +1,5 @@
-"""The Explorer's long work — the "torch_tensorrt.compile today" line, "measure latency" and
-"find fastest" — done in its worker process (hierviz/compare/worker.py), so the kernel's
+"""The Explorer's long work — the "torch_tensorrt.compile today" line, "measure latency", "build
+engines" and "find fastest" — done in its worker process (hierviz/compare/worker.py), so the kernel's
 process keeps only the UI, the partitioning and the drawing.
 
 The process's one worker is started by the first job and sent each graph once. A job that cannot go there (its
@@ -140,6 +140,10 @@ class LongWork:
             return latency.measure(part, self.example_inputs, progress=progress, **options)
 
         return self._in_worker("measure", (part.config, options), here, progress)
+
+    def build(self, part: Partition) -> Any:
+        """`part.build()` (its hv.Builds): every TensorRT engine converted and built."""
+        return self._in_worker("build", part.config, part.build)
 
     def tune(self, base: Config, budget: int, **options: Any) -> Any:
         """`hv.tune` from `base` over the graph (its TuneResult, its graph this one's)."""

@@ -26,7 +26,7 @@ ERROR_COLOR = "#D55E00"
 
 # The error area's heading per kind of message (the keys of Controller.errors).
 ERROR_LABELS = {"partition": "These settings are invalid", "control": "Control", "diagram": "Diagram",
-                "measure": "Latency", "numerics": "Numerics", "export": "Export", "action": "Error",
+                "measure": "Latency", "build": "Build", "numerics": "Numerics", "export": "Export", "action": "Error",
                 "worker": "Worker process", "internal": "Internal error (please report)"}
 
 
@@ -108,6 +108,18 @@ def latency_html(measurement: Any) -> str:
         items = "".join(f"<li>{html.escape(str(n))}</li>" for n in notes)
         text += f"<details><summary>{len(notes)} warning(s)</summary><ul>{items}</ul></details>"
     return text
+
+
+def builds_html(builds: Any, failed: bool = False) -> str:
+    """The "built here" line: part.build()'s headline and builder, or that it is running."""
+    if builds is None:
+        text = ("not built (see the error above)" if failed else
+                '<span style="color:#777">building the TensorRT engines in the background ...</span>')
+    else:
+        colour = "#2E7D32" if builds.ok else "#C62828"
+        text = (f'<span style="color:{colour}"><b>{html.escape(builds.headline())}</b></span>'
+                f'<br><span style="color:#777">{html.escape(builds.where())}</span>')
+    return f'<div style="padding:1px 8px"><span style="color:#555">built here</span> {text}</div>'
 
 
 def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: bool = False) -> str:

@@ -1,0 +1,48 @@
+"""The Explorer's "build engines" toggle: part.build() in the worker process, in the background
+(the toggle returns at once), then the stats line and the diagram say which engines built."""
+
+from __future__ import annotations
+
+import pytest
+
+from hierviz import trt
+from hierviz.widget import Explorer
+from tests.building.models import ConvNet, FusedQKV, made
+
+pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
+                                reason="needs TensorRT-RTX, which builds engines on the CPU")
+
+
+def test_the_build_toggle_builds_in_the_worker_and_marks_the_engines():
+    model, x = made(FusedQKV, 1, 16, 64)
+    ex = Explorer(model, x, min_block_size=1, debounce=0)
+    try:
+        assert "built here" not in ex.panels["stats"].value  # off: nothing said, nothing built
+        ex.controls["build"].value = True
+        ex.flush()
+        ex.build_thread.join(300)
+        builds = ex.controller.builds_of(ex.partition)
+        assert builds is not None and not builds.ok
+        here = ex.partition.build()  # the same answer in this process
+        assert builds.df.drop(columns=["cached", "convert_s", "build_s"]).equals(
+            here.df.drop(columns=["cached", "convert_s", "build_s"]))
+        stats = ex.panels["stats"].value
+        assert "built here" in stats and "0/1 engines built; _run_on_acc_tensorrt_0 failed at build" in stats
+        assert "engine fails at build" in ex.panels["diagram"].value
+        assert not ex.errors and not ex.internal_errors
+        assert ex.controller.long_work.notes.get("build") is None  # it ran in the worker
+    finally:
+        ex.close()
+
+
+def test_a_setting_that_builds_says_so():
+    model, x = made(ConvNet, 1, 3, 16, 16)
+    ex = Explorer(model, x, min_block_size=1, debounce=0)
+    try:
+        ex.controls["build"].value = True
+        ex.flush()
+        ex.build_thread.join(300)
+        assert "1/1 engines built, " in ex.panels["stats"].value
+        assert "engine built here" in ex.panels["diagram"].value
+    finally:
+        ex.close()
