@@ -126,12 +126,12 @@ def test_every_module_says_what_it_is_for(path):
 
 
 # ----------------------------------------------------------------------------- the layer order
-# docs/architecture.md: foundation < partitioner < drawing, latency < building < compare < widget < cli. A
+# docs/architecture.md: foundation < partitioner < building < drawing, latency < compare < widget < cli. A
 # module imports only its own layer and those below (drawing and latency not each other); every
 # import counts, function-local ones included (only `if TYPE_CHECKING:` blocks are skipped). The
 # package facade hierviz/__init__.py, which names everything public, is above them all: only the
 # CLI may import it (`import hierviz`, `from hierviz import <public name>`).
-LAYERS = {"partitioner": 1, "drawing": 2, "latency": 2, "building": 3, "compare": 4, "widget": 5, "cli": 6, "cli_args": 6,
+LAYERS = {"partitioner": 1, "building": 2, "drawing": 3, "latency": 3, "compare": 4, "widget": 5, "cli": 6, "cli_args": 6,
           "cli_partitions": 6}
 FACADE = "hierviz"
 MODULE_NAMES = {module_name(p) for p in MODULES}

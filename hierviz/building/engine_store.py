@@ -7,8 +7,10 @@ An entry is keyed by a SHA-256 over
     the weights' shapes, dtypes and values (an engine holds its weights);
   - the conversion settings (the user's trt_settings, and TF32 on or off);
   - the installed torch, Torch-TensorRT and TensorRT versions (read from their metadata).
-It holds what the build gave (`EngineBuild`'s fields, as JSON) and the serialized engine
-beside it. The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
+It holds what the build gave (`EngineBuild`'s fields, as JSON), the serialized engine and
+what Torch-TensorRT's runtime module needs beside it (binding names, flags), so that on a GPU
+hv.measure and part.compile() load a built engine instead of building it again
+(`stored_engine`). The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
 turns it off. It is bounded like the capture cache: the least recently used entries go first.
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import pickle
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -28,7 +31,7 @@ from hierviz.graphdata import fetch_attr
 from hierviz.digests import digest, tensor_digest, tensor_key
 from hierviz.trt.engine_builder import EngineBuild
 from hierviz.trt.loading import installed_distribution, library_version
-from hierviz.trt.settings import settings_digest
+from hierviz.trt.settings import conversion_fields, settings_digest
 
 KEY_VERSION = "hierviz-build-v1"
 FOLDER = "builds"
@@ -45,21 +48,29 @@ def _value(value: Any) -> Any:
 
 def content_key(gm: torch.fx.GraphModule) -> tuple:
     """The subgraph's content: ops with their arguments (nodes by position), the inputs' shapes
-    and dtypes, the weights' specs and values. Equal for equal subgraphs in every process."""
-    index: dict[torch.fx.Node, int] = {}
+    and dtypes, the weights by shape, dtype and values wherever an op reads them. Equal for
+    equal subgraphs in every process, and on any device: where a weight's get_attr sits, its
+    stride and device are left out, so the split module's submodule and hv.measure's rebuilt
+    one (weights gathered first, on the GPU) share a key."""
+    index: dict[torch.fx.Node, Any] = {}
     rows: list[tuple] = []
-    for i, n in enumerate(gm.graph.nodes):
-        index[n] = i
+    for n in gm.graph.nodes:
+        if n.op == "get_attr":
+            value = fetch_attr(gm, n.target)
+            index[n] = (("W", tuple(value.shape), str(value.dtype), tensor_digest(value))
+                        if isinstance(value, torch.Tensor) else ("A", repr(type(value))))
+            continue
+        index[n] = f"%{len(rows)}"
         if n.op == "placeholder":
             rows.append(("placeholder", _value(n.meta.get("val"))))
-        elif n.op == "get_attr":
-            value = fetch_attr(gm, n.target)
-            rows.append(("get_attr", tensor_key(value),
-                         tensor_digest(value) if isinstance(value, torch.Tensor) else repr(type(value))))
+        elif n.op == "output":  # its values, flat: (x,) and ((x,),) return the same engine outputs
+            leaves: list[Any] = []
+            torch.fx.node.map_arg(n.args, lambda a: leaves.append(index[a]))
+            rows.append(("output", repr(leaves)))
         else:
             target = n.target if isinstance(n.target, str) else f"{getattr(n.target, '__module__', '')}." \
                                                                   f"{getattr(n.target, '__qualname__', n.target)}"
-            args = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: f"%{index[a]}")
+            args = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: index[a])
             rows.append((n.op, str(target), repr(args)))
     return tuple(rows)
 
@@ -70,10 +81,28 @@ def run_key(gm: torch.fx.GraphModule, inputs: Any) -> str:
     return digest((KEY_VERSION, "run", content_key(gm), tuple(map(tensor_key, inputs)), values, torch.__version__))
 
 
-def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool) -> str:
-    """The store's key for building `gm` with these settings on this install."""
-    return digest((KEY_VERSION, content_key(gm), settings_digest(trt_settings), bool(tf32), torch.__version__,
+def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False) -> str:
+    """The store's key for building `gm` with these settings on this install: `trt_settings` as
+    part.build() takes them (a dict or None, with `tf32`), or the CompilationSettings hv.measure
+    converts with (its TF32 read from it)."""
+    fields, on = conversion_fields(trt_settings)
+    return digest((KEY_VERSION, content_key(gm), settings_digest(fields), bool(tf32 or on), torch.__version__,
                    installed_distribution(), library_version()))
+
+
+def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict] | None:
+    """(serialized engine, runtime record) that part.build() kept for `gm` with these settings
+    (hv.measure's CompilationSettings), or None: what hv.measure and part.compile() load instead
+    of building the engine again. None when the build cache is off."""
+    if not capture_cache.enabled():
+        return None
+    store = EngineStore()
+    key = build_key(gm, settings)
+    found = store.load(key)
+    if found is None or found.stage != "built":
+        return None
+    engine, runtime = store.engine(key), store.runtime(key)
+    return None if engine is None or runtime is None else (engine, runtime)
 
 
 class EngineStore:
@@ -113,6 +142,15 @@ class EngineStore:
         except OSError:
             return None
 
+    def runtime(self, key: str) -> dict | None:
+        """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, or None."""
+        try:
+            with open(self.folder / f"{key}.runtime", "rb") as f:
+                value = pickle.load(f)
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+            return None
+        return value if isinstance(value, dict) else None
+
     def load_run(self, key: str) -> tuple[bool, dict | None]:
         """(known, the run failure's fields or None) of a graph's run in PyTorch kept under `key`."""
         try:
@@ -133,12 +171,14 @@ class EngineStore:
         """Keep `build` under `key` (the engine first, then its record, each atomically); then
         drop the least recently used entries beyond the bound. False when the folder cannot be
         written (not an error: the build is simply not kept)."""
-        fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build) if f.name != "engine"}
+        fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build) if f.name not in ("engine", "runtime")}
         fields.update(key=key, has_engine=build.engine is not None, engine_size=build.engine_bytes)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             if build.engine is not None:
                 self._write(self.folder / f"{key}.engine", build.engine)
+            if build.runtime is not None:
+                self._write(self.folder / f"{key}.runtime", pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL))
             self._write(self.folder / f"{key}.json", json.dumps(fields, sort_keys=True).encode())
         except OSError:
             return False
@@ -156,7 +196,7 @@ class EngineStore:
             raise
 
     def remove(self, key: str) -> None:
-        for name in (f"{key}.json", f"{key}.engine", f"run-{key}.json"):
+        for name in (f"{key}.json", f"{key}.engine", f"{key}.runtime", f"run-{key}.json"):
             try:
                 (self.folder / name).unlink()
             except OSError:
@@ -175,4 +215,4 @@ class EngineStore:
             total -= size
 
 
-__all__ = ["EngineStore", "build_key", "content_key", "run_key", "KEY_VERSION"]
+__all__ = ["EngineStore", "build_key", "content_key", "run_key", "stored_engine", "KEY_VERSION"]

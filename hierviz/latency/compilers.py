@@ -215,6 +215,14 @@ INDUCTOR = Compiler(
 # ----------------------------------------------------------------------------- TensorRT
 def _trt_compile(gm: GraphModule, example_inputs: Sequence[Any], options: Any, persist: bool,
                  name: str = "") -> Any:
+    """The subgraph's TensorRT module: the engine part.build() kept for this very subgraph and
+    settings when there is one (hierviz.building.engine_store), else converted and built now."""
+    from hierviz.building.engine_store import stored_engine
+
+    stored = stored_engine(gm, options)
+    if stored is not None:
+        engine, runtime = stored
+        return trt.engine_module(engine, runtime, settings=options, name=name)
     return trt.compile_submodule(gm, settings=options, name=name)
 
 

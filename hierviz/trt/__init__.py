@@ -28,6 +28,7 @@ from hierviz.trt.subgraph_engines import (
     build_caches,
     build_state,
     compile_submodule,
+    engine_module,
     is_dynamic,
     load_engine,
     save_engine,
@@ -63,7 +64,7 @@ from hierviz.trt.partitioners import (
     validating,
 )
 from hierviz.trt.validation import Validator
-from hierviz.trt.settings import CONVERSION_FIELDS, conversion_settings, settings_digest, settings_key
+from hierviz.trt.settings import CONVERSION_FIELDS, conversion_fields, conversion_settings, settings_digest, settings_key
 from hierviz.trt.targets import (
     STANDARD_MIN_CAPABILITY,
     TRTInfo,
@@ -79,8 +80,8 @@ __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "def
            "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
            "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
            "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "validating",
-           "CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key", "build_caches",
-           "build_state", "compile_submodule", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
+           "CONVERSION_FIELDS", "conversion_fields", "conversion_settings", "settings_digest", "settings_key", "build_caches",
+           "build_state", "compile_submodule", "engine_module", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
            "builds_without_gpu", "convert_and_build", "first_line", "LIBRARY_DISTRIBUTIONS", "library_version"]

@@ -51,6 +51,7 @@ class EngineBuild:
     error: str | None = None
     engine: bytes | None = None
     engine_size: int | None = None
+    runtime: dict | None = None  # what Torch-TensorRT's runtime module needs beside the engine (built only)
 
     @property
     def engine_bytes(self) -> int | None:
@@ -120,6 +121,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
     require()
     from torch_tensorrt.dynamo import CompilationSettings
     from torch_tensorrt.dynamo.conversion._conversion import infer_module_output_dtypes
+    from torch_tensorrt.dynamo.conversion._symbolic_shape_capture import extract_symbolic_shape_expressions
     from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
     from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
     from torch_tensorrt.logging import TRT_LOGGER
@@ -154,8 +156,14 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
             return EngineBuild("build", layers, convert_s, build_s, exception="RuntimeError",
                                error=said or "TensorRT build_serialized_network returned None; engine build failed.")
         engine = bytes(memoryview(serialized))
+        runtime = {"input_binding_names": list(interpreter._input_names),
+                   "output_binding_names": list(interpreter._output_names),
+                   "requires_output_allocator": bool(interpreter.ctx.requires_output_allocator),
+                   "requires_native_multidevice": bool(getattr(interpreter.ctx, "requires_native_multidevice", False)),
+                   "aliased_io": dict(interpreter._aliased_io),
+                   "symbolic_shape_expressions": extract_symbolic_shape_expressions(gm)}
         del interpreter
-        return EngineBuild("built", layers, convert_s, build_s, engine=engine)
+        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime)
 
 
 def _tensorrt_error(errors: list[str]) -> str:

@@ -120,6 +120,22 @@ def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool 
     return built
 
 
+def conversion_fields(settings: Any = None) -> tuple[dict, bool]:
+    """(the conversion fields set, TF32 on) of trt_settings as the user gives them (a dict, or
+    None) or as hv.measure converts with them (a CompilationSettings: the fields that differ
+    from the defaults), device left out: equal for the same settings either way, without
+    importing torch_tensorrt for a dict. The build cache's key part."""
+    if settings is None:
+        return {}, False
+    if isinstance(settings, dict):
+        fields = {k: v for k, v in settings.items() if k != "device"}
+        return fields, False
+    defaults = default_settings()
+    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
+              if f.name not in ("device", "disable_tf32") and getattr(settings, f.name) != getattr(defaults, f.name)}
+    return fields, not settings.disable_tf32
+
+
 def _canonical(value: Any) -> Any:
     """A JSON-able form of a settings value that is the same in every process."""
     if value is None or isinstance(value, (bool, int, float, str)):
@@ -161,4 +177,4 @@ def settings_key(settings: Any = None) -> tuple:
     return ("tensorrt", lib, settings_digest(settings))
 
 
-__all__ = ["CONVERSION_FIELDS", "conversion_settings", "settings_digest", "settings_key"]
+__all__ = ["CONVERSION_FIELDS", "conversion_fields", "conversion_settings", "settings_digest", "settings_key"]

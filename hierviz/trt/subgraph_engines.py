@@ -48,6 +48,24 @@ def compile_submodule(gm: torch.fx.GraphModule, settings: Any = None, name: str 
     return module
 
 
+def engine_module(engine: bytes, runtime: dict, settings: Any = None, name: str = "") -> Any:
+    """The TorchTensorRTModule of an engine built before (hierviz.trt.convert_and_build, kept by
+    the build cache): what `convert_module` returns, without converting or building again.
+    `runtime`: the binding names and flags recorded at its build. Needs a CUDA GPU."""
+    require()
+    from torch_tensorrt.dynamo import CompilationSettings
+    from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+
+    if not isinstance(settings, CompilationSettings):
+        settings = conversion_settings(settings)
+    on_gpu = torch.cuda.device(settings.device.gpu_id) if torch.cuda.is_available() else contextlib.nullcontext()
+    with on_gpu:
+        module = TorchTensorRTModule(serialized_engine=engine, name=name, settings=settings, **runtime)
+        if getattr(module, "engine", None) is None:
+            module.setup_engine()
+    return module
+
+
 def save_engine(module: Any, path: str | Path) -> None:
     """Write a TorchTensorRTModule through its documented state (state_dict, whose extra state
     is the serialized engine, its bindings and settings)."""
@@ -82,5 +100,5 @@ def build_state() -> str:
     return "warm" if any(p.exists() for p in build_caches()) else "cold"
 
 
-__all__ = ["submodule_inputs", "is_dynamic", "compile_submodule", "save_engine", "load_engine", "build_caches",
+__all__ = ["submodule_inputs", "is_dynamic", "compile_submodule", "engine_module", "save_engine", "load_engine", "build_caches",
            "build_state"]
