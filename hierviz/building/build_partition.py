@@ -19,17 +19,21 @@ from hierviz.building.engine_fix import Fix, find_fix
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
-from hierviz.inputs import example_from_graph
+from hierviz.inputs import check as check_inputs, example_from_graph
 from hierviz.partitioner import handoff
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
            "torch_executed_ops changes the lowering: change the model's line that made this node")
 
 
-def _check(fix: Any, cache: Any, tf32: Any) -> None:
+def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
     for name, value in (("fix", fix), ("cache", cache), ("tf32", tf32)):
         if not isinstance(value, bool):
             raise ConfigError(f"build({name}=...) is True or False, not {type(value).__name__} {value!r:.40}.")
+    if trt_settings is not None and not isinstance(trt_settings, dict):
+        raise ConfigError(f"build(trt_settings=...) is a dict of Torch-TensorRT CompilationSettings fields that act at "
+                          f"conversion (e.g. {{'optimization_level': 5}}), as hv.measure takes, not "
+                          f"{type(trt_settings).__name__}.")
 
 
 def _subgraph_rows(part: Any, builder: SubgraphBuilder, ir: str, graph: str,
@@ -65,8 +69,10 @@ def _after_run(ir: str, made: trt.EngineBuild, graph: str) -> str:
 
 
 def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> Sequence[Any] | None:
+    """The flat inputs the lowered graph runs on: the user's (checked against what the graph was
+    captured for), else random ones shaped like its inputs; None when an input has no shape."""
     if example_inputs is not None:
-        return example_inputs
+        return check_inputs(part.graph, example_inputs, who="part.build", error=ConfigError)
     try:
         return example_from_graph(part.graph)
     except MeasureError:
@@ -111,7 +117,7 @@ def _builder_facts() -> tuple[str, bool]:
 def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
           example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "") -> Builds:
     """Every TensorRT subgraph of `part` converted and built (Partition.build)."""
-    _check(fix, cache, tf32)
+    _check(fix, cache, tf32, trt_settings)
     name, on_cpu = _builder_facts()
     builder = SubgraphBuilder(trt_settings, tf32, cache)
     rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix)
@@ -124,7 +130,7 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
     """Every TensorRT subgraph of every graph of a MultiGraphPartition (MultiGraphPartition.build):
     torch.compile's path, so a failure runs its whole graph eagerly where Torch-TensorRT's
     backend catches it. The fix is every graph's fix together, shown to build in every graph."""
-    _check(fix, cache, tf32)
+    _check(fix, cache, tf32, trt_settings)
     name, on_cpu = _builder_facts()
     builder = SubgraphBuilder(trt_settings, tf32, cache)
     rows: list[dict] = []

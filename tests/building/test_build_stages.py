@@ -5,6 +5,7 @@ error's first line and what Torch-TensorRT then runs."""
 from __future__ import annotations
 
 import pytest
+import torch
 
 import hierviz as hv
 from hierviz import trt
@@ -98,5 +99,9 @@ def test_build_arguments_are_checked():
         part.build(fix="yes")
     with pytest.raises(hv.ConfigError, match="trt_settings"):
         part.build(trt_settings={"min_block_size": 3})
+    with pytest.raises(hv.ConfigError, match=r"build\(trt_settings=...\) is a dict of Torch-TensorRT"):
+        part.build(trt_settings="fast")
+    with pytest.raises(hv.ConfigError, match="part.build: input 'x' has 1 dimension"):
+        part.build(example_inputs=(torch.randn(3),))
     with pytest.raises(hv.ConfigError):
         part.build(nope=1)
