@@ -30,6 +30,7 @@ from hierviz.partitioner import handoff
 from hierviz.partitioner.blockers import DEFAULT_TOP
 from hierviz.partitioner.multi_blockers import multi_blockers_table, refuse_measure
 from hierviz.partitioner.reasons import FALLBACK
+from hierviz.partitioner.report import built_here
 from hierviz.partitioner.result import Partition, outline
 from hierviz.partitioner.counts import count_text
 
@@ -65,6 +66,7 @@ class MultiGraphPartition:
         self.engine = config.engine
         self.notes = tuple(notes)
         self._blockers: "pd.DataFrame | None" = None
+        self._builds: Any = None  # the last build() (hv.Builds): the report shows it
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -224,10 +226,12 @@ class MultiGraphPartition:
         return lines
 
     @checked_arguments
-    def report(self) -> str:
+    def report(self, *, builds: Any = None) -> str:
         """Each graph's dryrun report (Partition.report) in execution order, the graph breaks
         between them, then totals: graphs, breaks with reasons and source lines, subgraphs per
-        backend, graphs left whole in PyTorch and graphs with nothing to partition."""
+        backend, graphs left whole in PyTorch and graphs with nothing to partition. A "Built on
+        this machine" section ends it when builds are known (`builds=`, or the last `build()`)."""
+        builds = builds if builds is not None else self._builds
         s = self.stats
         lines = [f"{RULE} {self.capture.model} graph by graph, as torch.compile(backend=\"torch_tensorrt\") "
                  f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) ({self.engine} engine) {RULE}",
@@ -251,6 +255,8 @@ class MultiGraphPartition:
             for b in breaks_after.get(k, []):
                 lines += self._break_text(b) + [""]
         lines += self._totals(s)
+        if builds is not None:
+            lines += ["", *built_here(builds)]
         return "\n".join(lines) + "\n"
 
     def _totals(self, s: dict) -> list[str]:
@@ -282,7 +288,8 @@ class MultiGraphPartition:
         PyTorch on the values of its first call, then each TensorRT subgraph is converted and
         built. A failure says what torch.compile then runs (that whole graph eagerly, where
         Torch-TensorRT's backend catches it)."""
-        return handoff.handler("build_graphs")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache)
+        self._builds = handoff.handler("build_graphs")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache)
+        return self._builds
 
     # ------------------------------------------------------------------ running it
     def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:

@@ -86,3 +86,18 @@ def test_sweep_with_build_adds_the_engine_columns():
     assert fixed.engine_mb > 0
     with pytest.raises(hv.ConfigError, match=r"build=\.\.\.\) is True"):
         hv.sweep(model, x, {"min_block_size": [1]}, build=1, progress=False)
+
+
+def test_graph_by_graph_builds_show_in_the_report_and_picture(tmp_path):
+    model, x = made(ConvNet, 1, 3, 16, 16)
+    mp = hv.partition(model, x, min_block_size=1, ir="torch_compile")
+    assert "Built on this machine" not in mp.report()
+    builds = mp.build()
+    assert list(builds.df.columns[:2]) == ["graph", "subgraph"] and set(builds.df.graph) == {"g0"}
+    assert "Built on this machine:\n  1/1 engines built, " in mp.report()
+    assert "g0/_run_on_acc_tensorrt_0: built, " in mp.report()
+    assert "engine built here" in mp.render(builds=builds).source
+    assert builds.of_graph("g0").rows[0]["subgraph"] == builds.rows[0]["subgraph"]
+    with pytest.raises(hv.RenderError, match=r"builds= of one graph's drawing takes that graph's builds"):
+        mp.graphs[0].render(builds=builds)
+    assert "engine built here" in mp.graphs[0].render(builds=builds.of_graph("g0")).source
