@@ -80,11 +80,13 @@ def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> Sequence[Any] | 
 
 
 def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
-               fix: bool, frame: str = "") -> tuple[list[dict], RunFailure | None, Fix | None, list[str]]:
+               fix: bool, frame: str = "", flat_inputs: bool = False) -> tuple[list[dict], RunFailure | None,
+                                                                                 Fix | None, list[str]]:
     """(rows, a run failure outside every TensorRT subgraph, the fix, notes) for one graph;
-    `frame`: where the graph's code is, for a lowered graph that keeps no line per node."""
+    `frame`: where the graph's code is, for a lowered graph that keeps no line per node;
+    `flat_inputs`: `example_inputs` are one value per placeholder already (a dynamo graph's)."""
     notes: list[str] = []
-    inputs = _inputs(part, example_inputs)
+    inputs = example_inputs if flat_inputs and example_inputs is not None else _inputs(part, example_inputs)
     failure = builder.run(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
     if failure is not None and not failure.source and frame:
         failure = dataclasses.replace(failure, source=f"{frame} (the graph's frame: its lowered graph keeps no "
@@ -116,13 +118,28 @@ def _builder_facts() -> tuple[str, bool]:
 
 def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
           example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "") -> Builds:
-    """Every TensorRT subgraph of `part` converted and built (Partition.build)."""
+    """Every TensorRT subgraph of `part` converted and built (Partition.build). A graph of a
+    MultiGraphPartition (`part.dynamo_graph`) answers for torch.compile's path: it runs on its
+    first call's values, and a failure says what torch.compile then runs."""
     _check(fix, cache, tf32, trt_settings)
     name, on_cpu = _builder_facts()
     builder = SubgraphBuilder(trt_settings, tf32, cache)
-    rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix)
+    flat = False
+    if part.dynamo_graph is not None and example_inputs is None:
+        (graph, example_inputs), ir, flat = part.dynamo_graph, "torch_compile", True
+    rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
+    rows = [{k: v for k, v in r.items() if k != "graph"} for r in rows]
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
                   ((graph, outside),) if outside else (), notes=tuple(notes))
+
+
+def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
+    """`part.build()`, or, for `dynamo_graph` ("g3": the graph is that dynamo graph of
+    torch.compile's path, `inputs` its first call's values, one per placeholder), that graph's
+    part of MultiGraphPartition.build(): what the Explorer's "build engines" runs."""
+    if dynamo_graph is not None and inputs is not None:
+        part.dynamo_graph = (dynamo_graph, tuple(inputs))
+    return part.build()
 
 
 def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True,
@@ -141,7 +158,8 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
         label = f"g{k}"
         dg = mp.capture.graphs[k]
         frame = f"{dg.file}:{dg.line} in {dg.function}" if dg.file else ""
-        got, failure, found, said = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame)
+        got, failure, found, said = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame,
+                                               flat_inputs=True)
         rows.extend(got)
         notes.extend(said)
         if failure is not None:
@@ -162,4 +180,4 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
                   notes=tuple(notes))
 
 
-__all__ = ["build", "build_graphs"]
+__all__ = ["build", "build_graphs", "build_one"]

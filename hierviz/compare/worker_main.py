@@ -84,7 +84,10 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
         config, options = payload
         return measure(cached_partition(graph, config), inputs, progress=progress, **options)
     if kind == "build":
-        return cached_partition(graph, payload).build()
+        from hierviz.building.build_partition import build_one
+
+        config, dynamo_graph = payload
+        return build_one(cached_partition(graph, config), dynamo_graph, inputs)
     if kind == "tune":
         from hierviz.compare.tuning import tune
 

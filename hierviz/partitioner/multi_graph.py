@@ -348,7 +348,10 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
         notes = ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
     run = run or handoff.handler("repartition")
-    return MultiGraphPartition(capture, [run(g.graph, config) for g in capture.graphs], config, notes)
+    parts = [run(g.graph, config) for g in capture.graphs]
+    for k, (g, part) in enumerate(zip(capture.graphs, parts)):
+        part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
+    return MultiGraphPartition(capture, parts, config, notes)
 
 
 __all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE"]

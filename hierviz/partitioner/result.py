@@ -87,6 +87,8 @@ class Partition:
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
     _todays_compile: Any = None  # Partition.compile_today(), once computed
     _builds: Any = None  # the last Partition.build() (hv.Builds): the report shows it
+    # ("g3", its first call's values): this is dynamo graph 3 of torch.compile's path (MultiGraphPartition.graphs)
+    dynamo_graph: tuple[str, tuple] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Not for users: a Partition comes from hv.partition (or hv.load_partition); inside

@@ -67,6 +67,7 @@ class GraphsExplorer(widgets.VBox):
         if ex is None:
             g = self.multi.capture.graphs[k]
             ex = Explorer(g.graph, g.example_inputs, config, name=f"g{k}", **self.options)
+            ex.controller.long_work.dynamo_graph = f"g{k}"  # its builds say what torch.compile then runs
             for w in ex.controls.values():
                 w.observe(self._guard(self._on_setting), names="value")
             self.explorers[k] = ex

@@ -40,6 +40,7 @@ class LongWork:
         self.notes: dict[str, str] = {}  # job kind -> why it last ran in this process
         self.line_errors: dict[Any, str] = {}  # compile settings -> why the worker did not make its line
         self._line_lock = threading.Lock()  # one line at a time: quick changes do not queue up lines
+        self.dynamo_graph: str | None = None  # "g3": the graph is dynamo graph 3 of torch.compile's path
         self._here = 0  # jobs running in this process now
         self._here_lock = threading.Lock()
 
@@ -142,8 +143,17 @@ class LongWork:
         return self._in_worker("measure", (part.config, options), here, progress)
 
     def build(self, part: Partition) -> Any:
-        """`part.build()` (its hv.Builds): every TensorRT engine converted and built."""
-        return self._in_worker("build", part.config, part.build)
+        """`part.build()` (its hv.Builds): every TensorRT engine converted and built; for a dynamo
+        graph of torch.compile's path (`dynamo_graph`), run on its first call's values and with
+        what torch.compile then runs (MultiGraphPartition.build's answer for that graph)."""
+        graph = self.dynamo_graph
+
+        def here() -> Any:
+            from hierviz.building.build_partition import build_one
+
+            return build_one(part, graph, self.example_inputs)
+
+        return self._in_worker("build", (part.config, graph), here)
 
     def tune(self, base: Config, budget: int, **options: Any) -> Any:
         """`hv.tune` from `base` over the graph (its TuneResult, its graph this one's)."""

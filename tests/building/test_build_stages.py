@@ -105,3 +105,11 @@ def test_build_arguments_are_checked():
         part.build(example_inputs=(torch.randn(3),))
     with pytest.raises(hv.ConfigError):
         part.build(nope=1)
+
+
+def test_one_graph_of_torch_compiles_path_answers_for_that_path():
+    model, x = made(LastRowWrite, 2, 3, 4)
+    mp = hv.partition(model, x, min_block_size=1, ir="torch_compile")
+    row = only_row(mp.graphs[0].build())
+    assert (row["stage"], row["node"], row["error"]) == ("run", "slice_scatter", SLICE_ERROR)
+    assert row["runs_instead"].startswith("torch.compile raises BackendCompilerFailed")

@@ -7,7 +7,8 @@ import pytest
 
 from hierviz import trt
 from hierviz.widget import Explorer
-from tests.building.models import ConvNet, FusedQKV, made
+import hierviz as hv
+from tests.building.models import ConvNet, FusedQKV, NormBetween, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -46,3 +47,22 @@ def test_a_setting_that_builds_says_so():
         assert "engine built here" in ex.panels["diagram"].value
     finally:
         ex.close()
+
+
+def test_the_graph_by_graph_explorer_builds_for_torch_compiles_path():
+    model, x = made(NormBetween, 2, 16)
+    gx = hv.explore(model, x, ir="torch_compile", min_block_size=1, torch_executed_ops={"_operator.getitem"},
+                    debounce=0)
+    try:
+        ex = gx.explorer
+        ex.controls["build"].value = True
+        ex.flush()
+        ex.build_thread.join(300)
+        builds = ex.controller.builds_of(ex.partition)
+        assert builds is not None and builds.ir == "torch_compile"
+        assert builds.df.runs_instead[0].startswith("torch.compile runs the whole of graph g0 eagerly in PyTorch")
+        here = gx.partition.build().of_graph("g0")
+        times = ["cached", "convert_s", "build_s"]
+        assert builds.df.drop(columns=times).equals(here.df.drop(columns=times))
+    finally:
+        gx.close()
