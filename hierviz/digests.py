@@ -5,7 +5,9 @@ key on them.
 
 from __future__ import annotations
 
+import concurrent.futures
 import hashlib
+import os
 from typing import Any, Iterable
 
 import torch
@@ -45,10 +47,25 @@ def tensor_digest(t: torch.Tensor) -> str:
     h = hashlib.sha256()
     h.update(repr((tuple(data.shape), str(data.dtype))).encode())
     if data.numel():
-        h.update(data.reshape(-1).view(torch.uint8).numpy().tobytes())
+        h.update(memoryview(data.reshape(-1).view(torch.uint8).numpy()))  # the bytes, not a copy of them
     value = h.hexdigest()
     _DIGESTS[t] = (now, value)
     return value
+
+
+PARALLEL_BYTES = 1 << 22  # tensors at least this big are hashed on threads (hashlib lets go of the GIL)
+
+
+def tensor_digests(tensors: Iterable[torch.Tensor]) -> list[str]:
+    """`tensor_digest` of each tensor, in order; the big ones hashed side by side on a few
+    threads (as many as the CPU has, at most 4)."""
+    tensors = list(tensors)
+    big = [t for t in tensors if t.numel() * t.element_size() >= PARALLEL_BYTES]
+    workers = min(4, os.cpu_count() or 1, len(big))
+    if workers > 1:
+        with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="hierviz-digest") as pool:
+            list(pool.map(tensor_digest, big))  # remembered: the loop below reads them back
+    return [tensor_digest(t) for t in tensors]
 
 
 def digest(parts: Iterable[Any]) -> str:
@@ -56,4 +73,4 @@ def digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
-__all__ = ["digest", "stamp", "tensor_digest", "tensor_key"]
+__all__ = ["digest", "stamp", "tensor_digest", "tensor_digests", "tensor_key", "PARALLEL_BYTES"]
