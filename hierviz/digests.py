@@ -47,7 +47,7 @@ def tensor_digest(t: torch.Tensor) -> str:
     h = hashlib.sha256()
     h.update(repr((tuple(data.shape), str(data.dtype))).encode())
     if data.numel():
-        h.update(memoryview(data.reshape(-1).view(torch.uint8).numpy()))  # the bytes, not a copy of them
+        h.update(data.reshape(-1).view(torch.uint8).numpy().data)  # the bytes, not a copy of them
     value = h.hexdigest()
     _DIGESTS[t] = (now, value)
     return value
