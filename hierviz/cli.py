@@ -76,15 +76,22 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    """`hierviz cache info|clear`: the capture cache's folder, entries and size, or empty it."""
-    store = CaptureStore()
+    """`hierviz cache info|clear`: the capture cache's and the build cache's folders, entries and
+    sizes, or empty them."""
+    from hierviz.building.engine_store import EngineStore
+
+    store, engines = CaptureStore(), EngineStore()
     if args.action == "clear":
         print(f"removed {store.clear()} cached capture(s) from {store.folder}")
+        print(f"removed {engines.clear()} cached build(s) from {engines.folder}")
         return 0
     info = store.info()
     state = "on" if info["enabled"] else "off (HIERVIZ_CACHE=0)"
     print(f"capture cache: {info['folder']} ({state}); {info['entries']} entr{'y' if info['entries'] == 1 else 'ies'}, "
           f"{info['bytes'] / 2**20:.1f} MiB of {info['limit'] / 2**20:.0f} MiB")
+    built = len(engines.builds())
+    print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
+          f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
     return 0
 
 
@@ -384,7 +391,7 @@ def build_parser() -> Parser:
     _add_debug(zoo)
     zoo.set_defaults(func=cmd_zoo)
 
-    cache = sub.add_parser("cache", help="the capture cache on disk: info (folder, entries, size) or clear")
+    cache = sub.add_parser("cache", help="the capture and build caches on disk: info (folder, entries, size) or clear")
     cache.add_argument("action", choices=("info", "clear"))
     _add_debug(cache)
     cache.set_defaults(func=cmd_cache)

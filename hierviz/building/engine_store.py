@@ -223,6 +223,30 @@ class EngineStore:
             except OSError:
                 pass
 
+    def builds(self) -> list[Path]:
+        """The record of every build kept (one `<key>.json` each)."""
+        try:
+            return sorted(p for p in self.folder.glob("*.json") if not p.name.startswith(("run-", ".")))
+        except OSError:
+            return []
+
+    def size(self) -> int:
+        """The bytes the folder holds (engines, records, runs)."""
+        try:
+            return sum(p.stat().st_size for p in self.folder.iterdir())
+        except OSError:
+            return 0
+
+    def clear(self) -> int:
+        """Remove every entry (builds and runs); how many builds there were."""
+        count = len(self.builds())
+        try:
+            for path in self.folder.iterdir():
+                path.unlink()
+        except OSError:
+            pass
+        return count
+
     def _prune(self) -> None:
         try:
             files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.iterdir() if not p.name.startswith(".")]

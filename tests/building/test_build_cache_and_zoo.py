@@ -71,3 +71,17 @@ def test_gpt2_with_getitem_in_pytorch_fails_to_convert_five_of_seven(zoo_cache):
     assert set(builds.df.error[builds.df.stage == "convert"]) <= {
         "AssertionError: Cannot convert (<ITensor>, None, None) to TRT constant",
         "AssertionError: Cannot convert None to TRT constant"}
+
+
+def test_cli_cache_info_counts_builds_and_clear_removes_them(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    from hierviz.cli import main
+    from tests.building.models import ConvNet, made
+
+    hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1).build()
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"build cache: {tmp_path / 'builds'} (on); 1 build (part.build())" in out
+    assert main(["cache", "clear"]) == 0
+    assert f"removed 1 cached build(s) from {tmp_path / 'builds'}" in capsys.readouterr().out
+    assert not list((tmp_path / "builds").iterdir())
