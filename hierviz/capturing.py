@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import inspect
-import sys
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -120,7 +119,7 @@ def _dict_hint(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> str 
 def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> Any:
     """torch.export; on failure, a CaptureError with a short first line (hierviz.export_failure),
     and what torch printed and logged meanwhile (its partial graph) kept off the screen. After
-    a success that is shown, as it would have been."""
+    a success it is held back too (torch_output.hold: the CLI's --verbose shows it)."""
     failed: Exception | None
     with torch_output.kept() as printed:
         try:
@@ -129,9 +128,8 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
             failed = exc
         else:
             failed = None
-    if failed is None:
-        if printed.text():
-            sys.stderr.write(printed.text())
+    if failed is None:  # what it printed meanwhile is held back, for --verbose
+        torch_output.hold("torch.export", printed.text())
         return exported
     raise export_error(type(model).__name__, failed, dynamic_shapes=dynamic_shapes is not None,
                        torch_output=printed.text(), hint=_dict_hint(model, args, kwargs)) from failed

@@ -13,6 +13,7 @@ from typing import Any, NoReturn, Sequence
 
 import hierviz as hv
 from hierviz import trt
+from hierviz import torch_output
 from hierviz.capture_cache import CaptureStore
 from hierviz.cli_args import (  # also hierviz.cli.load_model etc., as before
     UsageError,
@@ -304,8 +305,8 @@ def _add_debug(p: argparse.ArgumentParser) -> None:
     p.add_argument("--debug", action="store_true", default=argparse.SUPPRESS,
                    help="show full tracebacks on errors")
     p.add_argument("--verbose", action="store_true", default=argparse.SUPPRESS,
-                   help="before an error's one line, show its whole cause (a failed torch.export's full "
-                        "message, and what torch printed meanwhile)")
+                   help="show what torch and Torch-TensorRT printed meanwhile (held back otherwise), and "
+                        "before an error's one line its whole cause (a failed torch.export's full message)")
 
 
 def whole_cause(exc: BaseException) -> str:
@@ -337,8 +338,8 @@ def build_parser() -> Parser:
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--debug", action="store_true", help="show full tracebacks on errors")
     parser.add_argument("--verbose", action="store_true",
-                        help="before an error's one line, show its whole cause (a failed torch.export's full "
-                             "message, and what torch printed meanwhile)")
+                        help="show what torch and Torch-TensorRT printed meanwhile (held back otherwise), and "
+                             "before an error's one line its whole cause (a failed torch.export's full message)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
 
     demo = sub.add_parser("demo", help="the main job on built-in models: reports, diagrams, HTML, sweep CSV")
@@ -421,14 +422,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     with warnings.catch_warnings():  # the caller's warning display is back after the command
         one_line_warnings()
         try:
-            return int(args.func(args) or 0)
+            code = int(args.func(args) or 0)
+            if args.verbose and torch_output.held():  # what succeeded quietly printed meanwhile
+                print(torch_output.held(), file=sys.stderr, end="")
+            return code
         except (UsageError, HiervizError) as exc:
             if args.debug:
                 if isinstance(exc, UserCodeError) and exc.__cause__ is not None:
                     raise exc.__cause__  # noqa: B904 - the user's own exception, with its own traceback
                 raise
             if args.verbose:
-                print(whole_cause(exc), file=sys.stderr)
+                print(torch_output.held() + whole_cause(exc), file=sys.stderr)
             print(f"hierviz: error: {sentence(str(exc))}", file=sys.stderr)
             return EXIT_USAGE
         except KeyboardInterrupt:

@@ -28,6 +28,7 @@ from torch.fx import GraphModule
 from torch.utils._pytree import tree_leaves
 
 from hierviz import trt
+from hierviz import torch_output
 from hierviz.errors import CaptureError
 from hierviz.dynamo_graph import DynamoGraph
 from hierviz.graph_break import GraphBreak, parse_reason, user_function
@@ -254,8 +255,11 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         return run
 
     torch._dynamo.reset()
+    said = torch_output.KeptOutput()
     try:
-        with rng_preserved(), _breaks_logged(events), torch.no_grad():
+        # dynamo's warnings (its "Graph break from `Tensor.item()`" block) are held back: the breaks
+        # are the capture's answer; --verbose shows them
+        with rng_preserved(), _breaks_logged(events), torch.no_grad(), torch_output.kept() as said:
             compiled = torch.compile(work, backend=backend, dynamic=False)
             compiled(*args, **(kwargs or {}))
     except Exception as exc:
@@ -267,6 +271,7 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         ) from exc
     finally:
         torch._dynamo.reset()
+        torch_output.hold("torch.compile", said.text())
     if failures:
         k, failure = failures[0]
         raise CaptureError(

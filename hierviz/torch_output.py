@@ -6,14 +6,22 @@ wrong. `kept()` collects, from the calling thread only, what is written to `sys.
 what reaches a logging handler of torch's loggers (or the root logger, or logging's last resort)
 while it is open; other threads print as usual. The text stays available
 (`KeptOutput.text()`): `CaptureError.torch_output`, and the CLI's `--verbose`.
+
+What a call that succeeded printed is not shown either (hierviz says nothing on success except
+what the user must act on): `hold(what, text)` keeps the last few such texts for `held()`,
+which the CLI's `--verbose` prints. `native_output()` also catches what C++ code writes to the
+process's stdout and stderr (TensorRT's builder, Torch-TensorRT's import).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import io
 import logging
+import os
 import sys
+import tempfile
 import threading
 from typing import Any, Iterator
 
@@ -110,4 +118,60 @@ def kept() -> Iterator[KeptOutput]:
         for handler in handlers:
             handler.removeFilter(keep)
 
-__all__ = ["KeptOutput", "kept"]
+_HELD: "collections.deque[str]" = collections.deque(maxlen=20)
+
+
+def hold(what: str, text: str) -> None:
+    """Keep `text`, what `what` printed while it succeeded, for `held()` (the last 20 kept)."""
+    if text.strip():
+        _HELD.append(f"--- what {what} printed:\n{text.rstrip()}\n")
+
+
+def held() -> str:
+    """What successful calls printed and hierviz held back (`hold`), oldest first."""
+    return "".join(_HELD)
+
+
+@contextlib.contextmanager
+def native_output() -> Iterator[list[str]]:
+    """What anything writes to the process's stdout and stderr file descriptors while the block
+    runs (C++ code included), held back and put, as lines, in the list yielded (filled when the
+    block ends). Python's sys.stdout/sys.stderr are flushed first, so nothing of theirs is lost."""
+    lines: list[str] = []
+    saved: list[tuple[int, int]] = []
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (AttributeError, OSError, ValueError):
+            pass
+    with tempfile.TemporaryFile() as sink:
+        for fd in (1, 2):
+            try:
+                saved.append((fd, os.dup(fd)))
+                os.dup2(sink.fileno(), fd)
+            except OSError:
+                continue
+        try:
+            yield lines
+        finally:
+            for fd, copy in saved:
+                os.dup2(copy, fd)
+                os.close(copy)
+            sink.seek(0)
+            lines.extend(sink.read().decode(errors="replace").splitlines())
+
+
+@contextlib.contextmanager
+def held_back(what: str) -> Iterator[None]:
+    """Nothing `what` prints shows (Python's stderr, torch's logging, C++ writes to the file
+    descriptors); all of it is `hold`-ed for --verbose when the block ends, however it ends."""
+    said = KeptOutput()
+    lines: list[str] = []
+    try:
+        with kept() as said, native_output() as lines:
+            yield
+    finally:
+        hold(what, said.text() + "".join(f"{line}\n" for line in lines))
+
+
+__all__ = ["KeptOutput", "kept", "hold", "held", "held_back", "native_output"]

@@ -12,18 +12,16 @@ a CPU; standard TensorRT needs its GPU for a build.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
 import re
-import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from typing import Any, Iterator
+from typing import Any
 
 import torch
 
+from hierviz.torch_output import native_output
 from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_version, require, tensorrt_library
 from hierviz.trt.settings import conversion_settings
 
@@ -144,7 +142,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
         layers = int(interpreter.ctx.net.num_layers)
         start = time.perf_counter()
         try:
-            with _ErrorLog(TRT_LOGGER) as log, _native_output() as printed:
+            with _ErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
                 serialized = interpreter.builder.build_serialized_network(interpreter.ctx.net, config)
         except Exception as exc:  # noqa: BLE001 - what the builder raised is the answer
@@ -173,30 +171,6 @@ def _tensorrt_error(errors: list[str]) -> str:
         if "Exception" in line or "CHECK" in line or "Error Code" in line:
             return line[:400]
     return lines[-1][:400] if lines else ""
-
-
-@contextlib.contextmanager
-def _native_output() -> Iterator[list[str]]:
-    """What TensorRT's native code prints to the process's stdout and stderr while the block
-    runs (Myelin writes its internal errors there, past the logger), held back and kept as
-    lines in the list yielded (filled when the block ends)."""
-    lines: list[str] = []
-    saved: list[tuple[int, int]] = []
-    with tempfile.TemporaryFile() as sink:
-        for fd in (1, 2):
-            try:
-                saved.append((fd, os.dup(fd)))
-                os.dup2(sink.fileno(), fd)
-            except OSError:
-                continue
-        try:
-            yield lines
-        finally:
-            for fd, copy in saved:
-                os.dup2(copy, fd)
-                os.close(copy)
-            sink.seek(0)
-            lines.extend(sink.read().decode(errors="replace").splitlines())
 
 
 class _quiet:

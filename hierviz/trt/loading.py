@@ -28,6 +28,7 @@ from typing import Any, Iterator
 
 import torch
 
+from hierviz import torch_output
 from hierviz.errors import TensorRTUnavailableError
 
 # The device queries upstream makes at import time, with the answers used without a GPU.
@@ -163,7 +164,11 @@ def _import() -> tuple[Any, str | None]:
     if importlib.util.find_spec("torch_tensorrt") is None:
         return None, "torch_tensorrt is not installed"
     try:
-        with answer_cuda_queries(), warning_routing():
+        # what the import prints on a machine without a GPU ("Unable to read CUDA capable
+        # devices", modelopt's absence, torch's deprecation warnings) is held back: --verbose shows it
+        with answer_cuda_queries(), warning_routing(), torch_output.held_back("import torch_tensorrt"), \
+                warnings.catch_warnings():
+            warnings.simplefilter("ignore", DeprecationWarning)
             module = importlib.import_module("torch_tensorrt")
             # submodules that also read the device when first imported
             importlib.import_module("torch_tensorrt.dynamo")
