@@ -265,7 +265,7 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
     except Exception as exc:
         raise CaptureError(
             f"running {type(model).__name__} under torch.compile (as torch_tensorrt.compile(ir='torch_compile') "
-            f"does) failed: {type(exc).__name__}: {_first_line(exc)}\n"
+            f"does) failed: {_what_failed(exc)}\n"
             "Hint: the model must run on the example inputs: check them with model(*example_inputs); "
             "ir='dynamo' (torch.export) is the other way to capture it."
         ) from exc
@@ -299,6 +299,25 @@ def _graph(k: int, item: dict) -> DynamoGraph:
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
                        ended_by=item["ended_by"], sources=sources)
+
+
+_WRAPPED = ("RuntimeError when making fake tensor call", "Dynamo failed to run FX node with fake tensors")
+
+
+def _what_failed(exc: BaseException) -> str:
+    """'Type: first line' of what really failed: dynamo wraps the model's own error (a wrong
+    channel count, a dtype mismatch) in its fake-tensor errors, the cause deepest in the chain."""
+    chain = [exc]
+    while len(chain) < 10:
+        nxt = chain[-1].__cause__ or chain[-1].__context__
+        if nxt is None or nxt in chain:
+            break
+        chain.append(nxt)
+    for inner in reversed(chain):  # the deepest that is not dynamo's wrapping
+        text = _first_line(inner)
+        if text and not text.startswith(_WRAPPED) and not type(inner).__module__.startswith("torch._dynamo"):
+            return f"{type(inner).__name__}: {text}"
+    return f"{type(exc).__name__}: {_first_line(exc)}"
 
 
 def _first_line(exc: BaseException) -> str:
