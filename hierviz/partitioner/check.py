@@ -14,7 +14,7 @@ from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
 from hierviz.partitioner.blockers import blockers_table, saves_text
-from hierviz.partitioner.multi_graph import MultiGraphPartition
+from hierviz.partitioner.multi_graph import NOTHING_CAPTURED, MultiGraphPartition
 from hierviz.partitioner.result import Partition
 from hierviz.partitioner.load import load_partition
 
@@ -104,6 +104,9 @@ def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = No
         if "graph_breaks" in s and "graph_breaks" in was:
             judge(s["graph_breaks"] <= was["graph_breaks"],
                   f"{where}: graph breaks {s['graph_breaks']} vs {was['graph_breaks']} saved")
+    if s.get("nothing_captured"):  # a model that runs entirely in Python passes no limit
+        broken.append(f"{NOTHING_CAPTURED}: dynamo made no graph ({s['graph_breaks']} graph break(s)), "
+                      "so accelerated 0%")
     if build:
         builds = part.build()
         if builds.ok:

@@ -99,6 +99,10 @@ def break_row(part: Any, b: GraphBreak, base: dict) -> dict:
     alone = (None if b.ended_graph and 0 <= k < n - 1 else
              "another graph break at the same place keeps the graphs apart" if b.ended_graph is False and 0 <= k
              else "no graph runs before it" if k < 0 else "no graph runs after it")
+    if n == 0:  # the model runs entirely in Python: this break is why, and no count says what removing it gives
+        out["note"] = join_notes("nothing captured: the whole forward runs in Python, because of this break; "
+                                 "removing it lets dynamo capture the frame", hints)
+        return out
     if alone is not None:
         out["note"] = join_notes(f"removing it alone joins no graphs: {alone}", hints)
         return counted(out, base, base)

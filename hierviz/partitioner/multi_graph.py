@@ -41,6 +41,7 @@ if TYPE_CHECKING:  # pragma: no cover
 RULE = "=" * 30
 SUMMED = ("nodes", "compute_ops", "supported_ops", "accelerated_ops", "subgraphs", "acc_subgraphs",
           "boundary_tensors")
+NOTHING_CAPTURED = "nothing captured: the whole forward runs in Python"
 LEFT_WHOLE = "graphs left whole in PyTorch (fewer than min_block_size supported ops)"
 
 
@@ -126,13 +127,15 @@ class MultiGraphPartition:
     # ------------------------------------------------------------------ numbers and tables
     @property
     def stats(self) -> dict:
-        """Partition.stats summed over the graphs (coverage recomputed), plus `graphs`,
-        `graph_breaks`, `graphs_left_whole` and `graphs_without_compute`."""
+        """Partition.stats summed over the graphs (coverage recomputed: 0 when no graph holds a
+        compute op), plus `graphs`, `graph_breaks`, `graphs_left_whole`, `graphs_without_compute`
+        and `nothing_captured` (dynamo made no graph: the whole forward runs in Python)."""
         per = [p.stats for p in self.graphs]
         total = {key: sum(s[key] for s in per) for key in SUMMED}
         compute = total["compute_ops"]
-        total["coverage"] = round(total["supported_ops"] / compute, 4) if compute else 1.0
-        total["accelerated_coverage"] = round(total["accelerated_ops"] / compute, 4) if compute else 1.0
+        # zero of zero is not 100%: a model whose graphs hold no compute op accelerates nothing
+        total["coverage"] = round(total["supported_ops"] / compute, 4) if compute else 0.0
+        total["accelerated_coverage"] = round(total["accelerated_ops"] / compute, 4) if compute else 0.0
         by_backend: Counter = Counter({b: 0 for b in (*self.config.priority, "torch")})
         for s in per:
             by_backend.update(s["subgraphs_by_backend"])
@@ -141,6 +144,7 @@ class MultiGraphPartition:
         total["graph_breaks"] = len(self.breaks)
         total["graphs_left_whole"] = sum(self.left_whole(k) for k in range(len(self.graphs)))
         total["graphs_without_compute"] = sum(not self.has_compute(k) for k in range(len(self.graphs)))
+        total["nothing_captured"] = not self.graphs
         return total
 
     def _tables(self, method: str) -> "pd.DataFrame":
@@ -237,6 +241,9 @@ class MultiGraphPartition:
                  f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) ({self.engine} engine) {RULE}",
                  ""]
         lines += [f"Note: {note}." for note in self.notes]
+        if s["nothing_captured"]:
+            lines += [f"{NOTHING_CAPTURED[0].upper()}{NOTHING_CAPTURED[1:]}: dynamo made no graph, so nothing is "
+                      "accelerated (0%); the graph breaks below are why.", ""]
         breaks_after: dict[int, list[GraphBreak]] = {}
         for b in self.breaks:
             breaks_after.setdefault(b.after_graph, []).append(b)
@@ -273,7 +280,8 @@ class MultiGraphPartition:
             times = len(list(group))
             lines.append(text + (f" (x{times})" if times > 1 else ""))
         lines += [f"Operators: {count_text('compute_ops', s['compute_ops'])}, {count_text('supported_ops', s['supported_ops'])}, "
-                  f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated",
+                  f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated "
+                  f"({s['accelerated_coverage'] * 100:.2f}%)" + (f"; {NOTHING_CAPTURED}" if s["nothing_captured"] else ""),
                   f"Subgraphs: {s['subgraphs']} ({by})",
                   f"{LEFT_WHOLE[0].upper()}{LEFT_WHOLE[1:]}: {s['graphs_left_whole']}"
                   + (f" ({', '.join(f'g{k}' for k in range(len(self.graphs)) if self.left_whole(k))})"
@@ -305,8 +313,13 @@ class MultiGraphPartition:
 
     def __repr__(self) -> str:
         s = self.stats
+        if s["nothing_captured"]:
+            return (f"<hv.MultiGraphPartition {self.capture.model}: {NOTHING_CAPTURED} ({s['graph_breaks']} graph "
+                    f"breaks), accelerated 0%, {self.config.label()}>")
+        accelerated = f", accelerated {s['accelerated_coverage']:.0%}" \
+            if s["accelerated_coverage"] < s["coverage"] else ""
         return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
-                f"{outline(s, self.config)}>")
+                f"{outline(s, self.config)}{accelerated}>")
 
     # ------------------------------------------------------------------ drawing
     @checked_arguments
@@ -354,4 +367,4 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
     return MultiGraphPartition(capture, parts, config, notes)
 
 
-__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE"]
+__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED"]

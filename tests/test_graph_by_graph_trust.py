@@ -1,0 +1,82 @@
+"""Graph by graph, trusted (issue 42): a model that fails under torch.compile says why on the
+first line (dynamo wraps the model's own error in its fake-tensor errors; the message names the
+model's error), and a model that runs entirely in Python, or accelerates nothing, is never
+called "coverage 100%"."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hierviz as hv
+
+CONV = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
+LINEAR = torch.nn.Sequential(torch.nn.Linear(16, 4), torch.nn.ReLU()).eval()
+HEAD = "running Sequential under torch.compile (as torch_tensorrt.compile(ir='torch_compile') does) failed: "
+
+
+@pytest.mark.parametrize(("model", "x", "cause"), [
+    (CONV, torch.randn(1, 4, 16, 16), "RuntimeError: Given groups=1, weight of size [8, 3, 3, 3], expected "
+                                      "input[1, 4, 16, 16] to have 3 channels, but got 4 channels instead"),
+    (CONV, torch.randn(1, 3, 16, 16, dtype=torch.float64),
+     "RuntimeError: Input type (double) and bias type (float) should be the same"),
+    (LINEAR, torch.randn(2, 12), "RuntimeError: a and b must have same reduction dim, but got [2, 12] X [16, 4]."),
+], ids=["channels", "float64", "linear"])
+def test_the_models_own_error_is_on_the_first_line(model, x, cause):
+    with pytest.raises(hv.CaptureError) as err:
+        hv.partition(model, (x,), ir="torch_compile")
+    assert str(err.value).splitlines()[0] == HEAD + cause
+
+
+class ItemLoop(torch.nn.Module):
+    """A `.item()` branch inside a Python loop: dynamo runs the whole frame in Python."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        for _ in range(3):
+            if x.sum().item() > 0:
+                x = self.lin(x)
+        return x
+
+
+class PrintEveryGraph(torch.nn.Module):
+    """A print between every two ops: each graph has fewer ops than min_block_size."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(4, 4), torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.a(x)
+        print("between")
+        return self.b(x)
+
+
+def test_nothing_captured_is_not_called_100_percent():
+    mp = hv.partition(ItemLoop().eval(), (torch.randn(2, 4),), ir="torch_compile")
+    s = mp.stats
+    assert s["graphs"] == 0 and s["nothing_captured"]
+    assert (s["coverage"], s["accelerated_coverage"]) == (0.0, 0.0)
+    assert repr(mp).startswith("<hv.MultiGraphPartition ItemLoop: nothing captured: the whole forward runs in "
+                               "Python (1 graph breaks), accelerated 0%")
+    with pytest.raises(hv.PartitionCheckError) as err:
+        hv.check(mp, min_coverage=0.99)
+    assert "nothing captured: the whole forward runs in Python: dynamo made no graph" in str(err.value)
+    with pytest.raises(hv.PartitionCheckError):
+        hv.check(mp, max_subgraphs=10)  # no limit passes a model that runs entirely in Python
+    row = mp.blockers().iloc[0]
+    assert row.kind == "graph break" and row.verdict != "no gain"
+    assert row.note.startswith("nothing captured: the whole forward runs in Python, because of this break")
+    assert "Nothing captured: the whole forward runs in Python: dynamo made no graph" in mp.report()
+
+
+def test_a_model_with_nothing_accelerated_says_accelerated_0_percent(capsys):
+    mp = hv.partition(PrintEveryGraph().eval(), (torch.randn(2, 4),), ir="torch_compile")
+    capsys.readouterr()
+    s = mp.stats
+    assert s["graphs"] == 2 and s["accelerated_ops"] == 0 and s["accelerated_coverage"] == 0.0
+    assert repr(mp).endswith(", accelerated 0%>")
+    assert "accelerated (0.00%)" in mp.report()
