@@ -80,3 +80,28 @@ def test_a_model_with_nothing_accelerated_says_accelerated_0_percent(capsys):
     assert s["graphs"] == 2 and s["accelerated_ops"] == 0 and s["accelerated_coverage"] == 0.0
     assert repr(mp).endswith(", accelerated 0%>")
     assert "accelerated (0.00%)" in mp.report()
+
+
+def test_the_explorer_and_diff_take_a_capture_with_nothing_in_it():
+    model, x = ItemLoop().eval(), (torch.randn(2, 4),)
+    mp = hv.partition(model, x, ir="torch_compile")
+    assert hv.diff(mp, mp).empty  # the same partition: no difference, not "different models"
+    gx = hv.explore(model, x, ir="torch_compile")
+    try:
+        assert gx.explorer is None and gx.picker.disabled and not gx.internal_errors
+        shown = gx.holder.children[0].value
+        assert "Nothing captured: the whole forward runs in Python" in shown and "test_graph_by_graph_trust.py" in shown
+        assert repr(gx).endswith("0 graphs, nothing captured>")
+    finally:
+        gx.close()
+
+
+class Identity(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x
+
+
+def test_diff_of_graphs_with_nothing_to_partition_is_empty():
+    a = hv.partition(Identity(), (torch.randn(2, 4),))
+    b = hv.partition(Identity(), (torch.randn(2, 4),), min_block_size=1)
+    assert hv.diff(a, b).empty

@@ -48,7 +48,7 @@ def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition)
                               f"{type(p).__name__} {p!r:.60}.")
     if not (isinstance(a, MultiGraphPartition) and isinstance(b, MultiGraphPartition)):
         one_a, one_b = _one_graph(a, "first"), _one_graph(b, "second")
-        if not _shares_nodes(one_a, one_b):
+        if not _shares_nodes(one_a, one_b) and _has_ops(one_a) and _has_ops(one_b):
             raise ConfigError("hv.diff matches nodes by name, and these two partitions have no op node in common: "
                               "they are of different models.")
         return pd.DataFrame(_rows(one_a, one_b), columns=list(COLUMNS))
@@ -64,8 +64,9 @@ def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition)
             t = only.records
             mine = [_one_side(t, i, side) for i in range(len(t)) if t.is_callable(i)]
         rows += [{"graph": k, **r, "node": f"g{k}/{r['node']}"} for r in mine]
-    pairs = zip(a.graphs, b.graphs)
-    if not any(_shares_nodes(ga, gb) for ga, gb in pairs):
+    pairs = list(zip(a.graphs, b.graphs))
+    some = any(_has_ops(g) for g in a.graphs) and any(_has_ops(g) for g in b.graphs)
+    if a is not b and some and not any(_shares_nodes(ga, gb) for ga, gb in pairs):
         raise ConfigError("hv.diff matches graph k with graph k and nodes by name, and no graph of these two "
                           "partitions has an op node in common with its match: they are of different models.")
     return pd.DataFrame(rows, columns=["graph", *COLUMNS])
@@ -81,6 +82,12 @@ def _one_graph(part: Partition | MultiGraphPartition, which: str) -> Partition:
                           "(ir='torch_compile'), the other one graph: compare one of its graphs (part.graphs[k]), "
                           "or partition both with the same ir.")
     return part.graphs[0]
+
+
+def _has_ops(p: Partition) -> bool:
+    """Whether the partition has an op node (a capture with nothing to compare has none)."""
+    t = p.records
+    return any(t.is_callable(i) for i in range(len(t)))
 
 
 def _shares_nodes(a: Partition, b: Partition) -> bool:

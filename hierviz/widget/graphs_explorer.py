@@ -20,6 +20,7 @@ import ipywidgets as widgets
 from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner import MultiGraphPartition, partition
+from hierviz.partitioner.multi_graph import NOTHING_CAPTURED
 from hierviz.widget.explorer import Explorer
 
 
@@ -41,7 +42,8 @@ class GraphsExplorer(widgets.VBox):
         graphs = multi.capture.graphs
         self.picker = widgets.Dropdown(
             options=[(f"g{g.index}: {g.function or '?'} line {g.line}, {len(g.ops)} ops", g.index) for g in graphs],
-            value=self._largest(), description="graph", layout=widgets.Layout(width="520px"))
+            value=self._largest() if graphs else None, description="graph", disabled=not graphs,
+            layout=widgets.Layout(width="520px"))
         self.every = widgets.HTML()
         self.error = widgets.HTML()
         self.holder = widgets.VBox()
@@ -50,7 +52,10 @@ class GraphsExplorer(widgets.VBox):
         self.children = (head, self.picker, self.error, self.holder,
                          widgets.HTML("<b>Every graph at these settings</b>"), self.every)
         self.picker.observe(self._guard(self._on_pick), names="value")
-        self._guard(self._open)(self.picker.value, multi.config)
+        if not graphs:  # dynamo made no graph: nothing to explore, and the breaks say why
+            self.holder.children = (widgets.HTML(_nothing_captured_html(multi)),)
+        else:
+            self._guard(self._open)(self.picker.value, multi.config)
         self._guard(self._redraw_every)()
 
     # ------------------------------------------------------------------ the picked graph
@@ -59,8 +64,9 @@ class GraphsExplorer(widgets.VBox):
         return max(range(len(sizes)), key=lambda k: (sizes[k], -k)) if sizes else 0
 
     @property
-    def explorer(self) -> Explorer:
-        return self.explorers[self.picker.value]
+    def explorer(self) -> Explorer | None:
+        """The picked graph's Explorer; None when dynamo made no graph."""
+        return self.explorers.get(self.picker.value) if self.picker.value is not None else None
 
     def _open(self, k: int, config: Config) -> None:
         ex = self.explorers.get(k)
@@ -93,10 +99,13 @@ class GraphsExplorer(widgets.VBox):
     def _on_setting(self, change: dict) -> None:
         if self._quiet:
             return
-        values = self.explorer.control_values_safe()
+        ex = self.explorer
+        if ex is None:
+            return
+        values = ex.control_values_safe()
         if isinstance(values, HiervizError):
             raise values
-        config = self.explorer.controller.config_of(values)
+        config = ex.controller.config_of(values)
         if config != self.partition.config:
             self.partition = cast(MultiGraphPartition, partition(self.multi, config=config))  # graph by graph, as given
             self._redraw_every()
@@ -104,6 +113,9 @@ class GraphsExplorer(widgets.VBox):
     def _redraw_every(self) -> None:
         part = self.partition
         s = part.stats
+        if s["nothing_captured"]:
+            self.every.value = ""
+            return
         by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
         totals = (f"{s['graphs']} graphs, {s['graph_breaks']} breaks: {s['subgraphs']} subgraphs ({by}), "
                   f"{s['accelerated_ops']}/{s['compute_ops']} ops accelerated, {s['graphs_left_whole']} graph(s) "
@@ -136,7 +148,15 @@ class GraphsExplorer(widgets.VBox):
         super().close()
 
     def __repr__(self) -> str:
-        return f"<hv.GraphsExplorer {self.multi.capture.model}: {len(self.multi.graphs)} graphs, showing g{self.picker.value}>"
+        showing = f"showing g{self.picker.value}" if self.multi.graphs else "nothing captured"
+        return f"<hv.GraphsExplorer {self.multi.capture.model}: {len(self.multi.graphs)} graphs, {showing}>"
+
+
+def _nothing_captured_html(multi: MultiGraphPartition) -> str:
+    """What the explorer shows for a model dynamo made no graph of: that, and the breaks."""
+    breaks = "".join(f"<li>{html.escape(b.location or 'unknown line')}: {html.escape(b.short)}</li>" for b in multi.breaks)
+    return (f"<p><b>{html.escape(NOTHING_CAPTURED[0].upper() + NOTHING_CAPTURED[1:])}</b>: dynamo made no graph, so "
+            f"there is nothing to partition and nothing is accelerated (0%). Its graph breaks:</p><ul>{breaks}</ul>")
 
 
 __all__ = ["GraphsExplorer"]
