@@ -145,14 +145,32 @@ def _dims_key(value: Any) -> Any:
     return (repr(value), getattr(value, "min", None), getattr(value, "max", None))
 
 
+_PLAIN = (type(None), bool, int, float, str)
+
+
+def _plain_attributes(module: torch.nn.Module) -> tuple:
+    """A module's own plain attributes (None, numbers, text, and short lists or tuples of
+    them), which its forward may read and change (torchvision's MultiScaleRoIAlign sets
+    `scales` on its first call): a change makes an earlier capture stale."""
+    out = []
+    for name, value in vars(module).items():
+        if name.startswith("_") or name == "training":
+            continue
+        if isinstance(value, _PLAIN) or (isinstance(value, (list, tuple)) and len(value) <= 64
+                                         and all(isinstance(v, _PLAIN) for v in value)):
+            out.append((name, type(value).__name__, repr(value)))
+    return tuple(out)
+
+
 def _state_key(model: Any) -> tuple:
     """What makes an earlier capture of the same object stale: modes, weights (identity and
-    in-place version), and for a GraphModule its code."""
+    in-place version), each module's plain attributes, and for a GraphModule its code."""
     if not isinstance(model, torch.nn.Module):
         return ()
     tensors = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
     key: tuple = (tuple(m.training for m in model.modules()),
-           tuple((name, id(t), t._version) for name, t in tensors))
+                  tuple((name, id(t), t._version) for name, t in tensors),
+                  tuple(_plain_attributes(m) for m in model.modules()))
     if isinstance(model, GraphModule):
         key += (model.code,)
     return key

@@ -105,3 +105,31 @@ def test_diff_of_graphs_with_nothing_to_partition_is_empty():
     a = hv.partition(Identity(), (torch.randn(2, 4),))
     b = hv.partition(Identity(), (torch.randn(2, 4),), min_block_size=1)
     assert hv.diff(a, b).empty
+
+
+class SetsItsScalesOnFirstCall(torch.nn.Module):
+    """As torchvision's MultiScaleRoIAlign: the first call sets a plain attribute the later
+    calls read, so the graph changes after the model ran once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+        self.scales: list[float] | None = None
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.scales is None:
+            self.scales = [2.0]
+            return self.lin(x)
+        return (self.lin(x) * self.scales[0]).relu()
+
+
+@pytest.mark.parametrize("ir", ["dynamo", "torch_compile"])
+def test_a_model_whose_own_state_changed_is_captured_again(ir):
+    model, x = SetsItsScalesOnFirstCall().eval(), (torch.randn(2, 4),)
+    before = hv.partition(model, x, ir=ir, min_block_size=1)
+    assert model.scales is None  # capturing ran a private copy
+    model(*x)
+    after = hv.partition(model, x, ir=ir, min_block_size=1)
+    assert after.stats["nodes"] == before.stats["nodes"] + 2  # the mul and the relu
+    fresh = hv.partition(model, x, ir=ir, min_block_size=1)
+    assert fresh.stats == after.stats
