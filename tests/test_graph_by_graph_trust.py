@@ -133,3 +133,26 @@ def test_a_model_whose_own_state_changed_is_captured_again(ir):
     assert after.stats["nodes"] == before.stats["nodes"] + 2  # the mul and the relu
     fresh = hv.partition(model, x, ir=ir, min_block_size=1)
     assert fresh.stats == after.stats
+
+
+def test_a_loaded_graph_by_graph_partition_advises_the_path_that_works(tmp_path, capsys):
+    model, x = PrintEveryGraph().eval(), (torch.randn(2, 4),)
+    saved = hv.partition(model, x, ir="torch_compile", min_block_size=1).save(tmp_path / "mp.json")
+    capsys.readouterr()
+    loaded = hv.load_partition(saved)
+    with pytest.raises(hv.SavedPartitionError) as err:
+        hv.measure(loaded, x, model=model, device="cpu")
+    assert "hv.partition(model, inputs, config, ir='torch_compile')" in str(err.value)
+
+
+def test_a_saved_file_whose_counts_disagree_is_refused(tmp_path, capsys):
+    import json
+
+    model, x = PrintEveryGraph().eval(), (torch.randn(2, 4),)
+    saved = hv.partition(model, x, ir="torch_compile", min_block_size=1).save(tmp_path / "mp.json")
+    capsys.readouterr()
+    doc = json.loads(saved.read_text())
+    doc["breaks"] = doc["breaks"] * 2
+    (tmp_path / "bad.json").write_text(json.dumps(doc))
+    with pytest.raises(hv.SavedPartitionError, match="its stats say 1 graph breaks, but it holds 2"):
+        hv.load_partition(tmp_path / "bad.json")

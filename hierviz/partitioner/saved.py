@@ -182,10 +182,13 @@ class SavedPartition(Partition):
         return self.records.tag[self._pos(node_name)]
 
     # ------------------------------------------------------------------ what needs the graph
+    by_graph = False  # a graph of a graph-by-graph partition (ir="torch_compile")
+
     def _refuse(self, what: str) -> SavedPartitionError:
+        ir = ", ir='torch_compile'" if self.by_graph else ""
         return SavedPartitionError(f"{what} needs the model's graph, and a partition loaded from "
                                    f"{str(self.saved_from)!r} has none: partition the model again "
-                                   "(hv.partition(model, inputs, config)) to compile or measure it.")
+                                   f"(hv.partition(model, inputs, config{ir})) to compile or measure it.")
 
     @property
     def module(self) -> Any:

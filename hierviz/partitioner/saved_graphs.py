@@ -84,11 +84,24 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
             graphs.append(SavedGraph(index=k, inputs=values[0], outputs=values[1], ops=tuple(g["ops"]),
                                      function=str(g["function"]), file=str(g["file"]), line=int(g["line"]),
                                      calls=int(g["calls"]), ended_by=ended.get(k)))
-            parts.append(SavedPartition(checked_document(g["partition"], where), path))
+            part = SavedPartition(checked_document(g["partition"], where), path)
+            part.by_graph = True
+            parts.append(part)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise SavedPartitionError(f"{where} is a damaged saved partition ({type(exc).__name__}: {exc}); "
                                   "save it again.") from None
+    _check_counts(doc, len(graphs), len(breaks), where)
     return SavedCapture(tuple(graphs), breaks, str(doc.get("model", "model"))), parts
+
+
+def _check_counts(doc: dict, graphs: int, breaks: int, where: str) -> None:
+    """SavedPartitionError when the saved totals disagree with the graphs and breaks saved."""
+    stats = doc.get("stats") or {}
+    for name, have in (("graphs", graphs), ("graph_breaks", breaks)):
+        said = stats.get(name)
+        if said is not None and said != have:
+            raise SavedPartitionError(f"{where} is inconsistent: its stats say {said} {name.replace('_', ' ')}, but it "
+                                      f"holds {have}; it was changed after it was saved: save it again.")
 
 
 class SavedMultiGraphPartition(MultiGraphPartition):
