@@ -156,3 +156,21 @@ def test_a_saved_file_whose_counts_disagree_is_refused(tmp_path, capsys):
     (tmp_path / "bad.json").write_text(json.dumps(doc))
     with pytest.raises(hv.SavedPartitionError, match="its stats say 1 graph breaks, but it holds 2"):
         hv.load_partition(tmp_path / "bad.json")
+
+
+def test_len_index_recommend_and_compile_today_across_graphs(capsys):
+    model, x = PrintEveryGraph().eval(), (torch.randn(2, 4),)
+    mp = hv.partition(model, x, ir="torch_compile", min_block_size=1)
+    capsys.readouterr()
+    assert len(mp) == 2 and mp[1] is mp.graphs[1] and mp["g0"] is mp.graphs[0]
+    with pytest.raises(hv.ConfigError, match="no graph 5: this model has 2 graph"):
+        mp[5]
+    table = mp.recommend([1, 3]).set_index("min_block_size")
+    for size in (1, 3):
+        again = hv.partition(model, x, ir="torch_compile", min_block_size=size)
+        assert table.loc[size, "subgraphs"] == again.stats["subgraphs"]
+        assert table.loc[size, "tensorrt"] == again.stats["subgraphs_by_backend"]["tensorrt"]
+    capsys.readouterr()
+    today = mp.compile_today()
+    assert [t.partition.stats["subgraphs"] for t in today] == [g.compile_today().partition.stats["subgraphs"]
+                                                               for g in mp.graphs]

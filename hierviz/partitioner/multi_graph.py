@@ -75,6 +75,37 @@ class MultiGraphPartition:
         return (*self.config.priority, FALLBACK)
 
     # ------------------------------------------------------------------ per graph
+    def __len__(self) -> int:
+        """How many graphs dynamo made."""
+        return len(self.graphs)
+
+    def __getitem__(self, k: Any) -> Partition:
+        """Graph k's Partition (k an index, or its name 'g2')."""
+        if isinstance(k, str) and k[:1] == "g" and k[1:].isdigit():
+            k = int(k[1:])
+        return self.graphs[self._graph_index(k)]
+
+    @checked_arguments
+    def recommend(self, sizes: Any = None) -> "pd.DataFrame":
+        """min_block_size -> subgraph counts per backend summed over the graphs (each graph's
+        Partition.recommend at the same sizes: every size any graph would suggest, or `sizes`)."""
+        import pandas as pd
+
+        if sizes is None:
+            sizes = sorted({int(v) for p in self.graphs for v in p.recommend()["min_block_size"]}
+                           | {self.config.min_block_size})
+        tables = [p.recommend(sizes) for p in self.graphs]
+        if not tables:
+            return pd.DataFrame({"min_block_size": list(sizes)})
+        total = pd.concat(tables).groupby("min_block_size", sort=True).sum(numeric_only=True).reset_index()
+        total.insert(1, "graphs", len(self.graphs))
+        return total
+
+    def compile_today(self, *, compute: bool = True) -> list:
+        """What Torch-TensorRT's torch.compile backend runs today, graph by graph: each graph's
+        Partition.compile_today() (its fast partition and the seconds it took), in order."""
+        return [p.compile_today(compute=compute) for p in self.graphs]
+
     def left_whole(self, k: int) -> bool:
         """Whether graph `k` runs whole in PyTorch because it has fewer supported ops than
         min_block_size (torch.compile's backend returns such a graph unchanged)."""
