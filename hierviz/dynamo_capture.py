@@ -31,7 +31,7 @@ from hierviz import trt
 from hierviz import torch_output
 from hierviz.errors import CaptureError
 from hierviz.dynamo_graph import DynamoGraph
-from hierviz.graph_break import GraphBreak, parse_reason, user_function
+from hierviz.graph_break import GraphBreak, is_resumed, parse_reason, user_function
 from hierviz.graph_value import GraphValue, describe
 from hierviz.graphs_and_breaks import GraphsAndBreaks
 from hierviz.model_copy import private_copy, rng_preserved
@@ -116,6 +116,31 @@ def _frame_of(gm: GraphModule) -> tuple[str, str, int]:
             file, line, function = frames[0]
             return user_function(function), file, int(line)
     return "", "", 0
+
+
+def _resumed(gm: GraphModule) -> bool:
+    """Whether dynamo compiled the graph from a frame it resumes after a graph break."""
+    for node in gm.graph.nodes:
+        frames = _FRAME.findall(node.meta.get("stack_trace") or "")
+        if frames:
+            return is_resumed(frames[0][2])
+    return False
+
+
+def _starts(k: int, item: dict, previous: dict | None) -> str:
+    """Why graph k starts: the forward's first graph, a frame resumed after a break, or a new
+    frame called from Python that dynamo ran eagerly (the frame holding a break inside a loop
+    runs in Python, and each function it calls is compiled on its own)."""
+    function, file, line = item["frame"]
+    function = f"{function or '?'}" + (f" ({file}:{line})" if file else "")
+    ended = previous.get("ended_by") if previous is not None else None
+    after = f" after the graph break at {ended.location}" if ended is not None and ended.location else \
+        (" after a graph break" if ended is not None else "")
+    if k == 0:
+        return ""
+    if item.get("resumed"):
+        return f"dynamo resumes {function}{after}"
+    return f"a new frame: {function}, called from Python that dynamo ran eagerly{after}"
 
 
 def _user_frames(frames: list[tuple[str, str, str]]) -> tuple[str, ...]:
@@ -227,7 +252,7 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         k = sum(1 for kind, _ in events if kind == "graph")
         record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (), "sources": (),
                         "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
-                        "frame": _frame_of(gm), "ended_by": None}
+                        "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None}
         try:
             record["graph"] = lowered(gm, sample_inputs)
         except Exception as exc:  # noqa: BLE001 - reported as a CaptureError once the run ends
@@ -280,11 +305,11 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
             "capture the part of the model that graph comes from to find the op."
         ) from failure
     graphs, breaks = _assemble(events)
-    return DynamoCapture(tuple(_graph(k, item) for k, item in enumerate(graphs)), tuple(breaks),
-                         type(model).__name__)
+    return DynamoCapture(tuple(_graph(k, item, graphs[k - 1] if k else None) for k, item in enumerate(graphs)),
+                         tuple(breaks), type(model).__name__)
 
 
-def _graph(k: int, item: dict) -> DynamoGraph:
+def _graph(k: int, item: dict, previous: dict | None = None) -> DynamoGraph:
     gm: GraphModule = item["graph"]
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     example = item["example"]
@@ -298,7 +323,7 @@ def _graph(k: int, item: dict) -> DynamoGraph:
     ops = tuple(qualname(n.target) for n in gm.graph.nodes if n.op == "call_function")
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
-                       ended_by=item["ended_by"], sources=sources)
+                       ended_by=item["ended_by"], sources=sources, starts=_starts(k, item, previous))
 
 
 _WRAPPED = ("RuntimeError when making fake tensor call", "Dynamo failed to run FX node with fake tensors")

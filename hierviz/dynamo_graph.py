@@ -26,11 +26,13 @@ class DynamoGraph(GraphSource):
     its first call, one per placeholder of `graph`; `sources`: one per placeholder of `graph`,
     `(j, position)` when its first call's value was the very tensor graph `j` returned at that
     output position (dynamo's outputs in order), None otherwise (a weight, the user's input, a
-    value the eager Python between graphs made)."""
+    value the eager Python between graphs made); `starts`: why a new graph starts here, in words
+    (empty for the first: the forward's own frame)."""
 
     graph: GraphModule
     example_inputs: tuple
     sources: tuple = ()
+    starts: str = ""  # why this graph starts where it does (after a break, a resumed frame, a new frame)
 
     def __repr__(self) -> str:
         where = f" {self.function} ({self.file}:{self.line})" if self.file else ""

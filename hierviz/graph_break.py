@@ -83,6 +83,11 @@ def parse_reason(text: str) -> tuple[str, str, tuple[str, ...]]:
     return gb_type, " ".join(explanation), tuple(" ".join(h) for h in hints)
 
 
+def is_resumed(name: str) -> bool:
+    """Whether a frame's code name is one dynamo made to resume a function after a graph break."""
+    return _RESUME.match(name) is not None
+
+
 def user_function(name: str) -> str:
     """The user's function name for a frame dynamo resumed (`torch_dynamo_resume_in_forward_at_9`
     is `forward`)."""
@@ -90,4 +95,4 @@ def user_function(name: str) -> str:
     return match.group(1) if match else name
 
 
-__all__ = ["GraphBreak", "parse_reason", "user_function"]
+__all__ = ["GraphBreak", "parse_reason", "user_function", "is_resumed"]

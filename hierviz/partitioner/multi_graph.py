@@ -245,7 +245,9 @@ class MultiGraphPartition:
         g = self.capture.graphs[k]
         where = f"{g.function} ({g.file}:{g.line})" if g.file else "(source unknown)"
         calls = "" if g.calls == 1 else f", called {g.calls} times"
-        return f"{RULE} Graph g{k} of {len(self.graphs)}: {where}, {len(g.ops)} ops{calls} {RULE}"
+        starts = getattr(g, "starts", "")
+        return (f"{RULE} Graph g{k} of {len(self.graphs)}: {where}, {len(g.ops)} ops{calls} {RULE}"
+                + (f"\nStarts here: {starts}." if starts else ""))
 
     def _break_text(self, b: GraphBreak) -> list[str]:
         where = f" at {b.location}" if b.file else ""

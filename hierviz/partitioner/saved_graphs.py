@@ -42,7 +42,8 @@ def document_graphs(mp: MultiGraphPartition) -> dict:
     for g, p in zip(mp.capture.graphs, mp.graphs):
         graphs.append({"index": g.index, "function": g.function, "file": g.file, "line": g.line, "calls": g.calls,
                        "ops": list(g.ops), "inputs": [_value(v) for v in g.inputs],
-                       "outputs": [_value(v) for v in g.outputs], "partition": document(p)})
+                       "outputs": [_value(v) for v in g.outputs], "starts": getattr(g, "starts", ""),
+                       "partition": document(p)})
     breaks = [{**asdict(b), "hints": list(b.hints), "stack": list(b.stack)} for b in mp.breaks]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "model": mp.capture.model,
             "engine": mp.engine, "config": mp.config.to_dict(), "notes": list(mp.notes), "stats": mp.stats,
@@ -60,6 +61,7 @@ class SavedGraph(GraphSource):
     without the graph itself (`graph` is None)."""
 
     graph: None = None
+    starts: str = ""  # why the graph starts where it does, as the capture said (DynamoGraph.starts)
 
 
 @dataclass(frozen=True, eq=False)
@@ -83,7 +85,7 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
                       for key in ("inputs", "outputs")]
             graphs.append(SavedGraph(index=k, inputs=values[0], outputs=values[1], ops=tuple(g["ops"]),
                                      function=str(g["function"]), file=str(g["file"]), line=int(g["line"]),
-                                     calls=int(g["calls"]), ended_by=ended.get(k)))
+                                     calls=int(g["calls"]), ended_by=ended.get(k), starts=str(g.get("starts", ""))))
             part = SavedPartition(checked_document(g["partition"], where), path)
             part.by_graph = True
             parts.append(part)
