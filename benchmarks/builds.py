@@ -76,7 +76,11 @@ def main() -> int:
         cached = all(r["cached"] for r in second["rows"])
         summary.append((model, first["partition_s"], first["build_s"], second["build_s"], ratio, cached,
                         second["imported"]))
-    print(f"\nbuilt with {first['builder']}")
+    from hierviz import trt
+
+    trt.load()
+    print(f"\nbuilt with {first['builder']}; TensorRT's own timing/runtime caches: {trt.build_state()} "
+          "(hierviz's builds do not use them)")
     print(f"{'model':<20} {'hv.partition s':>14} {'first build s':>13} {'cached build s':>14} {'ratio':>6}  "
           f"{'all cached':>10}  torch_tensorrt imported when cached")
     for model, part_s, first_s, second_s, ratio, cached, imported in summary:
