@@ -229,3 +229,13 @@ def test_each_new_graph_says_why_it_starts():
     middle = hv.partition(BreakInTheMiddle().eval(), x, ir="torch_compile", min_block_size=1)
     resumed = middle.capture.graphs[1].starts
     assert resumed.startswith("dynamo resumes forward (") and " after the graph break at " in resumed
+
+
+def test_a_node_of_a_graph_left_whole_says_so(capsys):
+    mp = hv.partition(PrintEveryGraph().eval(), (torch.randn(2, 4),), ir="torch_compile", min_block_size=3)
+    capsys.readouterr()
+    assert mp.left_whole(0)
+    why = mp.reason_of("g0/addmm")
+    assert why == ("left whole: fewer than min_block_size (3) supported ops in this graph (2), so torch.compile's "
+                   "backend returns g0 unchanged and it runs in PyTorch")
+    assert mp.reason_of("g0/arg0_1") == "graph input: not partitioned"

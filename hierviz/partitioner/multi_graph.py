@@ -143,7 +143,13 @@ class MultiGraphPartition:
     def reason_of(self, node: Any) -> str:
         """Why the node runs where it runs, in words ('g2/add_3' or (2, 'add_3'))."""
         k, name = self.locate(node)
-        return self.graphs[k].reason_of(name)
+        why = self.graphs[k].reason_of(name)
+        if self.left_whole(k) and self.graphs[k].backend_of(name) == FALLBACK:  # not demoted: the graph is left whole
+            s = self.graphs[k].stats
+            return (f"left whole: fewer than min_block_size ({self.config.min_block_size}) supported ops in this "
+                    f"graph ({s['supported_ops']}), so torch.compile's backend returns g{k} unchanged and it runs "
+                    "in PyTorch")
+        return why
 
     def backend_of(self, node: Any) -> str:
         """The backend the node runs in ('torch' for PyTorch, 'graph' for inputs and weights)."""
