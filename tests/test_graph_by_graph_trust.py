@@ -239,3 +239,13 @@ def test_a_node_of_a_graph_left_whole_says_so(capsys):
     assert why == ("left whole: fewer than min_block_size (3) supported ops in this graph (2), so torch.compile's "
                    "backend returns g0 unchanged and it runs in PyTorch")
     assert mp.reason_of("g0/arg0_1") == "graph input: not partitioned"
+
+
+def test_the_html_legend_has_a_pytorch_swatch(tmp_path, capsys):
+    from hierviz.drawing import palette
+
+    mp = hv.partition(PrintEveryGraph().eval(), (torch.randn(2, 4),), ir="torch_compile", min_block_size=3)
+    capsys.readouterr()
+    page = mp.save(tmp_path / "mp.html").read_text()
+    legend = page.split('<div class="hv-stats">backends:', 1)[1].split("</div>", 1)[0]
+    assert f'background:{palette.fill("torch")}' in legend and legend.endswith("torch")

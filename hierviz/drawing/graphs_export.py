@@ -169,7 +169,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
     cfg_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(json.dumps(v, ensure_ascii=False))}</td></tr>"
                        for k, v in mp.config.to_dict().items())
     legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
-                     f"</span>{esc(b)}" for b in mp.config.priority)
+                     f"</span>{esc(b)}" for b in mp.backends)  # PyTorch too: graphs left whole run there
     m = kwargs.get("measurement")
     if m is None or GraphTimes.of_graphs(m):  # hv.measure of the whole model: its table has a graph column
         measured = measurement_section(m)
