@@ -52,6 +52,9 @@ class DynamoCapture(GraphsAndBreaks[DynamoGraph]):
     graphs (GraphsAndBreaks)."""
 
     graphs: tuple[DynamoGraph, ...]  # the base's field, named with its type for the constructor
+    # (shape, dtype) of each tensor the model was called with (its inputs' leaves), in order:
+    # dynamo specialised every graph to them (dynamic=False)
+    input_specs: tuple = ()
 
     def __repr__(self) -> str:
         return (f"<hv.DynamoCapture of {self.model}: {len(self.graphs)} graph(s), "
@@ -306,7 +309,12 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         ) from failure
     graphs, breaks = _assemble(events)
     return DynamoCapture(tuple(_graph(k, item, graphs[k - 1] if k else None) for k, item in enumerate(graphs)),
-                         tuple(breaks), type(model).__name__)
+                         tuple(breaks), type(model).__name__, input_specs=input_specs((args, kwargs or {})))
+
+
+def input_specs(inputs: Any) -> tuple:
+    """(shape, dtype) of each tensor among the inputs' leaves, in order."""
+    return tuple((tuple(t.shape), str(t.dtype)) for t in tree_leaves(inputs) if isinstance(t, torch.Tensor))
 
 
 def _graph(k: int, item: dict, previous: dict | None = None) -> DynamoGraph:
@@ -351,4 +359,4 @@ def _first_line(exc: BaseException) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-__all__ = ["DynamoCapture", "capture_by_graph_break", "lowered", "describes", "BREAK_LOG"]
+__all__ = ["DynamoCapture", "capture_by_graph_break", "input_specs", "lowered", "describes", "BREAK_LOG"]

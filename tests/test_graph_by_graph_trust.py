@@ -249,3 +249,14 @@ def test_the_html_legend_has_a_pytorch_swatch(tmp_path, capsys):
     page = mp.save(tmp_path / "mp.html").read_text()
     legend = page.split('<div class="hv-stats">backends:', 1)[1].split("</div>", 1)[0]
     assert f'background:{palette.fill("torch")}' in legend and legend.endswith("torch")
+
+
+def test_measuring_with_inputs_unlike_the_capture_is_refused(capsys):
+    model = PrintEveryGraph().eval()
+    mp = hv.partition(model, (torch.randn(2, 4),), ir="torch_compile", min_block_size=1)
+    capsys.readouterr()
+    with pytest.raises(hv.MeasureError, match=r"these inputs \(float32\[3, 4\]\) are not the ones the model was "
+                                              r"captured with \(float32\[2, 4\]\)"):
+        hv.measure(mp, (torch.randn(3, 4),), device="cpu", warmup=1, iters=2)
+    m = hv.measure(mp, (torch.randn(2, 4),), device="cpu", warmup=1, iters=2, on_error="fallback")  # captured shapes
+    assert m.outputs_match

@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from hierviz.dynamo_capture import input_specs
 from hierviz.errors import MeasureError
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.compiled_graphs import CompiledGraphs, checked_plan, model_of, on_device, qualified_tag
@@ -61,6 +62,22 @@ def summed(compiled: CompiledGraphs) -> Built:
     return out
 
 
+def _same_inputs(multi: Any, example_inputs: Any) -> None:
+    """MeasureError when the inputs differ from those the model was captured with: dynamo
+    specialised every graph to them (dynamic=False), as torch.compile would recompile for others."""
+    captured = getattr(getattr(multi, "capture", None), "input_specs", ())
+    given = input_specs(example_inputs)
+    if captured and given != captured:
+        raise MeasureError(f"hv.measure: these inputs ({_specs_text(given)}) are not the ones the model was captured "
+                           f"with ({_specs_text(captured)}); torch.compile (dynamic=False) would compile other graphs "
+                           "for them. Measure with the inputs it was captured with, or partition again with these: "
+                           "hv.partition(model, inputs, config, ir='torch_compile').")
+
+
+def _specs_text(specs: tuple) -> str:
+    return ", ".join(f"{dtype.removeprefix('torch.')}{list(shape)}" for shape, dtype in specs) or "no tensors"
+
+
 def measure_graphs(multi: Any, example_inputs: Any, *, device: Any = None, warmup: int = 10, iters: int = 100,
                    check: bool = True, on_error: str = "raise", progress: Any = None, baseline: bool = True,
                    per_subgraph: bool = True, rtol: float | None = None, atol: float | None = None,
@@ -70,6 +87,7 @@ def measure_graphs(multi: Any, example_inputs: Any, *, device: Any = None, warmu
     if example_inputs is None:
         raise MeasureError("hv.measure of a multi-graph partition runs the whole model: pass its example inputs, "
                            "hv.measure(part, example_inputs).")
+    _same_inputs(multi, example_inputs)
     source = model_of(multi, model)
     tf32 = check_tf32(tf32)
     check_trt_settings(options.get("trt_settings"), tf32)
