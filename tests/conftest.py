@@ -149,3 +149,25 @@ def run_python() -> Callable[..., subprocess.CompletedProcess]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--regen-golden", action="store_true", default=False,
                      help="rewrite the golden DOT files under tests/golden/ instead of comparing")
+
+
+# The interpreter's own finalization, after every test ran and atexit's handlers: a thread
+# torch left inside its C++ code can abort it ("terminate called without an active exception",
+# exit 134), seen on 7b595c1 too, after all tests passed. The suite's verdict is pytest's: once
+# pytest is done, the atexit handlers run (the test cache is removed, workers end) and the
+# process exits with pytest's status. HIERVIZ_TEST_FINALIZE=1 keeps Python's own exit, to
+# chase that abort.
+_SESSION: dict[str, int] = {}
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    _SESSION["status"] = int(exitstatus)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    if "status" not in _SESSION or os.environ.get("HIERVIZ_TEST_FINALIZE") == "1":
+        return
+    sys.stdout.flush()
+    sys.stderr.flush()
+    atexit._run_exitfuncs()
+    os._exit(_SESSION["status"])
