@@ -112,10 +112,12 @@ def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "
     import pandas as pd
 
     rows = []
-    for r in builds.failed:
-        fixed = builds.fix is not None and r["stage"] in ("convert", "build")
-        config = p.config.replace(torch_executed_ops=set(builds.fix)) if fixed else None
-        after = repartition(p, config).stats if config is not None and p.graph is not None else None
+    fix_config = p.config.replace(torch_executed_ops=set(builds.fix)) if builds.fix is not None else None
+    fix_stats = repartition(p, fix_config).stats if fix_config is not None and p.graph is not None else None
+    for r in builds.failed:  # one fix for all of them: re-partitioned once
+        fixed = fix_config is not None and r["stage"] in ("convert", "build")
+        config = fix_config if fixed else None
+        after = fix_stats if fixed else None
         rows.append({"op": r["subgraph"], "kind": BUILD_FAILS, "nodes": len(p.subgraph(r["subgraph"]).nodes),
                      "subgraphs_if_fixed": None if after is None else after["subgraphs"],
                      "subgraphs_saved": None if after is None else p.stats["subgraphs"] - after["subgraphs"],
