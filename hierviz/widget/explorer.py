@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
 
-from hierviz.compare.worker import WorkerError
+from hierviz.widget.worker import WorkerError
 from hierviz.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import Partition, graph_of, make_config

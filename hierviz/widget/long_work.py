@@ -1,5 +1,5 @@
 """The Explorer's long work — the "torch_tensorrt.compile today" line, "measure latency", "build
-engines" and "find fastest" — done in its worker process (hierviz/compare/worker.py), so the kernel's
+engines" and "find fastest" — done in its worker process (hierviz/widget/worker.py), so the kernel's
 process keeps only the UI, the partitioning and the drawing.
 
 The process's one worker is started by the first job and sent each graph once. A job that cannot go there (its
@@ -16,7 +16,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 from hierviz import trt
-from hierviz.compare.worker import Unsendable, Worker
+from hierviz.widget.worker import Unsendable, Worker
 from hierviz.compile_rules import compile_config
 from hierviz.config import Config
 from hierviz.errors import HiervizError

@@ -21,8 +21,7 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.widget import Explorer
 
-sys.path.insert(0, str(Path(__file__).parent))
-import worker_helpers as helpers  # noqa: E402 - the worker imports it by this name too
+from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 
 ROOT = Path(__file__).parents[2]
 # The search below holds a compile for 60 s: an exit that waited for it would take longer than
@@ -82,7 +81,7 @@ def test_a_predicate_that_does_not_pickle_runs_here_with_a_note(two_blocks) -> N
 
 def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(two_blocks, tmp_path,
                                                                                monkeypatch) -> None:
-    from hierviz.compare.worker import Worker
+    from hierviz.widget.worker import Worker
 
     model, inputs, _ = two_blocks
     mark = tmp_path / "compiling"

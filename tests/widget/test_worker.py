@@ -1,4 +1,4 @@
-"""The explorer's worker process (hierviz/compare/worker.py): a fresh interpreter at a lower CPU
+"""The explorer's worker process (hierviz/widget/worker.py): a fresh interpreter at a lower CPU
 priority that answers compile-today, hv.measure and hv.tune jobs as this process would; a
 child that fails to start, is killed or hangs fails its jobs with a WorkerError saying so, and
 the next job starts a fresh one; a job that cannot go there is refused as Unsendable."""
@@ -18,11 +18,10 @@ import pytest
 import hierviz as hv
 from hierviz.compile_rules import compile_config
 from hierviz import trt
-from hierviz.compare.worker import Unsendable, Worker, WorkerError
+from hierviz.widget.worker import Unsendable, Worker, WorkerError
 from hierviz.partitioner.todays_compile import compile_today
 
-sys.path.insert(0, str(Path(__file__).parents[1] / "widget"))
-import worker_helpers as helpers  # noqa: E402 - the worker imports it by this name too
+from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 
 BROKEN = (sys.executable, "-c", "import sys; sys.stderr.write('no worker here\\n'); sys.exit(3)")
 

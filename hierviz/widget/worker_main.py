@@ -1,4 +1,4 @@
-"""The worker process's side (hierviz/compare/worker.py starts it): keep each graph it is
+"""The worker process's side (hierviz/widget/worker.py starts it): keep each graph it is
 sent, run each job in a thread of its own and answer it.
 
 Jobs (kind: payload -> answer):
