@@ -23,6 +23,7 @@ import torch
 
 from hierviz.torch_output import native_output
 from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_version, require, tensorrt_library
+from hierviz.trt.partitioners import registry_held
 from hierviz.trt.settings import conversion_settings
 
 # One conversion at a time: converters and the builder share Torch-TensorRT's registry and
@@ -126,7 +127,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
 
     if not isinstance(settings, CompilationSettings):
         settings = conversion_settings(settings)
-    with _CONVERTING, answer_cuda_queries(), _quiet():
+    with _CONVERTING, registry_held(), answer_cuda_queries(), _quiet():  # registry: never beside a validation
         start = time.perf_counter()
         interpreter = None
         try:

@@ -25,7 +25,7 @@ from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
 from hierviz.trt.loading import answer_cuda_queries, default_settings, require
 from hierviz.trt.validation import Validator
 
-_VALIDATING = threading.RLock()
+_VALIDATING = threading.RLock()  # the converter registry's settings and its patched lookup: one thread at a time
 
 
 class _Active(threading.local):
@@ -80,6 +80,21 @@ def validating() -> Iterator[Validator]:
                 _ACTIVE.depth, _ACTIVE.validator = 0, None
                 del registry.validate_invariants
                 registry.compilation_settings, registry.disallowed_targets = saved
+
+
+@contextlib.contextmanager
+def registry_held() -> Iterator[Any]:
+    """The converter registry, for one thread at a time (the lock `validating()` and
+    torch_tensorrt.compile's partitioning hold; re-entrant): a conversion inside sets the
+    registry's compilation settings as upstream's interpreter does, and they are put back after,
+    so a validation and a conversion never see each other's settings or patched lookup."""
+    registry = converter_registry()
+    with _VALIDATING:
+        saved = registry.compilation_settings, registry.disallowed_targets
+        try:
+            yield registry
+        finally:
+            registry.compilation_settings, registry.disallowed_targets = saved
 
 
 def current_validator() -> Validator | None:
@@ -139,7 +154,7 @@ def run_upstream_partitioner(gm: torch.fx.GraphModule, before_demotion: list | N
 
     replaced = {} if before_demotion is None else {(cls, "remove_small_acc_subgraphs"): recording}
     try:
-        with patched(replaced):
+        with registry_held(), patched(replaced):
             return hp.hierarchical_adjacency_partition(gm, **kwargs)
     except hp.FxNetSplitterInternalError as exc:
         raise ConfigError(f"upstream's partitioner failed internally (FxNetSplitterInternalError: {exc}); "
@@ -290,5 +305,5 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                             num_supported, total, fell_back=fell_back)
 
 
-__all__ = ["converter_registry", "converter_targets", "validating", "current_validator", "Validator", "patched", "run_upstream_partitioner",
+__all__ = ["converter_registry", "converter_targets", "validating", "registry_held", "current_validator", "Validator", "patched", "run_upstream_partitioner",
            "CompilePartition", "run_compile_partitioner"]

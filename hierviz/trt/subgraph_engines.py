@@ -11,6 +11,7 @@ from typing import Any
 import torch
 
 from hierviz.trt.loading import require
+from hierviz.trt.partitioners import registry_held
 from hierviz.trt.settings import conversion_settings
 
 def submodule_inputs(gm: torch.fx.GraphModule) -> list[Any]:
@@ -41,7 +42,7 @@ def compile_submodule(gm: torch.fx.GraphModule, settings: Any = None, name: str 
         settings = conversion_settings(settings)
     inputs = submodule_inputs(gm)
     on_gpu = torch.cuda.device(settings.device.gpu_id) if torch.cuda.is_available() else contextlib.nullcontext()
-    with on_gpu:
+    with registry_held(), on_gpu:  # converting sets the registry's settings: never beside a validation
         module = convert_module(gm, inputs, settings=settings, name=name)
         if getattr(module, "engine", None) is None:  # lazy_engine_init: upstream calls this after conversion
             module.setup_engine()
