@@ -5,10 +5,13 @@ On a graph of 10^5 nodes the collector's repeated scans of the live graph cost m
 pass itself; while timing, a collection in the middle of a run adds noise. The one definition
 every module uses.
 
-The collector is one flag for the whole process, and pauses overlap across threads (a sweep's
-rows, the explorer's worker jobs), so pauses are counted under a lock: the first one to begin
-disables the collector (if it was enabled), the last one to end enables it again. However the
-blocks of several threads interleave, the collector ends as it was before the first began.
+A pause never touches the user's switch (`gc.enable()` / `gc.disable()`): it sets the
+generation-0 threshold to 0, which stops automatic collections, and puts the user's thresholds
+back when the last overlapping pause ends. So a `gc.disable()` (or `gc.enable()`) the user calls
+during a pause, in any thread, is still in force after it, and a `gc.set_threshold()` called
+meanwhile is kept (the pause then leaves the thresholds alone). Pauses overlap across threads (a
+sweep's rows, the explorer's background work), so they are counted under a lock: however the
+blocks of several threads interleave, automatic collection comes back when the last one ends.
 """
 
 from __future__ import annotations
@@ -20,26 +23,28 @@ from typing import Iterator
 
 _lock = threading.Lock()
 _paused = 0  # gc_paused() blocks open now, in every thread
-_was_enabled = False  # the collector's state when the first of them began
+_saved: tuple[int, ...] = ()  # the thresholds when the first of them began
+_set: tuple[int, ...] = ()  # the thresholds the pause set
 
 
 @contextlib.contextmanager
 def gc_paused() -> Iterator[None]:
-    """Disable the cyclic collector inside the block; the last overlapping block to end
-    enables it again if it was enabled when the first began."""
-    global _paused, _was_enabled
+    """No automatic collection inside the block; the last overlapping block to end restores
+    the thresholds (unless they were changed meanwhile). `gc.isenabled()` is never changed."""
+    global _paused, _saved, _set
     with _lock:
         if _paused == 0:
-            _was_enabled = gc.isenabled()
-            gc.disable()
+            _saved = gc.get_threshold()
+            gc.set_threshold(0, *_saved[1:])
+            _set = gc.get_threshold()
         _paused += 1
     try:
         yield
     finally:
         with _lock:
             _paused -= 1
-            if _paused == 0 and _was_enabled:
-                gc.enable()
+            if _paused == 0 and gc.get_threshold() == _set:  # else the user set thresholds meanwhile: theirs stay
+                gc.set_threshold(*_saved)
 
 
 def pauses() -> int:
@@ -47,4 +52,9 @@ def pauses() -> int:
     return _paused
 
 
-__all__ = ["gc_paused", "pauses"]
+def collecting() -> bool:
+    """Whether the collector runs automatically now: enabled, with a generation-0 threshold."""
+    return gc.isenabled() and gc.get_threshold()[0] > 0
+
+
+__all__ = ["gc_paused", "pauses", "collecting"]
