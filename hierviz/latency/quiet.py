@@ -7,6 +7,11 @@ returns at once when this process has no child processes or none of their thread
 (every worker is blocked, waiting for work: nothing is compiling). Otherwise it samples the
 children's CPU time every INTERVAL_S and returns once they used less than IDLE_SHARE of a core
 over one interval (or after `timeout` seconds, saying so).
+
+Only compile workers count: the explorer's worker process (`python -m
+hierviz.widget.worker_main`, a child of the kernel that compiles and times on its own, at a lower
+CPU priority) is not one, so it and its own children are left out; a measurement in the kernel
+never waits for the explorer's search.
 """
 
 from __future__ import annotations
@@ -22,11 +27,26 @@ TIMEOUT_S = 20.0  # the longest wait before timing anyway
 BUSY_STATES = frozenset("RD")  # a thread running (or waiting for a core), or in disk sleep
 
 
+NOT_COMPILERS = ("hierviz.widget.worker_main",)  # a child whose command line names one of these is not waited for
+
+
 def _children() -> list:
-    """This process's child processes, grandchildren included."""
+    """This process's child processes, grandchildren included, except the explorer's worker
+    process and its whole tree (NOT_COMPILERS)."""
     import psutil
 
-    return psutil.Process().children(recursive=True)
+    found = []
+    todo = psutil.Process().children()
+    while todo:
+        child = todo.pop()
+        try:
+            if any(name in part for part in child.cmdline() for name in NOT_COMPILERS):
+                continue
+            todo.extend(child.children())
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+        found.append(child)
+    return found
 
 
 def _thread_states(child) -> str:
@@ -98,4 +118,4 @@ def wait_for_idle_workers(timeout: float = TIMEOUT_S, *, busy: Callable[[], bool
     return steps * interval, False
 
 
-__all__ = ["wait_for_idle_workers", "children_busy", "children_cpu_s", "IDLE_SHARE", "INTERVAL_S", "TIMEOUT_S"]
+__all__ = ["NOT_COMPILERS", "wait_for_idle_workers", "children_busy", "children_cpu_s", "IDLE_SHARE", "INTERVAL_S", "TIMEOUT_S"]

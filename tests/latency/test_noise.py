@@ -123,3 +123,29 @@ def test_children_busy_reads_the_child_processes_states(run_python) -> None:
     """
     out = run_python(script, timeout=120)
     assert out.stdout.split("\n")[:4] == ["None", "False (0.0, True)", "True", "None"], out.stderr
+
+
+def test_the_explorers_worker_and_its_children_are_not_compile_workers(run_python) -> None:
+    """A child running `-m hierviz.widget.worker_main`-like work that spins (and a spinning
+    grandchild of it) is left out: with only it, there are no compile workers (None) and a
+    measurement does not wait; a real spinning child beside it still counts."""
+    script = f"""
+        import importlib.util, subprocess, sys, time
+        spec = importlib.util.spec_from_file_location("quiet", {str(Path(quiet.__file__))!r})
+        quiet = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(quiet)
+        spin = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
+        spin += "exec('while True: pass')"
+        worker = subprocess.Popen([sys.executable, "-c", spin, "hierviz.widget.worker_main"])
+        time.sleep(1.0)
+        print(quiet.children_busy(), quiet.wait_for_idle_workers(sleep=lambda s: 1 / 0))
+        spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
+        print(quiet.children_busy())
+        spinner.kill(); spinner.wait()
+        import psutil
+        for p in psutil.Process(worker.pid).children(recursive=True) + [psutil.Process(worker.pid)]:
+            p.kill()
+        worker.wait()
+    """
+    out = run_python(script, timeout=120)
+    assert out.stdout.split("\n")[:2] == ["None (0.0, True)", "True"], out.stderr
