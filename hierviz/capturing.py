@@ -22,7 +22,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz import capture_cache, stored_verdicts, torch_output, trt
-from hierviz.dynamo_capture import DynamoCapture, capture_by_graph_break
+from hierviz.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture, capture_by_graph_break
 from hierviz.export_failure import export_error
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.inputs import as_args
@@ -33,7 +33,7 @@ _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule | DynamoCapture]]"
 
 
 UPDATES = "hierviz_updates"  # GraphModule.meta key: what updates_of() returns
-NOTES = "hierviz_capture_notes"  # GraphModule.meta key: what capture_notes() returns
+NOTES = CAPTURE_NOTES  # GraphModule.meta key: what capture_notes() returns (a graph run eagerly says so too)
 
 
 class CaptureWarning(UserWarning):

@@ -10,6 +10,12 @@ it compiled each graph (`GraphCompileReason`, on the graph module) and its `grap
 (what `TORCH_LOGS=graph_breaks` prints: every break with its type, explanation and hints, also
 those that ended no graph). The model, its parameters and the RNG state are left as they were,
 and dynamo's caches are reset after, so nothing stays compiled.
+
+Where Torch-TensorRT's lowering fails on a graph, capture answers as its backend does
+(`_pretraced_backend`, with the default pass_through_build_failures=False), by exception class
+(hierviz.trt.caught_by_backend): an AssertionError, RuntimeError or TypeError makes that graph
+run eagerly and the run goes on (the graph is kept, dynamo's own, its `fell_back` saying why);
+any other exception makes torch.compile raise BackendCompilerFailed, and capture a CaptureError.
 """
 
 from __future__ import annotations
@@ -41,6 +47,8 @@ from hierviz.opnames import qualname
 BREAK_LOG = "torch._dynamo.symbolic_convert.__graph_breaks"
 _LOGGED = re.compile(r"in user code at (?P<file>.*?):(?P<line>\d+)\nGraph Break Reason: (?P<reason>.*)", re.S)
 _REASON_END = ("\n\nStack variable source attribution:", "\n\nUser code traceback:", "\nUser code traceback:")
+NOTES = "hierviz_capture_notes"  # GraphModule.meta key: what the capture says of the graph (capturing.capture_notes)
+BACKEND_FAILED = "runs eagerly: Torch-TensorRT's backend failed on it"
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
@@ -258,9 +266,13 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
                         "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None}
         try:
             record["graph"] = lowered(gm, sample_inputs)
-        except Exception as exc:  # noqa: BLE001 - reported as a CaptureError once the run ends
-            failures.append((k, exc))
-            record["graph"] = None
+        except Exception as exc:  # noqa: BLE001 - by class, as Torch-TensorRT's backend answers it
+            if trt.caught_by_backend(exc):  # that graph runs eagerly, as dynamo gave it; the run goes on
+                record["fell_back"] = f"{BACKEND_FAILED} ({type(exc).__name__}: {_first_line(exc)})"
+                record["graph"] = _eager_graph(gm, record["fell_back"])
+            else:  # torch.compile raises BackendCompilerFailed: a CaptureError once the run ends
+                failures.append((k, exc))
+                record["graph"] = None
         events.append(("graph", record))
         placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
 
@@ -302,14 +314,28 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         torch_output.hold("torch.compile", said.text())
     if failures:
         k, failure = failures[0]
+        item = [item for kind, item in events if kind == "graph"][k]
+        function, file, line = item["frame"]
+        where = f" ({function}, {file}:{line})" if file else ""
+        caught = ", ".join(c.__name__ for c in trt.BACKEND_CATCHES)
         raise CaptureError(
-            f"Torch-TensorRT's lowering failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
-            f"{_first_line(failure)}\nHint: torch.compile(backend='torch_tensorrt') runs such a graph in PyTorch; "
-            "capture the part of the model that graph comes from to find the op."
+            f"Torch-TensorRT's backend failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
+            f"{_first_line(failure)}\nHint: torch.compile(model, backend='torch_tensorrt') raises "
+            f"BackendCompilerFailed here too: Torch-TensorRT's backend catches only {caught} (and then runs that "
+            f"graph eagerly), not {type(failure).__name__}. Capture the part of the model graph {k} comes from"
+            f"{where} to find the op, or capture it with ir='dynamo' (torch.export)."
         ) from failure
     graphs, breaks = _assemble(events)
     return DynamoCapture(tuple(_graph(k, item, graphs[k - 1] if k else None) for k, item in enumerate(graphs)),
                          tuple(breaks), type(model).__name__, input_specs=input_specs((args, kwargs or {})))
+
+
+def _eager_graph(gm: GraphModule, why: str) -> GraphModule:
+    """A copy of dynamo's graph `gm`, which Torch-TensorRT's backend returns unchanged after a
+    failure it catches (that graph then runs eagerly), saying so in its notes (`why`)."""
+    eager = copy.deepcopy(gm)
+    eager.meta[NOTES] = (why,)
+    return eager
 
 
 def input_specs(inputs: Any) -> tuple:
@@ -328,10 +354,14 @@ def _graph(k: int, item: dict, previous: dict | None = None) -> DynamoGraph:
     if len(sources) != len(placeholders):  # the lowering changed the inputs: nothing known
         sources = (None,) * len(placeholders)
     function, file, line = item["frame"]
-    ops = tuple(qualname(n.target) for n in gm.graph.nodes if n.op == "call_function")
+    fell_back = item.get("fell_back", "")
+    # a graph run eagerly is dynamo's own: its Tensor methods are calls too
+    ops = tuple(qualname(n.target) if n.op == "call_function" else f"Tensor.{n.target}" for n in gm.graph.nodes
+                if n.op == "call_function" or (fell_back and n.op == "call_method"))
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
-                       ended_by=item["ended_by"], sources=sources, starts=_starts(k, item, previous))
+                       ended_by=item["ended_by"], sources=sources, starts=_starts(k, item, previous),
+                       fell_back=fell_back)
 
 
 _WRAPPED = ("RuntimeError when making fake tensor call", "Dynamo failed to run FX node with fake tensors")
@@ -359,4 +389,5 @@ def _first_line(exc: BaseException) -> str:
     return line if len(line) <= 300 else line[:297] + "..."
 
 
-__all__ = ["DynamoCapture", "capture_by_graph_break", "input_specs", "lowered", "describes", "BREAK_LOG"]
+__all__ = ["DynamoCapture", "capture_by_graph_break", "input_specs", "lowered", "describes", "BREAK_LOG", "NOTES",
+           "BACKEND_FAILED"]

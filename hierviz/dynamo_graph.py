@@ -27,16 +27,21 @@ class DynamoGraph(GraphSource):
     `(j, position)` when its first call's value was the very tensor graph `j` returned at that
     output position (dynamo's outputs in order), None otherwise (a weight, the user's input, a
     value the eager Python between graphs made); `starts`: why a new graph starts here, in words
-    (empty for the first: the forward's own frame)."""
+    (empty for the first: the forward's own frame); `fell_back`: for a graph Torch-TensorRT's
+    backend runs eagerly after its lowering failed with an exception it catches, "runs eagerly:
+    Torch-TensorRT's backend failed on it (RuntimeError: ...)", and `graph` is then dynamo's own
+    graph (not lowered: nothing of it is accelerated); empty otherwise."""
 
     graph: GraphModule
     example_inputs: tuple
     sources: tuple = ()
     starts: str = ""  # why this graph starts where it does (after a break, a resumed frame, a new frame)
+    fell_back: str = ""  # why Torch-TensorRT's backend runs it eagerly (its lowering failed); empty when it does not
 
     def __repr__(self) -> str:
         where = f" {self.function} ({self.file}:{self.line})" if self.file else ""
-        return f"<DynamoGraph {self.name}{where}: {len(self.ops)} ops, {len(self.inputs)} inputs>"
+        eager = f"; {self.fell_back}" if self.fell_back else ""
+        return f"<DynamoGraph {self.name}{where}: {len(self.ops)} ops, {len(self.inputs)} inputs{eager}>"
 
 
 def graph_args(call_args: Sequence[Any], placeholders: int) -> tuple:

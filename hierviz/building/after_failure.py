@@ -13,8 +13,13 @@ A builder that returns no engine makes `TRTInterpreter.run` raise `RuntimeError`
 
 from __future__ import annotations
 
+import builtins
+
+from hierviz.trt import BACKEND_CATCHES
+
 # what Torch-TensorRT's torch.compile backend catches and answers by running the graph eagerly
-CAUGHT_BY_BACKEND = ("AssertionError", "RuntimeError", "TypeError")
+# (the classes themselves, and `caught_by_backend(exc)`, are hierviz.trt's: capture falls back the same way)
+CAUGHT_BY_BACKEND = tuple(c.__name__ for c in BACKEND_CATCHES)
 
 
 def runs_instead(ir: str, exception: str, graph: str = "") -> str:
@@ -22,7 +27,8 @@ def runs_instead(ir: str, exception: str, graph: str = "") -> str:
     class name), on `ir` ("dynamo" or "torch_compile"); `graph`: the dynamo graph's name."""
     if ir == "torch_compile":
         which = f"graph {graph}" if graph else "this graph"
-        if exception in CAUGHT_BY_BACKEND:
+        known = getattr(builtins, exception, None)  # a builtin subclass (NotImplementedError) is caught too
+        if exception in CAUGHT_BY_BACKEND or (isinstance(known, type) and issubclass(known, BACKEND_CATCHES)):
             return (f"torch.compile runs the whole of {which} eagerly in PyTorch (Torch-TensorRT's backend catches "
                     f"the {exception}; pass_through_build_failures=True raises instead)")
         return (f"torch.compile raises BackendCompilerFailed: Torch-TensorRT's backend catches only "

@@ -144,7 +144,11 @@ def target_backend(config: Config) -> str:
 
 # ---------------------------------------------------------------------------- finding causes
 def find_causes(p: "Partition") -> list[Cause]:
-    """Every cause in `p`, with its what-if config (not yet re-partitioned)."""
+    """Every cause in `p`, with its what-if config (not yet re-partitioned). None in a graph
+    Torch-TensorRT's backend runs eagerly after it failed on it (`p.backend_failed`, set by
+    partition_graphs): its graph is dynamo's, not lowered, so no setting makes any of it accelerated."""
+    if getattr(p, "backend_failed", ""):
+        return []
     t, cfg = p.records, p.config
     graph_nodes = list(p.graph.graph.nodes) if p.graph is not None else None
     unsupported: dict[tuple[str, str], list[int]] = {}

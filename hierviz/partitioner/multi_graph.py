@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.config import Config, derive
+from hierviz.support import ops as support_ops
 from hierviz.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.graph_break import GraphBreak
@@ -43,6 +44,7 @@ SUMMED = ("nodes", "compute_ops", "supported_ops", "accelerated_ops", "subgraphs
           "boundary_tensors")
 NOTHING_CAPTURED = "nothing captured: the whole forward runs in Python"
 LEFT_WHOLE = "graphs left whole in PyTorch (fewer than min_block_size supported ops)"
+RUN_EAGERLY = "graphs run eagerly after Torch-TensorRT's backend failed"
 
 
 def qualified(graph: int, name: str) -> str:
@@ -110,7 +112,14 @@ class MultiGraphPartition:
         """Whether graph `k` runs whole in PyTorch because it has fewer supported ops than
         min_block_size (torch.compile's backend returns such a graph unchanged)."""
         s = self.graphs[self._graph_index(k)].stats
-        return s["compute_ops"] > 0 and s["acc_subgraphs"] == 0 and s["supported_ops"] < self.config.min_block_size
+        return (not self.backend_failed(k) and s["compute_ops"] > 0 and s["acc_subgraphs"] == 0
+                and s["supported_ops"] < self.config.min_block_size)
+
+    def backend_failed(self, k: int) -> str:
+        """For a graph Torch-TensorRT's backend runs eagerly because its lowering failed with an
+        exception the backend catches: "runs eagerly: Torch-TensorRT's backend failed on it
+        (RuntimeError: ...)"; empty for the others."""
+        return str(getattr(self.capture.graphs[self._graph_index(k)], "fell_back", "") or "")
 
     def has_compute(self, k: int) -> bool:
         """False for a graph with nothing to partition (no compute op)."""
@@ -144,6 +153,8 @@ class MultiGraphPartition:
         """Why the node runs where it runs, in words ('g2/add_3' or (2, 'add_3'))."""
         k, name = self.locate(node)
         why = self.graphs[k].reason_of(name)
+        if self.backend_failed(k) and self.graphs[k].backend_of(name) == FALLBACK:
+            return self.backend_failed(k)
         if self.left_whole(k) and self.graphs[k].backend_of(name) == FALLBACK:  # not demoted: the graph is left whole
             s = self.graphs[k].stats
             return (f"left whole: fewer than min_block_size ({self.config.min_block_size}) supported ops in this "
@@ -166,7 +177,8 @@ class MultiGraphPartition:
     def stats(self) -> dict:
         """Partition.stats summed over the graphs (coverage recomputed: 0 when no graph holds a
         compute op), plus `graphs`, `graph_breaks`, `graphs_left_whole`, `graphs_without_compute`
-        and `nothing_captured` (dynamo made no graph: the whole forward runs in Python)."""
+        `graphs_run_eagerly` (Torch-TensorRT's backend failed on them: none of their ops is
+        accelerated) and `nothing_captured` (dynamo made no graph: the whole forward runs in Python)."""
         per = [p.stats for p in self.graphs]
         total = {key: sum(s[key] for s in per) for key in SUMMED}
         compute = total["compute_ops"]
@@ -181,6 +193,7 @@ class MultiGraphPartition:
         total["graph_breaks"] = len(self.breaks)
         total["graphs_left_whole"] = sum(self.left_whole(k) for k in range(len(self.graphs)))
         total["graphs_without_compute"] = sum(not self.has_compute(k) for k in range(len(self.graphs)))
+        total["graphs_run_eagerly"] = sum(bool(self.backend_failed(k)) for k in range(len(self.graphs)))
         total["nothing_captured"] = not self.graphs
         return total
 
@@ -252,8 +265,10 @@ class MultiGraphPartition:
         where = f"{g.function} ({g.file}:{g.line})" if g.file else "(source unknown)"
         calls = "" if g.calls == 1 else f", called {g.calls} times"
         starts = getattr(g, "starts", "")
+        failed = self.backend_failed(k)
         return (f"{RULE} Graph g{k} of {len(self.graphs)}: {where}, {len(g.ops)} ops{calls} {RULE}"
-                + (f"\nStarts here: {starts}." if starts else ""))
+                + (f"\nStarts here: {starts}." if starts else "")
+                + (f"\ng{k} {failed}; none of its ops is accelerated." if failed else ""))
 
     def _break_text(self, b: GraphBreak) -> list[str]:
         where = f" at {b.location}" if b.file else ""
@@ -326,6 +341,10 @@ class MultiGraphPartition:
                   + (f" ({', '.join(f'g{k}' for k in range(len(self.graphs)) if self.left_whole(k))})"
                      if s["graphs_left_whole"] else ""),
                   f"Graphs with nothing to partition (no compute): {s['graphs_without_compute']}"]
+        if s.get("graphs_run_eagerly"):
+            failed = [k for k in range(len(self.graphs)) if self.backend_failed(k)]
+            lines.append(f"{RUN_EAGERLY[0].upper()}{RUN_EAGERLY[1:]}: {s['graphs_run_eagerly']} "
+                         f"({', '.join(f'g{k}' for k in failed)})")
         return lines
 
     # ------------------------------------------------------------------ built on this machine
@@ -357,8 +376,11 @@ class MultiGraphPartition:
                     f"breaks), accelerated 0%, {self.config.label()}>")
         accelerated = f", accelerated {s['accelerated_coverage']:.0%}" \
             if s["accelerated_coverage"] < s["coverage"] else ""
+        failed = [f"g{k}" for k in range(len(self.graphs)) if self.backend_failed(k)]
+        eager = (f", {len(failed)} graph{' runs' if len(failed) == 1 else 's run'} eagerly (Torch-TensorRT's "
+                 f"backend failed on {', '.join(failed)})") if failed else ""
         return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
-                f"{outline(s, self.config)}{accelerated}>")
+                f"{outline(s, self.config)}{accelerated}{eager}>")
 
     # ------------------------------------------------------------------ drawing
     @checked_arguments
@@ -400,10 +422,15 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
         notes = ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
     run = run or handoff.handler("repartition")
-    parts = [run(g.graph, config) for g in capture.graphs]
+    # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
+    eager = Config(priority=config.priority, support={b: support_ops(()) for b in config.priority},
+                   min_block_size=config.min_block_size)
+    parts = [handoff.handler("repartition")(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config)
+             for g in capture.graphs]
     for k, (g, part) in enumerate(zip(capture.graphs, parts)):
         part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
+        part.backend_failed = getattr(g, "fell_back", "")  # its blockers: none (hierviz.partitioner.blockers)
     return MultiGraphPartition(capture, parts, config, notes)
 
 
-__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED"]
+__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED", "RUN_EAGERLY"]

@@ -89,6 +89,8 @@ class Partition:
     _builds: Any = None  # the last Partition.build() (hv.Builds): the report shows it
     # ("g3", its first call's values): this is dynamo graph 3 of torch.compile's path (MultiGraphPartition.graphs)
     dynamo_graph: tuple[str, tuple] | None = None
+    # graph by graph: why Torch-TensorRT's backend runs this graph eagerly (it failed on it); "" when it does not
+    backend_failed: str = ""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Not for users: a Partition comes from hv.partition (or hv.load_partition); inside

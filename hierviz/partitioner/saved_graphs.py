@@ -43,7 +43,7 @@ def document_graphs(mp: MultiGraphPartition) -> dict:
         graphs.append({"index": g.index, "function": g.function, "file": g.file, "line": g.line, "calls": g.calls,
                        "ops": list(g.ops), "inputs": [_value(v) for v in g.inputs],
                        "outputs": [_value(v) for v in g.outputs], "starts": getattr(g, "starts", ""),
-                       "partition": document(p)})
+                       "fell_back": getattr(g, "fell_back", ""), "partition": document(p)})
     breaks = [{**asdict(b), "hints": list(b.hints), "stack": list(b.stack)} for b in mp.breaks]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "model": mp.capture.model,
             "engine": mp.engine, "config": mp.config.to_dict(), "notes": list(mp.notes), "stats": mp.stats,
@@ -62,6 +62,7 @@ class SavedGraph(GraphSource):
 
     graph: None = None
     starts: str = ""  # why the graph starts where it does, as the capture said (DynamoGraph.starts)
+    fell_back: str = ""  # why Torch-TensorRT's backend runs it eagerly, as the capture said (DynamoGraph.fell_back)
 
 
 @dataclass(frozen=True, eq=False)
@@ -85,9 +86,11 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
                       for key in ("inputs", "outputs")]
             graphs.append(SavedGraph(index=k, inputs=values[0], outputs=values[1], ops=tuple(g["ops"]),
                                      function=str(g["function"]), file=str(g["file"]), line=int(g["line"]),
-                                     calls=int(g["calls"]), ended_by=ended.get(k), starts=str(g.get("starts", ""))))
+                                     calls=int(g["calls"]), ended_by=ended.get(k), starts=str(g.get("starts", "")),
+                                     fell_back=str(g.get("fell_back", ""))))
             part = SavedPartition(checked_document(g["partition"], where), path)
             part.by_graph = True
+            part.backend_failed = graphs[-1].fell_back
             parts.append(part)
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         raise SavedPartitionError(f"{where} is a damaged saved partition ({type(exc).__name__}: {exc}); "

@@ -23,6 +23,19 @@ from hierviz.errors import CaptureError
 from hierviz.trt.loading import default_settings, lowering_device, require
 
 
+# what `_pretraced_backend` catches around its lowering, partitioning and conversion (its
+# `except (AssertionError, RuntimeError, TypeError)`): that graph is returned as dynamo gave it and
+# runs eagerly, unless pass_through_build_failures=True; anything else leaves the backend, and
+# torch.compile raises BackendCompilerFailed
+BACKEND_CATCHES: tuple[type[BaseException], ...] = (AssertionError, RuntimeError, TypeError)
+
+
+def caught_by_backend(exc: BaseException) -> bool:
+    """Whether torch.compile's torch_tensorrt backend catches `exc` and runs its graph eagerly
+    (subclasses too, as an `except` clause matches them: NotImplementedError is a RuntimeError)."""
+    return isinstance(exc, BACKEND_CATCHES)
+
+
 def dynamo_settings() -> Any:
     """The CompilationSettings torch.compile's backend lowers with when given no options
     (`parse_dynamo_kwargs`: the defaults, require_full_compilation forced off)."""
@@ -77,4 +90,4 @@ def lower_dynamo_graph(gm: torch.fx.GraphModule, sample_inputs: Sequence[Any],
     return gm
 
 
-__all__ = ["dynamo_settings", "fake_mode_of", "lower_dynamo_graph"]
+__all__ = ["BACKEND_CATCHES", "caught_by_backend", "dynamo_settings", "fake_mode_of", "lower_dynamo_graph"]
