@@ -76,7 +76,7 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
     dot = check_dot()
     limit = DEFAULT_TIMEOUT_S if timeout is None else float(timeout)
     run = _layout_cached if fmt == "svg" else _run_dot  # the notebook and explorer redraw often
-    out = run(dot, source, fmt, limit)
+    out = run(dot, source, fmt, limit, bool(info.get("aligned")))
     if fmt == "png" and len(out) >= 24 and out[:4] == b"\x89PNG":  # its IHDR holds width, height
         width, height = int.from_bytes(out[16:20], "big"), int.from_bytes(out[20:24], "big")
         if max(width, height) >= BITMAP_LIMIT_PX:
@@ -87,13 +87,27 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
 
 
 @functools.lru_cache(maxsize=32)
-def _layout_cached(dot: str, source: str, fmt: str, timeout: float) -> bytes:
-    return _run_dot(dot, source, fmt, timeout)
+def _layout_cached(dot: str, source: str, fmt: str, timeout: float, aligned: bool = False) -> bytes:
+    return _run_dot(dot, source, fmt, timeout, aligned)
 
 
-def _run_dot(dot: str, source: str, fmt: str, timeout: float) -> bytes:
+def _run_dot(dot: str, source: str, fmt: str, timeout: float, aligned: bool = False) -> bytes:
+    """dot's drawing of `source`; `aligned` (the graph-by-graph picture, align.py): laid out by
+    dot, its frames moved onto one axis, then drawn where they are by neato -n2."""
+    if aligned:
+        from hierviz.drawing.align import POSITIONED_ENGINE, aligned as on_one_axis
+
+        engine = shutil.which(POSITIONED_ENGINE[0]) or str(Path(dot).with_name(POSITIONED_ENGINE[0]))
+        if Path(engine).exists():  # graphviz ships neato with dot; without it the frames stay where dot put them
+            positioned = on_one_axis(_dot_call([dot, "-Tdot"], source, timeout).decode("utf-8"))
+            return _dot_call([engine, POSITIONED_ENGINE[1], f"-T{fmt}"], positioned, timeout)
+    return _dot_call([dot, f"-T{fmt}"], source, timeout)
+
+
+def _dot_call(args: list[str], source: str, timeout: float) -> bytes:
+    dot = args[0]
     try:
-        proc = subprocess.run([dot, f"-T{fmt}"], input=source.encode("utf-8"), capture_output=True,
+        proc = subprocess.run(args, input=source.encode("utf-8"), capture_output=True,
                               timeout=timeout, check=False)
     except subprocess.TimeoutExpired:
         raise RenderError(f"graphviz took longer than {timeout:.0f} s to lay out this diagram; draw less of "

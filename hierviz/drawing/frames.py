@@ -7,7 +7,15 @@ graph, with budget.py, from a node budget the graphs share, so a few big graphs 
 modules / collapsed and the small ones in full). Between two frames a graph-break marker says
 dynamo's reason and the user's `file:line` and code; the Python from the break to the next
 graph runs eagerly in PyTorch. A break that ended no graph (dynamo had traced nothing since
-the last one) is drawn the same, and says so.
+the last one) is drawn the same, and says so. Before each frame but the first, a start marker
+says why that graph starts (the capture's `starts`): dynamo resumes a frame after a break, or
+a new frame is called from Python that dynamo ran eagerly (two graphs can meet with no break
+between them: the break is inside a loop of the frame that calls them).
+
+The picture opens with an overview under its legend (`overview`): one row per graph, its ops,
+a bar of its ops' backends and what follows it (its breaks, how the next graph starts); in an
+SVG each row links to its frame (`id="frame_g<k>"`). The frames are aligned on one axis, their
+left edges in one line (align.py: `info["aligned"]` asks export.layout for it).
 
 Frames are the views' own DOT bodies placed in a cluster (dot.nest: ids prefixed, each view's
 own legend left out); one legend at the top explains the backends, the node styles drawn, the
@@ -18,6 +26,7 @@ the whole model (each frame its graph's rows, graph_times.py) or one hv.Measurem
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -45,10 +54,18 @@ MIN_SHARE = 40
 # (px at 96 dpi; measured on the toys and fasterrcnn: 180-330 and 70-100).
 SMALL_FRAME_PX = 300
 MARKER_PX = 90
+START_PX = 45  # a start marker: two or three short lines
+OVERVIEW_ROW_PX = 18  # a row of the overview
+# The overview's backend bar (pt) and how much of what follows a graph a row shows.
+BAR_PT = 160
+THEN_CHARS = 150
 # How much of a break's code line and reason a marker shows (the tooltip has all of it).
 CODE_CHARS = 70
 REASON_CHARS = 90
 EAGER = "the Python from here to the next graph runs eagerly in PyTorch (not compiled)"
+
+
+_ABS_PATH = re.compile(r"(?:[A-Za-z]:)?[/\\][^\s():,]+\.py\b")
 
 
 def short_path(file: str) -> str:
@@ -64,6 +81,51 @@ def short_path(file: str) -> str:
 def where(file: str, line: int) -> str:
     """'tests/dynamo_models.py:25' ('' when the file is unknown)."""
     return f"{short_path(file)}:{line}" if file else ""
+
+
+def short_path_text(text: str) -> str:
+    """`text` with every absolute source path in it shortened (short_path)."""
+    return _ABS_PATH.sub(lambda m: short_path(m.group(0)), text)
+
+
+def start_lines(starts: str) -> list[str]:
+    """A graph's `starts` as the picture shows it: source paths shortened (short_path), one
+    line for what starts ('dynamo resumes forward (rpn.py:360)'), one for where it is called
+    from, one for the break it follows."""
+    text = short_path_text(starts.strip())
+    parts = re.split(r"(?=, called from )|(?= after (?:the|a) graph break)", text)
+    return [part.strip(" ,") for part in parts if part.strip(" ,")]
+
+
+def start_kind(starts: str) -> str:
+    """'resumed', 'new-frame' or 'other' (css class of the start marker)."""
+    if starts.startswith("dynamo resumes"):
+        return "resumed"
+    return "new-frame" if starts.startswith("a new frame") else "other"
+
+
+def ops_by_backend(p: "Partition") -> dict[str, int]:
+    """How many compute ops of graph partition `p` run in each backend, in the partition's
+    backend order (those with none left out)."""
+    t = p.records
+    counts = Counter(t.backend[i] for i in range(len(t)) if t.compute[i])
+    order = [b for b in p.backends if counts.get(b)] + sorted(b for b in counts if b not in p.backends)
+    return {b: counts[b] for b in order}
+
+
+def bar_widths(counts: dict[str, int], width: int = BAR_PT) -> list[tuple[str, int]]:
+    """(backend, pt) of each segment of a `width` pt bar, in proportion to `counts` (each
+    segment at least 1 pt; together exactly `width`)."""
+    total = sum(counts.values())
+    items = [(b, n) for b, n in counts.items() if n]
+    out: list[tuple[str, int]] = []
+    left = width
+    for j, (b, n) in enumerate(items):
+        rest = len(items) - j - 1  # segments still to come, 1 pt each at least
+        w = left if rest == 0 else max(1, min(round(width * n / total), left - rest))
+        out.append((b, w))
+        left -= w
+    return out
 
 
 def shares(counts: Sequence[int], limit: int) -> list[int]:
@@ -161,10 +223,16 @@ def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any =
     views_used = [info["view"] for info in drawn]
     legend(mp, w, views_used, reasons, [bool(times[k]) or bool(others[k]) for k in range(len(mp.graphs))],
            highlight)
-    nodes = sum(int(info.get("nodes", 0)) for info in drawn) + len(mp.breaks)
+    starts = sum(1 for k in range(1, len(mp.graphs)) if _starts(mp, k))
+    nodes = sum(int(info.get("nodes", 0)) for info in drawn) + len(mp.breaks) + starts
     return Diagram(w.lines, {"view": "graphs", "views": views_used, "graphs": len(mp.graphs),
-                             "breaks": len(mp.breaks), "nodes": nodes, "frames": drawn},
-                   comment="hierviz graph-by-graph view")
+                             "breaks": len(mp.breaks), "starts": starts, "nodes": nodes, "frames": drawn,
+                             "aligned": True}, comment="hierviz graph-by-graph view")
+
+
+def _starts(mp: "MultiGraphPartition", k: int) -> str:
+    """Why graph k starts, as its capture says ('' for the first, or a file saved before it was kept)."""
+    return str(getattr(mp.capture.graphs[k], "starts", "") or "") if k > 0 else ""
 
 
 def plan_views(mp: "MultiGraphPartition", view: str, max_nodes: int | None, weights: bool,
@@ -207,7 +275,8 @@ def fit_height(mp: "MultiGraphPartition", out: list[tuple[str, int | None, str |
     legend = round(LEGEND_PT[1] * PX_PER_PT)  # full_size counts a legend; a frame has none
     height = {k: full_size(ctx, ctx.all_drawn())[1] - legend for k, (v, _, _) in enumerate(out) if v == "full"
               for ctx in (Ctx(mp.graphs[k], share[k], weights),)}
-    total = sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
+    total = (sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
+             + START_PX * sum(1 for k in range(1, len(out)) if _starts(mp, k)) + OVERVIEW_ROW_PX * len(out))
     for k in sorted(height, key=lambda k: (-height[k], k)):
         if total <= MAX_HEIGHT_PX or height[k] <= 3 * SMALL_FRAME_PX:  # a small graph drawn smaller saves little
             break
@@ -228,12 +297,13 @@ def drawn_reasons(p: "Partition", weights: bool) -> Counter:
 
 # ---------------------------------------------------------------------------- frames and breaks
 def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Nested]], drawn: list[dict]) -> None:
-    """The frames and the break markers, in execution order, each below the one before."""
-    after: dict[int, list[tuple[int, "GraphBreak"]]] = {}
-    for j, b in enumerate(mp.breaks):
-        after.setdefault(b.after_graph, []).append((j, b))
+    """The frames, the break markers and the start markers, in execution order, each below the
+    one before: graph k-1's frame, the breaks after it, why graph k starts, graph k's frame."""
+    after = breaks_after(mp)
     items: list[tuple[str, Any]] = [("break", jb) for jb in repeats(after.get(-1, []))]
     for k, body in frames:
+        if _starts(mp, k):
+            items.append(("start", k))
         items.append(("frame", (k, body)))
         items += [("break", jb) for jb in repeats(after.get(k, []))]
     if not frames:
@@ -242,10 +312,20 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
     for kind, item in items:
         if kind == "frame":
             frame(mp, w, item[0], item[1], drawn[item[0]])
+        elif kind == "start":
+            start_marker(mp, w, item)
         else:
             marker(w, *item)
     for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
         link(w, kind_a, a, kind_b, b)
+
+
+def breaks_after(mp: "MultiGraphPartition") -> dict[int, list[tuple[int, "GraphBreak"]]]:
+    """The graph breaks by the graph they follow (-1: before the first), with their index."""
+    after: dict[int, list[tuple[int, "GraphBreak"]]] = {}
+    for j, b in enumerate(mp.breaks):
+        after.setdefault(b.after_graph, []).append((j, b))
+    return after
 
 
 def repeats(breaks: list[tuple[int, "GraphBreak"]]) -> list[tuple[int, "GraphBreak", int]]:
@@ -277,6 +357,9 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
         facts += f" \u00b7 called {g.calls} times"
     lines = [f'<FONT POINT-SIZE="13"><B>{html(head, 90)}</B></FONT>', html(facts)]
     notes = []
+    fell_back = str(getattr(g, "fell_back", "") or "")
+    if fell_back:
+        notes.append(fell_back)
     if not mp.has_compute(k):
         notes.append("nothing to partition: no compute op (only inputs, views or constants)")
     elif mp.left_whole(k):
@@ -289,7 +372,7 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
            f"{plural(len(g.inputs), 'input')}, {plural(len(g.outputs), 'output')}", *notes]
     w.open(f"cluster_g{k}", label=Html(BR_LEFT.join(lines) + BR_LEFT), style="rounded,filled", fillcolor="#FFFFFF",
            color=palette.FRAME_LINE, penwidth=1.8, fontsize=11, margin=10, tooltip=tooltip(tip),
-           **{"class": "hv-frame"})
+           id=f"frame_g{k}", **{"class": "hv-frame"})
     w.lines.extend(body.lines)  # nest() indented them one level deeper: inside this frame
     w.close()
 
@@ -318,10 +401,26 @@ def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1) -> None:
            tooltip=tooltip(tip), **{"class": f"hv-break hv-{css(b.gb_type or 'break')}"})
 
 
+def start_marker(mp: "MultiGraphPartition", w: DotWriter, k: int) -> None:
+    """Why graph k starts, above its frame: 'g3 starts: a new frame: clip_boxes_to_image
+    (torchvision/ops/boxes.py:173)', where it is called from, and the break it follows."""
+    starts = _starts(mp, k)
+    lines = start_lines(starts)
+    label = [f"<B>g{k} starts: {html(lines[0], 110)}</B>"] + [f'<FONT POINT-SIZE="9">{html(x, 120)}</FONT>'
+                                                            for x in lines[1:]]
+    if not any(b.after_graph == k - 1 for b in mp.breaks):
+        label.append('<FONT POINT-SIZE="9"><I>no graph break between g{} and g{}: the Python between them runs '
+                     'eagerly</I></FONT>'.format(k - 1, k))
+    w.node(f"start{k}", label=Html(BR_LEFT.join(label) + BR_LEFT), shape="box", style="rounded,filled",
+           fillcolor=palette.START_FILL, color=palette.START_LINE, penwidth=1.2, margin="0.12,0.04",
+           tooltip=tooltip([f"why graph g{k} starts here", starts]),
+           **{"class": f"hv-start hv-{start_kind(starts)}"})
+
+
 def _ends(kind: str, item: Any, last: bool) -> tuple[list[str], str, str | None]:
     """(the nodes an ordering edge ties to, the node a visible edge meets, its cluster)."""
-    if kind == "break":
-        node = f"break{item[0]}"
+    if kind in ("break", "start"):
+        node = f"break{item[0]}" if kind == "break" else f"start{item}"
         return [node], node, None
     k, body = item
     ends = body.sinks() if last else body.sources()
@@ -389,16 +488,86 @@ def legend(mp: "MultiGraphPartition", w: DotWriter, views_used: list[str], reaso
              swatch(f"<B>graph break</B>: dynamo's reason{BR_LEFT}and the user's file:line;{BR_LEFT}"
                     f"the Python after it runs{BR_LEFT}eagerly, until the next graph{BR_LEFT}",
                     palette.BREAK_FILL, palette.BREAK_LINE, style="rounded,dashed")]
+    if any(_starts(mp, k) for k in range(1, len(mp.graphs))):
+        order.append(swatch(f"<B>g&lt;k&gt; starts</B>: dynamo resumes a{BR_LEFT}frame, or a new frame is{BR_LEFT}"
+                            f"called from eager Python{BR_LEFT}",
+                            palette.START_FILL, palette.START_LINE))
     columns.append(("torch.compile", order))
     notes = [FRAME_NOTES[v] for v in ("full", "collapsed", "modules") if v in views_used]
     notes.append("top to bottom: execution order")
     notes.append("SVG: hover frames, breaks and nodes for details")
     note = "".join(f"{html(n)}{BR_LEFT}" for n in notes)
+    rows = overview(mp) if len(mp.graphs) > 1 else ""
     label = (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="1">'
              f'<TR><TD ALIGN="LEFT"><FONT POINT-SIZE="15"><B>{html(text)}</B></FONT></TD></TR>'
              f'<TR><TD ALIGN="LEFT">{totals}</TD></TR>'
-             f'<TR><TD ALIGN="LEFT">{legend_grid(columns, note, note_title="frames")}</TD></TR></TABLE>')
+             f'<TR><TD ALIGN="LEFT">{legend_grid(columns, note, note_title="frames")}</TD></TR>'
+             + (f'<TR><TD ALIGN="LEFT">{rows}</TD></TR>' if rows else "") + '</TABLE>')
     w.defaults("graph", label=Html(label))
 
 
-__all__ = ["render_graphs", "plan_views", "shares", "per_graph", "short_path", "where", "EAGER", "MIN_SHARE"]
+# ---------------------------------------------------------------------------- overview
+def then_text(mp: "MultiGraphPartition", k: int, after: dict[int, list[tuple[int, "GraphBreak"]]]) -> str:
+    """What follows graph k, in one line: its graph breaks (those in a row at one line counted
+    once) and why the next graph starts; '' when nothing does."""
+    parts = []
+    for j, b, count in repeats(after.get(k, [])):
+        which = f"break {j + 1}" if count == 1 else f"breaks {j + 1}–{j + count}"
+        parts.append(f"{which}: {b.short or 'graph break'}" + (f" ({where(b.file, b.line)})" if b.file else ""))
+    if k + 1 < len(mp.graphs):
+        starts = _starts(mp, k + 1)
+        if starts:
+            parts.append(f"g{k + 1} starts: {start_lines(starts)[0]}")
+        elif not after.get(k):
+            parts.append(f"g{k + 1} follows")
+    return " · ".join(parts)
+
+
+def _title(text: str) -> str:
+    """A cell's tooltip (SVG) holding all of a text the cell shortens."""
+    return f' TITLE="{html(text)}"' if len(text) > THEN_CHARS else ""
+
+
+def _small(text: str) -> str:
+    return f'<FONT POINT-SIZE="9">{text}</FONT>' if text else ""  # graphviz refuses an empty FONT
+
+
+def overview(mp: "MultiGraphPartition") -> str:
+    """The picture's overview (an HTML-like table): one row per graph in execution order, its
+    name and function, its ops, a bar of its ops' backends (BAR_PT wide, segments in proportion
+    to the ops each backend runs) and what follows it; in an SVG a row links to its frame."""
+    after = breaks_after(mp)
+    head = ('<TR><TD ALIGN="LEFT"><I>graph</I></TD><TD ALIGN="LEFT"><I>function</I></TD>'
+            '<TD ALIGN="RIGHT"><I>ops</I></TD><TD ALIGN="LEFT"><I>backends (share of its ops)</I></TD>'
+            '<TD ALIGN="LEFT"><I>then (after this graph)</I></TD></TR>')
+    rows = [head]
+    if after.get(-1):
+        first = " · ".join(f"break {j + 1}: {b.short}" for j, b, _ in repeats(after[-1]))
+        rows.append(f'<TR><TD ALIGN="LEFT" COLSPAN="4">(before g0)</TD><TD ALIGN="LEFT">'
+                    f'<FONT POINT-SIZE="9">{html(first, THEN_CHARS)}</FONT></TD></TR>')
+    for k, p in enumerate(mp.graphs):
+        g = mp.capture.graphs[k]
+        counts = ops_by_backend(p)
+        if counts:
+            cells = "".join(f'<TD WIDTH="{w}" HEIGHT="9" FIXEDSIZE="TRUE" BGCOLOR="{palette.color(b)}"></TD>'
+                            for b, w in bar_widths(counts))
+        else:  # nothing to partition: an empty bar
+            cells = f'<TD WIDTH="{BAR_PT}" HEIGHT="9" FIXEDSIZE="TRUE" BGCOLOR="{palette.tint(palette.GREY, 0.8)}"></TD>'
+        bar = ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
+               f'WIDTH="{BAR_PT}" HEIGHT="9"><TR>{cells}</TR></TABLE>')
+        share = ", ".join(f"{b} {n}" for b, n in counts.items()) or "no compute op"
+        then = then_text(mp, k, after)
+        link = f' HREF="#frame_g{k}" TITLE="g{k}: {html(g.function or "graph", 60)}: {html(share)}"'
+        rows.append(f'<TR><TD ALIGN="LEFT"{link}><B>g{k}</B></TD>'
+                    f'<TD ALIGN="LEFT"{link}>{html(g.function or "graph", 40)}</TD>'
+                    f'<TD ALIGN="RIGHT">{p.stats["compute_ops"]:,}</TD>'
+                    f'<TD ALIGN="LEFT" CELLPADDING="2"{link}>{bar}</TD>'
+                    f'<TD ALIGN="LEFT"{_title(then)}>{_small(html(then, THEN_CHARS))}</TD></TR>')
+    title = (f'<TR><TD ALIGN="LEFT" COLSPAN="5"><B>overview</B>: {len(mp.graphs)} graphs in execution order'
+             ' (SVG: click a row to go to its frame)</TD></TR>')
+    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="2">' + title + "".join(rows)
+            + "</TABLE>")
+
+
+__all__ = ["render_graphs", "plan_views", "shares", "per_graph", "short_path", "where", "EAGER", "MIN_SHARE",
+           "start_lines", "start_kind", "short_path_text", "ops_by_backend", "bar_widths", "overview", "then_text"]

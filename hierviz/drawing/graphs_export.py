@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hierviz.drawing import palette
 from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
                                     layout, measurement_section, page_head, strip_prolog, table_html, target, write)
-from hierviz.drawing.frames import EAGER, per_graph, render_graphs, where
+from hierviz.drawing.frames import EAGER, per_graph, render_graphs, short_path_text, where
 from hierviz.drawing.graph_times import GraphTimes
 from hierviz.errors import RenderError
 from hierviz.partitioner.saved_graphs import document_graphs
@@ -126,7 +126,8 @@ def notebook_html_graphs(mp: "MultiGraphPartition") -> str:
 
 
 def graphs_table(mp: "MultiGraphPartition") -> Any:
-    """One row per graph: where it comes from, its ops and subgraphs, and what ends it."""
+    """One row per graph: where it comes from, why it starts there, its ops and subgraphs, and
+    what ends it."""
     import pandas as pd
 
     rows = []
@@ -134,7 +135,8 @@ def graphs_table(mp: "MultiGraphPartition") -> Any:
         g = mp.capture.graphs[k]
         s = p.stats
         ended = "; ".join(f"{b.short} ({where(b.file, b.line)})" for b in mp.breaks if b.after_graph == k)
-        rows.append({"graph": f"g{k}", "function": g.function, "source": where(g.file, g.line), "calls": g.calls,
+        rows.append({"graph": f"g{k}", "function": g.function, "source": where(g.file, g.line),
+                     "starts": short_path_text(str(getattr(g, "starts", "") or "")), "calls": g.calls,
                      "ops": s["compute_ops"], "supported": s["supported_ops"], "subgraphs": s["subgraphs"],
                      **{b: n for b, n in s["subgraphs_by_backend"].items()},
                      "left whole": "yes" if mp.left_whole(k) else "",

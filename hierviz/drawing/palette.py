@@ -53,6 +53,9 @@ FOCUS = "#000000"
 FRAME_LINE = "#4D4D4D"
 BREAK_FILL = "#FFF1C2"
 BREAK_LINE = "#8A6500"
+# why the next graph starts (a resumed frame, a new frame): a neutral note between frames
+START_FILL = "#F2F2F2"
+START_LINE = "#4D4D4D"
 
 
 @functools.lru_cache(maxsize=None)  # asked for per drawn node; custom backends hash their name
@@ -152,5 +155,5 @@ def defaults(w: DotWriter) -> None:
                penwidth=0.9)
 
 
-__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "FRAME_LINE", "BREAK_FILL", "BREAK_LINE", "EXTRA", "color", "fill", "cluster_fill",
+__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "FRAME_LINE", "BREAK_FILL", "BREAK_LINE", "START_FILL", "START_LINE", "EXTRA", "color", "fill", "cluster_fill",
            "border", "tint", "Swatch", "NodeStyle", "STYLES", "style", "defaults"]
