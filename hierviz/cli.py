@@ -181,6 +181,9 @@ def cmd_tune(args: argparse.Namespace) -> int:
         raise UsageError("tune --engine: tune searches hierviz's partitioner; what torch_tensorrt.compile "
                          "runs (engine fast) is its compile_ms baseline. Leave --engine out.")
     if args.executor is not None:
+        if args.ir == "torch_compile":
+            raise UsageError("tune --ir torch_compile --executor: graph by graph, trials are measured in this "
+                             "process (Ray tasks take one captured graph). Leave --executor out.")
         try:
             check_executor(args.executor)
         except hv.ConfigError as exc:
@@ -196,7 +199,8 @@ def cmd_tune(args: argparse.Namespace) -> int:
     import_tensorrt_quietly(args)
     result = hv.tune(model, inputs, base=base, budget=args.budget, timeout=args.timeout, seed=args.seed,
                      measure=measure or None, torch_compile=args.torch_compile, executor=args.executor,
-                     progress=not args.quiet, storage=args.storage, study_name=args.study_name)
+                     progress=not args.quiet, storage=args.storage, study_name=args.study_name,
+                     ir=args.ir or "dynamo")
     import pandas as pd
 
     from hierviz.compare.columns import setting_columns
@@ -371,7 +375,7 @@ def build_parser() -> Parser:
 
     tune = sub.add_parser("tune", help="search settings for the lowest measured latency (Optuna)")
     tune.add_argument("model", metavar="MODEL")
-    _add_config_args(tune)
+    _add_model_args(tune)
     tune.add_argument("--budget", type=positive, default=20, metavar="N", help="at most N trials (default 20)")
     tune.add_argument("--timeout", type=float, metavar="S", help="start no new trial after S seconds")
     tune.add_argument("--iters", type=positive, metavar="N", help="timed runs per trial (default 30)")

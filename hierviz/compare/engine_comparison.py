@@ -17,7 +17,9 @@ from hierviz.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
-from hierviz.partitioner import graph_of, make_config
+from hierviz.capturing import check_ir
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 from hierviz.partitioner.todays_compile import compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
@@ -36,6 +38,15 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
     why = why_unmeasurable("tensorrt", device, compilers)
     if why is not None:
         return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
+    if isinstance(gm, DynamoCapture):  # graph by graph: torch.compile's backend partitions each graph ("fast")
+        from hierviz.compare.rows import partition_of
+
+        try:
+            m = run_measure(partition_of(gm, compile_config(config, "fast")), example_inputs,
+                            {**dict(options), "device": device})
+        except HiervizError as exc:
+            return None, f"compile_ms (what torch.compile(backend='torch_tensorrt') runs) could not be measured: {exc}"
+        return m.median_ms, ""
     today = compile_today(gm, config, need_partition=True)
     if today.partition is None:
         return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {today.why}"
@@ -47,19 +58,30 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
 
 
 def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
-                    measure: bool | Mapping[str, Any] = False, **overrides: Any) -> "Any":
+                    measure: bool | Mapping[str, Any] = False, ir: str = "dynamo", **overrides: Any) -> "Any":
     """One row per engine — fast (what torch_tensorrt.compile runs today), global, upstream's
     hierarchical partitioner, hierviz — partitioning the same captured graph: subgraphs per
     backend, accelerated ops, boundary tensors, and latency when `measure` (True, or a dict of
     hv.measure options; TensorRT needs a GPU). fast and global run with `compile_config`
     (TensorRT only); the hierarchical ones with `config` as given. A row that cannot be made
     here has its reason in `error`; `note` says what the engine did besides partitioning
-    (compile's fallback to the global partitioner, its early return)."""
-    from hierviz.compare.rows import measure_kwargs, run_measure
+    (compile's fallback to the global partitioner, its early return).
 
+    `ir="torch_compile"` (or a DynamoCapture / MultiGraphPartition given): each engine partitions
+    every graph dynamo made, as torch.compile(model, backend="torch_tensorrt") runs them (the
+    fast row: that backend's own partition of each graph); the counts are summed over the
+    graphs, with `graphs`, `graph_breaks` and `graphs_left_whole`."""
+    from hierviz.compare.rows import measure_kwargs, partition_of, run_measure
+
+    by_graph = check_ir(ir) == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition))
     cfg = make_config(config, overrides)
     mkw = measure_kwargs(measure)
-    gm = graph_of(model_or_graph, example_inputs)
+    if by_graph:
+        from hierviz.compare.sweep import graphs_of  # (pandas: loaded on first use)
+
+        gm: Any = graphs_of(model_or_graph, example_inputs)
+    else:
+        gm = graph_of(model_or_graph, example_inputs)
     if mkw is not None and example_inputs is None:
         raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
     rows = []
@@ -67,7 +89,10 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
         used = compile_config(cfg, engine) if engine in COMPILE_ENGINES else derive(cfg, {"engine": engine})
         row: dict[str, Any] = {**columns.config_columns(used), "what": what}
         try:
-            part = today_row(gm, used) if engine == "fast" else cached_partition(gm, used)
+            if by_graph:  # engine "fast" on each graph is what torch.compile's backend runs
+                part = partition_of(gm, used)
+            else:
+                part = today_row(gm, used) if engine == "fast" else cached_partition(gm, used)
             row.update(columns.stat_columns(part))
             row["accelerated_ops"] = part.stats["accelerated_ops"]
             row["note"] = "; ".join(getattr(part, "notes", ())) or None

@@ -10,9 +10,9 @@ import pandas as pd
 
 from hierviz.config import Config
 from hierviz.errors import ConfigError
-from hierviz.compare.partition_cache import cached_partition
+from hierviz.compare.rows import partition_of
 from hierviz.latency.result import ci_text
-from hierviz.partitioner import Partition
+from hierviz.partitioner import MultiGraphPartition, Partition
 
 STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", "failed", "invalid")
 NO_WINNER = "no setting beat eager nn.Module here"
@@ -104,12 +104,13 @@ class TuneResult:
     def duplicates(self) -> int:
         return int((self.trials["status"] == "duplicate").sum())
 
-    def partition(self) -> Partition:
-        """The best setting's partition (hv.ConfigError when no trial qualified)."""
+    def partition(self) -> Partition | MultiGraphPartition:
+        """The best setting's partition (hv.ConfigError when no trial qualified): a Partition, or
+        graph by graph (ir="torch_compile") a MultiGraphPartition."""
         if self.best is None:
             raise ConfigError("no trial qualified as best, not even the default setting "
                               "(see .trials['status'] and ['error']).")
-        return cached_partition(self.graph, self.best)
+        return partition_of(self.graph, self.best)
 
     # -------------------------------------------------------------- display
     def _line(self, label: str, trial: int | None, config: Config | None, measured: Any = None) -> str:

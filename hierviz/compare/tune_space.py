@@ -14,14 +14,18 @@ from hierviz.support_map import SupportMap
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.opnames import qualname
-from hierviz.partitioner import Partition, graph_of, make_config
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.partitioner import MultiGraphPartition, Partition, graph_of, make_config
 
 MAX_OPS = 4                            # torch_executed_ops candidates in the default space
 MAX_SIZES = 6                          # min_block_size candidates in the default space
 
 
-def fingerprint(part: Partition) -> tuple:
-    """Identity of a partition: each subgraph's tag, backend and nodes (= per-node backend and tag)."""
+def fingerprint(part: Partition | MultiGraphPartition) -> tuple:
+    """Identity of a partition: each subgraph's tag, backend and nodes (= per-node backend and
+    tag); graph by graph, each graph's in order."""
+    if isinstance(part, MultiGraphPartition):
+        return tuple(fingerprint(p) for p in part.graphs)
     return tuple((sg.tag, sg.backend, sg.nodes) for sg in part.subgraphs)
 
 
@@ -160,12 +164,18 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
       for each of those priorities, and the base size;
     - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
       boundaries and the other accelerated ops whose forcing changes the partition.
+
+    `model` a DynamoCapture (hv.tune with ir="torch_compile"): the same, from every graph dynamo
+    made (a graph Torch-TensorRT's backend runs eagerly has nothing to tune).
     """
     from hierviz.latency.compile_plan import resolve_device
 
     dev = resolve_device(device)
     base_cfg, _ = tune_base(make_config(base), dev, compilers)
-    gm = graph_of(model, example_inputs)
+    if isinstance(model, DynamoCapture):
+        graphs = [g.graph for g in model.graphs if not g.fell_back and g.has_compute]
+    else:
+        graphs = [graph_of(model, example_inputs)]
     backends = list(dict.fromkeys([*base_cfg.priority, "inductor", "tensorrt"]))
     backends = [b for b in backends if why_unmeasurable(b, dev, compilers) is None]
     if not backends:
@@ -173,13 +183,17 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
                            "is not usable here; give space= with backends that are.")
     priorities = _orders(backends)
     first = apply_changes(base_cfg, {"priority": priorities[0]})
-    ops = _ops_changing(gm, first, cached_partition(gm, first))
+    ops: list[str] = []
+    for gm in graphs:
+        ops += [op for op in _ops_changing(gm, first, cached_partition(gm, first)) if op not in ops]
+    ops = ops[:MAX_OPS]
     forced = [base_cfg.torch_executed_ops] + [base_cfg.torch_executed_ops | {op} for op in ops]
     sizes = {base_cfg.min_block_size}
     for p in priorities:  # sizes that change the partition for some priority and forced op
         for f in forced:
-            sizes.update(_sizes_changing(cached_partition(gm, apply_changes(base_cfg, {"priority": p,
-                                                                                "torch_executed_ops": f}))))
+            for gm in graphs:
+                sizes.update(_sizes_changing(cached_partition(gm, apply_changes(base_cfg, {"priority": p,
+                                                                                    "torch_executed_ops": f}))))
     sizes_list = sorted(sizes)
     if len(sizes_list) > MAX_SIZES:  # keep the base size, the smallest and an even spread
         step = (len(sizes_list) - 1) / (MAX_SIZES - 1)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 import torch
 from torch.utils._pytree import tree_leaves
 
-from hierviz.compare.partition_cache import cached_partition
+from hierviz.compare.rows import partition_of
 from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency import measure
@@ -70,7 +70,7 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
 def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, options: Mapping[str, Any]) -> Outcome:
     """A trial as a Ray task: partition the worker's copy of the graph, measure (no pruning)."""
     try:
-        part = cached_partition(gm, config)
+        part = partition_of(gm, config)
     except HiervizError as exc:
         return Outcome("invalid", error=str(exc))
     return measure_trial(part, example_inputs, device, options)
@@ -82,7 +82,7 @@ def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, opt
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return measure(cached_partition(gm, config), example_inputs, device=device, **{**FULL, **options})
+            return measure(partition_of(gm, config), example_inputs, device=device, **{**FULL, **options})
         except HiervizError as exc:
             notes.append(f"the final measurement of {config.label()} failed: {exc}")
             return None

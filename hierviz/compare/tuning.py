@@ -30,12 +30,14 @@ import time
 import warnings
 from typing import Any, Iterable, Mapping
 
-from hierviz.capturing import source_of, updates_of
+from torch.fx import GraphModule
+
+from hierviz.capturing import check_ir, source_of, updates_of
 from hierviz.config import Config
 from hierviz.setting_values import whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
-from hierviz.compare.partition_cache import cached_partition
+from hierviz.compare.rows import partition_of
 from hierviz.compare.engine_comparison import compile_baseline
 from hierviz.compare.grid import check_grid
 from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
@@ -48,7 +50,8 @@ from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compile_plan import resolve_device
 from hierviz.latency.result import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
-from hierviz.partitioner import graph_of, make_config
+from hierviz.dynamo_capture import DynamoCapture
+from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
 DEFAULT_BUDGET = 20
 
@@ -58,7 +61,8 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
          base: Config | Mapping[str, Any] | None = None, budget: int = DEFAULT_BUDGET,
          timeout: float | None = None, device: Any = None, executor: Any = None, seed: int = 0,
          measure: Mapping[str, Any] | None = None, torch_compile: bool = False, pruning: bool = True,
-         progress: bool = True, storage: str | None = None, study_name: str | None = None) -> TuneResult:
+         progress: bool = True, storage: str | None = None, study_name: str | None = None,
+         ir: str = "dynamo") -> TuneResult:
     """Find the fastest partition setting for `model` by measuring it.
 
     - `space` maps Config fields to candidate values, like `hv.sweep`'s grid (settings as
@@ -76,6 +80,11 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     - `storage`: an Optuna RDB storage URL (`"sqlite:///tune.db"`) keeping the trials as they
       finish, in the study `study_name` (default "hierviz-tune"): run the same tune again and
       it resumes, reusing the finished trials (not measured again; `budget` counts them too).
+    - `ir`: "dynamo" (torch.export, the default) or "torch_compile": what
+      torch.compile(model, backend="torch_tensorrt") runs, graph by graph: each trial partitions
+      every dynamo graph with its setting (hv.partition(..., ir="torch_compile")) and times the
+      whole model through torch.compile (a DynamoCapture or MultiGraphPartition given as `model`
+      is taken as it is). Not with a Ray executor.
     - Ctrl-C (KeyboardInterrupt) stops the search: the result covers the trials finished so
       far, with a note.
 
@@ -83,7 +92,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     """
     check_storage(storage, study_name)
     run = _TuneRun(model, example_inputs, space, base=base, budget=budget, timeout=timeout, device=device,
-                   executor=executor, seed=seed, measure=measure, pruning=pruning)
+                   executor=executor, seed=seed, measure=measure, pruning=pruning, ir=ir)
     run.storage, run.study_name = storage, study_name
     run.open()  # before the baselines are timed: a stored study started with other settings is refused first
     run.time_baselines(torch_compile)
@@ -120,7 +129,11 @@ class _TuneRun:
 
     def __init__(self, model: Any, example_inputs: Any, space: Mapping[str, Iterable[Any]] | None, *,
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
-                 pruning: bool) -> None:
+                 pruning: bool, ir: str = "dynamo") -> None:
+        self.by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
+        if self.by_graph and executor is not None and is_ray(executor):
+            raise ConfigError("hv.tune(ir='torch_compile') measures in this process: Ray tasks take one captured "
+                              "graph, not a model's graphs; leave executor out, or use ir='dynamo'.")
         self.options = check_tune_options(budget, timeout, seed, executor, measure)
         if space is not None:  # every bad value at once, before capturing; the space keeps the values read
             space, _ = check_grid(space, make_config(base), name="space")
@@ -129,12 +142,20 @@ class _TuneRun:
         self.executor, self.device, self.pruning, self.seed = executor, device, pruning, seed
         self.dev = resolve_device(device)
         self.started = time.perf_counter()
-        self.gm = graph_of(model, example_inputs)
+        if self.by_graph:
+            from hierviz.compare.sweep import graphs_of  # (pandas: loaded on first use)
+
+            self.gm: Any = graphs_of(model, example_inputs)
+        else:
+            self.gm = graph_of(model, example_inputs)
         self.capture_s = time.perf_counter() - self.started
         self.measure_s = 0.0
         compilers = self.options.get("compilers")
         self.base_config = make_config(base)
         self.default, self.notes = tune_base(self.base_config, self.dev, compilers)
+        if self.by_graph:
+            self.notes.append(f"graph by graph (ir='torch_compile'): each trial partitions all {len(self.gm.graphs)} "
+                              f"graph(s) dynamo made ({len(self.gm.breaks)} graph break(s)) and times the whole model")
         if space is None:
             space = default_space(self.gm, example_inputs, base=self.default, device=self.dev, compilers=compilers)
             self.notes.append("space derived from the graph: " + ", ".join(f"{k} ({len(v)})" for k, v in space.items()))
@@ -173,7 +194,7 @@ class _TuneRun:
             model, gm = self.model, self.gm
             timed = model if runnable_model(model) is not None else (source_of(gm) or model)  # the nn.Module
             own = time_model(timed, self.example_inputs, self.dev, torch_compile=torch_compile,
-                             updates=updates_of(gm), **timing)
+                             updates=updates_of(gm) if isinstance(gm, GraphModule) else ((), ()), **timing)
         self.eager_stats = own["eager"].stats if own.get("eager") is not None else None
         if self.eager_stats is not None and self.eager_stats.wide:
             self.notes.append(f"at the start, {wide_baseline_note(self.eager_stats)}; the trials' speed-ups use it, "
@@ -339,7 +360,7 @@ class _TuneRun:
         try:
             cfg = apply_changes(self.default, changes)
             self.configs[k] = cfg
-            part = cached_partition(self.gm, cfg)
+            part = partition_of(self.gm, cfg)
         except HiervizError as exc:
             self.rows.append(self.new_row(k, None, changes))
             self.finish(trial, k, Outcome("invalid", error=str(exc)))
@@ -347,7 +368,7 @@ class _TuneRun:
         row = self.new_row(k, cfg, changes)
         row.update(columns.stat_columns(part))
         self.rows.append(row)
-        if not any(sg.is_acc for sg in part.subgraphs):  # all PyTorch: nothing to compile or crown
+        if not accelerates(part):  # all PyTorch: nothing to compile or crown
             self.finish(trial, k, Outcome("nothing accelerated", error="no subgraph is accelerated: every node "
                                            "runs in PyTorch, as in the eager model"))
             return True
@@ -479,6 +500,12 @@ class _TuneRun:
             # the figure shown is the one timed beside the best setting; the trials' speed-ups use the start's
             self.baselines["eager_start_ms"] = self.baselines.get("eager_ms")
             self.baselines["eager_ms"] = m.baseline_ms
+
+
+def accelerates(part: Any) -> bool:
+    """Whether any subgraph of the partition (of any graph, graph by graph) is accelerated."""
+    parts = part.graphs if isinstance(part, MultiGraphPartition) else [part]
+    return any(sg.is_acc for p in parts for sg in p.subgraphs)
 
 
 def error_text(error: BaseException) -> str:
