@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import atexit
 import threading
+import time
 import weakref
 from typing import Callable
 
@@ -22,10 +23,12 @@ _JOBS: "weakref.WeakSet[BackgroundJob]" = weakref.WeakSet()
 
 class BackgroundJob:
     """One kind of background work, one run at a time: `start(work)` runs `work` on a daemon
-    thread named `name`; an exception it raises goes to `on_error` (a background thread must
-    not die loudly). `thread` is the latest run's thread (join it to wait; before any run, a
-    thread that has ended). `busy_here()`: work runs in this process now (default: always), so
-    the exit waits for it."""
+    thread named `name`; while a run is going, a new `start` does not start a second thread: its
+    work runs next, after the current one, replacing any work already waiting (only the latest
+    is wanted). An exception `work` raises goes to `on_error` (a background thread must not die
+    loudly). `thread` is the thread running now, else the latest one (join it to wait; before
+    any run, a thread that has ended); `wait()` waits until nothing runs or waits. `busy_here()`:
+    work runs in this process now (default: always), so the exit waits for it."""
 
     def __init__(self, name: str, on_error: Callable[[Exception], None],
                  busy_here: Callable[[], bool] = lambda: True) -> None:
@@ -33,31 +36,77 @@ class BackgroundJob:
         self.on_error = on_error
         self.busy_here = busy_here
         self._thread: threading.Thread | None = None
+        self._next: Callable[[], None] | None = None
+        self._active = False  # the thread's loop has not yet found nothing left to run
+        self._lock = threading.Lock()
+        self.runs = 0  # works run so far (a replaced waiting one is not run)
         _JOBS.add(self)
 
     @property
     def thread(self) -> threading.Thread:
-        return self._thread or _ENDED
+        return self._thread or _ended()
 
     @property
     def running(self) -> bool:
-        return self.thread.is_alive()
+        with self._lock:
+            return self._active
 
     def start(self, work: Callable[[], None]) -> threading.Thread:
-        def run() -> None:
+        with self._lock:
+            if self._active:  # runs when the current one ends
+                assert self._thread is not None
+                self._next = work
+                return self._thread
+            self._active = True
+            self._thread = threading.Thread(target=self._loop, args=(work,), name=self.name, daemon=True)
+            self._thread.start()
+            return self._thread
+
+    def _loop(self, work: Callable[[], None] | None) -> None:
+        while True:
+            if work is None:
+                with self._lock:
+                    work, self._next = self._next, None
+                    if work is None:
+                        self._active = False
+                        return
+            self.runs += 1
             try:
                 work()
             except Exception as exc:  # noqa: BLE001 - reported through on_error
                 self.on_error(exc)
+            work = None
 
-        self._thread = threading.Thread(target=run, name=self.name, daemon=True)
-        self._thread.start()
-        return self._thread
+    def wait(self, timeout: float | None = None) -> bool:
+        """Wait until no work runs or waits (at most `timeout` s); whether it is so."""
+        end = None if timeout is None else time.monotonic() + timeout
+        while True:
+            with self._lock:
+                thread = self._thread
+            if thread is None:
+                return True
+            thread.join(None if end is None else max(0.0, end - time.monotonic()))
+            if not self.running:
+                return True
+            if end is not None and time.monotonic() >= end:
+                return False
 
 
-_ENDED = threading.Thread(target=lambda: None, name="hierviz-nothing-running", daemon=True)
-_ENDED.start()
-_ENDED.join()
+_ENDED: list[threading.Thread] = []  # made on first use (no thread starts when this module is imported)
+
+
+def _ended() -> threading.Thread:
+    """A thread that has ended (what `thread` gives before any run)."""
+    with _ENDED_LOCK:
+        if not _ENDED:
+            t = threading.Thread(target=lambda: None, name="hierviz-nothing-running", daemon=True)
+            t.start()
+            t.join()
+            _ENDED.append(t)
+        return _ENDED[0]
+
+
+_ENDED_LOCK = threading.Lock()
 
 
 @atexit.register

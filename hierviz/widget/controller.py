@@ -205,13 +205,14 @@ class Controller:
             out = self._tables.put(key_of(part), panels.tables_html(part))
         return out
 
-    def blockers_of(self, part: Partition | None) -> "pd.DataFrame | None":
-        """`part.blockers()` (cached per config; the Blockers tab), None for no partition."""
+    def blockers_of(self, part: Partition | None, *, compute: bool = True) -> "pd.DataFrame | None":
+        """`part.blockers()` (cached per config; the Blockers tab), None for no partition; made
+        in the worker process (each what-if re-partitions); `compute=False`: None unless made."""
         if part is None:
             return None
         out = self._blockers.get(key_of(part))
-        if out is None:
-            out = self._blockers.put(key_of(part), part.blockers())
+        if out is None and compute:
+            out = self._blockers.put(key_of(part), self.long_work.blockers(part))
         return out
 
     def focus_options(self, part: Partition) -> list[str]:
@@ -305,8 +306,10 @@ class Controller:
                 return None
             self._measurements.put(key, m)
         self.errors.pop("measure", None)
-        if self.runs and self.runs[-1].get("_key") == key_of(part):
-            self.runs[-1].update(columns.latency_columns(m))
+        for row in reversed(self.runs):  # the latest run of the setting it belongs to (maybe not the last run)
+            if row.get("_key") == key_of(part):
+                row.update(columns.latency_columns(m))
+                break
         return m
 
     def builds_of(self, part: Partition | None) -> Any:
@@ -334,9 +337,7 @@ class Controller:
         """`hv.numerics` of `part` with the example inputs and measure options (stored as its
         measurement is; the compile cache makes it cheap after a measurement). A HiervizError
         is filed under errors['numerics'] and None returned."""
-        from hierviz.latency import numerics
-
-        result = self._filed("numerics", lambda: numerics(part, self.example_inputs, **self.measure_options))
+        result = self._filed("numerics", lambda: self.long_work.numerics(part, self.measure_options))  # in the worker
         return None if result is None else self._checks.put(self.measure_key(part), result)
 
     def _filed(self, kind: str, run: Callable[[], Any]) -> Any:
@@ -383,7 +384,8 @@ class Controller:
             return path
         stem = f"{slug(name)}-{slug(part.config.label())}"
         if kind == "html":
-            part.compile_today()  # the report's "torch_tensorrt.compile today" table (kept with the partition)
+            self.long_work.make_line(part)  # made in the worker: never upstream's partitioner in the kernel
+            part.compile_today()  # the report's "torch_tensorrt.compile today" table (from the line just made)
             return Path(part.save(out / f"{stem}.html"))
         path = out / f"{stem}.svg"
         svg = self.cached_svg(part, view, focus)

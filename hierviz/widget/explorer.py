@@ -93,12 +93,16 @@ class Explorer(widgets.VBox):
                                      measure_options=measure_options)
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
+        self._measuring: Partition | None = None  # the setting the latest measurement was asked for
 
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
         here = self.controller.long_work.running_here
         self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append, here)
         self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed, here)
         self._build_job = BackgroundJob("hierviz-build", self.internal_errors.append, here)
+        self._measure_job = BackgroundJob("hierviz-measure", self.internal_errors.append, here)
+        self._blockers_job = BackgroundJob("hierviz-blockers", self.internal_errors.append, here)
+        self._numerics_job = BackgroundJob("hierviz-numerics", self.internal_errors.append, here)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
@@ -144,7 +148,7 @@ class Explorer(widgets.VBox):
             "export_csv": lambda: self.export("csv"),
             "find_fastest": self.find_fastest,
             "apply_fastest": self.apply_fastest,
-            "check_numerics": self.check_numerics,
+            "check_numerics": self._start_numerics,
         }
         for key, action in actions.items():
             self.buttons[key].on_click(self._guard(lambda _b, action=action: action()))
@@ -246,9 +250,20 @@ class Explorer(widgets.VBox):
 
     @property
     def measurement(self) -> Any:
-        """The latency of the shown settings when measured, else None."""
+        """The latency of the shown settings when measured, else None; a measurement of them
+        still in flight (in the worker) is waited for. Its `.config` is the setting it belongs to."""
         self.flush()
-        return self.controller.measurement_of(self.controller.partition)
+        part = self.controller.partition
+        if part is not None and self.controller.measurement_of(part) is None and self._measure_job.running \
+                and self._measuring is not None and self.controller.measure_key(self._measuring) == \
+                self.controller.measure_key(part):
+            self._measure_job.wait()
+        return self.controller.measurement_of(part)
+
+    @property
+    def measure_thread(self) -> threading.Thread:
+        """The thread waiting on the latest measurement (join it to wait)."""
+        return self._measure_job.thread
 
     @property
     def history(self) -> "pd.DataFrame":
@@ -298,9 +313,9 @@ class Explorer(widgets.VBox):
         timings = dict(upd.timings)
         part = upd.partition
         if part is not None and isinstance(state, ControlState):
-            t = time.perf_counter()  # measured first: the diagram overlays the measurement
+            t = time.perf_counter()  # started, never waited for: it arrives later, for its own setting
             if state.measure:
-                self._measure(part)
+                self._start_measure(part)
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t
@@ -349,15 +364,34 @@ class Explorer(widgets.VBox):
         """`blockers()` of the shown partition, as the Blockers tab lists it (None while the
         settings are invalid)."""
         self.flush()
-        return self.controller.blockers_of(self.controller.partition)
+        self._blockers_job.wait()  # the tab's own request, in flight
+        table = self.controller.blockers_of(self.controller.partition)  # made in the worker
+        self._refresh_blockers()  # the tab, when open, shows it now
+        return table
 
     def _refresh_blockers(self) -> None:
         """The Blockers tab for the shown partition, computed when the tab is open (each row
-        re-partitions)."""
+        re-partitions: in the worker, in the background; the tab fills in when it is made)."""
         if self.tabs.selected_index != ctl.tab_index("blockers_box"):
             return
         part = self.controller.partition
-        self.blockers_tab.show(part, self.controller.blockers_of(part), self._errors.get("partition", ""))
+        table = self.controller.blockers_of(part, compute=False)
+        if part is not None and table is None:
+            self.blockers_tab.show(part, None, "finding what keeps nodes out of TensorRT (in the worker) ...")
+
+            def work() -> None:
+                try:
+                    self.controller.blockers_of(part)
+                except HiervizError as exc:
+                    self._errors["blockers"] = str(exc)
+                    self._show_errors()
+                    return
+                if self.controller.partition is part:
+                    self._refresh_blockers()
+
+            self._blockers_job.start(work)
+        else:
+            self.blockers_tab.show(part, table, self._errors.get("partition", ""))
         if self._what_if is not None:
             before_cfg, before, change = self._what_if
             self.blockers_tab.banner.value = blockers_tab.applied_html(change, before, part, before_cfg)
@@ -395,6 +429,36 @@ class Explorer(widgets.VBox):
         with self._debouncer.batch():
             ctl.show_config(self.controls, before)
         return before
+
+    @property
+    def blockers_thread(self) -> threading.Thread:
+        """The thread waiting on the Blockers tab's table (join it to wait)."""
+        return self._blockers_job.thread
+
+    def _start_measure(self, part: Partition) -> None:
+        """Measure `part` in the worker, in the background (one at a time: a newer setting's
+        measurement waits for the one in flight); when it arrives it is stored for its own
+        setting, and the stats, diagram and history show it only if that setting is still shown."""
+        if self.controller.measurement_of(part) is not None:
+            self.controller.measure(part)  # the stored one (no wait): fills in this run's history row
+            return
+        self._measuring = part
+
+        def work() -> None:
+            if self.controller.measure_key(self._measuring or part) != self.controller.measure_key(part):
+                return  # a newer setting is waiting to be measured: this one is no longer wanted
+            m = self._measure(part)
+            if self.controller.shown is None or self.controller.measure_key(self.controller.shown) != \
+                    self.controller.measure_key(part):
+                return  # another setting is shown now: this measurement waits in the cache for its own
+            self.panels["stats"].value = self._stats()
+            if m is not None:
+                state = self.state()
+                self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
+            self.panels["history"].value = panels.history_html(self.controller.history())
+            self._show_errors()
+
+        self._measure_job.start(work)
 
     def _measure(self, part: Partition) -> Any:
         bar = self.progress
@@ -445,6 +509,17 @@ class Explorer(widgets.VBox):
             self._show_errors()
         self.panels["export"].value = panels.exported_html(self.controller.exported)
         return path
+
+    def _start_numerics(self) -> None:
+        """The Numerics tab's button: `check_numerics` in the background (the compiles run in
+        the worker)."""
+        self.panels["numerics"].value = panels.message_html("checking numerics ...")
+        self._numerics_job.start(self.check_numerics)
+
+    @property
+    def numerics_thread(self) -> threading.Thread:
+        """The thread of the latest numerics check (join it to wait)."""
+        return self._numerics_job.thread
 
     def check_numerics(self) -> Any:
         """`hv.numerics` of the shown settings (the Numerics tab's button): the table in the
@@ -568,8 +643,9 @@ class Explorer(widgets.VBox):
         return best
 
     def close(self) -> None:
-        """Close the widget and end its worker process (compile-today, measuring, find fastest
-        stop at once; their panels say so)."""
+        """Close the widget and cancel its work in the worker process (compile-today,
+        measuring, find fastest stop at once; their panels say so). Other Explorers' work goes
+        on; the worker process ends with the last Explorer."""
         self.controller.long_work.close()
         super().close()
 

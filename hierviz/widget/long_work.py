@@ -6,8 +6,13 @@ The process's one worker is started by the first job and sent each graph once. A
 settings do not pickle, e.g. `hv.support.where(lambda ...)`; or the worker cannot load a
 function it names) runs in this process instead, and `notes[kind]` says why. A worker that
 dies, is killed or hangs fails its jobs with a WorkerError (a HiervizError, shown by the
-Explorer); the next job starts a fresh one. `close()` (the Explorer's close) ends the
-worker at once; other Explorers' next jobs start a fresh one.
+Explorer); the next job starts a fresh one. Each LongWork holds the worker through a handle of
+its own (`Worker.hold()`): `close()` (the Explorer's close) cancels only this LongWork's jobs, and
+the worker process ends when the last handle is closed, so closing one Explorer never stops
+another's search.
+
+Numerics, the Blockers tab's table and the HTML export's compile-today line are worker jobs
+too: no partitioner of a what-if and no compile runs in the kernel.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import threading
 from typing import Any, Callable, Mapping
 
 from hierviz import trt
-from hierviz.widget.worker import Unsendable, Worker
+from hierviz.widget.worker import Hold, Unsendable, Worker
 from hierviz.compile_rules import compile_config
 from hierviz.config import Config
 from hierviz.errors import HiervizError
@@ -43,6 +48,8 @@ class LongWork:
         self.dynamo_graph: str | None = None  # "g3": the graph is dynamo graph 3 of torch.compile's path
         self._here = 0  # jobs running in this process now
         self._here_lock = threading.Lock()
+        self._hold: Hold | None = None  # this LongWork's handle on the worker (made by its first job)
+        self._hold_lock = threading.Lock()
 
     @property
     def in_worker(self) -> bool:
@@ -65,13 +72,19 @@ class LongWork:
         """A job runs in this process now (the interpreter's exit waits for it)."""
         return self._here > 0
 
+    def _held(self, worker: Worker) -> Hold:
+        with self._hold_lock:
+            if self._hold is None or self._hold.closed or self._hold.worker is not worker:
+                self._hold = worker.hold()
+            return self._hold
+
     def _in_worker(self, kind: str, payload: Any, here: Callable[[], Any],
                    progress: Callable[..., None] | None = None) -> Any:
         """`payload`'s job in the worker; `here()` in this process when it cannot go there."""
         worker = self.worker
         if worker is not None:
             try:
-                got = worker.run(self.graph, self.example_inputs, kind, payload, progress)
+                got = self._held(worker).run(self.graph, self.example_inputs, kind, payload, progress)
                 self.notes.pop(kind, None)
                 return got
             except Unsendable as exc:
@@ -155,6 +168,21 @@ class LongWork:
 
         return self._in_worker("build", (part.config, graph), here)
 
+    def numerics(self, part: Partition, options: Mapping[str, Any] | None = None) -> Any:
+        """`hv.numerics` of `part` with the example inputs and `options` (in the worker)."""
+        options = dict(options or {})
+
+        def here() -> Any:
+            from hierviz.latency import numerics
+
+            return numerics(part, self.example_inputs, **options)
+
+        return self._in_worker("numerics", (part.config, options), here)
+
+    def blockers(self, part: Partition) -> Any:
+        """`part.blockers()` (each what-if re-partitions: in the worker)."""
+        return self._in_worker("blockers", part.config, part.blockers)
+
     def tune(self, base: Config, budget: int, **options: Any) -> Any:
         """`hv.tune` from `base` over the graph (its TuneResult, its graph this one's)."""
         kwargs = {"base": base, "budget": budget, "progress": False, **options}
@@ -169,10 +197,12 @@ class LongWork:
         return result
 
     def close(self) -> None:
-        """End the worker process (a later job starts a fresh one)."""
-        worker = self._worker or (Worker.shared_if_made() if self.in_worker else None)
-        if worker is not None:
-            worker.close()
+        """Cancel this LongWork's jobs and let go of the worker (it ends with its last user; a
+        later job here takes it again)."""
+        with self._hold_lock:
+            hold, self._hold = self._hold, None
+        if hold is not None:
+            hold.close()
 
 
 __all__ = ["LongWork", "IN_WORKER"]

@@ -7,14 +7,16 @@ script) in a session of its own, at a lower CPU priority (it calls `os.nice`, so
 TorchInductor's g++ runs, inherit it). It is started by the first job and sent this process's
 `sys.path`; each graph (as plain data, hierviz/graphdata.py) and its example inputs are sent
 once, before its first job, and dropped there when the graph is garbage-collected here; each
-job then carries only its settings. One worker serves the process (`Worker.shared()`). Jobs run concurrently in the child, one thread each;
-their answers, progress reports and a heartbeat come back as pickles over its stdout, read
+job then carries only its settings. One worker serves the process (`Worker.shared()`); each
+Explorer holds it through a `Hold` of its own (`worker.hold()`), whose `close()` cancels only that
+Explorer's jobs, and the child ends when the last hold is closed. Jobs run in the child one thread
+each, and what times runs alone there (worker_main.py); their answers, progress reports and a heartbeat come back as pickles over its stdout, read
 here by one thread. Anything the child prints goes to its stderr, kept in a temporary file for
 the message when it dies.
 
 A child that exits, is killed, or sends nothing for `hang_s` seconds (then it is killed) fails
 every job waiting on it with a WorkerError that says so; the next job starts a fresh child.
-`close()` (the explorer's close, and the interpreter's exit) ends it at once.
+`close()` (the interpreter's exit, the last hold closed) ends it at once.
 """
 
 from __future__ import annotations
@@ -52,12 +54,26 @@ class Unsendable(Exception):
 
 
 class _Job:
-    def __init__(self, progress: Callable[..., None] | None) -> None:
+    """One job sent to the child: `done` is set when it is answered (or failed); `result()`
+    waits for it (the GIL free meanwhile) and gives the answer or raises."""
+
+    def __init__(self, progress: Callable[..., None] | None, worker: "Worker | None" = None) -> None:
         self.done = threading.Event()
         self.progress = progress
         self.kind = ""
         self.answer: Any = None
         self.proc: Any = None  # the child it was sent to
+        self.key = 0
+        self.worker = worker
+
+    def result(self) -> Any:
+        worker = self.worker
+        assert worker is not None
+        while not self.done.wait(0.5):
+            if time.monotonic() - worker._heard > worker.hang_s and worker._proc is self.proc:
+                worker._fail(f"the worker process sent nothing for {worker.hang_s:.0f} s (hung): it was killed; "
+                             "the next job starts a fresh one", self.proc)
+        return worker._answer(self)
 
 
 class Worker:
@@ -77,7 +93,10 @@ class Worker:
         self._ids = itertools.count(1)
         self._heard = 0.0
         self._failure: str | None = None
-        self._subjects: dict[tuple[int, int], int] = {}  # (id(graph), id(inputs)) -> its number in the child
+        # (id(graph), id(inputs)) -> (its number in the child, the inputs): the inputs are held, so their
+        # id is not reused while the entry lives; the graph is watched and the entry dropped when it dies
+        self._subjects: dict[tuple[int, int], tuple[int, Any]] = {}
+        self._holds = 0  # open Holds: the child ends when the last one closes
         self._finalizers: list[Any] = []
         self._dropped: list[int] = []  # subjects whose graph was collected here: the child drops them too
         self.starts = 0  # children started so far
@@ -105,27 +124,52 @@ class Worker:
 
     def run(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
             progress: Callable[..., None] | None = None) -> Any:
-        """The child's answer to one job on `graph`: `kind` is "compile_today", "measure" or
-        "tune" (see worker_main.py); `progress(*args)` receives its progress reports. A HiervizError the
-        job raised in the child is raised here again; WorkerError when the child fails;
-        Unsendable when the job cannot go to the child."""
+        """The child's answer to one job on `graph`: `kind` is "compile_today", "measure",
+        "build", "numerics", "blockers" or "tune" (see worker_main.py); `progress(*args)`
+        receives its progress reports. A HiervizError the job raised in the child is raised here
+        again; WorkerError when the child fails; Unsendable when the job cannot go to the child."""
+        return self.submit(graph, example_inputs, kind, payload, progress).result()
+
+    def submit(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
+               progress: Callable[..., None] | None = None) -> _Job:
+        """Send one job and return at once: its `result()` waits for the answer (see run)."""
         try:
             request = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. hv.support.where(lambda ...)
             raise Unsendable(f"its settings do not pickle ({type(exc).__name__}: {exc})") from None
-        job = _Job(progress)
+        job = _Job(progress, self)
         with self._lock:
             self._ensure_started()
             subject = self._subject(graph, example_inputs)
-            key = next(self._ids)
+            job.key = key = next(self._ids)
             job.proc = self._proc
             self._jobs[key] = job
             self._write((key, kind, (subject, request)))
-        while not job.done.wait(0.5):
-            if time.monotonic() - self._heard > self.hang_s and self._proc is job.proc:
-                self._fail(f"the worker process sent nothing for {self.hang_s:.0f} s (hung): it was killed; "
-                           "the next job starts a fresh one", job.proc)
-        return self._answer(job)
+        return job
+
+    def cancel(self, job: _Job, why: str = "the worker process was closed") -> None:
+        """Fail `job` here at once with `why` and tell the child to drop it (a job not started
+        never runs; a measurement stops at its next progress report)."""
+        with self._lock:
+            if self._jobs.pop(job.key, None) is None:
+                return  # answered already
+            if self._proc is job.proc:
+                self._write((0, "cancel", job.key))
+        job.kind, job.answer = "failed", why
+        job.done.set()
+
+    def hold(self) -> "Hold":
+        """A handle of one user (an Explorer) on this worker: its jobs, and its close."""
+        with self._lock:
+            self._holds += 1
+        return Hold(self)
+
+    def _release(self) -> None:
+        with self._lock:
+            self._holds -= 1
+            if self._holds <= 0:
+                self._holds = 0
+                self.close()
 
     def _answer(self, job: _Job) -> Any:
         if job.kind == "ok":
@@ -165,21 +209,23 @@ class Worker:
             self._write((0, "drop", self._dropped.pop()))
         key = (id(graph), id(example_inputs))
         if key in self._subjects:
-            return self._subjects[key]
+            return self._subjects[key][0]
         number = next(self._ids)
         try:
             data = pickle.dumps((pack_graph(graph), example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
         except Exception as exc:  # noqa: BLE001 - e.g. inputs holding an object that does not pickle
             raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
         self._write((number, "graph", data))
-        self._subjects[key] = number
+        self._subjects[key] = (number, example_inputs)
         self._finalizers.append(weakref.finalize(graph, self._forget, key, number))
         return number
 
     def _forget(self, key: tuple[int, int], number: int) -> None:
-        if self._subjects.get(key) == number:
-            del self._subjects[key]
-            self._dropped.append(number)
+        with self._lock:
+            got = self._subjects.get(key)
+            if got is not None and got[0] == number:
+                del self._subjects[key]
+                self._dropped.append(number)
 
     def _write(self, message: tuple) -> None:
         proc = self._proc
@@ -296,6 +342,41 @@ class Worker:
                 self._fail("the worker process was closed", self._proc)
 
 
+class Hold:
+    """One user's handle on a Worker (`Worker.hold()`): `submit` / `run` as the worker's, and
+    `close()`, which cancels this handle's jobs still waiting or running (they fail "closed")
+    and releases it; other handles' jobs go on, and the child ends with the last handle."""
+
+    def __init__(self, worker: Worker) -> None:
+        self.worker = worker
+        self._jobs: "weakref.WeakSet[_Job]" = weakref.WeakSet()
+        self._lock = threading.Lock()
+        self.closed = False
+
+    def submit(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
+               progress: Callable[..., None] | None = None) -> _Job:
+        with self._lock:
+            if self.closed:
+                raise WorkerError("the worker process was closed")
+            job = self.worker.submit(graph, example_inputs, kind, payload, progress)
+            self._jobs.add(job)
+        return job
+
+    def run(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
+            progress: Callable[..., None] | None = None) -> Any:
+        return self.submit(graph, example_inputs, kind, payload, progress).result()
+
+    def close(self) -> None:
+        with self._lock:
+            if self.closed:
+                return
+            self.closed = True
+            jobs = list(self._jobs)
+        for job in jobs:
+            self.worker.cancel(job)
+        self.worker._release()
+
+
 _shared: list[Worker] = []
 _shared_lock = threading.Lock()
 
@@ -307,4 +388,4 @@ def _close_all() -> None:
         worker.close()
 
 
-__all__ = ["Worker", "WorkerError", "Unsendable", "COMMAND", "HANG_S"]
+__all__ = ["Worker", "Hold", "WorkerError", "Unsendable", "COMMAND", "HANG_S"]

@@ -1,11 +1,21 @@
 """The worker process's side (hierviz/widget/worker.py starts it): keep each graph it is
 sent, run each job in a thread of its own and answer it.
 
+What it times is timed alone: a timing job ("measure", "tune") waits until no other job runs,
+then runs with no other job beside it; jobs that arrive meanwhile (and while a timing job waits)
+wait for it to end. Other jobs run side by side. With $HIERVIZ_WORKER_JOB_LOG set, the start and
+end of every job are appended to that file (for the test that checks it).
+
 Jobs (kind: payload -> answer):
 - "compile_today": a Config -> `compile_today(graph, config)` (a TodaysCompile; its counts cross)
 - "measure": (Config, hv.measure options) -> the `hv.Measurement` of the graph's partition
   with that Config; progress reports (stage, done, total) are sent as it goes
 - "tune": hv.tune's keyword arguments -> its TuneResult (without its graph and Optuna study)
+- "build": (Config, dynamo graph name) -> the hv.Builds of the partition with that Config
+- "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
+- "blockers": a Config -> the partition's `blockers()` table
+A "cancel" message (its payload the job id) drops a job that has not started and stops a
+measurement at its next progress report; a cancelled job is not answered.
 
 Messages are (job id, kind, payload) pickles: requests on stdin, answers on the original
 stdout ("ok" / "raised" with a pickled answer or HiervizError, "error" / "unreadable" with a
@@ -15,11 +25,13 @@ when its stdin ends (the parent closed it, or died).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import pickle
 import sys
 import threading
-from typing import Any, BinaryIO, Callable
+import time
+from typing import Any, BinaryIO, Callable, Iterator
 
 from hierviz import trt
 from hierviz.compare.partition_cache import cached_partition
@@ -29,6 +41,59 @@ from hierviz.partitioner.todays_compile import compile_today
 
 NICE = 19  # the worker's CPU priority: below the kernel's, so a setting change is never starved
 BEAT_S = 1.0
+TIMING = frozenset({"measure", "tune"})  # jobs that time: each runs alone
+JOB_LOG = "HIERVIZ_WORKER_JOB_LOG"
+
+
+class _Cancelled(Exception):
+    """The parent cancelled the job (its explorer closed): stop, answer nothing."""
+
+
+class Scheduler:
+    """Admits jobs: any number of other jobs side by side, or one timing job alone. A timing
+    job waiting blocks new jobs from starting, so it is never starved."""
+
+    def __init__(self, log: str | None = None) -> None:
+        self._cond = threading.Condition()
+        self._running = 0
+        self._timing = False
+        self._waiting = 0  # timing jobs waiting for the others to end
+        self._log = log
+
+    @contextlib.contextmanager
+    def slot(self, kind: str) -> Iterator[None]:
+        timing = kind in TIMING
+        with self._cond:
+            if timing:
+                self._waiting += 1
+                while self._running:
+                    self._cond.wait()
+                self._waiting -= 1
+                self._timing = True
+            else:
+                while self._timing or self._waiting:
+                    self._cond.wait()
+            self._running += 1
+        start = time.monotonic()
+        try:
+            yield
+        finally:
+            end = time.monotonic()
+            self._write(kind, start, end)
+            with self._cond:
+                self._running -= 1
+                if timing:
+                    self._timing = False
+                self._cond.notify_all()
+
+    def _write(self, kind: str, start: float, end: float) -> None:
+        if self._log:
+            with open(self._log, "a", encoding="utf-8") as f:
+                f.write(f"{kind} {start:.6f} {end:.6f}\n")
+
+
+_SCHEDULER = Scheduler(os.environ.get(JOB_LOG))
+_CANCELLED: set[int] = set()
 
 
 class _Answers:
@@ -63,6 +128,8 @@ def _import_for(kind: str) -> None:
             import hierviz.latency  # noqa: F401
         if kind == "build":
             import hierviz.building.build_partition  # noqa: F401
+        if kind == "numerics":
+            import hierviz.latency  # noqa: F401
         if kind == "tune":
             import hierviz.compare.tuning  # noqa: F401
 
@@ -94,6 +161,13 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
         result = tune(graph, inputs, **payload)
         result.graph, result.study = None, None  # the parent has the graph; Optuna's study stays here
         return result
+    if kind == "numerics":
+        from hierviz.latency import numerics
+
+        config, options = payload
+        return numerics(cached_partition(graph, config), inputs, **options)
+    if kind == "blockers":
+        return cached_partition(graph, payload).blockers()
     raise ValueError(f"no job called {kind!r}")
 
 
@@ -106,10 +180,22 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
     except Exception as exc:  # noqa: BLE001 - e.g. a function of a module this process cannot import
         answers.send(key, "unreadable", f"{type(exc).__name__}: {exc}")
         return
+
+    def progress(*args: Any) -> None:
+        if key in _CANCELLED:
+            raise _Cancelled()
+        answers.send(key, "progress", args)
+
     reply: tuple[str, Any]
     try:
-        answer = run_job(kind, payload, graph, inputs, lambda *args: answers.send(key, "progress", args))
+        with _SCHEDULER.slot(kind):
+            if key in _CANCELLED:
+                raise _Cancelled()
+            answer = run_job(kind, payload, graph, inputs, progress)
         reply = ("ok", pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
+    except _Cancelled:
+        _CANCELLED.discard(key)
+        return
     except HiervizError as exc:
         try:
             reply = ("raised", pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
@@ -117,6 +203,9 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
             reply = ("error", f"{type(exc).__name__}: {exc}")
     except BaseException as exc:  # noqa: BLE001 - answered; the parent shows it
         reply = ("error", f"{type(exc).__name__}: {exc}")
+    if key in _CANCELLED:  # cancelled while it ran (measure may wrap the stop in its own error): not answered
+        _CANCELLED.discard(key)
+        return
     answers.send(key, *reply)
 
 
@@ -155,6 +244,8 @@ def main() -> None:
                 subjects[key] = f"{type(exc).__name__}: {exc}"
         elif kind == "drop":
             subjects.pop(payload, None)
+        elif kind == "cancel":
+            _CANCELLED.add(payload)
         else:
             number, request = payload
             subject = subjects.get(number, "it was never sent")

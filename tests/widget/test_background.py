@@ -35,3 +35,43 @@ def test_a_failed_job_reports_its_error_and_does_not_hold_up_exit(run_python) ->
         """)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip().splitlines()[-1] == "reported: broken work"
+
+
+def test_one_run_at_a_time_and_only_the_latest_waiting_work_runs() -> None:
+    """Three starts while a run goes: no second thread; the last one runs after it, the middle
+    one (replaced) never does."""
+    import threading
+
+    from hierviz.widget.background import BackgroundJob
+
+    gate, ran, threads = threading.Event(), [], set()
+
+    def work(name: str):
+        def run() -> None:
+            threads.add(threading.current_thread().ident)
+            assert len(threads) == 1
+            if name == "first":
+                gate.wait(10)
+            ran.append(name)
+        return run
+
+    job = BackgroundJob("hierviz-test-job", print)
+    job.start(work("first"))
+    job.start(work("second"))
+    job.start(work("third"))
+    assert job.running
+    gate.set()
+    assert job.wait(10) and not job.running
+    assert ran == ["first", "third"] and job.runs == 2
+
+
+def test_importing_the_module_starts_no_thread(run_python) -> None:
+    proc = run_python("""
+        import threading
+        before = threading.active_count()
+        import hierviz.widget.background
+        import hierviz.widget.explorer
+        print(threading.active_count() - before, [t.name for t in threading.enumerate()])
+        """)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.split()[0] == "0", proc.stdout

@@ -21,6 +21,7 @@ def test_numerics_tab_names_the_culprit_and_colours_the_diagram(small) -> None:
     assert "Numerics" in titles
     assert numerics_tab.HINT in ex.panels["numerics"].value  # nothing checked yet
     ex.buttons["check_numerics"].click()                       # as a user's click
+    ex.numerics_thread.join(120)  # the check runs in the background (its compiles in the worker)
     expected = _wrong_tag(gm, BASE)
     result = ex.controller.numerics_of(ex.partition)
     assert result is not None and result.culprit == expected

@@ -304,6 +304,7 @@ def test_measure_toggle_with_progress(ex: Explorer, fake_measure) -> None:
     ex.progress.observe(lambda c: progress_values.append(c["new"]), names="value")
     assert "off" in ex.panels["stats"].value
     ex.controls["measure"].value = True
+    ex.measure_thread.join(60)  # the measurement arrives after the change, never during it
     assert len(fake_measure.calls) == 1
     assert progress_values and progress_values[-1] == 1.0 and ex.progress.layout.display == "none"
     m = ex.measurement
@@ -314,6 +315,7 @@ def test_measure_toggle_with_progress(ex: Explorer, fake_measure) -> None:
     assert len(ex.history) == 1  # the measurement filled in the current run's row
     # each new setting is measured; going back uses the stored measurement
     ex.controls["min_block_size"].value = 1
+    ex.measure_thread.join(60)
     assert len(fake_measure.calls) == 2
     assert ex.history["median_ms"].iloc[-1] == ex.partition.stats["subgraphs"]
     ex.controls["min_block_size"].value = 5
@@ -337,6 +339,7 @@ def test_real_measurement_in_the_widget(small) -> None:
     seen = []
     ex.progress.observe(lambda c: seen.append(c["new"]), names="value")
     ex.controls["measure"].value = True
+    ex.measure_thread.join(60)  # the measurement arrives after the change, never during it
     assert "measure" not in ex.errors, ex.errors
     m = ex.measurement
     assert m is not None and m.median_ms > 0 and m.outputs_match
@@ -350,11 +353,13 @@ def test_measure_error_is_shown(small, fake_measure) -> None:
     model, inputs, _ = small
     fake_measure.fail = "TensorRT needs an NVIDIA GPU"
     ex = Explorer(model, inputs, measure=True, debounce=0)
+    ex.measure_thread.join(60)  # the measurement arrives after the change, never during it
     assert ex.errors["measure"] == "TensorRT needs an NVIDIA GPU"
     assert "NVIDIA GPU" in ex.panels["error"].value
     assert ex.partition is not None and ex.error is None
     fake_measure.fail = None
     ex.controls["min_block_size"].value = 1
+    ex.measure_thread.join(60)
     assert "measure" not in ex.errors
     assert ex.measurement is not None
 

@@ -125,3 +125,45 @@ def test_a_job_that_cannot_go_to_the_worker_is_unsendable(worker, two_blocks) ->
             worker.run(gm, inputs, "measure", (helpers.SAME, {"compilers": {"same": only_here.compiler}}))
     finally:
         del sys.modules[only_here.__name__]
+
+
+def test_what_times_runs_alone_in_the_worker(two_blocks, tmp_path, monkeypatch) -> None:
+    """Every job's start and end, as the worker records them: compile-today, blockers and
+    builds sent from several threads at once beside measurements and a search; no timing job
+    ("measure", "tune") overlaps any other job, and every job ran."""
+    _, inputs, gm = two_blocks
+    log = tmp_path / "jobs.log"
+    monkeypatch.setenv("HIERVIZ_WORKER_JOB_LOG", str(log))  # the child inherits it
+    w = Worker(hang_s=60.0)
+    jobs = [("compile_today", compile_config(hv.Config(min_block_size=k))) for k in (1, 2, 3)]
+    jobs += [("measure", (helpers.SAME, helpers.QUICK))] * 3
+    jobs += [("blockers", helpers.SAME), ("numerics", (helpers.SAME, {"compilers": helpers.QUICK["compilers"]}))]
+    jobs += [("tune", {"base": helpers.SAME, "budget": 2, "progress": False, "space": {"min_block_size": [1, 2]},
+                       "measure": helpers.QUICK})]
+    jobs += [("compile_today", compile_config(hv.Config(min_block_size=k))) for k in (4, 5)]
+    errors: list = []
+
+    def send(kind, payload) -> None:
+        try:
+            w.run(gm, inputs, kind, payload)
+        except Exception as exc:  # noqa: BLE001 - what the test looks at
+            errors.append((kind, exc))
+
+    try:
+        threads = [threading.Thread(target=send, args=job) for job in jobs]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(300)
+    finally:
+        w.close()
+    assert not errors, errors
+    rows = [line.split() for line in log.read_text().splitlines()]
+    spans = [(kind, float(a), float(b)) for kind, a, b in rows]
+    assert sorted(k for k, _, _ in spans) == sorted(k for k, _ in jobs)
+    for i, (kind, start, end) in enumerate(spans):
+        if kind not in ("measure", "tune"):
+            continue
+        for j, (other, s2, e2) in enumerate(spans):
+            if i != j:
+                assert e2 <= start or s2 >= end, f"{kind} {start:.3f}-{end:.3f} overlaps {other} {s2:.3f}-{e2:.3f}"
