@@ -10,7 +10,8 @@ graph runs eagerly in PyTorch. A break that ended no graph (dynamo had traced no
 the last one) is drawn the same, and says so. Before each frame but the first, a start marker
 says why that graph starts (the capture's `starts`): dynamo resumes a frame after a break, or
 a new frame is called from Python that dynamo ran eagerly (two graphs can meet with no break
-between them: the break is inside a loop of the frame that calls them).
+between them: the break is inside a loop of the frame that calls them). Where a break marker
+is right above the frame, that marker says it ("then g2 starts: ..."): one box, not two.
 
 The picture opens with an overview under its legend (`overview`): one row per graph, its ops,
 a bar of its ops' backends and what follows it (its breaks, how the next graph starts); in an
@@ -276,7 +277,8 @@ def fit_height(mp: "MultiGraphPartition", out: list[tuple[str, int | None, str |
     height = {k: full_size(ctx, ctx.all_drawn())[1] - legend for k, (v, _, _) in enumerate(out) if v == "full"
               for ctx in (Ctx(mp.graphs[k], share[k], weights),)}
     total = (sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
-             + START_PX * sum(1 for k in range(1, len(out)) if _starts(mp, k)) + OVERVIEW_ROW_PX * len(out))
+             + START_PX * sum(1 for k in range(1, len(out)) if _starts(mp, k) and not any(
+                 b.after_graph == k - 1 for b in mp.breaks)) + OVERVIEW_ROW_PX * len(out))
     for k in sorted(height, key=lambda k: (-height[k], k)):
         if total <= MAX_HEIGHT_PX or height[k] <= 3 * SMALL_FRAME_PX:  # a small graph drawn smaller saves little
             break
@@ -301,9 +303,13 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
     one before: graph k-1's frame, the breaks after it, why graph k starts, graph k's frame."""
     after = breaks_after(mp)
     items: list[tuple[str, Any]] = [("break", jb) for jb in repeats(after.get(-1, []))]
+    folded: dict[int, int] = {}  # break marker j -> the graph whose start it also says
     for k, body in frames:
         if _starts(mp, k):
-            items.append(("start", k))
+            if items and items[-1][0] == "break":  # the marker right above says it: one box, not two
+                folded[items[-1][1][0]] = k
+            else:
+                items.append(("start", k))
         items.append(("frame", (k, body)))
         items += [("break", jb) for jb in repeats(after.get(k, []))]
     if not frames:
@@ -315,7 +321,8 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
         elif kind == "start":
             start_marker(mp, w, item)
         else:
-            marker(w, *item)
+            k = folded.get(item[0])
+            marker(w, *item, starts=None if k is None else (k, _starts(mp, k)))
     for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
         link(w, kind_a, a, kind_b, b)
 
@@ -377,10 +384,11 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
     w.close()
 
 
-def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1) -> None:
+def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1, starts: tuple[int, str] | None = None) -> None:
     """The marker of graph break j (and the `count` - 1 after it at the same line for the same
     reason): its type (or reason), the user's file:line and code, and that the Python after it
-    runs eagerly; the tooltip holds dynamo's whole text and stack."""
+    runs eagerly; the tooltip holds dynamo's whole text and stack. `starts` (k, why): the
+    graph right below it, and why it starts (as a start marker would say it)."""
     reason = b.gb_type or (b.reason.strip().splitlines() or ["(no reason given)"])[0]
     which = f"{j + 1}" if count == 1 else f"{j + 1}–{j + count} (×{count}, one after another)"
     lines = [f"<B>graph break {which}: {html(reason, REASON_CHARS)}</B>"]
@@ -392,13 +400,21 @@ def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1) -> None:
     if not b.ended_graph:
         lines.append('<FONT POINT-SIZE="9">ended no graph: dynamo had traced no op since the last one</FONT>')
     lines.append(f'<FONT POINT-SIZE="9"><I>{html(EAGER)}</I></FONT>')
+    kind = ""
+    if starts is not None:
+        k, why = starts
+        first, *rest = start_lines(why)
+        lines.append(f"<B>then g{k} starts: {html(first, 110)}</B>")
+        lines += [f'<FONT POINT-SIZE="9">{html(x, 120)}</FONT>' for x in rest if not x.startswith("after ")]
+        kind = f" hv-start hv-{start_kind(why)}"
     tip = [f"graph break {which} (after graph g{b.after_graph})" if b.after_graph >= 0
            else f"graph break {which} (before the first graph)",
            f"at {b.file}:{b.line} in {b.function}" if b.file else "", b.code.strip(),
-           *(b.reason.strip().splitlines() or [""]), *[f"stack: {s}" for s in b.stack]]
+           *(b.reason.strip().splitlines() or [""]), *[f"stack: {s}" for s in b.stack],
+           *([f"then graph g{starts[0]} starts: {starts[1]}"] if starts else [])]
     w.node(f"break{j}", label=Html(BR_LEFT.join(lines) + BR_LEFT), shape="box", style="rounded,filled,dashed",
            fillcolor=palette.BREAK_FILL, color=palette.BREAK_LINE, penwidth=1.8, margin="0.14,0.06",
-           tooltip=tooltip(tip), **{"class": f"hv-break hv-{css(b.gb_type or 'break')}"})
+           tooltip=tooltip(tip), **{"class": f"hv-break hv-{css(b.gb_type or 'break')}{kind}"})
 
 
 def start_marker(mp: "MultiGraphPartition", w: DotWriter, k: int) -> None:
