@@ -213,6 +213,8 @@ class Controller:
         out = self._blockers.get(key_of(part))
         if out is None and compute:
             out = self._blockers.put(key_of(part), self.long_work.blockers(part))
+            if getattr(part, "_blockers", None) is None:
+                part._blockers = out.copy()  # kept with the partition, as part.blockers() keeps its own (the report reads it)
         return out
 
     def focus_options(self, part: Partition) -> list[str]:
@@ -385,6 +387,8 @@ class Controller:
         stem = f"{slug(name)}-{slug(part.config.label())}"
         if kind == "html":
             self.long_work.make_line(part)  # made in the worker: never upstream's partitioner in the kernel
+            if part.engine == "hierviz" or part.graph is None:
+                self.blockers_of(part)  # the report's "What to change", made in the worker too
             part.compile_today()  # the report's "torch_tensorrt.compile today" table (from the line just made)
             return Path(part.save(out / f"{stem}.html"))
         path = out / f"{stem}.svg"

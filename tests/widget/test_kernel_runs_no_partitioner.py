@@ -1,0 +1,81 @@
+"""Blockers, numerics and the HTML export never run a partitioner of a what-if or a compile in
+the kernel's process (issue 43): each is a job of the explorer's worker process. Every such
+call in this process is counted while the Explorer does all three; the counts stay 0 and each
+result is shown."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+import hierviz as hv
+from hierviz.widget import controls as ctl
+
+from . import worker_helpers as helpers
+
+COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
+           ("hierviz.trt.partitioners", "run_upstream_partitioner"),
+           ("hierviz.partitioner.compile_partitioners", "partition_compiled"),
+           ("hierviz.partitioner.result", "blockers_table"),  # Partition.blockers()'s what-ifs
+           ("hierviz.latency", "numerics"),
+           ("hierviz.latency", "measure")]
+
+
+def test_blockers_numerics_and_export_run_in_the_worker(tmp_path, monkeypatch) -> None:
+    import importlib
+
+    model, inputs = helpers.model_and_inputs()
+    config = dataclasses.replace(helpers.SAME, torch_executed_ops=("aten.tanh.default",))
+    ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]},
+                    output_dir=tmp_path)
+    calls: list[str] = []
+    for module_name, name in COUNTED:
+        module = importlib.import_module(module_name)
+        original = getattr(module, name)
+
+        def counted(*args, _name=name, _original=original, **kwargs):
+            calls.append(_name)
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+    try:
+        ex.tabs.selected_index = ctl.tab_index("blockers_box")
+        ex.blockers_thread.join(120)
+        table = ex.blockers
+        assert table is not None and "torch.ops.aten.tanh.default" in set(table["op"]), table
+        assert len(ex.blockers_tab.picker.options) == len(table)
+        ex.buttons["check_numerics"].click()
+        ex.numerics_thread.join(120)
+        assert ex.controller.numerics_of(ex.partition) is not None, ex.errors
+        path = ex.export("html")
+        assert path.exists() and "torch_tensorrt.compile" in path.read_text()
+        assert not ex.internal_errors and "blockers" not in ex.errors and "numerics" not in ex.errors
+    finally:
+        ex.close()
+    assert calls == [], calls
+
+
+@pytest.mark.parametrize("kind", ["blockers", "numerics"])
+def test_the_count_is_not_vacuous_with_the_worker_off(kind, monkeypatch) -> None:
+    """With the worker off, the same actions do call these in this process."""
+    from hierviz.widget import long_work
+
+    monkeypatch.setattr(long_work, "IN_WORKER", False)
+    model, inputs = helpers.model_and_inputs()
+    config = dataclasses.replace(helpers.SAME, torch_executed_ops=("aten.tanh.default",))
+    ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]})
+    calls: list[str] = []
+    if kind == "blockers":
+        from hierviz.partitioner import result
+
+        original = result.blockers_table
+        monkeypatch.setattr(result, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
+        assert ex.blockers is not None
+    else:
+        import hierviz.latency as package
+
+        original_numerics = package.numerics
+        monkeypatch.setattr(package, "numerics", lambda *a, **k: calls.append(kind) or original_numerics(*a, **k))
+        ex.check_numerics()
+    assert calls == [kind]
