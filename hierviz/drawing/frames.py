@@ -91,7 +91,7 @@ def short_path_text(text: str) -> str:
 
 def start_lines(starts: str) -> list[str]:
     """A graph's `starts` as the picture shows it: source paths shortened (short_path), one
-    line for what starts ('dynamo resumes forward (rpn.py:360)'), one for where it is called
+    line for what starts ('dynamo resumes forward (file:line)'), one for where it is called
     from, one for the break it follows."""
     text = short_path_text(starts.strip())
     parts = re.split(r"(?=, called from )|(?= after (?:the|a) graph break)", text)
@@ -321,8 +321,9 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
         elif kind == "start":
             start_marker(mp, w, item)
         else:
-            k = folded.get(item[0])
-            marker(w, *item, starts=None if k is None else (k, _starts(mp, k)))
+            j, b, count = item
+            shown = folded.get(j)
+            marker(w, j, b, count, starts=None if shown is None else (shown, _starts(mp, shown)))
     for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
         link(w, kind_a, a, kind_b, b)
 
