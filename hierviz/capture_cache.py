@@ -11,6 +11,10 @@ distribution (its name and version, read from its metadata: torch_tensorrt is no
 no code) is not cached. `hierviz.capturing` checks a cached graph against the model's outputs
 before using it.
 
+torch.compile's captures (`hv.capture(..., ir="torch_compile")`: several graphs, their first
+calls' values and what the capture says of them) are kept the same way (`save_graphs` /
+`load_graphs`), under the same key with "torch_compile" in its inputs part, in the same folder.
+
 `CaptureStore` keeps one file per key (the graph as plain data, `hierviz.graphdata`), written
 atomically (a temporary file, then `os.replace`, so that no process reads half an entry),
 bounded in size with the least recently used entries removed first (default 2 GB). The folder
@@ -40,6 +44,7 @@ from hierviz.support_key import plain
 from hierviz.version import __version__
 
 FORMAT = "hierviz-capture/1"
+GRAPHS_FORMAT = "hierviz-graphs-capture/1"  # torch.compile's capture: several graphs and their values
 DEFAULT_LIMIT = 2 * 1024**3  # bytes
 ENV_DIR, ENV_SWITCH, ENV_LIMIT = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE", "HIERVIZ_CACHE_LIMIT"
 SUFFIX = ".capture"
@@ -316,6 +321,71 @@ class CaptureStore:
         except OSError:
             pass
         return gm, dict(entry.get("meta", {}))
+
+    def load_graphs(self, key: str, model: torch.nn.Module | None = None) -> tuple[list[torch.fx.GraphModule], dict,
+                                                                                     Any] | None:
+        """(graphs, tensors, payload) save_graphs kept under `key`, or None when there is no
+        entry. Tensors stored as references are the model's own (shared where the capture
+        shared them). An entry that cannot be read is removed, with one CacheWarning."""
+        path = self._path(key)
+        try:
+            with open(path, "rb") as f:
+                entry = pickle.load(f)
+            if not isinstance(entry, dict) or entry.get("format") != GRAPHS_FORMAT or entry.get("key") != key:
+                raise ValueError(f"not a {GRAPHS_FORMAT} entry for this key")
+            graphs = [unpack_graph(dict(g, attrs=_resolved(g["attrs"], model))) for g in entry["graphs"]]
+            tensors = _resolved(entry["tensors"], model)
+            payload = entry["payload"]
+        except FileNotFoundError:
+            return None
+        except Exception as exc:  # noqa: BLE001 - any unreadable entry is captured again
+            self.unreadable(key, exc)
+            return None
+        try:
+            os.utime(path)  # recently used: evicted last
+        except OSError:
+            pass
+        return graphs, tensors, payload
+
+    def unreadable(self, key: str, exc: BaseException) -> None:
+        """Say (one CacheWarning) that the entry under `key` could not be used, and remove it."""
+        warnings.warn(f"hv.capture: the cached capture {self._path(key)} could not be read ({type(exc).__name__}: "
+                      f"{str(exc)[:200]}); capturing again. `hierviz cache clear` empties the cache.",
+                      CacheWarning, stacklevel=user_stacklevel())
+        self.remove(key)
+
+    def save_graphs(self, key: str, graphs: list[torch.fx.GraphModule], tensors: dict[str, Any], payload: Any,
+                    model: torch.nn.Module | None = None) -> bool:
+        """Keep several graphs, named tensors (a graph's first-call values) and a picklable
+        payload under `key`, as `save` keeps one graph (weights equal to `model`'s as references).
+        False when it is not kept (a graph that cannot be written as plain data, an unwritable
+        folder: not an error)."""
+        if not all(storable(gm) for gm in graphs):
+            return False
+        try:
+            packed = []
+            for gm in graphs:
+                graph = pack_graph(gm)
+                graph["attrs"] = _referenced(graph["attrs"], model)
+                packed.append(graph)
+            entry = {"format": GRAPHS_FORMAT, "key": key, "graphs": packed,
+                     "tensors": _referenced(tensors, model), "payload": payload}
+            return self._write(key, entry)
+        except Exception:  # noqa: BLE001 - a graph or value that does not pickle: captured again next time
+            return False
+
+    def _write(self, key: str, entry: dict) -> bool:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self._path(key))
+        except BaseException:
+            os.unlink(tmp)
+            raise
+        self.evict()
+        return True
 
     def save(self, key: str, gm: torch.fx.GraphModule, meta: dict, model: torch.nn.Module | None = None) -> bool:
         """Keep `gm` under `key` (atomically), then remove the least recently used entries

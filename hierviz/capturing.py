@@ -13,6 +13,7 @@ buffer updates on the model itself (BatchNorm's `num_batches_tracked` in train m
 from __future__ import annotations
 
 import copy
+import dataclasses
 import inspect
 import warnings
 import weakref
@@ -22,7 +23,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz import capture_cache, stored_verdicts, torch_output, trt
-from hierviz.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture, capture_by_graph_break
+from hierviz.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
 from hierviz.export_failure import export_error
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.inputs import as_args
@@ -316,6 +317,68 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
     return gm
 
 
+def _capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inputs_key: Any,
+                    cache: bool) -> DynamoCapture:
+    """torch.compile's capture of `model` (hierviz.dynamo_capture), or the one kept on disk under
+    the same key (hierviz.capture_cache: the model's code, weights, plain attributes, modes, the
+    inputs' structure, shapes and dtypes, the versions). An entry that cannot be read is a
+    CacheWarning and a fresh capture; a capture that fails is not kept."""
+    key = capture_cache.capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
+        else None
+    store = capture_cache.CaptureStore() if key is not None else None
+    if store is not None and key is not None:
+        entry = store.load_graphs(key, model)
+        if entry is not None:
+            try:
+                return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
+            except Exception as exc:  # noqa: BLE001 - an entry of another shape: captured again
+                store.unreadable(key, exc)
+    captured = capture_by_graph_break(model, args, kwargs)
+    if store is not None and key is not None:
+        store.save_graphs(key, *_packed(captured), model)
+    return captured
+
+
+_OWN = ("graph", "example_inputs")  # a DynamoGraph's fields kept apart from the payload
+
+
+def _packed(cap: DynamoCapture) -> tuple[list[GraphModule], dict[str, Any], dict]:
+    """A DynamoCapture as (graphs, tensors, payload) for CaptureStore.save_graphs: each graph's
+    first-call tensors named 'g<k>.<j>', everything else in the payload (one pickle, so the
+    break a graph ended is the same object as the capture's)."""
+    tensors: dict[str, Any] = {}
+    graphs = []
+    for g in cap.graphs:
+        values = []
+        for j, value in enumerate(g.example_inputs):
+            if isinstance(value, torch.Tensor):
+                tensors[f"g{g.index}.{j}"] = value
+                values.append(("tensor", f"g{g.index}.{j}"))
+            else:
+                values.append(("value", value))
+        fields = {f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in _OWN}
+        graphs.append({"fields": fields, "values": values,
+                       "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ()))}})
+    payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs}
+    return [g.graph for g in cap.graphs], tensors, payload
+
+
+def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict, note: str) -> DynamoCapture:
+    """The DynamoCapture `_packed` kept (ValueError when the entry does not fit together)."""
+    if len(graphs) != len(payload["graphs"]):
+        raise ValueError("the entry's graphs and their records differ in number")
+    out = []
+    for gm, record in zip(graphs, payload["graphs"]):
+        example = tuple(tensors[v] if kind == "tensor" else v for kind, v in record["values"])
+        placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
+        if len(example) != placeholders:
+            raise ValueError(f"graph {len(out)} has {placeholders} inputs and {len(example)} values")
+        gm.meta.update({k: v for k, v in record["graph_meta"].items() if v})
+        out.append(DynamoGraph(graph=gm, example_inputs=example, **record["fields"]))
+    return DynamoCapture(tuple(out), tuple(payload["breaks"]), str(payload["model"]),
+                         input_specs=tuple(payload["input_specs"]), notes=(note,))
+
+
 def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
     """Whether `gm` gives the model's outputs on the example inputs (run on a private copy of
     the model and on copies of the inputs, with the same random seed)."""
@@ -375,8 +438,9 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     outputs are checked against the model's (`capture_notes` says so).
 
     `ir="torch_compile"`: the graphs `torch.compile(model, backend="torch_tensorrt")` compiles,
-    one per graph break, as a `hierviz.dynamo_capture.DynamoCapture` (an nn.Module only;
-    kept in memory like the rest, never on disk).
+    one per graph break, as a `hierviz.dynamo_capture.DynamoCapture` (an nn.Module only; kept
+    in memory like the rest, and on disk under the same kind of key: a new process reads it back
+    without running torch.compile, and its `notes` say so).
     """
     check_ir(ir)
     if not isinstance(cache, bool):
@@ -418,7 +482,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
 
                 FakeTensorProp(gm).propagate(*args)
         elif ir == "torch_compile":
-            gm = capture_by_graph_break(model, args, kwargs)
+            gm = _capture_graphs(model, args, kwargs, key[:2], cache)
         elif isinstance(model, torch.nn.Module):
             needed = required_arguments(model) if not args and not kwargs else []
             if needed:

@@ -63,6 +63,8 @@ class DynamoCapture(GraphsAndBreaks[DynamoGraph]):
     # (shape, dtype) of each tensor the model was called with (its inputs' leaves), in order:
     # dynamo specialised every graph to them (dynamic=False)
     input_specs: tuple = ()
+    # what the capture says of itself: it came from the disk cache (hierviz.capturing)
+    notes: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return (f"<hv.DynamoCapture of {self.model}: {len(self.graphs)} graph(s), "

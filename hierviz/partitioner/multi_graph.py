@@ -416,10 +416,10 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
     """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
     torch.compile's backend forces it), in execution order; `run(graph, config)` partitions one
     graph (default: hv.partition's; hv.sweep passes its cached one)."""
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = tuple(getattr(capture, "notes", ()))  # it came from the disk cache
     if config.require_full_compilation:
         config = derive(config, {"require_full_compilation": False})
-        notes = ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
+        notes += ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
     run = run or handoff.handler("repartition")
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
