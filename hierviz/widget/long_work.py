@@ -18,6 +18,7 @@ too: no partitioner of a what-if and no compile runs in the kernel.
 from __future__ import annotations
 
 import threading
+import weakref
 from typing import Any, Callable, Mapping
 
 from hierviz import trt
@@ -76,6 +77,7 @@ class LongWork:
         with self._hold_lock:
             if self._hold is None or self._hold.closed or self._hold.worker is not worker:
                 self._hold = worker.hold()
+                weakref.finalize(self, self._hold.close)  # an Explorer dropped unclosed lets go too
             return self._hold
 
     def _in_worker(self, kind: str, payload: Any, here: Callable[[], Any],

@@ -20,6 +20,7 @@ import pytest
 import hierviz as hv
 from hierviz import trt
 from hierviz.widget import Explorer
+from hierviz.widget.worker import Worker
 
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 
@@ -48,6 +49,7 @@ def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
     ex = Explorer(model, inputs, helpers.SAME, debounce=0, measure_options=helpers.QUICK)
     ex.compile_today_thread.join(180)
     work = ex.controller.long_work
+    work._worker = Worker()  # its own (other tests' Explorers hold the shared one): its close ends it
     if trt.available():
         fast = hv.partition(gm, engine="fast", min_block_size=1).stats["subgraphs_by_backend"]["tensorrt"]
         assert f"torch_tensorrt.compile today (fast):</span> <b>{fast}</b> TensorRT engine(s)" in ex.panels["stats"].value
@@ -61,7 +63,7 @@ def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
     assert "fastest:" in ex.panels["fastest"].value and "in this process" not in ex.panels["fastest"].value
     assert work.notes == {} and work.pid is not None and work.pid != os.getpid() and not ex.internal_errors
     pid = work.pid
-    ex.close()  # ends the worker at once
+    ex.close()  # its last user: ends the worker at once
     assert work.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -81,8 +83,6 @@ def test_a_predicate_that_does_not_pickle_runs_here_with_a_note(two_blocks) -> N
 
 def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(two_blocks, tmp_path,
                                                                                monkeypatch) -> None:
-    from hierviz.widget.worker import Worker
-
     model, inputs, _ = two_blocks
     mark = tmp_path / "compiling"
     monkeypatch.setenv(helpers.MARK, str(mark))  # the worker started below inherits it
@@ -103,6 +103,35 @@ def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(t
         assert ex.fastest is not None and "fastest:" in ex.panels["fastest"].value
         assert own.starts == 2 and ex.controller.long_work.pid != killed and not ex.internal_errors
         assert "worker" not in ex.errors  # the next search worked: the message is gone
+    finally:
+        own.close()
+
+
+def test_closing_one_explorer_leaves_the_others_search_going(two_blocks, tmp_path, monkeypatch) -> None:
+    """Two Explorers on one worker process: the second's search is compiling there when the
+    first is closed; the search goes on in the same process (nothing fails "closed") and is
+    cancelled only when its own Explorer closes, which then ends the worker."""
+    model, inputs, _ = two_blocks
+    mark = tmp_path / "compiling"
+    monkeypatch.setenv(helpers.MARK, str(mark))
+    own = Worker()
+    first = Explorer(model, inputs, helpers.SAME, debounce=0)
+    second = Explorer(model, inputs, helpers.SAME, debounce=0, min_block_size=2)
+    for ex in (first, second):
+        ex.controller.long_work._worker = own
+    try:
+        assert first.blockers is not None and first.controller.long_work._hold is not None  # the first holds it too
+        thread = second.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.WAITING)
+        _wait_for(mark)  # a trial is compiling in the worker
+        pid = own.pid
+        first.close()
+        thread.join(3.0)
+        assert thread.is_alive() and own.pid == pid  # still searching, in the same process
+        assert "failed" not in second.panels["fastest"].value and "worker" not in second.errors
+        second.close()
+        thread.join(30)
+        assert not thread.is_alive() and "the worker process was closed" in second.panels["fastest"].value
+        assert own.pid is None
     finally:
         own.close()
 
