@@ -100,3 +100,40 @@ def test_any_other_failure_refuses_as_torch_compile_raises_backend_compiler_fail
     assert "catches only AssertionError, RuntimeError, TypeError" in text
     assert "runs such a graph in PyTorch" not in text
     assert isinstance(info.value.__cause__, type(exc))
+
+
+@pytest.mark.parametrize("exc", [RuntimeError, ValueError], ids=lambda e: e.__name__)
+def test_the_real_torch_compile_answers_the_same(monkeypatch, exc) -> None:
+    """Upstream's own backend (torch.compile(backend="torch_tensorrt"), hierviz.trt's reference
+    run stopped at its partitioner) given the same failure in Torch-TensorRT's post_lowering:
+    a RuntimeError runs the second graph eagerly (it never reaches the partitioner) and the run
+    goes on; a ValueError is BackendCompilerFailed. hv.capture says the same."""
+    from hierviz import trt
+
+    if not trt.available():
+        pytest.skip("needs torch_tensorrt: the reference is its own backend")
+    import torch_tensorrt.dynamo.lowering as lowering
+    from torch_tensorrt.dynamo.backend import backends
+
+    real = lowering.post_lowering
+
+    def post_lowering(gm, *args, **kwargs):
+        if any("softmax" in str(n.target) for n in gm.graph.nodes):
+            raise exc("this lowering refuses softmax")
+        return real(gm, *args, **kwargs)
+
+    monkeypatch.setattr(backends, "post_lowering", post_lowering)
+    monkeypatch.setattr(lowering, "post_lowering", post_lowering)
+    model, x = _model()
+    if exc is RuntimeError:
+        with trt.stopped_at_partitioner() as graphs:
+            trt.compile_dryrun(model, x, min_block_size=1)
+        assert [g.reached for g in graphs] == [True, False]
+        cap = hv.capture(model, x, ir="torch_compile", cache=False)
+        assert [g.fell_back for g in cap.graphs] == [
+            "", "runs eagerly: Torch-TensorRT's backend failed on it (RuntimeError: this lowering refuses softmax)"]
+    else:
+        with pytest.raises(torch._dynamo.exc.BackendCompilerFailed), trt.stopped_at_partitioner():
+            trt.compile_dryrun(model, x, min_block_size=1)
+        with pytest.raises(hv.CaptureError, match="BackendCompilerFailed"):
+            hv.capture(model, x, ir="torch_compile", cache=False)
