@@ -4,7 +4,7 @@ Target (issue 6): every control change on resnet50 and on bert updates everythin
 diagram, stats, tables, report, history, diff) in <= 1 s on the 2-core CPU dev machine.
 
     python benchmarks/explore_latency.py [--models resnet50,bert] [--background efficientnet_v2_s] [--measuring efficientnet_v2_s]
-        [--tuning efficientnet_v2_s --budget 2]
+        [--tuning efficientnet_v2_s --budget 2] [--measure-on efficientnet_v2_s]
 
 Second part (issue 29): a setting change while the "compile today" line is computing, on a
 model outside the zoo (torchvision's efficientnet_v2_s, random weights, 722 nodes). Each
@@ -25,6 +25,21 @@ in the Explorer's worker process (a child interpreter at a lower CPU priority), 
 beside" and beside the same search in a thread of this process (before issue 36), p50/p90 of
 counts and diagram, in one run. Target: with the search running in the worker, p90 within 1.3x
 of nothing running, for the counts and for the diagram.
+
+Fifth part (`--measure-on`, issue 43): the same changes with the Explorer's "measure" on, so a
+measurement (hv.measure in the worker: TorchInductor compiles, then the timing loop) is in flight
+while they are made, beside the same changes with nothing running, in one run. A change never
+waits for the measurement: the measurement arrives afterwards, kept for the setting it was asked
+for. Printed: counts and diagram p50/p90, how many changes were made with a measurement in
+flight, whether any panel ever showed a measurement of another setting as the shown one's, and
+each measurement that arrived with the setting it is labelled with (its `.config`). Target: p90
+within 1.3x of nothing running, for the counts and for the diagram.
+
+Sixth part (`--kernel-measure`, issue 43): `hv.measure` called in this process (a user's own
+cell) with no Explorer open, then while an Explorer's "find fastest" searches in its worker
+process, 3 times each, in one run (compiles cached by a first call). Printed: the median seconds
+of each and the seconds hv.measure spent waiting for "compile workers" (before issue 43 it took
+the Explorer's worker for one and waited up to 20 s). Target: at most 1 s longer with the search.
 
 For each model it builds an Explorer (debounce=0, so each `.value = ...` applies synchronously,
 exactly as a click does after its debounce), then applies a fixed sequence of control changes,
@@ -355,6 +370,118 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
               f"{ratios[0]:.2f}x, diagram {ratios[1]:.2f}x: {'met' if met else 'MISSED'}")
 
 
+def measure_on_bench(model_name: str, changes: int) -> None:
+    """Setting changes with "measure" on (a measurement in flight in the worker) beside the same
+    changes with nothing running, in one run (see the module docstring's fifth part)."""
+    import hierviz as hv
+    from hierviz.compare import clear_cache
+    from hierviz.compare.partition_cache import lookup
+    from hierviz.drawing.export import _layout_cached
+
+    model, inputs, gm, n_nodes = torchvision_model(model_name)
+    print(f"\n== {model_name}: {n_nodes} call nodes; min_block_size changes with \"measure\" on (hv.measure in the "
+          f"Explorer's worker: TorchInductor on CPU, 1 warm-up and 5 timed calls) ==")
+    sizes = new_sizes(changes)
+    rows: dict[str, tuple[list[float], list[float], int, int]] = {}
+    arrived: list[str] = []
+    for label in ("warm-up (not shown)", "nothing running", "measure on, a measurement in flight"):
+        clear_cache()
+        _layout_cached.cache_clear()  # each run lays its diagrams out anew
+        measuring = label.startswith("measure on")
+        ex = hv.explore(gm, inputs, debounce=0, name=model_name, min_block_size=1, measure=measuring,
+                        measure_options={"warmup": 1, "iters": 5})
+        ex.compile_today_thread.join()
+        if measuring:
+            time.sleep(1.0)  # the first measurement is under way in the worker
+        counts, totals, in_flight, wrong = [], [], 0, 0
+        for size in sizes:
+            ex.compile_today_thread.join()  # only the measurement runs beside the change
+            in_flight += measuring and ex._measure_job.running
+            t = time.perf_counter()
+            ex.controls["min_block_size"].value = size
+            totals.append(time.perf_counter() - t)
+            counts.append(ex.timings["counts"])
+            shown = ex.controller.shown
+            m = ex.controller.measurement_of(shown)
+            if "ms</b> median" in ex.panels["stats"].value and (m is None or m.config != shown.config):
+                wrong += 1  # a measurement shown as another setting's
+            time.sleep(0.5)  # a user's pause between changes
+        if measuring:
+            started = time.perf_counter()
+            ex.measure_thread.join(900)
+            waited = time.perf_counter() - started
+            for size in [1, *sizes]:
+                part, _ = lookup(gm, hv.Config(min_block_size=size))
+                got = ex.controller.measurement_of(part)
+                if got is not None:
+                    ok = "labelled right" if got.config == part.config else f"MISLABELLED as {got.config.label()}"
+                    arrived.append(f"min_block_size={size}: {got.median_ms:.1f} ms median, {ok}")
+            arrived.append(f"(the last measurement arrived {waited:.0f} s after the last change)")
+        assert ex.internal_errors == [], ex.internal_errors
+        rows[label] = (counts, totals, in_flight, wrong)
+        ex.close()
+    print(f"{'beside the changes':40s} {'counts p50':>11s} {'counts p90':>11s} {'diagram p50':>12s} "
+          f"{'diagram p90':>12s}  in flight  shown as another's")
+    for label, (counts, totals, in_flight, wrong) in rows.items():
+        if label.startswith("warm-up"):
+            continue
+        print(f"{label:40s} {_ms(counts, 50):>9s}ms {_ms(counts, 90):>9s}ms {_ms(totals, 50):>10s}ms "
+              f"{_ms(totals, 90):>10s}ms  {in_flight:>4d} of {len(counts)}  {wrong}")
+    print("measurements that arrived: " + "; ".join(arrived))
+    idle, busy = rows["nothing running"], rows["measure on, a measurement in flight"]
+    ratios = [_quantile(busy[k], 90) / _quantile(idle[k], 90) for k in (0, 1)]
+    met = all(r <= RESPONSIVE for r in ratios) and busy[3] == 0
+    print(f"target: with a measurement in flight, p90 within {RESPONSIVE}x of nothing running: counts "
+          f"{ratios[0]:.2f}x, diagram {ratios[1]:.2f}x, none shown as another setting's: {'met' if met else 'MISSED'}")
+
+
+def kernel_measure_bench(model_name: str, budget: int) -> None:
+    """hv.measure in this process, alone and while an Explorer's search runs in its worker."""
+    import hierviz as hv
+    from hierviz.latency import core
+
+    model, inputs = hv.zoo.load(model_name)
+    part = hv.partition(model, inputs, priority=("inductor",), support={"inductor": hv.support.inductor()},
+                        min_block_size=1)
+    waits: list[float] = []
+    original = core.wait_for_idle_workers
+
+    def counted(*args, **kwargs):
+        got = original(*args, **kwargs)
+        waits.append(got[0])
+        return got
+
+    core.wait_for_idle_workers = counted
+    options = {"warmup": 1, "iters": 5}
+    hv.measure(part, inputs, **options)  # compiles cached for the timed calls below
+    figures = {}
+    for label in ("no Explorer open", "an Explorer's find fastest searching"):
+        ex = None
+        if label.startswith("an Explorer"):
+            ex = hv.explore(model, inputs, debounce=0, name=model_name)
+            search = ex.find_fastest(budget, measure={"warmup": 1, "iters": 5})
+            while ex.controller.long_work.pid is None:
+                time.sleep(0.05)
+            time.sleep(2.0)  # under way in the worker
+        took = []
+        del waits[:]
+        for _ in range(3):
+            t = time.perf_counter()
+            hv.measure(part, inputs, **options)
+            took.append(time.perf_counter() - t)
+        running = ex is not None and search.is_alive()
+        figures[label] = (statistics.median(took), sum(waits), running)
+        if ex is not None:
+            ex.close()
+    core.wait_for_idle_workers = original
+    print(f"\n== {model_name}: hv.measure in this process (3 calls, compiles cached) ==")
+    for label, (median, waited, running) in figures.items():
+        extra = f", the search still running after: {running}" if label.startswith("an Explorer") else ""
+        print(f"{label:40s} median {median:6.2f} s, waited for compile workers {waited:5.2f} s{extra}")
+    alone, busy = figures["no Explorer open"][0], figures["an Explorer's find fastest searching"][0]
+    print(f"target: at most 1 s longer with the search: {busy - alone:+.2f} s: {'met' if busy - alone <= 1.0 else 'MISSED'}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--models", default="resnet50,bert")
@@ -367,6 +494,10 @@ def main() -> None:
     parser.add_argument("--tuning", default="",
                         help="torchvision model for the while-find-fastest part (e.g. efficientnet_v2_s; '' skips it)")
     parser.add_argument("--budget", type=int, default=2, help="settings the find-fastest search measures")
+    parser.add_argument("--measure-on", default="",
+                        help="torchvision model for the measure-on part (e.g. efficientnet_v2_s; '' skips it)")
+    parser.add_argument("--kernel-measure", default="",
+                        help="zoo model for hv.measure in this process beside a search (e.g. resnet18; '' skips it)")
     args = parser.parse_args()
     warnings.filterwarnings("ignore")
     os.environ.setdefault("TORCHINDUCTOR_DISABLE_PROGRESS", "1")
@@ -377,6 +508,10 @@ def main() -> None:
         measuring_bench(args.measuring, args.changes)
     if args.tuning:
         tuning_bench(args.tuning, args.changes, args.budget)
+    if args.measure_on:
+        measure_on_bench(args.measure_on, args.changes)
+    if args.kernel_measure:
+        kernel_measure_bench(args.kernel_measure, args.budget)
     worst = 0.0
     for name in filter(None, args.models.split(",")):
         totals = bench(name.strip(), upstream=not args.no_upstream)
