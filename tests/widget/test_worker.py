@@ -167,3 +167,28 @@ def test_what_times_runs_alone_in_the_worker(two_blocks, tmp_path, monkeypatch) 
         for j, (other, s2, e2) in enumerate(spans):
             if i != j:
                 assert e2 <= start or s2 >= end, f"{kind} {start:.3f}-{end:.3f} overlaps {other} {s2:.3f}-{e2:.3f}"
+
+
+def test_a_subject_is_its_graph_and_its_inputs_and_ids_are_never_reused(worker, two_blocks) -> None:
+    """The same graph with other inputs is another subject; inputs the caller dropped stay held
+    while their graph lives, so a new object cannot take their id and be mistaken for them;
+    the graph's death drops its subjects (the child is told)."""
+    import copy
+    import gc
+
+    import torch
+
+    _, inputs, gm = two_blocks
+    graph = copy.deepcopy(gm)
+    sent = (torch.randn(1, 3, 8, 8),)
+    worker.run(graph, sent, "blockers", helpers.SAME)
+    worker.run(graph, inputs, "blockers", helpers.SAME)
+    assert sorted(len(v) for v in worker._subjects.values()) == [2, 2] and len(worker._subjects) == 2
+    old = id(sent)
+    del sent
+    gc.collect()
+    made = [(torch.randn(1, 3, 8, 8),) for _ in range(2000)]
+    assert old not in {id(m) for m in made}  # held by the worker's entry: no new tuple can be at that id
+    del graph
+    gc.collect()
+    assert len(worker._subjects) == 0 and len(worker._dropped) == 2
