@@ -145,6 +145,10 @@ def test_a_graph_run_eagerly_is_kept_on_disk(cache_dir, counted, monkeypatch) ->
     assert again.graphs[1].fell_back == said
     mp = hv.partition(again)
     assert mp.stats["graphs_run_eagerly"] == 1 and said in mp.graphs[1].report()
+    # the graph run eagerly reads back with its shapes and dtypes: the same tables in both processes
+    import pandas as pd
+
+    pd.testing.assert_frame_equal(mp.nodes(), hv.partition(first).nodes())
 
 
 def test_cache_info_and_clear_cover_graph_by_graph_captures(cache_dir, capsys) -> None:

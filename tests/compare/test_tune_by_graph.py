@@ -66,6 +66,13 @@ def test_compare_engines_measures_graph_by_graph(broken) -> None:
     assert hier["median_ms"] > 0 and bool(hier["outputs_match"])
 
 
+def test_cli_tune_graph_by_graph_refuses_ray_before_capturing(capsys) -> None:
+    from hierviz.cli import main
+
+    assert main(["tune", "tiny_conv", "--ir", "torch_compile", "--executor", "ray"]) == 2
+    assert "Leave --executor out" in capsys.readouterr().err
+
+
 @pytest.mark.slow
 def test_cli_tune_graph_by_graph(tmp_path, capsys) -> None:
     from hierviz.cli import main
