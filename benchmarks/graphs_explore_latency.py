@@ -11,7 +11,9 @@ graph's Explorer to values not seen before, in two modes:
 
 - "kernel": as in a Jupyter kernel: the change is made on a running asyncio event loop, with the
   explorer's default debounce (the debounced update runs on the loop, as ipykernel runs it);
-- "debounce 0": each `.value = ...` applies synchronously, as a click does after its debounce.
+- "debounce 0": each `.value = ...` applies synchronously, as a click does after its debounce;
+- "kernel, picture on": as "kernel", with the picture of every graph on ("draw every graph"),
+  redrawn in the background after each change (its layout competes with the shown graph's).
 
 In each mode, changes one after the other, each once the previous change's work has ended
 ("settled"), then a burst with no wait between changes ("burst": the background pass of the
@@ -21,7 +23,8 @@ previous change may still run). For each change:
 - diagram: from the change to the shown graph's diagram being made for its panel;
 - kernel free: from the change until the kernel can take the next one (the setter returned and,
   in kernel mode, the loop ran the debounced update);
-- totals: from the change to the every-graph totals being current (after the background pass).
+- totals: from the change to the every-graph totals being current (after the background pass;
+  with the picture on, once it is redrawn too).
 
 Beside it, in the same run, the baseline: what the graph-by-graph explorer did on every change
 before issue 43, timed alone for the same settings: every graph re-partitioned
@@ -92,9 +95,11 @@ def main() -> int:
     fresh = iter(range(2, 1000))  # each change to a min_block_size not seen before (cold caches)
     every_row: list[dict[str, float]] = []
     base: list[float] = []
-    for mode in ("kernel", "debounce 0"):
+    worst: dict[str, float] = {}
+    for mode in ("kernel", "debounce 0", "kernel, picture on"):
         rows = asyncio.run(run_mode(hv, multi, mode, fresh, args.changes, base))
         every_row += rows
+        worst[mode] = max(max(r["counts"], r["diagram"]) for r in rows)
 
     print("\nsummary (seconds), over", len(every_row), "changes:")
     for key in ("counts", "diagram", "free"):
@@ -102,15 +107,17 @@ def main() -> int:
         print(f"  {key:8s} p50 {statistics.median(vals):.3f}  p90 {p(vals, 0.9):.3f}  max {max(vals):.3f}")
     print(f"  baseline (every graph re-partitioned and drawn, as before issue 43): p50 {statistics.median(base):.3f}  "
           f"p90 {p(base, 0.9):.3f}")
-    worst = max(max(r["counts"], r["diagram"]) for r in every_row)
-    print(f"target: the shown graph's counts and diagram <= {TARGET_S} s: {'met' if worst <= TARGET_S else 'NOT met'} "
-          f"(worst {worst:.3f} s)")
+    for mode, w in worst.items():
+        print(f"target ({mode}): the shown graph's counts and diagram <= {TARGET_S} s: "
+              f"{'met' if w <= TARGET_S else 'NOT met'} (worst {w:.3f} s)")
     return 0
 
 
 async def run_mode(hv, multi, mode: str, fresh, n: int, base: list[float]) -> list[dict[str, float]]:
     options = {"debounce": 0} if mode == "debounce 0" else {}
     gx = hv.explore(multi, **options)  # on a running loop: the debounce waits on it, as in a kernel
+    if mode.endswith("picture on") and hasattr(gx, "draw_every"):
+        gx.draw_every.value = True  # the picture of every graph, redrawn in the background after each change
     settle(gx)
     ex = gx.explorer
     stamps: dict[str, float] = {}

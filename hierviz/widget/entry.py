@@ -29,7 +29,7 @@ def explore(model: Any, example_inputs: Any = None, config: Config | dict | None
     `ir="torch_compile"` (or a MultiGraphPartition / DynamoCapture given): the model graph by
     graph, as torch.compile(backend="torch_tensorrt") runs it, in a GraphsExplorer
     (hierviz.widget.graphs_explorer): a graph picker, the picked graph's Explorer, and every graph
-    re-partitioned and redrawn at the same settings."""
+    re-partitioned at the same settings in the background (a change redraws only the shown graph)."""
     check_ir(ir)
     if ir == "torch_compile" or isinstance(model, (MultiGraphPartition, DynamoCapture)):
         from hierviz.widget.graphs_explorer import GraphsExplorer

@@ -8,7 +8,9 @@ breaks between them (MultiGraphPartition.render).
 A setting change redraws only the shown graph (its Explorer); every graph is re-partitioned in
 the background (every_graph.Latest, after the change's debounce and once the shown graph is
 drawn), and the totals say they are pending until that pass ends, then show its numbers; the
-picture, when on, is redrawn in the background after the pass and says which setting it shows.
+picture, when on, is redrawn in the background after the pass, once the controls have been still
+for PICTURE_QUIET_S (a setting a slider passes through is not drawn: its layout would compete
+with the shown graph's), and says which setting it shows.
 Picking another graph opens its Explorer at the settings in force (one Explorer per graph, kept),
 re-partitioned there at once. Every callback is guarded: an error is shown in the widget, never
 raised into the kernel; the background's errors are shown in the every-graph panel.
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import html
 import threading
+import time
 import traceback
 from typing import Any, Callable
 
@@ -31,6 +34,7 @@ from hierviz.widget.debounce import Debouncer
 from hierviz.widget.every_graph import Latest, Superseded, partition_every
 from hierviz.widget.explorer import DEFAULT_DEBOUNCE, Explorer
 
+PICTURE_QUIET_S = 0.4  # the picture of every graph is redrawn once no control changed for this long
 PICTURE_OFF = ("The picture of every graph is drawn on request (it is large: every graph laid out in one "
                "SVG): press \"draw every graph\"; it is then redrawn in the background after each change.")
 
@@ -56,6 +60,7 @@ class GraphsExplorer(widgets.VBox):
         self._target: Config = multi.config  # the settings in force (the last change's)
         self._latest: tuple[Config, MultiGraphPartition] = (multi.config, multi)  # the last pass that ended
         self._every_error: tuple[Config, str] | None = None  # the settings the last pass failed at, and why
+        self._last_change = 0.0  # time.monotonic() of the last control change
         self._drawn_at: Config | None = None  # the settings the picture shown is of
         self._show_lock = threading.Lock()  # the panels are written from the background too
         self._every = Latest("hierviz-every-graph", self._partition_work, self._partitioned,
@@ -134,7 +139,8 @@ class GraphsExplorer(widgets.VBox):
         """The MultiGraphPartition at the settings in force: waits for a change still debouncing
         and for the background pass (when that pass failed, the last one made: the every-graph
         panel says why)."""
-        self.wait()
+        self._debouncer.flush()
+        self._every.wait()
         return self._latest[1]
 
     @property
@@ -153,6 +159,7 @@ class GraphsExplorer(widgets.VBox):
     def _on_setting(self, change: dict) -> None:
         if self._quiet:
             return
+        self._last_change = time.monotonic()
         self._debouncer.schedule()
 
     def _apply_setting(self) -> None:
@@ -238,9 +245,14 @@ class GraphsExplorer(widgets.VBox):
         self._show_every()
 
     def _draw_work(self, config: Config, wanted: Callable[[], bool]) -> str:
-        done, part = self._latest
-        if done != config or not wanted():
-            raise Superseded
+        while True:  # drawn once the user pauses: a setting passed through is not drawn
+            done, part = self._latest
+            if done != config or not wanted():
+                raise Superseded
+            quiet = self._last_change + PICTURE_QUIET_S - time.monotonic()
+            if quiet <= 0:
+                break
+            time.sleep(min(quiet, 0.05))
         return part.render().pipe(format="svg").decode("utf-8", "replace")
 
     def _drawn(self, config: Config, svg: str) -> None:

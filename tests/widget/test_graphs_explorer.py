@@ -126,6 +126,27 @@ def test_the_totals_say_they_are_pending_until_every_graph_is_re_partitioned(bre
     gx.close()
 
 
+def test_the_picture_of_every_graph_says_when_it_is_of_the_previous_settings(prints, monkeypatch) -> None:
+    model, x, _ = prints
+    gx = hv.explore(model, x, ir="torch_compile", debounce=0, min_block_size=2)
+    gx.draw_every.value = True
+    assert gx.wait(60) and gx.picture.value.count("<svg") == 1
+    old = gx.picture.value
+    monkeypatch.setattr(graphs_explorer, "PICTURE_QUIET_S", 3600.0)  # the user keeps moving the slider
+    gx.explorer.controls["min_block_size"].value = 7
+    assert gx.partition.config.min_block_size == 7 and "pending" not in gx.every.value  # the totals are current
+    assert not gx.wait(0.3) and gx.picture.value == old  # the picture is not redrawn yet, and says so:
+    assert (f"Redrawing every graph at {html.escape(gx.explorer.config.label())} ...</i> The picture below is of "
+            f"the previous settings (") in gx.picture_note.value and "mbs=2" in gx.picture_note.value
+    monkeypatch.setattr(graphs_explorer, "PICTURE_QUIET_S", 0.0)  # the user stops
+    assert gx.wait(60) and gx.picture.value != old
+    assert f"The picture of every graph at {html.escape(gx.explorer.config.label())}:" in gx.picture_note.value
+    gx.draw_every.value = False  # off: the picture goes, and is not drawn again
+    assert gx.picture.value == "" and "drawn on request" in gx.picture_note.value
+    assert not gx.internal_errors
+    gx.close()
+
+
 def test_switching_graphs_shows_the_new_settings_partition(breaks) -> None:
     model, x, cap = breaks
     # a long debounce: nothing runs by itself, so the switch must apply the change still waiting
