@@ -367,7 +367,7 @@ def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict,
     """The DynamoCapture `_packed` kept (ValueError when the entry does not fit together)."""
     if len(graphs) != len(payload["graphs"]):
         raise ValueError("the entry's graphs and their records differ in number")
-    out = []
+    out: list[DynamoGraph] = []
     for gm, record in zip(graphs, payload["graphs"]):
         example = tuple(tensors[v] if kind == "tensor" else v for kind, v in record["values"])
         placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.config import Config, derive
 from hierviz.support import ops as support_ops
+from hierviz.support_map import SupportMap
 from hierviz.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.graph_break import GraphBreak
@@ -423,7 +424,7 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
                  "partitioned without it",)
     run = run or handoff.handler("repartition")
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
-    eager = Config(priority=config.priority, support={b: support_ops(()) for b in config.priority},
+    eager = Config(priority=config.priority, support=SupportMap({b: support_ops(()) for b in config.priority}),
                    min_block_size=config.min_block_size)
     parts = [handoff.handler("repartition")(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config)
              for g in capture.graphs]
