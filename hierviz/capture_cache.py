@@ -131,8 +131,17 @@ def _class_key(cls: type) -> str:
 def _file_digest(cls: type) -> str:
     try:
         path = inspect.getsourcefile(cls) or ""
+    except TypeError:
+        return ""
+    return file_digest(path)
+
+
+def file_digest(path: str) -> str:
+    """The digest of a source file's contents ('' when it cannot be read), kept per (path,
+    mtime, size) for the process."""
+    try:
         stat = os.stat(path)
-    except (OSError, TypeError):
+    except (OSError, TypeError, ValueError):
         return ""
     key = (path, stat.st_mtime, stat.st_size)
     if key not in _FILE_DIGESTS:
@@ -468,5 +477,5 @@ class CaptureStore:
                 "limit": self.max_bytes, "enabled": enabled()}
 
 
-__all__ = ["CaptureStore", "CacheWarning", "capture_key", "storable", "folder", "enabled", "limit", "FORMAT",
+__all__ = ["CaptureStore", "CacheWarning", "capture_key", "file_digest", "GRAPHS_FORMAT", "storable", "folder", "enabled", "limit", "FORMAT",
            "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]

@@ -322,21 +322,44 @@ def _capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, in
     """torch.compile's capture of `model` (hierviz.dynamo_capture), or the one kept on disk under
     the same key (hierviz.capture_cache: the model's code, weights, plain attributes, modes, the
     inputs' structure, shapes and dtypes, the versions). An entry that cannot be read is a
-    CacheWarning and a fresh capture; a capture that fails is not kept."""
+    CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
+    function the forward calls, in a file the key does not cover) is stale: captured again, as
+    its `notes` say. A capture that fails is not kept."""
     key = capture_cache.capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
         else None
     store = capture_cache.CaptureStore() if key is not None else None
+    notes: tuple[str, ...] = ()
     if store is not None and key is not None:
         entry = store.load_graphs(key, model)
         if entry is not None:
-            try:
-                return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
-            except Exception as exc:  # noqa: BLE001 - an entry of another shape: captured again
-                store.unreadable(key, exc)
+            changed = [path for path, digest in dict(entry[2].get("files", {})).items()
+                       if capture_cache.file_digest(path) != digest]
+            if changed:
+                notes = (f"capture: the cached capture was stale ({changed[0]} changed since"
+                         + (f", and {len(changed) - 1} other file(s)" if len(changed) > 1 else "")
+                         + "), so the model was captured again",)
+            else:
+                try:
+                    return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
+                except Exception as exc:  # noqa: BLE001 - an entry of another shape: captured again
+                    store.unreadable(key, exc)
     captured = capture_by_graph_break(model, args, kwargs)
     if store is not None and key is not None:
         store.save_graphs(key, *_packed(captured), model)
-    return captured
+    return dataclasses.replace(captured, notes=notes) if notes else captured
+
+
+def _traced_files(cap: DynamoCapture) -> dict[str, str]:
+    """The digest of every source file dynamo traced for the capture (each graph's frames,
+    DynamoGraph.traced_files, and the breaks'): a change there makes the kept capture stale."""
+    files: set[str] = set()
+    for g in cap.graphs:
+        files.add(g.file)
+        files.update(g.traced_files)
+    for b in cap.breaks:
+        files.add(b.file)
+        files.update(frame.rsplit(":", 1)[0] for frame in (f.rsplit(" in ", 1)[0] for f in b.stack))
+    return {path: capture_cache.file_digest(path) for path in sorted(files) if path}
 
 
 _OWN = ("graph", "example_inputs")  # a DynamoGraph's fields kept apart from the payload
@@ -359,7 +382,8 @@ def _packed(cap: DynamoCapture) -> tuple[list[GraphModule], dict[str, Any], dict
         fields = {f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in _OWN}
         graphs.append({"fields": fields, "values": values,
                        "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ()))}})
-    payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs}
+    payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs,
+               "files": _traced_files(cap)}
     return [g.graph for g in cap.graphs], tensors, payload
 
 

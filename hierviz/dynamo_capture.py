@@ -131,6 +131,13 @@ def _frame_of(gm: GraphModule) -> tuple[str, str, int]:
     return "", "", 0
 
 
+def _files_of(gm: GraphModule) -> tuple[str, ...]:
+    """The source files dynamo traced dynamo's graph `gm` from (every frame of its ops' stacks,
+    functions it inlined included), sorted."""
+    files = {file for node in gm.graph.nodes for file, _, _ in _FRAME.findall(node.meta.get("stack_trace") or "")}
+    return tuple(sorted(files))
+
+
 def _resumed(gm: GraphModule) -> bool:
     """Whether dynamo compiled the graph from a frame it resumes after a graph break."""
     for node in gm.graph.nodes:
@@ -265,7 +272,8 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         k = sum(1 for kind, _ in events if kind == "graph")
         record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (), "sources": (),
                         "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
-                        "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None}
+                        "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None,
+                        "files": _files_of(gm)}
         try:
             record["graph"] = lowered(gm, sample_inputs)
         except Exception as exc:  # noqa: BLE001 - by class, as Torch-TensorRT's backend answers it
@@ -363,7 +371,7 @@ def _graph(k: int, item: dict, previous: dict | None = None) -> DynamoGraph:
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
                        ended_by=item["ended_by"], sources=sources, starts=_starts(k, item, previous),
-                       fell_back=fell_back)
+                       fell_back=fell_back, traced_files=item.get("files", ()))
 
 
 _WRAPPED = ("RuntimeError when making fake tensor call", "Dynamo failed to run FX node with fake tensors")

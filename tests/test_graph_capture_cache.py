@@ -194,3 +194,47 @@ def test_a_second_process_reads_the_capture_back_without_torch_compile(tmp_path)
     assert second.returncode == 0, second.stderr
     line = [ln for ln in first.stdout.splitlines() if ln.startswith("REPORT")]
     assert line and line == [ln for ln in second.stdout.splitlines() if ln.startswith("REPORT")]
+
+
+def test_a_change_in_a_traced_file_the_key_does_not_cover_captures_again(cache_dir, counted, tmp_path,
+                                                                          monkeypatch) -> None:
+    """The key covers the model's classes' files; a function its forward calls from another file
+    is covered by the entry's record of the files dynamo traced: changed, the entry is stale."""
+    import importlib
+
+    (tmp_path / "hv_helper.py").write_text("import torch\n\ndef act(x):\n    return torch.relu(x)\n")
+    (tmp_path / "hv_net.py").write_text(textwrap.dedent("""
+        import torch
+        import hv_helper
+
+        class Net(torch.nn.Module):
+            def __init__(self):
+                super().__init__()
+                self.a = torch.nn.Linear(8, 8)
+                self.b = torch.nn.Linear(8, 8)
+
+            def forward(self, x):
+                h = hv_helper.act(self.a(x))
+                print("between")
+                return hv_helper.act(self.b(h))
+    """))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    import hv_helper
+    import hv_net
+
+    def net():
+        torch.manual_seed(0)
+        return hv_net.Net().eval()
+
+    x = (torch.randn(2, 8),)
+    first = hv.capture(net(), x, ir="torch_compile")
+    assert first.graphs[0].traced_files == tuple(sorted({hv_net.__file__, hv_helper.__file__}))
+    assert any("from the disk cache" in n for n in hv.capture(net(), x, ir="torch_compile").notes)
+    assert counted["n"] == 1
+    (tmp_path / "hv_helper.py").write_text("import torch\n\ndef act(x):\n    return torch.tanh(x)  # changed\n")
+    importlib.reload(hv_helper)
+    again = hv.capture(net(), x, ir="torch_compile")
+    assert counted["n"] == 2
+    assert any("stale" in n and "hv_helper.py changed" in n for n in again.notes)
+    assert "torch.ops.aten.tanh.default" in again.graphs[0].ops
+    assert "torch.ops.aten.relu.default" in first.graphs[0].ops
