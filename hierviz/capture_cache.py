@@ -131,7 +131,7 @@ def _class_key(cls: type) -> str:
 def _file_digest(cls: type) -> str:
     try:
         path = inspect.getsourcefile(cls) or ""
-    except TypeError:
+    except (OSError, TypeError):  # a class defined in `python -c`, a builtin
         return ""
     return file_digest(path)
 
