@@ -53,6 +53,7 @@ time for the same setting alone (engine="torch_tensorrt"), run in the same proce
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -215,6 +216,7 @@ def background_bench(model_name: str, changes: int) -> None:
         assert ex.internal_errors == [], ex.internal_errors
         assert "TensorRT engine(s)" in ex.panels["stats"].value or "left out" in ex.panels["stats"].value
         figures[mode] = (counts, totals, busy)
+        ex.close()  # lets go of the worker
     plain = []
     for size in sizes:
         t = time.perf_counter()
@@ -284,6 +286,7 @@ def measuring_bench(model_name: str, changes: int) -> None:
             thread.join()
         assert ex.internal_errors == [], ex.internal_errors
         rows.append((label, counts, totals, f"{calls[0]} timed calls"))
+        ex.close()  # lets go of the worker
     print(f"{'beside the changes':32s} {'counts p50':>11s} {'counts p90':>11s} {'diagram p50':>12s} "
           f"{'diagram p90':>12s}")
     for label, counts, totals, n in rows[1:]:  # the first run fills the caches every later run shares
@@ -327,8 +330,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
         ex = hv.explore(gm, inputs, debounce=0, name=model_name)
         if "this process" in label:
             ex.controller.long_work = LongWork(gm, inputs, in_worker=False)
-        else:
-            ex.controller.long_work.close()  # a fresh worker, with this run's TorchInductor cache
+        # else: a fresh worker (the last run's Explorer closed), with this run's TorchInductor cache
         ex._start_compile_today()
         ex.compile_today_thread.join()
         search = None
@@ -352,6 +354,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
             took[label] = (f"{time.perf_counter() - started:.0f} s, trials: {', '.join(statuses) or 'none'}"
                            + ("" if ex.fastest is not None else f" ({ex.panels['fastest'].value[:200]})"))
         assert ex.internal_errors == [], ex.internal_errors
+        ex.close()  # lets go of the worker: the next run's Explorer starts a fresh one
 
     print(f"{'beside the changes':40s} {'counts p50':>11s} {'counts p90':>11s} {'diagram p50':>12s} "
           f"{'diagram p90':>12s}  changes")
@@ -382,20 +385,23 @@ def measure_on_bench(model_name: str, changes: int) -> None:
     print(f"\n== {model_name}: {n_nodes} call nodes; min_block_size changes with \"measure\" on (hv.measure in the "
           f"Explorer's worker: TorchInductor on CPU, 1 warm-up and 5 timed calls) ==")
     sizes = new_sizes(changes)
+    # what a CPU measures: TorchInductor takes every op (TensorRT would need a GPU)
+    cpu = hv.Config(priority=("inductor",), support={"inductor": hv.support.inductor()})
     rows: dict[str, tuple[list[float], list[float], int, int]] = {}
     arrived: list[str] = []
     for label in ("warm-up (not shown)", "nothing running", "measure on, a measurement in flight"):
         clear_cache()
         _layout_cached.cache_clear()  # each run lays its diagrams out anew
         measuring = label.startswith("measure on")
-        ex = hv.explore(gm, inputs, debounce=0, name=model_name, min_block_size=1, measure=measuring,
+        ex = hv.explore(gm, inputs, cpu, debounce=0, name=model_name, min_block_size=1, measure=measuring,
                         measure_options={"warmup": 1, "iters": 5})
         ex.compile_today_thread.join()
         if measuring:
             time.sleep(1.0)  # the first measurement is under way in the worker
         counts, totals, in_flight, wrong = [], [], 0, 0
         for size in sizes:
-            ex.compile_today_thread.join()  # only the measurement runs beside the change
+            if not measuring:  # nothing beside the change (with measuring on, the lines wait behind the timing)
+                ex.compile_today_thread.join()
             in_flight += measuring and ex._measure_job.running
             t = time.perf_counter()
             ex.controls["min_block_size"].value = size
@@ -411,12 +417,13 @@ def measure_on_bench(model_name: str, changes: int) -> None:
             ex.measure_thread.join(900)
             waited = time.perf_counter() - started
             for size in [1, *sizes]:
-                part, _ = lookup(gm, hv.Config(min_block_size=size))
+                part, _ = lookup(gm, dataclasses.replace(cpu, min_block_size=size))
                 got = ex.controller.measurement_of(part)
                 if got is not None:
                     ok = "labelled right" if got.config == part.config else f"MISLABELLED as {got.config.label()}"
                     arrived.append(f"min_block_size={size}: {got.median_ms:.1f} ms median, {ok}")
-            arrived.append(f"(the last measurement arrived {waited:.0f} s after the last change)")
+            arrived.append(f"(the last measurement arrived {waited:.0f} s after the last change; "
+                           f"errors: {ex.errors.get('measure', 'none')})")
         assert ex.internal_errors == [], ex.internal_errors
         rows[label] = (counts, totals, in_flight, wrong)
         ex.close()

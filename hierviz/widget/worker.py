@@ -1,7 +1,7 @@
 """The explorer's worker process: one child interpreter that does the explorers' long work
 (compile-today, hv.measure, hv.tune), so that none of it holds the kernel's GIL.
 
-The child is a fresh interpreter (`python -m hierviz.widget.worker_main`, never a fork: safe
+The child is a fresh interpreter (running hierviz.widget.worker_main's `main()`, never a fork: safe
 where forking a process that runs torch threads is not, and it never re-runs the user's
 script) in a session of its own, at a lower CPU priority (it calls `os.nice`, so its compilers,
 TorchInductor's g++ runs, inherit it). It is started by the first job and sent this process's
@@ -38,7 +38,10 @@ from typing import Any, Callable, Sequence
 from hierviz.errors import HiervizError
 from hierviz.graphdata import pack_graph
 
-COMMAND = (sys.executable, "-m", "hierviz.widget.worker_main")
+# the child lowers its CPU priority before it imports anything (importing hierviz loads torch: a
+# second of CPU that must not compete with the kernel either), then runs worker_main
+COMMAND = (sys.executable, "-c", "import os\ntry:\n    os.nice(19)\nexcept (AttributeError, OSError):\n    pass\n"
+           "from hierviz.widget.worker_main import main\nmain()")
 HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
 START_S = 120.0  # the longest the child may take to import hierviz and read the graph
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
