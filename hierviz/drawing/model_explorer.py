@@ -6,8 +6,11 @@ nodes in the browser, folds them into layers by namespace and overlays per-node 
     p.save("part.json", format="model_explorer")        # then: model-explorer part.json
     p.save("part.json", format="model_explorer", measurement=m)   # + part.latency.json
 
-The document is a graph collection, `{"label": ..., "graphs": [...]}`, in the format of
-Model Explorer's `graph_builder.py` (read by its built-in JSON loader), with two graphs:
+The document is a graph collection, `{"label": ..., "graphs": [...]}`, built from Model
+Explorer's own typed schema (`model_explorer.graph_builder`; the node data from its
+`node_data_builder`) and written as its dataclasses' fields, those left None dropped (read by
+its built-in JSON loader). So the export needs the optional extra; without it, saving raises a
+RenderError that says `pip install "hierviz[model-explorer]"`. Two graphs:
 
 - `modules`: nodes grouped by the model's module hierarchy (`nn_module_stack`), each layer
   named `<Class>_<attribute>` as Model Explorer's own PyTorch adapter names them;
@@ -26,6 +29,7 @@ split over its compute ops by estimated work, so a layer's sum is its time; with
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -36,6 +40,7 @@ from hierviz.drawing.context import make_overlays
 from hierviz.drawing.overlays import Overlay, fell_back, ran_on
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
+from hierviz.gcpause import gc_paused
 from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.record import short_dtype
 
@@ -88,22 +93,64 @@ def _shape_text(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
+def _schema() -> tuple[Any, Any]:
+    """Model Explorer's own typed schema (`graph_builder`, `node_data_builder`): the export is
+    built from it, so it needs the optional extra."""
+    try:
+        from model_explorer import graph_builder, node_data_builder
+    except ImportError as exc:
+        raise RenderError("the Model Explorer export is written with Model Explorer's own graph schema: "
+                          "pip install \"hierviz[model-explorer]\" (make setup installs it); or save another "
+                          f"format (.svg, .html, .json) ({type(exc).__name__}: {exc})") from exc
+    return graph_builder, node_data_builder
+
+
+_SCALARS = frozenset({str, int, float, bool})
+
+
+def _plain(obj: Any, done: dict[int, Any]) -> Any:
+    """A graph_builder / node_data_builder value as JSON-ready dicts and lists, its fields left
+    None dropped (as Model Explorer's node_data_builder writes them). `done` keeps what is already
+    converted by id, so a part both graphs share (a node's attributes, a backend's style) is
+    converted once; the caller keeps the objects alive while `done` lives."""
+    if type(obj) in _SCALARS:
+        return obj
+    out = done.get(id(obj))
+    if out is not None:
+        return out
+    if isinstance(obj, list):
+        out = [x if type(x) in _SCALARS else _plain(x, done) for x in obj]
+    elif isinstance(obj, dict):
+        out = {k: v if type(v) in _SCALARS else _plain(v, done) for k, v in obj.items()}
+    else:
+        out = {k: v if type(v) in _SCALARS else _plain(v, done) for k, v in vars(obj).items() if v is not None}
+    done[id(obj)] = out
+    return out
+
+
 def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, *,
                       label: str | None = None, against: Any = None, numerics: Any = None) -> dict:
     """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`,
-    with each overlay's node attributes (`measurement=`, `numerics=`, `against=`, as `render`)."""
+    with each overlay's node attributes (`measurement=`, `numerics=`, `against=`, as `render`).
+    Needs the model-explorer extra (RenderError without it)."""
     return _graphs(p, make_overlays(p, measurement, against, numerics), label)
 
 
 def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> dict:
+    with gc_paused():  # a few schema objects per node: the collector's scans would cost more
+        return _build(p, overlays, label)
+
+
+def _build(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> dict:
+    gb, _ = _schema()
     t = p.records
     backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}  # what ran, below
     keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
     kept = set(keep)
     weights = [sum(1 for a in t.inputs[i] if t.kind[a] == "get_attr") for i in range(len(t))]
 
-    base: list[dict] = []
-    styles: dict[str, dict] = {}  # one style per backend
+    base = []
+    styles: dict[str, Any] = {}  # one style per backend
     fell = fell_back(overlays, len(t.subgraph_tag))  # measured fallbacks: filled as PyTorch, which ran them
     ran = ran_on(t.backend, t.subgraph, fell, FALLBACK)
     for i in keep:
@@ -116,43 +163,38 @@ def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) ->
             attrs.append(("weights", str(weights[i])))
         for overlay in overlays:
             attrs += overlay.node_attrs(i)
-        node = {
-            "id": t.name[i],
-            "label": _label(t, i),
-            "attrs": [{"key": k, "value": str(v)} for k, v in attrs],
-            "incomingEdges": [{"sourceNodeId": t.name[a], "sourceNodeOutputId": "0",
-                               "targetNodeInputId": str(n)}
-                              for n, a in enumerate(x for x in t.inputs[i] if x in kept)],
-            "outputsMetadata": [{"id": "0", "attrs": [
-                {"key": "tensor_shape", "value": t.spec[i].full()},
-                {"key": "__tensor_tag", "value": t.name[i]}]}],
-            "style": styles.get(backend) or styles.setdefault(backend, {
-                "backgroundColor": palette.fill(backend), "borderColor": palette.border(backend),
-                "hoveredBorderColor": palette.color(backend)}),
-        }
-        base.append(node)
+        base.append(gb.GraphNode(
+            id=t.name[i],
+            label=_label(t, i),
+            attrs=[gb.KeyValue(key=k, value=str(v)) for k, v in attrs],
+            incomingEdges=[gb.IncomingEdge(sourceNodeId=t.name[a], sourceNodeOutputId="0", targetNodeInputId=str(n))
+                           for n, a in enumerate(x for x in t.inputs[i] if x in kept)],
+            outputsMetadata=[gb.MetadataItem(id="0", attrs=[
+                gb.KeyValue(key="tensor_shape", value=t.spec[i].full()),
+                gb.KeyValue(key="__tensor_tag", value=t.name[i])])],
+            style=styles.get(backend) or styles.setdefault(backend, gb.GraphNodeStyle(
+                backgroundColor=palette.fill(backend), borderColor=palette.border(backend),
+                hoveredBorderColor=palette.color(backend))),
+        ))
 
     backend_of_tag.update({t.subgraph_tag[k]: FALLBACK for k in fell})
     module_ns = _drop_shared_prefix([_module_namespace(t, i) for i in keep])
-    graphs = []
+    collection = gb.GraphCollection(label=label or f"hierviz {p.config.label()}")
     for gid in GRAPH_IDS:
         nodes = []
         for node, i, ns in zip(base, keep, module_ns):
             if gid == "subgraphs" and (tag := t.tag[i]) is not None:
                 ns = tag + ("/" + ns if ns else "")
-            nodes.append({**node, "namespace": ns})
-        configs = [{"namespaceRegex": f"^{tag}$", "backgroundColor": palette.cluster_fill(b),
-                    "borderColor": palette.color(b)} for tag, b in backend_of_tag.items()] \
+            nodes.append(dataclasses.replace(node, namespace=ns))  # shares the node's parts
+        configs = [gb.GroupNodeConfig(namespaceRegex=f"^{tag}$", backgroundColor=palette.cluster_fill(b),
+                                      borderColor=palette.color(b)) for tag, b in backend_of_tag.items()] \
             if gid == "subgraphs" else []
-        graph: dict[str, Any] = {"id": gid, "nodes": nodes}
-        if configs:
-            graph["groupNodeConfigs"] = configs
-        graph["groupNodeAttributes"] = {"": {
+        collection.graphs.append(gb.Graph(id=gid, nodes=nodes, groupNodeConfigs=configs or None, groupNodeAttributes={"": {
             "config": p.config.label(),
             **{k: str(v) for k, v in p.stats.items()},
-        }}
-        graphs.append(graph)
-    return {"label": label or f"hierviz {p.config.label()}", "graphs": graphs}
+        }}))
+    done: dict[int, Any] = {}
+    return _plain(collection, done)
 
 
 def node_data(p: "Partition", measurement: "Measurement") -> dict:
@@ -165,15 +207,19 @@ def node_data(p: "Partition", measurement: "Measurement") -> dict:
 
 
 def overlay_node_data(p: "Partition", overlay: Overlay) -> dict:
-    """Model Explorer node data (one entry per graph id) of one overlay: its per-node values."""
+    """Model Explorer node data (one entry per graph id) of one overlay: its per-node values, as
+    Model Explorer's `node_data_builder.GraphNodeData`."""
+    _, ndb = _schema()
     t = p.records
     results = {}
     for i in range(len(t)):
         value = overlay.node_value(i)
         if value is not None:
-            results[t.name[i]] = {"value": value}
-    one = {"name": overlay.data_name, "results": results, "gradient": list(overlay.gradient)}
-    return {gid: one for gid in GRAPH_IDS}
+            results[t.name[i]] = ndb.NodeDataResult(value=value)
+    one = ndb.GraphNodeData(name=overlay.data_name, results=results,
+                            gradient=[ndb.GradientItem(**stop) for stop in overlay.gradient])
+    done: dict[int, Any] = {}
+    return _plain(ndb.ModelNodeData(graphsData={gid: one for gid in GRAPH_IDS}), done)["graphsData"]
 
 
 def save(p: "Partition", path: str | Path, measurement: "Measurement | None" = None, *,
