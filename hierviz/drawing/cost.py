@@ -21,6 +21,7 @@ from hierviz.drawing.text import LABEL_CHARS
 from hierviz.drawing.work import node_work, split_time
 from hierviz.errors import RenderError
 from hierviz.partitioner import FALLBACK
+from hierviz.partitioner.record import dtype_itemsize
 from hierviz.partitioner.report import measured_fallbacks
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -169,13 +170,10 @@ class TimeOverlay(Overlay):
         return text
 
 
-_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-                "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "float8_e4m3fn": 1, "float8_e5m2": 1}
-
-
 def tensor_bytes(spec: Any) -> int:
-    """Bytes of a tensor from its TensorSpec (0 when its shape is symbolic or unknown)."""
-    size = _DTYPE_BYTES.get((spec.dtype or "").replace("torch.", ""))
+    """Bytes of a tensor from its TensorSpec, torch.dtype.itemsize per element (0 when its shape
+    is symbolic or unknown, or its dtype is not a torch dtype)."""
+    size = dtype_itemsize(spec.dtype)
     if spec.shape is None or size is None or not all(isinstance(d, int) for d in spec.shape):
         return 0
     return math.prod(spec.shape) * size

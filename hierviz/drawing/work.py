@@ -7,7 +7,7 @@ output and inputs):
   - FLOPs: convolutions 2 x output elements x (input channels / groups) x kernel size;
     matrix products (mm, addmm, bmm, matmul, linear) 2 x M x N x K; attention
     (scaled_dot_product_*) 4 x batch x heads x L x S x E; anything else one per output element;
-  - bytes: the bytes of the output and of every tensor input;
+  - bytes: the bytes of the output and of every tensor input (torch.dtype.itemsize per element);
   - zero for getitem, views and other non-compute nodes (NodeTable.compute False), which
     move no data of their own.
 It is an estimate, not a measurement: it ignores how well each backend runs each op.
@@ -19,9 +19,8 @@ from __future__ import annotations
 import math
 from typing import Any, Sequence
 
-_DTYPE_BYTES = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
-                "int8": 1, "uint8": 1, "bool": 1, "complex64": 8, "complex128": 16, "float8_e4m3fn": 1,
-                "float8_e5m2": 1}
+from hierviz.partitioner.record import dtype_itemsize
+
 _MATMUL = ("mm", "addmm", "bmm", "baddbmm", "matmul", "linear")
 
 
@@ -31,8 +30,9 @@ def _numel(shape: Any) -> int:
     return math.prod(shape)
 
 
-def _bytes(shape: Any, dtype: Any) -> int:
-    return _numel(shape) * _DTYPE_BYTES.get(str(dtype or "").replace("torch.", ""), 4)
+def _bytes(shape: Any, dtype: str | None) -> int:
+    """Bytes of a tensor (torch.dtype.itemsize per element); a dtype not recorded counts as float32's 4."""
+    return _numel(shape) * (dtype_itemsize(dtype) or 4)
 
 
 def _op(target: str) -> str:

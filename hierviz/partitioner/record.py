@@ -35,6 +35,17 @@ def short_dtype(dtype: str | None) -> str:
     return (dtype or "?").replace("torch.", "")
 
 
+@functools.lru_cache(maxsize=None)
+def dtype_itemsize(dtype: str | None) -> int | None:
+    """Bytes per element of a recorded tensor dtype, from torch's own `torch.dtype.itemsize`
+    ('torch.complex128' -> 16, 'torch.float8_e4m3fn' -> 1); None for anything that is not a
+    torch dtype (unknown, or a non-tensor value's type name such as 'int')."""
+    if not dtype or not dtype.startswith("torch."):
+        return None
+    found = getattr(torch, dtype[len("torch."):], None)
+    return found.itemsize if isinstance(found, torch.dtype) else None
+
+
 # ---------------------------------------------------------------------------- tensor specs
 @dataclass(frozen=True)
 class TensorSpec:
@@ -312,4 +323,5 @@ NODE_COLUMNS = ("name", "op", "kind", "compute", "eligible_backend", "backend", 
                 "module_path", "module_class", "dtype", "shape")
 
 
-__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype"]
+__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype",
+           "dtype_itemsize"]
