@@ -369,15 +369,6 @@ def read_values(values: Any, form: str = "value") -> dict[str, Any]:
     return values
 
 
-def check_value(name: str, value: Any, priority: tuple[str, ...] | None = None) -> Any:
-    """The checked value of Config field `name` (ConfigError saying what to write instead);
-    `support` and custom backends are checked against `priority` (default: Config's)."""
-    checked = setting(name).parse(value)
-    if name == "support":
-        Config(priority=priority if priority is not None else Config.priority, support=checked)
-    return checked
-
-
 def parse_text(name: str, text: str) -> Any:
     """The checked value of a Config field written as text."""
     row = setting(name)

@@ -78,8 +78,6 @@ def _resolve(name: str) -> Any:
 def _known_names() -> tuple[str, ...]:
     names = []
     for packet in dir(torch.ops.aten):
-        if packet.startswith("_") and not packet.startswith("_native") and not packet.startswith("_to"):
-            pass
         try:
             pk = getattr(torch.ops.aten, packet)
         except Exception:

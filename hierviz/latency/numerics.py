@@ -323,10 +323,6 @@ def _args(value: Any, env: dict[Node, Any]) -> Any:
     return torch.fx.node.map_arg(value, lambda n: env[n])
 
 
-def _same_args(node: Node, ref: dict, acc: dict) -> bool:
-    return all(ref[n] is acc[n] for n in node.all_input_nodes)
-
-
 def _call(node: Node, env: dict[Node, Any]) -> Any:
     args, kwargs = _args(node.args, env), _args(node.kwargs, env)
     if node.op == "call_method":
