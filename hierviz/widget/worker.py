@@ -38,10 +38,24 @@ from typing import Any, Callable, Sequence
 from hierviz.errors import HiervizError
 from hierviz.graphdata import pack_graph
 
-# the child lowers its CPU priority before it imports anything (importing hierviz loads torch: a
-# second of CPU that must not compete with the kernel either), then runs worker_main
-COMMAND = (sys.executable, "-c", "import os\ntry:\n    os.nice(19)\nexcept (AttributeError, OSError):\n    pass\n"
-           "from hierviz.widget.worker_main import main\nmain()")
+# the child lowers its CPU priority before it imports torch (importing hierviz loads it: a second
+# of CPU that must not compete with the kernel either), then runs worker_main
+# (worker_main.lower_priority's steps, inline: importing worker_main would import torch first)
+_BOOT = """
+import os
+try:
+    os.nice(19)
+except (AttributeError, OSError):
+    pass
+try:
+    with open("/proc/self/autogroup", "w") as f:
+        f.write("19")
+except OSError:
+    pass
+from hierviz.widget.worker_main import main
+main()
+"""
+COMMAND = (sys.executable, "-c", _BOOT)
 HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
 START_S = 120.0  # the longest the child may take to import hierviz and read the graph
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()

@@ -219,11 +219,24 @@ def _beat(answers: _Answers) -> None:
         threading.Event().wait(BEAT_S)
 
 
-def main() -> None:
+def lower_priority() -> None:
+    """NICE for this process, and for its scheduling group: the worker runs in a session of its
+    own, and where Linux groups each session's processes (autogroup) a nice value only ranks
+    processes within their group, so the group's own nice is lowered too. Where either cannot
+    be set, the worker still runs."""
     try:
         os.nice(max(0, NICE - os.nice(0)))  # (worker.py's command has lowered it already)
-    except (AttributeError, OSError):  # not on this system: the worker still runs
+    except (AttributeError, OSError):
         pass
+    try:
+        with open("/proc/self/autogroup", "w") as f:
+            f.write(str(NICE))
+    except OSError:
+        pass
+
+
+def main() -> None:
+    lower_priority()
     answers = _Answers(os.fdopen(os.dup(1), "wb"))
     os.dup2(2, 1)  # prints (of torch_tensorrt's import, of compiles ...) must not reach the protocol
     requests = sys.stdin.buffer

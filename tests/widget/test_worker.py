@@ -66,6 +66,9 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
     m = worker.run(gm, inputs, "measure", (helpers.SAME, helpers.QUICK))
     here = hv.measure(hv.partition(gm, helpers.SAME), inputs, **helpers.QUICK)
     assert worker.pid != os.getpid() and os.getpriority(os.PRIO_PROCESS, worker.pid) >= 10
+    group = Path(f"/proc/{worker.pid}/autogroup")  # Linux's per-session group: its own nice lowered too
+    if group.exists() and Path("/proc/sys/kernel/sched_autogroup_enabled").read_text().strip() == "1":
+        assert group.read_text().split()[-1] == "19"
     assert m.outputs_match and m.iters == here.iters == 3
     assert list(m.per_subgraph["tag"]) == list(here.per_subgraph["tag"])
     if trt.available():
