@@ -27,7 +27,7 @@ import torch
 from torch.fx import GraphModule
 from torch.utils._pytree import SUPPORTED_NODES, TreeSpec, tree_leaves
 
-from hierviz.errors import CaptureError, HiervizError, MeasureError
+from hierviz.errors import CaptureError, ConfigError, HiervizError, MeasureError
 
 SCALARS = (bool, int, float, str, type(None))
 
@@ -145,6 +145,20 @@ def _range(d: torch.SymInt, sym: Any, graph: GraphModule) -> tuple[int, int | No
         env = getattr(d.node, "shape_env", None)
         vr = env.var_to_range.get(sym) if env is not None else None
     return None if vr is None else _bounds(vr)
+
+
+def check_capture_extras(dynamic_shapes: Any, kwargs: Any) -> None:
+    """ConfigError for a `dynamic_shapes=` or `kwargs=` that capturing cannot mean: kwargs is a
+    dict of keyword inputs (or None), dynamic_shapes a dict, tuple or list as torch.export takes
+    it (or None). Checked before capturing, so a wrong value is never read as 'none' because it
+    happens to be falsy ('', 0, [] as kwargs)."""
+    if kwargs is not None and not isinstance(kwargs, Mapping):
+        raise ConfigError(f"kwargs= is a dict of the model's keyword inputs ({{'mask': m}}), or None; not "
+                          f"{type(kwargs).__name__} {kwargs!r:.40}.")
+    if dynamic_shapes is not None and not isinstance(dynamic_shapes, (Mapping, tuple, list)):
+        raise ConfigError(f"dynamic_shapes= is what torch.export takes: a dict by input name, or a tuple/list by "
+                          f"position ({{'x': {{0: torch.export.Dim('batch')}}}}), or None; not "
+                          f"{type(dynamic_shapes).__name__} {dynamic_shapes!r:.40}.")
 
 
 def spec_of(graph: GraphModule) -> InputSpec:

@@ -458,7 +458,14 @@ def tensorrt(validate: bool = True) -> Support:
     torch_tensorrt.compile does (squeezenet's max_pool2d(ceil_mode=True) has a converter that
     refuses it). `validate=False` checks op names only, as upstream's hierarchical partitioner
     does. Without torch_tensorrt installed: the shipped snapshot, op names only."""
+    _check_switch("tensorrt", "validate", validate)
     return TensorRTSupport(validate)
+
+
+def _check_switch(function: str, name: str, value: Any) -> None:
+    if not isinstance(value, bool):
+        raise ConfigError(f"hv.support.{function}({name}=...) is True or False, not {type(value).__name__} "
+                          f"{value!r:.40}.")
 
 
 def inductor(fallbacks: bool = True) -> Support:
@@ -467,7 +474,8 @@ def inductor(fallbacks: bool = True) -> Support:
     `torch._inductor.compile` refuses on a captured subgraph: ops with data-dependent output
     shapes or values, and non-aten ops whose output aliases an input (prims.broadcast_in_dim). `fallbacks=False` keeps
     only the ops it lowers itself."""
-    return InductorSupport(bool(fallbacks))
+    _check_switch("inductor", "fallbacks", fallbacks)
+    return InductorSupport(fallbacks)
 
 
 def ops(names: Iterable[Any]) -> Support:

@@ -1,6 +1,8 @@
 """Fuzz: wrong-typed and out-of-range arguments for every public function, method and CLI
-subcommand. Whatever hypothesis passes, only hv.HiervizError subclasses escape (the CLI exits
-0 or 2, and 2 comes with one line and no traceback), and the user's model is untouched.
+subcommand. Each call says which values it must take and which it must refuse: a valid value
+works, any other is refused with a hv.HiervizError that has a message (junk that is accepted
+fails the test, as does any other exception); the CLI exits 0 or 2, and 2 comes with one line
+and no traceback; and the user's model is untouched.
 
 Small max_examples and a tiny model keep this fast; HIERVIZ_FUZZ_EXAMPLES raises the count.
 """
@@ -84,17 +86,101 @@ def assert_untouched(before: tuple, model: torch.nn.Module, gm: torch.fx.GraphMo
         assert torch.equal(a, b), "the example inputs changed"
 
 
-def only_hierviz_errors(fn: Callable[[], Any]) -> None:
+def expect(accept: bool, fn: Callable[[], Any], what: Any = "") -> None:
+    """`fn()` works when `accept`; otherwise it is refused with a hv.HiervizError that has a
+    message. Junk that is accepted fails, and so does a valid value refused."""
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             fn()
     except hv.HiervizError as exc:
         assert str(exc).strip(), f"{type(exc).__name__} with an empty message"
+        assert not accept, f"{what!r:.80} is valid, yet refused: {exc}"
+        return
+    assert accept, f"{what!r:.80} was accepted: it must be refused with a hv.HiervizError"
+
+
+def refused(fn: Callable[[], Any], what: Any = "") -> None:
+    expect(False, fn, what)
 
 
 def valid_mbs(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+
+def count(value: Any) -> bool:
+    """A non-negative int (not a bool)."""
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+BACKENDS = ("tensorrt", "inductor")
+ENGINES = ("hierviz", "fast", "global", "torch_tensorrt", "hierarchical")
+VIEWS = ("full", "collapsed", "modules", "auto")  # and "focus", which needs focus=
+SAVE_SUFFIXES = (".svg", ".png", ".pdf", ".dot", ".json", ".html")
+
+
+def valid_priority(value: Any) -> bool:
+    """Known backends, each once: 'tensorrt>inductor' (any case, blanks around), or a list/tuple."""
+    if isinstance(value, str):
+        names = value.split(">")
+    elif isinstance(value, (list, tuple)) and all(isinstance(n, str) for n in value):
+        names = list(value)
+    else:
+        return False
+    names = [n.strip().lower() for n in names if n.strip()]
+    return bool(names) and set(names) <= set(BACKENDS) and len(set(names)) == len(names)
+
+
+def real_op(name: Any) -> bool:
+    """An op that exists in torch.ops: 'torch.ops.aten.relu.default', 'aten.relu.default',
+    'relu.default' or 'relu'; torch-level functions ('torch.relu') are not ops."""
+    if not isinstance(name, str):
+        return False
+    name = name.strip()
+    if name.startswith("torch.") and not name.startswith("torch.ops."):
+        return False
+    path = name[len("torch.ops."):] if name.startswith("torch.ops.") else (
+        name if name.startswith("aten.") else "aten." + name)
+    obj: Any = torch.ops
+    for part in path.split("."):
+        try:
+            obj = getattr(obj, part)
+        except (AttributeError, RuntimeError):
+            return False
+    return isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket))
+
+
+def op_collection(value: Any) -> bool:
+    """A list, tuple, set or mapping of real op names (possibly empty)."""
+    return isinstance(value, (list, tuple, set, frozenset, dict)) and all(real_op(n) for n in value)
+
+
+def valid_executed_ops(value: Any) -> bool:
+    """torch_executed_ops: None, text of comma-separated real op names (none at all is fine),
+    or a collection of them (a mapping is not one)."""
+    if isinstance(value, str):
+        return all(real_op(n) for n in value.split(",") if n.strip())
+    return value is None or (op_collection(value) and not isinstance(value, dict))
+
+
+def valid_field(field: str, value: Any) -> bool:
+    """Whether Config field `field` takes `value`."""
+    rules: dict[str, Callable[[Any], bool]] = {
+        "priority": valid_priority,
+        "support": lambda v: v is None or v == {},  # junk is never a hv.Support
+        "min_block_size": valid_mbs,
+        "torch_executed_ops": valid_executed_ops,
+        "require_full_compilation": lambda v: isinstance(v, bool),
+        "skip_fusion": lambda v: isinstance(v, bool),
+        "demote_to": lambda v: isinstance(v, str) and v.strip().lower() in ("torch", "next"),
+        "engine": lambda v: v is None or isinstance(v, str) and v.strip().lower() in ENGINES,
+    }
+    return field in rules and rules[field](value)
+
+
+def valid_save_name(value: Any) -> bool:
+    """A file name whose suffix says an export format (any case)."""
+    return isinstance(value, str) and "\x00" not in value and os.path.splitext(value)[1].lower() in SAVE_SUFFIXES
 
 
 # ---------------------------------------------------------------- functions
@@ -109,15 +195,24 @@ def test_config_and_partition(tiny, field: str, value: Any, positional: bool) ->
     model, inputs, gm, _ = tiny
     before = snapshot(model, gm, inputs)
     if field in CONFIG_FIELDS + ("min_blok_size",):
-        only_hierviz_errors(lambda: hv.Config(**{field: value}))
-        only_hierviz_errors(lambda: hv.Config().replace(**{field: value}))
-        only_hierviz_errors(lambda: hv.Config.from_dict({field: value}))
+        ok = valid_field(field, value)
+        expect(ok, lambda: hv.Config(**{field: value}), value)
+        expect(ok, lambda: hv.Config().replace(**{field: value}), value)
+        expect(ok, lambda: hv.Config.from_dict({field: value}), value)
         if positional:
-            only_hierviz_errors(lambda: hv.Config(value))
+            expect(valid_priority(value), lambda: hv.Config(value), value)  # the first field
     if field == "min_block_size" and valid_mbs(value) and value > 10**4:
         return  # a legal but huge size: nothing left to check quickly (partitioning is linear anyway)
     target = gm if positional else model
-    only_hierviz_errors(lambda: hv.partition(target, inputs, **{field: value}))
+    if field == "kwargs":  # the model's keyword inputs: Tiny has none; a captured graph takes none
+        ok = value is None or (not positional and value == {})
+    elif field == "dynamic_shapes":  # torch.export's form, for Tiny's one input x; a captured graph takes none
+        ok = value is None or (not positional and (
+            isinstance(value, (list, tuple)) and len(value) <= 1 and all(v is None for v in value)
+            or isinstance(value, dict) and all(k == "x" and v is None for k, v in value.items())))
+    else:  # Tiny's special_i0e has no TensorRT converter: it cannot be compiled in full
+        ok = valid_field(field, value) and not (field == "require_full_compilation" and value is True)
+    expect(ok, lambda: hv.partition(target, inputs, **{field: value}), value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -126,10 +221,11 @@ def test_config_and_partition(tiny, field: str, value: Any, positional: bool) ->
 def test_partition_and_capture_positional(tiny, config: Any, inputs_junk: Any) -> None:
     model, inputs, gm, _ = tiny
     before = snapshot(model, gm, inputs)
-    only_hierviz_errors(lambda: hv.partition(gm, None, config))
-    only_hierviz_errors(lambda: hv.partition(model, inputs_junk))
-    only_hierviz_errors(lambda: hv.capture(model, inputs_junk))
-    only_hierviz_errors(lambda: hv.partition(inputs_junk, inputs))
+    expect(config is None or config == {}, lambda: hv.partition(gm, None, config), config)  # never a hv.Config
+    # junk is never Tiny's input (one float tensor of shape (., 4)), nor a model
+    refused(lambda: hv.partition(model, inputs_junk), inputs_junk)
+    refused(lambda: hv.capture(model, inputs_junk), inputs_junk)
+    refused(lambda: hv.partition(inputs_junk, inputs), inputs_junk)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -157,7 +253,20 @@ def test_partition_methods(tiny, tmp_path_factory, method: str, value: Any) -> N
     }
     if method == "recommend":
         assume(not (isinstance(value, list) and any(valid_mbs(v) and v > 10**4 for v in value)))
-    only_hierviz_errors(calls[method])
+    names = set(p.records.name)
+    tags = {sg.tag for sg in p.subgraphs}
+    valid = {
+        "recommend": lambda v: v is None or isinstance(v, (list, tuple)) and all(valid_mbs(s) for s in v),  # sizes
+        "backend_of": lambda v: v in names, "tag_of": lambda v: v in names, "reason_of": lambda v: v in names,
+        "record": lambda v: v in names, "subgraph": lambda v: v in tags,
+        "render_view": lambda v: v in VIEWS,
+        "render_focus": lambda v: v in names or v in tags or bool(v) and v in set(p.records.module_path),
+        "render_max_nodes": lambda v: v is None or valid_mbs(v),
+        "save": valid_save_name,
+        "diff": lambda v: False, "diff_first": lambda v: False,  # junk is never a Partition
+    }
+    hashable = isinstance(value, str | int | float | None)  # what a lookup by name can be given
+    expect(valid[method](value) if method == "recommend" else hashable and valid[method](value), calls[method], value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -194,7 +303,21 @@ def test_graph_by_graph_methods(by_graph, tmp_path_factory, method: str, value: 
         "repartition": lambda: hv.partition(part.capture, min_block_size=value),
         "capture_ir": lambda: hv.capture(model, inputs, ir=value),
     }
-    only_hierviz_errors(calls[method])
+    if method == "blockers":
+        assume(value is not True)  # measuring for real is tested elsewhere
+    names = {f"g{k}/{n}" for k, g in enumerate(part.graphs) for n in g.records.name}  # 'g0/addmm'
+    valid = {
+        "reason_of": lambda v: v in names, "backend_of": lambda v: v in names, "tag_of": lambda v: v in names,
+        "locate": lambda v: v in names,
+        "left_whole": lambda v: count(v) and v < len(part.graphs),
+        "render_view": lambda v: v in VIEWS,
+        "render_max_nodes": lambda v: v is None or valid_mbs(v),
+        "save": valid_save_name,
+        "blockers": lambda v: v is False,
+        "repartition": valid_mbs,
+        "capture_ir": lambda v: v in ("dynamo", "torch_compile"),
+    }
+    expect(isinstance(value, str | int | float | None) and valid[method](value), calls[method], value)
     assert all(torch.equal(v, state[k]) for k, v in model.state_dict().items())
     assert all(torch.equal(a, b) for a, b in zip(args, inputs))
 
@@ -234,7 +357,27 @@ def test_support_zoo_sweep_and_plots(tiny, what: str, value: Any) -> None:
         "compare_engines": lambda: hv.compare_engines(gm, None, value),
         "compare_measure": lambda: hv.compare_engines(gm, None, measure=value),
     }
-    only_hierviz_errors(calls[what])
+    engine = valid_field("engine", value) and value is not None
+    valid = {
+        "ops": lambda v: real_op(v) if isinstance(v, str) else op_collection(v),  # text: one op name
+        "where": callable,
+        "tensorrt": lambda v: isinstance(v, bool),
+        "zoo_load": lambda v: isinstance(v, str) and v in hv.zoo.names(),
+        "zoo_synthetic": lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= 4,
+        "grid": lambda v: v == {},  # junk keys are never Config fields
+        "grid_value": valid_mbs,
+        "sweep_base": lambda v: v is None or v == {},
+        "sweep_measure": lambda v: v is None or v is False,
+        "sweep_executor": lambda v: v is None,  # junk is never an Executor
+        "source_ops": lambda v: real_op(v) if isinstance(v, str) else op_collection(v) and not isinstance(v, dict),
+        "source_ops_config": lambda v: real_op(f"{v}"),
+        "plot_latency": lambda v: False, "plot_subgraphs": lambda v: False,  # junk is never a result table
+        "engine": lambda v: v is None or engine,
+        "grid_engine": lambda v: engine,
+        "compare_engines": lambda v: v is None or v == {},  # the config: junk is never a hv.Config
+        "compare_measure": lambda v: v is None or v is False,
+    }
+    expect(bool(valid[what](value)), calls[what], value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -254,7 +397,7 @@ def test_measure_arguments(tiny, arg: str, value: Any) -> None:
         kwargs[arg] = value
     target = value if arg == "partition" else p
     example = value if arg == "inputs" else inputs
-    only_hierviz_errors(lambda: hv.measure(target, example, **kwargs))
+    refused(lambda: hv.measure(target, example, **kwargs), value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -277,7 +420,7 @@ def test_numerics_arguments(tiny, arg: str, value: Any) -> None:
         kwargs["bogus_option"] = value
     target = value if arg == "partition" else p
     example = value if arg == "inputs" else inputs
-    only_hierviz_errors(lambda: hv.numerics(target, example, **kwargs))
+    refused(lambda: hv.numerics(target, example, **kwargs), value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -296,7 +439,7 @@ def test_tune_arguments(tiny, arg: str, value: Any) -> None:
     assume(wrong_type[arg](value))
     before = snapshot(model, gm, inputs)
     kwargs = {"budget": 1, "progress": False, arg: value}
-    only_hierviz_errors(lambda: hv.tune(model, inputs, **kwargs))
+    refused(lambda: hv.tune(model, inputs, **kwargs), value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -348,7 +491,7 @@ def test_deploy_load(tmp_path_factory, value: Any) -> None:
 
     if isinstance(value, str):
         value = tmp_path_factory.mktemp("load") / (value.replace("/", "_").replace("\x00", "") or "x")
-    only_hierviz_errors(lambda: deploy.load(value, device="cpu"))
+    refused(lambda: deploy.load(value, device="cpu"), value)  # junk, or a folder with nothing saved
 
 
 @FUZZ
@@ -358,8 +501,24 @@ def test_check_limits(tiny, limit: str, value: Any) -> None:
     """hv.check with junk limits: a passing or failing check, or a one-line HiervizError."""
     model, inputs, gm, part = tiny
     before = snapshot(model, gm, inputs)
-    only_hierviz_errors(lambda: hv.check(part, **{limit: value}))
-    only_hierviz_errors(lambda: hv.check(value))
+    valid = {
+        "max_subgraphs": lambda v: v is None or count(v),
+        "max_subgraphs_by_backend": lambda v: v is None or isinstance(v, dict) and all(
+            k in BACKENDS + ("torch",) and count(n) for k, n in v.items()),
+        "min_coverage": lambda v: v is None or isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v <= 1,
+        "max_boundary_tensors": lambda v: v is None or count(v),
+        "like": lambda v: v is None,  # junk is never a Partition
+        "max_subgrafs": lambda v: False,
+    }
+
+    def run_check() -> None:
+        try:
+            hv.check(part, **{limit: value})
+        except hv.PartitionCheckError:  # a limit it breaks: the check ran
+            pass
+
+    expect(valid[limit](value), run_check, value)
+    refused(lambda: hv.check(value), value)
     assert_untouched(before, model, gm, inputs)
 
 
@@ -368,10 +527,10 @@ def test_check_limits(tiny, limit: str, value: Any) -> None:
                                             '{"format": "something-else/1"}']))
 def test_load_partition(tmp_path_factory, value: Any, content: str) -> None:
     """hv.load_partition on junk, a missing file, and files that are not saved partitions."""
-    only_hierviz_errors(lambda: hv.load_partition(value))
+    refused(lambda: hv.load_partition(value), value)  # junk, or a file that does not exist
     path = tmp_path_factory.mktemp("saved") / "x.json"
     path.write_text(content, encoding="utf-8")
-    only_hierviz_errors(lambda: hv.load_partition(path))
+    refused(lambda: hv.load_partition(path), content)
 
 
 @FUZZ
@@ -411,8 +570,34 @@ def test_explore_options(tiny, tmp_path_factory, option: str, value: Any) -> Non
         assume(not (valid_mbs(value) and value > 10**4))
     before = snapshot(model, gm, inputs)
     kwargs = {"debounce": 0, "output_dir": tmp_path_factory.mktemp("ex"), option: value}
-    only_hierviz_errors(lambda: hv.explore(model, inputs, **kwargs))
+    valid = {
+        "view": lambda v: v in VIEWS + ("focus",),
+        "focus": lambda v: v is None or isinstance(v, str),  # the widget says when nothing matches
+        "debounce": lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) and v >= 0,
+        "output_dir": lambda v: isinstance(v, str),
+        "max_nodes": lambda v: v is None or valid_mbs(v),
+        "measure_options": lambda v: v is None or v == {},  # junk keys are never hv.measure's options
+        "name": lambda v: v is None or isinstance(v, str),
+        "measure": lambda v: v is False,
+        "bogus": lambda v: False,
+    }
+    if option == "measure_options":
+        assume(not (isinstance(value, dict) and value))  # not checked yet: test_explore_refuses_unknown_measure_options
+    ok = valid[option](value) if option in valid else valid_field(option, value)
+
+    def run() -> None:
+        hv.explore(model, inputs, **kwargs).close()
+
+    expect(ok, run, value)
     assert_untouched(before, model, gm, inputs)
+
+
+@pytest.mark.xfail(strict=True, reason="hv.explore keeps measure_options it cannot use until it measures; the "
+                   "check belongs in hierviz/widget (issue 44): remove this mark when it refuses them")
+def test_explore_refuses_unknown_measure_options(tiny, tmp_path) -> None:
+    model, inputs, _, _ = tiny
+    refused(lambda: hv.explore(model, inputs, debounce=0, output_dir=tmp_path, measure_options={"a": 1}).close(),
+            {"a": 1})
 
 
 @pytest.fixture(scope="module")

@@ -29,6 +29,10 @@ class SearchSpace:
             raise ConfigError("hv.tune searches hierviz's partitioner, so its space cannot vary 'engine': what "
                               "torch_tensorrt.compile runs is its compile_ms baseline; hv.compare_engines or "
                               "hv.sweep(grid={'engine': [...]}) compare engines.")
+        if isinstance(space, Mapping) and not space:
+            raise ConfigError("hv.tune(space={}) has no setting to search: name at least one, e.g. "
+                              "space={'min_block_size': [1, 3, 5]}, or leave space out (None) for the space "
+                              "derived from the graph.")
         expand_grid(space, name="space")  # field names; hv.tune checked the values first (check_grid)
         self.fields: dict[str, list[tuple[Any, Any]]] = {}
         for name, values in space.items():

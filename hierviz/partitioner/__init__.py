@@ -23,6 +23,7 @@ from hierviz.dynamo_capture import DynamoCapture
 from hierviz.config import Config
 from hierviz.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
+from hierviz.inputs import check_capture_extras
 from hierviz.partitioner import handoff
 from hierviz.partitioner.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
@@ -105,6 +106,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     instead of the model is re-partitioned without capturing again.
     """
     check_ir(ir)
+    check_capture_extras(dynamic_shapes, kwargs)
     if isinstance(example_inputs, Config):
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")

@@ -13,7 +13,7 @@ import functools
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import torch
 from torch.fx import GraphModule
@@ -308,7 +308,7 @@ class Partition:
             largest = max((len(sg.nodes) for sg in res.raw if sg.is_acc), default=1)
             sizes = sorted({1, 2, 3, 5, 8, 10, 15, 20, 30, 50, 100} | {self.config.min_block_size})
             sizes = [s for s in sizes if s <= max(largest + 1, self.config.min_block_size)]
-        elif isinstance(sizes, (str, bytes)) or not isinstance(sizes, Iterable):
+        elif isinstance(sizes, (str, bytes, Mapping)) or not isinstance(sizes, Iterable):
             raise ConfigError(f"recommend takes a list of min_block_size values, e.g. p.recommend([1, 3, 5]), "
                               f"not {type(sizes).__name__} {sizes!r}.")
         else:  # the user's sizes, each read once

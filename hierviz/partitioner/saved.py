@@ -65,7 +65,7 @@ def read_document(path: Path) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise SavedPartitionError(f"no file {where}: save a partition first with part.save('x.json').") from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except (OSError, ValueError) as exc:  # unreadable; a NUL in the name; not UTF-8; not JSON
         raise SavedPartitionError(f"{where} is not a saved partition ({type(exc).__name__}: "
                                   f"{str(exc).splitlines()[0]}); write one with part.save('x.json').") from None
 
