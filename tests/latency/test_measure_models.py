@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import math
+import statistics
 
 import pandas as pd
 import pytest
@@ -29,10 +30,17 @@ def test_tiny_conv_statistics_and_outputs(tiny_conv, shared_cache):
     assert isinstance(m, Measurement)
     assert m.device == "cpu" and m.iters == 3 and m.warmup == 1
     assert 0 < m.p10_ms <= m.median_ms <= m.p90_ms
-    assert m.std_ms >= 0 and m.cv >= 0 and math.isclose(m.cv, m.timing.std_ms / m.timing.mean_ms)
     assert len(m.timing.samples_ms) == 3
+    # std_ms is the samples' standard deviation and cv its share of their mean
+    assert math.isclose(m.std_ms, statistics.stdev(m.timing.samples_ms))
+    assert math.isclose(m.cv, m.std_ms / statistics.fmean(m.timing.samples_ms))
     assert m.baseline_ms > 0 and math.isclose(m.speedup, m.baseline_ms / m.median_ms)
-    assert m.compile_s >= 0 and m.cache_hits + m.cache_misses == 3
+    # compile_s is the time this call spent compiling: each subgraph compiled now, none taken from the cache
+    assert m.cache_hits + m.cache_misses == 3
+    compiled = m.per_subgraph[m.per_subgraph.status == "compiled"]
+    assert len(compiled) == m.cache_misses and (compiled.compile_s > 0).all()
+    assert (m.per_subgraph[m.per_subgraph.status != "compiled"].compile_s == 0).all()
+    assert math.isclose(m.compile_s, m.per_subgraph.compile_s.sum())
     # the split model computes what eager computes
     assert m.outputs_match is True and m.max_abs_error < 1e-3
     with torch.no_grad():
