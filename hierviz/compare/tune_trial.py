@@ -17,6 +17,7 @@ from hierviz.compare.rows import partition_of
 from hierviz.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency import measure
+from hierviz.latency.compiling import short
 from hierviz.latency.lift import lift
 from hierviz.latency.numerics import locate_mismatch
 from hierviz.latency.timing import time_fn
@@ -88,15 +89,20 @@ def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, opt
             return None
 
 
-def graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, int]) -> Any:
-    """Stats of the captured graph run eagerly (the baseline when there is no nn.Module), or None."""
+def graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, int],
+                notes: list[str] | None = None) -> Any:
+    """Stats of the captured graph run eagerly (the baseline when there is no nn.Module), or None
+    with a note in `notes` saying why it failed (the tune result's notes, shown with its verdict)."""
     try:
         base = lift(gm, device)
         inputs = [x.to(device) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs)]
         with torch.no_grad():
             return time_fn(lambda: base.gm(*inputs, *base.weights), device, warmup=max(1, timing["warmup"]),
                            iters=timing["iters"])
-    except Exception:  # noqa: BLE001 - without a baseline no setting is crowned, which the verdict says
+    except Exception as exc:  # noqa: BLE001 - any failure of the user's graph: no baseline, and the note says why
+        if notes is not None:
+            notes.append(f"graph_eager baseline: the captured graph failed to run eagerly on {device}: {short(exc)}; "
+                         "without a baseline no setting is crowned")
         return None
 
 

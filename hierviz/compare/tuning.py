@@ -201,7 +201,7 @@ class _TuneRun:
                               "the verdict uses the final measurement")
         self.against = "eager nn.Module"
         if self.eager_stats is None:  # no nn.Module to run (a bare graph): the captured graph eagerly is the baseline
-            self.eager_stats = graph_eager(self.gm, self.example_inputs, self.dev, timing)
+            self.eager_stats = graph_eager(self.gm, self.example_inputs, self.dev, timing, self.notes)
             self.against = "the captured graph run eagerly"
             self.baselines["graph_eager_ms"] = self.eager_stats.median_ms if self.eager_stats is not None else None
         for name, b in own.items():

@@ -102,6 +102,24 @@ def test_a_bare_graph_is_compared_with_the_captured_graph_run_eagerly(small, scr
     assert res.verdict.startswith("no setting beat the captured graph run eagerly here")
 
 
+def test_a_failed_baseline_says_why_in_the_result(small, scripted_timing, monkeypatch):
+    """The captured graph run eagerly is a bare graph's baseline: when it fails, the result's notes
+    and repr say why (before, the error was dropped and only 'no baseline' showed)."""
+    from hierviz.compare import tune_trial
+    from hierviz.partitioner.result import copy_graph_module
+
+    def out_of_memory(*args, **kwargs):
+        raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    monkeypatch.setattr(tune_trial, "lift", out_of_memory)
+    _, inputs, gm = small
+    res = tune(copy_graph_module(gm), inputs, {"min_block_size": [1, 2]})
+    why = [n for n in res.notes if n.startswith("graph_eager baseline:")]
+    assert len(why) == 1 and "failed to run eagerly on cpu: RuntimeError: CUDA out of memory" in why[0]
+    assert f"note: {why[0]}" in repr(res)
+    assert res.trials["speedup"].isna().all()  # no baseline to divide by while searching
+
+
 class _BurstAtStart(ScriptedClock):
     """The scripted clock, but the first 10 timed calls (half the eager baseline hv.tune times
     first, while TorchInductor's compile workers would still be busy) run 100x slower."""
