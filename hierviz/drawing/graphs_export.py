@@ -61,7 +61,7 @@ def to_model_explorer_graphs(mp: "MultiGraphPartition", measurement: Any = None,
     """A Model Explorer graph collection: per dynamo graph k, its `modules` and `subgraphs`
     graphs (drawing.model_explorer) named `g<k> modules` / `g<k> subgraphs`, each carrying the
     graph's source and the break that ended it as group attributes."""
-    from hierviz.drawing.model_explorer import to_model_explorer
+    from hierviz.drawing.model_explorer import collection, to_model_explorer
 
     times = per_graph(mp, measurement, "measurement")
     others = per_graph(mp, against, "against")
@@ -77,7 +77,7 @@ def to_model_explorer_graphs(mp: "MultiGraphPartition", measurement: Any = None,
             graph["id"] = f"g{k} {graph['id']}"
             graph["groupNodeAttributes"][""] = {**facts, **graph["groupNodeAttributes"][""]}
             graphs.append(graph)
-    return {"label": f"hierviz {mp.capture.model} graph by graph, {mp.config.label()}", "graphs": graphs}
+    return collection(f"hierviz {mp.capture.model} graph by graph, {mp.config.label()}", graphs)
 
 
 def save_model_explorer(mp: "MultiGraphPartition", path: Path, *, measurement: Any = None, against: Any = None) -> Path:

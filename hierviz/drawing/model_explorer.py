@@ -128,6 +128,13 @@ def _plain(obj: Any, done: dict[int, Any]) -> Any:
     return out
 
 
+def collection(label: str, graphs: list[dict]) -> dict:
+    """A graph collection (`graph_builder.GraphCollection`) of graphs already made by
+    `to_model_explorer` (the graph-by-graph export joins each dynamo graph's two)."""
+    gb, _ = _schema()
+    return {**_plain(gb.GraphCollection(label=label), {}), "graphs": graphs}
+
+
 def to_model_explorer(p: "Partition", measurement: "Measurement | None" = None, *,
                       label: str | None = None, against: Any = None, numerics: Any = None) -> dict:
     """The partition as a Model Explorer graph collection `{"label", "graphs": [modules, subgraphs]}`,
@@ -249,4 +256,4 @@ def node_data_path(path: str | Path, suffix: str = NODE_DATA_SUFFIX) -> Path:
     return path.with_name(path.stem + suffix)
 
 
-__all__ = ["to_model_explorer", "node_data", "overlay_node_data", "save", "node_data_path", "GRAPH_IDS"]
+__all__ = ["to_model_explorer", "collection", "node_data", "overlay_node_data", "save", "node_data_path", "GRAPH_IDS"]
