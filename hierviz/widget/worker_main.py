@@ -15,7 +15,8 @@ Jobs (kind: payload -> answer):
 - "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
 - "blockers": a Config -> the partition's `blockers()` table
 A "cancel" message (its payload the job id) drops a job that has not started and stops a
-measurement at its next progress report; a cancelled job is not answered.
+measurement or a search at its next progress report (a compile stage); a cancelled job is not
+answered.
 
 Messages are (job id, kind, payload) pickles: requests on stdin, answers on the original
 stdout ("ok" / "raised" with a pickled answer or HiervizError, "error" / "unreadable" with a
@@ -140,6 +141,15 @@ def _import_for(kind: str) -> None:
         _READY.add(kind)
 
 
+def _stopping(progress: Callable[..., None]) -> Callable[..., None]:
+    """A progress callback for the trials of a search: raises when the job is cancelled (its
+    reports are not sent: the parent shows the search's own progress)."""
+    def check(*_args: Any) -> None:
+        progress(None)
+
+    return check
+
+
 def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable[..., None]) -> Any:
     """One job's answer (see the module docstring)."""
     _import_for(kind)
@@ -158,7 +168,8 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
     if kind == "tune":
         from hierviz.compare.tuning import tune
 
-        result = tune(graph, inputs, **payload)
+        stops = {"progress": _stopping(progress)}  # each trial's hv.measure: a cancelled search stops there
+        result = tune(graph, inputs, **{**payload, "measure": {**(payload.get("measure") or {}), **stops}})
         result.graph, result.study = None, None  # the parent has the graph; Optuna's study stays here
         return result
     if kind == "numerics":
@@ -184,7 +195,8 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
     def progress(*args: Any) -> None:
         if key in _CANCELLED:
             raise _Cancelled()
-        answers.send(key, "progress", args)
+        if args != (None,):  # (None,): only asking whether the job is cancelled
+            answers.send(key, "progress", args)
 
     reply: tuple[str, Any]
     try:
