@@ -93,7 +93,7 @@ def _shape_text(shape: Any) -> str:
     return "[" + ", ".join(str(d) for d in shape) + "]"
 
 
-def _schema() -> tuple[Any, Any]:
+def _builders() -> tuple[Any, Any]:
     """Model Explorer's own typed schema (`graph_builder`, `node_data_builder`): the export is
     built from it, so it needs the optional extra."""
     try:
@@ -131,7 +131,7 @@ def _plain(obj: Any, done: dict[int, Any]) -> Any:
 def collection(label: str, graphs: list[dict]) -> dict:
     """A graph collection (`graph_builder.GraphCollection`) of graphs already made by
     `to_model_explorer` (the graph-by-graph export joins each dynamo graph's two)."""
-    gb, _ = _schema()
+    gb, _ = _builders()
     return {**_plain(gb.GraphCollection(label=label), {}), "graphs": graphs}
 
 
@@ -149,7 +149,7 @@ def _graphs(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) ->
 
 
 def _build(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> dict:
-    gb, _ = _schema()
+    gb, _ = _builders()
     t = p.records
     backend_of_tag = {sg.tag: sg.backend for sg in p.subgraphs}  # what ran, below
     keep = [i for i in range(len(t)) if t.kind[i] != "get_attr"]
@@ -216,7 +216,7 @@ def node_data(p: "Partition", measurement: "Measurement") -> dict:
 def overlay_node_data(p: "Partition", overlay: Overlay) -> dict:
     """Model Explorer node data (one entry per graph id) of one overlay: its per-node values, as
     Model Explorer's `node_data_builder.GraphNodeData`."""
-    _, ndb = _schema()
+    _, ndb = _builders()
     t = p.records
     results = {}
     for i in range(len(t)):
