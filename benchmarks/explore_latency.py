@@ -189,7 +189,7 @@ def background_bench(model_name: str, changes: int) -> None:
     thread of this process (before issue 29) and in the Explorer's worker process, in one run."""
     import hierviz as hv
     from hierviz.compare import clear_cache
-    from hierviz.partitioner import todays_compile
+    from hierviz.partitioner.upstream import todays_compile
     from hierviz.widget.long_work import LongWork
 
     model, inputs, gm, n_nodes = torchvision_model(model_name)
@@ -310,7 +310,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
     import hierviz as hv
     from hierviz.compare import clear_cache
     from hierviz.drawing.export import _layout_cached
-    from hierviz.latency.compile_cache import clear_cache as clear_compiled
+    from hierviz.latency.compiling.compile_cache import clear_cache as clear_compiled
     from hierviz.widget.long_work import LongWork
 
     model, inputs, gm, n_nodes = torchvision_model(model_name)
@@ -445,20 +445,20 @@ def measure_on_bench(model_name: str, changes: int) -> None:
 def kernel_measure_bench(model_name: str, budget: int) -> None:
     """hv.measure in this process, alone and while an Explorer's search runs in its worker."""
     import hierviz as hv
-    from hierviz.latency import core
+    from hierviz.latency import measure_call
 
     model, inputs = hv.zoo.load(model_name)
     part = hv.partition(model, inputs, priority=("inductor",), support={"inductor": hv.support.inductor()},
                         min_block_size=1)
     waits: list[float] = []
-    original = core.wait_for_idle_workers
+    original = measure_call.wait_for_idle_workers
 
     def counted(*args, **kwargs):
         got = original(*args, **kwargs)
         waits.append(got[0])
         return got
 
-    core.wait_for_idle_workers = counted
+    measure_call.wait_for_idle_workers = counted
     options = {"warmup": 1, "iters": 5}
     hv.measure(part, inputs, **options)  # compiles cached for the timed calls below
     figures = {}
@@ -480,7 +480,7 @@ def kernel_measure_bench(model_name: str, budget: int) -> None:
         figures[label] = (statistics.median(took), sum(waits), running)
         if ex is not None:
             ex.close()
-    core.wait_for_idle_workers = original
+    measure_call.wait_for_idle_workers = original
     print(f"\n== {model_name}: hv.measure in this process (3 calls, compiles cached) ==")
     for label, (median, waited, running) in figures.items():
         extra = f", the search still running after: {running}" if label.startswith("an Explorer") else ""

@@ -49,8 +49,8 @@ def main() -> None:
     import torch
 
     import hierviz as hv
-    from hierviz.latency.result import verdict
-    from hierviz.latency.compiled_split import compile_split
+    from hierviz.latency.measurement import verdict
+    from hierviz.latency.compiling.compiled_split import compile_split
     from hierviz.latency.timing import speedup_interval, time_fn
 
     torch.manual_seed(0)

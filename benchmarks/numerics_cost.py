@@ -41,7 +41,7 @@ def main() -> int:
 
     import hierviz as hv
     from hierviz.latency import CompileCache, compile_split
-    from hierviz.latency.lift import lift
+    from hierviz.latency.compiling.lift import lift
 
     torch.set_num_threads(max(1, torch.get_num_threads()))
     model, inputs = hv.zoo.load(args.model)

@@ -44,7 +44,7 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.partitioner.upstream import copy_graph_module
+from hierviz.partitioner.upstream.hierarchical import copy_graph_module
 
 aten = torch.ops.aten
 SHAPE = (2, 8)

@@ -30,7 +30,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hierviz as hv  # noqa: E402
-from hierviz.opnames import qualname  # noqa: E402
+from hierviz.foundation.opnames import qualname  # noqa: E402
 from hierviz.drawing import budget, export, views  # noqa: E402
 
 MIX_TO_INDUCTOR = ("torch.ops.aten.add.Tensor", "torch.ops.aten.gelu.default",

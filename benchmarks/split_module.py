@@ -5,7 +5,7 @@ built before, in the same run.
 
 For a 16k-node branchy graph (hv.zoo.synthetic) and a captured 24-layer Llama (transformers
 LlamaConfig, hidden 256, random weights; benchmarks/llm.py) it prints the partition's time,
-`.module`'s time (hierviz.partitioner.split: the split made in one pass, each submodule's code
+`.module`'s time (hierviz.partitioner.splitter: the split made in one pass, each submodule's code
 generated when it first runs) and its first call, which generates that code; then the same for
 the former build (a compiled copy of the graph that never runs, then torch.fx's split_by_tags
 with plain GraphModules, whose recompiles generate every submodule's code again when the parent
@@ -37,8 +37,8 @@ from torch.fx.passes.split_utils import split_by_tags
 import torch
 
 import hierviz as hv
-from hierviz.gcpause import gc_paused
-from hierviz.partitioner.result import copy_graph_module
+from hierviz.foundation.gcpause import gc_paused
+from hierviz.partitioner.partition_result import copy_graph_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

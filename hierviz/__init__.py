@@ -16,9 +16,9 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-from hierviz import support
-from hierviz.capturing import CaptureWarning, capture
-from hierviz.config import Config
+from hierviz.support import sources as support
+from hierviz.capturing.aten_capture import CaptureWarning, capture
+from hierviz.settings.config import Config
 from hierviz.errors import (
     CaptureError,
     ConfigError,
@@ -31,18 +31,18 @@ from hierviz.errors import (
     SavedPartitionError,
     TensorRTUnavailableError,
 )
-from hierviz.dynamo_capture import DynamoCapture
-from hierviz.graph_break import GraphBreak
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
+from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner import MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition, partition
-from hierviz.provenance import source_ops
-from hierviz.support import Support
+from hierviz.capturing.provenance import source_ops
+from hierviz.support.sources import Support
 from hierviz.version import __version__ as __version__
 
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {
     "measure": "hierviz.latency",
     "Measurement": "hierviz.latency",
-    "MeasureWarning": "hierviz.latency.result",
+    "MeasureWarning": "hierviz.latency.measurement",
     "numerics": "hierviz.latency",
     "Numerics": "hierviz.latency",
     "sweep": "hierviz.compare",
@@ -67,11 +67,11 @@ _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz
 handoff.provide("render", handoff.loader("hierviz.drawing.views", "render"))
 handoff.provide("save", handoff.loader("hierviz.drawing.export", "save"))
 handoff.provide("html", handoff.loader("hierviz.drawing.export", "notebook_html"))
-handoff.provide("render_graphs", handoff.loader("hierviz.drawing.frames", "render_graphs"))
-handoff.provide("save_graphs", handoff.loader("hierviz.drawing.graphs_export", "save_graphs"))
-handoff.provide("html_graphs", handoff.loader("hierviz.drawing.graphs_export", "notebook_html_graphs"))
+handoff.provide("render_graphs", handoff.loader("hierviz.drawing.by_graph.frames", "render_graphs"))
+handoff.provide("save_graphs", handoff.loader("hierviz.drawing.by_graph.graphs_export", "save_graphs"))
+handoff.provide("html_graphs", handoff.loader("hierviz.drawing.by_graph.graphs_export", "notebook_html_graphs"))
 handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compiled_model"))
-handoff.provide("compile_graphs", handoff.loader("hierviz.latency.compiled_graphs", "compile_graphs"))
+handoff.provide("compile_graphs", handoff.loader("hierviz.latency.by_graph.compiled_graphs", "compile_graphs"))
 handoff.provide("build", handoff.loader("hierviz.building.build_partition", "build"))
 handoff.provide("build_graphs", handoff.loader("hierviz.building.build_partition", "build_graphs"))
 handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))

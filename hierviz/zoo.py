@@ -17,7 +17,7 @@ import torch
 from torch import nn
 
 from hierviz.errors import ConfigError, checked_arguments
-from hierviz.gcpause import gc_paused
+from hierviz.foundation.gcpause import gc_paused
 
 SEED = 0
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import torch
 
 import hierviz as hv
-from hierviz.drawing.graphs_export import breaks_table, graphs_table
+from hierviz.drawing.by_graph.graphs_export import breaks_table, graphs_table
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "images"
 BLOCKER_COLUMNS = ["graph", "op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained",

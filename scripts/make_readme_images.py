@@ -111,7 +111,7 @@ def numerics_culprit() -> None:
     import torch
 
     from hierviz.latency import register_compiler, unregister_compiler
-    from hierviz.latency.compilers import perturbing
+    from hierviz.latency.compiling.backend_compilers import perturbing
 
     gelu = torch.ops.aten.gelu.default
 

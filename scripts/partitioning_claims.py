@@ -9,7 +9,7 @@ import torch
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.partitioner.upstream import copy_graph_module
+from hierviz.partitioner.upstream.hierarchical import copy_graph_module
 from torch.fx.passes.shape_prop import ShapeProp
 
 aten = torch.ops.aten
@@ -212,8 +212,8 @@ class Ordered(set):
 for name, order in (("graph order", acc), ("reversed", acc[::-1])):
     res = FxNetAccFusionsFinder(gm, Ordered(acc, order))()
     print(f"torch.fx finder, seeds in {name}:", sorted({n.name: sorted(m.name for m in g) for n, g in res.items()}.items()))
-from hierviz.partitioner.graph_index import index_graph
-from hierviz.partitioner.passes.fusion import fusions
+from hierviz.partitioner.engine.graph_index import index_graph
+from hierviz.partitioner.engine.passes.fusion import fusions
 idx = index_graph(gm)
 p = hv.partition(gm, min_block_size=1)
 print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in fusions(idx, [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]).items()})

@@ -1,6 +1,6 @@
 """Write hierviz/data/trt_converters.json from the installed Torch-TensorRT's converter registry.
 
-hierviz.support.tensorrt() reads this snapshot when torch_tensorrt is not installed. Re-run it
+hierviz.support.sources.tensorrt() reads this snapshot when torch_tensorrt is not installed. Re-run it
 (`make snapshot`) after upgrading torch-tensorrt:
 
     python scripts/snapshot_converters.py [--output PATH]
@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from hierviz import trt  # noqa: E402
-from hierviz.opnames import qualname  # noqa: E402
+from hierviz.foundation.opnames import qualname  # noqa: E402
 
 DEFAULT_OUTPUT = ROOT / "hierviz" / "data" / "trt_converters.json"
 

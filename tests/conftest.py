@@ -23,7 +23,7 @@ from typing import Any, Callable
 import pytest
 import torch
 
-# The capture cache (hierviz.capture_cache) of this test session: a temporary folder, never
+# The capture cache (hierviz.capturing.disk_cache) of this test session: a temporary folder, never
 # the user's own cache, set before anything captures; subprocesses inherit it.
 TEST_CACHE_DIR = tempfile.mkdtemp(prefix="hierviz-test-cache-")
 os.environ["HIERVIZ_CACHE_DIR"] = TEST_CACHE_DIR

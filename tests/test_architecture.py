@@ -49,9 +49,9 @@ def private_names_defined(path: Path) -> set[str]:
 DEFINED = {module_name(p): private_names_defined(p) for p in MODULES}
 
 
-# hierviz's engine, its passes, and the graph index and plan types the engines share: read
-# through Partition by everything outside the partitioner.
-ENGINE_MODULES = ("hierviz_engine", "graph_index", "plan", "passes")
+# hierviz's engine (hierviz/partitioner/engine/): its passes, the graph index and the plan types
+# the engines share, read through Partition by everything outside the partitioner.
+ENGINE_MODULES = ("engine",)
 
 
 def is_engine_module(module: str) -> bool:
@@ -87,7 +87,7 @@ def violations(path: Path) -> list[str]:
 
 def test_modules_found():
     names = {module_name(p) for p in MODULES}
-    assert {"hierviz", "hierviz.partitioner.hierviz_engine", "hierviz.partitioner.result", "hierviz.drawing.views"} <= names
+    assert {"hierviz", "hierviz.partitioner.engine.hierviz_engine", "hierviz.partitioner.partition_result", "hierviz.drawing.views"} <= names
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -99,9 +99,9 @@ def test_the_checker_catches_what_it_should(tmp_path):
     """The rule above is not vacuous: these lines are each flagged."""
     bad = tmp_path / "hierviz" / "drawing" / "bad.py"
     bad.parent.mkdir(parents=True)
-    bad.write_text("from hierviz.partitioner import hierviz_engine\nfrom hierviz.latency.lift import _set_path\n"
+    bad.write_text("from hierviz.partitioner import engine\nfrom hierviz.latency.compiling.lift import _set_path\n"
                    "def f(p):\n    return p._result.index\n"
-                   "from hierviz.partitioner.passes.merging import merge\n", encoding="utf-8")
+                   "from hierviz.partitioner.engine.passes.merging import merge\n", encoding="utf-8")
     global ROOT
     old = ROOT
     try:
@@ -126,33 +126,33 @@ def test_every_module_says_what_it_is_for(path):
 
 
 # ----------------------------------------------------------------------------- the layer order
-# docs/architecture.md: foundation < partitioner < building < drawing, latency < compare < widget < cli. A
+# docs/architecture.md: foundation < trt < support < settings < capturing < partitioner < building <
+# drawing, latency < compare < widget < cli. A
 # module imports only its own layer and those below (drawing and latency not each other); every
 # import counts, function-local ones included (only `if TYPE_CHECKING:` blocks are skipped). The
 # package facade hierviz/__init__.py, which names everything public, is above them all: only the
 # CLI may import it (`import hierviz`, `from hierviz import <public name>`).
-LAYERS = {"partitioner": 1, "building": 2, "drawing": 3, "latency": 3, "compare": 4, "widget": 5, "cli": 6, "cli_args": 6,
-          "cli_partitions": 6}
+LAYERS = {"trt": 1, "support": 2, "settings": 3, "capturing": 4, "partitioner": 5, "building": 6, "drawing": 7,
+          "latency": 7, "compare": 8, "widget": 9, "cli": 10}
 FACADE = "hierviz"
 MODULE_NAMES = {module_name(p) for p in MODULES}
 
 
 def layer_of(module: str) -> tuple[int, str]:
-    """(rank, layer) of a hierviz module (cli.py and cli_args.py are one layer); the facade ranks
-    above everything."""
+    """(rank, layer) of a hierviz module (errors, version, zoo and hierviz/foundation/ are the
+    foundation); the facade ranks above everything."""
     parts = module.split(".")
     if len(parts) == 1:
         return 9, "the facade"
     if parts[1] not in LAYERS:
         return 0, "foundation"
-    return LAYERS[parts[1]], "cli" if parts[1].startswith("cli") else parts[1]
+    return LAYERS[parts[1]], parts[1]
 
 
 def part_of(module: str) -> str:
-    """The part a module belongs to: its subpackage (partitioner, drawing, trt, ...) or, for a
-    top-level module, the module itself (config, support, capturing, ...; cli* are one part)."""
-    name = module.split(".")[1]
-    return "cli" if name.startswith("cli") else name
+    """The part a module belongs to: its subpackage (capturing, partitioner, drawing, trt, ...) or,
+    for a top-level module, the module itself (errors, version, zoo)."""
+    return module.split(".")[1]
 
 
 def imports(path: Path) -> list[tuple[str, str, int]]:
@@ -242,7 +242,7 @@ def test_the_layer_check_catches_a_facade_import(tmp_path):
         "hierviz/partitioner/bad.py:5 (f) imports the package facade; below the CLI import the module that "
         "defines the name",
     ]
-    assert checked_source(tmp_path, "cli_args.py", '"""x."""\nimport hierviz as hv\n') == []
+    assert checked_source(tmp_path, "cli/args.py", '"""x."""\nimport hierviz as hv\n') == []
 
 
 def module_graph(modules: list[Path]) -> dict[str, set[str]]:
@@ -302,10 +302,10 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
 
 
 def test_no_import_cycle_between_parts():
-    """capture, config, support, trt, partitioner, drawing, latency, compare, widget, cli...: no two
+    """capturing, settings, support, trt, partitioner, drawing, latency, compare, widget, cli...: no two
     import each other, directly or through others, counting function-local imports."""
     graph = part_graph(MODULES)
-    assert {"partitioner", "drawing", "latency", "compare", "widget", "cli", "config", "trt"} <= set(graph)
+    assert {"partitioner", "drawing", "latency", "compare", "widget", "cli", "settings", "capturing", "trt"} <= set(graph)
     assert cycles(graph) == []
 
 
@@ -314,7 +314,7 @@ def test_no_import_cycle_between_modules():
     others, counting function-local imports (a cycle hidden behind one is still a cycle). A
     Partition reaches what is above result.py through partitioner/handoff.py."""
     graph = module_graph(MODULES)
-    assert "hierviz.partitioner.result" in graph
+    assert "hierviz.partitioner.partition_result" in graph
     assert cycles(graph) == []
 
 
@@ -437,7 +437,7 @@ def picture() -> str:
 
     order: dict[int, list[str]] = {}
     for name, r in sorted(LAYERS.items(), key=lambda kv: kv[1]):
-        order.setdefault(r, []).append("cli" if name.startswith("cli") else name)
+        order.setdefault(r, []).append(name)
     ranks = " < ".join(", ".join(dict.fromkeys(names)) for _, names in sorted(order.items()))
     lines = ["```", f"layers, lowest first: foundation < {ranks}", "(the facade hierviz/__init__.py is above "
              "them all; a part imports its own layer and those below)", ""]

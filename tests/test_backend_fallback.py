@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import dynamo_capture
+from hierviz.capturing.by_graph import dynamo_capture
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dynamo_models import Prints  # noqa: E402

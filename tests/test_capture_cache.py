@@ -1,4 +1,4 @@
-"""The capture cache on disk (hierviz.capture_cache): a model captured once is taken from the
+"""The capture cache on disk (hierviz.capturing.disk_cache): a model captured once is taken from the
 cache in a new process (here: a new model object, so the in-memory cache does not answer),
 with the same graph and partition as a fresh capture; a changed model is never served from
 it; unreadable entries are captured again with one warning; the size is bounded."""
@@ -16,9 +16,10 @@ from torch import nn
 from torch.export import Dim
 
 import hierviz as hv
-from hierviz import capture_cache, trt
-from hierviz.capture_cache import CacheWarning, CaptureStore, capture_key
-from hierviz.capturing import capture_notes
+from hierviz import trt
+from hierviz.capturing import disk_cache as capture_cache
+from hierviz.capturing.disk_cache import CacheWarning, CaptureStore, capture_key
+from hierviz.capturing.aten_capture import capture_notes
 from inplace_models import EMA
 
 FROM_CACHE = "from the disk cache"
@@ -186,7 +187,7 @@ def test_dynamic_shape_captures_are_not_stored(cache_dir) -> None:
 
 
 def test_in_place_update_warnings_are_said_again_on_a_hit(cache_dir) -> None:
-    from hierviz.capturing import CaptureWarning
+    from hierviz.capturing.aten_capture import CaptureWarning
 
     x = (torch.randn(4, 3),)
     for _ in range(2):
@@ -211,7 +212,7 @@ def test_least_recently_used_entries_go_first(tmp_path) -> None:
 
 
 def test_cli_cache_info_and_clear(cache_dir, capsys) -> None:
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
 
     hv.capture(small(), X)
     assert main(["cache", "info"]) == 0
@@ -232,8 +233,8 @@ def _printed_in_two_processes(run_python, code: str) -> list[list[str]]:
 def test_the_key_is_the_same_in_every_process(run_python) -> None:
     """A transformers model (its config and generation config included) and a torchvision one."""
     code = ("import hierviz as hv\n"
-            "from hierviz.capture_cache import capture_key\n"
-            "from hierviz.capturing import _spec\n"
+            "from hierviz.capturing.disk_cache import capture_key\n"
+            "from hierviz.capturing.aten_capture import _spec\n"
             "for name in ('llama', 'mobilenet_v3_small'):\n"
             "    model, x = hv.zoo.load(name)\n"
             "    print(capture_key(model, _spec(x), None))\n")
@@ -245,7 +246,7 @@ def test_a_forward_without_source_has_the_same_key_in_every_process(run_python) 
     """A forward made with exec (no source to read) is keyed by its code: a lambda inside it
     (a code object whose repr holds its address) must not make the key differ per process."""
     code = ("import torch\n"
-            "from hierviz.capture_cache import capture_key\n"
+            "from hierviz.capturing.disk_cache import capture_key\n"
             "ns = {'torch': torch}\n"
             "exec('def forward(self, x):\\n    f = lambda t: t * 2\\n    return f(x)\\n', ns)\n"
             "M = type('M', (torch.nn.Module,), {'forward': ns['forward']})\n"

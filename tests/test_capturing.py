@@ -13,7 +13,7 @@ from torch import nn
 import hierviz as hv
 from inplace_models import EMA, DoublesInput
 from hierviz import trt, zoo
-from hierviz.opnames import qualname
+from hierviz.foundation.opnames import qualname
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="torch_tensorrt unusable here")
 
@@ -267,7 +267,7 @@ def test_capture_follows_mode_and_weight_changes_of_the_same_model() -> None:
 
 @needs_trt
 def test_in_place_updates_warn_once_naming_the_buffer_or_input() -> None:
-    from hierviz.capturing import CaptureWarning
+    from hierviz.capturing.aten_capture import CaptureWarning
 
     model, x = EMA(), torch.randn(4, 3)
     with pytest.warns(CaptureWarning) as record:
@@ -393,3 +393,14 @@ def test_one_dict_for_several_named_arguments_hints_kwargs():
     gm = hv.capture(Two(), (), kwargs=inputs, cache=False)
     out = gm(**inputs)
     torch.testing.assert_close(out[0] if isinstance(out, (tuple, list)) else out, inputs["a"] + inputs["b"])
+
+
+@pytest.mark.parametrize("extra", [{"kwargs": ""}, {"kwargs": 0}, {"kwargs": []}, {"kwargs": torch.ones(1)},
+                                   {"dynamic_shapes": "batch"}, {"dynamic_shapes": 3}])
+def test_capture_refuses_extras_it_cannot_mean(extra) -> None:
+    """hv.capture checks kwargs= and dynamic_shapes= as hv.partition does: a falsy or wrong value is
+    a ConfigError naming the argument, never read as 'none' or left to torch.export."""
+    model, x = nn.Linear(3, 2).eval(), (torch.rand(1, 3),)
+    name = next(iter(extra))
+    with pytest.raises(hv.ConfigError, match=f"{name}="):
+        hv.capture(model, x, **extra)

@@ -1,6 +1,6 @@
 """The `hierviz` command: demo, report, sweep, zoo and its error handling.
 
-Most tests call `hierviz.cli.main(argv)` in-process (fast, output through capsys); one runs the
+Most tests call `hierviz.cli.commands.main(argv)` in-process (fast, output through capsys); one runs the
 installed `.venv/bin/hierviz` entry point as a user would.
 """
 
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from hierviz import cli
+from hierviz.cli import commands as cli
 
 ROOT = Path(__file__).resolve().parents[1]
 DEMO_MODELS = ("resnet18", "bert")

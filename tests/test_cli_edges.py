@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from hierviz import cli, cli_args
-from hierviz.cli_args import UsageError, parse_grid
+from hierviz.cli import commands as cli
+
+from hierviz.cli import args as cli_args
+from hierviz.cli.args import UsageError, parse_grid
 from hierviz.errors import ConfigWarning
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -1,6 +1,6 @@
 """Every module path named in docs/, the README and hierviz's docstrings exists: a file path
 (`hierviz/latency/timing.py`, `tests/widget/test_widget.py`, a bare `compiling.py`) names a
-file of this repository, and a dotted name (`hierviz.config.SETTINGS`) a module and a name in
+file of this repository, and a dotted name (`hierviz.settings.config.SETTINGS`) a module and a name in
 it. Renaming a module without mending what names it fails here."""
 
 from __future__ import annotations
@@ -94,5 +94,5 @@ def test_the_scan_sees_a_missing_path(tmp_path, monkeypatch: pytest.MonkeyPatch)
     assert not _file_exists("widget.py", HIERVIZ / "widget" / "panels.py", paths, names)
     assert _file_exists("controls.py", HIERVIZ / "widget" / "panels.py", paths, names)
     assert _file_exists("hierviz/widget/controls.py", ROOT / "docs" / "architecture.md", paths, names)
-    assert _dotted_exists("hierviz.config.SETTINGS") and not _dotted_exists("hierviz.config.add_setting")
+    assert _dotted_exists("hierviz.settings.config.SETTINGS") and not _dotted_exists("hierviz.settings.config.add_setting")
     assert not _dotted_exists("hierviz.latency.cache")

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.config import config_from_text, parse_config, parse_text
+from hierviz.settings.config import config_from_text, parse_config, parse_text
 from hierviz.errors import ConfigWarning
 
 A = "torch.ops.aten."

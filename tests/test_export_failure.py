@@ -13,8 +13,8 @@ import torch
 from torch import nn
 
 import hierviz as hv
-from hierviz import cli
-from hierviz.export_failure import FIRST_LINE
+from hierviz.cli import commands as cli
+from hierviz.capturing.export_failure import FIRST_LINE
 
 POINTER = 'hv.partition(model, inputs, ir="torch_compile")'
 

@@ -1,4 +1,4 @@
-"""gc_paused() (hierviz/gcpause.py) across threads: pauses are counted, so however the blocks of
+"""gc_paused() (hierviz/foundation/gcpause.py) across threads: pauses are counted, so however the blocks of
 several threads begin and end, the collector is off while any is open and ends enabled (and
 stays disabled when the user had disabled it)."""
 
@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from hierviz.gcpause import collecting, gc_paused, pauses
+from hierviz.foundation.gcpause import collecting, gc_paused, pauses
 
 
 class Step:

@@ -1,5 +1,5 @@
 """Issue 42: torch.compile's captures (ir="torch_compile") are kept on disk, keyed like the export
-path's (hierviz.capture_cache): a second process reads the capture back without running
+path's (hierviz.capturing.disk_cache): a second process reads the capture back without running
 torch.compile; a change to the weights, a plain attribute, the code or the inputs captures again;
 an unreadable entry is a CacheWarning and a fresh capture (not an error); a graph run eagerly
 after Torch-TensorRT's backend failed on it is kept too; `hierviz cache info|clear` cover them."""
@@ -17,8 +17,9 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import capturing, dynamo_capture
-from hierviz.capture_cache import CacheWarning, CaptureStore
+from hierviz.capturing import aten_capture as capturing
+from hierviz.capturing.by_graph import dynamo_capture
+from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).parent))
@@ -152,7 +153,7 @@ def test_a_graph_run_eagerly_is_kept_on_disk(cache_dir, counted, monkeypatch) ->
 
 
 def test_cache_info_and_clear_cover_graph_by_graph_captures(cache_dir, capsys) -> None:
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
 
     model, x = _model()
     hv.capture(model, x, ir="torch_compile")
@@ -167,7 +168,7 @@ SCRIPT = textwrap.dedent("""
     import sys, torch
     sys.path.insert(0, {tests!r})
     import hierviz as hv
-    from hierviz import capturing
+    from hierviz.capturing import aten_capture as capturing
     from dynamo_models import Prints
     if sys.argv[1] == "second":
         def refuse(*a, **k):

@@ -43,8 +43,8 @@ def test_the_first_capture_of_an_item_model_writes_nothing(run_python, tmp_path)
 
 def test_cli_verbose_shows_what_was_held_back(tmp_path, capsys, monkeypatch):
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
-    from hierviz import torch_output
-    from hierviz.cli import main
+    from hierviz.foundation import torch_output
+    from hierviz.cli.commands import main
 
     torch_output.hold("a test", "something torch said\n")
     assert main(["report", "tiny_conv"]) == 0

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
-from hierviz import config as settings
+from hierviz.settings import config as settings
 from hierviz import trt
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="runs Torch-TensorRT's own partitioners")
@@ -49,7 +49,7 @@ SAMPLES = {
 def test_every_field_carries_its_row_and_its_declarations() -> None:
     """Each Config field's metadata is its row; the Explorer declares a control for it; the
     settings compile's partitioners run their own way have compile's value and rule."""
-    from hierviz import compile_rules
+    from hierviz.settings import compile_rules
     from hierviz.widget.control_spec import CONTROLS
 
     fields = dataclasses.fields(hv.Config)
@@ -67,8 +67,8 @@ def test_every_field_carries_its_row_and_its_declarations() -> None:
 def test_every_setting_appears_on_every_surface(tiny, capsys) -> None:
     """CLI flag and its reading, --grid, to_dict / from_dict, label, sweep column, tune's
     choices and the Explorer's control, for every field of Config."""
-    from hierviz import cli
-    from hierviz.cli_args import parse_grid
+    from hierviz.cli import commands as cli
+    from hierviz.cli.args import parse_grid
     from hierviz.compare.optuna_space import SearchSpace
 
     model, inputs, gm = tiny

@@ -16,7 +16,7 @@ from torch.utils._pytree import tree_leaves
 
 import hierviz as hv
 from hierviz.errors import ConfigWarning
-from hierviz.provenance import lowered_sources, source_op
+from hierviz.capturing.provenance import lowered_sources, source_op
 
 A = "torch.ops.aten."
 ROOT = Path(__file__).resolve().parents[1]
@@ -136,7 +136,7 @@ def test_softmax_int_lowered_to__softmax(swin_like) -> None:
     assert p.records.short_reason(p.records.name.index(softmax[0])) == "forced from aten.softmax.int"
     assert same_outputs(p, gm, inputs)
     # the text form reads the same
-    from hierviz.config import parse_text
+    from hierviz.settings.config import parse_text
 
     assert parse_text("torch_executed_ops", "source:softmax.int") == frozenset({"source:" + A + "softmax.int"})
 
@@ -161,7 +161,7 @@ def test_cli_prints_the_warning_on_one_line(tmp_path) -> None:
                       "        return torch.nn.functional.silu(x) + 1\n"
                       "def build():\n"
                       "    return M(), (torch.randn(4),)\n")
-    proc = subprocess.run([sys.executable, "-m", "hierviz.cli", "report", f"{script}:build",
+    proc = subprocess.run([sys.executable, "-m", "hierviz.cli.commands", "report", f"{script}:build",
                            "--torch-executed-ops", "aten.silu.default", "--min-block-size", "1"],
                           cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"})

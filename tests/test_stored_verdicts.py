@@ -1,4 +1,4 @@
-"""The validated TensorRT verdicts stored with a captured graph (hierviz.stored_verdicts): a
+"""The validated TensorRT verdicts stored with a captured graph (hierviz.support.stored_verdicts): a
 graph from the capture cache partitions with the default support without asking the converter
 registry (nor, in a new process, importing torch_tensorrt), gives the partition the validators
 give, and a record made by another install, torch or hierviz, for another support or on
@@ -14,8 +14,9 @@ import torch
 from torch import nn
 
 import hierviz as hv
-from hierviz import stored_verdicts, trt
-from hierviz.capture_cache import CaptureStore
+from hierviz import trt
+from hierviz.support import stored_verdicts
+from hierviz.capturing.disk_cache import CaptureStore
 
 pytestmark = pytest.mark.skipif(not trt.available(), reason="validated verdicts need torch_tensorrt")
 

@@ -1,4 +1,4 @@
-"""A support mapping's key comes from its content (hierviz.support_key), so that hv.tune's
+"""A support mapping's key comes from its content (hierviz.support.support_key), so that hv.tune's
 stored studies resume in another process: equal for equal content built anew, different when
 what a source takes differs (never an object's id)."""
 
@@ -9,7 +9,7 @@ import functools
 import torch
 
 import hierviz as hv
-from hierviz.support_key import content_key
+from hierviz.support.support_key import content_key
 
 CONV = "torch.ops.aten.convolution.default"
 RELU = "torch.ops.aten.relu.default"

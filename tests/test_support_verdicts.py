@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import hierviz as hv
-from hierviz.support import VALIDATOR, Verdict
+from hierviz.support.sources import VALIDATOR, Verdict
 
 CONV = "torch.ops.aten.convolution.default"
 RELU = "torch.ops.aten.relu.default"

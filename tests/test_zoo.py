@@ -6,8 +6,9 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import support, zoo
-from hierviz.opnames import qualname
+from hierviz import zoo
+from hierviz.support import sources as support
+from hierviz.foundation.opnames import qualname
 
 EXPECTED = ["tiny_conv", "resnet18", "resnet50", "mobilenet_v3_small", "efficientnet_b0",
             "vit_b_16", "bert", "gpt2", "llama"]

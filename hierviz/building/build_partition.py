@@ -19,7 +19,7 @@ from hierviz.building.engine_fix import Fix, find_fix
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
-from hierviz.inputs import check as check_inputs, example_from_graph
+from hierviz.capturing.inputs import check as check_inputs, example_from_graph
 from hierviz.partitioner import handoff
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "

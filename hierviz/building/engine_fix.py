@@ -13,7 +13,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from hierviz.provenance import short_op
+from hierviz.capturing.provenance import short_op
 
 MAX_TRIES = 40  # ops tried at most, cheapest first
 

@@ -26,12 +26,12 @@ from typing import Any
 
 import torch
 
-from hierviz import capture_cache
-from hierviz.graphdata import fetch_attr
-from hierviz.digests import digest, tensor_digest, tensor_digests, tensor_key
+from hierviz.capturing import disk_cache as capture_cache
+from hierviz.capturing.graph_codec import fetch_attr
+from hierviz.foundation.digests import digest, tensor_digest, tensor_digests, tensor_key
 from hierviz.trt.engine_builder import EngineBuild
 from hierviz.trt.loading import installed_distribution, library_version
-from hierviz.trt.settings import conversion_fields, settings_digest
+from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
 KEY_VERSION = "hierviz-build-v1"
 FOLDER = "builds"

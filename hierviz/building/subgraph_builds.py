@@ -12,7 +12,9 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from hierviz import capture_cache, trt
+from hierviz import trt
+
+from hierviz.capturing import disk_cache as capture_cache
 from hierviz.building.engine_store import EngineStore, build_key, run_key
 from hierviz.building.graph_run import RunFailure, first_failure
 from hierviz.errors import TensorRTUnavailableError

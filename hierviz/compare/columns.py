@@ -1,7 +1,7 @@
 """One table row per configuration, shared by `hv.sweep`, `hv.tune`, `hv.compare_engines` and
 `Explorer.history`.
 
-Columns: the settings (the rows of hierviz.config.SETTINGS, in table order, each cell its
+Columns: the settings (the rows of hierviz.settings.config.SETTINGS, in table order, each cell its
 row's `show` form: priority as 'a>b', op sets as sorted comma-joined strings, support as
 'backend=source'; a `head` setting, the engine, goes first and only where asked), then
 partition stats (summed over graphs for a graph-by-graph partition, ir="torch_compile", which
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any, Iterable, Mapping, Sequence
 
-from hierviz import config as settings
-from hierviz.config import Config
+from hierviz.settings import config as settings
+from hierviz.settings.config import Config
 from hierviz.partitioner import FALLBACK, MultiGraphPartition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")

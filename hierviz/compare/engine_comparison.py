@@ -11,18 +11,18 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from hierviz.compile_rules import compile_config
-from hierviz.config import Config, derive
-from hierviz.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE
+from hierviz.settings.compile_rules import compile_config
+from hierviz.settings.config import Config, derive
+from hierviz.settings.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, ENGINE_TABLE
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
-from hierviz.capturing import check_ir
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.capturing.aten_capture import check_ir
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
-from hierviz.partitioner.todays_compile import compile_today
+from hierviz.partitioner.upstream.todays_compile import compile_today
 
-# (engine, what it is), in the order compare_engines lists them: the engines of hierviz.config's
+# (engine, what it is), in the order compare_engines lists them: the engines of hierviz.settings.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.
 ENGINE_ROWS = tuple((e.name, e.what) for e in sorted(ENGINE_TABLE, key=lambda e: e.name == DEFAULT_ENGINE))
 
@@ -116,7 +116,7 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
 
 
 def today_row(gm: Any, used: Config) -> Any:
-    """The fast row's partition: compile today (hierviz.partitioner.todays_compile); a
+    """The fast row's partition: compile today (hierviz.partitioner.upstream.todays_compile); a
     ConfigError saying why when it is left out."""
     today = compile_today(gm, used, need_partition=True)
     if today.partition is None:

@@ -2,7 +2,7 @@
 expanded into configurations and checked as a whole before anything runs.
 
 `check_grid` is the one check: every value of every setting (the engine included) is read
-once by its row of the settings table (hierviz.config; text too, for the command line),
+once by its row of the settings table (hierviz.settings.config; text too, for the command line),
 then every combination is made from the checked values (only the rules between settings
 run); all the bad values come back in one ConfigError, so a typo in the last value does not
 cost the rest of the sweep. The Configs it returns are what runs: nothing checks them again.
@@ -14,9 +14,9 @@ import itertools
 import warnings
 from typing import Any, Mapping
 
-from hierviz.config import Config, check_fields, derive, setting
+from hierviz.settings.config import Config, check_fields, derive, setting
 
-from hierviz.engine_table import COMPILE_ENGINES
+from hierviz.settings.engine_table import COMPILE_ENGINES
 from hierviz.errors import ConfigError
 from hierviz.partitioner import make_config
 
@@ -77,7 +77,7 @@ def _read(field: str, raw: Any, text: bool) -> Any:
     row = setting(field)
     value = row.parse(row.from_text(raw) if text else raw)
     if field == "engine" and value in COMPILE_ENGINES:
-        from hierviz.partitioner.compile_partitioners import check_available
+        from hierviz.partitioner.upstream.compile_partitioners import check_available
 
         check_available(value)
     return value

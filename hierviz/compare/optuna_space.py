@@ -12,9 +12,9 @@ from typing import Any, Mapping
 
 from hierviz.compare import columns
 from hierviz.compare.grid import expand_grid
-from hierviz.config import Config, field_names
+from hierviz.settings.config import Config, field_names
 from hierviz.errors import ConfigError
-from hierviz.support_key import content_key
+from hierviz.support.support_key import content_key
 
 OPTUNA_HINT = "install Optuna with `pip install 'hierviz[tune]'` (make setup installs it)"
 

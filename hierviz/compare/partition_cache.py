@@ -14,8 +14,8 @@ from typing import Any
 
 from torch.fx import GraphModule
 
-from hierviz.config import Config
-from hierviz.setting_values import whole_number
+from hierviz.settings.config import Config
+from hierviz.settings.setting_values import whole_number
 from hierviz.partitioner import Partition, partition_graph
 
 MAXSIZE = 512

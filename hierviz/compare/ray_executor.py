@@ -7,7 +7,7 @@ across the tasks it runs. A task asks for one GPU when the cluster has GPUs, one
 otherwise. A worker that dies (a crashing compiler, the OOM killer) makes that row
 `failed`; the other rows go on.
 
-The graph travels as plain data (hierviz/graphdata.py: `pack_graph`, `unpack_graph`), since
+The graph travels as plain data (hierviz/capturing/graph_codec.py: `pack_graph`, `unpack_graph`), since
 an exported graph cannot be pickled as it is.
 """
 
@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Sequence
 from torch.fx import GraphModule
 
 from hierviz.errors import ConfigError
-from hierviz.graphdata import pack_graph, unpack_graph
+from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 
 RAY_HINT = "install Ray with `pip install 'hierviz[ray]'` (make setup installs it)"
 

@@ -10,10 +10,10 @@ from torch.fx import GraphModule
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.compare.ray_executor import RayRunner, WorkerDied
-from hierviz.config import Config
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.settings.config import Config
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, HiervizError
-from hierviz.graphdata import unpack_graph
+from hierviz.capturing.graph_codec import unpack_graph
 from hierviz.partitioner import partition_graphs
 
 

@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator, Mapping, cast
 
 import pandas as pd
 
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments, user_stacklevel
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cache_info
@@ -20,9 +20,9 @@ from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import measure_kwargs, partition_of, partition_row, process_row, run_measure, sweep_on_ray
 from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key, settings_key
-from hierviz.capturing import capture, check_ir
-from hierviz.dynamo_capture import DynamoCapture
-from hierviz.graphdata import pack_graph
+from hierviz.capturing.aten_capture import capture, check_ir
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
+from hierviz.capturing.graph_codec import pack_graph
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
 
@@ -50,7 +50,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     Partitions are cached per (graph, Config; the engine is a setting), so running a sweep again does not re-partition;
     `hv.measure` reuses compiled subgraphs. `executor` (a `concurrent.futures.Executor`: a
     ThreadPoolExecutor, or a ProcessPoolExecutor, to which the graph is sent once per row as
-    plain data, hierviz.graphdata) runs the partitioning of configurations in parallel;
+    plain data, hierviz.capturing.graph_codec) runs the partitioning of configurations in parallel;
     measuring always runs here, one configuration at a time, so timings do not disturb
     each other. `executor="ray"` (or a Ray address, or the initialised `ray` module) runs
     each row, measuring included, as a Ray task (see hierviz/compare/ray_executor.py).

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hierviz.compare import columns
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 
 SUFFIXES = (".csv", ".parquet")

@@ -8,10 +8,10 @@ from typing import Any
 
 import pandas as pd
 
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 from hierviz.compare.rows import partition_of
-from hierviz.latency.result import ci_text
+from hierviz.latency.measurement import ci_text
 from hierviz.partitioner import MultiGraphPartition, Partition
 
 STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", "failed", "invalid")

@@ -6,15 +6,15 @@ from __future__ import annotations
 import itertools
 from typing import Any, Mapping
 
-from hierviz import support
-from hierviz.config import Config, derive
-from hierviz.engine_table import DEFAULT_ENGINE
-from hierviz.setting_values import BUILTIN_BACKENDS
-from hierviz.support_map import SupportMap
+from hierviz.support import sources as support
+from hierviz.settings.config import Config, derive
+from hierviz.settings.engine_table import DEFAULT_ENGINE
+from hierviz.settings.setting_values import BUILTIN_BACKENDS
+from hierviz.support.support_map import SupportMap
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.compare.partition_cache import cached_partition
-from hierviz.opnames import qualname
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.foundation.opnames import qualname
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, Partition, graph_of, make_config
 
 MAX_OPS = 4                            # torch_executed_ops candidates in the default space
@@ -32,7 +32,7 @@ def fingerprint(part: Partition | MultiGraphPartition) -> tuple:
 def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | None = None) -> str | None:
     """None when `backend` subgraphs can be compiled and timed on `device` (with hv.measure's
     `compilers=` overrides), else why not."""
-    from hierviz.latency.compilers import get_compiler
+    from hierviz.latency.compiling.backend_compilers import get_compiler
 
     compiler = get_compiler(backend, dict(compilers) if compilers else None)
     if compiler is None:
@@ -168,7 +168,7 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
     `model` a DynamoCapture (hv.tune with ir="torch_compile"): the same, from every graph dynamo
     made (a graph Torch-TensorRT's backend runs eagerly has nothing to tune).
     """
-    from hierviz.latency.compile_plan import resolve_device
+    from hierviz.latency.compiling.compile_plan import resolve_device
 
     dev = resolve_device(device)
     base_cfg, _ = tune_base(make_config(base), dev, compilers)

@@ -14,11 +14,11 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from hierviz.compare.rows import partition_of
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency import measure
-from hierviz.latency.compiling import short
-from hierviz.latency.lift import lift
+from hierviz.latency.compiling.subgraph_compiling import short
+from hierviz.latency.compiling.lift import lift
 from hierviz.latency.numerics import locate_mismatch
 from hierviz.latency.timing import time_fn
 from hierviz.partitioner import Partition

@@ -32,9 +32,9 @@ from typing import Any, Iterable, Mapping
 
 from torch.fx import GraphModule
 
-from hierviz.capturing import check_ir, source_of, updates_of
-from hierviz.config import Config
-from hierviz.setting_values import whole_number
+from hierviz.capturing.aten_capture import check_ir, source_of, updates_of
+from hierviz.settings.config import Config
+from hierviz.settings.setting_values import whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
 from hierviz.compare.rows import partition_of
@@ -47,10 +47,10 @@ from hierviz.compare.tune_space import apply_changes, default_space, fingerprint
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
 from hierviz.latency.baselines import runnable_model, time_model
-from hierviz.latency.compile_plan import resolve_device
-from hierviz.latency.result import ci_text, wide_baseline_note
+from hierviz.latency.compiling.compile_plan import resolve_device
+from hierviz.latency.measurement import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
 DEFAULT_BUDGET = 20

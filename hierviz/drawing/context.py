@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing.accuracy import NumericsMarks
 from hierviz.drawing.build_marks import BuildMarks
-from hierviz.drawing.difference import Difference
+from hierviz.drawing.diff_overlay import Difference
 from hierviz.drawing.highlight import make_highlight
-from hierviz.drawing.cost import TimeOverlay
+from hierviz.drawing.time_overlay import TimeOverlay
 from hierviz.drawing.overlays import Overlay, fell_back
 from hierviz.partitioner import FALLBACK, GRAPH, NodeTable
 

@@ -23,9 +23,9 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
-from hierviz.partitioner.blockers import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups, intro_text,
+from hierviz.partitioner.blockers.blocker_causes import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups, intro_text,
                                          not_computed_text)
-from hierviz.partitioner.saved import document
+from hierviz.partitioner.saved.saved_partition import document
 from hierviz.partitioner.counts import by_backend_text, count_text
 from hierviz.version import __version__
 
@@ -95,7 +95,7 @@ def _run_dot(dot: str, source: str, fmt: str, timeout: float, aligned: bool = Fa
     """dot's drawing of `source`; `aligned` (the graph-by-graph picture, align.py): laid out by
     dot, its frames moved onto one axis, then drawn where they are by neato -n2."""
     if aligned:
-        from hierviz.drawing.align import POSITIONED_ENGINE, aligned as on_one_axis
+        from hierviz.drawing.by_graph.align import POSITIONED_ENGINE, aligned as on_one_axis
 
         engine = shutil.which(POSITIONED_ENGINE[0]) or str(Path(dot).with_name(POSITIONED_ENGINE[0]))
         if Path(engine).exists():  # graphviz ships neato with dot; without it the frames stay where dot put them
@@ -200,7 +200,7 @@ def write(path: Path, data: str | bytes) -> Path:
 
 
 def to_json(p: "Partition") -> dict:
-    """The saved-partition document (hierviz.partitioner.saved.document: nodes, subgraphs,
+    """The saved-partition document (hierviz.partitioner.saved.saved_partition.document: nodes, subgraphs,
     config, stats, versions; `hv.load_partition` reads it back) plus each backend's colour."""
     doc = document(p)
     doc["colors"] = {b: palette.color(b) for b in p.backends}

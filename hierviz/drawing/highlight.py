@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 from hierviz.drawing.dot import html
 from hierviz.drawing.overlays import Overlay
 from hierviz.errors import RenderError
-from hierviz.partitioner.blockers import blocked_nodes
+from hierviz.partitioner.blockers.blocker_causes import blocked_nodes
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition

@@ -40,14 +40,14 @@ from hierviz.drawing.context import make_overlays
 from hierviz.drawing.overlays import Overlay, fell_back, ran_on
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
-from hierviz.gcpause import gc_paused
+from hierviz.foundation.gcpause import gc_paused
 from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.record import short_dtype
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
-    from hierviz.latency.result import Measurement
-    from hierviz.partitioner.result import Partition
+    from hierviz.latency.measurement import Measurement
+    from hierviz.partitioner.partition_result import Partition
 
 INPUTS_NAMESPACE = "inputs"
 GRAPH_IDS = ("modules", "subgraphs")
@@ -206,7 +206,7 @@ def _build(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> 
 
 def node_data(p: "Partition", measurement: "Measurement") -> dict:
     """Model Explorer node data (one entry per graph id) of a measurement: each subgraph's median
-    ms split over its nodes by estimated work (as the time overlay does, drawing/work.py), with a
+    ms split over its nodes by estimated work (as the time overlay does, drawing/work_estimate.py), with a
     white-to-red gradient."""
     if measurement is None:
         raise RenderError("node_data needs the hv.Measurement of this partition: hv.measure(p, inputs).")

@@ -18,7 +18,7 @@ from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
-    from hierviz.partitioner.result import Partition
+    from hierviz.partitioner.partition_result import Partition
 
 INDEXED = re.compile(r"^(.*?)(\d+)$")
 

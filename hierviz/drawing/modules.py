@@ -42,7 +42,7 @@ from hierviz.drawing.module_tree import (
     loose_edges,
     walk_items,
 )
-from hierviz.drawing.cost import edge_weight, size_text, tensor_bytes
+from hierviz.drawing.time_overlay import edge_weight, size_text, tensor_bytes
 from hierviz.drawing.overlays import Overlay, fell_back, node_keys, ran_on, titles
 from hierviz.drawing.text import css, op_short, tooltip
 from hierviz.errors import RenderError
@@ -51,7 +51,7 @@ from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.record import NodeTable
-    from hierviz.partitioner.result import Partition
+    from hierviz.partitioner.partition_result import Partition
 
 # The most boxes and clusters the default depth may draw: more stop being an overview (and
 # a 24-layer Llama's full depth, rolled up, is about 20).

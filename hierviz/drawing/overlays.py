@@ -1,5 +1,5 @@
-"""The one overlay interface: what a measurement (`measurement=`, cost.py), a diff
-(`against=`, difference.py) or a numerics check (`numerics=`, accuracy.py) adds to a drawing of
+"""The one overlay interface: what a measurement (`measurement=`, time_overlay.py), a diff
+(`against=`, diff_overlay.py) or a numerics check (`numerics=`, accuracy.py) adds to a drawing of
 a partition, as per-node values and per-subgraph decorations, like Model Explorer's
 `GraphNodeData` (its per-node data overlay). Every view (graph.py, collapsed.py, focus.py,
 modules.py) and the Model Explorer export read overlays only through `Overlay`

@@ -24,7 +24,7 @@ from hierviz.drawing.context import Ctx, make_overlays
 from hierviz.drawing.dot import DotWriter
 from hierviz.drawing.text import op_short
 from hierviz.errors import RenderError
-from hierviz.gcpause import gc_paused
+from hierviz.foundation.gcpause import gc_paused
 from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -17,13 +17,13 @@ structural fingerprints), `result` (Measurement, SubgraphRecord), `core` (`measu
 
 from __future__ import annotations
 
-from hierviz.latency.compile_cache import CompileCache, clear_cache, default_cache
+from hierviz.latency.compiling.compile_cache import CompileCache, clear_cache, default_cache
 from hierviz.latency.output_match import TOLERANCES, compare
-from hierviz.latency.compilers import Compiler, compilers, get_compiler, register_compiler, unregister_compiler
-from hierviz.latency.core import measure
+from hierviz.latency.compiling.backend_compilers import Compiler, compilers, get_compiler, register_compiler, unregister_compiler
+from hierviz.latency.measure_call import measure
 from hierviz.latency.numerics import Numerics, numerics
-from hierviz.latency.result import Measurement, MeasureWarning, SubgraphRecord
-from hierviz.latency.compiled_split import CompiledSplit, compile_split
+from hierviz.latency.measurement import Measurement, MeasureWarning, SubgraphRecord
+from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_split
 from hierviz.latency.timing import NOISY_CV, Stats, time_fn
 
 

@@ -17,7 +17,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from hierviz.errors import MeasureError
-from hierviz.latency.quiet import wait_for_idle_workers
+from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.timing import Stats, time_fn
 
 
@@ -90,7 +90,7 @@ class EagerCall:
 def eager_call(model: Any, example_inputs: Any, device: torch.device, updates: tuple = ((), ())) -> EagerCall | None:
     """The user's model (an nn.Module or ExportedProgram) ready to be timed eagerly on `device`,
     its first call made (a failure is recorded in `error`, never raised); None for a bare graph.
-    `updates` is hierviz.capturing.updates_of(graph): (buffers, inputs) forward updates in
+    `updates` is hierviz.capturing.aten_capture.updates_of(graph): (buffers, inputs) forward updates in
     place; then a copy of the model runs, on copies of the inputs, so neither is changed."""
     fn = runnable_model(model)
     if fn is None:

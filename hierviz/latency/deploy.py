@@ -24,11 +24,11 @@ from torch.utils._pytree import tree_leaves, tree_map, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
-from hierviz.inputs import DIM_NAMES, InputSpec, check_structure, example_from_graph, spec_of
-from hierviz.graphdata import pack_graph, unpack_graph
-from hierviz.latency.compile_cache import CompileCache
-from hierviz.latency.result import MeasureWarning
-from hierviz.latency.compiled_split import compile_split
+from hierviz.capturing.inputs import DIM_NAMES, InputSpec, check_structure, example_from_graph, spec_of
+from hierviz.capturing.graph_codec import pack_graph, unpack_graph
+from hierviz.latency.compiling.compile_cache import CompileCache
+from hierviz.latency.measurement import MeasureWarning
+from hierviz.latency.compiling.compiled_split import compile_split
 from hierviz.partitioner import partition
 
 FORMAT = "hierviz-compiled-v1"

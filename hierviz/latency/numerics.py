@@ -28,12 +28,12 @@ from torch.fx import GraphModule, Node
 from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import HiervizError, MeasureError, unknown_arguments
-from hierviz.graphdata import fetch_attr
+from hierviz.capturing.graph_codec import fetch_attr
 from hierviz.latency.output_match import compare, leaf_errors, tolerance_ratio, tolerance_text
-from hierviz.latency.compiling import Runner, short
-from hierviz.latency.lift import lift
-from hierviz.latency.compile_plan import resolve_device
-from hierviz.latency.compiled_split import check_partition, compile_split
+from hierviz.latency.compiling.subgraph_compiling import Runner, short
+from hierviz.latency.compiling.lift import lift
+from hierviz.latency.compiling.compile_plan import resolve_device
+from hierviz.latency.compiling.compiled_split import check_partition, compile_split
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

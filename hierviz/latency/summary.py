@@ -1,5 +1,5 @@
 """What a timed split model comes to: its notes (warned once, at the user's line), its
-per-subgraph table and the Measurement, for hv.measure of a Partition (core.py) and of a
+per-subgraph table and the Measurement, for hv.measure of a Partition (measure_call.py) and of a
 multi-graph partition (measure_by_graph.py)."""
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any, Mapping
 import torch
 
 from hierviz.errors import user_stacklevel
-from hierviz.latency.compile_plan import names
-from hierviz.latency.result import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
+from hierviz.latency.compiling.compile_plan import names
+from hierviz.latency.measurement import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
                                     wide_baseline_note)
 from hierviz.latency.timing import NOISY_CV, speedup_interval
 

@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
-from hierviz.gcpause import gc_paused
+from hierviz.foundation.gcpause import gc_paused
 
 NOISY_CV = 0.05  # coefficient of variation above which a timing is reported as noisy
 CI_LEVEL = 0.95  # confidence level of speed-up intervals

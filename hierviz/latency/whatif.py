@@ -14,11 +14,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import HiervizError
-from hierviz.latency.core import measure
-from hierviz.inputs import example_from_graph
-from hierviz.latency.compile_plan import resolve_device
+from hierviz.latency.measure_call import measure
+from hierviz.capturing.inputs import example_from_graph
+from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.timing import speedup_interval
-from hierviz.partitioner.blockers import NO_BACKEND, NO_CONVERTER, REJECTED, repartition
+from hierviz.partitioner.blockers.blocker_causes import NO_BACKEND, NO_CONVERTER, REJECTED, repartition
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd

@@ -18,14 +18,14 @@ from typing import Any, Mapping, cast
 
 from torch.fx import GraphModule
 
-from hierviz.capturing import capture, check_ir, is_aten_graph
-from hierviz.dynamo_capture import DynamoCapture
-from hierviz.config import Config
-from hierviz.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
+from hierviz.capturing.aten_capture import capture, check_ir, is_aten_graph
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
+from hierviz.settings.config import Config
+from hierviz.settings.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
-from hierviz.inputs import check_capture_extras
+from hierviz.capturing.inputs import check_capture_extras
 from hierviz.partitioner import handoff
-from hierviz.partitioner.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
+from hierviz.partitioner.engine.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
     DEAD_CODE,
@@ -46,12 +46,12 @@ from hierviz.partitioner.reasons import (
     parse_tag,
 )
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
-from hierviz.partitioner.differences import diff
-from hierviz.partitioner.result import Partition, Subgraph, from_engine_result
-from hierviz.partitioner.saved import SavedPartition
-from hierviz.partitioner.load import load_partition
+from hierviz.partitioner.partition_diff import diff
+from hierviz.partitioner.partition_result import Partition, Subgraph, from_engine_result
+from hierviz.partitioner.saved.saved_partition import SavedPartition
+from hierviz.partitioner.saved.load import load_partition
 from hierviz.partitioner.check import check
-from hierviz.partitioner.multi_graph import MultiGraphPartition, partition_graphs
+from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition, partition_graphs
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
              kwargs: dict | None = None) -> GraphModule:
@@ -101,7 +101,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     default), with compile's rules, on a copy.
 
     `ir="torch_compile"`: what torch.compile(model, backend="torch_tensorrt") runs, graph by
-    graph: a MultiGraphPartition (hierviz.partitioner.multi_graph) of every graph dynamo
+    graph: a MultiGraphPartition (hierviz.partitioner.by_graph.multi_graph) of every graph dynamo
     captures (hv.capture(..., ir="torch_compile")); a DynamoCapture or MultiGraphPartition given
     instead of the model is re-partitioned without capturing again.
     """
@@ -113,7 +113,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
     cfg = make_config(config, overrides if engine is None else {**overrides, "engine": engine})
     if cfg.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compile_partitioners import check_available
+        from hierviz.partitioner.upstream.compile_partitioners import check_available
 
         check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
     if ir == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition)):
@@ -144,7 +144,7 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
     """The partition of an aten graph with a Config (valid as every Config is): the engine
     `cfg.engine` names, run once; nothing is checked again."""
     if cfg.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.compile_partitioners import partition_compiled
+        from hierviz.partitioner.upstream.compile_partitioners import partition_compiled
 
         return partition_compiled(gm, cfg)
     if cfg.torch_executed_ops:
@@ -153,7 +153,7 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
         warn_lowered_away(gm, cfg)  # an op the lowering removed would force nothing, silently
     if cfg.engine == "hierviz":
         return from_engine_result(gm, cfg, run_engine(gm, cfg))
-    from hierviz.partitioner.upstream import partition_upstream  # engine == "torch_tensorrt"
+    from hierviz.partitioner.upstream.hierarchical import partition_upstream  # engine == "torch_tensorrt"
 
     return partition_upstream(gm, cfg)
 
@@ -161,7 +161,13 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
 # A Partition re-partitions (what-ifs, recommend() for engines other than hierviz's) and runs
 # compile_today through these: the modules doing it make Partitions, so result.py cannot import them.
 handoff.provide("repartition", lambda: partition_graph)
-handoff.provide("compile_today", handoff.loader("hierviz.partitioner.todays_compile", "compile_today_of"))
+handoff.provide("compile_today", handoff.loader("hierviz.partitioner.upstream.todays_compile", "compile_today_of"))
+# Its tables and text are read from the Partition by report.py and blockers.py, which import it.
+handoff.provide("report", handoff.loader("hierviz.partitioner.report", "report"))
+handoff.provide("ops_table", handoff.loader("hierviz.partitioner.report", "ops_table"))
+handoff.provide("summary_table", handoff.loader("hierviz.partitioner.report", "summary_table"))
+handoff.provide("blockers_table", handoff.loader("hierviz.partitioner.blockers.blocker_causes", "blockers_table"))
+handoff.provide("with_build_failures", handoff.loader("hierviz.partitioner.blockers.blocker_causes", "with_build_failures"))
 
 
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",

@@ -13,10 +13,10 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
-from hierviz.partitioner.blockers import blockers_table, saves_text
-from hierviz.partitioner.multi_graph import NOTHING_CAPTURED, MultiGraphPartition
-from hierviz.partitioner.result import Partition
-from hierviz.partitioner.load import load_partition
+from hierviz.partitioner.blockers.blocker_causes import blockers_table, saves_text
+from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED, MultiGraphPartition
+from hierviz.partitioner.partition_result import Partition
+from hierviz.partitioner.saved.load import load_partition
 
 TOP_BLOCKERS = 3
 

@@ -3,10 +3,10 @@
 `Partition.render`, `.save`, `._repr_html_` (drawing; `MultiGraphPartition`'s are `render_graphs`,
 `save_graphs`, `html_graphs`), `.compile` and `.blockers(measure=True)` (latency) are
 conveniences: their work lives in those layers, which the partitioner must not import (they
-import it). Re-partitioning is above result.py too: the engines' dispatcher
+import it). Re-partitioning is above partition_result.py too: the engines' dispatcher
 (`hierviz.partitioner.partition_graph`, which what-ifs, `recommend()` for engines other than
-hierviz's, and blockers run) and `compile_today` (hierviz.partitioner.todays_compile) make Partitions,
-so they import result.py. Whoever is above registers, for each convenience, a function returning
+hierviz's, and blockers run) and `compile_today` (hierviz.partitioner.upstream.todays_compile) make Partitions,
+so they import partition_result.py. Whoever is above registers, for each convenience, a function returning
 the callable that does the work: the package facade (`hierviz/__init__.py`) the layers' ones,
 the partitioner package (`hierviz/partitioner/__init__.py`) its own, when hierviz is imported,
 so they are in place whenever a Partition exists. The callables load their module on first use,
@@ -25,7 +25,10 @@ CONVENIENCES = {"render": "drawing layer", "save": "drawing layer", "html": "dra
                 "render_graphs": "drawing layer", "save_graphs": "drawing layer", "html_graphs": "drawing layer",
                 "compile": "latency layer", "measure_blockers": "latency layer", "compile_graphs": "latency layer",
                 "build": "building layer", "build_graphs": "building layer",
-                "repartition": "partitioner package", "compile_today": "partitioner package"}
+                "repartition": "partitioner package", "compile_today": "partitioner package",
+                "report": "partitioner package", "ops_table": "partitioner package",
+                "summary_table": "partitioner package", "blockers_table": "partitioner package",
+                "with_build_failures": "partitioner package"}
 # convenience -> a function returning the callable that does its work (loads its module on first use)
 _PROVIDERS: dict[str, Callable[[], Callable[..., Any]]] = {}
 

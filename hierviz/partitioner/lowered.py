@@ -14,11 +14,11 @@ from collections import Counter
 
 from torch.fx import GraphModule
 
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import ConfigWarning, user_stacklevel
-from hierviz.opnames import packet_name, packets_in
-from hierviz.partitioner.graph_index import index_graph
-from hierviz.provenance import source_op, split_sources
+from hierviz.foundation.opnames import packet_name, packets_in
+from hierviz.partitioner.engine.graph_index import index_graph
+from hierviz.capturing.provenance import source_op, split_sources
 
 
 def lowered_away(gm: GraphModule, config: Config) -> dict[str, Counter]:

@@ -4,15 +4,15 @@ partitioned (`CALLABLE_OPS`, from opnames), and the subgraph tag format.
 
 The engine produces these codes and tags; the record, the reports, the drawings and the
 explorer read them through `hierviz.partitioner`. Reason texts built from a node's details
-(the long form, `Partition.reason_of`) are written by result.py from the same codes.
+(the long form, `Partition.reason_of`) are written by partition_result.py from the same codes.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hierviz.opnames import CALLABLE_OPS  # the fx node kinds that are partitioned (defined with the op names)
-from hierviz.support import SUPPORTED, UNSUPPORTED, VALIDATOR
+from hierviz.foundation.opnames import CALLABLE_OPS  # the fx node kinds that are partitioned (defined with the op names)
+from hierviz.support.sources import SUPPORTED, UNSUPPORTED, VALIDATOR
 
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
 # The backend of placeholders, weights and the output: they are not partitioned (nor are nodes
@@ -20,7 +20,7 @@ FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "
 GRAPH = "graph"
 
 # Reason codes, one per node; the text is built on demand from the code and its detail.
-# (SUPPORTED, UNSUPPORTED and VALIDATOR are a support verdict's codes: hierviz.support.Verdict.)
+# (SUPPORTED, UNSUPPORTED and VALIDATOR are a support verdict's codes: hierviz.support.sources.Verdict.)
 FOLLOWS_PRODUCER = "follows_producer"
 TORCH_EXECUTED = "torch_executed_ops"
 DEMOTED = "demoted"

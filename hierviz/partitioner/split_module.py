@@ -1,5 +1,5 @@
 """The split module's class, `SplitModule`: the parent GraphModule of `Partition.module`,
-whose submodules are final when it is made (split.py builds it)."""
+whose submodules are final when it is made (splitter.py builds it)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,7 @@
     targets.py       whether this TensorRT can build engines for this GPU, and why not (TRTInfo)
     partitioners.py  Torch-TensorRT's own partitioners and converter registry, run for comparison
     validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
-    settings.py      the CompilationSettings subgraphs are converted with, and their digest
+    compilation_settings.py      the CompilationSettings subgraphs are converted with, and their digest
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
     compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
@@ -65,7 +65,7 @@ from hierviz.trt.partitioners import (
     validating,
 )
 from hierviz.trt.validation import Validator
-from hierviz.trt.settings import CONVERSION_FIELDS, conversion_fields, conversion_settings, settings_digest, settings_key
+from hierviz.trt.compilation_settings import CONVERSION_FIELDS, conversion_fields, conversion_settings, settings_digest, settings_key
 from hierviz.trt.targets import (
     STANDARD_MIN_CAPABILITY,
     TRTInfo,

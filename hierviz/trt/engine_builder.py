@@ -21,10 +21,10 @@ from typing import Any
 
 import torch
 
-from hierviz.torch_output import native_output
+from hierviz.foundation.torch_output import native_output
 from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_version, require, tensorrt_library
 from hierviz.trt.partitioners import registry_held
-from hierviz.trt.settings import conversion_settings
+from hierviz.trt.compilation_settings import conversion_settings
 
 # One conversion at a time: converters and the builder share Torch-TensorRT's registry and
 # TensorRT's logger, so two threads converting at once would read each other's errors.

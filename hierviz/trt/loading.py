@@ -28,7 +28,7 @@ from typing import Any, Iterator
 
 import torch
 
-from hierviz import torch_output
+from hierviz.foundation import torch_output
 from hierviz.errors import TensorRTUnavailableError
 
 # The device queries upstream makes at import time, with the answers used without a GPU.

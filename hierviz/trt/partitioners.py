@@ -21,7 +21,7 @@ from typing import Any, Iterator
 import torch
 
 from hierviz.errors import ConfigError
-from hierviz.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
+from hierviz.foundation.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
 from hierviz.trt.loading import answer_cuda_queries, default_settings, require
 from hierviz.trt.validation import Validator
 

@@ -12,7 +12,7 @@ import torch
 
 from hierviz.trt.loading import require
 from hierviz.trt.partitioners import registry_held
-from hierviz.trt.settings import conversion_settings
+from hierviz.trt.compilation_settings import conversion_settings
 
 def submodule_inputs(gm: torch.fx.GraphModule) -> list[Any]:
     """torch_tensorrt.Input per placeholder from its `meta['val']` (upstream's

@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 import ipywidgets as widgets
 
-from hierviz.config import Config
-from hierviz.partitioner.blockers import saves_text
+from hierviz.settings.config import Config
+from hierviz.partitioner.blockers.blocker_causes import saves_text
 from hierviz.widget.panels import message_html, table_html
 
 if TYPE_CHECKING:  # pragma: no cover

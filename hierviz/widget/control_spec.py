@@ -8,8 +8,8 @@ from dataclasses import dataclass
 from typing import Callable
 
 from hierviz import trt
-from hierviz.engine_table import ENGINE_TABLE
-from hierviz.setting_values import DEMOTE_TO
+from hierviz.settings.engine_table import ENGINE_TABLE
+from hierviz.settings.setting_values import DEMOTE_TO
 
 
 @dataclass(frozen=True)

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from hierviz.config import Config, field_names, parse_config
+from hierviz.settings.config import Config, field_names, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.widget.long_work import LongWork
 from hierviz.compare.partition_cache import BoundedCache, lookup
-from hierviz.opnames import qualname
+from hierviz.foundation.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
 if TYPE_CHECKING:

@@ -20,10 +20,10 @@ from typing import Any, Callable, Mapping
 import ipywidgets as widgets
 import traitlets
 
-from hierviz import config as settings
-from hierviz import support as support_mod
-from hierviz.config import Config
-from hierviz.setting_values import BUILTIN_BACKENDS, parse_bool
+from hierviz.settings import config as settings
+from hierviz.support import sources as support_mod
+from hierviz.settings.config import Config
+from hierviz.settings.setting_values import BUILTIN_BACKENDS, parse_bool
 from hierviz.errors import ConfigError
 from hierviz.widget import panels
 from hierviz.widget.control_spec import CONTROLS, Control
@@ -31,7 +31,7 @@ from hierviz.widget.control_spec import CONTROLS, Control
 Refused = Callable[[str], None]
 
 # Support sources the picker offers: key -> (label, factory): "default" (Config's None:
-# tensorrt = validated converters, inductor = no ops), then hierviz.support.SOURCES.
+# tensorrt = validated converters, inductor = no ops), then hierviz.support.sources.SOURCES.
 SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
     "default": ("default", None), **support_mod.SOURCES}
 CUSTOM = "custom"

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from hierviz.capturing import check_ir
-from hierviz.config import Config, field_names
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.capturing.aten_capture import check_ir
+from hierviz.settings.config import Config, field_names
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import checked_arguments
 from hierviz.partitioner import MultiGraphPartition, partition
 from hierviz.widget.explorer import Explorer

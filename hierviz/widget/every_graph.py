@@ -18,8 +18,8 @@ import threading
 import time
 from typing import Any, Callable, Generic, Hashable, TypeVar
 
-from hierviz.config import Config
-from hierviz.dynamo_capture import DynamoCapture
+from hierviz.settings.config import Config
+from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, partition_graphs
 from hierviz.partitioner import handoff
 from hierviz.widget.background import BackgroundJob

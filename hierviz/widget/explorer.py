@@ -38,10 +38,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import ipywidgets as widgets
 
 from hierviz.widget.worker import WorkerError
-from hierviz.config import Config, field_names
+from hierviz.settings.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import Partition, graph_of, make_config
-from hierviz.provenance import lowered_sources
+from hierviz.capturing.provenance import lowered_sources
 from hierviz.widget import controls as ctl
 from hierviz.widget import blockers_tab, numerics_tab, panels
 from hierviz.widget.blockers_tab import BlockersTab
@@ -61,7 +61,7 @@ FASTEST_BUDGET = 8  # settings the "find fastest" button measures
 class Explorer(widgets.VBox):
     """The partition of one graph, its diagram, tables and history, and a control per setting.
 
-    `.controls` maps each setting with a control in the settings table (hierviz.config.SETTINGS:
+    `.controls` maps each setting with a control in the settings table (hierviz.settings.config.SETTINGS:
     every Config field, the engine included) plus `view`, `focus` and `measure` to its widget;
     setting a widget's `.value` re-runs just as a click would. `.buttons` holds pin and the
     export buttons (`button.click()` presses them); `.panels` the output widgets;

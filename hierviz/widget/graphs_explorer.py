@@ -26,10 +26,10 @@ from typing import Any, Callable
 
 import ipywidgets as widgets
 
-from hierviz.config import Config
+from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner import MultiGraphPartition
-from hierviz.partitioner.multi_graph import NOTHING_CAPTURED
+from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED
 from hierviz.widget.debounce import Debouncer
 from hierviz.widget.every_graph import Latest, Superseded, partition_every
 from hierviz.widget.explorer import DEFAULT_DEBOUNCE, Explorer

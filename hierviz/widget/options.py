@@ -8,7 +8,7 @@ import numbers
 from pathlib import Path
 from typing import Any, Mapping
 
-from hierviz.errors import ConfigError
+from hierviz.errors import ConfigError, parameter_names, unknown_arguments
 
 OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name")
 
@@ -18,6 +18,14 @@ def views() -> tuple[str, ...]:
     from hierviz.drawing.views import VIEWS
 
     return tuple(VIEWS)
+
+
+def measure_option_names() -> list[str]:
+    """The hv.measure options `measure_options=` may set: all but what the Explorer passes itself
+    (the partition, its inputs and the progress it shows)."""
+    from hierviz.latency.measure_call import measure
+
+    return parameter_names(measure, skip=("partition", "example_inputs", "progress"))
 
 
 def check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_dir: Any, max_nodes: Any,
@@ -45,9 +53,11 @@ def check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_
     if measure_options is not None and "progress" in measure_options:
         raise ConfigError("measure_options must not set progress: the Explorer shows its own progress while it "
                           "measures; leave it out.")
+    if measure_options is not None:
+        unknown_arguments("hv.explore(measure_options=...)", measure_options, measure_option_names())
     if name is not None and not isinstance(name, str):
         raise ConfigError(f"name must be a str, not {type(name).__name__}.")
     return float(debounce)
 
 
-__all__ = ["OPTIONS", "views", "check_options"]
+__all__ = ["OPTIONS", "views", "measure_option_names", "check_options"]

@@ -86,7 +86,7 @@ def latency_html(measurement: Any) -> str:
         text += f", {_num(lat['speedup'])}&times; vs eager"
         ci = lat.get("speedup_ci")
         if ci is not None:
-            from hierviz.latency.result import ci_text, verdict
+            from hierviz.latency.measurement import ci_text, verdict
 
             text += f" ({html.escape(ci_text(ci))}: <b>{html.escape(verdict(ci))}</b>)"
     if lat.get("max_abs_error") is not None:

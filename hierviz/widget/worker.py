@@ -5,7 +5,7 @@ The child is a fresh interpreter (running hierviz.widget.worker_main's `main()`,
 where forking a process that runs torch threads is not, and it never re-runs the user's
 script) in a session of its own, at a lower CPU priority (it calls `os.nice`, so its compilers,
 TorchInductor's g++ runs, inherit it). It is started by the first job and sent this process's
-`sys.path`; each graph (as plain data, hierviz/graphdata.py) and its example inputs are sent
+`sys.path`; each graph (as plain data, hierviz/capturing/graph_codec.py) and its example inputs are sent
 once, before its first job, and dropped there when the graph is garbage-collected here; each
 job then carries only its settings. One worker serves the process (`Worker.shared()`); each
 Explorer holds it through a `Hold` of its own (`worker.hold()`), whose `close()` cancels only that
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hierviz.errors import HiervizError
-from hierviz.graphdata import pack_graph
+from hierviz.capturing.graph_codec import pack_graph
 
 # the child lowers its CPU priority before it imports torch (importing hierviz loads it: a second
 # of CPU that must not compete with the kernel either), then runs worker_main

@@ -37,8 +37,8 @@ from typing import Any, BinaryIO, Callable, Iterator
 from hierviz import trt
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.errors import HiervizError
-from hierviz.graphdata import unpack_graph
-from hierviz.partitioner.todays_compile import compile_today
+from hierviz.capturing.graph_codec import unpack_graph
+from hierviz.partitioner.upstream.todays_compile import compile_today
 
 NICE = 19  # the worker's CPU priority: below the kernel's, so a setting change is never starved
 BEAT_S = 1.0

@@ -75,7 +75,7 @@ def test_gpt2_with_getitem_in_pytorch_fails_to_convert_five_of_seven(zoo_cache):
 
 def test_cli_cache_info_counts_builds_and_clear_removes_them(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
     from tests.building.models import ConvNet, made
 
     hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1).build()

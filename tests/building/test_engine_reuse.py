@@ -10,8 +10,8 @@ import torch
 import hierviz as hv
 from hierviz import trt
 from hierviz.building.engine_store import stored_engine
-from hierviz.inputs import example_from_graph
-from hierviz.latency.lift import bake, lift
+from hierviz.capturing.inputs import example_from_graph
+from hierviz.latency.compiling.lift import bake, lift
 from tests.building.models import ConvNet, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import cli, trt
+from hierviz import trt
+from hierviz.cli import commands as cli
 from hierviz.widget import Explorer
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast' runs torch_tensorrt's partitioners")
@@ -135,7 +136,8 @@ def test_tune_space_cannot_vary_the_engine(small) -> None:
 def test_saving_the_html_report_runs_no_partitioner(small, tmp_path, monkeypatch) -> None:
     """`p.save("x.html")` never runs Torch-TensorRT's fast partitioner: the report says how to
     include what torch_tensorrt.compile runs (p.compile_today()), and nothing else ran."""
-    from hierviz.partitioner import compile_partitioners as compiled, todays_compile
+    from hierviz.partitioner.upstream import compile_partitioners as compiled
+    from hierviz.partitioner.upstream import todays_compile
 
     _, _, gm = small
     p = hv.partition(gm, min_block_size=1)

@@ -8,7 +8,7 @@ import importlib
 import pytest
 
 import hierviz as hv
-from hierviz import cli
+from hierviz.cli import commands as cli
 from hierviz.compare import grid as grid_mod
 from hierviz.compare import tuning
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.graphdata import pack_graph, unpack_graph
+from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"

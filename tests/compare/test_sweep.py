@@ -204,7 +204,7 @@ def test_measured_sweep_has_latency_columns(small, fake_measure) -> None:
 def test_real_measurement_on_cpu(small) -> None:
     """One real hv.measure run: inductor takes everything, so no TensorRT (no GPU) is needed."""
     model, inputs, _ = small
-    pytest.importorskip("hierviz.latency.core")
+    pytest.importorskip("hierviz.latency.measure_call")
     df = sweep(model, inputs, {"min_block_size": [1, 2]},
                base={"priority": ("inductor",), "support": INDUCTOR, "torch_executed_ops": UNSUPPORTED},
                measure={"iters": 3, "warmup": 1}, progress=False)

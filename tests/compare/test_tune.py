@@ -252,7 +252,7 @@ def test_explorer_find_fastest_runs_in_the_background_and_applies(small, scripte
 
 @pytest.mark.slow
 def test_cli_tune_writes_the_trials(tmp_path, capsys) -> None:
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
 
     out = tmp_path / "tune.csv"
     assert main(["tune", "tiny_conv", "--budget", "2", "--iters", "3", "--warmup", "0",

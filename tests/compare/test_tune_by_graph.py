@@ -67,7 +67,7 @@ def test_compare_engines_measures_graph_by_graph(broken) -> None:
 
 
 def test_cli_tune_graph_by_graph_refuses_ray_before_capturing(capsys) -> None:
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
 
     assert main(["tune", "tiny_conv", "--ir", "torch_compile", "--executor", "ray"]) == 2
     assert "Leave --executor out" in capsys.readouterr().err
@@ -75,7 +75,7 @@ def test_cli_tune_graph_by_graph_refuses_ray_before_capturing(capsys) -> None:
 
 @pytest.mark.slow
 def test_cli_tune_graph_by_graph(tmp_path, capsys) -> None:
-    from hierviz.cli import main
+    from hierviz.cli.commands import main
 
     out = tmp_path / "tune.csv"
     assert main(["tune", "tiny_conv", "--ir", "torch_compile", "--budget", "1", "--iters", "2", "--warmup", "0",

@@ -15,7 +15,7 @@ import pytest
 import torch
 from torch.fx import Graph, GraphModule
 
-from hierviz import support as hv_support
+from hierviz.support import sources as hv_support
 from hierviz.partitioner import Partition
 
 from .models import tiny_transformer
@@ -99,7 +99,7 @@ class TrtStandIn(hv_support.Support):
         super().__init__(("trt_stand_in",), "where(trt_stand_in)")
 
     def verdict(self, node: torch.fx.Node) -> hv_support.Verdict:
-        from hierviz.opnames import qualname
+        from hierviz.foundation.opnames import qualname
 
         name = qualname(node.target)
         if name == "torch.ops.aten._softmax.default":

@@ -10,7 +10,7 @@ import pytest
 
 import hierviz as hv
 from hierviz.drawing import layout
-from hierviz.drawing.cost import ms_text
+from hierviz.drawing.time_overlay import ms_text
 
 from .helpers import parse_svg
 from .stack_models import captured, odd_partition
@@ -127,7 +127,7 @@ def test_a_subgraphs_time_is_split_by_estimated_work_not_evenly(needs_dot):
     """Issue 21: the BatchNorm's extra getitem must not give it twice the convolution's share."""
     import re
 
-    from hierviz.drawing.work import node_work
+    from hierviz.drawing.work_estimate import node_work
 
     model = _ConvBN().eval()
     x = (torch.randn(1, 8, 16, 16),)

@@ -7,7 +7,7 @@ import re
 import pytest
 
 import hierviz as hv
-from hierviz.drawing.difference import CHANGED_LINE, DIM_FILL, REGROUPED_LINE
+from hierviz.drawing.diff_overlay import CHANGED_LINE, DIM_FILL, REGROUPED_LINE
 
 from .stack_models import captured, even_partition, odd_fc2_partition, odd_partition, relu_in_torch
 from .helpers import check_golden

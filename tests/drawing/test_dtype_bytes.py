@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.drawing.cost import tensor_bytes
-from hierviz.drawing.work import node_work
+from hierviz.drawing.time_overlay import tensor_bytes
+from hierviz.drawing.work_estimate import node_work
 from hierviz.partitioner.record import TensorSpec
 
 from .test_cost_overlay import fake_measurement

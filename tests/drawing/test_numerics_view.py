@@ -11,7 +11,7 @@ from hierviz.drawing import layout
 from hierviz.drawing.accuracy import SCALE, colour
 from hierviz.drawing.dot import html
 from hierviz.latency import CompileCache, register_compiler, unregister_compiler
-from hierviz.latency.compilers import perturbing
+from hierviz.latency.compiling.backend_compilers import perturbing
 
 from .helpers import parse_svg
 

@@ -10,8 +10,8 @@ import pytest
 
 import hierviz as hv
 from hierviz.latency import CompileCache
-from hierviz.latency.compile_cache import Entry
-from hierviz.latency.compilers import INDUCTOR
+from hierviz.latency.compiling.compile_cache import Entry
+from hierviz.latency.compiling.backend_compilers import INDUCTOR
 
 
 class _Engine:

@@ -12,9 +12,9 @@ import hierviz as hv
 from _measure_helpers import BN, FakeClock, inductor_partition
 from hierviz.latency import CompileCache, MeasureWarning, Stats, compare, time_fn
 from hierviz.latency import timing
-from hierviz.latency.compile_cache import cache_key
-from hierviz.latency.compilers import INDUCTOR, from_function
-from hierviz.latency.lift import lift
+from hierviz.latency.compiling.compile_cache import cache_key
+from hierviz.latency.compiling.backend_compilers import INDUCTOR, from_function
+from hierviz.latency.compiling.lift import lift
 
 
 # ----------------------------------------------------------------------------- timing

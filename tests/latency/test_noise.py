@@ -13,8 +13,8 @@ import torch
 import hierviz as hv
 from _measure_helpers import FakeClock, inductor_partition
 from hierviz.latency import timing
-from hierviz.latency import quiet
-from hierviz.latency.quiet import wait_for_idle_workers
+from hierviz.latency import idle_workers
+from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.timing import speedup_interval, time_fn, time_paired
 
 CPU = torch.device("cpu")
@@ -87,7 +87,7 @@ def test_timing_waits_until_the_compile_workers_are_idle() -> None:
     used = iter([0.0, 0.05, 0.10, 0.10])
     slept.clear()
     waited, idle = wait_for_idle_workers(busy=lambda: True, cpu=lambda: next(used), sleep=slept.append)
-    assert idle and slept == [quiet.INTERVAL_S] * 3 == [0.05] * 3 and waited == pytest.approx(0.15)
+    assert idle and slept == [idle_workers.INTERVAL_S] * 3 == [0.05] * 3 and waited == pytest.approx(0.15)
 
 
 @pytest.mark.parametrize("workers", [None, False], ids=["no child processes", "every worker blocked"])
@@ -106,20 +106,20 @@ def test_children_busy_reads_the_child_processes_states(run_python) -> None:
     child blocked in sleep is not busy, a child spinning on a core is."""
     script = f"""
         import importlib.util, subprocess, sys, time
-        spec = importlib.util.spec_from_file_location("quiet", {str(Path(quiet.__file__))!r})
-        quiet = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(quiet)
-        print(quiet.children_busy())
+        spec = importlib.util.spec_from_file_location("idle_workers", {str(Path(idle_workers.__file__))!r})
+        idle_workers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(idle_workers)
+        print(idle_workers.children_busy())
         sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
         for _ in range(600):  # until it has started and sleeps (not a timing: 30 s is a bound)
-            if quiet.children_busy() is False:
+            if idle_workers.children_busy() is False:
                 break
             time.sleep(0.05)
-        print(quiet.children_busy(), quiet.wait_for_idle_workers(sleep=lambda s: 1 / 0))
+        print(idle_workers.children_busy(), idle_workers.wait_for_idle_workers(sleep=lambda s: 1 / 0))
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        print(quiet.children_busy())
+        print(idle_workers.children_busy())
         spinner.kill(); sleeper.kill(); spinner.wait(); sleeper.wait()
-        print(quiet.children_busy())
+        print(idle_workers.children_busy())
     """
     out = run_python(script, timeout=120)
     assert out.stdout.split("\n")[:4] == ["None", "False (0.0, True)", "True", "None"], out.stderr
@@ -131,16 +131,16 @@ def test_the_explorers_worker_and_its_children_are_not_compile_workers(run_pytho
     measurement does not wait; a real spinning child beside it still counts."""
     script = f"""
         import importlib.util, subprocess, sys, time
-        spec = importlib.util.spec_from_file_location("quiet", {str(Path(quiet.__file__))!r})
+        spec = importlib.util.spec_from_file_location("quiet", {str(Path(idle_workers.__file__))!r})
         quiet = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(quiet)
         spin = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
         spin += "exec('while True: pass')"
         worker = subprocess.Popen([sys.executable, "-c", spin, "hierviz.widget.worker_main"])
         time.sleep(1.0)
-        print(quiet.children_busy(), quiet.wait_for_idle_workers(sleep=lambda s: 1 / 0))
+        print(idle_workers.children_busy(), idle_workers.wait_for_idle_workers(sleep=lambda s: 1 / 0))
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
-        print(quiet.children_busy())
+        print(idle_workers.children_busy())
         spinner.kill(); spinner.wait()
         import psutil
         for p in psutil.Process(worker.pid).children(recursive=True) + [psutil.Process(worker.pid)]:

@@ -7,7 +7,7 @@ import torch
 
 import hierviz as hv
 from hierviz.latency import CompileCache, register_compiler, unregister_compiler
-from hierviz.latency.compilers import perturbing
+from hierviz.latency.compiling.backend_compilers import perturbing
 
 from _measure_helpers import inductor_partition, load, snapshot, same_snapshot
 

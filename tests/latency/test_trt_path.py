@@ -12,8 +12,8 @@ import torch
 import hierviz as hv
 from hierviz import trt
 from hierviz.latency import CompileCache
-from hierviz.latency.lift import bake, lift, symbolic_shapes
-from hierviz.latency.compile_plan import plan
+from hierviz.latency.compiling.lift import bake, lift, symbolic_shapes
+from hierviz.latency.compiling.compile_plan import plan
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason=f"torch_tensorrt unusable: {trt.info().error}")
 pytestmark = needs_trt

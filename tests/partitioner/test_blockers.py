@@ -103,7 +103,7 @@ def test_combined_row_is_the_top_rows_together(graph: torch.fx.GraphModule) -> N
 
 def test_combined_row_names_one_min_block_size(graph: torch.fx.GraphModule) -> None:
     """Two demoted causes together are the smaller size alone: the change says that one."""
-    from hierviz.partitioner.blockers import combine, find_causes
+    from hierviz.partitioner.blockers.blocker_causes import combine, find_causes
 
     part = hv.partition(graph, min_block_size=6)
     demoted = [c for c in find_causes(part) if c.kind == "demoted"]
@@ -199,7 +199,7 @@ def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(gra
 
 
 def test_a_fewer_ops_row_says_so() -> None:
-    from hierviz.partitioner.blockers import saves_text, verdict
+    from hierviz.partitioner.blockers.blocker_causes import saves_text, verdict
 
     row = type("Row", (), {"subgraphs_saved": 2, "accelerated_ops_gained": -3, "subgraphs_if_fixed": 4, "note": ""})
     assert saves_text(row) == "2 subgraph(s) fewer (4 in all), 3 fewer op(s) accelerated"
@@ -299,7 +299,7 @@ def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule
 def test_the_reports_of_a_fast_partition_run_no_partitioner_for_blockers(graph, tmp_path, monkeypatch) -> None:
     """For Torch-TensorRT's engines the HTML report shows the blockers once p.blockers() computed
     them (kept with the partition), and never re-runs the partitioner itself."""
-    from hierviz.partitioner import compile_partitioners as compiled
+    from hierviz.partitioner.upstream import compile_partitioners as compiled
 
     part = hv.partition(graph, engine="fast", min_block_size=3)
     real = compiled.partition_compiled

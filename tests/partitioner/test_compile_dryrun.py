@@ -19,8 +19,8 @@ import torch
 
 import hierviz as hv
 from hierviz import trt, zoo
-from hierviz.opnames import qualname
-from hierviz.partitioner.result import copy_graph_module
+from hierviz.foundation.opnames import qualname
+from hierviz.partitioner.partition_result import copy_graph_module
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt's compile")]

@@ -11,7 +11,7 @@ from hypothesis import event, given, settings, HealthCheck
 from torch.utils._pytree import tree_leaves
 
 import hierviz as hv
-from hierviz.partitioner.upstream import copy_graph_module
+from hierviz.partitioner.upstream.hierarchical import copy_graph_module
 
 from .test_properties import GraphSpec, build, configs, example_inputs, graph_specs, layout, run
 
@@ -91,8 +91,8 @@ def test_recommend_re_partitions_with_the_same_rule(llama) -> None:
 
 
 def test_config_field_text_and_cli(capsys) -> None:
-    from hierviz import cli
-    from hierviz.config import parse_text
+    from hierviz.cli import commands as cli
+    from hierviz.settings.config import parse_text
 
     assert hv.Config().demote_to == "torch"
     cfg = hv.Config(demote_to="Next")

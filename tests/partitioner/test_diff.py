@@ -9,8 +9,8 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.partitioner.plan import tags_for
-from hierviz.partitioner.result import from_engine_result
+from hierviz.partitioner.engine.plan import tags_for
+from hierviz.partitioner.partition_result import from_engine_result
 
 GELU = "torch.ops.aten.gelu.default"
 SDPA = "torch.ops.aten.scaled_dot_product_attention.default"

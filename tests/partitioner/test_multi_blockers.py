@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hierviz as hv
-from hierviz.partitioner.blockers import COLUMNS, VERDICTS
-from hierviz.partitioner.multi_blockers import BREAK_KIND
+from hierviz.partitioner.blockers.blocker_causes import COLUMNS, VERDICTS
+from hierviz.partitioner.blockers.multi_blockers import BREAK_KIND
 from tests.dynamo_models import ThreeBreaks, break_line, three_breaks
 
 RELU = "torch.ops.aten.relu.default"

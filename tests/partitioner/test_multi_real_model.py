@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 import hierviz as hv
-from hierviz.partitioner.joined_graphs import join
-from hierviz.partitioner.multi_blockers import BREAK_KIND
+from hierviz.partitioner.by_graph.joined_graphs import join
+from hierviz.partitioner.blockers.multi_blockers import BREAK_KIND
 
 pytestmark = pytest.mark.slow
 

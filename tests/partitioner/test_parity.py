@@ -32,8 +32,8 @@ from typing import Any
 import pytest
 
 import hierviz as hv
-from hierviz.opnames import qualname
-from hierviz.partitioner.graph_index import is_non_compute
+from hierviz.foundation.opnames import qualname
+from hierviz.partitioner.engine.graph_index import is_non_compute
 from hierviz.partitioner.reasons import CALLABLE_OPS
 
 pytestmark = pytest.mark.slow

@@ -39,10 +39,10 @@ from torch.fx.passes.shape_prop import _extract_tensor_metadata
 from torch.fx.passes.tools_common import FxNetAccFusionsFinder
 
 import hierviz as hv
-from hierviz.opnames import qualname
-from hierviz.partitioner.graph_index import index_graph
-from hierviz.partitioner.passes.fusion import fusions
-from hierviz.partitioner.upstream import copy_graph_module
+from hierviz.foundation.opnames import qualname
+from hierviz.partitioner.engine.graph_index import index_graph
+from hierviz.partitioner.engine.passes.fusion import fusions
+from hierviz.partitioner.upstream.hierarchical import copy_graph_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 import partition_quality  # noqa: E402  (the exhaustive reference lives with the benchmark)

@@ -277,7 +277,7 @@ def test_search_restarts_only_remove_subgraphs(monkeypatch):
     """The search (passes/search.py): on medium random DAGs of broadened shapes, its plan never
     has more subgraphs than the switch-height traversal alone, has fewer on some, is valid
     (the split module computes the graph's outputs) and is the same on a second run."""
-    from hierviz.partitioner.passes import search
+    from hierviz.partitioner.engine.passes import search
 
     graphs = []
     for g in range(12):

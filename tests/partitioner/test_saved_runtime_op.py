@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import opnames
+from hierviz.foundation import opnames
 
 OP = "torch.ops.hvsaved.scale.default"  # registered only in the process that saves
 
@@ -96,7 +96,7 @@ def test_typed_names_are_still_checked(saved):
 
 @pytest.mark.parametrize("command, code", [("report", 0), ("blockers", 0), ("check --max-subgraphs 1", 1)])
 def test_cli_on_a_saved_runtime_op(saved, command, code, capsys):
-    from hierviz import cli
+    from hierviz.cli import commands as cli
 
     assert cli.main([*command.split(), str(saved / "mix.json")]) == code
     out, err = capsys.readouterr()

@@ -296,7 +296,7 @@ def test_hugging_face_gpt2_with_dynamic_sequence_length() -> None:
 
 
 def test_without_torch_tensorrt_updates_are_dropped_the_same_way(monkeypatch) -> None:
-    from hierviz.capturing import CaptureWarning
+    from hierviz.capturing.aten_capture import CaptureWarning
 
     monkeypatch.setattr(trt, "available", lambda: False)
     model, x = EMA(), torch.randn(4, 3)

@@ -14,8 +14,8 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.partitioner import hierviz_engine
-from hierviz.partitioner.result import from_engine_result
+from hierviz.partitioner.engine import hierviz_engine
+from hierviz.partitioner.partition_result import from_engine_result
 
 CONV = "torch.ops.aten.convolution.default"
 BATCH_NORM = "torch.ops.aten._native_batch_norm_legit_no_training.default"

@@ -13,8 +13,9 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz import support, trt
-from hierviz.opnames import qualname
+from hierviz import trt
+from hierviz.support import sources as support
+from hierviz.foundation.opnames import qualname
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason=f"torch_tensorrt unusable: {trt.info().error}")
 
@@ -122,7 +123,8 @@ _WITHOUT_TRT = """
     {block}
     import torch
     import hierviz as hv
-    from hierviz import trt, support
+    from hierviz import trt
+    from hierviz.support import sources as support
     info = trt.info()
     assert not info.available and info.error, info
     try:

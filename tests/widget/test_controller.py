@@ -129,7 +129,7 @@ def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) ->
     measurement is drawn on the diagram as the cost overlay."""
     import pandas as pd
 
-    from hierviz.drawing.difference import CHANGED_LINE
+    from hierviz.drawing.diff_overlay import CHANGED_LINE
 
     _, _, gm = small
     c = Controller(gm, hv.Config())

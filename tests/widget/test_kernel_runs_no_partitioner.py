@@ -16,8 +16,8 @@ from . import worker_helpers as helpers
 
 COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
            ("hierviz.trt.partitioners", "run_upstream_partitioner"),
-           ("hierviz.partitioner.compile_partitioners", "partition_compiled"),
-           ("hierviz.partitioner.result", "blockers_table"),  # Partition.blockers()'s what-ifs
+           ("hierviz.partitioner.upstream.compile_partitioners", "partition_compiled"),
+           ("hierviz.partitioner.partition_result", "blockers_table"),  # Partition.blockers()'s what-ifs
            ("hierviz.latency", "numerics"),
            ("hierviz.latency", "measure")]
 
@@ -67,10 +67,10 @@ def test_the_count_is_not_vacuous_with_the_worker_off(kind, monkeypatch) -> None
     ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]})
     calls: list[str] = []
     if kind == "blockers":
-        from hierviz.partitioner import result
+        from hierviz.partitioner.blockers import blocker_causes
 
-        original = result.blockers_table
-        monkeypatch.setattr(result, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
+        original = blocker_causes.blockers_table
+        monkeypatch.setattr(blocker_causes, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
         assert ex.blockers is not None
     else:
         import hierviz.latency as package

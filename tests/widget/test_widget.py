@@ -230,7 +230,7 @@ def test_results_are_cached_per_config(small, monkeypatch: pytest.MonkeyPatch) -
     first = ex.partition
     ex.controls["min_block_size"].value = 1
     one = ex.partition
-    from hierviz.partitioner.result import Partition
+    from hierviz.partitioner.partition_result import Partition
 
     calls = []
     original = Partition.report
@@ -365,7 +365,7 @@ def test_measure_error_is_shown(small, fake_measure) -> None:
 
 
 def test_unexpected_exceptions_never_reach_the_caller(ex: Explorer, monkeypatch: pytest.MonkeyPatch) -> None:
-    from hierviz.partitioner.result import Partition
+    from hierviz.partitioner.partition_result import Partition
 
     def broken(self, **_options):
         raise RuntimeError("boom")

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
-from hierviz.compile_rules import compile_config
+from hierviz.settings.compile_rules import compile_config
 from hierviz import trt
 from hierviz.widget.worker import Unsendable, Worker, WorkerError
-from hierviz.partitioner.todays_compile import compile_today
+from hierviz.partitioner.upstream.todays_compile import compile_today
 
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 

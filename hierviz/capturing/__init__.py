@@ -1,0 +1,5 @@
+"""From a model and its inputs to the aten graph hierviz partitions: torch.export and
+Torch-TensorRT's lowering (aten_capture.py), the disk cache (disk_cache.py), inputs and model
+copies, export failures explained (export_failure.py), where each node came from
+(provenance.py) and the graph codec (graph_codec.py). by_graph/ holds torch.compile's path:
+dynamo's graphs and breaks."""

@@ -1,0 +1,81 @@
+"""Where each node of a captured graph came from: the op of the exported graph that
+Torch-TensorRT's lowering turned into it (SiLU into sigmoid + mul, `softmax.int` into
+`_softmax.default`, views into `_reshape_copy`).
+
+torch.fx keeps the provenance in `node.meta["from_node"]`: a chain of the nodes each pass
+replaced, back to the exported program. `source_op(node)` reads the oldest op of that
+chain. `hv.source_ops(...)` names source ops in `torch_executed_ops` (as
+`"source:torch.ops.aten.silu.default"`), which forces every node that came from them.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+import torch
+
+from hierviz.foundation.opnames import SOURCE_PREFIX, normalize, qualname
+
+# how deep a from_node chain is followed (real chains are a few passes long)
+_MAX_DEPTH = 64
+
+
+def source_op(node: torch.fx.Node) -> str | None:
+    """The qualified name of the exported graph's op that `node` came from
+    ("torch.ops.aten.silu.default" for the sigmoid and mul of a SiLU), or None when the node
+    keeps no provenance (a graph built by hand)."""
+    chain = node.meta.get("from_node")
+    found: str | None = None
+    depth = 0
+    while chain and depth < _MAX_DEPTH:
+        src = chain[0]
+        target = getattr(src, "target", None)
+        if isinstance(target, str) and "." in target and not target.startswith(("<", "_operator")):
+            found = target
+        chain = getattr(src, "from_node", None)
+        depth += 1
+    if found is None:
+        return None
+    return found if found.startswith("torch.ops.") else "torch.ops." + found
+
+
+def source_ops(*ops: Any) -> frozenset[str]:
+    """For `torch_executed_ops`: force every node that came from these source ops, the ops of
+    the model as exported (`hv.source_ops("aten.silu.default")` forces the sigmoid and mul
+    Torch-TensorRT's lowering makes of each SiLU). Names as for torch_executed_ops; combine
+    with plain names by union: `hv.source_ops("silu.default") | {"aten.add.Tensor"}`."""
+    names: list[Any] = []
+    for op in ops:
+        names.extend(op if isinstance(op, (list, tuple, set, frozenset)) else [op])
+    return frozenset(SOURCE_PREFIX + normalize(str(o)[len(SOURCE_PREFIX):] if str(o).startswith(SOURCE_PREFIX)
+                                               else o, "hv.source_ops") for o in names)
+
+
+def lowered_sources(nodes: Iterable[torch.fx.Node]) -> dict[str, int]:
+    """The source ops the lowering replaced, as torch_executed_ops entries
+    ("source:torch.ops.aten.silu.default"), each with how many lowered nodes came from it."""
+    counts: dict[str, int] = {}
+    for node in nodes:
+        if node.op != "call_function":
+            continue
+        src = source_op(node)
+        if src is not None and src != qualname(node.target):
+            counts[SOURCE_PREFIX + src] = counts.get(SOURCE_PREFIX + src, 0) + 1
+    return counts
+
+
+def split_sources(names: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]:
+    """(plain op names, source op names without their prefix) of a torch_executed_ops set."""
+    plain, sources = set(), set()
+    for n in names:
+        (sources.add(n[len(SOURCE_PREFIX):]) if n.startswith(SOURCE_PREFIX) else plain.add(n))
+    return frozenset(plain), frozenset(sources)
+
+
+def short_op(name: str) -> str:
+    """'torch.ops.aten.silu.default' -> 'aten.silu' (the default overload), else 'aten.add.Scalar'."""
+    text = name[len("torch.ops."):] if name.startswith("torch.ops.") else name
+    return text[:-len(".default")] if text.endswith(".default") else text
+
+
+__all__ = ["source_op", "source_ops", "lowered_sources", "split_sources", "short_op"]

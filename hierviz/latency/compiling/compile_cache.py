@@ -1,0 +1,270 @@
+"""The compile cache: compiled subgraphs keyed by structure, in memory and optionally on disk.
+
+The key of a subgraph is a SHA-256 over
+  - the ops of the lifted subgraph and their arguments (literals, dtypes, devices; node
+    names are left out, so identical blocks of one model share a key),
+  - the input specs: shape, stride, dtype, device type and storage offset of each input,
+  - the weights' and constants' shapes, strides and dtypes,
+  - the backend, its settings (for TensorRT a stable digest of the CompilationSettings), its
+    version (for TensorRT also the TensorRT library's), the device (and GPU model), torch's
+    version and torch's FP32 precision settings (TF32),
+  - symbolic input shapes and their ranges, for dynamic captures,
+  - for compilers that build weights into the artifact (TensorRT), a digest of the weights'
+    values; compilers that take weights as inputs (TorchInductor) are keyed without them and
+    their artifact is run with the weights of whichever partition uses it.
+
+Compile failures are remembered too (in memory only), so a sweep does not retry them.
+
+The cache is bounded (least recently used first out): by entries and by the bytes of TensorRT
+engines it holds. `clear()` drops every entry and frees the GPU memory their engines held.
+"""
+
+from __future__ import annotations
+
+import gc
+import json
+import os
+import platform
+import tempfile
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+
+from hierviz.settings.setting_values import whole_number
+from hierviz.errors import ConfigError
+from hierviz.latency.compiling.backend_compilers import Compiler
+from hierviz.latency.compiling.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key
+from hierviz.latency.precision import precision_key
+
+KEY_VERSION = "hierviz-compile-v3"  # v3: the modules moved into packages (pickled class paths changed)
+MAX_ENTRIES = 512
+MAX_BYTES = 8 << 30  # serialized TensorRT engines held in memory
+
+
+@dataclass
+class Entry:
+    """A compiled subgraph (or a remembered compile failure)."""
+
+    key: str
+    backend: str
+    fn: Callable[..., Any] | None
+    compile_s: float
+    lifts_weights: bool
+    error: str | None = None
+    origin: str = "compiled"  # or "disk"
+    first_tag: str = ""
+    created: float = field(default_factory=time.time)
+    nbytes: int = 0  # the serialized engine's size, for artifacts that report one
+
+    @property
+    def compiled(self) -> Callable[..., Any]:
+        """The compiled function (every entry but a remembered failure holds one)."""
+        if self.fn is None:
+            raise RuntimeError(f"compile cache entry {self.key} is a remembered failure ({self.error}): no function")
+        return self.fn
+
+
+def _nbytes(fn: Any) -> int:
+    blob = getattr(fn, "serialized_engine", None)  # a TorchTensorRTModule
+    return len(blob) if isinstance(blob, (bytes, bytearray)) else 0
+
+
+class CompileCache:
+    """Compiled subgraphs by structural key, at most `max_entries` of them and `max_bytes` of
+    engines, the least recently used dropped first. `hv.measure` uses one shared, process-wide
+    instance unless given another; `clear()` empties it and frees the GPU memory it held."""
+
+    def __init__(self, max_entries: int | None = MAX_ENTRIES, max_bytes: int | None = MAX_BYTES) -> None:
+        for name, value in (("max_entries", max_entries), ("max_bytes", max_bytes)):
+            if value is not None and not whole_number(value, 1):
+                raise ConfigError(f"CompileCache({name}=...) must be a positive integer or None, not {value!r}")
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._lock = threading.Lock()
+        self.hits = 0
+        self.misses = 0
+        self.evictions = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of serialized engines held."""
+        return sum(e.nbytes for e in self._entries.values())
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._entries
+
+    def __repr__(self) -> str:
+        return (f"<CompileCache {len(self)} entries ({self.nbytes / 2**20:.1f} MiB of engines), "
+                f"{self.hits} hits, {self.misses} misses, {self.evictions} evicted>")
+
+    def keys(self) -> list[str]:
+        return list(self._entries)
+
+    def entries(self) -> list[Entry]:
+        return list(self._entries.values())
+
+    def clear(self) -> None:
+        """Drop every entry and free what they held: the compiled artifacts are released, a
+        garbage collection breaks their reference cycles, and CUDA's cached blocks go back to
+        the GPU (TensorRT engines hold device memory until then)."""
+        with self._lock:
+            self._entries.clear()
+            self.hits = self.misses = self.evictions = 0
+        release_memory()
+
+    def get(self, key: str, compiler: Compiler, directory: Path | None = None) -> Entry | None:
+        """The entry for `key` from memory, else from `directory`; None on a miss."""
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is not None:
+                self._entries.move_to_end(key)
+        if entry is None and directory is not None:
+            entry = load_entry(key, compiler, directory)
+            if entry is not None:
+                self.put(entry)
+        return entry
+
+    def put(self, entry: Entry) -> None:
+        if entry.fn is not None and not entry.nbytes:
+            entry.nbytes = _nbytes(entry.fn)
+        with self._lock:
+            self._entries[entry.key] = entry
+            self._entries.move_to_end(entry.key)
+            evicted = 0
+            while len(self._entries) > 1 and (
+                    (self.max_entries is not None and len(self._entries) > self.max_entries)
+                    or (self.max_bytes is not None and self.nbytes > self.max_bytes)):
+                self._entries.popitem(last=False)
+                evicted += 1
+            self.evictions += evicted
+        if evicted and torch.cuda.is_available():
+            release_memory()
+
+    def drop(self, key: str) -> None:
+        with self._lock:
+            self._entries.pop(key, None)
+
+    def count(self, hit: bool) -> None:
+        with self._lock:
+            if hit:
+                self.hits += 1
+            else:
+                self.misses += 1
+
+
+_DEFAULT = CompileCache()
+
+
+def default_cache() -> CompileCache:
+    """The process-wide compile cache."""
+    return _DEFAULT
+
+
+def clear_cache() -> None:
+    """Empty the process-wide compile cache (e.g. after changing weights through `.data`) and
+    free the GPU memory its engines held."""
+    _DEFAULT.clear()
+
+
+def release_memory() -> None:
+    """Collect garbage (compiled modules sit in reference cycles) and return CUDA's cached
+    blocks to the GPU."""
+    gc.collect()
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+
+# ----------------------------------------------------------------------------- keys
+def device_key(device: torch.device) -> tuple:
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        return ("cuda", index, torch.cuda.get_device_name(index),
+                tuple(torch.cuda.get_device_capability(index)))
+    if device.type == "cpu":  # generated code depends on the instruction set (a disk cache may be shared)
+        try:
+            isa = torch.backends.cpu.get_cpu_capability()
+        except Exception:  # noqa: BLE001 - older torch
+            isa = "?"
+        return ("cpu", platform.machine(), isa)
+    return (device.type,)
+
+
+def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options: Any,
+              device: torch.device) -> str:
+    """The structural key of a subgraph compiled by `compiler` for `inputs` (see module doc)."""
+    parts: list[Any] = [
+        KEY_VERSION,
+        compiler.backend,
+        compiler.version(),
+        compiler.options_key(options),
+        device_key(device),
+        precision_key(),
+        lifted.single,
+        graph_signature(lifted.gm),
+        lifted.dynamic,
+        tuple(tensor_key(x) for x in inputs),
+        tuple(tensor_key(w) for w in lifted.weights),
+    ]
+    if not compiler.lifts_weights:
+        parts.append(("weights", tuple(tensor_digest(s) for s in lifted.sources)))
+    return digest(parts)
+
+
+# ----------------------------------------------------------------------------- disk
+def _paths(key: str, backend: str, directory: Path) -> tuple[Path, Path]:
+    folder = directory / backend / key[:2]
+    return folder / f"{key}.bin", folder / f"{key}.json"
+
+
+def load_entry(key: str, compiler: Compiler, directory: Path) -> Entry | None:
+    if compiler.load is None:
+        return None
+    artifact_path, meta_path = _paths(key, compiler.backend, directory)
+    if not artifact_path.exists() or not meta_path.exists():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text())
+        fn = compiler.load(artifact_path)
+    except Exception:  # noqa: BLE001 - a stale or foreign file is a miss, not an error
+        return None
+    return Entry(key=key, backend=compiler.backend, fn=fn, compile_s=float(meta.get("compile_s", 0.0)),
+                 lifts_weights=compiler.lifts_weights, origin="disk", first_tag=meta.get("tag", ""))
+
+
+def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path) -> str | None:
+    """Write a compiled artifact under `directory`; returns why not, or None when written."""
+    if compiler.save is None:
+        return f"the {compiler.backend} compiler cannot save its artifacts"
+    artifact_path, meta_path = _paths(entry.key, compiler.backend, directory)
+    try:
+        artifact_path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=artifact_path.parent, suffix=".tmp")
+        os.close(fd)
+        try:
+            if not compiler.save(artifact, Path(tmp)):
+                return f"this {compiler.backend} artifact cannot be saved"
+            os.replace(tmp, artifact_path)
+        finally:
+            if os.path.exists(tmp):
+                os.remove(tmp)
+        meta = {"key": entry.key, "backend": entry.backend, "tag": entry.first_tag,
+                "compile_s": entry.compile_s, "created": entry.created,
+                "version": compiler.version(), "torch": torch.__version__}
+        meta_path.write_text(json.dumps(meta, indent=1))
+    except Exception as exc:  # noqa: BLE001 - the in-memory entry still works
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+__all__ = ["CompileCache", "Entry", "cache_key", "default_cache", "clear_cache", "release_memory", "KEY_VERSION",
+           "MAX_ENTRIES", "MAX_BYTES"]

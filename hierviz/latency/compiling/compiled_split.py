@@ -1,0 +1,147 @@
+"""Building the compiled split model: `compile_split(partition, example_inputs, device)`.
+
+Each subgraph of `partition.module` is lifted (its weights become inputs, see lift.py),
+compiled through the cache in graph order with the real tensors it receives (subgraph_compiling.py), and
+wrapped in a small module; a new top-level GraphModule with the split module's graph calls
+those wrappers. That module is what `hv.measure` times and what `Partition.compile` hands to
+the user. The partition is never modified.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import torch
+from torch.fx import GraphModule
+from torch.utils._pytree import tree_leaves
+
+from hierviz import trt
+from hierviz.errors import MeasureError
+from hierviz.capturing.graph_codec import fetch_attr, set_path
+from hierviz.capturing.inputs import check as check_inputs
+from hierviz.latency.compiling import compile_cache as cache_mod
+from hierviz.latency.compiling.backend_compilers import TENSORRT
+from hierviz.latency.compiling.subgraph_compiling import Builder, Progress, Runner
+from hierviz.latency.compiling.lift import on_device
+from hierviz.latency.compiling.compile_plan import plan, resolve_device
+from hierviz.latency.precision import check_tf32, fp32_precision
+from hierviz.latency.measurement import SubgraphRecord
+
+ON_ERROR = ("raise", "fallback")
+
+
+@dataclass
+class CompiledSplit:
+    """A partition compiled for one device.
+
+    `module(*inputs)` runs the split model (TensorRT subgraphs as engines, TorchInductor ones as
+    compiled code, the rest eagerly); `records` says per subgraph what ran (see
+    SubgraphRecord); `fallbacks` are the tags whose backend failed and ran eagerly instead;
+    `output` is the split model's output on the example inputs, from the compiling run.
+    """
+
+    module: GraphModule
+    records: dict[str, SubgraphRecord]
+    device: torch.device
+    inputs: tuple[Any, ...]
+    output: Any = None
+    fallbacks: tuple[str, ...] = ()
+    warnings: list[str] = field(default_factory=list)
+    cache_hits: int = 0
+    cache_misses: int = 0
+    compile_s: float = 0.0
+    compile_state: dict[str, str] = field(default_factory=dict)
+    tf32: bool = False
+
+    @property
+    def runners(self) -> dict[str, Runner]:
+        return {name: getattr(self.module, name) for name in self.records}
+
+
+def check_partition(partition: Any) -> None:
+    if not all(hasattr(partition, a) for a in ("module", "subgraphs", "graph")):
+        raise MeasureError(f"this takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
+
+
+def check_trt_settings(trt_settings: Any, tf32: bool) -> None:
+    """ConfigError for trt_settings fields that cannot act at conversion, checked first (before
+    the device or the subgraphs: a mistake should not wait for a GPU to show)."""
+    if trt_settings is None:
+        return
+
+    if trt.available():
+        trt.conversion_settings(trt_settings, None, tf32=tf32)
+
+
+def backend_options(slots: list, device: torch.device, trt_settings: Any, inductor_options: Any,
+                    tf32: bool) -> dict[str, Any]:
+    """Each backend's options as its compiler takes them; TensorRT's checked and built for
+    `device` with TF32 as `tf32` says (ConfigError for settings that cannot act here)."""
+    options = {"inductor": inductor_options, "tensorrt": trt_settings}
+    if any(s.compiler is TENSORRT and s.refused is None for s in slots):  # it takes CompilationSettings
+
+        options["tensorrt"] = trt.conversion_settings(trt_settings, device, tf32=tf32)
+    return options
+
+
+def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on_error: str = "raise",
+                  cache: cache_mod.CompileCache | None = None, cache_dir: str | Path | None = None,
+                  trt_settings: Any = None, inductor_options: dict | None = None,
+                  compilers: Mapping[str, Any] | None = None, tf32: bool = False,
+                  progress: Any = None, who: str = "compile_split",
+                  observe: Callable[..., Any] | None = None) -> CompiledSplit:
+    """Compile every subgraph of `partition` with its backend for `device` and assemble the
+    split module (see CompiledSplit). Arguments as in `hv.measure`; raises
+    hv.TensorRTUnavailableError (a MeasureError) when TensorRT subgraphs cannot be built here,
+    MeasureError for other failures; with `on_error="fallback"` each failing or unbuildable
+    subgraph runs in eager PyTorch instead (listed in `fallbacks`). `who` names the
+    caller in error messages about the inputs; `observe` sees each value of the compiling run
+    (see compiling.Builder.run)."""
+    if on_error not in ON_ERROR:
+        raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    check_partition(partition)
+    tf32 = check_tf32(tf32)
+    check_trt_settings(trt_settings, tf32)
+    dev = resolve_device(device, partition)
+    check_inputs(partition.graph, example_inputs, who=who, error=MeasureError)
+    slots = plan(partition, dev, compilers, on_error)
+    inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))
+    store = cache if cache is not None else cache_mod.default_cache()
+    try:
+        directory = Path(cache_dir).expanduser() if cache_dir is not None else None
+    except TypeError:
+        raise MeasureError(f"cache_dir must be a path, not {type(cache_dir).__name__}") from None
+    options = backend_options(slots, dev, trt_settings, inductor_options, tf32)
+    bar = progress if isinstance(progress, Progress) else Progress(progress, len(slots))
+    try:
+        with torch.no_grad(), fp32_precision(tf32):
+            built, output = Builder(partition.module, slots, dev, store, directory, options, on_error, bar).run(
+                inputs, observe)
+    finally:
+        if bar is not progress:
+            bar.close()
+    return CompiledSplit(module=assemble(partition.module, built.runners, dev), records=built.records, device=dev,
+                         inputs=inputs, output=output, fallbacks=tuple(built.fallbacks), warnings=built.warnings,
+                         cache_hits=built.cache_hits, cache_misses=built.cache_misses, compile_s=built.compile_s,
+                         compile_state=built.compile_state, tf32=tf32)
+
+
+def assemble(module: GraphModule, runners: Mapping[str, Runner], device: torch.device) -> GraphModule:
+    """A new top-level GraphModule: the split module's graph, calling the runners."""
+    root = torch.nn.Module()
+    for name, runner in runners.items():
+        root.add_module(name, runner)
+    graph = torch.fx.Graph()
+    out = graph.graph_copy(module.graph, {})
+    graph.output(out)
+    for node in graph.nodes:
+        if node.op == "get_attr" and not hasattr(root, str(node.target).split(".")[0]):
+            attr = fetch_attr(module, node.target)
+            value = on_device(attr, device) if isinstance(attr, torch.Tensor) else attr
+            set_path(root, str(node.target), value)
+    return GraphModule(root, graph, class_name="MeasuredSplit")
+
+
+__all__ = ["compile_split", "CompiledSplit", "assemble", "ON_ERROR"]

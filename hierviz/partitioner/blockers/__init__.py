@@ -1,0 +1,3 @@
+"""What keeps nodes out of the accelerated backends: the causes and their what-if table
+(blocker_causes.py, `Partition.blockers()`), and the same summed over the graphs of a
+graph-by-graph partition (multi_blockers.py)."""

@@ -1,0 +1,474 @@
+"""`Partition.blockers()`: what keeps nodes out of the accelerated backends, ranked by what
+fixing each cause would save, every figure from an actual re-partition.
+
+A cause is one of:
+- `no converter`: an op with no TensorRT converter (what-if: add the op to TensorRT's support,
+  as `hv.support.any_chain(hv.support.tensorrt(), hv.support.ops([op]))` does);
+- `validator rejected`: a converter exists, its capability validator refuses the node (the
+  same what-if);
+- `no backend`: no backend in priority takes the op, and TensorRT is not the one to ask (not in
+  priority, or its support is your own): the op is added to the first backend's support;
+- `forced`: an entry of torch_executed_ops (an op, or a source op through the lowering;
+  what-if: drop the entry);
+- `demoted`: accelerated blocks smaller than min_block_size (one cause per block size;
+  what-if: min_block_size lowered to that size).
+
+Each what-if is `hv.partition(p.graph, that config, engine=p.engine)`, exactly what a user
+would run by hand, so the counts agree with it by construction. A saved partition
+(`hv.load_partition`) has no graph to re-partition: its rows keep the counts and say so.
+
+Each row's `verdict` is read from its own two counts against the partition's objective (fewest
+subgraphs, no fewer ops accelerated): an `improvement` is better on one count and worse on
+neither, a `trade-off` better on one and worse on the other, `no gain` better on neither. Rows
+rank improvements first, then trade-offs, then no gain, each by subgraphs saved, then ops
+gained. The combined row (the first `top` rows together) is added only when it is a change no
+single row makes and its counts are not those of a single row (else it repeats that row).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import warnings
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable, Iterable
+
+from hierviz.support import sources as support_mod
+from hierviz.settings.config import Config, derive
+from hierviz.errors import ConfigError, HiervizError
+from hierviz.foundation.opnames import SOURCE_PREFIX, in_op_set, names_as_saved, packets_in
+from hierviz.capturing.provenance import short_op, source_op, split_sources
+from hierviz.partitioner import handoff
+from hierviz.partitioner.partition_result import DEFAULT_TOP
+from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+
+if TYPE_CHECKING:  # pragma: no cover
+    import pandas as pd
+
+    from hierviz.partitioner.partition_result import Partition
+
+NO_CONVERTER = "no converter"
+REJECTED = "validator rejected"
+NO_BACKEND = "no backend"
+FORCED = "forced"
+DEMOTED_KIND = "demoted"
+COMBINED = "combined"
+BUILD_FAILS = "engine fails to build"  # from part.build(): not a cause of nodes kept out, a cause of no engine
+REQUIRED = "required"  # its verdict: without the change Torch-TensorRT fails, or runs the graph eagerly
+KINDS = (NO_CONVERTER, REJECTED, FORCED, DEMOTED_KIND, NO_BACKEND)
+KIND_WORDS = {NO_CONVERTER: "no TensorRT converter", REJECTED: "converter's validator rejected the node",
+              FORCED: "forced to PyTorch by torch_executed_ops", DEMOTED_KIND: "demoted below min_block_size",
+              NO_BACKEND: "not supported by any backend in priority", COMBINED: "the top rows together",
+              BUILD_FAILS: "its TensorRT engine fails to convert or build on this machine (part.build())"}
+IMPROVEMENT, TRADE_OFF, NO_GAIN = "improvement", "trade-off", "no gain"
+VERDICTS = (IMPROVEMENT, TRADE_OFF, NO_GAIN)
+VERDICT_WORDS = {IMPROVEMENT: "fewer subgraphs without fewer ops accelerated, or more ops accelerated without more "
+                              "subgraphs",
+                 TRADE_OFF: "better on one count, worse on the other: more ops accelerated but more subgraphs, or "
+                            "fewer subgraphs but fewer ops accelerated",
+                 NO_GAIN: "neither fewer subgraphs nor more ops accelerated",
+                 REQUIRED: "an engine that does not build on this machine: without the change Torch-TensorRT raises, "
+                           "or runs the graph eagerly"}
+COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
+           "change", "note", "config")
+
+
+@dataclass
+class Cause:
+    """One cause: what it is, the nodes it keeps out, and the settings with it removed."""
+
+    op: str
+    kind: str
+    nodes: int
+    change: str
+    config: Config | None
+    note: str = ""
+    members: list[str] = field(default_factory=list)  # node names it keeps out
+    support: dict[str, set[str]] = field(default_factory=dict)  # backend -> ops added (what-if)
+    dropped: set[str] = field(default_factory=set)  # torch_executed_ops entries dropped
+    block_size: int | None = None  # demoted: min_block_size lowered to this
+
+
+def parse_kinds(kind: Any, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...] | None:
+    """The kinds a `kind=` filter keeps: one kind or a list ('no converter' or 'no_converter'),
+    each one of `kinds`."""
+    if kind is None:
+        return None
+    given = [kind] if isinstance(kind, str) else kind
+    if not isinstance(given, (list, tuple, set, frozenset)) or not given:
+        raise ConfigError(f"blockers(kind=...) takes a kind or a list of kinds ({', '.join(kinds)}), not {kind!r}.")
+    out = []
+    for k in given:
+        name = str(k).strip().lower().replace("_", " ")
+        if name not in kinds:
+            raise ConfigError(f"blockers(kind=...): unknown kind {k!r}; kinds are {', '.join(repr(x) for x in kinds)}.")
+        out.append(name)
+    return tuple(out)
+
+
+def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "pd.DataFrame":
+    """`table` with one row first per engine that failed to build (part.build()): its change
+    the fix shown to build (or that none was found), its verdict "required"."""
+    import pandas as pd
+
+    rows = []
+    fix_config = p.config.replace(torch_executed_ops=set(builds.fix)) if builds.fix is not None else None
+    fix_stats = repartition(p, fix_config).stats if fix_config is not None and p.graph is not None else None
+    for r in builds.failed:  # one fix for all of them: re-partitioned once
+        fixed = fix_config is not None and r["stage"] in ("convert", "build")
+        config = fix_config if fixed else None
+        after = fix_stats if fixed else None
+        rows.append({"op": r["subgraph"], "kind": BUILD_FAILS, "nodes": len(p.subgraph(r["subgraph"]).nodes),
+                     "subgraphs_if_fixed": None if after is None else after["subgraphs"],
+                     "subgraphs_saved": None if after is None else p.stats["subgraphs"] - after["subgraphs"],
+                     "accelerated_ops_gained": None if after is None else after["accelerated_ops"] - p.stats["accelerated_ops"],
+                     "verdict": REQUIRED,
+                     "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r["fix"] or "no fix found"),
+                     "note": f"fails at {r['stage']}: {r['error']}; then {r['runs_instead']}", "config": config})
+    if not rows:
+        return table
+    return pd.concat([pd.DataFrame(rows, columns=table.columns), table], ignore_index=True)
+
+
+def check_top(top: Any) -> None:
+    """ConfigError unless `top` (how many first rows the combined row joins) is a whole number >= 0."""
+    if isinstance(top, bool) or not isinstance(top, int) or top < 0:
+        raise ConfigError(f"blockers(top=...) is how many of the first rows the combined row joins "
+                          f"(0: no combined row), not {top!r}.")
+
+
+def target_backend(config: Config) -> str:
+    """The backend an unsupported op is added to in the what-if: TensorRT when in priority."""
+    return "tensorrt" if "tensorrt" in config.priority else config.priority[0]
+
+
+# ---------------------------------------------------------------------------- finding causes
+def find_causes(p: "Partition") -> list[Cause]:
+    """Every cause in `p`, with its what-if config (not yet re-partitioned). None in a graph
+    Torch-TensorRT's backend runs eagerly after it failed on it (`p.backend_failed`, set by
+    partition_graphs): its graph is dynamo's, not lowered, so no setting makes any of it accelerated."""
+    if getattr(p, "backend_failed", ""):
+        return []
+    t, cfg = p.records, p.config
+    graph_nodes = list(p.graph.graph.nodes) if p.graph is not None else None
+    unsupported: dict[tuple[str, str], list[int]] = {}
+    forced: list[int] = []
+    demoted: dict[int, list[int]] = {}
+    sizes = p.demotions
+    converters = support_mod.tensorrt(validate=False)
+    backend = target_backend(cfg)
+    for i in range(len(t)):
+        if not t.is_callable(i):
+            continue
+        code = t.reason_code[i]
+        if code in (UNSUPPORTED, VALIDATOR):
+            if code == VALIDATOR:
+                kind = REJECTED
+            elif backend == "tensorrt" and not converters.accepts_name(t.op[i]):
+                kind = NO_CONVERTER
+            else:
+                kind = NO_BACKEND
+            unsupported.setdefault((t.op[i], kind), []).append(i)
+        elif code == TORCH_EXECUTED:
+            forced.append(i)
+        elif code == DEMOTED:
+            size = sizes.get(t.name[i], ("", 0))[1] or p.stats["supported_ops"]
+            demoted.setdefault(size, []).append(i)
+    causes = []
+    for (op, kind), members in unsupported.items():
+        what = f"add {op} to {backend}'s support"
+        causes.append(Cause(op, kind, len(members), what, None, members=[t.name[i] for i in members],
+                            support={backend: {op}}))
+    causes += _forced_causes(p, forced, graph_nodes)
+    for size, members in sorted(demoted.items()):
+        if size < 1 or size >= cfg.min_block_size:
+            continue
+        ops = Counter(short_op(t.op[i]) for i in members if t.compute[i])
+        label = ", ".join(o for o, _ in ops.most_common(3)) + (" ..." if len(ops) > 3 else "")
+        blocks = len({t.subgraph[i] for i in members})
+        causes.append(Cause(f"blocks of {size}: {label}", DEMOTED_KIND, len(members),
+                            f"min_block_size={size} (was {cfg.min_block_size})", None,
+                            members=[t.name[i] for i in members], block_size=size,
+                            note=f"{len(members)} node(s) demoted from blocks of {size} node(s)"
+                            if blocks else ""))
+    for c in causes:
+        c.config = what_if(cfg, c.support, c.dropped, c.block_size)
+    return causes
+
+
+def _forced_causes(p: "Partition", forced: list[int], graph_nodes: list | None) -> list[Cause]:
+    """One cause per torch_executed_ops entry that forces nodes."""
+    t, cfg = p.records, p.config
+    if not forced:
+        return []
+    by_entry: dict[str, list[int]] = {}
+    for entry in sorted(cfg.torch_executed_ops):
+        plain, sources = split_sources([entry])
+        names, packets = (sources, packets_in(sources)) if sources else (plain, packets_in(plain))
+        for i in forced:
+            if sources:
+                if graph_nodes is not None:
+                    src = source_op(graph_nodes[i])
+                    hit = src is not None and in_op_set(src, names, packets)
+                else:  # a saved partition: its reason text names the source op
+                    hit = t.short_reason(i) == f"forced from {short_op(next(iter(sources)))}"
+            else:
+                hit = in_op_set(t.op[i], names, packets)
+            if hit:
+                by_entry.setdefault(entry, []).append(i)
+    causes = []
+    for entry, members in by_entry.items():
+        shown = entry[len(SOURCE_PREFIX):] if entry.startswith(SOURCE_PREFIX) else entry
+        what = (f"drop hv.source_ops({short_op(shown)!r}) from torch_executed_ops" if entry != shown
+                else f"drop {entry} from torch_executed_ops")
+        causes.append(Cause(shown, FORCED, len(members), what, None, members=[t.name[i] for i in members],
+                            dropped={entry}, note="a source op, through the lowering" if entry != shown else ""))
+    return causes
+
+
+def what_if(config: Config, support: dict[str, set[str]], dropped: Iterable[str],
+            block_size: int | None) -> Config:
+    """`config` with `support` ops added to their backends (any_chain with hv.support.ops),
+    `dropped` entries removed from torch_executed_ops and min_block_size lowered to `block_size`."""
+    if support:
+        new = dict(config.support or {})
+        for b, ops in support.items():
+            current = config.support_for(b)
+            added = support_mod.ops(sorted(ops))
+            new[b] = added if current is None else support_mod.any_chain(current, added)
+        config = config.replace(support=new)
+    dropped = set(dropped)
+    if dropped:
+        config = config.replace(torch_executed_ops=frozenset(config.torch_executed_ops) - dropped)
+    if block_size is not None and block_size < config.min_block_size:
+        config = config.replace(min_block_size=block_size)
+    return config
+
+
+def combine(causes: list[Cause], config: Config) -> Cause:
+    """The causes together: every support addition, every dropped entry, the smallest size."""
+    support: dict[str, set[str]] = {}
+    dropped: set[str] = set()
+    sizes = [c.block_size for c in causes if c.block_size is not None]
+    for c in causes:
+        for b, ops in c.support.items():
+            support.setdefault(b, set()).update(ops)
+        dropped |= c.dropped
+    members = {m for c in causes for m in c.members}
+    block = min(sizes) if sizes else None
+    # one min_block_size in the change, the one applied (the smallest), not one per demoted cause
+    changes = [c.change for c in causes if c.block_size is None or c.block_size == block]
+    return Cause(f"top {len(causes)} together", COMBINED, len(members), "; ".join(dict.fromkeys(changes)),
+                 what_if(config, support, dropped, block), members=sorted(members), support=support,
+                 dropped=dropped, block_size=block)
+
+
+# ---------------------------------------------------------------------------- the table
+def repartition(p: "Partition", config: Config) -> "Partition":
+    """`p`'s graph partitioned with `config` by `p`'s engine: the what-if, as a user runs it."""
+    with warnings.catch_warnings():  # the user saw the current setting's warnings already
+        warnings.simplefilter("ignore")
+        return handoff.handler("repartition")(p.graph, derive(config, {"engine": p.engine}))
+
+
+def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
+    """The blockers DataFrame (see Partition.blockers)."""
+    import pandas as pd
+
+    kinds = parse_kinds(kind)
+    check_top(top)
+    # a saved partition's op names are as saved: its what-if settings never look them up here
+    with names_as_saved() if p.graph is None else contextlib.nullcontext():
+        causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
+    fixed = None if p.graph is None else (lambda cfg: repartition(p, cfg))
+    return pd.DataFrame(ranked_rows(causes, p.stats, p.config, fixed, top), columns=list(COLUMNS))
+
+
+def ranked_rows(causes: list[Cause], base: dict, config: Config, fixed: Callable[[Config], Any] | None,
+                top: int, more: Iterable[dict] = (), annotate: Callable[[dict, Cause | None], None] | None = None
+                ) -> list[dict]:
+    """The table's rows, ranked: one per cause (`row`), the rows `more` gives (already made, a
+    "_cause" of None), and the combined row of the first `top` causes when it is new;
+    `annotate(row, cause)` adds a caller's cells to each."""
+    rows = [row(c, base, fixed) for c in causes] + list(more)
+    rows.sort(key=_rank)
+    firsts = [r["_cause"] for r in rows if r["_cause"] is not None][:top]
+    if top and len(rows) > 1 and len(firsts) > 0 and fixed is not None:
+        together = row(combine(firsts, config), base, fixed)
+        if not any(_repeats(together, r) for r in rows):
+            rows.append(together)
+    for r in rows:
+        cause = r.pop("_cause")
+        if annotate is not None:
+            annotate(r, cause)
+    return rows
+
+
+def verdict(saved: Any, gained: Any) -> str | None:
+    """A what-if's verdict from its own counts (None when it was not re-partitioned)."""
+    if saved is None or gained is None or saved != saved or gained != gained:
+        return None
+    if min(saved, gained) >= 0 and max(saved, gained) > 0:
+        return IMPROVEMENT
+    return TRADE_OFF if max(saved, gained) > 0 else NO_GAIN
+
+
+def _rank(r: dict) -> tuple:
+    """Improvements first, then trade-offs, no gain and rows with no counts; each by subgraphs
+    saved, then ops gained, then nodes kept out."""
+    order = VERDICTS.index(r["verdict"]) if r["verdict"] in VERDICTS else len(VERDICTS)
+    return order, -_num(r["subgraphs_saved"]), -_num(r["accelerated_ops_gained"]), -r["nodes"], r["op"]
+
+
+def _repeats(together: dict, row: dict) -> bool:
+    """Whether the combined row repeats `row`: the same change, or the same counts."""
+    same_counts = (together["subgraphs_if_fixed"] is not None
+                   and (together["subgraphs_if_fixed"], together["accelerated_ops_gained"])
+                   == (row["subgraphs_if_fixed"], row["accelerated_ops_gained"]))
+    return together["change"] == row["change"] or same_counts
+
+
+def _num(x: Any) -> float:
+    return float("-inf") if x is None else float(x)
+
+
+def row(c: Cause, base: dict, fixed: Callable[[Config], Any] | None) -> dict:
+    """Cause `c`'s row: its counts from `fixed(c.config)` (the re-partition with it removed,
+    anything with `.stats`) against `base` (the current stats); None: a saved partition's
+    counts only."""
+    out = {"op": c.op, "kind": c.kind, "nodes": c.nodes, "subgraphs_if_fixed": None, "subgraphs_saved": None,
+           "accelerated_ops_gained": None, "verdict": None, "change": c.change, "note": c.note, "config": c.config,
+           "_cause": c}
+    if fixed is None:
+        out["note"] = join_notes(c.note, "a saved partition: counts only, no graph to re-partition")
+        return out
+    assert c.config is not None, "each cause has its settings before its row is made"
+    try:
+        s = fixed(c.config).stats
+    except HiervizError as exc:
+        out["note"] = join_notes(c.note, f"cannot re-partition: {str(exc).splitlines()[0]}")
+        return out
+    return counted(out, base, s)
+
+
+def counted(out: dict, base: dict, s: dict) -> dict:
+    """Row `out` with its counts: the what-if's stats `s` against the current `base`, and the verdict."""
+    out.update(subgraphs_if_fixed=s["subgraphs"], subgraphs_saved=base["subgraphs"] - s["subgraphs"],
+               accelerated_ops_gained=s["accelerated_ops"] - base["accelerated_ops"])
+    out["verdict"] = verdict(out["subgraphs_saved"], out["accelerated_ops_gained"])
+    return out
+
+
+def join_notes(*notes: str) -> str:
+    return "; ".join(n for n in notes if n)
+
+
+REPORT_ROWS = 5  # the causes a report's "What to change" section shows
+
+
+def for_reports(p: "Partition") -> "pd.DataFrame | None":
+    """The blockers a report shows, or None where computing them is work the user did not ask
+    for: hierviz's engine re-partitions in milliseconds (and a saved partition only counts),
+    while Torch-TensorRT's partitioners re-run once per cause, so theirs show once
+    `p.blockers()` has run (the answer is kept with the partition)."""
+    return p.blockers(compute=p.engine == "hierviz" or p.graph is None)
+
+
+def not_computed_text(p: "Partition") -> str:
+    """Why a report leaves the blockers out, and how to include them."""
+    return (f"Not computed: p.blockers() re-runs Torch-TensorRT's {p.engine} partitioner once per cause; "
+            f"call it first to show the top {REPORT_ROWS} here (the answer is kept with the partition), "
+            f"or on the command line: hierviz blockers MODEL --engine {p.engine}.")
+
+
+def intro_text(p: "Partition", table: "pd.DataFrame") -> str:
+    """The first line of a report's "What to change": how many causes, and where the figures
+    come from (re-partitioning, judged against the objective; or a saved partition's counts)."""
+    causes = int((table.kind != COMBINED).sum())
+    if p.graph is None:
+        return (f"The top {min(causes, REPORT_ROWS)} of {causes} cause(s) keeping nodes out of the accelerated "
+                "backends, counted from a saved partition, which has no graph to re-partition: partition the "
+                "model again (hv.partition(model, inputs, config)) for what fixing each gives.")
+    return (f"{causes} cause(s) keep nodes out of the accelerated backends. What fixing each alone gives, from "
+            "re-partitioning, judged against the partition's objective (fewest subgraphs, no fewer ops "
+            "accelerated); each group by subgraphs saved (part.blockers() for all).")
+
+
+GROUP_TITLES = {REQUIRED: "Required", IMPROVEMENT: "Improvements", TRADE_OFF: "Trade-offs", NO_GAIN: "No gain",
+                None: "Not re-partitioned"}
+
+
+def groups(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[tuple[str | None, "pd.DataFrame", int]]:
+    """A blockers table as the reports show it: (verdict, its first `rows` causes with the
+    combined row last when it has that verdict, how many causes have it), engines that fail to
+    build first (after part.build()), then improvements.
+    Improvements are always there (maybe empty) once any row has a verdict; the other groups
+    only when not empty. Rows with no counts (a saved partition's) are the group None."""
+    import pandas as pd
+
+    judged = table.verdict.notna()
+    out = []
+    for v in (REQUIRED, *VERDICTS, None):
+        mine = table[table.verdict == v] if v is not None else table[~judged]
+        if mine.empty and not (v == IMPROVEMENT and judged.any()):
+            continue
+        causes = mine[mine.kind != COMBINED]
+        out.append((v, pd.concat([causes.head(rows), mine[mine.kind == COMBINED]]), len(causes)))
+    return out
+
+
+def group_heading(v: str | None, shown: int, total: int) -> str:
+    """A group's heading in words: 'Trade-offs (better on one count, ...), the first 5 of 7:'."""
+    if v == IMPROVEMENT and not total:
+        return f"{GROUP_TITLES[v]} ({VERDICT_WORDS[v]}): no single change is one."
+    words = "the what-if could not be run" if v is None else VERDICT_WORDS[v]
+    more = f", the first {shown} of {total}" if total > shown else ""
+    return f"{GROUP_TITLES[v]} ({words}){more}:"
+
+
+def change_lines(table: "pd.DataFrame", rows: int = REPORT_ROWS) -> list[str]:
+    """A blockers table in words, grouped by verdict (improvements numbered, then trade-offs,
+    no gain): what to change and what it gives; a saved partition's causes, numbered, counts only."""
+    lines: list[str] = []
+    k = 0
+    for v, shown, total in groups(table, rows):
+        if v is not None or table.verdict.notna().any():  # a saved partition's causes: no verdicts to head
+            lines.append(group_heading(v, int((shown.kind != COMBINED).sum()), total))
+        numbered = v in (IMPROVEMENT, None)
+        for r in shown.itertuples():
+            if r.kind == COMBINED:
+                lines.append(("" if numbered else "- ") + f"{r.op}: {saves_text(r)}")
+                continue
+            k += 1
+            lines.append(f"{f'{k}.' if numbered else '-'} {r.change}: {saves_text(r)}  [{r.kind}, {r.nodes} node(s)]")
+    return lines
+
+
+def saves_text(r: Any) -> str:
+    """What a row's what-if gives, in words ('19 subgraph(s) fewer (1 in all), 16 more op(s) accelerated')."""
+    saved, gained = r.subgraphs_saved, r.accelerated_ops_gained
+    if saved is None or saved != saved:
+        return "not re-partitioned (" + (r.note or "counts only") + ")"
+    fewer = f"{int(saved)} subgraph(s) fewer" if saved >= 0 else f"{-int(saved)} subgraph(s) more"
+    more = f"{int(gained)} more op(s) accelerated" if gained >= 0 else f"{-int(gained)} fewer op(s) accelerated"
+    return f"{fewer} ({int(r.subgraphs_if_fixed)} in all), {more}"
+
+
+def blocked_nodes(p: "Partition", rows: int = 5) -> dict[str, str]:
+    """Node name -> the cause's label, for the nodes of the first `rows` causes by rank
+    (render(highlight="blockers")); counts only, without re-partitioning, for speed."""
+    causes = sorted(find_causes(p), key=lambda c: (-c.nodes, c.op))[:rows]
+    return {m: f"{c.kind}: {_short_label(c)}" for c in causes for m in c.members}
+
+
+def _short_label(c: Cause) -> str:
+    """A cause in a few words for a diagram's node or box: the op, or a demoted block's size
+    (its ops are on the diagram already; listing them widened every box)."""
+    if c.kind == "demoted" and c.block_size is not None:
+        return f"blocks of {c.block_size}"
+    return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
+
+
+__all__ = ["REPORT_ROWS", "ranked_rows", "row", "counted", "join_notes", "check_top", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+           "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED", "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
+           "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]

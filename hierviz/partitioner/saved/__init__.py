@@ -1,0 +1,2 @@
+"""Saved partitions: the one-graph document (saved_partition.py), the graph-by-graph one
+(saved_graphs.py) and `hv.load_partition`, which reads either (load.py)."""
