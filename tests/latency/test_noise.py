@@ -131,9 +131,9 @@ def test_the_explorers_worker_and_its_children_are_not_compile_workers(run_pytho
     measurement does not wait; a real spinning child beside it still counts."""
     script = f"""
         import importlib.util, subprocess, sys, time
-        spec = importlib.util.spec_from_file_location("quiet", {str(Path(idle_workers.__file__))!r})
-        quiet = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(quiet)
+        spec = importlib.util.spec_from_file_location("idle_workers", {str(Path(idle_workers.__file__))!r})
+        idle_workers = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(idle_workers)
         spin = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
         spin += "exec('while True: pass')"
         worker = subprocess.Popen([sys.executable, "-c", spin, "hierviz.widget.worker_main"])
