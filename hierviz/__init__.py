@@ -33,7 +33,8 @@ from hierviz.errors import (
 )
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.capturing.by_graph.graph_break import GraphBreak
-from hierviz.partitioner import MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition, partition
+from hierviz.partitioner import (MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition,
+                                 partition)
 from hierviz.capturing.provenance import source_ops
 from hierviz.support.sources import Support
 from hierviz.version import __version__ as __version__

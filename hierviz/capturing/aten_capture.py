@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import dataclasses
 import inspect
+import logging
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -29,12 +30,15 @@ from hierviz.capturing import disk_cache as capture_cache
 from hierviz.support import stored_verdicts
 
 from hierviz.foundation import torch_output
-from hierviz.capturing.by_graph.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
+from hierviz.capturing.by_graph.dynamo_capture import (NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph,
+                                                       capture_by_graph_break)
 from hierviz.capturing.export_failure import export_error
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.capturing.inputs import as_args, check_capture_extras
 from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.support.sources import record_verdicts
+
+logger = logging.getLogger(__name__)
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule | DynamoCapture]]" = weakref.WeakKeyDictionary()
 
@@ -127,19 +131,15 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
     """torch.export; on failure, a CaptureError with a short first line (hierviz.capturing.export_failure),
     and what torch printed and logged meanwhile (its partial graph) kept off the screen. After
     a success it is held back too (torch_output.hold: the CLI's --verbose shows it)."""
-    failed: Exception | None
-    with torch_output.kept() as printed:
-        try:
+    printed = torch_output.KeptOutput()
+    try:
+        with torch_output.kept() as printed:
             exported = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
-        except Exception as exc:
-            failed = exc
-        else:
-            failed = None
-    if failed is None:  # what it printed meanwhile is held back, for --verbose
-        torch_output.hold("torch.export", printed.text())
-        return exported
-    raise export_error(type(model).__name__, failed, dynamic_shapes=dynamic_shapes is not None,
-                       torch_output=printed.text(), hint=_dict_hint(model, args, kwargs)) from failed
+    except Exception as exc:  # whatever the model's forward or torch.export raised: the CaptureError's cause
+        raise export_error(type(model).__name__, exc, dynamic_shapes=dynamic_shapes is not None,
+                           torch_output=printed.text(), hint=_dict_hint(model, args, kwargs)) from exc
+    torch_output.hold("torch.export", printed.text())  # what it printed meanwhile is held back, for --verbose
+    return exported
 
 
 def _dims_key(value: Any) -> Any:
@@ -347,7 +347,7 @@ def _capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, in
             else:
                 try:
                     return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
-                except Exception as exc:  # noqa: BLE001 - an entry of another shape: captured again
+                except capture_cache.UNREADABLE as exc:  # an entry of another shape: captured again
                     store.unreadable(key, exc)
     captured = capture_by_graph_break(model, args, kwargs)
     if store is not None and key is not None:
@@ -409,6 +409,11 @@ def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict,
                          input_specs=tuple(payload["input_specs"]), notes=(note,))
 
 
+# what running a cached graph that no longer fits the model or its inputs raises (torch's ops:
+# RuntimeError, NotImplementedError; a call that does not match: TypeError, IndexError, ...)
+STALE_GRAPH_ERRORS = (RuntimeError, TypeError, ValueError, AttributeError, KeyError, IndexError, AssertionError)
+
+
 def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
     """Whether `gm` gives the model's outputs on the example inputs (run on a private copy of
     the model and on copies of the inputs, with the same random seed)."""
@@ -419,8 +424,15 @@ def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: 
             return torch.utils._pytree.tree_leaves(fn(*a, **k))
 
     try:
-        expected, got = run(private_copy(model)), run(gm)
-    except Exception:  # noqa: BLE001 - a cached graph that cannot run is stale
+        expected = run(private_copy(model))
+    except Exception:  # the model's own failure, not the entry's: capturing again reports it (a CaptureError)
+        logger.debug("the model failed while a cached capture was checked; capturing again", exc_info=True)
+        return False
+    try:
+        got = run(gm)
+    except torch.cuda.OutOfMemoryError:  # a failure, not a stale entry
+        raise
+    except STALE_GRAPH_ERRORS:  # a cached graph that cannot run on these inputs is stale: captured again
         return False
     if len(expected) != len(got):
         return False

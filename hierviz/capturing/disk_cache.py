@@ -7,8 +7,9 @@ the contents of the file each class is defined in), their other attributes (a tr
 config's flags, say), their hooks, the values of every parameter, buffer and tensor attribute,
 the train/eval flags, the example inputs' structure, shapes and dtypes (and non-tensor
 values), `dynamic_shapes`, the versions of torch and hierviz, and the installed Torch-TensorRT
-distribution (its name and version, read from its metadata: torch_tensorrt is not imported). A model it cannot describe (a parameter on the meta device, a forward with
-no code) is not cached. `hierviz.capturing.aten_capture` checks a cached graph against the model's outputs
+distribution (its name and version, read from its metadata: torch_tensorrt is not imported).
+A model it cannot describe (a parameter on the meta device, a forward with no code) is not
+cached. `hierviz.capturing.aten_capture` checks a cached graph against the model's outputs
 before using it.
 
 torch.compile's captures (`hv.capture(..., ir="torch_compile")`: several graphs, their first
@@ -39,7 +40,7 @@ import torch
 
 from hierviz import trt
 from hierviz.errors import user_stacklevel
-from hierviz.capturing.graph_codec import pack_graph, unpack_graph
+from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.support.support_key import plain
 from hierviz.version import __version__
 
@@ -50,6 +51,16 @@ ENV_DIR, ENV_SWITCH, ENV_LIMIT = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE", "HIERVIZ_
 SUFFIX = ".capture"
 _OFF = {"0", "false", "no", "off"}
 _DEPTH = 4  # how deep a submodule's attributes are described
+
+
+# what reading a damaged, foreign or outdated entry raises: the file (OSError), pickle (truncated:
+# EOFError; a class moved or gone: ImportError, AttributeError; UnpicklingError), torch's tensor
+# storage (RuntimeError), and an entry of another shape (ValueError, KeyError, TypeError, IndexError)
+UNREADABLE: tuple[type[Exception], ...] = (OSError, EOFError, pickle.UnpicklingError, ImportError, AttributeError,
+                                           RuntimeError, ValueError, KeyError, TypeError, IndexError)
+# what writing an entry raises: a full disk or a read-only folder (OSError), a value that does not
+# pickle (graph_codec.NOT_PICKLABLE)
+UNWRITABLE: tuple[type[Exception], ...] = (OSError, *NOT_PICKLABLE)
 
 
 class CacheWarning(UserWarning):
@@ -222,7 +233,7 @@ def _tensor_digest(t: torch.Tensor, seen: dict[int, str]) -> str:
         data = data.contiguous().reshape(-1).view(torch.uint8)
         values = memoryview(data.numpy())  # type: ignore[arg-type]  # numpy's stubs: __buffer__ on 3.12+ only
         digest = hashlib.blake2b(values, digest_size=16).hexdigest()
-    except Exception as exc:  # noqa: BLE001 - a fake or quantized tensor: no bytes to hash
+    except Exception as exc:
         raise _NotCacheable(f"a tensor whose values cannot be read: {exc}") from exc
     seen[id(t)] = out = f"{t.dtype}{tuple(t.shape)}{tuple(t.stride())}{digest}"
     return out
@@ -319,7 +330,7 @@ class CaptureStore:
             gm = unpack_graph(graph)
         except FileNotFoundError:
             return None, {}
-        except Exception as exc:  # noqa: BLE001 - any unreadable entry is captured again
+        except UNREADABLE as exc:  # any unreadable entry is captured again
             warnings.warn(f"hv.capture: the cached capture {path} could not be read ({type(exc).__name__}: "
                           f"{str(exc)[:200]}); capturing again. `hierviz cache clear` empties the cache.",
                           CacheWarning, stacklevel=user_stacklevel())
@@ -347,7 +358,7 @@ class CaptureStore:
             payload = entry["payload"]
         except FileNotFoundError:
             return None
-        except Exception as exc:  # noqa: BLE001 - any unreadable entry is captured again
+        except UNREADABLE as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None
         try:
@@ -380,7 +391,7 @@ class CaptureStore:
             entry = {"format": GRAPHS_FORMAT, "key": key, "graphs": packed,
                      "tensors": _referenced(tensors, model), "payload": payload}
             return self._write(key, entry)
-        except Exception:  # noqa: BLE001 - a graph or value that does not pickle: captured again next time
+        except UNWRITABLE:  # a graph or value that does not pickle, a full disk: captured again next time
             return False
 
     def _write(self, key: str, entry: dict) -> bool:
@@ -417,7 +428,7 @@ class CaptureStore:
             except BaseException:
                 os.unlink(tmp)
                 raise
-        except Exception:  # noqa: BLE001 - a full disk or a read-only folder: capture works without the cache
+        except UNWRITABLE:  # a full disk or a read-only folder: capture works without the cache
             return False
         self.evict()
         return True
@@ -477,5 +488,5 @@ class CaptureStore:
                 "limit": self.max_bytes, "enabled": enabled()}
 
 
-__all__ = ["CaptureStore", "CacheWarning", "capture_key", "file_digest", "GRAPHS_FORMAT", "storable", "folder", "enabled", "limit", "FORMAT",
-           "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]
+__all__ = ["CaptureStore", "CacheWarning", "capture_key", "file_digest", "GRAPHS_FORMAT", "storable", "folder",
+           "enabled", "limit", "FORMAT", "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]

@@ -19,7 +19,8 @@ from hierviz.errors import CaptureError
 
 FIRST_LINE = 300  # characters, at most, of the message's first line
 
-_TORCH_CALL = re.compile(r'The following call raised this error:\s*\n\s*File "([^"]+)", line (\d+), in (\S+)\n\s*([^\n]*)')
+_TORCH_CALL = re.compile(r'The following call raised this error:\s*\n'
+                         r'\s*File "([^"]+)", line (\d+), in (\S+)\n\s*([^\n]*)')
 _CAUSED_BY = re.compile(r"Caused by: \(([^\s()]+:\d+) in ([^\s()]+)\)")
 _OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep  # hierviz's own folder
 _LIBRARY = tuple(dict.fromkeys(p for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"))

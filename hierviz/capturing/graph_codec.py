@@ -126,6 +126,13 @@ def _pack_val(val: Any) -> Any:
     return None
 
 
+# what pickling a value that cannot be pickled raises: PicklingError, TypeError ("cannot pickle
+# 'X' object"), AttributeError ("Can't pickle local object"), a tensor subclass's __reduce__
+# refusing (RuntimeError, NotImplementedError), a value too deep (RecursionError)
+NOT_PICKLABLE: tuple[type[Exception], ...] = (pickle.PicklingError, TypeError, AttributeError, ValueError,
+                                              RuntimeError)
+
+
 def _pack_meta(meta: dict) -> dict:
     out: dict[str, Any] = {}
     for key, value in meta.items():
@@ -134,7 +141,7 @@ def _pack_meta(meta: dict) -> dict:
             continue
         try:
             pickle.dumps(value)
-        except Exception:  # noqa: BLE001 - meta that does not pickle (original_aten, ...) stays behind
+        except NOT_PICKLABLE:  # meta that does not pickle (original_aten, ...) stays behind
             continue
         out[key] = value
     return out

@@ -536,9 +536,9 @@ def _size_hint(d: Any) -> int | None:
     env: Any = getattr(node, "shape_env", None)
     try:
         return int(node.expr.xreplace(env.var_to_val))
-    except Exception:  # noqa: BLE001 - no recorded example size
+    except (AttributeError, TypeError, ValueError):  # no shape env or no recorded example size
         return None
 
 
-__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "as_args", "check", "check_inputs", "check_call", "check_structure",
-           "structure_problem", "in_spec_of", "example_from_graph"]
+__all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "as_args", "check", "check_inputs", "check_call",
+           "check_structure", "structure_problem", "in_spec_of", "example_from_graph"]

@@ -234,5 +234,6 @@ def group_span(n_sub: int, n_in: int, size: int, pairs: Sequence[tuple[int, int]
                             lambda g: (1, g) if g < n_groups else ((0, g) if g < n_groups + n_in else (2, g)))
 
 
-__all__ = ["DEFAULT_MAX_NODES", "MAX_HEIGHT_PX", "MAX_WIDTH_PX", "BITMAP_LIMIT_PX", "past_bitmap_limit", "ranks", "full_size", "too_big", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
+__all__ = ["DEFAULT_MAX_NODES", "MAX_HEIGHT_PX", "MAX_WIDTH_PX", "BITMAP_LIMIT_PX", "past_bitmap_limit", "ranks",
+           "full_size", "too_big", "LAYOUT_WORK_PER_NODE", "LABEL_WORK_PER_NODE", "FANOUT", "resolve_limit",
            "layout_budget", "span", "fanout_refs", "work", "edge_labels", "group_size", "group_span"]

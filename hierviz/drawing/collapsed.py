@@ -256,5 +256,5 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
            **{"class": f"hv-group-box hv-{css(dominant)}"})
 
 
-__all__ = ["collapsed", "crossing_tensors", "draw_inputs_and_outputs", "draw_boundary_edge", "subgraph_box", "group_box",
-           "MAX_INPUT_NODES"]
+__all__ = ["collapsed", "crossing_tensors", "draw_inputs_and_outputs", "draw_boundary_edge", "subgraph_box",
+           "group_box", "MAX_INPUT_NODES"]

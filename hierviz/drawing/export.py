@@ -23,8 +23,8 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
-from hierviz.partitioner.blockers.blocker_causes import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups, intro_text,
-                                         not_computed_text)
+from hierviz.partitioner.blockers.blocker_causes import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups,
+                                                         intro_text, not_computed_text)
 from hierviz.partitioner.saved.saved_partition import document
 from hierviz.partitioner.counts import by_backend_text, count_text
 from hierviz.version import __version__
@@ -350,6 +350,8 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
     legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
                      f"</span>{esc(b)}" for b in p.backends)
     title = f"hierviz report: {p.config.label()}"
+    numerics_html = _numerics_section(kwargs.get("numerics"))
+    builds_html = _builds_section(kwargs.get("builds"))
     return page_head(title) + f"""<h1>hierviz partition report</h1>
 <div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(stats_line(p))}</div>
 <div class="hv-stats">backends:{legend}</div>
@@ -361,7 +363,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 {_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
 {table_html(p.summary(), "subgraphs")}
-{measurement_section(kwargs.get("measurement"))}{_numerics_section(kwargs.get("numerics"))}{_builds_section(kwargs.get("builds"))}<h2 id="ops">Ops</h2>
+{measurement_section(kwargs.get("measurement"))}{numerics_html}{builds_html}<h2 id="ops">Ops</h2>
 {table_html(p.ops(), "ops")}
 <h2 id="report">Report</h2>
 <pre>{esc(p.report(what_to_change=False, measurement=kwargs.get("measurement"), builds=kwargs.get("builds")))}</pre>
@@ -414,7 +416,8 @@ def measurement_section(m: Any, heading: str = '<h2 id="measured">Measured</h2>'
     per = m.per_subgraph
     fell = per[per["status"] == "fallback"]
     if len(fell):
-        items = "".join(f"<li>{esc(tag)}: {esc(asked)} could not compile it, it ran in eager PyTorch: {esc(str(err))}</li>"
+        items = "".join(f"<li>{esc(tag)}: {esc(asked)} could not compile it, it ran in eager PyTorch: "
+                        f"{esc(str(err))}</li>"
                         for tag, asked, err in zip(fell["tag"], fell["asked"], fell["error"]))
         parts.append(f'<p class="hv-note"><b>{len(fell)} subgraph(s) fell back to eager PyTorch</b> (drawn in '
                      f"PyTorch's colour, dashed):</p><ul>{items}</ul>")

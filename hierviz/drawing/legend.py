@@ -80,10 +80,12 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     columns: list[tuple[str, Sequence[str]]] = [("backends", cells)]
     if not collapsed:
         columns.append(("nodes", node_samples(ctx)))
-        note = (f"bold, labelled dtype[shape]:{BR_LEFT}a tensor crossing subgraphs{BR_LEFT}thin grey: inside a subgraph{BR_LEFT}"
+        note = (f"bold, labelled dtype[shape]:{BR_LEFT}a tensor crossing subgraphs{BR_LEFT}"
+                f"thin grey: inside a subgraph{BR_LEFT}"
                 f"{BR_LEFT}SVG: hover nodes, edges and{BR_LEFT}subgraphs for details{BR_LEFT}")
     else:
-        text = f"tensors crossing between{BR_LEFT}subgraphs (label: dtype[shape],{BR_LEFT}n × dtype[shape], or a count){BR_LEFT}"
+        text = (f"tensors crossing between{BR_LEFT}subgraphs (label: dtype[shape],{BR_LEFT}"
+                f"n × dtype[shape], or a count){BR_LEFT}")
         if grouped:
             text += (f"{BR_LEFT}striped boxes: runs of consecutive{BR_LEFT}subgraphs; stripe width: share{BR_LEFT}"
                      f"of ops per backend{BR_LEFT}")

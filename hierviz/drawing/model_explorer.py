@@ -165,7 +165,8 @@ def _build(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> 
         attrs = [("op", t.op[i]), ("backend", t.backend[i]), ("tag", t.tag[i] or ""),
                  ("reason", t.reason(i)), ("eligible_backend", t.eligible_backend[i] or ""),
                  ("module", t.module_path[i]),
-                 ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)), ("shape", _shape_text(t.spec[i].shape))]
+                 ("module_class", t.module_class[i]), ("dtype", short_dtype(t.spec[i].dtype)),
+                 ("shape", _shape_text(t.spec[i].shape))]
         if weights[i]:
             attrs.append(("weights", str(weights[i])))
         for overlay in overlays:
@@ -196,10 +197,9 @@ def _build(p: "Partition", overlays: tuple[Overlay, ...], label: str | None) -> 
         configs = [gb.GroupNodeConfig(namespaceRegex=f"^{tag}$", backgroundColor=palette.cluster_fill(b),
                                       borderColor=palette.color(b)) for tag, b in backend_of_tag.items()] \
             if gid == "subgraphs" else []
-        collection.graphs.append(gb.Graph(id=gid, nodes=nodes, groupNodeConfigs=configs or None, groupNodeAttributes={"": {
-            "config": p.config.label(),
-            **{k: str(v) for k, v in p.stats.items()},
-        }}))
+        attributes = {"": {"config": p.config.label(), **{k: str(v) for k, v in p.stats.items()}}}
+        collection.graphs.append(gb.Graph(id=gid, nodes=nodes, groupNodeConfigs=configs or None,
+                                          groupNodeAttributes=attributes))
     done: dict[int, Any] = {}
     return _plain(collection, done)
 

@@ -3,8 +3,8 @@
 `build_tree` groups a partition's ops by the model's `nn.Module` hierarchy (from the per-node
 record's module stack). `make_plan` decides, for a depth, which modules are boxes and which are
 clusters, and rolls up consecutive numbered sibling modules (`layers.0`, `layers.1`, ... or
-`block3-1`, `block3-2`, ...) of one class whose ops run with the same pattern (relative module path, op, backend, in order) into one item.
-The module view (`hierviz.drawing.modules`) draws a plan.
+`block3-1`, `block3-2`, ...) of one class whose ops run with the same pattern (relative module
+path, op, backend, in order) into one item. The module view (`hierviz.drawing.modules`) draws a plan.
 """
 
 from __future__ import annotations

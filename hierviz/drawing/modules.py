@@ -89,8 +89,8 @@ def _bar(shares: Sequence[tuple[str, float]], width: int = BAR_WIDTH, height: in
             cells.append(f'<TD WIDTH="{w}" HEIGHT="{height}" FIXEDSIZE="TRUE" BGCOLOR="{color}"></TD>')
         if left <= 0:
             break
-    return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" ALIGN="LEFT" FIXEDSIZE="TRUE" WIDTH="{width}" '
-            f'HEIGHT="{height}"><TR>' + "".join(cells)
+    return ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" ALIGN="LEFT" FIXEDSIZE="TRUE" '
+            f'WIDTH="{width}" HEIGHT="{height}"><TR>' + "".join(cells)
             + "</TR></TABLE>")
 
 
@@ -347,8 +347,8 @@ class _Drawer:
         p = self.p
         s = p.stats
         by = ", ".join(f"{b} {n}" for b, n in s["subgraphs_by_backend"].items() if n)
-        stats = (f"{html(p.config.label())} \u00b7 {count_text('nodes', s['nodes'])}, {s['subgraphs']:,} subgraphs ({html(by)}) "
-                 f"\u00b7 coverage {s['coverage']:.0%}")
+        stats = (f"{html(p.config.label())} \u00b7 {count_text('nodes', s['nodes'])}, "
+                 f"{s['subgraphs']:,} subgraphs ({html(by)}) \u00b7 coverage {s['coverage']:.0%}")
         swatches = "".join(f'<TD BGCOLOR="{palette.fill(b)}" BORDER="1" COLOR="{palette.border(b)}" '
                            f'CELLPADDING="3">{html(b)}</TD>' for b in p.backends)
         notes = [note] if note else []

@@ -128,7 +128,8 @@ STYLES: dict[str, NodeStyle] = {
                            Swatch(FALLBACK, border=3, style=None)),
     VALIDATOR: NodeStyle("octagon", "filled,dashed", 2.0, 1, "converter validator rejected it (octagon, dashed)",
                          Swatch(FALLBACK, border=2, style="dashed")),
-    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops", Swatch(FALLBACK, style=None, double=True)),
+    TORCH_EXECUTED: NodeStyle("box", "filled", 1.2, 2, "in torch_executed_ops",
+                              Swatch(FALLBACK, style=None, double=True)),
     DEMOTED: NodeStyle("box", "rounded,filled,dashed", 2.2, 1,
                        "demoted: its subgraph &lt; min_block_size {min_block_size}"
                        "{br}(rounded, dashed; border: the backend it was eligible for)",
@@ -155,5 +156,6 @@ def defaults(w: DotWriter) -> None:
                penwidth=0.9)
 
 
-__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "FRAME_LINE", "BREAK_FILL", "BREAK_LINE", "START_FILL", "START_LINE", "EXTRA", "color", "fill", "cluster_fill",
-           "border", "tint", "Swatch", "NodeStyle", "STYLES", "style", "defaults"]
+__all__ = ["TENSORRT", "INDUCTOR", "TORCH", "GREY", "FIXED", "FRAME_LINE", "BREAK_FILL", "BREAK_LINE", "START_FILL",
+           "START_LINE", "EXTRA", "color", "fill", "cluster_fill", "border", "tint", "Swatch", "NodeStyle", "STYLES",
+           "style", "defaults"]

@@ -130,7 +130,8 @@ def choose(p: "Partition", ctx: Ctx) -> tuple[str, str | None]:
                 return "full", None
             why = "the full view would take graphviz long to lay out"
     view = "modules" if build_tree(ctx.t).children else "collapsed"
-    return view, f"auto chose the {'module' if view == 'modules' else 'collapsed'} view: {why}; view='full' draws every node"
+    chosen = "module" if view == "modules" else "collapsed"
+    return view, f"auto chose the {chosen} view: {why}; view='full' draws every node"
 
 
 __all__ = ["render", "VIEWS", "DEFAULT_MAX_NODES", "op_short"]

@@ -26,7 +26,7 @@ def qualname(target: Any) -> str:
         return "torch.ops." + str(target)
     try:
         return _get_qualified_name(target)
-    except Exception:
+    except (AttributeError, RuntimeError, TypeError):  # no __name__/__module__, or a lambda without source
         return str(target)
 
 
@@ -69,7 +69,7 @@ def _resolve(name: str) -> Any:
 
     try:
         mod = importlib.import_module(module)
-    except Exception:
+    except (ImportError, ValueError, TypeError):  # no such module, or not a module name
         return None
     return getattr(mod, attr, None)
 
@@ -80,7 +80,7 @@ def _known_names() -> tuple[str, ...]:
     for packet in dir(torch.ops.aten):
         try:
             pk = getattr(torch.ops.aten, packet)
-        except Exception:
+        except (AttributeError, RuntimeError):
             continue
         if not isinstance(pk, torch._ops.OpOverloadPacket):
             continue

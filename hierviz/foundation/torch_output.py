@@ -25,6 +25,8 @@ import tempfile
 import threading
 from typing import Any, Iterator
 
+logger = logging.getLogger(__name__)
+
 
 class KeptOutput:
     """The text one `kept()` context collected."""
@@ -74,8 +76,9 @@ class _Keep(logging.Filter):
             return True
         try:
             self._kept.write(f"{record.levelname} {record.name}: {record.getMessage()}\n")
-        except Exception:  # noqa: BLE001 - a record that cannot be formatted is dropped
-            pass
+        except Exception:  # a record that cannot be formatted (its lazy argument raised) is dropped, as
+            # logging drops it; a filter must not raise into the code that logged
+            logger.debug("a %s log record could not be formatted", record.name, exc_info=True)
         return False
 
 
@@ -84,9 +87,9 @@ def _handlers() -> list[logging.Handler]:
     found: list[logging.Handler] = list(logging.getLogger().handlers)
     if logging.lastResort is not None:
         found.append(logging.lastResort)
-    for name, logger in list(logging.root.manager.loggerDict.items()):
-        if (name == "torch" or name.startswith("torch.")) and isinstance(logger, logging.Logger):
-            found.extend(logger.handlers)
+    for name, torch_logger in list(logging.root.manager.loggerDict.items()):
+        if (name == "torch" or name.startswith("torch.")) and isinstance(torch_logger, logging.Logger):
+            found.extend(torch_logger.handlers)
     return list(dict.fromkeys(found))
 
 

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from hierviz.latency.compiling.compile_cache import CompileCache, clear_cache, default_cache
 from hierviz.latency.output_match import TOLERANCES, compare
-from hierviz.latency.compiling.backend_compilers import Compiler, compilers, get_compiler, register_compiler, unregister_compiler
+from hierviz.latency.compiling.backend_compilers import (Compiler, compilers, get_compiler, register_compiler,
+                                                         unregister_compiler)
 from hierviz.latency.measure_call import measure
 from hierviz.latency.numerics import Numerics, numerics
 from hierviz.latency.measurement import Measurement, MeasureWarning, SubgraphRecord
@@ -27,7 +28,6 @@ from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_spli
 from hierviz.latency.timing import NOISY_CV, Stats, time_fn
 
 
-__all__ = ["measure", "numerics", "Numerics", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning", "SubgraphRecord",
-           "CompileCache", "default_cache", "clear_cache",
-           "Compiler", "register_compiler", "unregister_compiler", "get_compiler", "compilers",
-           "compare", "TOLERANCES", "Stats", "time_fn", "NOISY_CV"]
+__all__ = ["measure", "numerics", "Numerics", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning",
+           "SubgraphRecord", "CompileCache", "default_cache", "clear_cache", "Compiler", "register_compiler",
+           "unregister_compiler", "get_compiler", "compilers", "compare", "TOLERANCES", "Stats", "time_fn", "NOISY_CV"]

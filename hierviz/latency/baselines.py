@@ -9,6 +9,7 @@ its running statistics; `.to(device)` would move the user's weights).
 from __future__ import annotations
 
 import copy
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Callable
@@ -19,6 +20,8 @@ from torch.utils._pytree import tree_map
 from hierviz.errors import MeasureError
 from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.timing import Stats, time_fn
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass
@@ -64,9 +67,10 @@ def safe_copy(model: torch.nn.Module, device: torch.device, updates: bool = Fals
         return model
     try:
         return copy.deepcopy(model).to(device)
-    except Exception as exc:  # noqa: BLE001 - e.g. a model holding an un-copyable handle
+    except Exception as exc:
         raise MeasureError(f"could not copy the model to time it without changing it: {type(exc).__name__}: "
-                           f"{exc}. Put the model in eval mode on the measuring device (model.eval().to(device)).") from exc
+                           f"{exc}. Put the model in eval mode on the measuring device "
+                           "(model.eval().to(device)).") from exc
 
 
 def _short(exc: BaseException) -> str:
@@ -106,7 +110,8 @@ def eager_call(model: Any, example_inputs: Any, device: torch.device, updates: t
     try:
         with torch.no_grad():
             outputs = module(*inputs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # the user's model: its failure is the eager baseline's answer
+        logger.debug("the model failed to run eagerly on %s", device, exc_info=True)
         return EagerCall(module=module, inputs=inputs,
                          error=f"the model failed to run eagerly on {device}: {_short(exc)}")
     return EagerCall(lambda: module(*inputs), module, inputs, outputs)
@@ -147,7 +152,8 @@ def time_compiled(module: Any, inputs: tuple, device: torch.device, warmup: int,
         wait_for_idle_workers()  # its own compile workers
         stats = time_fn(lambda: compiled(*inputs), device, warmup=warmup, iters=iters)
         return Baseline("torch_compile", stats, compile_s=compile_s, outputs=outputs)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:  # torch.compile on the user's model: its failure is this baseline's answer
+        logger.debug("the torch.compile baseline failed", exc_info=True)
         return Baseline("torch_compile", None, error=f"torch.compile failed: {_short(exc)}")
 
 

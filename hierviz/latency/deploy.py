@@ -80,7 +80,7 @@ class CompiledModel(torch.nn.Module):
             config = pickle.dumps(self.config)
         except OSError as exc:
             raise MeasureError(f"cannot write {folder}: {exc.strerror or exc}") from None
-        except Exception as exc:  # noqa: BLE001 - e.g. hv.support.where(lambda ...)
+        except (pickle.PicklingError, TypeError, AttributeError) as exc:  # e.g. hv.support.where(lambda ...)
             raise MeasureError(f"this Config cannot be saved ({type(exc).__name__}: {exc}); a support given as "
                                "hv.support.where(lambda ...) does not pickle: use a module-level function.") from None
         # compile once more into the folder: a fresh cache, so every artifact is written there

@@ -118,4 +118,5 @@ def wait_for_idle_workers(timeout: float = TIMEOUT_S, *, busy: Callable[[], bool
     return steps * interval, False
 
 
-__all__ = ["NOT_COMPILERS", "wait_for_idle_workers", "children_busy", "children_cpu_s", "IDLE_SHARE", "INTERVAL_S", "TIMEOUT_S"]
+__all__ = ["NOT_COMPILERS", "wait_for_idle_workers", "children_busy", "children_cpu_s", "IDLE_SHARE", "INTERVAL_S",
+           "TIMEOUT_S"]

@@ -97,7 +97,7 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         with torch.no_grad(), fp32_precision(split.tf32):
             base = lift(partition.graph, dev) if (baseline or check) else None
             split_call = lambda: top(*inputs)  # noqa: E731
-            base_call = (lambda: base.gm(*inputs, *base.weights)) if base is not None else None  # noqa: E731
+            base_call = (lambda: base.gm(*inputs, *base.weights)) if base is not None else None
 
             base_stats = reference = None
             if base_call is not None:

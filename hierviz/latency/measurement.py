@@ -300,4 +300,5 @@ def wide_baseline_note(stats: Stats) -> str:
             "was busy while it ran: measure again on a quiet machine, or raise iters")
 
 
-__all__ = ["fallback_note", "ACCELERATED_STATUSES", "ci_text", "verdict", "wide_baseline_note", "Measurement", "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]
+__all__ = ["fallback_note", "ACCELERATED_STATUSES", "ci_text", "verdict", "wide_baseline_note", "Measurement",
+           "MeasureWarning", "SubgraphRecord", "PER_SUBGRAPH_COLUMNS", "STATUSES"]

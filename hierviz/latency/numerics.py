@@ -288,7 +288,8 @@ class _Check:
             "isolated_max_abs": iso[0], "isolated_max_rel": iso[1], "isolated_cosine": iso[2], "isolated_ok": iso[3],
             "isolated_ratio": iso[5],
             "accumulated_max_abs": cum[0], "accumulated_max_rel": cum[1], "accumulated_cosine": cum[2],
-            "accumulated_ok": cum[3], "accumulated_ratio": cum[5], "tolerance": tolerance_text(leaves, self.rtol, self.atol),
+            "accumulated_ok": cum[3], "accumulated_ratio": cum[5],
+            "tolerance": tolerance_text(leaves, self.rtol, self.atol),
             "problem": iso[4] or cum[4],
         })
         # bitwise the reference: share the split model's value, so later subgraphs are not run twice

@@ -231,4 +231,5 @@ def time_submodules(top: torch.nn.Module, names: Sequence[str], inputs: Sequence
     return out
 
 
-__all__ = ["Stats", "time_fn", "time_paired", "speedup_interval", "WIDE_SPREAD", "PAIR_BATCH", "CLOCK", "CI_LEVEL", "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]
+__all__ = ["Stats", "time_fn", "time_paired", "speedup_interval", "WIDE_SPREAD", "PAIR_BATCH", "CLOCK", "CI_LEVEL",
+           "CI_RESAMPLES", "time_submodules", "subgraph_inputs", "percentile", "synchronize", "NOISY_CV"]

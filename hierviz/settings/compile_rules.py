@@ -84,7 +84,8 @@ def _compile_demote_to(config: CompileSettings, where: str) -> str | None:
 
 
 # setting -> the value torch_tensorrt.compile's partitioners run it with; settings not here run the user's value
-COMPILE_VALUES: dict[str, Any] = {"priority": ("tensorrt",), "support": None, "skip_fusion": False, "demote_to": "torch"}
+COMPILE_VALUES: dict[str, Any] = {"priority": ("tensorrt",), "support": None, "skip_fusion": False,
+                                  "demote_to": "torch"}
 RULES: dict[str, Callable[[CompileSettings, str], str | None]] = {
     "priority": _compile_priority, "support": _compile_support, "skip_fusion": _compile_skip_fusion,
     "demote_to": _compile_demote_to}

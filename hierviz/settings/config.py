@@ -358,7 +358,8 @@ def read_values(values: Any, form: str = "value") -> dict[str, Any]:
     the values are checked by their rows' `parse` when the Config is built."""
     if not isinstance(values, Mapping):
         what = {"dict": "Config.from_dict takes a dict of Config fields",
-                "text": "settings must be a dict of field -> text"}.get(form, "settings must be a dict of Config fields")
+                "text": "settings must be a dict of field -> text"}.get(
+                    form, "settings must be a dict of Config fields")
         raise ConfigError(f"{what}, not {type(values).__name__}.")
     values = dict(values)
     check_fields(values)

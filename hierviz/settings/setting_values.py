@@ -29,7 +29,8 @@ def unknown_backend_message(name: str, custom: bool = True) -> str:
     """'unknown backend ..., did you mean ...?' for a name that is no built-in backend; with
     `custom`, how to declare a backend of one's own."""
     hint = difflib.get_close_matches(name.lower(), BUILTIN_BACKENDS, n=1, cutoff=0.6)
-    msg = f"unknown backend {name!r}, did you mean {hint[0]!r}?" if hint else f"unknown backend {name!r} (no support set)."
+    msg = (f"unknown backend {name!r}, did you mean {hint[0]!r}?" if hint
+           else f"unknown backend {name!r} (no support set).")
     msg += f" Built-in backends: {', '.join(BUILTIN_BACKENDS)}"
     if custom:
         msg += (f"; a custom backend needs support={{{name!r}: hv.support.ops([...])}} or "

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import json
+import logging
 import threading
 import warnings
 from importlib import resources
@@ -29,6 +30,8 @@ from hierviz.support.inductor_ops import fallback_refusal, lowered_names
 from hierviz.foundation.opnames import CALLABLE_OPS as _CALLABLE_OPS
 from hierviz.foundation.opnames import in_op_set, packets_in, normalize_all, qualname
 from hierviz.support.support_key import callable_content
+
+logger = logging.getLogger(__name__)
 
 
 # The codes of a verdict (the partitioner's reason codes of the same names, hierviz.partitioner).
@@ -217,7 +220,8 @@ class TensorRTSupport(OpSetSupport):
                         ok = validator.accepts(node)
                 else:
                     ok = validator.accepts(node)
-            except Exception as exc:  # noqa: BLE001 - a validator crashing counts as a rejection
+            except Exception as exc:  # Torch-TensorRT's validator crashing counts as a rejection
+                logger.debug("the validator of %s failed", node.target, exc_info=True)
                 return refused(f"converter exists, validator failed: {type(exc).__name__}: {exc}", VALIDATOR)
             if not ok:
                 return _VALIDATOR_REJECTED
@@ -262,7 +266,8 @@ class PredicateSupport(Support):
     def verdict(self, node: torch.fx.Node) -> Verdict:
         try:
             ok = bool(self.predicate(node))
-        except Exception as exc:  # noqa: BLE001 - the user's predicate; reported, not fatal
+        except Exception as exc:  # the user's predicate; reported, not fatal
+            logger.debug("%s raised on node %s", self.description, node.name, exc_info=True)
             why = f"{self.description} raised {type(exc).__name__}: {exc}"
             if not self._warned:  # once per support: a broken predicate fails on every node
                 self._warned = True

@@ -23,7 +23,8 @@ from hierviz.trt.compile_dryrun import (
     stopped_at_partitioner,
 )
 from hierviz.trt.engine_builder import EngineBuild, builder_name, builds_without_gpu, convert_and_build, first_line
-from hierviz.trt.dynamo_lowering import BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of, lower_dynamo_graph
+from hierviz.trt.dynamo_lowering import (BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of,
+                                         lower_dynamo_graph)
 from hierviz.trt.subgraph_engines import (
     build_caches,
     build_state,
@@ -65,7 +66,8 @@ from hierviz.trt.partitioners import (
     validating,
 )
 from hierviz.trt.validation import Validator
-from hierviz.trt.compilation_settings import CONVERSION_FIELDS, conversion_fields, conversion_settings, settings_digest, settings_key
+from hierviz.trt.compilation_settings import (CONVERSION_FIELDS, conversion_fields, conversion_settings,
+                                              settings_digest, settings_key)
 from hierviz.trt.targets import (
     STANDARD_MIN_CAPABILITY,
     TRTInfo,
@@ -77,12 +79,14 @@ from hierviz.trt.targets import (
     sm,
 )
 
-__all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available", "default_settings", "installed_variant",
-           "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo", "build_targets",
-           "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition", "converter_registry",
-           "converter_targets", "current_validator", "Validator", "patched", "run_compile_partitioner", "run_upstream_partitioner", "registry_held", "validating",
-           "CONVERSION_FIELDS", "conversion_fields", "conversion_settings", "settings_digest", "settings_key", "build_caches",
-           "build_state", "compile_submodule", "engine_module", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
+__all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "available",
+           "default_settings", "installed_variant", "installed_distribution", "present", "loaded", "DISTRIBUTIONS",
+           "load", "lowering", "lowering_device", "require", "tensorrt_library", "STANDARD_MIN_CAPABILITY", "TRTInfo",
+           "build_targets", "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition",
+           "converter_registry", "converter_targets", "current_validator", "Validator", "patched",
+           "run_compile_partitioner", "run_upstream_partitioner", "registry_held", "validating", "CONVERSION_FIELDS",
+           "conversion_fields", "conversion_settings", "settings_digest", "settings_key", "build_caches", "build_state",
+           "compile_submodule", "engine_module", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
            "builds_without_gpu", "convert_and_build", "first_line", "LIBRARY_DISTRIBUTIONS", "library_version"]

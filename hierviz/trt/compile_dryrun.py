@@ -86,7 +86,8 @@ def stopped_at_partitioner() -> Iterator[list[DryrunGraph]]:
         graph.runs.append(_stopped_run(real_compile_module, found, gm, inputs, settings))
         return gm  # the lowered graph runs eagerly: the model's run goes on to its next graph
 
-    replacements: dict[tuple[Any, str], Any] = {(torch.cuda, name): answer for name, answer in COMPILE_CUDA_ANSWERS.items()}
+    replacements: dict[tuple[Any, str], Any] = {(torch.cuda, name): answer
+                                                for name, answer in COMPILE_CUDA_ANSWERS.items()}
     replacements.update({(partitioning, name): intercept(name) for name in PARTITIONERS})
     replacements.update({(backends, "compile_module"): compile_module, (backends, "_pretraced_backend"): pretraced})
     torch._dynamo.reset()
@@ -128,7 +129,8 @@ def partition_again(graph: DryrunGraph, **options: Any) -> tuple[str, GraphModul
     `graph.runs` too."""
     from torch_tensorrt.dynamo import CompilationSettings
 
-    assert _active and graph.lowered is not None, "partition_again runs inside stopped_at_partitioner, on a reached graph"
+    assert _active and graph.lowered is not None, \
+        "partition_again runs inside stopped_at_partitioner, on a reached graph"
     compile_module, found = _active[-1]
     lowered = GraphModule(graph.lowered, copy.deepcopy(graph.lowered.graph))
     run = _stopped_run(compile_module, found, lowered, graph.inputs, CompilationSettings(dryrun=True, **options))

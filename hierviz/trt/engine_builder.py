@@ -26,6 +26,8 @@ from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_
 from hierviz.trt.partitioners import registry_held
 from hierviz.trt.compilation_settings import conversion_settings
 
+logger = logging.getLogger(__name__)
+
 # One conversion at a time: converters and the builder share Torch-TensorRT's registry and
 # TensorRT's logger, so two threads converting at once would read each other's errors.
 _CONVERTING = threading.Lock()
@@ -135,7 +137,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
             dtypes = infer_module_output_dtypes(gm, truncate_double=settings.truncate_double)
             interpreter = TRTInterpreter(gm, inputs, output_dtypes=dtypes, compilation_settings=settings)
             interpreter._construct_trt_network_def()
-        except Exception as exc:  # noqa: BLE001 - what a converter raised is the answer
+        except Exception as exc:  # what a converter raised is the answer
+            logger.debug("Torch-TensorRT could not convert the subgraph", exc_info=True)
             node = getattr(interpreter, "_cur_node_name", None) if interpreter is not None else None
             return EngineBuild("convert", None, time.perf_counter() - start, None, node=node,
                                exception=type(exc).__name__, error=first_line(exc))
@@ -146,7 +149,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
             with _ErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
                 serialized = interpreter.builder.build_serialized_network(interpreter.ctx.net, config)
-        except Exception as exc:  # noqa: BLE001 - what the builder raised is the answer
+        except Exception as exc:  # what TensorRT's builder raised is the answer
+            logger.debug("TensorRT could not build the engine", exc_info=True)
             return EngineBuild("build", layers, convert_s, time.perf_counter() - start,
                                exception=type(exc).__name__, error=first_line(exc))
         build_s = time.perf_counter() - start

@@ -31,6 +31,8 @@ import torch
 from hierviz.foundation import torch_output
 from hierviz.errors import TensorRTUnavailableError
 
+logger = logging.getLogger(__name__)
+
 # The device queries upstream makes at import time, with the answers used without a GPU.
 # (8, 0) is an ordinary data-centre GPU: not Tegra/Orin/Thor, so no platform special cases.
 _CUDA_ANSWERS: dict[str, Any] = {
@@ -174,7 +176,8 @@ def _import() -> tuple[Any, str | None]:
             importlib.import_module("torch_tensorrt.dynamo")
             importlib.import_module("torch_tensorrt.dynamo.lowering")
             importlib.import_module("torch_tensorrt.dynamo.conversion._ConverterRegistry")
-    except Exception as exc:  # noqa: BLE001 - reported to the user through info()
+    except Exception as exc:  # a probe of an optional package: reported to the user through info()
+        logger.debug("import torch_tensorrt failed", exc_info=True)
         return None, f"import torch_tensorrt failed: {type(exc).__name__}: {exc}"
     return module, None
 
@@ -222,5 +225,5 @@ def lowering() -> Any:
 
 
 __all__ = ["FIX_DATACENTER", "FIX_RTX", "answer_cuda_queries", "lowering_device", "installed_variant",
-           "LIBRARY_DISTRIBUTIONS", "library_version", "installed_distribution", "present", "loaded", "DISTRIBUTIONS", "load", "tensorrt_library",
-           "available", "require", "default_settings", "lowering"]
+           "LIBRARY_DISTRIBUTIONS", "library_version", "installed_distribution", "present", "loaded", "DISTRIBUTIONS",
+           "load", "tensorrt_library", "available", "require", "default_settings", "lowering"]

@@ -305,5 +305,5 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                             num_supported, total, fell_back=fell_back)
 
 
-__all__ = ["converter_registry", "converter_targets", "validating", "registry_held", "current_validator", "Validator", "patched", "run_upstream_partitioner",
-           "CompilePartition", "run_compile_partitioner"]
+__all__ = ["converter_registry", "converter_targets", "validating", "registry_held", "current_validator", "Validator",
+           "patched", "run_upstream_partitioner", "CompilePartition", "run_compile_partitioner"]

@@ -101,5 +101,5 @@ def build_state() -> str:
     return "warm" if any(p.exists() for p in build_caches()) else "cold"
 
 
-__all__ = ["submodule_inputs", "is_dynamic", "compile_submodule", "engine_module", "save_engine", "load_engine", "build_caches",
-           "build_state"]
+__all__ = ["submodule_inputs", "is_dynamic", "compile_submodule", "engine_module", "save_engine", "load_engine",
+           "build_caches", "build_state"]

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import importlib.util
+import logging
 import re
 from dataclasses import dataclass
 from typing import Any, Sequence
@@ -21,6 +22,8 @@ import torch
 
 from hierviz.errors import WITHOUT_TENSORRT, ConfigError, TensorRTUnavailableError
 from hierviz.trt.loading import FIX_DATACENTER, FIX_RTX, installed_variant, load, tensorrt_library
+
+logger = logging.getLogger(__name__)
 
 # Standard TensorRT 10 builds for Turing (SM75) and newer; it has no ComputeCapability table.
 STANDARD_MIN_CAPABILITY = (7, 5)
@@ -76,7 +79,8 @@ def _tensorrt_alone(variant: str | None) -> Any:
         try:
             if importlib.util.find_spec(name) is not None:
                 return importlib.import_module(name)
-        except Exception:  # noqa: BLE001 - a broken install: info() reports no library version
+        except Exception:  # a probe of an optional package: a broken install reports no library version
+            logger.debug("import %s failed", name, exc_info=True)
             continue
     return None
 

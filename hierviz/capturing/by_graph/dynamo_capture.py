@@ -256,6 +256,22 @@ def _assemble(events: list) -> tuple[list[dict], list[GraphBreak]]:
     return graphs, breaks
 
 
+def _backend_failed(model: torch.nn.Module, events: list, k: int, failure: BaseException) -> CaptureError:
+    """The CaptureError for graph `k`, on which the lowering raised what Torch-TensorRT's backend
+    does not catch."""
+    item = [item for kind, item in events if kind == "graph"][k]
+    function, file, line = item["frame"]
+    where = f" ({function}, {file}:{line})" if file else ""
+    caught = ", ".join(c.__name__ for c in trt.BACKEND_CATCHES)
+    return CaptureError(
+        f"Torch-TensorRT's backend failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
+        f"{_first_line(failure)}\nHint: torch.compile(model, backend='torch_tensorrt') raises "
+        f"BackendCompilerFailed here too: Torch-TensorRT's backend catches only {caught} (and then runs that "
+        f"graph eagerly), not {type(failure).__name__}. Capture the part of the model graph {k} comes from"
+        f"{where} to find the op, or capture it with ir='dynamo' (torch.export)."
+    )
+
+
 def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> DynamoCapture:
     """Run a private copy of `model` once on (args, kwargs) under torch.compile(dynamic=False)
     with a recording backend; the graphs and breaks it saw. CaptureError when the run fails."""
@@ -270,20 +286,23 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
 
     def backend(gm: GraphModule, sample_inputs: list) -> Any:
         k = sum(1 for kind, _ in events if kind == "graph")
-        record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (), "sources": (),
-                        "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
+        record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (),
+                        "sources": (), "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
                         "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None,
                         "files": _files_of(gm)}
         try:
             record["graph"] = lowered(gm, sample_inputs)
-        except Exception as exc:  # noqa: BLE001 - by class, as Torch-TensorRT's backend answers it
-            if trt.caught_by_backend(exc):  # that graph runs eagerly, as dynamo gave it; the run goes on
-                record["fell_back"] = f"{BACKEND_FAILED} ({type(exc).__name__}: {_first_line(exc)})"
-                record["graph"] = _eager_graph(gm, record["fell_back"])
-            else:  # torch.compile raises BackendCompilerFailed: a CaptureError once the run ends
-                failures.append((k, exc))
-                record["graph"] = None
-        events.append(("graph", record))
+        except trt.BACKEND_CATCHES as exc:  # that graph runs eagerly, as dynamo gave it; the run goes on
+            record["fell_back"] = f"{BACKEND_FAILED} ({type(exc).__name__}: {_first_line(exc)})"
+            record["graph"] = _eager_graph(gm, record["fell_back"])
+        except Exception as exc:
+            # Torch-TensorRT's backend lets it through: torch.compile raises BackendCompilerFailed,
+            # and the CaptureError below names this graph
+            failures.append((k, exc))
+            record["graph"] = None
+            raise
+        finally:
+            events.append(("graph", record))
         placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
 
         def run(*call_args: Any) -> Any:
@@ -313,6 +332,8 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
             compiled = torch.compile(work, backend=backend, dynamic=False)
             compiled(*args, **(kwargs or {}))
     except Exception as exc:
+        if failures:  # the backend's failure stopped the run
+            raise _backend_failed(model, events, *failures[0]) from failures[0][1]
         raise CaptureError(
             f"running {type(model).__name__} under torch.compile (as torch_tensorrt.compile(ir='torch_compile') "
             f"does) failed: {_what_failed(exc)}\n"
@@ -322,19 +343,8 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
     finally:
         torch._dynamo.reset()
         torch_output.hold("torch.compile", said.text())
-    if failures:
-        k, failure = failures[0]
-        item = [item for kind, item in events if kind == "graph"][k]
-        function, file, line = item["frame"]
-        where = f" ({function}, {file}:{line})" if file else ""
-        caught = ", ".join(c.__name__ for c in trt.BACKEND_CATCHES)
-        raise CaptureError(
-            f"Torch-TensorRT's backend failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
-            f"{_first_line(failure)}\nHint: torch.compile(model, backend='torch_tensorrt') raises "
-            f"BackendCompilerFailed here too: Torch-TensorRT's backend catches only {caught} (and then runs that "
-            f"graph eagerly), not {type(failure).__name__}. Capture the part of the model graph {k} comes from"
-            f"{where} to find the op, or capture it with ir='dynamo' (torch.export)."
-        ) from failure
+    if failures:  # torch.compile went on eagerly (torch._dynamo.config.suppress_errors)
+        raise _backend_failed(model, events, *failures[0]) from failures[0][1]
     graphs, breaks = _assemble(events)
     return DynamoCapture(tuple(_graph(k, item, graphs[k - 1] if k else None) for k, item in enumerate(graphs)),
                          tuple(breaks), type(model).__name__, input_specs=input_specs((args, kwargs or {})))

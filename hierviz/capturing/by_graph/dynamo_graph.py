@@ -37,7 +37,8 @@ class DynamoGraph(GraphSource):
     sources: tuple = ()
     starts: str = ""  # why this graph starts where it does (after a break, a resumed frame, a new frame)
     fell_back: str = ""  # why Torch-TensorRT's backend runs it eagerly (its lowering failed); empty when it does not
-    traced_files: tuple[str, ...] = ()  # the source files dynamo traced it from (a kept capture is stale when one changes)
+    # the source files dynamo traced it from (a kept capture is stale when one changes)
+    traced_files: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         where = f" {self.function} ({self.file}:{self.line})" if self.file else ""

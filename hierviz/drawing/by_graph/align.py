@@ -194,7 +194,8 @@ def aligned(laid_out: str) -> str:
             continue
         end = bottom + ARROW_PT
         third = (top - end) / 3
-        pos = f"e,{x:.5g},{bottom:.5g} {x:.5g},{top:.5g} {x:.5g},{top - third:.5g} {x:.5g},{end + third:.5g} {x:.5g},{end:.5g}"
+        pos = (f"e,{x:.5g},{bottom:.5g} {x:.5g},{top:.5g} {x:.5g},{top - third:.5g} "
+               f"{x:.5g},{end + third:.5g} {x:.5g},{end:.5g}")
         edits.append((it.start, it.end, re.sub(r'(?<![\w\\-])pos="[^"]*"', lambda _: f'pos="{pos}"', body)))
     if bb:
         x1, y1, _, y2 = bb.split(",")

@@ -569,7 +569,8 @@ def overview(mp: "MultiGraphPartition") -> str:
             cells = "".join(f'<TD WIDTH="{w}" HEIGHT="9" FIXEDSIZE="TRUE" BGCOLOR="{palette.color(b)}"></TD>'
                             for b, w in bar_widths(counts))
         else:  # nothing to partition: an empty bar
-            cells = f'<TD WIDTH="{BAR_PT}" HEIGHT="9" FIXEDSIZE="TRUE" BGCOLOR="{palette.tint(palette.GREY, 0.8)}"></TD>'
+            cells = (f'<TD WIDTH="{BAR_PT}" HEIGHT="9" FIXEDSIZE="TRUE" '
+                     f'BGCOLOR="{palette.tint(palette.GREY, 0.8)}"></TD>')
         bar = ('<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="0" CELLPADDING="0" FIXEDSIZE="TRUE" '
                f'WIDTH="{BAR_PT}" HEIGHT="9"><TR>{cells}</TR></TABLE>')
         share = ", ".join(f"{b} {n}" for b, n in counts.items()) or "no compute op"

@@ -73,7 +73,8 @@ class CompiledGraphs(torch.nn.Module):
         for r in self.records.values():
             ran[r.ran] = ran.get(r.ran, 0) + 1
         by = ", ".join(f"{b} {n}" for b, n in ran.items()) or "none compiled yet"
-        return f"{self.config.label()} on {self.device}: {len(self.backend.runs)} graphs, {len(self.records)} subgraphs ({by})"
+        return (f"{self.config.label()} on {self.device}: {len(self.backend.runs)} graphs, "
+                f"{len(self.records)} subgraphs ({by})")
 
 
 def qualified_tag(run: GraphRun, tag: str) -> str:
@@ -89,7 +90,7 @@ def _private_on(model: torch.nn.Module, device: torch.device) -> torch.nn.Module
         return private_copy(model)
     try:
         return copy.deepcopy(model).to(device)
-    except Exception as exc:  # noqa: BLE001 - e.g. an un-copyable handle
+    except Exception as exc:
         raise MeasureError(f"could not copy {type(model).__name__} to {device} to compile it: {type(exc).__name__}: "
                            f"{exc}. Move the model to the device first (model.to(device)).") from exc
 

@@ -18,6 +18,7 @@ the caller raises it after the run.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Callable, cast
 
@@ -31,12 +32,15 @@ from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_spli
 from hierviz.latency.compiling.subgraph_compiling import short
 from hierviz.partitioner import Partition, partition
 
+logger = logging.getLogger(__name__)
+
 
 @dataclass
 class GraphRun:
     """One graph the backend handed back. `index`: the capture's graph it is (None: a graph the
     capture did not see, partitioned anew); `partition`: the hv.Partition it runs; `split`:
-    its CompiledSplit once its first call compiled it; `calls`: how often it ran; `first_args`: its aten graph's inputs on its first call."""
+    its CompiledSplit once its first call compiled it; `calls`: how often it ran; `first_args`:
+    its aten graph's inputs on its first call."""
 
     index: int | None
     partition: Partition
@@ -67,7 +71,8 @@ class GraphBackend:
     def __call__(self, gm: GraphModule, sample_inputs: list) -> Callable[..., Any]:
         try:
             run = self._match(gm, sample_inputs)
-        except Exception as exc:  # noqa: BLE001 - raised by the caller once the run has ended
+        except Exception as exc:  # a torch.compile backend: raised by the caller once the run has ended
+            logger.debug("graph %d could not be matched and partitioned", len(self.runs), exc_info=True)
             self.errors.append(exc)
             return gm
         self.runs.append(run)
@@ -80,7 +85,8 @@ class GraphBackend:
                     return gm(*args)
                 try:
                     run.split = compile_split(run.partition, values, self.device, who=self.who, **self.options)
-                except Exception as exc:  # noqa: BLE001 - raised by the caller once the run has ended
+                except Exception as exc:  # raised by the caller once the run has ended
+                    logger.debug("a graph's compile failed; the rest of the run is eager", exc_info=True)
                     self.errors.append(_in_graph(exc, run))
                     return gm(*args)
                 run.first_args = values

@@ -192,7 +192,7 @@ def _inductor_state() -> str:
 
         folder = Path(cache_dir()) / "fxgraph"
         return "warm" if config.fx_graph_cache and folder.is_dir() and any(folder.iterdir()) else "cold"
-    except Exception:  # noqa: BLE001 - older torch: unknown means cold
+    except (ImportError, AttributeError, OSError):  # older torch, or an unreadable folder: unknown means cold
         return "cold"
 
 

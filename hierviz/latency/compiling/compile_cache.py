@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import gc
 import json
+import logging
 import os
 import platform
 import tempfile
@@ -40,6 +41,8 @@ from hierviz.errors import ConfigError
 from hierviz.latency.compiling.backend_compilers import Compiler
 from hierviz.latency.compiling.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key
 from hierviz.latency.precision import precision_key
+
+logger = logging.getLogger(__name__)
 
 KEY_VERSION = "hierviz-compile-v3"  # v3: the modules moved into packages (pickled class paths changed)
 MAX_ENTRIES = 512
@@ -193,7 +196,7 @@ def device_key(device: torch.device) -> tuple:
     if device.type == "cpu":  # generated code depends on the instruction set (a disk cache may be shared)
         try:
             isa = torch.backends.cpu.get_cpu_capability()
-        except Exception:  # noqa: BLE001 - older torch
+        except (AttributeError, RuntimeError):  # older torch
             isa = "?"
         return ("cpu", platform.machine(), isa)
     return (device.type,)
@@ -235,7 +238,8 @@ def load_entry(key: str, compiler: Compiler, directory: Path) -> Entry | None:
     try:
         meta = json.loads(meta_path.read_text())
         fn = compiler.load(artifact_path)
-    except Exception:  # noqa: BLE001 - a stale or foreign file is a miss, not an error
+    except Exception:  # the compiler's own loader: a stale or foreign file is a miss, not an error
+        logger.debug("%s could not be loaded; compiling again", artifact_path, exc_info=True)
         return None
     return Entry(key=key, backend=compiler.backend, fn=fn, compile_s=float(meta.get("compile_s", 0.0)),
                  lifts_weights=compiler.lifts_weights, origin="disk", first_tag=meta.get("tag", ""))
@@ -261,7 +265,8 @@ def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path)
                 "compile_s": entry.compile_s, "created": entry.created,
                 "version": compiler.version(), "torch": torch.__version__}
         meta_path.write_text(json.dumps(meta, indent=1))
-    except Exception as exc:  # noqa: BLE001 - the in-memory entry still works
+    except Exception as exc:  # the compiler's own saver: the in-memory entry still works; the caller warns
+        logger.debug("%s could not be saved", artifact_path, exc_info=True)
         return f"{type(exc).__name__}: {exc}"
     return None
 

@@ -301,5 +301,5 @@ def graph_signature(gm: GraphModule) -> tuple:
 
 
 
-__all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_key", "tensor_digest", "digest",
-           "on_device"]
+__all__ = ["Lifted", "lift", "bake", "is_symbolic", "symbolic_shapes", "graph_signature", "tensor_key", "tensor_digest",
+           "digest", "on_device"]

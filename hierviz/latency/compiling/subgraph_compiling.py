@@ -7,6 +7,7 @@ ran, and whether it was compiled now, taken from the cache, fell back, or is a P
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,8 @@ from hierviz.latency.compiling.compile_plan import Slot
 from hierviz.latency.measurement import SubgraphRecord, fallback_note
 from hierviz.latency.timing import synchronize
 from hierviz.partitioner import FALLBACK
+
+logger = logging.getLogger(__name__)
 
 
 def short(exc: BaseException, limit: int = 600) -> str:
@@ -201,7 +204,9 @@ class Builder:
         if entry is not None and entry.origin == "disk":  # compiled in this process: it ran already
             try:
                 check_outputs(entry.compiled(*args, *weights), lifted)
-            except Exception:  # noqa: BLE001 - e.g. a disk artifact this process cannot run: recompile
+            except Exception:  # e.g. a disk artifact this process cannot run: compiled again
+                logger.debug("the cached %s artifact of %s did not run; compiling again", slot.backend, slot.name,
+                             exc_info=True)
                 self.store.drop(key)
                 entry = None
         if entry is not None:
@@ -222,7 +227,8 @@ class Builder:
             runner = Runner(artifact, weights, lifted.single, slot.name, "compiled")
             check_outputs(artifact(*args, *weights), lifted)
             synchronize(self.device)
-        except Exception as exc:
+        except Exception as exc:  # whatever the backend's compiler raised is the subgraph's failure
+            logger.debug("%s could not compile %s", slot.backend, slot.name, exc_info=True)
             elapsed = time.perf_counter() - start
             self.out.compile_s += elapsed
             error = short(exc)
