@@ -12,10 +12,13 @@ exception") instead of exiting cleanly.
 from __future__ import annotations
 
 import atexit
+import logging
 import threading
 import time
 import weakref
 from typing import Callable
+
+logger = logging.getLogger(__name__)
 
 EXIT_WAIT_S = 30.0  # the longest the interpreter's exit waits for one job running in this process
 _JOBS: "weakref.WeakSet[BackgroundJob]" = weakref.WeakSet()
@@ -73,7 +76,8 @@ class BackgroundJob:
             self.runs += 1
             try:
                 work()
-            except Exception as exc:  # noqa: BLE001 - reported through on_error
+            except Exception as exc:  # a background thread's work: reported through on_error, and logged
+                logger.error("background work (%s) failed", self.name, exc_info=True)
                 self.on_error(exc)
             work = None
 

@@ -214,7 +214,8 @@ class Controller:
         if out is None and compute:
             out = self._blockers.put(key_of(part), self.long_work.blockers(part))
             if getattr(part, "_blockers", None) is None:
-                part._blockers = out.copy()  # kept with the partition, as part.blockers() keeps its own (the report reads it)
+                # kept with the partition, as part.blockers() keeps its own (the report reads it)
+                part._blockers = out.copy()
         return out
 
     def focus_options(self, part: Partition) -> list[str]:

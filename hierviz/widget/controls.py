@@ -346,7 +346,8 @@ def _build_choice(name: str, control: Control, value: Any, b: _Building) -> widg
                                                       "description_width": "initial"})
 
 
-# Control kind -> (build(setting name, control, value, building), read(widget, values read so far), show(value) -> widget value).
+# Control kind -> (build(setting name, control, value, building), read(widget, values read so far),
+# show(value) -> widget value).
 KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any], Callable[[Any, Any], Any]]] = {
     "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
     "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
@@ -429,8 +430,9 @@ def build_buttons() -> Mapping[str, widgets.Button]:
         "find_fastest": widgets.Button(description="find fastest", icon="search",
                                        tooltip="Run a small hv.tune from these settings in the background "
                                                "(measures each candidate)"),
-        "check_numerics": widgets.Button(description="check numerics", icon="crosshairs",
-                                         tooltip="Compare each subgraph with eager PyTorch: where does the error start?"),
+        "check_numerics": widgets.Button(
+            description="check numerics", icon="crosshairs",
+            tooltip="Compare each subgraph with eager PyTorch: where does the error start?"),
         "apply_fastest": widgets.Button(description="apply best", icon="check", disabled=True,
                                         tooltip="Set the controls to the fastest setting found"),
     })

@@ -14,6 +14,7 @@ as `hv.partition(..., ir="torch_compile")` does, stopping between graphs (Supers
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from typing import Any, Callable, Generic, Hashable, TypeVar
@@ -23,6 +24,8 @@ from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, partition_graphs
 from hierviz.partitioner import handoff
 from hierviz.widget.background import BackgroundJob
+
+logger = logging.getLogger(__name__)
 
 K = TypeVar("K", bound=Hashable)
 _NOTHING: Any = object()
@@ -92,7 +95,8 @@ class Latest(Generic[K]):
         """Block until the newest request is answered (True), or `timeout` seconds pass (False)."""
         end = None if timeout is None else time.monotonic() + timeout
         with self._cond:
-            while self._running or (not self._closed and self._wanted is not _NOTHING and self._wanted != self._answered):
+            while self._running or (not self._closed and self._wanted is not _NOTHING
+                                    and self._wanted != self._answered):
                 left = None if end is None else end - time.monotonic()
                 if left is not None and left <= 0:
                     return False
@@ -121,7 +125,8 @@ class Latest(Generic[K]):
                 answer, error = self._work(key, wanted), None
             except Superseded:
                 continue
-            except Exception as exc:  # noqa: BLE001 - handed to on_error, never raised in a thread
+            except Exception as exc:  # a background thread's work: handed to on_error (and logged), never raised here
+                logger.error("the work on every graph failed", exc_info=True)
                 answer, error = None, exc
             with self._cond:
                 if not wanted():
@@ -131,11 +136,12 @@ class Latest(Generic[K]):
                     self._on_done(key, answer)
                 else:
                     self._on_error(key, error)
-            except Exception as exc:  # noqa: BLE001 - a failing callback must not stop the loop
+            except Exception as exc:  # a failing callback must not stop the loop: logged, then shown through on_error
+                logger.error("a callback of the work on every graph failed", exc_info=True)
                 try:
                     self._on_error(key, exc)
-                except Exception:  # noqa: BLE001
-                    pass
+                except Exception:  # nothing left to show it with: logged
+                    logger.error("on_error failed too", exc_info=True)
             with self._cond:  # answered only now: wait() returns once the answer is shown
                 self._answered = key
                 if error is None:

@@ -17,8 +17,8 @@ silently.
 
 The work is in the modules above, in debounce.py (the Debouncer), options.py (the Explorer's
 options, checked once), long_work.py (the compile-today line, measuring and find fastest run in
-the worker process) and background.py (the threads waiting on them); this module holds the Explorer's public surface (properties, buttons, find
-fastest) that API.md promises.
+the worker process) and background.py (the threads waiting on them); this module holds the
+Explorer's public surface (properties, buttons, find fastest) that API.md promises.
 
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,
 else on a timer thread); `debounce=0` applies each change at once, synchronously. Reading
@@ -28,6 +28,7 @@ code always sees the state the controls describe.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 import traceback
@@ -49,6 +50,8 @@ from hierviz.widget.background import BackgroundJob
 from hierviz.widget.controller import ControlState, Controller
 from hierviz.widget.debounce import Debouncer
 from hierviz.widget.options import OPTIONS, check_options, views
+
+logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -166,13 +169,15 @@ class Explorer(widgets.VBox):
             except HiervizError as exc:
                 if str(exc) not in self._errors.values():  # export and measure file their own
                     self._errors["action"] = str(exc)
-            except Exception as exc:  # noqa: BLE001 - the kernel must never see it
+            except Exception as exc:  # a widget callback: the kernel must never see it; shown, kept and logged
+                logger.error("an Explorer callback (%s) failed", guarded.__name__, exc_info=True)
                 self.internal_errors.append(exc)
                 self._errors["internal"] = (f"unexpected {type(exc).__name__}: {exc}\n"
                                             + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
             try:
                 self._show_errors()
-            except Exception as exc:  # noqa: BLE001
+            except Exception as exc:  # the error area itself failed: kept and logged, never raised
+                logger.error("the Explorer's error area could not be shown", exc_info=True)
                 self.internal_errors.append(exc)
             return None
         guarded.__name__ = getattr(fn, "__name__", "callback")
@@ -401,8 +406,8 @@ class Explorer(widgets.VBox):
         take its setting; `undo_what_if()` (the tab's "back") restores the one before."""
         table = self.blockers
         if table is None or isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(table):
-            raise ConfigError(f"apply_blocker takes a row number of .blockers (0 to {len(table) - 1 if table is not None else -1}), "
-                              f"not {row!r}.")
+            last = len(table) - 1 if table is not None else -1
+            raise ConfigError(f"apply_blocker takes a row number of .blockers (0 to {last}), not {row!r}.")
         config, change = table.iloc[row]["config"], table.iloc[row]["change"]
         self.apply_what_if(config, change)
         return config
@@ -590,7 +595,8 @@ class Explorer(widgets.VBox):
         """The thread making the latest "torch_tensorrt.compile today" line (join it to wait)."""
         return self._compile_today_job.thread
 
-    def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False, **tune_options: Any) -> threading.Thread:
+    def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False,
+                     **tune_options: Any) -> threading.Thread:
         """Run a small `hv.tune` from the shown settings in the background (the widget stays
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
         holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks

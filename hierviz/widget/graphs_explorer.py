@@ -19,6 +19,7 @@ raised into the kernel; the background's errors are shown in the every-graph pan
 from __future__ import annotations
 
 import html
+import logging
 import threading
 import time
 import traceback
@@ -33,6 +34,8 @@ from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED
 from hierviz.widget.debounce import Debouncer
 from hierviz.widget.every_graph import Latest, Superseded, partition_every
 from hierviz.widget.explorer import DEFAULT_DEBOUNCE, Explorer
+
+logger = logging.getLogger(__name__)
 
 PICTURE_QUIET_S = 0.4  # the picture of every graph is redrawn once no control changed for this long
 PICTURE_OFF = ("The picture of every graph is drawn on request (it is large: every graph laid out in one "
@@ -279,7 +282,8 @@ class GraphsExplorer(widgets.VBox):
                 return result
             except HiervizError as exc:
                 self.error.value = f"<pre style='color:#b00'>{html.escape(str(exc))}</pre>"
-            except Exception as exc:  # noqa: BLE001 - the kernel must never see it
+            except Exception as exc:  # a widget callback: the kernel must never see it; shown, kept and logged
+                logger.error("a GraphsExplorer callback (%s) failed", guarded.__name__, exc_info=True)
                 self.internal_errors.append(exc)
                 text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
                 self.error.value = f"<pre style='color:#b00'>unexpected {html.escape(type(exc).__name__)}: " \
@@ -314,7 +318,8 @@ def totals_text(part: MultiGraphPartition) -> str:
 
 def _nothing_captured_html(multi: MultiGraphPartition) -> str:
     """What the explorer shows for a model dynamo made no graph of: that, and the breaks."""
-    breaks = "".join(f"<li>{html.escape(b.location or 'unknown line')}: {html.escape(b.short)}</li>" for b in multi.breaks)
+    breaks = "".join(f"<li>{html.escape(b.location or 'unknown line')}: {html.escape(b.short)}</li>"
+                     for b in multi.breaks)
     return (f"<p><b>{html.escape(NOTHING_CAPTURED[0].upper() + NOTHING_CAPTURED[1:])}</b>: dynamo made no graph, so "
             f"there is nothing to partition and nothing is accelerated (0%). Its graph breaks:</p><ul>{breaks}</ul>")
 

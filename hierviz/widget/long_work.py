@@ -27,7 +27,8 @@ from hierviz.settings.compile_rules import compile_config
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner import Partition
-from hierviz.partitioner.upstream.todays_compile import TodaysCompile, cached_compile_today, compile_today, remember, today_key
+from hierviz.partitioner.upstream.todays_compile import (TodaysCompile, cached_compile_today, compile_today, remember,
+                                                          today_key)
 
 IN_WORKER = True  # False: every job runs in this process (tests that stand in for hv.measure or its clock)
 HERE = "ran in this process, not the worker: "

@@ -37,7 +37,8 @@ def numerics_html(result: Any) -> str:
             style = ' style="background:#fdeee9"'
         rows.append(f"<tr{style}>" + "".join(f"<td>{_cell(row[c])}</td>" for c in cols) + "</tr>")
     verdict = html.escape(result.culprit_text())
-    end = "outputs match eager" if result.outputs_match else f"outputs differ from eager (max abs {result.max_abs_error:.3g})"
+    end = ("outputs match eager" if result.outputs_match
+           else f"outputs differ from eager (max abs {result.max_abs_error:.3g})")
     return (f'<p><b>{verdict}</b> &middot; {html.escape(end)} &middot; compiled {result.cache_misses} / from cache '
             f'{result.cache_hits}, check {result.check_s:.2f} s</p>'
             '<table style="border-collapse:collapse;font-size:12px" border="1" cellpadding="2">'

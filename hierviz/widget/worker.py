@@ -10,9 +10,9 @@ once, before its first job, and dropped there when the graph is garbage-collecte
 job then carries only its settings. One worker serves the process (`Worker.shared()`); each
 Explorer holds it through a `Hold` of its own (`worker.hold()`), whose `close()` cancels only that
 Explorer's jobs, and the child ends when the last hold is closed. Jobs run in the child one thread
-each, and what times runs alone there (worker_main.py); their answers, progress reports and a heartbeat come back as pickles over its stdout, read
-here by one thread. Anything the child prints goes to its stderr, kept in a temporary file for
-the message when it dies.
+each, and what times runs alone there (worker_main.py); their answers, progress reports and a
+heartbeat come back as pickles over its stdout, read here by one thread. Anything the child
+prints goes to its stderr, kept in a temporary file for the message when it dies.
 
 A child that exits, is killed, or sends nothing for `hang_s` seconds (then it is killed) fails
 every job waiting on it with a WorkerError that says so; the next job starts a fresh child.
@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import atexit
 import itertools
+import logging
 import os
 import pickle
 import signal
@@ -37,6 +38,19 @@ from typing import Any, Callable, Sequence
 
 from hierviz.errors import HiervizError
 from hierviz.capturing.graph_codec import pack_graph
+
+logger = logging.getLogger(__name__)
+# what pickling raises for something that does not pickle: a function or class not found by its
+# name (PicklingError), a local object (AttributeError), an object of a type that refuses (TypeError),
+# a structure nested too deep (RecursionError)
+PICKLING_ERRORS: tuple[type[Exception], ...] = (pickle.PicklingError, AttributeError, TypeError, RecursionError)
+# what reading another process's pickle raises: a module or name this process cannot import, a
+# truncated or foreign stream, a state its class here does not take (torch's tensors: RuntimeError)
+UNPICKLING_ERRORS: tuple[type[Exception], ...] = (ImportError, AttributeError, EOFError, pickle.UnpicklingError,
+                                                  TypeError, ValueError, RuntimeError)
+# the child's stdout ending: at a message's boundary (EOFError), inside one (a child killed
+# mid-message), or closed here
+_STREAM_ENDED: tuple[type[Exception], ...] = (EOFError, pickle.UnpicklingError, OSError, ValueError)
 
 # the child lowers its CPU priority before it imports torch (importing hierviz loads it: a second
 # of CPU that must not compete with the kernel either), then runs worker_main
@@ -152,7 +166,7 @@ class Worker:
         """Send one job and return at once: its `result()` waits for the answer (see run)."""
         try:
             request = pickle.dumps(payload, protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # noqa: BLE001 - e.g. hv.support.where(lambda ...)
+        except PICKLING_ERRORS as exc:  # e.g. hv.support.where(lambda ...)
             raise Unsendable(f"its settings do not pickle ({type(exc).__name__}: {exc})") from None
         job = _Job(progress, self)
         with self._lock:
@@ -230,7 +244,7 @@ class Worker:
         number = next(self._ids)
         try:
             data = pickle.dumps((pack_graph(graph), example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
-        except Exception as exc:  # noqa: BLE001 - e.g. inputs holding an object that does not pickle
+        except PICKLING_ERRORS as exc:  # e.g. inputs holding an object that does not pickle
             raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
         self._write((number, "graph", data))
         self._subjects[key] = (number, example_inputs)
@@ -257,12 +271,22 @@ class Worker:
     def _read(self, proc: subprocess.Popen) -> None:
         """The reader thread: hand each answer to its job; when the child's stdout ends, fail
         the jobs still waiting with why."""
+        try:
+            self._read_answers(proc)
+        except Exception:
+            # the thread's boundary: whatever stops the reader, the jobs waiting are failed below
+            # (not left until the hang check), and what stopped it is logged
+            logger.error("the worker's reader thread stopped", exc_info=True)
+        self._fail(self._failure or self._death(proc), proc)
+
+    def _read_answers(self, proc: subprocess.Popen) -> None:
+        """Hand each answer the child sends to its job, until its stdout ends."""
         out = proc.stdout
         assert out is not None
         while True:
             try:
                 key, kind, payload = pickle.load(out)
-            except Exception:  # noqa: BLE001 - EOF, or a child killed mid-message
+            except _STREAM_ENDED:  # EOF, or a child killed mid-message
                 break
             self._heard = time.monotonic()
             job = self._jobs.get(key)
@@ -272,17 +296,19 @@ class Worker:
                 if job.progress is not None:
                     try:
                         job.progress(*payload)
-                    except Exception:  # noqa: BLE001 - a progress display must not stop the reader
-                        pass
+                    except Exception:  # a progress display must not stop the reader: logged, and reading goes on
+                        logger.error("a worker job's progress callback failed", exc_info=True)
                 continue
             try:
                 answer = pickle.loads(payload) if kind in ("ok", "raised") else payload
-            except Exception as exc:  # noqa: BLE001 - the answer names something this process cannot load
+            except UNPICKLING_ERRORS as exc:  # the answer names something this process cannot load
+                kind, answer = "error", f"its answer could not be read here ({type(exc).__name__}: {exc})"
+            except Exception as exc:  # an answer's own reconstructor failed: that job fails, the reader goes on
+                logger.error("a worker job's answer could not be read", exc_info=True)
                 kind, answer = "error", f"its answer could not be read here ({type(exc).__name__}: {exc})"
             self._jobs.pop(key, None)
             job.kind, job.answer = kind, answer
             job.done.set()
-        self._fail(self._failure or self._death(proc), proc)
 
     def _death(self, proc: subprocess.Popen) -> str:
         try:

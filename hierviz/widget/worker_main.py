@@ -27,6 +27,7 @@ when its stdin ends (the parent closed it, or died).
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import pickle
 import sys
@@ -39,11 +40,15 @@ from hierviz.compare.partition_cache import cached_partition
 from hierviz.errors import HiervizError
 from hierviz.capturing.graph_codec import unpack_graph
 from hierviz.partitioner.upstream.todays_compile import compile_today
+from hierviz.widget.worker import PICKLING_ERRORS, UNPICKLING_ERRORS
 
 NICE = 19  # the worker's CPU priority: below the kernel's, so a setting change is never starved
 BEAT_S = 1.0
 TIMING = frozenset({"measure", "tune"})  # jobs that time: each runs alone
 JOB_LOG = "HIERVIZ_WORKER_JOB_LOG"
+logger = logging.getLogger(__name__)
+# stdin ending: at a message's boundary (EOFError), inside one (the parent died mid-message), or closed
+_STDIN_ENDED: tuple[type[Exception], ...] = (EOFError, pickle.UnpicklingError, OSError, ValueError)
 
 
 class _Cancelled(Exception):
@@ -126,11 +131,11 @@ def _import_for(kind: str) -> None:
         if kind in ("measure", "tune"):
             import torch._inductor.compile_fx  # noqa: F401 - TorchInductor, which their compiles use
 
-            import hierviz.latency  # noqa: F401
+            import hierviz.latency
         if kind == "build":
-            import hierviz.building.build_partition  # noqa: F401
+            import hierviz.building.build_partition
         if kind == "numerics":
-            import hierviz.latency  # noqa: F401
+            import hierviz.latency
         if kind == "tune":
             import hierviz.compare.tuning  # noqa: F401
 
@@ -188,7 +193,13 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
             raise ValueError(f"its graph could not be read: {subject}")
         graph, inputs = subject
         payload = pickle.loads(request)
-    except Exception as exc:  # noqa: BLE001 - e.g. a function of a module this process cannot import
+    except UNPICKLING_ERRORS as exc:  # e.g. a function of a module this process cannot import
+        answers.send(key, "unreadable", f"{type(exc).__name__}: {exc}")
+        return
+    except Exception as exc:
+        # loading runs the reconstructors of the user's objects: whatever else they raise is answered
+        # the same way (the parent runs the job itself), never left unanswered, and logged here
+        logger.error("a worker job's request (%s) could not be read", kind, exc_info=True)
         answers.send(key, "unreadable", f"{type(exc).__name__}: {exc}")
         return
 
@@ -211,9 +222,12 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
     except HiervizError as exc:
         try:
             reply = ("raised", pickle.dumps(exc, protocol=pickle.HIGHEST_PROTOCOL))
-        except Exception:  # noqa: BLE001 - an error holding something that does not pickle
+        except PICKLING_ERRORS:  # an error holding something that does not pickle: its text crosses
             reply = ("error", f"{type(exc).__name__}: {exc}")
-    except BaseException as exc:  # noqa: BLE001 - answered; the parent shows it
+    except BaseException as exc:
+        # the job thread's boundary: whatever the job raised (torch's errors, a SystemExit in the
+        # user's code ...) is answered, as its text, and the parent shows it; it is logged here too
+        logger.error("a worker job (%s) failed", kind, exc_info=True)
         reply = ("error", f"{type(exc).__name__}: {exc}")
     if key in _CANCELLED:  # cancelled while it ran (measure may wrap the stop in its own error): not answered
         _CANCELLED.discard(key)
@@ -257,7 +271,7 @@ def main() -> None:
     while True:
         try:
             key, kind, payload = pickle.load(requests)
-        except Exception:  # noqa: BLE001 - stdin ended: the parent is done with us
+        except _STDIN_ENDED:  # the parent is done with us
             os._exit(0)
         if kind == "path":  # the parent's sys.path: functions a job names import as they do there
             sys.path[:] = payload + [p for p in sys.path if p not in payload]
@@ -265,7 +279,7 @@ def main() -> None:
             try:
                 packed, inputs = pickle.loads(payload)
                 subjects[key] = (unpack_graph(packed), inputs)
-            except Exception as exc:  # noqa: BLE001 - its jobs say so
+            except UNPICKLING_ERRORS as exc:  # its jobs say so
                 subjects[key] = f"{type(exc).__name__}: {exc}"
         elif kind == "drop":
             subjects.pop(payload, None)
