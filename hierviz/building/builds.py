@@ -107,7 +107,9 @@ class Builds:
         """'7/7 engines built, 103 MB', or which failed and why."""
         if not self.rows and not self.run_failures:
             return "no TensorRT subgraphs to build"
-        text = f"{self.built}/{len(self.rows)} engines built" + (f", {megabytes(self.engine_bytes)}" if self.built else "")
+        text = f"{self.built}/{len(self.rows)} engines built"
+        if self.built:
+            text += f", {megabytes(self.engine_bytes)}"
         failed = self.failed
         if failed:
             first = failed[0]

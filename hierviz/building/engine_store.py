@@ -192,14 +192,16 @@ class EngineStore:
         """Keep `build` under `key` (the engine first, then its record, each atomically); then
         drop the least recently used entries beyond the bound. False when the folder cannot be
         written (not an error: the build is simply not kept)."""
-        fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build) if f.name not in ("engine", "runtime")}
+        fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build)
+                  if f.name not in ("engine", "runtime")}
         fields.update(key=key, has_engine=build.engine is not None, engine_size=build.engine_bytes)
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             if build.engine is not None:
                 self._write(self.folder / f"{key}.engine", build.engine)
             if build.runtime is not None:
-                self._write(self.folder / f"{key}.runtime", pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL))
+                runtime = pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
+                self._write(self.folder / f"{key}.runtime", runtime)
             self._write(self.folder / f"{key}.json", json.dumps(fields, sort_keys=True).encode())
         except OSError:
             return False
@@ -249,7 +251,8 @@ class EngineStore:
 
     def _prune(self) -> None:
         try:
-            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.iterdir() if not p.name.startswith(".")]
+            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.iterdir()
+                     if not p.name.startswith(".")]
         except OSError:
             return
         total = sum(size for _, size, _ in files)

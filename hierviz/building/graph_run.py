@@ -16,6 +16,11 @@ import torch
 
 from hierviz.trt.engine_builder import first_line
 
+# what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
+# NotImplementedError included), IndexError, ValueError and TypeError, as its torch._check* do; its
+# Python decompositions assert; scalar arithmetic (SymInt sizes) divides by zero
+OP_ERRORS: tuple[type[Exception], ...] = (RuntimeError, TypeError, ValueError, IndexError, AssertionError,
+                                          ArithmeticError)
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n\s*(?P<code>[^\n]*)')
 
 
@@ -58,7 +63,7 @@ def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
     try:
         with torch.no_grad():
             runner.run(*inputs)
-    except Exception as exc:  # noqa: BLE001 - what the graph raised is the answer
+    except OP_ERRORS as exc:  # what the graph raised is the answer
         node = runner.current
         text = str(exc).split("\n\nWhile executing")[0]  # torch.fx appends where it ran
         error = first_line(text) if text.strip() else ""

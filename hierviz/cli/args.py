@@ -72,7 +72,7 @@ def call_user_function(path_text: str, func_name: str) -> tuple[Any, Any]:
     sys.path.insert(0, str(path.parent.resolve()))
     try:
         module_spec.loader.exec_module(module)
-    except Exception as exc:  # noqa: BLE001 - the user's code: one line, traceback with --debug
+    except Exception as exc:
         raise UserCodeError(f"importing {path_text} failed: {type(exc).__name__}: {exc}") from exc
     finally:
         sys.path.pop(0)
@@ -96,7 +96,7 @@ def call_user_function(path_text: str, func_name: str) -> tuple[Any, Any]:
         pass
     try:
         result = func()
-    except Exception as exc:  # noqa: BLE001 - the user's code
+    except Exception as exc:
         raise UserCodeError(f"{path_text}:{func_name}() raised {type(exc).__name__}: {exc}") from exc
     if not (isinstance(result, tuple) and len(result) == 2):
         raise UsageError(f"{path_text}:{func_name} must return (model, example_inputs), got {type(result).__name__}")

@@ -367,8 +367,10 @@ def build_parser() -> Parser:
                             "A list inside one value is joined by > or + (see below)")
     _add_model_args(sweep)
     sweep.add_argument("--measure", action="store_true", help="also measure latency (compiles each subgraph)")
-    sweep.add_argument("--iters", type=positive, metavar="N", help="timed runs per configuration with --measure (default 100)")
-    sweep.add_argument("--warmup", type=non_negative, metavar="N", help="untimed runs first with --measure (default 10)")
+    sweep.add_argument("--iters", type=positive, metavar="N",
+                       help="timed runs per configuration with --measure (default 100)")
+    sweep.add_argument("--warmup", type=non_negative, metavar="N",
+                       help="untimed runs first with --measure (default 10)")
     sweep.add_argument("--csv", required=True, metavar="FILE", help="where to write the table")
     sweep.add_argument("--quiet", action="store_true", help="no progress bar")
     sweep.set_defaults(func=cmd_sweep)

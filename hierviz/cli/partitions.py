@@ -69,7 +69,8 @@ def _by_backend(items: list[str] | None) -> dict[str, int] | None:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
-    limits = (args.max_subgraphs, args.min_coverage, args.max_boundary_tensors, args.max_subgraphs_by_backend, args.like)
+    limits = (args.max_subgraphs, args.min_coverage, args.max_boundary_tensors, args.max_subgraphs_by_backend,
+              args.like)
     if all(limit is None for limit in limits) and not args.build:  # a CI job whose limits went missing must not pass
         raise UsageError("check needs at least one limit: --max-subgraphs N, --min-coverage F, "
                          "--max-boundary-tensors N, --max-subgraphs-by-backend backend=N, --like saved.json "
@@ -129,7 +130,8 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
     """The three commands on `sub` (hierviz.cli.commands's subparsers)."""
     blockers = sub.add_parser("blockers", help="what keeps nodes out of TensorRT, improvements first, ranked by "
                                                   "the subgraphs fixing it saves")
-    blockers.add_argument("model", metavar="MODEL", help="a built-in model, file.py:function, or a saved .json partition")
+    blockers.add_argument("model", metavar="MODEL",
+                          help="a built-in model, file.py:function, or a saved .json partition")
     add_config_args(blockers)
     blockers.add_argument("--kind", metavar="k,...", help="only these kinds: no converter, validator rejected, forced, "
                                                          "demoted, no backend")

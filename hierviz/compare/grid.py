@@ -125,7 +125,9 @@ def check_grid(grid: Mapping[str, Any], base: Config | Mapping[str, Any] | None 
     if problems:
         if len(problems) == 1:
             raise ConfigError(f"{name} {problems[0]}")
-        listed = "; ".join(p.rstrip(".") for p in problems[:_SHOWN]) + (f"; and {len(problems) - _SHOWN} more" if len(problems) > _SHOWN else "")
+        listed = "; ".join(p.rstrip(".") for p in problems[:_SHOWN])
+        if len(problems) > _SHOWN:
+            listed += f"; and {len(problems) - _SHOWN} more"
         raise ConfigError(f"{name} has {len(problems)} bad values (nothing ran): {listed}")
     return parsed, configs
 
@@ -145,7 +147,8 @@ def _valid_with_partners(base: Config, parsed: Mapping[str, list[Any]], lists: M
     return False
 
 
-def _raw_combo(lists: Mapping[str, list[Any]], parsed: Mapping[str, list[Any]], changes: Mapping[str, Any]) -> list[Any]:
+def _raw_combo(lists: Mapping[str, list[Any]], parsed: Mapping[str, list[Any]],
+               changes: Mapping[str, Any]) -> list[Any]:
     """The values of a combination as the user wrote them."""
     out = []
     for k, v in changes.items():

@@ -75,7 +75,8 @@ class SearchSpace:
         """Params of a setting not in `tried` (chosen with `rng`), or None when all were tried."""
         names = list(self.fields)
         if self.size <= 4096:
-            left = [dict(zip(names, combo)) for combo in itertools.product(*([p[0] for p in self.fields[n]] for n in names))]
+            choices = ([p[0] for p in self.fields[n]] for n in names)
+            left = [dict(zip(names, combo)) for combo in itertools.product(*choices)]
             left = [p for p in left if params_key(p) not in tried]
             return rng.choice(left) if left else None
         for _ in range(1000):

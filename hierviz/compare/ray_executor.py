@@ -76,7 +76,8 @@ def connect(executor: Any) -> Any:
     address = None if executor in ("ray", "local") or not isinstance(executor, str) else executor
     try:
         start_ray(ray, address=address)
-    except Exception as exc:  # noqa: BLE001 - e.g. no cluster at that address
+    # no cluster at that address (ConnectionError), a start that timed out, Ray's own errors
+    except (OSError, RuntimeError, ValueError, ray.exceptions.RayError) as exc:
         raise ConfigError(f"could not start or reach Ray ({address or 'local'}): {type(exc).__name__}: "
                           f"{str(exc).strip().splitlines()[0] if str(exc).strip() else ''}. Check the address "
                           "(ray://head-node:10001, or 'auto' on a cluster node) or call ray.init() yourself.") from None
@@ -101,7 +102,7 @@ def start_ray(ray: Any, attempts: int = 3, **kwargs: Any) -> None:
         try:
             ray.init(**options)
             return
-        except Exception:  # noqa: BLE001 - retried, then raised
+        except Exception:
             if not local or attempt == attempts:
                 raise
             ray.shutdown()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import logging
 import time
 import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
@@ -25,11 +26,14 @@ from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.capturing.graph_codec import pack_graph
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
 
+logger = logging.getLogger(__name__)
+
 
 @checked_arguments
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
-          progress: bool = True, out: str | Path | None = None, ir: str = "dynamo", build: bool = False) -> pd.DataFrame:
+          progress: bool = True, out: str | Path | None = None, ir: str = "dynamo",
+          build: bool = False) -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
@@ -237,7 +241,10 @@ def _row_of(fut: Future, cfg: Config) -> tuple[Any, dict[str, Any]]:
         return fut.result()
     except KeyboardInterrupt:
         raise
-    except Exception as exc:  # noqa: BLE001 - a row's failure, said in its row
+    except Exception as exc:
+        # a row's boundary: whatever its worker raised (the user's predicates and models run there, a
+        # pool breaks, Ray wraps) is said in its row, and logged, and the other rows go on
+        logger.error("hv.sweep: the row %s failed", cfg.label(), exc_info=True)
         row = columns.config_columns(cfg)
         row["error"] = f"{type(exc).__name__}: {exc}"
         return None, row

@@ -78,7 +78,9 @@ class SweepFile:
 
         try:
             df = pd.read_csv(self.path) if self.path.suffix.lower() == ".csv" else pd.read_parquet(self.path)
-        except Exception as exc:  # noqa: BLE001 - a file that is not a sweep table
+        # a file that is not a sweep table: pandas' ParserError and pyarrow's ArrowInvalid are ValueErrors (a
+        # file that is not text too), an unreadable file an OSError, a parquet type pandas cannot hold a TypeError
+        except (OSError, ValueError, TypeError, NotImplementedError) as exc:
             raise ConfigError(f"out={str(self.path)!r} exists but cannot be read as a table "
                               f"({type(exc).__name__}: {exc}); give another file name.") from None
         if not set(KEYS) <= set(df.columns):

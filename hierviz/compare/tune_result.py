@@ -144,7 +144,8 @@ class TuneResult:
             lines.append(f"  verdict: {self.verdict}")
         lines.append(self._line("default", self.default_trial, self.default))
         b = self.baselines
-        base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms", f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
+        base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms",
+                f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
         if "torch_compile_ms" in b:
             base.append(f"torch.compile {_ms(b.get('torch_compile_ms'))} ms")
         if b.get("compile_ms") is not None:

@@ -36,10 +36,14 @@ def open_study(optuna: Any, storage: str | None, study_name: str | None, sampler
     """The study: in memory, or in `storage` (created, or loaded when it exists)."""
     if storage is None:
         return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
+    from sqlalchemy.exc import SQLAlchemyError  # Optuna's RDB storage is SQLAlchemy's
+
     try:
         return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner, storage=storage,
                                    study_name=study_name or DEFAULT_STUDY, load_if_exists=True)
-    except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors for a bad URL, a locked file ...
+    # SQLAlchemy's errors for a bad URL, a locked file ...; Optuna's own (a schema of another version);
+    # a database driver that is not installed; a file that cannot be made
+    except (SQLAlchemyError, optuna.exceptions.OptunaError, ImportError, OSError, ValueError) as exc:
         raise ConfigError(f"cannot open the tune storage {storage!r}: {type(exc).__name__}: "
                           f"{str(exc).splitlines()[0][:200]}") from None
 

@@ -23,6 +23,12 @@ from hierviz.latency.numerics import locate_mismatch
 from hierviz.latency.timing import time_fn
 from hierviz.partitioner import Partition
 
+# what running the captured graph can raise: hierviz's own refusals, and torch's errors (its C++
+# errors map to RuntimeError, out of memory and NotImplementedError included, or to IndexError,
+# ValueError and TypeError; its Python decompositions assert; scalar arithmetic divides by zero)
+RUN_ERRORS: tuple[type[Exception], ...] = (HiervizError, RuntimeError, TypeError, ValueError, IndexError,
+                                           AssertionError, ArithmeticError)
+
 QUICK = {"warmup": 1, "iters": 5}     # the first, prunable timing
 FULL = {"warmup": 3, "iters": 30}     # the full timing of trials that are not pruned
 
@@ -99,7 +105,7 @@ def graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, 
         with torch.no_grad():
             return time_fn(lambda: base.gm(*inputs, *base.weights), device, warmup=max(1, timing["warmup"]),
                            iters=timing["iters"])
-    except Exception as exc:  # noqa: BLE001 - any failure of the user's graph: no baseline, and the note says why
+    except RUN_ERRORS as exc:  # the user's graph failed: no baseline, and the note says why
         if notes is not None:
             notes.append(f"graph_eager baseline: the captured graph failed to run eagerly on {device}: {short(exc)}; "
                          "without a baseline no setting is crowned")

@@ -45,7 +45,8 @@ from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, q
 from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
-from hierviz.compare.tune_trial import FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial, remote_trial
+from hierviz.compare.tune_trial import (FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial,
+                                        remote_trial)
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.measurement import ci_text, wide_baseline_note
@@ -187,7 +188,8 @@ class _TuneRun:
             self.notes.append(why)
         else:
             torch_compile = True
-        timing = {"warmup": self.options.get("warmup", FULL["warmup"]), "iters": self.options.get("iters", FULL["iters"])}
+        timing = {"warmup": self.options.get("warmup", FULL["warmup"]),
+                  "iters": self.options.get("iters", FULL["iters"])}
         self.baselines: dict[str, Any] = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -310,7 +312,8 @@ class _TuneRun:
             row = load_row(frozen)
             row["trial"] = k
             try:
-                self.configs[k] = apply_changes(self.default, self.space.suggest(self.optuna.trial.FixedTrial(frozen.params)))
+                fixed = self.optuna.trial.FixedTrial(frozen.params)
+                self.configs[k] = apply_changes(self.default, self.space.suggest(fixed))
             except (HiervizError, ValueError):
                 pass  # an invalid setting stays a row
             self.rows.append(row)
