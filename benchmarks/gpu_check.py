@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import logging
 import os
 import platform
 import signal
@@ -54,11 +55,14 @@ EAGER_OPS = ("torch.ops.aten._native_batch_norm_legit_no_training.default", "tor
              "torch.ops.aten._softmax.default", "torch.ops.aten.add.Tensor")
 
 
+logger = logging.getLogger("gpu_check")
+
+
 class Stopped(Exception):
     """The time budget ended while a config was running."""
 
 
-def _on_alarm(signum, frame):  # noqa: ANN001
+def _on_alarm(signum, frame):
     raise Stopped("time budget spent while this config was running")
 
 
@@ -176,7 +180,8 @@ def main(argv: list[str] | None = None) -> int:
         import hierviz as hv
         from hierviz.latency import CompileCache, MeasureWarning
         report["environment"] = env = environment()
-    except Exception as exc:  # noqa: BLE001
+    # a package that is not installed or whose native library does not load; torch's CUDA set-up
+    except (ImportError, OSError, RuntimeError) as exc:
         report["error"] = f"cannot import torch / hierviz: {type(exc).__name__}: {exc}"
         print(report["error"])
         write()
@@ -216,7 +221,8 @@ def main(argv: list[str] | None = None) -> int:
             cfg = dict(cfg)
             m = hv.measure(hv.partition(gm, engine=cfg.pop("engine", "hierviz"), **cfg), inputs, **settings)
             row = row_of(model, config, m)
-        except (Exception, Stopped) as exc:  # noqa: BLE001 - one failing config must not stop the check
+        except (Exception, Stopped) as exc:  # the check's boundary: one failing config must not stop it
+            logger.error("%s %s failed", model, config, exc_info=True)
             row = {"model": model, "config": config, "error": f"{type(exc).__name__}: {exc}",
                    "traceback": traceback.format_exc(limit=6)}
         finally:
@@ -242,7 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             model = model.eval().to(device)
             inputs = tuple(t.to(device) if isinstance(t, torch.Tensor) else t for t in inputs)
             gm = hv.capture(model, inputs)
-        except (Exception, Stopped) as exc:  # noqa: BLE001 - missing torchvision / transformers, capture failure
+        except (Exception, Stopped) as exc:  # the check's boundary: torchvision missing, a capture failure ...
+            logger.error("%s skipped", name, exc_info=True)
             report["skipped"].append({"model": name, "why": f"{type(exc).__name__}: {exc}"})
             print(f"skip {name}: {type(exc).__name__}: {exc}")
             continue
@@ -340,8 +347,10 @@ def numerics_row(hv, device: str, trt_ok: bool, cache, model_name: str = "resnet
                    compiled_again=r.cache_misses, check_ms=round(r.check_s * 1e3, 2),
                    iteration_ms=round(m.median_ms, 3), measure_outputs_match=m.outputs_match)
         print(f"\nnumerics: {model_name} {out['dtype']} under {out['backend']}: {r!r}\n"
-              f"  compiled again {r.cache_misses}, check {out['check_ms']} ms vs one iteration {out['iteration_ms']} ms")
-    except Exception as exc:  # noqa: BLE001 - reported in the JSON, never stops the check
+              f"  compiled again {r.cache_misses}, check {out['check_ms']} ms "
+              f"vs one iteration {out['iteration_ms']} ms")
+    except Exception as exc:  # the check's boundary: reported in the JSON, never stops the check
+        logger.error("the numerics check failed", exc_info=True)
         out.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
         print(f"\nnumerics check failed: {out['error'][:300]}")
     out["wall_s"] = round(time.time() - started, 1)
@@ -396,7 +405,8 @@ def tune_check(folder: Path, device: str, budget_s: float, model_name: str = "ti
             out["problem"] = "reloaded model does not match" if not ok else "TensorRT was not in the space"
         print(f"best {out['best']}: compiled, saved to {saved}, reloaded ({out['loaded_from_artifacts']}), "
               f"outputs match: {ok}")
-    except Exception as exc:  # noqa: BLE001 - reported in the JSON, never stops the check
+    except Exception as exc:  # the check's boundary: reported in the JSON, never stops the check
+        logger.error("the hv.tune check failed", exc_info=True)
         out.update(ok=False, problem=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc(limit=6))
         print(f"hv.tune check failed: {out['problem']}")
     out["wall_s"] = round(time.time() - started, 1)

@@ -42,7 +42,8 @@ def run(path: Path | None) -> tuple[float, str | None]:
         try:
             client.execute(env=env)
             error = None
-        except Exception as exc:  # noqa: BLE001 - printed beside the figure
+        # printed beside the figure: a cell that raised or timed out, a kernel that died or did not start
+        except (nbclient.exceptions.CellControlSignal, RuntimeError, OSError) as exc:
             error = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
         return time.perf_counter() - started, error
 

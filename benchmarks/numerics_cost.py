@@ -34,7 +34,8 @@ def main() -> int:
     ap.add_argument("--model", default="resnet18")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--repeats", type=int, default=5)
-    ap.add_argument("--extra", type=int, default=3, help="extra hv.measure iterations timed, for its per-iteration cost")
+    ap.add_argument("--extra", type=int, default=3,
+                    help="extra hv.measure iterations timed, for its per-iteration cost")
     args = ap.parse_args()
 
     import torch
@@ -84,7 +85,8 @@ def main() -> int:
           f"subgraph): {per_measure_iter_s * 1e3:.1f} ms")
     print(f"  interleaved, median of {args.repeats}: one iteration of the split model {it_ms:.1f} ms, "
           f"the captured graph eagerly {eager_ms:.1f} ms, hv.numerics beyond the compile {check_ms:.1f} ms "
-          f"(cache misses {r.cache_misses}, hits {r.cache_hits}; peak reference {r.peak_reference_bytes / 2**20:.1f} MiB)")
+          f"(cache misses {r.cache_misses}, hits {r.cache_hits}; "
+          f"peak reference {r.peak_reference_bytes / 2**20:.1f} MiB)")
     ratio = check_ms / (per_measure_iter_s * 1e3)
     print(f"  hv.numerics / one hv.measure iteration: {ratio:.2f}x (target <= {TARGET:.0f}x); / one call of the split "
           f"model: {check_ms / it_ms:.2f}x (its floor, one eager run and one compiled run: "

@@ -115,7 +115,8 @@ def random_dag(nodes: int, seed: int, shape: DagShape = DagShape()) -> torch.fx.
             return values[-rng.randint(1, min(3, len(values)))]
         return values[rng.randrange(len(values))]
 
-    def add(op: Any, inputs: list[tuple[torch.fx.Node, torch.Tensor]], *extra: Any) -> tuple[torch.fx.Node, torch.Tensor]:
+    def add(op: Any, inputs: list[tuple[torch.fx.Node, torch.Tensor]],
+            *extra: Any) -> tuple[torch.fx.Node, torch.Tensor]:
         val = op(*(v for _, v in inputs), *extra)
         node = graph.call_function(op, (*(n for n, _ in inputs), *extra))
         node.meta["val"], node.meta["tensor_meta"] = val, _extract_tensor_metadata(val)
@@ -246,7 +247,8 @@ def small_dags(count: int, seed: int = 0, upstream: bool = True, broad: bool = F
     ours_opt = sum(1 for _, o, _, b in rows if o == b)
     theirs_opt = sum(1 for _, _, t, b in rows if t == b)
     return {"graphs": len(rows), "hierviz_optimal": ours_opt, "upstream_optimal": theirs_opt if upstream else None,
-            "hierviz_excess": sum(o - b for _, o, _, b in rows), "below_minimum": sum(1 for _, o, _, b in rows if o < b),
+            "hierviz_excess": sum(o - b for _, o, _, b in rows),
+            "below_minimum": sum(1 for _, o, _, b in rows if o < b),
             "rows": rows}
 
 

@@ -4,8 +4,8 @@
     python benchmarks/picture_quality.py --quick    # tiny_conv, bert and a small Qwen2 only
     python benchmarks/picture_quality.py --save DIR # also write each picture as DIR/<model>-<view>.png
 
-For each view (auto, full, modules, collapsed, focus on the middle subgraph) it lays the diagram out with `dot -Tjson` and
-reads from the positions:
+For each view (auto, full, modules, collapsed, focus on the middle subgraph) it lays the diagram out with
+`dot -Tjson` and reads from the positions:
 
 - size: the laid-out picture in pixels at 96 dpi (what a .png gets), width x height;
 - overlaps: edge labels (label, xlabel, head/tail labels) whose text box overlaps a node
@@ -37,9 +37,9 @@ from typing import Any, Callable
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import torch  # noqa: E402
+import torch
 
-import hierviz as hv  # noqa: E402
+import hierviz as hv
 
 PX_PER_PT = 96 / 72
 MAX_HEIGHT_PX, MAX_WIDTH_PX = 8000, 4000
@@ -306,15 +306,16 @@ def main() -> int:
     ap.add_argument("models", nargs="*")
     args = ap.parse_args()
     names = args.models or (list(QUICK) if args.quick else hv.zoo.names() + list(OUTSIDE))
-    print(f"{'model':30} {'setting':>7} {'nodes':>6} {'subgr':>5} {'view':>9} {'drawn':>9} {'size px':>12} {'labels':>6} {'overlap':>7} "
-          f"{'upward':>7} {'cross':>5} {'dot s':>6}  goals")
+    print(f"{'model':30} {'setting':>7} {'nodes':>6} {'subgr':>5} {'view':>9} {'drawn':>9} {'size px':>12} "
+          f"{'labels':>6} {'overlap':>7} {'upward':>7} {'cross':>5} {'dot s':>6}  goals")
     missed_any = False
     for name in names:
         for r in rows_for(name, args.save):
             missed_any = missed_any or bool(r["missed"])
-            print(f"{r['model']:30} {r['setting']:>7} {r['nodes']:>6} {r['subgraphs']:>5} {r['view']:>9} {r['drawn']:>9} "
-                  f"{r['width_px']:>5}x{r['height_px']:<6} {r['labels']:>6} {r['overlaps']:>7} "
-                  f"{r['upward_share']:>6.1%} {r['title_crossings']:>5} {r['dot_s']:>6}  {'; '.join(r['missed']) or 'met'}", flush=True)
+            print(f"{r['model']:30} {r['setting']:>7} {r['nodes']:>6} {r['subgraphs']:>5} {r['view']:>9} "
+                  f"{r['drawn']:>9} {r['width_px']:>5}x{r['height_px']:<6} {r['labels']:>6} {r['overlaps']:>7} "
+                  f"{r['upward_share']:>6.1%} {r['title_crossings']:>5} {r['dot_s']:>6}  "
+                  f"{'; '.join(r['missed']) or 'met'}", flush=True)
     return 1 if missed_any else 0
 
 

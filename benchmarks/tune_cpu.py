@@ -48,7 +48,8 @@ def run(name: str, budget: int, iters: int) -> bool:
     print(res)
     counts = t["status"].value_counts().to_dict()
     print(f"trials {len(t)}: measured {counts.get('measured', 0)}, duplicates skipped {counts.get('duplicate', 0)}, "
-          f"pruned {counts.get('pruned', 0)}, other {len(t) - sum(counts.get(s, 0) for s in ('measured', 'duplicate', 'pruned'))}")
+          f"pruned {counts.get('pruned', 0)}, "
+          f"other {len(t) - sum(counts.get(s, 0) for s in ('measured', 'duplicate', 'pruned'))}")
     b = res.baselines
     best_ms = res.best_measurement.median_ms if res.best_measurement is not None else float("nan")
     default = t[t["trial"] == 0].iloc[0]
