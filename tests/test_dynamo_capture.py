@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import hierviz as hv
+from hierviz.capturing import aten_capture
 from dynamo_models import IfOnSum, ItemArith, NoBreak, Prints, DetachOnly, break_line, load
 
 EXPECTED = {  # model -> (its class, the break's gb_type starts with, the marked line)
@@ -73,7 +74,7 @@ def test_the_lowering_is_torch_tensorrts(captured) -> None:
     graph is aten-level, and with torch_tensorrt the Linear's addmm/permute form is there."""
     for _, _, _, cap in captured.values():
         for g in cap.graphs:
-            assert hv.capturing.is_aten_graph(g.graph)
+            assert aten_capture.is_aten_graph(g.graph)
             assert g.ops and all(op.startswith("torch.ops.") or op.startswith("_operator.") for op in g.ops)
 
 

@@ -135,11 +135,11 @@ def test_at_most_two_modules_besides_the_table_spell_several_setting_names() -> 
     names = set(settings.field_names())
     spelling = {str(p.relative_to(HIERVIZ)): sorted(found) for p in sorted(HIERVIZ.rglob("*.py"))
                 if len(found := _field_literals(p, names)) >= 3}
-    for table in ("config.py", "setting_values.py"):  # the table: Config's fields and their readers
+    for table in ("settings/config.py", "settings/setting_values.py"):  # the table: Config's fields and their readers
         spelling.pop(table, None)
     assert spelling.pop("widget/control_spec.py") == sorted(names)  # the Explorer's control of each
     own_way = {row.name for row in settings.SETTINGS if not row.takes_every_value("fast")}
-    assert spelling.pop("compile_rules.py") == sorted(own_way | {"engine"})  # what compile runs its own way
+    assert spelling.pop("settings/compile_rules.py") == sorted(own_way | {"engine"})  # what compile runs its own way
     assert len(spelling) <= 2, spelling
 
 
@@ -226,7 +226,7 @@ def test_the_same_mistake_is_the_same_class(tiny) -> None:
     model, inputs, gm = tiny
     part = hv.partition(gm, priority=("inductor",), support={"inductor": hv.support.inductor()})
     for call in (lambda: hv.numerics(part, inputs, itres=3), lambda: hv.measure(part, inputs, itres=3),
-                 lambda: hv.partition(gm, itres=3), lambda: hv.Config(itres=3), lambda: hv.sweep(gm, None, {"itres": [3]}),
-                 lambda: hv.explore(model, inputs, itres=3)):
+                 lambda: hv.partition(gm, itres=3), lambda: hv.Config(itres=3),
+                 lambda: hv.sweep(gm, None, {"itres": [3]}), lambda: hv.explore(model, inputs, itres=3)):
         with pytest.raises(hv.ConfigError):
             call()

@@ -17,7 +17,7 @@ from . import worker_helpers as helpers
 COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
            ("hierviz.trt.partitioners", "run_upstream_partitioner"),
            ("hierviz.partitioner.upstream.compile_partitioners", "partition_compiled"),
-           ("hierviz.partitioner.partition_result", "blockers_table"),  # Partition.blockers()'s what-ifs
+           ("hierviz.partitioner.blockers.blocker_causes", "blockers_table"),  # Partition.blockers()'s what-ifs
            ("hierviz.latency", "numerics"),
            ("hierviz.latency", "measure")]
 
