@@ -18,7 +18,8 @@ import torch
 import hierviz as hv
 
 OUT = Path(__file__).resolve().parent.parent / "docs" / "images"
-COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict", "change"]
+COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
+           "change"]
 
 
 def googlenet(ceil_mode: bool = True) -> tuple:

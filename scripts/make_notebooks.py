@@ -460,7 +460,8 @@ OUT'''),
     import html
 
     report = OUT / "resnet18-inductor-first.html"
-    HTML(f'<iframe srcdoc="{html.escape(report.read_text())}" style="width:100%;height:520px;border:1px solid #ccc"></iframe>')
+    frame = "width:100%;height:520px;border:1px solid #ccc"
+    HTML(f'<iframe srcdoc="{html.escape(report.read_text())}" style="{frame}"></iframe>')
     """),
     md("""
     The dryrun-style text report is also available as a string, for logs:

@@ -31,7 +31,8 @@ X = torch.randn(2, 3)
 print("== 1 preference / fewer subgraphs: resnet18, inductor={conv} first, mbs=2")
 m, x = hv.zoo.load("resnet18")
 r18 = hv.capture(m, x)
-cfg = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])}, min_block_size=2)
+cfg = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])},
+                min_block_size=2)
 ours = hv.partition(r18, config=cfg).stats["subgraphs"]
 ups = []
 keep = []
@@ -53,26 +54,31 @@ p = hv.partition(gm, min_block_size=1)
 print("hierviz: nodes before/after", before, len(gm.graph.nodes), "backend of dead neg:", p.backend_of("neg_default"),
       "module ok:", torch.equal(p.module(X), gm(X)))
 trt.run_upstream_partitioner(gm, min_block_size=1)
-print("upstream: nodes after", len(gm.graph.nodes), "tagged:", [getattr(n, "tag", None) for n in gm.graph.nodes if n.op == "call_function"])
+print("upstream: nodes after", len(gm.graph.nodes),
+      "tagged:", [getattr(n, "tag", None) for n in gm.graph.nodes if n.op == "call_function"])
 try:
     trt.run_upstream_partitioner(gm, min_block_size=1)
-except Exception as e:
+except hv.ConfigError as e:  # upstream's FxNetSplitterInternalError: relu_default was already tagged
     print("upstream second call:", type(e).__name__, e)
 
 print("== 3 op counts")
 _, tester = trt.run_upstream_partitioner(copy_graph_module(r18))
 print("upstream supported_operators (first 3):", list(tester.supported_operators.items())[:3])
 ops = hv.partition(r18).ops().set_index("op")
-print("hierviz ops() conv count:", ops.loc[A + "convolution.default", "count"], "relu:", ops.loc[A + "relu.default", "count"])
+print("hierviz ops() conv count:", ops.loc[A + "convolution.default", "count"],
+      "relu:", ops.loc[A + "relu.default", "count"])
 
 print("== 4 require_full_compilation")
 m, x = hv.zoo.load("tiny_conv")
 tc = hv.capture(m, x)
-cfg2 = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])}, require_full_compilation=True)
+cfg2 = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])},
+                 require_full_compilation=True)
 print("hierviz:", [sg.tag for sg in hv.partition(tc, config=cfg2).subgraphs])
 try:
     trt.run_upstream_partitioner(copy_graph_module(tc), backend_priority=["inductor", "tensorrt"],
-        backend_support_map={"inductor": {A + "convolution.default"}, "tensorrt": hv.support.tensorrt().names}, require_full_compilation=True)
+                                 backend_support_map={"inductor": {A + "convolution.default"},
+                                                      "tensorrt": hv.support.tensorrt().names},
+                                 require_full_compilation=True)
 except AssertionError as e:
     print("upstream: AssertionError:", e)
 
@@ -96,7 +102,8 @@ gm = graph(gi, X)
 cfg5 = hv.Config(min_block_size=1, torch_executed_ops={A + "sort.default"})
 ours = hv.partition(gm, config=cfg5)
 theirs = hv.partition(gm, config=cfg5, engine="torch_tensorrt")
-print("getitem of a torch sort after a tensorrt relu: hierviz", ours.backend_of("getitem"), [(s.tag, s.nodes) for s in ours.subgraphs],
+print("getitem of a torch sort after a tensorrt relu: hierviz", ours.backend_of("getitem"),
+      [(s.tag, s.nodes) for s in ours.subgraphs],
       "| upstream eligible", theirs.eligible_backend_of("getitem"), [(s.tag, s.nodes) for s in theirs.subgraphs])
 
 
@@ -107,7 +114,8 @@ def vw(g, x):
 gm = graph(vw, X)
 ours = hv.partition(gm, min_block_size=1)
 theirs = hv.partition(gm, min_block_size=1, engine="torch_tensorrt")
-print("view between two unsupported ops: hierviz", [s.tag for s in ours.subgraphs], "| upstream", [s.tag for s in theirs.subgraphs])
+print("view between two unsupported ops: hierviz", [s.tag for s in ours.subgraphs],
+      "| upstream", [s.tag for s in theirs.subgraphs])
 
 
 
@@ -126,7 +134,8 @@ print("== 5b what TorchInductor compiles: bert (2 layers), priority=('inductor',
 m, x = hv.zoo.load("bert")
 bert = hv.capture(m, x)
 for fb in (True, False):
-    p = hv.partition(bert, priority=("inductor",), support={"inductor": hv.support.inductor(fallbacks=fb)}, min_block_size=1)
+    p = hv.partition(bert, priority=("inductor",), support={"inductor": hv.support.inductor(fallbacks=fb)},
+                     min_block_size=1)
     print(f"inductor(fallbacks={fb}):", p.stats["subgraphs_by_backend"])
 p = hv.partition(bert, priority=("inductor",), support={"inductor": hv.support.inductor()}, min_block_size=1)
 rc = next(n.name for n in bert.graph.nodes if "_reshape_copy" in str(n.target))
@@ -138,7 +147,8 @@ gm = graph(unsup, X)
 w = copy_graph_module(gm)
 trt.run_upstream_partitioner(w, min_block_size=1)
 print("upstream node.backend:", [getattr(n, "backend", None) for n in w.graph.nodes if n.op == "call_function"],
-      "| hierviz backend_of:", [hv.partition(gm, min_block_size=1).backend_of(n) for n in ("frac_default", "relu_default")])
+      "| hierviz backend_of:",
+      [hv.partition(gm, min_block_size=1).backend_of(n) for n in ("frac_default", "relu_default")])
 
 print("== 7 torch_executed_ops forms")
 
@@ -154,7 +164,8 @@ print("packet 'torch.ops.aten.add': hierviz", [ours.backend_of(n) for n in ("add
       "| upstream", [theirs.backend_of(n) for n in ("add_tensor", "add_scalar")])
 w = copy_graph_module(gm)
 trt.run_upstream_partitioner(w, min_block_size=1, torch_executed_ops={"torch.ops.aten.add.Tensr"})
-print("typo 'add.Tensr': upstream silently", [getattr(n, "backend", None) for n in w.graph.nodes if n.op == "call_function"])
+print("typo 'add.Tensr': upstream silently",
+      [getattr(n, "backend", None) for n in w.graph.nodes if n.op == "call_function"])
 try:
     hv.partition(gm, torch_executed_ops={"torch.ops.aten.add.Tensr"})
 except hv.ConfigError as e:
@@ -169,8 +180,8 @@ def md(g, x):
 gm = graph(md, X)
 ours = hv.partition(gm, min_block_size=1, support={"tensorrt": hv.support.tensorrt(validate=True)})
 theirs = hv.partition(gm, min_block_size=1, engine="torch_tensorrt")
-print("max.dim with both outputs used: hierviz validate=True", ours.backend_of("max_dim"), "|", ours.reason_of("max_dim"),
-      "| upstream", theirs.backend_of("max_dim"))
+print("max.dim with both outputs used: hierviz validate=True", ours.backend_of("max_dim"),
+      "|", ours.reason_of("max_dim"), "| upstream", theirs.backend_of("max_dim"))
 
 print("== 9 _guards_fn")
 
@@ -180,7 +191,8 @@ class Tiny(torch.nn.Module):
         return torch.relu(x) + 1
 ep = torch.export.export(Tiny(), (X,))
 mod = ep.module()
-print("exported module has _guards_fn:", any(n.op == "call_module" and "_guards_fn" in str(n.target) for n in mod.graph.nodes))
+print("exported module has _guards_fn:",
+      any(n.op == "call_module" and "_guards_fn" in str(n.target) for n in mod.graph.nodes))
 up, _ = trt.run_upstream_partitioner(copy_graph_module(mod), min_block_size=1)  # hv.partition would capture it
 print("upstream on ep.module():", [n for n, _ in up.named_children()])
 cap = hv.capture(Tiny(), (X,))
@@ -211,11 +223,13 @@ class Ordered(set):
     def __iter__(self): return iter([n for n in self.order if set.__contains__(self, n)])
 for name, order in (("graph order", acc), ("reversed", acc[::-1])):
     res = FxNetAccFusionsFinder(gm, Ordered(acc, order))()
-    print(f"torch.fx finder, seeds in {name}:", sorted({n.name: sorted(m.name for m in g) for n, g in res.items()}.items()))
+    print(f"torch.fx finder, seeds in {name}:",
+          sorted({n.name: sorted(m.name for m in g) for n, g in res.items()}.items()))
 from hierviz.partitioner.engine.graph_index import index_graph
 from hierviz.partitioner.engine.passes.fusion import fusions
 idx = index_graph(gm)
 p = hv.partition(gm, min_block_size=1)
-print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in fusions(idx, [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]).items()})
+eligible = [p.eligible_backend_of(n) != "torch" and idx.callable[i] for i, n in enumerate(idx.names)]
+print("hierviz:", {idx.names[i]: sorted(idx.names[j] for j in g) for i, g in fusions(idx, eligible).items()})
 
 print("== 10 linear time: run benchmarks/partition_scale.py")

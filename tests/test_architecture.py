@@ -87,7 +87,8 @@ def violations(path: Path) -> list[str]:
 
 def test_modules_found():
     names = {module_name(p) for p in MODULES}
-    assert {"hierviz", "hierviz.partitioner.engine.hierviz_engine", "hierviz.partitioner.partition_result", "hierviz.drawing.views"} <= names
+    assert {"hierviz", "hierviz.partitioner.engine.hierviz_engine", "hierviz.partitioner.partition_result",
+            "hierviz.drawing.views"} <= names
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
@@ -224,7 +225,8 @@ def test_the_layer_check_catches_an_upward_import(tmp_path):
     """Not vacuous: a function-local import of compare from latency is flagged; one under
     TYPE_CHECKING is not."""
     found = checked_source(tmp_path, "latency/bad.py",
-                           '"""x."""\nfrom typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from hierviz.compare import sweep\n'
+                           '"""x."""\nfrom typing import TYPE_CHECKING\n'
+                           "if TYPE_CHECKING:\n    from hierviz.compare import sweep\n"
                            "def f():\n    from hierviz.compare.sweep import sweep\n    return sweep\n")
     assert found == ["hierviz/latency/bad.py:6 (f) imports hierviz.compare.sweep, a layer above latency"]
 
@@ -305,7 +307,8 @@ def test_no_import_cycle_between_parts():
     """capturing, settings, support, trt, partitioner, drawing, latency, compare, widget, cli...: no two
     import each other, directly or through others, counting function-local imports."""
     graph = part_graph(MODULES)
-    assert {"partitioner", "drawing", "latency", "compare", "widget", "cli", "settings", "capturing", "trt"} <= set(graph)
+    parts = {"partitioner", "drawing", "latency", "compare", "widget", "cli", "settings", "capturing", "trt"}
+    assert parts <= set(graph)
     assert cycles(graph) == []
 
 

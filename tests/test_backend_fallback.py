@@ -20,7 +20,7 @@ import hierviz as hv
 from hierviz.capturing.by_graph import dynamo_capture
 
 sys.path.insert(0, str(Path(__file__).parent))
-from dynamo_models import Prints  # noqa: E402
+from dynamo_models import Prints
 
 
 def _failing_second_graph(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -> None:
@@ -85,7 +85,8 @@ def test_a_graph_run_eagerly_is_kept_in_a_saved_partition(monkeypatch, tmp_path)
     assert "Graphs run eagerly after Torch-TensorRT's backend failed: 1 (g1)" in loaded.report()
 
 
-@pytest.mark.parametrize("exc", [ValueError("Cannot view a tensor with shape (1, 2) as a tensor with shape (1, 32, 32)"),
+@pytest.mark.parametrize("exc", [ValueError("Cannot view a tensor with shape (1, 2) "
+                                            "as a tensor with shape (1, 32, 32)"),
                                  KeyError("missing"), ImportError("no module")],
                          ids=lambda e: type(e).__name__)
 def test_any_other_failure_refuses_as_torch_compile_raises_backend_compiler_failed(monkeypatch, exc) -> None:

@@ -4,8 +4,9 @@ Starts JupyterLab (this interpreter's, on 127.0.0.1, a free port, a token, throw
 config, settings, runtime and workspace folders) on a copy of notebooks/01_explore.ipynb,
 runs all cells from the Run menu, waits for the explorer widget to render, checks the diagram
 is visible and has clusters, that every control label reads whole at a 1,000 px wide notebook
-(its screenshot is the README's docs/images/explorer.png), moves the min_block_size slider, changes the priority, and checks
-that the diagram, the stats and the history table follow. Screenshots go to
+(its screenshot is the README's docs/images/explorer.png), moves the min_block_size slider,
+changes the priority, and checks that the diagram, the stats and the history table follow.
+Screenshots go to
 test-artifacts/browser/ (git-ignored), with JupyterLab's log.
 
 Needs Debian's chromium (`make setup` installs it with apt-get) and Playwright's Python
@@ -137,7 +138,7 @@ class Lab:
         try:
             self.log.flush()
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except Exception:  # noqa: BLE001
+        except (OSError, ValueError):  # the log gone, or already closed
             return "(no log)"
 
     def kernel_pids(self) -> list[int]:
@@ -382,7 +383,8 @@ CONTROLS_JS = """(root) => {
       const a = label.getBoundingClientRect(), b = first.getBoundingClientRect();
       const cs = getComputedStyle(t);
       return Math.abs((a.top + a.bottom) / 2 - (b.top + b.bottom) / 2) > 8 ?
-          label.textContent.trim() + ` [${cs.display} ${cs.flexDirection} ${cs.flexWrap} w=${t.getBoundingClientRect().width} ` +
+          label.textContent.trim() +
+          ` [${cs.display} ${cs.flexDirection} ${cs.flexWrap} w=${t.getBoundingClientRect().width} ` +
           `label ${a.left},${a.top},${a.width} button ${b.left},${b.top}; ${t.outerHTML.slice(0, 300)}]` : null;
   }).filter(x => x);
   return {labels: texts.length, overflowing, dropped};
@@ -394,7 +396,7 @@ def controls_layout(explorer: Any) -> dict[str, Any] | None:
     ellipsis), and which choice's buttons sit below its label instead of beside it."""
     try:
         return explorer.evaluate(CONTROLS_JS)
-    except Exception:  # noqa: BLE001 - not rendered yet
+    except playwright_api.Error:  # not rendered yet: Playwright's timeout, or the script's error
         return None
 
 
@@ -421,7 +423,8 @@ def test_explorer_in_jupyterlab(lab: Lab, browser: Any) -> None:
         if waited is not None:
             shot(page, "failed-explorer-did-not-render")
             pytest.fail(
-                f"explorer widget did not render within {waited:.0f} s{' (every cell had run)' if waited < RENDER_TIMEOUT_S else ''}: "
+                f"explorer widget did not render within {waited:.0f} s"
+                f"{' (every cell had run)' if waited < RENDER_TIMEOUT_S else ''}: "
                 f"is the @jupyter-widgets/jupyterlab-manager labextension installed and enabled in "
                 f"{labextension_dir()} (`jupyter labextension list`)? (present: {labextension_dir().is_dir()}; "
                 f"browser console errors: {console_errors[-3:]}; screenshot in {ARTIFACTS})")

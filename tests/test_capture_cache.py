@@ -239,7 +239,8 @@ def test_the_key_is_the_same_in_every_process(run_python) -> None:
             "    model, x = hv.zoo.load(name)\n"
             "    print(capture_key(model, _spec(x), None))\n")
     keys = _printed_in_two_processes(run_python, code)
-    assert len(keys[0]) == 2 and "None" not in keys[0] and keys[0] == keys[1]  # printed: a key that is None reads "None"
+    # printed: a key that is None reads "None"
+    assert len(keys[0]) == 2 and "None" not in keys[0] and keys[0] == keys[1]
 
 
 def test_a_forward_without_source_has_the_same_key_in_every_process(run_python) -> None:

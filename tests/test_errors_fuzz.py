@@ -630,7 +630,8 @@ text = st.one_of(st.text(max_size=10), st.sampled_from(
      "min_block_size=1", "priority=tensorrt+tensorrt", "skip_fusion=yes", "/proc/zz/x.csv", ".", "x.html",
      "--debug", "-o", "resnt18", "tiny.py:fn"]))
 SUBCOMMANDS = {
-    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "--engine", "--demote-to", "-o"],
+    "report": ["--min-block-size", "--priority", "--torch-executed-ops", "--inductor-support", "--engine",
+               "--demote-to", "-o"],
     "sweep": ["--grid", "--min-block-size", "--priority", "--csv", "--iters", "--warmup", "--engine"],
     "tune": ["--budget", "--timeout", "--seed", "--csv", "--min-block-size", "--executor", "--inductor-support"],
     "zoo": [],

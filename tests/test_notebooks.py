@@ -21,6 +21,7 @@ import pytest
 
 nbformat = pytest.importorskip("nbformat")
 nbclient = pytest.importorskip("nbclient")
+NoSuchKernel = pytest.importorskip("jupyter_client.kernelspec").NoSuchKernel  # nbclient brings jupyter_client
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
@@ -86,7 +87,9 @@ def execute(name: str, workdir: Path) -> dict[str, Any]:
     error = None
     try:
         client.execute(env=env)
-    except Exception as exc:  # noqa: BLE001 - reported by the test that owns the notebook
+    # what nbclient raises (a cell's error, a cell or kernel start-up timeout, a dead kernel as a
+    # RuntimeError) or a missing kernelspec: reported by the test that owns the notebook
+    except (nbclient.exceptions.CellExecutionError, TimeoutError, RuntimeError, NoSuchKernel) as exc:
         error = exc
     return {"nb": nb, "error": error, "workdir": workdir}
 

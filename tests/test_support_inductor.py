@@ -93,7 +93,8 @@ def test_train_mode_batchnorm_broadcast_in_dim_is_refused_with_the_reason():
     part = _inductor_only(hv.capture(model, inputs))
     ops = part.ops().set_index("op")
     assert ops.loc[BROADCAST, "backend"] == "torch"
-    node = next(n.name for n in part.graph.graph.nodes if n.op == "call_function" and "broadcast_in_dim" in str(n.target))
+    node = next(n.name for n in part.graph.graph.nodes
+                if n.op == "call_function" and "broadcast_in_dim" in str(n.target))
     assert "prims.broadcast_in_dim is a non-aten op whose output aliases its input" in part.reason_of(node)
     # what TorchInductor does compile in the same graph stays claimed
     assert ops.loc["torch.ops.prims.div.default", "backend"] == "inductor"

@@ -20,7 +20,8 @@ def conv_graph():
 
 
 def backends(p, op):
-    return {p.backend_of(n.name) for n in p.graph.graph.nodes if n.op == "call_function" and f"torch.ops.{n.target}" == op}
+    return {p.backend_of(n.name) for n in p.graph.graph.nodes
+            if n.op == "call_function" and f"torch.ops.{n.target}" == op}
 
 
 def test_verdict_and_check_say_the_same(conv_graph) -> None:

@@ -167,11 +167,13 @@ handoff.provide("report", handoff.loader("hierviz.partitioner.report", "report")
 handoff.provide("ops_table", handoff.loader("hierviz.partitioner.report", "ops_table"))
 handoff.provide("summary_table", handoff.loader("hierviz.partitioner.report", "summary_table"))
 handoff.provide("blockers_table", handoff.loader("hierviz.partitioner.blockers.blocker_causes", "blockers_table"))
-handoff.provide("with_build_failures", handoff.loader("hierviz.partitioner.blockers.blocker_causes", "with_build_failures"))
+handoff.provide("with_build_failures",
+                handoff.loader("hierviz.partitioner.blockers.blocker_causes", "with_build_failures"))
 
 
-__all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec", "tensor_spec", "NodeRecord", "NodeTable",
-           "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK", "GRAPH", "parse_tag", "diff",
-           "graph_of", "make_config", "partition_graph", "load_partition", "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
-           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "REASONS",
-           "NOTHING_TO_PARTITION"]
+__all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec",
+           "tensor_spec", "NodeRecord", "NodeTable", "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK",
+           "GRAPH", "parse_tag", "diff", "graph_of", "make_config", "partition_graph", "load_partition",
+           "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
+           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE",
+           "REASONS", "NOTHING_TO_PARTITION"]

@@ -63,13 +63,14 @@ def _like(value: Any) -> Partition | MultiGraphPartition | None:
                       f"part.save('x.json')), not {type(value).__name__}.")
 
 
-def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = None, max_subgraphs_by_backend: Any = None,
-               min_coverage: Any = None, max_boundary_tensors: Any = None,
+def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = None,
+               max_subgraphs_by_backend: Any = None, min_coverage: Any = None, max_boundary_tensors: Any = None,
                like: Any = None, build: Any = False) -> tuple[list[str], list[str]]:
     """(broken limits, kept limits), each a line with its figure; arguments checked first.
     `build`: every TensorRT engine must build on this machine (part.build())."""
     if not isinstance(build, bool):
-        raise ConfigError(f"hv.check: build= is True (every TensorRT engine must build here) or False, not {build!r:.40}.")
+        raise ConfigError("hv.check: build= is True (every TensorRT engine must build here) or False, "
+                          f"not {build!r:.40}.")
     if not isinstance(part, (Partition, MultiGraphPartition)):
         raise ConfigError(f"hv.check takes a hv.Partition or hv.MultiGraphPartition (hv.partition(...) or "
                           f"hv.load_partition(path)), not {type(part).__name__}.")
@@ -87,10 +88,12 @@ def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = No
 
     for figure, limit in limits.items():
         if limit is not None:
-            judge(s[figure] <= limit, f"{figure} {s[figure]} {'<=' if s[figure] <= limit else '>'} max_{figure} {limit}")
+            sign = "<=" if s[figure] <= limit else ">"
+            judge(s[figure] <= limit, f"{figure} {s[figure]} {sign} max_{figure} {limit}")
     for backend, limit in by_backend.items():
         n = s["subgraphs_by_backend"].get(backend, 0)
-        judge(n <= limit, f"{backend} subgraphs {n} {'<=' if n <= limit else '>'} max_subgraphs_by_backend[{backend!r}] {limit}")
+        sign = "<=" if n <= limit else ">"
+        judge(n <= limit, f"{backend} subgraphs {n} {sign} max_subgraphs_by_backend[{backend!r}] {limit}")
     if coverage is not None:
         judge(s["coverage"] >= coverage, f"coverage {s['coverage']:.2%} {'>=' if s['coverage'] >= coverage else '<'} "
                                          f"min_coverage {coverage:.2%}")

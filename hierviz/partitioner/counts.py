@@ -24,7 +24,7 @@ WORDS = {"nodes": "nodes", "compute_ops": "compute ops", "supported_ops": "suppo
          "accelerated_ops": "accelerated ops", "drawn": "drawn nodes"}
 
 
-def SUPPORTED_NODES(n: int) -> str:  # noqa: N802 - a phrase, named as the count it says
+def SUPPORTED_NODES(n: int) -> str:  # a phrase, named as the count it says
     """torch_tensorrt.compile's own count, in its own words: '178 supported nodes (torch_tensorrt.compile's
     count, getitem and views included)'."""
     return f"{n:,} supported node{'s' if n != 1 else ''} (torch_tensorrt.compile's count, getitem and views included)"

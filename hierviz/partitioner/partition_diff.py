@@ -136,8 +136,10 @@ def changes(a: Partition, b: Partition) -> dict[int, str]:
     pos_b = tb.position
     common = {n for n in ta.name if n in pos_b}
     # a subgraph's identity is its member set (common nodes); -1 (no subgraph: dead code) is the empty set
-    members_a = [frozenset(ta.name[m] for m in ms if ta.name[m] in common) for ms in ta.subgraph_members] + [frozenset()]
-    members_b = [frozenset(tb.name[m] for m in ms if tb.name[m] in common) for ms in tb.subgraph_members] + [frozenset()]
+    members_a = [frozenset(ta.name[m] for m in ms if ta.name[m] in common)
+                 for ms in ta.subgraph_members] + [frozenset()]
+    members_b = [frozenset(tb.name[m] for m in ms if tb.name[m] in common)
+                 for ms in tb.subgraph_members] + [frozenset()]
     out: dict[int, str] = {}
     for i in range(len(ta)):
         if not ta.is_callable(i):

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from hierviz.foundation.opnames import CALLABLE_OPS  # the fx node kinds that are partitioned (defined with the op names)
+# the fx node kinds that are partitioned (defined with the op names)
+from hierviz.foundation.opnames import CALLABLE_OPS
 from hierviz.support.sources import SUPPORTED, UNSUPPORTED, VALIDATOR
 
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
@@ -91,6 +92,7 @@ def tag_number(tag: str) -> int:
     return int(tag.rsplit("_", 1)[1])
 
 
-__all__ = ["NOTHING_TO_PARTITION", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER", "TORCH_EXECUTED", "UNSUPPORTED",
-           "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE", "Reason", "REASONS", "REASON_CODES",
-           "FALLBACK_REASONS", "short_reason", "ACC_PREFIX", "TORCH_PREFIX", "make_tag", "parse_tag", "tag_number"]
+__all__ = ["NOTHING_TO_PARTITION", "FALLBACK", "GRAPH", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
+           "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE",
+           "Reason", "REASONS", "REASON_CODES", "FALLBACK_REASONS", "short_reason", "ACC_PREFIX", "TORCH_PREFIX",
+           "make_tag", "parse_tag", "tag_number"]

@@ -323,5 +323,5 @@ NODE_COLUMNS = ("name", "op", "kind", "compute", "eligible_backend", "backend", 
                 "module_path", "module_class", "dtype", "shape")
 
 
-__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn", "module_of", "short_dtype",
-           "dtype_itemsize"]
+__all__ = ["NodeRecord", "NodeTable", "NODE_COLUMNS", "TensorSpec", "tensor_spec", "value_facts", "SpecColumn",
+           "module_of", "short_dtype", "dtype_itemsize"]

@@ -20,7 +20,8 @@ def test_check_with_build_names_the_failed_engine():
     with pytest.raises(hv.PartitionCheckError) as err:
         hv.check(part, build=True)
     text = str(err.value)
-    assert "engine _run_on_acc_tensorrt_0 failed at build: IBuilder::buildSerializedNetwork: Error Code 1: Myelin" in text
+    assert ("engine _run_on_acc_tensorrt_0 failed at build: "
+            "IBuilder::buildSerializedNetwork: Error Code 1: Myelin") in text
     assert "then torch_tensorrt.compile raises RuntimeError" in text and "fix: torch_executed_ops=" in text
     hv.check(hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1), build=True)  # builds: quiet
     with pytest.raises(hv.ConfigError, match="build= is True"):

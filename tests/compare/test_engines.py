@@ -70,7 +70,8 @@ def test_explorer_engine_control_and_compile_today_line(small) -> None:
     fast = hv.partition(gm, engine="fast", min_block_size=1)
     engines = fast.stats["subgraphs_by_backend"]["tensorrt"]
     ex.compile_today_thread.join(60)  # made in the background: upstream's partitioner takes time
-    assert f"torch_tensorrt.compile today (fast):</span> <b>{engines}</b> TensorRT engine(s)" in ex.panels["stats"].value
+    assert (f"torch_tensorrt.compile today (fast):</span> <b>{engines}</b> "
+            "TensorRT engine(s)") in ex.panels["stats"].value
     assert ex.internal_errors == []
     ex.controls["engine"].value = "fast"
     assert ex.partition.engine == "fast"

@@ -139,7 +139,8 @@ def test_tune_storage_resumes_without_measuring_finished_trials(small, tmp_path,
     settings = list(zip(first.trials["priority"], first.trials["min_block_size"]))
     measured.clear()
     second = _tune(small, budget=4, storage=storage, study_name="small")
-    assert len(second.trials) == 4 and list(zip(second.trials["priority"], second.trials["min_block_size"]))[:2] == settings
+    assert len(second.trials) == 4
+    assert list(zip(second.trials["priority"], second.trials["min_block_size"]))[:2] == settings
     assert not set(measured) & done                           # the finished trials were not measured again
     assert list(second.trials["median_ms"])[:2] == list(first.trials["median_ms"])
     assert any(n.startswith("resumed 2 finished trial(s) from sqlite:///") for n in second.notes)
@@ -173,7 +174,8 @@ every = hv.support.where(lambda n: n.op == "call_function", name="every op")
 def tune(budget, few_ops):
     few = {"fast": hv.support.ops(few_ops), "same": every}
     many = {"fast": every, "same": every}
-    return hv.tune(model, inputs, {"priority": [("same",), ("fast",)], "support": [few, many], "min_block_size": [1, 2]},
+    space = {"priority": [("same",), ("fast",)], "support": [few, many], "min_block_size": [1, 2]}
+    return hv.tune(model, inputs, space,
                    base=hv.Config(priority=("same",), support=many), budget=budget, progress=False, pruning=False,
                    measure={"warmup": 0, "iters": 3, "compilers": SCRIPTED_COMPILERS}, storage=STORAGE,
                    study_name="support")
@@ -213,7 +215,8 @@ def test_tune_storage_resumes_a_support_mapping_in_a_fresh_process(tmp_path, run
     assert re.fullmatch(
         r"hv\.tune: study 'support' in sqlite:///\S+ was run with other settings \(space support was "
         r"\['fast=ops\(2\); same=where\(every op\) #[0-9a-f]{10}'\], now \['fast=ops\(3\); same=where\(every op\) "
-        r"#[0-9a-f]{10}'\]\): resume it with the same base and space, or pass another study_name to start a new study\.",
+        r"#[0-9a-f]{10}'\]\): resume it with the same base and space, "
+        r"or pass another study_name to start a new study\.",
         second["refused"]), second["refused"]
 
 

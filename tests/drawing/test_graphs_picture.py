@@ -101,7 +101,8 @@ def test_breaks_in_a_row_at_one_line_share_one_marker(three):
 
     part = three[2]
     first, second = part.breaks
-    repeated = dataclasses.replace(part.capture, breaks=(first, second, *[dataclasses.replace(second, ended_graph=False)] * 3))
+    again = dataclasses.replace(second, ended_graph=False)
+    repeated = dataclasses.replace(part.capture, breaks=(first, second, again, again, again))
     src = hv.MultiGraphPartition(repeated, part.graphs, part.config).render("collapsed").source
     assert re.findall(r"^\t(break\d+) \[", src, re.M) == ["break0", "break1", "break2"]
     assert "graph break 3–5 (×3, one after another): Data-dependent branching" in src

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import picture_quality  # noqa: E402
+import picture_quality
 
-from .stack_models import captured, odd_partition  # noqa: E402
+from .stack_models import captured, odd_partition
 
 
 def _node(gvid: int, x: float, y: float) -> dict:

@@ -70,7 +70,8 @@ def test_a_row_that_fell_back_is_a_problem_and_shows_it(gpu_check, tiny_conv, mo
     m = hv.measure(part, x, cache=CompileCache(), on_error="fallback", warmup=0, iters=1, per_subgraph=False)
     row = gpu_check.row_of("tiny_conv", "mixed", m)
     assert row["fallbacks"] == 1 and row["ran"] == {"torch": 1} and row["precision"] == "fp32"
-    assert row["fallback_detail"][0]["asked"] == "inductor" and "engine build failed" in row["fallback_detail"][0]["error"]
+    detail = row["fallback_detail"][0]
+    assert detail["asked"] == "inductor" and "engine build failed" in detail["error"]
     assert gpu_check.trt_problem(row)
     assert not gpu_check.trt_problem({**row, "config": "inductor"})
     assert gpu_check.trt_problem({"model": "bert", "config": "tensorrt", "error": "Stopped: budget"})

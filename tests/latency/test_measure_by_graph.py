@@ -91,7 +91,8 @@ def test_tensorrt_without_a_gpu_is_refused_before_the_model_runs() -> None:
     model, x = load("item_arith")
     part = hv.partition(model, x, ir="torch_compile", min_block_size=2)
     assert any(sg.backend == "tensorrt" for p in part.graphs for sg in p.subgraphs)
-    with pytest.raises(hv.TensorRTUnavailableError, match=r"^graph g0: TensorRT needs an NVIDIA GPU.*on_error=\"fallback\""):
+    with pytest.raises(hv.TensorRTUnavailableError,
+                       match=r"^graph g0: TensorRT needs an NVIDIA GPU.*on_error=\"fallback\""):
         hv.measure(part, x, device="cpu", iters=1, warmup=0)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")

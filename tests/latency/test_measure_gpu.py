@@ -39,7 +39,8 @@ def test_bert_captured_on_cuda(bert):
     assert again.cache_misses == 0
 
 
-needs_trt_build = pytest.mark.skipif(not hv.trt.info().can_build, reason=f"TensorRT cannot build here: {hv.trt.info().reason}")
+needs_trt_build = pytest.mark.skipif(not hv.trt.info().can_build,
+                                     reason=f"TensorRT cannot build here: {hv.trt.info().reason}")
 
 
 @pytest.fixture(scope="module")

@@ -12,7 +12,8 @@ import torch
 import hierviz as hv
 from hierviz import trt
 
-needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast'/'torch_tensorrt' run torch_tensorrt's partitioners")
+needs_trt = pytest.mark.skipif(not trt.available(),
+                               reason="engine='fast'/'torch_tensorrt' run torch_tensorrt's partitioners")
 
 
 class Blocked(torch.nn.Module):
@@ -74,7 +75,8 @@ def test_rows_equal_hand_repartition_zoo_source_op(zoo_cache) -> None:
     assert {"forced", "demoted", "combined"} <= kinds
     table = part.blockers()
     silu = table[table.op == "torch.ops.aten.silu_.default"].iloc[0]
-    assert silu.nodes == sum(1 for n in part.nodes().itertuples() if n.reason.startswith("runs in PyTorch: forced from"))
+    forced = sum(1 for n in part.nodes().itertuples() if n.reason.startswith("runs in PyTorch: forced from"))
+    assert silu.nodes == forced
     assert "hv.source_ops('aten.silu_')" in silu.change
 
 
@@ -267,7 +269,8 @@ def test_report_says_what_to_change(graph: torch.fx.GraphModule, tmp_path) -> No
         assert (f"{row.subgraphs_saved} subgraph(s) fewer ({row.subgraphs_if_fixed} in all), "
                 f"{row.accelerated_ops_gained} more op(s) accelerated") in line
     assert section[5].startswith("top 3 together: 3 subgraph(s) fewer (1 in all)")
-    assert section[6].startswith("Trade-offs (") and section[7].startswith("- min_block_size=2 (was 3): 1 subgraph(s) more")
+    assert section[6].startswith("Trade-offs (")
+    assert section[7].startswith("- min_block_size=2 (was 3): 1 subgraph(s) more")
     assert "What to change" not in part.report(what_to_change=False)
     html = part.save(tmp_path / "r.html").read_text()
     assert '<h2 id="what-to-change">What to change</h2>' in html
@@ -278,7 +281,8 @@ def test_report_says_what_to_change(graph: torch.fx.GraphModule, tmp_path) -> No
 def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule) -> None:
     part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
     source = part.render("full", highlight="blockers").source
-    labels = {line.split("[label=<", 1)[1].split("<BR/>")[0]: line for line in source.splitlines() if "[label=<" in line}
+    labels = {line.split("[label=<", 1)[1].split("<BR/>")[0]: line
+              for line in source.splitlines() if "[label=<" in line}
     table = part.blockers(top=0)
     assert len(table) <= 5  # every cause is among the top 5: every node kept out is marked
     kept_out = {n.name: n.op for n in part.nodes().itertuples() if n.backend == "torch"}

@@ -36,8 +36,8 @@ def test_every_broken_limit_is_listed_with_its_figure_and_the_top_blockers(graph
         fewer = (f"{row.subgraphs_saved} subgraph(s) fewer" if row.subgraphs_saved >= 0
                  else f"{-row.subgraphs_saved} subgraph(s) more")
         assert line.strip() == (f"{row.kind}: {row.op} ({row.nodes} node(s)); {row.change}: {fewer} "
-                                f"({row.subgraphs_if_fixed} in all), {row.accelerated_ops_gained} more op(s) accelerated "
-                                f"[{row.verdict}]")
+                                f"({row.subgraphs_if_fixed} in all), {row.accelerated_ops_gained} more op(s) "
+                                f"accelerated [{row.verdict}]")
 
 
 def test_like_a_saved_partition(graph, tmp_path) -> None:

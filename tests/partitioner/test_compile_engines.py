@@ -49,7 +49,8 @@ def test_chain_blocks_reasons_and_outputs(engine) -> None:
     gm = chain()
     p = hv.partition(gm, engine=engine, min_block_size=3)
     assert p.engine == engine
-    assert _acc_blocks(p) == [("relu_default", "add_tensor", "relu_default_1"), ("relu_default_2", "mul_tensor", "relu_default_3", "add_tensor_1")]
+    assert _acc_blocks(p) == [("relu_default", "add_tensor", "relu_default_1"),
+                              ("relu_default_2", "mul_tensor", "relu_default_3", "add_tensor_1")]
     assert p.backend_of("frac_default") == "torch" and p.reason_code_of("frac_default") == "unsupported"
     assert "no TensorRT converter" in p.reason_of("frac_default")
     x = torch.randn(4, 8)
@@ -125,7 +126,8 @@ def test_never_mutates_input_and_is_repeatable() -> None:
 @needs_trt
 @pytest.mark.parametrize("setting, words", [
     (dict(priority=("inductor",)), "put 'tensorrt' in priority"),
-    (dict(support={"inductor": hv.support.inductor()}), "priority also has 'inductor' with ops to take (its support); use priority=('tensorrt',) (--priority tensorrt)"),
+    (dict(support={"inductor": hv.support.inductor()}),
+     "priority also has 'inductor' with ops to take (its support); use priority=('tensorrt',) (--priority tensorrt)"),
     (dict(support={"tensorrt": hv.support.tensorrt(validate=False)}), "cannot use support['tensorrt']"),
     (dict(skip_fusion=True), "sets skip_fusion itself"),
 ])

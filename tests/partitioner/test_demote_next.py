@@ -99,7 +99,8 @@ def test_config_field_text_and_cli(capsys) -> None:
     assert cfg.demote_to == "next" and cfg.to_dict()["demote_to"] == "next"
     assert hv.Config.from_dict(cfg.to_dict()) == cfg and "demote=next" in cfg.label()
     assert parse_text("demote_to", " torch ") == "torch"
-    with pytest.raises(hv.ConfigError, match=r"demote_to must be 'torch' \(upstream's rule.*or 'next'.*not str 'pytorch'"):
+    with pytest.raises(hv.ConfigError,
+                       match=r"demote_to must be 'torch' \(upstream's rule.*or 'next'.*not str 'pytorch'"):
         hv.Config(demote_to="pytorch")
     args = cli.build_parser().parse_args(["report", "m", "--demote-to", "next"])
     assert cli.build_config(args).demote_to == "next"

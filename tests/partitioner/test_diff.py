@@ -55,7 +55,8 @@ def renumbered(p: hv.Partition) -> hv.Partition:
     """The same partition with its subgraphs numbered in reverse order."""
     res = p._result
     subgraphs = list(reversed(res.subgraphs))
-    return from_engine_result(p.graph, p.config, dataclasses.replace(res, subgraphs=subgraphs, tags=tags_for(subgraphs)))
+    reversed_result = dataclasses.replace(res, subgraphs=subgraphs, tags=tags_for(subgraphs))
+    return from_engine_result(p.graph, p.config, reversed_result)
 
 
 def test_identical_partitions_numbered_differently_have_no_diff(mlp):

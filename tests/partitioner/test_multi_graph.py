@@ -53,7 +53,8 @@ def test_report_shows_each_graph_the_break_and_totals(prints) -> None:
     totals = text[text.index("Totals over 2 graph(s)"):]
     assert "Graph breaks: 1" in totals and f"after g0: {cap.breaks[0].file}:{line}" in totals
     by = p.stats["subgraphs_by_backend"]
-    assert f"Subgraphs: {p.stats['subgraphs']} (tensorrt={by['tensorrt']}, inductor={by['inductor']}, torch={by['torch']})" in totals
+    assert (f"Subgraphs: {p.stats['subgraphs']} "
+            f"(tensorrt={by['tensorrt']}, inductor={by['inductor']}, torch={by['torch']})") in totals
     assert "Graphs left whole in PyTorch (fewer than min_block_size supported ops): 0" in totals
 
 

@@ -45,7 +45,7 @@ from hierviz.partitioner.engine.passes.fusion import fusions
 from hierviz.partitioner.upstream.hierarchical import copy_graph_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import partition_quality  # noqa: E402  (the exhaustive reference lives with the benchmark)
+import partition_quality  # the exhaustive reference lives with the benchmark
 
 aten = torch.ops.aten
 SHAPE = (2, 3)

@@ -18,7 +18,7 @@ from torch.fx.experimental.proxy_tensor import make_fx
 import hierviz as hv
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-import partition_quality  # noqa: E402
+import partition_quality
 
 aten = torch.ops.aten
 A = "torch.ops.aten."

@@ -308,12 +308,13 @@ def test_recommend_matches_repartitioning(zoo_cache, case):
         gm, cfg = chain_graph(), hv.Config(min_block_size=3)
     elif case == "tiny_conv":
         gm = zoo_cache.capture("tiny_conv")
-        cfg = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])},
+        cfg = hv.Config(priority=("inductor", "tensorrt"),
+                        support={"inductor": hv.support.ops([A + "convolution.default"])},
                         torch_executed_ops={A + "_native_batch_norm_legit_no_training.default"})
     elif case == "resnet18_inductor":
         gm = zoo_cache.capture("resnet18")
-        cfg = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])},
-                        min_block_size=2)
+        cfg = hv.Config(priority=("inductor", "tensorrt"),
+                        support={"inductor": hv.support.ops([A + "convolution.default"])}, min_block_size=2)
     else:
         gm = zoo_cache.capture("bert")
         cfg = hv.Config(torch_executed_ops={A + "native_layer_norm.default", A + "gelu.default"})
@@ -341,7 +342,8 @@ def test_diff():
     a = hv.partition(gm, min_block_size=3)
     b = hv.partition(gm, min_block_size=4)
     d = hv.diff(a, b)
-    assert list(d.columns) == ["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b", "reason_a", "reason_b"]
+    assert list(d.columns) == ["node", "op", "change", "backend_a", "backend_b", "tag_a", "tag_b",
+                               "reason_a", "reason_b"]
     # the first block is demoted at 4 and joins frac's PyTorch subgraph: those 4 nodes differ
     assert list(d["node"]) == ["add_tensor", "add_tensor_1", "relu_default", "frac_default"]
     row = d.set_index("node").loc["add_tensor"]
@@ -401,8 +403,8 @@ def test_require_full_compilation_with_two_backends(zoo_cache):
     """Every op supported by one of two backends: it succeeds (upstream always fails here),
     and no subgraph is demoted whatever min_block_size says."""
     gm = zoo_cache.capture("tiny_conv")
-    cfg = hv.Config(priority=("inductor", "tensorrt"), support={"inductor": hv.support.ops([A + "convolution.default"])},
-                    require_full_compilation=True)
+    cfg = hv.Config(priority=("inductor", "tensorrt"),
+                    support={"inductor": hv.support.ops([A + "convolution.default"])}, require_full_compilation=True)
     p = hv.partition(gm, config=cfg)
     assert [sg.backend for sg in p.subgraphs] == ["inductor", "tensorrt", "inductor", "tensorrt"]
     assert all(sg.is_acc for sg in p.subgraphs)
@@ -485,7 +487,7 @@ def test_partitioning_does_not_keep_graphs_alive():
     p = hv.partition(gm, min_block_size=1)
     again = hv.partition(gm, min_block_size=2)
     assert again._result.index is p._result.index  # the graph index is shared while both live
-    p.module, p.subgraphs, p.report()  # noqa: B018
+    p.module, p.subgraphs, p.report()
     del p, again, gm
     gc.collect()
     assert graph() is None

@@ -77,7 +77,8 @@ def test_diff_matches_by_name_across_a_model_edit(graph, tmp_path) -> None:
 @pytest.mark.parametrize("content, words", [
     ("not json", "is not a saved partition (JSONDecodeError"),
     ('{"a": 1}', "is not a saved partition (no \"format\""),
-    ('{"format": "hierviz-partition/99", "hierviz_version": "9.0"}', "saved by a newer hierviz (9.0, format hierviz-partition/99)"),
+    ('{"format": "hierviz-partition/99", "hierviz_version": "9.0"}',
+     "saved by a newer hierviz (9.0, format hierviz-partition/99)"),
     ('{"format": "hierviz-partition/1"}', "is format 1"),
 ])
 def test_files_that_are_not_saved_partitions(tmp_path, content, words) -> None:

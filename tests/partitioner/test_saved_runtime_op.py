@@ -125,7 +125,8 @@ try:
     hv.check(la, max_subgraphs=1)
 except hv.PartitionCheckError as exc:
     print("CHECK", str(exc).splitlines()[1])
-print("REPORT", "grouped_mm_fallback" in text, "BLOCKERS", "torch.ops.transformers.grouped_mm_fallback.default" in set(rows.op))
+print("REPORT", "grouped_mm_fallback" in text,
+      "BLOCKERS", "torch.ops.transformers.grouped_mm_fallback.default" in set(rows.op))
 """
 
 

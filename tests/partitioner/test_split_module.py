@@ -96,7 +96,8 @@ def test_dynamic_dimensions_outside_their_range_or_unequal_say_how_to_capture_th
     with pytest.raises(hv.CaptureError) as info:
         p.module(torch.randn(17, 3), torch.randn(17, 3))
     assert str(info.value).endswith("Call it with sizes inside the captured ranges, or capture again with "
-                                    "dynamic_shapes whose Dims allow these sizes (torch.export.Dim(name, min=..., max=...)).")
+                                    "dynamic_shapes whose Dims allow these sizes "
+                                    "(torch.export.Dim(name, min=..., max=...)).")
     with pytest.raises(hv.CaptureError) as info:
         p.module(torch.randn(5, 3), torch.randn(6, 3))
     assert "dim 0 of input 'y' is 6, but it must equal the other dimensions named batch (= 5 in this call)" in str(
@@ -143,7 +144,8 @@ def test_dynamic_batch_works_over_its_range_and_raises_outside(dynamic) -> None:
     with pytest.raises(hv.CaptureError) as info:
         dynamic.module(torch.randn(17, 3, 4), 3)
     message = str(info.value)
-    assert "dim 0 of input 'x' is 17, outside the range 2..16 captured for the dynamic dimension Dim(\"batch\")" in message
+    assert ("dim 0 of input 'x' is 17, outside the range 2..16 captured "
+            "for the dynamic dimension Dim(\"batch\")") in message
     assert "Captured inputs: x: float32[batch, 3, 4], n: int = 3 with 2 <= batch <= 16" in message  # the user's name
     with pytest.raises(hv.CaptureError, match="dim 1 of input 'x' is 5, but the graph was captured with 3"):
         dynamic.module(torch.randn(4, 5, 4), 3)

@@ -7,6 +7,7 @@ assume_dynamic_shape_support)."""
 from __future__ import annotations
 
 import contextlib
+import logging
 import operator
 
 import pytest
@@ -20,6 +21,7 @@ from hierviz import trt
 
 pytestmark = pytest.mark.skipif(not trt.available(), reason="validators need the live converter registry")
 
+log = logging.getLogger(__name__)
 aten = torch.ops.aten
 SHAPE = (2, 4, 3, 3)
 PROFILE = settings(max_examples=60, deadline=None, derandomize=True,
@@ -47,7 +49,10 @@ def answers(registry, validator, node):
     def ask(fn):
         try:
             return fn(node), None
-        except Exception as exc:  # noqa: BLE001 - a crashing validator must crash both ways
+        # upstream's capability validators may raise anything: a crashing validator must crash
+        # both ways, so the exception's type is compared (and its traceback kept in the log)
+        except Exception as exc:
+            log.debug("%s raised on %s", fn, node.format_node(), exc_info=True)
             return None, type(exc)
     return ask(lambda n: n in registry), ask(validator.accepts)
 

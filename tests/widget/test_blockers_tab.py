@@ -44,7 +44,8 @@ def test_clicking_a_row_applies_it_and_back_restores(explorer, row) -> None:
     assert now.stats["subgraphs"] == picked.subgraphs_if_fixed
     assert now.stats["accelerated_ops"] - before.stats["accelerated_ops"] == picked.accelerated_ops_gained
     assert f"{before.stats['subgraphs']} \u2192 {now.stats['subgraphs']}" in explorer.blockers_tab.banner.value
-    assert f"<b>{now.stats['subgraphs']}</b> ({now.stats['acc_subgraphs']} accelerated)" in explorer.panels["stats"].value
+    assert (f"<b>{now.stats['subgraphs']}</b> "
+            f"({now.stats['acc_subgraphs']} accelerated)") in explorer.panels["stats"].value
     assert not explorer.blockers_tab.back.disabled and explorer.errors == {}
     explorer.blockers_tab.back.click()
     assert explorer.config == before.config and explorer.partition.stats == before.stats

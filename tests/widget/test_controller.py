@@ -141,8 +141,9 @@ def test_diff_panel_draws_the_difference_and_the_diagram_overlays_time(small) ->
     assert f"<b>{len(moved)}</b> node(s) moved" in panel
     assert "<svg" in panel and CHANGED_LINE.lower() in panel.lower() and "tensorrt \u2192 torch" in panel
     part = c.shown
+    n = len(part.subgraphs)
     per = pd.DataFrame({"tag": [sg.tag for sg in part.subgraphs], "backend": [sg.backend for sg in part.subgraphs],
-                        "median_ms": [1.5] * len(part.subgraphs), "share": [1 / len(part.subgraphs)] * len(part.subgraphs)})
+                        "median_ms": [1.5] * n, "share": [1 / n] * n})
     fake = type("FakeTimes", (), {"per_subgraph": per, "device": "cpu"})()
     assert "1.50 ms" not in c.svg(part, "collapsed", None)
     c.measurement_of = lambda p: fake if p is part else None  # as if hv.measure had run

@@ -52,7 +52,8 @@ def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
     work._worker = Worker()  # its own (other tests' Explorers hold the shared one): its close ends it
     if trt.available():
         fast = hv.partition(gm, engine="fast", min_block_size=1).stats["subgraphs_by_backend"]["tensorrt"]
-        assert f"torch_tensorrt.compile today (fast):</span> <b>{fast}</b> TensorRT engine(s)" in ex.panels["stats"].value
+        assert (f"torch_tensorrt.compile today (fast):</span> <b>{fast}</b> "
+                "TensorRT engine(s)") in ex.panels["stats"].value
     ex.controls["measure"].value = True
     m = ex.measurement
     assert m is not None and m.outputs_match and m.iters == 3 and not ex.errors

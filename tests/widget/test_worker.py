@@ -8,9 +8,9 @@ from __future__ import annotations
 import os
 import signal
 import sys
-import threading
 import time
 import types
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -47,18 +47,14 @@ def _started(path: Path, timeout: float = 120.0) -> None:
         time.sleep(0.05)
 
 
-def _job_in_a_thread(worker: Worker, two_blocks, got: list) -> threading.Thread:
+def _job_in_a_thread(worker: Worker, two_blocks) -> Future:
+    """A waiting measure job sent from another thread: its future holds the answer, or whatever it raised."""
     _, inputs, gm = two_blocks
-
-    def run() -> None:
-        try:
-            got.append(worker.run(gm, inputs, "measure", (helpers.SAME, helpers.WAITING)))
-        except Exception as exc:  # noqa: BLE001 - what the test looks at
-            got.append(exc)
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    return thread
+    pool = ThreadPoolExecutor(max_workers=1)
+    try:
+        return pool.submit(worker.run, gm, inputs, "measure", (helpers.SAME, helpers.WAITING))
+    finally:
+        pool.shutdown(wait=False)
 
 
 def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
@@ -72,7 +68,8 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
     assert m.outputs_match and m.iters == here.iters == 3
     assert list(m.per_subgraph["tag"]) == list(here.per_subgraph["tag"])
     if trt.available():
-        for cfg in (hv.Config(min_block_size=1), hv.Config(min_block_size=3, torch_executed_ops=("aten.relu.default",))):
+        for cfg in (hv.Config(min_block_size=1),
+                    hv.Config(min_block_size=3, torch_executed_ops=("aten.relu.default",))):
             fast = compile_config(cfg)
             assert worker.run(gm, inputs, "compile_today", fast).stats == compile_today(gm, cfg).stats
     with pytest.raises(hv.ConfigError, match="budget"):  # a HiervizError raised there is raised here
@@ -81,28 +78,26 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
 
 
 def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worker, two_blocks, tmp_path) -> None:
-    got: list = []
-    thread = _job_in_a_thread(worker, two_blocks, got)
+    job = _job_in_a_thread(worker, two_blocks)
     _started(tmp_path / "compiling")
     first = worker.pid
     os.kill(first, signal.SIGKILL)
-    thread.join(30)
-    assert not thread.is_alive() and isinstance(got[0], WorkerError)
-    assert str(got[0]).startswith("the worker process was killed by SIGKILL") and "fresh one" in str(got[0])
+    got = job.exception(timeout=30)  # TimeoutError if the job is still waiting
+    assert isinstance(got, WorkerError)
+    assert str(got).startswith("the worker process was killed by SIGKILL") and "fresh one" in str(got)
     _, inputs, gm = two_blocks
     assert worker.run(gm, inputs, "measure", (helpers.SAME, helpers.QUICK)).outputs_match
     assert worker.starts == 2 and worker.pid != first
 
 
 def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path) -> None:
-    got: list = []
-    thread = _job_in_a_thread(worker, two_blocks, got)
+    job = _job_in_a_thread(worker, two_blocks)
     _started(tmp_path / "compiling")
     pid = worker.pid
     os.kill(pid, signal.SIGSTOP)  # no heartbeat any more
     start = time.monotonic()
-    thread.join(60)
-    assert isinstance(got[0], WorkerError) and "sent nothing for 4 s (hung): it was killed" in str(got[0])
+    got = job.exception(timeout=60)  # TimeoutError if the job is still waiting
+    assert isinstance(got, WorkerError) and "sent nothing for 4 s (hung): it was killed" in str(got)
     assert time.monotonic() - start < 20 and worker.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
@@ -144,22 +139,14 @@ def test_what_times_runs_alone_in_the_worker(two_blocks, tmp_path, monkeypatch) 
     jobs += [("tune", {"base": helpers.SAME, "budget": 2, "progress": False, "space": {"min_block_size": [1, 2]},
                        "measure": helpers.QUICK})]
     jobs += [("compile_today", compile_config(hv.Config(min_block_size=k))) for k in (4, 5)]
-    errors: list = []
-
-    def send(kind, payload) -> None:
-        try:
-            w.run(gm, inputs, kind, payload)
-        except Exception as exc:  # noqa: BLE001 - what the test looks at
-            errors.append((kind, exc))
-
+    pool = ThreadPoolExecutor(max_workers=len(jobs))  # each job from its own thread, all at once
     try:
-        threads = [threading.Thread(target=send, args=job) for job in jobs]
-        for t in threads:
-            t.start()
-        for t in threads:
-            t.join(300)
+        sent = [(kind, pool.submit(w.run, gm, inputs, kind, payload)) for kind, payload in jobs]
+        # whatever a job raised (TimeoutError if one is still running after 300 s)
+        errors = [(kind, exc) for kind, job in sent if (exc := job.exception(timeout=300)) is not None]
     finally:
         w.close()
+        pool.shutdown(wait=False)
     assert not errors, errors
     rows = [line.split() for line in log.read_text().splitlines()]
     spans = [(kind, float(a), float(b)) for kind, a, b in rows]

@@ -121,7 +121,8 @@ def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "
         rows.append({"op": r["subgraph"], "kind": BUILD_FAILS, "nodes": len(p.subgraph(r["subgraph"]).nodes),
                      "subgraphs_if_fixed": None if after is None else after["subgraphs"],
                      "subgraphs_saved": None if after is None else p.stats["subgraphs"] - after["subgraphs"],
-                     "accelerated_ops_gained": None if after is None else after["accelerated_ops"] - p.stats["accelerated_ops"],
+                     "accelerated_ops_gained": (None if after is None
+                                                else after["accelerated_ops"] - p.stats["accelerated_ops"]),
                      "verdict": REQUIRED,
                      "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r["fix"] or "no fix found"),
                      "note": f"fails at {r['stage']}: {r['error']}; then {r['runs_instead']}", "config": config})
@@ -469,6 +470,9 @@ def _short_label(c: Cause) -> str:
     return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
 
 
-__all__ = ["REPORT_ROWS", "ranked_rows", "row", "counted", "join_notes", "check_top", "for_reports", "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
-           "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED", "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
-           "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]
+__all__ = ["REPORT_ROWS", "ranked_rows", "row", "counted", "join_notes", "check_top", "for_reports",
+           "not_computed_text", "blockers_table", "change_lines", "saves_text", "find_causes", "what_if", "combine",
+           "repartition", "parse_kinds", "blocked_nodes", "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED",
+           "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "groups",
+           "group_heading", "intro_text", "VERDICTS", "VERDICT_WORDS", "GROUP_TITLES", "IMPROVEMENT", "TRADE_OFF",
+           "NO_GAIN"]

@@ -41,8 +41,8 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.foundation.opnames import names_as_saved
 from hierviz.partitioner import handoff
-from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, KINDS, Cause, check_top, counted,
-                                          find_causes, join_notes, parse_kinds, ranked_rows)
+from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, KINDS, Cause, check_top,
+                                                         counted, find_causes, join_notes, parse_kinds, ranked_rows)
 from hierviz.partitioner.by_graph.joined_graphs import join, wired_inputs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -120,7 +120,8 @@ def break_row(part: Any, b: GraphBreak, base: dict) -> dict:
     s = joined.stats
     pair = [first.stats, second.stats]
     after = {"subgraphs": base["subgraphs"] - sum(p["subgraphs"] for p in pair) + s["subgraphs"],
-             "accelerated_ops": base["accelerated_ops"] - sum(p["accelerated_ops"] for p in pair) + s["accelerated_ops"]}
+             "accelerated_ops": (base["accelerated_ops"] - sum(p["accelerated_ops"] for p in pair)
+                                 + s["accelerated_ops"])}
     wired = wired_inputs(second.graph, sources, k)
     out["note"] = join_notes(f"g{k} and g{k + 1} joined: {wired} input(s) of g{k + 1} read g{k}'s outputs", hints)
     return counted(out, base, after)

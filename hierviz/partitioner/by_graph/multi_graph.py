@@ -56,9 +56,10 @@ def qualified(graph: int, name: str) -> str:
 class MultiGraphPartition:
     """Every dynamo graph of a model partitioned, in execution order.
 
-    `.graphs`: one hv.Partition per graph; `.breaks`: the graph breaks (hierviz.capturing.by_graph.graph_break.GraphBreak),
-    in the order they happened; `.capture`: the DynamoCapture (each graph's inputs, outputs,
-    ops, example inputs); `.config` and `.engine` the settings every graph was partitioned with.
+    `.graphs`: one hv.Partition per graph; `.breaks`: the graph breaks
+    (hierviz.capturing.by_graph.graph_break.GraphBreak), in the order they happened; `.capture`:
+    the DynamoCapture (each graph's inputs, outputs, ops, example inputs); `.config` and
+    `.engine` the settings every graph was partitioned with.
     """
 
     def __init__(self, capture: DynamoCapture, graphs: list[Partition], config: Config,
@@ -293,7 +294,8 @@ class MultiGraphPartition:
         builds = builds if builds is not None else self._builds
         s = self.stats
         lines = [f"{RULE} {self.capture.model} graph by graph, as torch.compile(backend=\"torch_tensorrt\") "
-                 f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) ({self.engine} engine) {RULE}",
+                 f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) "
+                 f"({self.engine} engine) {RULE}",
                  ""]
         lines += [f"Note: {note}." for note in self.notes]
         if s["nothing_captured"]:
@@ -311,7 +313,8 @@ class MultiGraphPartition:
             else:
                 if self.left_whole(k):
                     lines += [f"Left whole in PyTorch: {p.stats['supported_ops']} supported op(s) < min_block_size "
-                              f"{self.config.min_block_size}, so torch.compile's backend returns this graph unchanged.", ""]
+                              f"{self.config.min_block_size}, so torch.compile's backend returns this graph "
+                              "unchanged.", ""]
                 lines.append(p.report(what_to_change=False).rstrip("\n"))
                 lines.append("")
             for b in breaks_after.get(k, []):
@@ -334,9 +337,11 @@ class MultiGraphPartition:
         for text, group in itertools.groupby(said):
             times = len(list(group))
             lines.append(text + (f" (x{times})" if times > 1 else ""))
-        lines += [f"Operators: {count_text('compute_ops', s['compute_ops'])}, {count_text('supported_ops', s['supported_ops'])}, "
+        lines += [f"Operators: {count_text('compute_ops', s['compute_ops'])}, "
+                  f"{count_text('supported_ops', s['supported_ops'])}, "
                   f"{s['coverage'] * 100:.2f}% coverage; {s['accelerated_ops']} accelerated "
-                  f"({s['accelerated_coverage'] * 100:.2f}%)" + (f"; {NOTHING_CAPTURED}" if s["nothing_captured"] else ""),
+                  f"({s['accelerated_coverage'] * 100:.2f}%)"
+                  + (f"; {NOTHING_CAPTURED}" if s["nothing_captured"] else ""),
                   f"Subgraphs: {s['subgraphs']} ({by})",
                   f"{LEFT_WHOLE[0].upper()}{LEFT_WHOLE[1:]}: {s['graphs_left_whole']}"
                   + (f" ({', '.join(f'g{k}' for k in range(len(self.graphs)) if self.left_whole(k))})"
@@ -380,8 +385,8 @@ class MultiGraphPartition:
         failed = [f"g{k}" for k in range(len(self.graphs)) if self.backend_failed(k)]
         eager = (f", {len(failed)} graph{' runs' if len(failed) == 1 else 's run'} eagerly (Torch-TensorRT's "
                  f"backend failed on {', '.join(failed)})") if failed else ""
-        return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, {s['graph_breaks']} graph breaks, "
-                f"{outline(s, self.config)}{accelerated}{eager}>")
+        return (f"<hv.MultiGraphPartition {self.capture.model}: {s['graphs']} graphs, "
+                f"{s['graph_breaks']} graph breaks, {outline(s, self.config)}{accelerated}{eager}>")
 
     # ------------------------------------------------------------------ drawing
     @checked_arguments
@@ -430,7 +435,8 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
              for g in capture.graphs]
     for k, (g, part) in enumerate(zip(capture.graphs, parts)):
         part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
-        part.backend_failed = getattr(g, "fell_back", "")  # its blockers: none (hierviz.partitioner.blockers.blocker_causes)
+        # its blockers: none (hierviz.partitioner.blockers.blocker_causes)
+        part.backend_failed = getattr(g, "fell_back", "")
     return MultiGraphPartition(capture, parts, config, notes)
 
 

@@ -1,6 +1,7 @@
 """The graph index: a read-only, integer-indexed view of a captured graph (`GraphIndex`), built
 once per graph and cached while a Partition holds it. Every engine (hierviz's passes,
-upstream/hierarchical.py, compile_partitioners.py), the Partition's record and the split module read nodes through it."""
+upstream/hierarchical.py, compile_partitioners.py), the Partition's record and the split
+module read nodes through it."""
 
 from __future__ import annotations
 

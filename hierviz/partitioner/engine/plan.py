@@ -1,7 +1,8 @@
 """The plan every engine produces: the per-node assignment (`Assignment`), subgraphs of node
 indices (`RawSubgraph`), the run's result (`EngineResult`) and their tags, plus the subgraph
-DAG's edges and topological order. hierviz's engine (hierviz_engine.py), upstream/hierarchical.py and compile_partitioners.py
-build an `EngineResult`; partition_result.py and splitter.py read it."""
+DAG's edges and topological order. hierviz's engine (hierviz_engine.py),
+upstream/hierarchical.py and compile_partitioners.py build an `EngineResult`;
+partition_result.py and splitter.py read it."""
 
 from __future__ import annotations
 

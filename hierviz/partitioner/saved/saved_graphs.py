@@ -22,7 +22,8 @@ from hierviz.capturing.graph_source import GraphSource
 from hierviz.capturing.by_graph.graph_value import GraphValue
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
-from hierviz.partitioner.saved.saved_partition import SavedPartition, checked_document, config_of, document, format_version
+from hierviz.partitioner.saved.saved_partition import (SavedPartition, checked_document, config_of, document,
+                                                       format_version)
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover

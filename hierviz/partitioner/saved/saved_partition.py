@@ -77,11 +77,12 @@ def format_version(doc: dict, where: str, name: str, newest: int) -> int:
     try:
         version = int(fmt.split("/", 1)[1])
     except ValueError:
-        raise SavedPartitionError(f"{where} has an unknown format {fmt!r}; this hierviz reads {name}/{newest}.") from None
+        raise SavedPartitionError(f"{where} has an unknown format {fmt!r}; "
+                                  f"this hierviz reads {name}/{newest}.") from None
     if version > newest:
-        raise SavedPartitionError(f"{where} was saved by a newer hierviz ({doc.get('hierviz_version', '?')}, format "
-                                  f"{name}/{version}); this hierviz {__version__} reads format {name}/{newest}: upgrade "
-                                  "hierviz to load it.")
+        raise SavedPartitionError(f"{where} was saved by a newer hierviz ({doc.get('hierviz_version', '?')}, "
+                                  f"format {name}/{version}); this hierviz {__version__} reads format "
+                                  f"{name}/{newest}: upgrade hierviz to load it.")
     return version
 
 
@@ -139,7 +140,8 @@ class SavedPartition(Partition):
         self.graph = None  # type: ignore[assignment]  # no graph saved: only a saved partition has None
         self.engine = str(doc["engine"])
         # the engine is a setting: a file saved before it was one says it beside the config
-        self.config = config if config.engine == self.engine else derive(config, {"engine": self.engine}, together=False)
+        self.config = (config if config.engine == self.engine
+                       else derive(config, {"engine": self.engine}, together=False))
         self.notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
         self.saved_from = path
         self.versions = dict(doc.get("versions") or {})

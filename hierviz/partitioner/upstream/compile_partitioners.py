@@ -21,7 +21,8 @@ from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 from hierviz.partitioner.counts import SUPPORTED_NODES
 from hierviz.partitioner.engine.graph_index import GraphIndex, index_graph
-from hierviz.partitioner.engine.plan import Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for, topological_order
+from hierviz.partitioner.engine.plan import (Assignment, EngineResult, RawSubgraph, subgraph_edges, tags_for,
+                                             topological_order)
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.partition_result import Partition, copy_graph_module, from_engine_result
