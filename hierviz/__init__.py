@@ -14,6 +14,7 @@ use, and so do their heavy dependencies (pandas, ipywidgets, tqdm, graphviz, mat
 from __future__ import annotations
 
 import importlib
+import logging
 from typing import Any
 
 from hierviz.support import sources as support
@@ -38,6 +39,11 @@ from hierviz.partitioner import (MultiGraphPartition, Partition, Subgraph, check
 from hierviz.capturing.provenance import source_ops
 from hierviz.support.sources import Support
 from hierviz.version import __version__ as __version__
+
+# hierviz logs what its boundaries contain (a widget callback, a background job, a compiler
+# plugin) with the traceback; a library adds no handler of its own, so nothing reaches stderr
+# unless the user configures logging.
+logging.getLogger("hierviz").addHandler(logging.NullHandler())
 
 # name -> the module that defines it, imported when the name is first used.
 _LAZY = {

@@ -316,30 +316,33 @@ class CaptureStore:
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
 
+    def _entry(self, key: str, fmt: str) -> dict:
+        """The entry kept under `key`, checked to be a `fmt` entry for that key (ValueError if not)."""
+        with open(self._path(key), "rb") as f:
+            entry = pickle.load(f)
+        if not isinstance(entry, dict) or entry.get("format") != fmt or entry.get("key") != key:
+            raise ValueError(f"not a {fmt} entry for this key")
+        return entry
+
+    def _used(self, key: str) -> None:
+        try:
+            os.utime(self._path(key))  # recently used: evicted last
+        except OSError:
+            pass
+
     def load(self, key: str, model: torch.nn.Module | None = None) -> tuple[torch.fx.GraphModule | None, dict]:
         """The cached graph and its stored graph meta, or (None, {}) when there is no entry.
         Weights stored as references are taken from `model` (the key says they are equal).
         An entry that cannot be read is removed, with one CacheWarning."""
-        path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                entry = pickle.load(f)
-            if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
-                raise ValueError(f"not a {FORMAT} entry for this key")
-            graph = dict(entry["graph"], attrs=_resolved(entry["graph"]["attrs"], model))
-            gm = unpack_graph(graph)
+            entry = self._entry(key, FORMAT)
+            gm = unpack_graph(dict(entry["graph"], attrs=_resolved(entry["graph"]["attrs"], model)))
         except FileNotFoundError:
             return None, {}
         except UNREADABLE as exc:  # any unreadable entry is captured again
-            warnings.warn(f"hv.capture: the cached capture {path} could not be read ({type(exc).__name__}: "
-                          f"{str(exc)[:200]}); capturing again. `hierviz cache clear` empties the cache.",
-                          CacheWarning, stacklevel=user_stacklevel())
-            self.remove(key)
+            self.unreadable(key, exc)
             return None, {}
-        try:
-            os.utime(path)  # recently used: evicted last
-        except OSError:
-            pass
+        self._used(key)
         return gm, dict(entry.get("meta", {}))
 
     def load_graphs(self, key: str, model: torch.nn.Module | None = None) -> tuple[list[torch.fx.GraphModule], dict,
@@ -347,12 +350,8 @@ class CaptureStore:
         """(graphs, tensors, payload) save_graphs kept under `key`, or None when there is no
         entry. Tensors stored as references are the model's own (shared where the capture
         shared them). An entry that cannot be read is removed, with one CacheWarning."""
-        path = self._path(key)
         try:
-            with open(path, "rb") as f:
-                entry = pickle.load(f)
-            if not isinstance(entry, dict) or entry.get("format") != GRAPHS_FORMAT or entry.get("key") != key:
-                raise ValueError(f"not a {GRAPHS_FORMAT} entry for this key")
+            entry = self._entry(key, GRAPHS_FORMAT)
             graphs = [unpack_graph(dict(g, attrs=_resolved(g["attrs"], model))) for g in entry["graphs"]]
             tensors = _resolved(entry["tensors"], model)
             payload = entry["payload"]
@@ -361,10 +360,7 @@ class CaptureStore:
         except UNREADABLE as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None
-        try:
-            os.utime(path)  # recently used: evicted last
-        except OSError:
-            pass
+        self._used(key)
         return graphs, tensors, payload
 
     def unreadable(self, key: str, exc: BaseException) -> None:
@@ -395,6 +391,7 @@ class CaptureStore:
             return False
 
     def _write(self, key: str, entry: dict) -> bool:
+        """Write `entry` under `key` atomically (a temporary file renamed), then evict beyond the bound."""
         self.folder.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
         try:
@@ -418,20 +415,9 @@ class CaptureStore:
         try:
             graph = pack_graph(gm)
             graph["attrs"] = _referenced(graph["attrs"], model)
-            entry = {"format": FORMAT, "key": key, "graph": graph, "meta": meta}
-            self.folder.mkdir(parents=True, exist_ok=True)
-            fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
-            try:
-                with os.fdopen(fd, "wb") as f:
-                    pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
-                os.replace(tmp, self._path(key))
-            except BaseException:
-                os.unlink(tmp)
-                raise
+            return self._write(key, {"format": FORMAT, "key": key, "graph": graph, "meta": meta})
         except UNWRITABLE:  # a full disk or a read-only folder: capture works without the cache
             return False
-        self.evict()
-        return True
 
     def entries(self) -> list[tuple[Path, int, float]]:
         """(path, bytes, last used) of every entry, least recently used first."""

@@ -128,11 +128,17 @@ def _fraction(text: str) -> float:
 def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], None],
                  add_debug: Callable[[argparse.ArgumentParser], None]) -> None:
     """The three commands on `sub` (hierviz.cli.commands's subparsers)."""
-    blockers = sub.add_parser("blockers", help="what keeps nodes out of TensorRT, improvements first, ranked by "
-                                                  "the subgraphs fixing it saves")
-    blockers.add_argument("model", metavar="MODEL",
-                          help="a built-in model, file.py:function, or a saved .json partition")
-    add_config_args(blockers)
+
+    def model_command(name: str, help: str) -> argparse.ArgumentParser:
+        """A command on one MODEL, with the setting flags."""
+        parser = sub.add_parser(name, help=help)
+        parser.add_argument("model", metavar="MODEL",
+                            help="a built-in model, file.py:function, or a saved .json partition")
+        add_config_args(parser)
+        return parser
+
+    blockers = model_command("blockers", "what keeps nodes out of TensorRT, improvements first, ranked by "
+                                          "the subgraphs fixing it saves")
     blockers.add_argument("--kind", metavar="k,...", help="only these kinds: no converter, validator rejected, forced, "
                                                          "demoted, no backend")
     blockers.add_argument("--top", type=non_negative, default=3, metavar="N",
@@ -144,9 +150,7 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
                                "(hv.measure's on_error='fallback'), e.g. TensorRT without a GPU")
     blockers.set_defaults(func=cmd_blockers)
 
-    check = sub.add_parser("check", help="fail (exit 1) when the partition breaks a limit: for CI")
-    check.add_argument("model", metavar="MODEL", help="a built-in model, file.py:function, or a saved .json partition")
-    add_config_args(check)
+    check = model_command("check", "fail (exit 1) when the partition breaks a limit: for CI")
     check.add_argument("--max-subgraphs", type=non_negative, metavar="N", help="at most N subgraphs")
     check.add_argument("--min-coverage", type=_fraction, metavar="F", help="at least this share of ops supported (0-1)")
     check.add_argument("--max-boundary-tensors", type=non_negative, metavar="N", help="at most N boundary tensors")

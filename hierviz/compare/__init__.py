@@ -9,15 +9,11 @@ matplotlib load on first use.
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import Any
 
 from hierviz.compare.partition_cache import cache_info, cached_partition, clear_cache
 from hierviz.compare.sweep import sweep
 
-# what a sweep row's boundary logs about the exception it reports stays with the loggers the user
-# configured: never on stderr by itself
-logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {"plot_latency": "hierviz.compare.plots", "plot_subgraphs": "hierviz.compare.plots",
          "tune": "hierviz.compare.tuning", "TuneResult": "hierviz.compare.tuning",

@@ -7,12 +7,8 @@ tab) and debounce.py. ipywidgets loads on first use; tuning loads when "find fas
 from __future__ import annotations
 
 import importlib
-import logging
 from typing import Any
 
-# what the widget's boundaries (its callbacks, its threads, the worker process) log about an
-# exception they contain stays with the loggers the user configured: never on stderr by itself
-logging.getLogger(__name__).addHandler(logging.NullHandler())
 
 _LAZY = {"Explorer": "hierviz.widget.explorer", "explore": "hierviz.widget.entry",
          "GraphsExplorer": "hierviz.widget.graphs_explorer"}

@@ -103,7 +103,7 @@ def test_breaks_in_a_row_at_one_line_share_one_marker(three):
     first, second = part.breaks
     again = dataclasses.replace(second, ended_graph=False)
     repeated = dataclasses.replace(part.capture, breaks=(first, second, again, again, again))
-    src = hv.MultiGraphPartition(repeated, part.graphs, part.config).render("collapsed").source
+    src = hv.MultiGraphPartition._made(repeated, part.graphs, part.config).render("collapsed").source
     assert re.findall(r"^\t(break\d+) \[", src, re.M) == ["break0", "break1", "break2"]
     assert "graph break 3–5 (×3, one after another): Data-dependent branching" in src
     assert src.count("ended no graph") == 1

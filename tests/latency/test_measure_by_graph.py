@@ -62,7 +62,7 @@ def test_compile_hands_back_the_compiled_model(if_on_sum) -> None:
     model, x, part, _, _ = if_on_sum
     cache = CompileCache()
     compiled = part.compile(example_inputs=x, cache=cache)
-    assert isinstance(compiled, hv.latency.compiled_graphs.CompiledGraphs)
+    assert isinstance(compiled, hv.latency.by_graph.compiled_graphs.CompiledGraphs)
     assert [run.index for run in compiled.graphs] == [0, 1] and cache.misses >= 2
     with torch.no_grad():
         torch.testing.assert_close(compiled(*x), model(*x))

@@ -145,3 +145,9 @@ def test_detection_models_graph_by_graph(detection, name) -> None:
         torch.testing.assert_close(got, want)
         outputs += [t for t in torch.utils._pytree.tree_leaves(got) if isinstance(t, torch.Tensor)]
     assert any(t.shape == boxes.shape and torch.allclose(t, boxes) for t in outputs)  # the model's own boxes
+
+
+def test_a_multi_graph_partition_is_not_constructed_directly() -> None:
+    """Its constructor is private (API.md): calling it says where one comes from."""
+    with pytest.raises(hv.ConfigError, match=r"made by hv.partition\(model, example_inputs, ir='torch_compile'\)"):
+        hv.MultiGraphPartition(None, [], hv.Config())

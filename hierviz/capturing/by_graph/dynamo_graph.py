@@ -14,7 +14,7 @@ from typing import Any, Sequence
 import torch
 from torch.fx import GraphModule
 
-from hierviz.capturing.graph_source import GraphSource
+from hierviz.capturing.by_graph.graph_source import GraphSource
 
 
 @dataclass(frozen=True, eq=False)

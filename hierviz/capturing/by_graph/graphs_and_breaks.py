@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Generic, Iterator, TypeVar
 
 from hierviz.capturing.by_graph.graph_break import GraphBreak
-from hierviz.capturing.graph_source import GraphSource
+from hierviz.capturing.by_graph.graph_source import GraphSource
 
 G = TypeVar("G", bound=GraphSource)
 

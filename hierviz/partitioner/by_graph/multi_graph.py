@@ -62,8 +62,20 @@ class MultiGraphPartition:
     `.engine` the settings every graph was partitioned with.
     """
 
-    def __init__(self, capture: DynamoCapture, graphs: list[Partition], config: Config,
-                 notes: tuple[str, ...] = ()) -> None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        raise ConfigError("A MultiGraphPartition is made by hv.partition(model, example_inputs, ir='torch_compile'), "
+                          "or read back by hv.load_partition(path); it is not constructed directly.")
+
+    @classmethod
+    def _made(cls, capture: DynamoCapture, graphs: list[Partition], config: Config,
+              notes: tuple[str, ...] = ()) -> "MultiGraphPartition":
+        """The partition of `capture`'s graphs (hv.partition's; its constructor is private)."""
+        self = cls.__new__(cls)
+        self._setup(capture, graphs, config, notes)
+        return self
+
+    def _setup(self, capture: DynamoCapture, graphs: list[Partition], config: Config,
+               notes: tuple[str, ...] = ()) -> None:
         self.capture = capture
         self.graphs = list(graphs)
         self.breaks: tuple[GraphBreak, ...] = capture.breaks
@@ -437,7 +449,7 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
         part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
         # its blockers: none (hierviz.partitioner.blockers.blocker_causes)
         part.backend_failed = getattr(g, "fell_back", "")
-    return MultiGraphPartition(capture, parts, config, notes)
+    return MultiGraphPartition._made(capture, parts, config, notes)
 
 
 __all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED", "RUN_EAGERLY"]

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import SavedPartitionError
 from hierviz.capturing.by_graph.graph_break import GraphBreak
-from hierviz.capturing.graph_source import GraphSource
+from hierviz.capturing.by_graph.graph_source import GraphSource
 from hierviz.capturing.by_graph.graph_value import GraphValue
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
@@ -119,7 +119,7 @@ class SavedMultiGraphPartition(MultiGraphPartition):
         config, note = config_of(doc["config"], repr(str(path)))
         notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
         # a SavedCapture and SavedPartitions stand in for the DynamoCapture and Partitions: no graph to run
-        super().__init__(capture, parts, config, notes)  # type: ignore[arg-type]  # saved stand-ins (above)
+        self._setup(capture, parts, config, notes)  # type: ignore[arg-type]  # saved stand-ins (above)
         self.engine = str(doc["engine"])
         self.saved_from = path
         self.versions = dict(doc["graphs"][0]["partition"].get("versions") or {}) if doc["graphs"] else {}
