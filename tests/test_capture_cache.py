@@ -230,6 +230,7 @@ def _printed_in_two_processes(run_python, code: str) -> list[list[str]]:
     return [r.stdout.split() for r in runs]
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_the_key_is_the_same_in_every_process(run_python) -> None:
     """A transformers model (its config and generation config included) and a torchvision one."""
     code = ("import hierviz as hv\n"

@@ -111,6 +111,7 @@ def test_setting_flags_with_a_saved_partition_are_a_mistake(capsys, part, tmp_pa
     assert "--min-block-size, --engine: " in err and "is a saved partition" in err and "give MODEL" in err
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_blockers_measure_with_fallback(capsys) -> None:
     """--measure --fallback times the what-ifs that run (TensorRT subgraphs eagerly where it
     cannot build); rows with no converter say why they are not measured."""

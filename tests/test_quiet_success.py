@@ -3,6 +3,8 @@ warnings and Torch-TensorRT's import messages are held back (the CLI's --verbose
 
 from __future__ import annotations
 
+import pytest
+
 PARTITION_RESNET18 = """
     import hierviz as hv
     from hierviz import zoo
@@ -27,6 +29,7 @@ ITEM_MODEL = """
 """
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_partitioning_resnet18_in_a_fresh_process_writes_nothing_to_stderr(run_python, tmp_path):
     proc = run_python(PARTITION_RESNET18, env={"HIERVIZ_CACHE_DIR": str(tmp_path)})  # a real export, no cache
     assert proc.returncode == 0, proc.stderr[-2000:]

@@ -23,6 +23,7 @@ BUILD_TWICE = """
 """
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_a_second_process_reads_the_build_back_without_torch_tensorrt(run_python, tmp_path):
     env = {"HIERVIZ_CACHE_DIR": str(tmp_path)}
     first = run_python(BUILD_TWICE, env=env)

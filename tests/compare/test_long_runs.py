@@ -200,6 +200,7 @@ def _resume_in_a_fresh_process(run_python, storage: str, budget: int, other: boo
     return json.loads(done.stdout.splitlines()[-1])
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_tune_storage_resumes_a_support_mapping_in_a_fresh_process(tmp_path, run_python) -> None:
     """The choices Optuna keeps for a support mapping are derived from its content, so a study
     resumed in another process continues (the mapping's id, its key before, differed and made

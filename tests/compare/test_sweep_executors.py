@@ -75,6 +75,7 @@ def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl
     assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
     context = _fork()
     monkeypatch.setattr(rows_mod, "partition_row", _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid))

@@ -22,6 +22,7 @@ COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
            ("hierviz.latency", "measure")]
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_blockers_numerics_and_export_run_in_the_worker(tmp_path, monkeypatch) -> None:
     import importlib
 

@@ -82,6 +82,7 @@ def test_a_predicate_that_does_not_pickle_runs_here_with_a_note(two_blocks) -> N
     assert "ran in this process, not the worker" in ex.panels["fastest"].value
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(two_blocks, tmp_path,
                                                                                monkeypatch) -> None:
     model, inputs, _ = two_blocks
@@ -108,6 +109,7 @@ def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(t
         own.close()
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_closing_one_explorer_leaves_the_others_search_going(two_blocks, tmp_path, monkeypatch) -> None:
     """Two Explorers on one worker process: the second's search is compiling there when the
     first is closed; the search goes on in the same process (nothing fails "closed") and is
@@ -186,6 +188,7 @@ def _exit_while_searching(tmp_path: Path, run: int) -> float:
     return took
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_exiting_with_find_fastest_running_is_quick_and_clean(tmp_path) -> None:
     took = _exit_while_searching(tmp_path, 0)
     assert took < EXIT_S, f"the exit took {took:.1f} s"

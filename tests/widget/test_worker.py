@@ -77,6 +77,7 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
     assert worker.starts == 1  # the graph and the process reused across jobs
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worker, two_blocks, tmp_path) -> None:
     job = _job_in_a_thread(worker, two_blocks)
     _started(tmp_path / "compiling")
@@ -90,6 +91,7 @@ def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worke
     assert worker.starts == 2 and worker.pid != first
 
 
+@pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path) -> None:
     job = _job_in_a_thread(worker, two_blocks)
     _started(tmp_path / "compiling")
