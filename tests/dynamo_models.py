@@ -101,6 +101,37 @@ class ThreeGraphs(nn.Module):
         return torch.softmax(self.head(y.mean((2, 3))), dim=-1)
 
 
+class _Head(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu()
+
+
+class _Tail(_Head):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).sigmoid()
+
+
+class BreakInALoop(nn.Module):
+    """A break inside a loop: dynamo runs forward in Python and compiles each head on its own,
+    so the heads' graphs meet with no graph break between them."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heads = nn.ModuleList([_Head(), _Tail()])
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        out = []
+        for head in self.heads:
+            y = head(x)
+            if y.sum().item() > -1e9:  # break: loop
+                out.append(y)
+        return torch.stack(out)
+
+
 TOYS = {"if_on_sum": (IfOnSum, (1, 3, 8, 8)), "prints": (Prints, (2, 16)), "item_arith": (ItemArith, (2, 8)),
         "three_graphs": (ThreeGraphs, (1, 3, 8, 8))}
 

@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import hierviz as hv
+from tests.dynamo_models import BreakInALoop
 
 CONV = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU()).eval()
 LINEAR = torch.nn.Sequential(torch.nn.Linear(16, 4), torch.nn.ReLU()).eval()
@@ -176,36 +177,6 @@ def test_len_index_recommend_and_compile_today_across_graphs(capsys):
                                                                for g in mp.graphs]
 
 
-class _Head(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).relu()
-
-
-class _Tail(_Head):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).sigmoid()
-
-
-class BreakInALoop(torch.nn.Module):
-    """A break inside a loop: dynamo runs forward in Python, and compiles each head on its own."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.heads = torch.nn.ModuleList([_Head(), _Tail()])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = []
-        for head in self.heads:
-            y = head(x)
-            if y.sum().item() > -1e9:
-                out.append(y)
-        return torch.stack(out)
-
-
 class BreakInTheMiddle(torch.nn.Module):
     def __init__(self) -> None:
         super().__init__()
@@ -223,7 +194,7 @@ def test_each_new_graph_says_why_it_starts():
     assert len(looped.graphs) == 2 and len(looped.breaks) == 1
     first, second = looped.capture.graphs
     assert first.starts == ""
-    assert second.starts.startswith("a new frame: forward (") and "test_graph_by_graph_trust.py:" in second.starts
+    assert second.starts.startswith("a new frame: forward (") and "tests/dynamo_models.py:" in second.starts
     assert second.starts.endswith("called from Python that dynamo ran eagerly")
     assert f"Starts here: {second.starts}." in looped.report()
     middle = hv.partition(BreakInTheMiddle().eval(), x, ir="torch_compile", min_block_size=1)

@@ -80,3 +80,16 @@ def check_golden(source: str, name: str, regen: bool) -> None:
     assert path.exists(), f"{path} missing: run pytest tests/drawing --regen-golden"
     assert text == path.read_text(encoding="utf-8"), (
         f"{path.name} differs from the current DOT; if intended, regenerate with pytest tests/drawing --regen-golden")
+
+
+def outline_edges(svg: str, axis: int) -> dict[str, float]:
+    """The smallest x (axis 0) or y (axis 1: the top, SVG y grows downward) of each node's and
+    cluster's outline, by title."""
+    out = {}
+    for g in ET.fromstring(svg).iter(f"{SVG}g"):
+        title = g.find(f"{SVG}title")
+        shape = next((x for x in g.iter() if x.tag in (f"{SVG}polygon", f"{SVG}path")), None)
+        if title is not None and shape is not None:
+            numbers = re.findall(r"-?\d+(?:\.\d+)?", shape.get("points") or shape.get("d") or "")
+            out[title.text] = min(float(v) for v in numbers[axis::2])
+    return out

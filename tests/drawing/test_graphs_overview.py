@@ -22,40 +22,9 @@ import torch
 import hierviz as hv
 from hierviz.drawing import palette
 from hierviz.drawing.by_graph.frames import BAR_PT
-from tests.dynamo_models import ThreeGraphs, break_line, load
+from tests.dynamo_models import BreakInALoop, ThreeGraphs, break_line, load
 
-from .helpers import SVG, parse_svg
-
-
-class _Head(torch.nn.Module):
-    def __init__(self) -> None:
-        super().__init__()
-        self.lin = torch.nn.Linear(8, 8)
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).relu()
-
-
-class _Tail(_Head):
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return self.lin(x).sigmoid()
-
-
-class LoopedHeads(torch.nn.Module):
-    """A break inside a loop: dynamo runs forward in Python and compiles each head on its own,
-    so the heads' graphs meet with no graph break between them."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.heads = torch.nn.ModuleList([_Head(), _Tail()])
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        out = []
-        for head in self.heads:
-            y = head(x)
-            if y.sum().item() > -1e9:  # break: loop
-                out.append(y)
-        return torch.stack(out)
+from .helpers import SVG, outline_edges, parse_svg
 
 
 @pytest.fixture(scope="module")
@@ -67,7 +36,7 @@ def three():
 @pytest.fixture(scope="module")
 def looped():
     torch.manual_seed(0)
-    return hv.partition(LoopedHeads().eval(), (torch.randn(2, 8),), ir="torch_compile", min_block_size=1)
+    return hv.partition(BreakInALoop().eval(), (torch.randn(2, 8),), ir="torch_compile", min_block_size=1)
 
 
 def _label(part, node: str) -> str:
@@ -95,7 +64,7 @@ def test_graphs_that_meet_without_a_break_are_not_called_one(looped):
     assert len(looped.graphs) == 2 and [b.after_graph for b in looped.breaks] == [-1]
     src = looped.render("collapsed").source
     start = _label(looped, "start1")
-    assert "g1 starts: a new frame: forward (drawing/test_graphs_overview.py:" in start
+    assert "g1 starts: a new frame: forward (tests/dynamo_models.py:" in start
     assert "called from Python that dynamo ran eagerly" in start
     assert "no graph break between g0 and g1" in start
     assert "hv-start hv-new-frame" in src
@@ -112,7 +81,7 @@ def test_start_markers_in_the_svg_and_html_a_user_opens(three, looped, tmp_path,
     text = " ".join(starts[0].texts)
     assert "g1 starts: a new frame: forward" in text and "no graph break between g0 and g1" in text
     assert "called from Python that dynamo ran eagerly" in starts[0].tooltip
-    tops = _edges(svg, 1)
+    tops = outline_edges(svg, 1)
     assert tops["cluster_g0"] < tops["start1"] < tops["cluster_g1"]  # y grows downward: above g1, below g0
     page = three.save(tmp_path / "three.html").read_text(encoding="utf-8")
     assert "then g1 starts: dynamo resumes forward" in page  # in the picture
@@ -175,27 +144,17 @@ def test_one_graph_has_no_overview():
     assert len(part.graphs) == 1 and "overview" not in src and "starts:" not in src
 
 
-def _edges(svg: str, axis: int) -> dict[str, float]:
-    """The smallest x (axis 0) or y (axis 1) of each node's and cluster's outline, by title."""
-    out = {}
-    for g in ET.fromstring(svg).iter(f"{SVG}g"):
-        title = g.find(f"{SVG}title")
-        shape = next((x for x in g.iter() if x.tag in (f"{SVG}polygon", f"{SVG}path")), None)
-        if title is not None and shape is not None:
-            numbers = re.findall(r"-?\d+(?:\.\d+)?", shape.get("points") or shape.get("d") or "")
-            out[title.text] = min(float(v) for v in numbers[axis::2])
-    return out
 
 
 def test_frames_and_markers_are_aligned_on_one_axis(three, needs_dot, tmp_path):
     # a narrow graph between wide ones: dot alone centres each frame where its own layout puts it
     svg = three.save(tmp_path / "three.svg").read_text(encoding="utf-8")
-    left = _edges(svg, 0)
+    left = outline_edges(svg, 0)
     items = ["cluster_g0", "break0", "cluster_g1", "break1", "cluster_g2"]
     lefts = [left[k] for k in items]
     assert max(lefts) - min(lefts) < 1.0, dict(zip(items, lefts))
     # the frames keep their content: each frame's nodes lie inside it
-    right = {t: -v for t, v in _edges(_mirror(svg), 0).items()}
+    right = {t: -v for t, v in outline_edges(_mirror(svg), 0).items()}
     for k in range(3):
         inside = [t for t in left if t.startswith(f"g{k}_") or t.startswith(f"cluster_g{k}_")]
         assert inside and all(left[f"cluster_g{k}"] < left[t] and right[t] < right[f"cluster_g{k}"] for t in inside)
@@ -226,7 +185,7 @@ def test_a_detection_model_opens_with_its_overview(detection, needs_dot, tmp_pat
     for k in range(1, n):
         assert part.capture.graphs[k].starts and sum(f"g{k} starts: " in text for text in said) == 1, k
     assert any("no graph break between" in text for text in said)
-    left = _edges(svg, 0)
+    left = outline_edges(svg, 0)
     lefts = [left[f"cluster_g{k}"] for k in range(n)]
     assert max(lefts) - min(lefts) < 1.0
     png = part.save(tmp_path / "det.png").read_bytes()

@@ -19,7 +19,7 @@ import pytest
 import hierviz as hv
 from tests.dynamo_models import ThreeGraphs, break_line, load
 
-from .helpers import GOLDEN, SVG, check_golden, parse_svg
+from .helpers import GOLDEN, check_golden, outline_edges, parse_svg
 
 ROOT = GOLDEN.parents[1]  # the checkout: its path is in the tooltips, not in the goldens
 
@@ -72,7 +72,7 @@ def test_svg_has_frames_in_order_and_break_markers_between(three, needs_dot, tmp
     assert part.breaks[1].explanation[:60] in markers["break1"].tooltip
     assert part.breaks[1].file in markers["break1"].tooltip
     # top to bottom: g0, break 1, g1, break 2, g2
-    top = _tops(svg)
+    top = outline_edges(svg, 1)
     tops = [top[k] for k in ("cluster_g0", "break0", "cluster_g1", "break1", "cluster_g2")]
     assert tops == sorted(tops) and len(set(tops)) == 5
     # each frame says its graph and where it comes from; the legend explains the marker
@@ -82,16 +82,6 @@ def test_svg_has_frames_in_order_and_break_markers_between(three, needs_dot, tmp
     assert ": dynamo's reason" in legend and "the Python after it runs" in legend
 
 
-def _tops(svg: str) -> dict[str, float]:
-    """The top (smallest y: SVG y grows downward) of each node's and cluster's outline, by title."""
-    out = {}
-    for g in ET.fromstring(svg).iter(f"{SVG}g"):
-        title = g.find(f"{SVG}title")
-        shape = next((x for x in g.iter() if x.tag in (f"{SVG}polygon", f"{SVG}path")), None)
-        if title is not None and shape is not None:
-            numbers = re.findall(r"-?\d+(?:\.\d+)?", shape.get("points") or shape.get("d") or "")
-            out[title.text] = min(float(y) for y in numbers[1::2])
-    return out
 
 
 def test_breaks_in_a_row_at_one_line_share_one_marker(three):
