@@ -86,6 +86,9 @@ class Controller:
         self.exported: list[Path] = []
         self._state_key: Any = object()
         self._svgs = BoundedCache(cache_size)
+        # the SVG the last diagram() made, which the Diagram panel shows (None: a message instead); a
+        # measurement arriving later changes the cache key, not what is on the screen until it is redrawn
+        self.drawn_svg: str | None = None
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
         self._builds = BoundedCache(cache_size)
@@ -166,6 +169,7 @@ class Controller:
         """The Diagram panel's HTML for `part` in `view` (cached per config, view and focus);
         a drawing error is filed under errors['diagram'] and shown in the panel."""
         self.errors.pop("diagram", None)
+        self.drawn_svg = None
         if view == "focus" and not focus:
             return panels.message_html(panels.FOCUS_HINT)
         try:
@@ -173,6 +177,7 @@ class Controller:
         except HiervizError as exc:
             self.errors["diagram"] = str(exc)
             return panels.diagram_error_html(str(exc))
+        self.drawn_svg = svg
         return panels.diagram_html(svg)
 
     def svg(self, part: Partition, view: str, focus: str | None) -> str:

@@ -294,10 +294,9 @@ class Explorer(widgets.VBox):
     def svg(self) -> str | None:
         """The SVG the diagram panel shows (None when it shows a message instead)."""
         self.flush()
-        part = self.controller.shown
-        if part is None:
+        if self.controller.shown is None:
             return None
-        return self.controller.cached_svg(part, self.controls["view"].value, self._focus())
+        return self.controller.drawn_svg
 
     @property
     def moved(self) -> "pd.DataFrame | None":
