@@ -17,9 +17,8 @@ from hierviz.settings.engine_table import COMPILE_ENGINES, DEFAULT_ENGINE, ENGIN
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
-from hierviz.capturing.aten_capture import check_ir
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
-from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
+from hierviz.partitioner import graph_of, make_config, runs_by_graph
 from hierviz.partitioner.upstream.todays_compile import compile_today
 
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.settings.config's
@@ -73,7 +72,7 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     graphs, with `graphs`, `graph_breaks` and `graphs_left_whole`."""
     from hierviz.compare.rows import measure_kwargs, partition_of, run_measure
 
-    by_graph = check_ir(ir) == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition))
+    by_graph = runs_by_graph(model_or_graph, ir)
     cfg = make_config(config, overrides)
     mkw = measure_kwargs(measure)
     if by_graph:

@@ -21,10 +21,10 @@ from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import measure_kwargs, partition_of, partition_row, process_row, run_measure, sweep_on_ray
 from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key, settings_key
-from hierviz.capturing.aten_capture import capture, check_ir
+from hierviz.capturing.aten_capture import capture
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.capturing.graph_codec import pack_graph
-from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
+from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
 
 logger = logging.getLogger(__name__)
 
@@ -79,7 +79,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     if not isinstance(build, bool):
         raise ConfigError(f"hv.sweep(build=...) is True (build every row's TensorRT engines here) or False, not "
                           f"{build!r:.40}.")
-    by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
+    by_graph = runs_by_graph(model, ir)
     if by_graph and executor is not None and is_ray(executor):
         raise ConfigError("hv.sweep(ir='torch_compile') runs in this process (threads: pass a ThreadPoolExecutor, "
                           "or none); Ray tasks take one captured graph, not a model's graphs.")

@@ -32,7 +32,7 @@ from typing import Any, Iterable, Mapping
 
 from torch.fx import GraphModule
 
-from hierviz.capturing.aten_capture import check_ir, source_of, updates_of
+from hierviz.capturing.aten_capture import source_of, updates_of
 from hierviz.settings.config import Config
 from hierviz.settings.setting_values import whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
@@ -51,8 +51,7 @@ from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.measurement import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
-from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
-from hierviz.partitioner import MultiGraphPartition, graph_of, make_config
+from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
 
 DEFAULT_BUDGET = 20
 
@@ -131,7 +130,7 @@ class _TuneRun:
     def __init__(self, model: Any, example_inputs: Any, space: Mapping[str, Iterable[Any]] | None, *,
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
                  pruning: bool, ir: str = "dynamo") -> None:
-        self.by_graph = check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
+        self.by_graph = runs_by_graph(model, ir)
         if self.by_graph and executor is not None and is_ray(executor):
             raise ConfigError("hv.tune(ir='torch_compile') measures in this process: Ray tasks take one captured "
                               "graph, not a model's graphs; leave executor out, or use ir='dynamo'.")

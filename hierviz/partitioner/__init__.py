@@ -51,7 +51,7 @@ from hierviz.partitioner.partition_result import Partition, Subgraph, from_engin
 from hierviz.partitioner.saved.saved_partition import SavedPartition
 from hierviz.partitioner.saved.load import load_partition
 from hierviz.partitioner.check import check
-from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition, partition_graphs
+from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition, partition_graphs, runs_by_graph
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
              kwargs: dict | None = None) -> GraphModule:
@@ -116,7 +116,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         from hierviz.partitioner.upstream.compile_partitioners import check_available
 
         check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
-    if ir == "torch_compile" or isinstance(model_or_graph, (DynamoCapture, MultiGraphPartition)):
+    if runs_by_graph(model_or_graph, ir):
         return _partition_by_graph(model_or_graph, example_inputs, cfg, dynamic_shapes, kwargs)
     gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
     return partition_graph(gm, cfg)
@@ -172,7 +172,8 @@ handoff.provide("with_build_failures",
 
 
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec",
-           "tensor_spec", "NodeRecord", "NodeTable", "NODE_COLUMNS", "REASON_CODES", "FALLBACK_REASONS", "FALLBACK",
+           "runs_by_graph", "tensor_spec", "NodeRecord", "NodeTable", "NODE_COLUMNS", "REASON_CODES",
+           "FALLBACK_REASONS", "FALLBACK",
            "GRAPH", "parse_tag", "diff", "graph_of", "make_config", "partition_graph", "load_partition",
            "SavedPartition", "check", "ENGINES", "parse_engine", "CALLABLE_OPS", "SUPPORTED", "FOLLOWS_PRODUCER",
            "TORCH_EXECUTED", "UNSUPPORTED", "VALIDATOR", "DEMOTED", "DEMOTED_NEXT", "NOT_CALLABLE", "DEAD_CODE",

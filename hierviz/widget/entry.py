@@ -6,11 +6,9 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, cast
 
-from hierviz.capturing.aten_capture import check_ir
 from hierviz.settings.config import Config, field_names
-from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import checked_arguments
-from hierviz.partitioner import MultiGraphPartition, partition
+from hierviz.partitioner import MultiGraphPartition, partition, runs_by_graph
 from hierviz.widget.explorer import Explorer
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -30,8 +28,7 @@ def explore(model: Any, example_inputs: Any = None, config: Config | dict | None
     graph, as torch.compile(backend="torch_tensorrt") runs it, in a GraphsExplorer
     (hierviz.widget.graphs_explorer): a graph picker, the picked graph's Explorer, and every graph
     re-partitioned at the same settings in the background (a change redraws only the shown graph)."""
-    check_ir(ir)
-    if ir == "torch_compile" or isinstance(model, (MultiGraphPartition, DynamoCapture)):
+    if runs_by_graph(model, ir):
         from hierviz.widget.graphs_explorer import GraphsExplorer
 
         fields = set(field_names())

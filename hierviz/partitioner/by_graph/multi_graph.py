@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from hierviz.settings.config import Config, derive
 from hierviz.support.sources import ops as support_ops
 from hierviz.support.support_map import SupportMap
+from hierviz.capturing.aten_capture import check_ir
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
@@ -51,6 +52,13 @@ RUN_EAGERLY = "graphs run eagerly after Torch-TensorRT's backend failed"
 def qualified(graph: int, name: str) -> str:
     """The name of node `name` of graph `graph` across a model's graphs: 'g2/add_3'."""
     return f"g{graph}/{name}"
+
+
+def runs_by_graph(model: Any, ir: Any) -> bool:
+    """Whether `model` is partitioned graph by graph: `ir="torch_compile"` (ir checked), or a
+    capture or partition that already is graph by graph. hv.partition, hv.sweep, hv.tune,
+    hv.compare_engines and hv.explore all decide with this."""
+    return check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
 
 
 class MultiGraphPartition:
@@ -452,4 +460,5 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
     return MultiGraphPartition._made(capture, parts, config, notes)
 
 
-__all__ = ["MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED", "RUN_EAGERLY"]
+__all__ = ["runs_by_graph", "MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED",
+           "RUN_EAGERLY"]
