@@ -4,7 +4,8 @@
     builds.py          hv.Builds, what they found (.df, .ok, the words)
     graph_run.py       the lowered graph run once in PyTorch, node by node (stage "run")
     subgraph_builds.py each subgraph built once, through the engine store
-    engine_store.py    built engines on disk, keyed by content, settings and versions
+    build_keys.py      what makes two builds the same engine: content, profile, settings, versions
+    engine_store.py    built engines on disk under those keys, bounded and checked on read
     after_failure.py   what Torch-TensorRT really runs after a failure, per ir
     engine_fix.py      ops moved to PyTorch until every engine builds, shown to build
 """

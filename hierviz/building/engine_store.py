@@ -1,12 +1,7 @@
 """Built engines kept on disk, so that a second `part.build()`, in any process, reads them back
 without importing torch_tensorrt.
 
-An entry is keyed by a SHA-256 over
-  - the subgraph's content: its ops and their arguments (node names left out), the shape and
-    dtype of each input (`meta['val']`, what Torch-TensorRT builds the engine's inputs from),
-    the weights' shapes, dtypes and values (an engine holds its weights);
-  - the conversion settings (the user's trt_settings, and TF32 on or off);
-  - the installed torch, Torch-TensorRT and TensorRT versions (read from their metadata).
+An entry is keyed as `build_keys` says (content, settings, versions).
 It holds what the build gave (`EngineBuild`'s fields, as JSON), the serialized engine and
 what Torch-TensorRT's runtime module needs beside it (binding names, flags), so that on a GPU
 hv.measure and part.compile() load a built engine instead of building it again
@@ -27,88 +22,10 @@ from typing import Any
 import torch
 
 from hierviz.capturing import disk_cache as capture_cache
-from hierviz.capturing.graph_codec import fetch_attr
-from hierviz.foundation.digests import digest, tensor_digest, tensor_digests, tensor_key
+from hierviz.building.build_keys import build_key
 from hierviz.trt.engine_builder import EngineBuild
-from hierviz.trt.loading import installed_distribution, library_version
-from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
-KEY_VERSION = "hierviz-build-v1"
 FOLDER = "builds"
-
-
-def _value(value: Any) -> Any:
-    """What Torch-TensorRT reads of an input's recorded value: shape (symbols by name) and dtype."""
-    if isinstance(value, torch.Tensor):
-        return ("T", tuple(str(d) for d in value.shape), str(value.dtype))
-    if isinstance(value, torch.SymInt):
-        return ("S", str(value))
-    return ("O", repr(value))
-
-
-def content_key(gm: torch.fx.GraphModule, seen: dict | None = None) -> tuple:
-    """The subgraph's content: ops with their arguments (nodes by position), the inputs' shapes
-    and dtypes, the weights by shape, dtype and values wherever an op reads them. Equal for
-    equal subgraphs in every process, and on any device: where a weight's get_attr sits, its
-    stride and device are left out, so the split module's submodule and hv.measure's rebuilt
-    one (weights gathered first, on the GPU) share a key. `seen`: weight digests already taken
-    during this build, by storage address, shape, stride, dtype and version (a split module's
-    submodules hold other tensor objects over the graph's weights; all alive while it runs)."""
-    index: dict[torch.fx.Node, Any] = {}
-    rows: list[tuple] = []
-    weights = [w for w in (fetch_attr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr")
-               if isinstance(w, torch.Tensor)]
-    if seen is None or any(_where(w) not in seen for w in weights):
-        tensor_digests(weights)  # the big ones side by side; remembered for the loop below
-    for n in gm.graph.nodes:
-        if n.op == "get_attr":
-            value = fetch_attr(gm, n.target)
-            index[n] = (("W", tuple(value.shape), str(value.dtype), _weight_digest(value, seen))
-                        if isinstance(value, torch.Tensor) else ("A", repr(type(value))))
-            continue
-        index[n] = f"%{len(rows)}"
-        if n.op == "placeholder":
-            rows.append(("placeholder", _value(n.meta.get("val"))))
-        elif n.op == "output":  # its values, flat: (x,) and ((x,),) return the same engine outputs
-            leaves: list[Any] = []
-            torch.fx.node.map_arg(n.args, lambda a: leaves.append(index[a]))
-            rows.append(("output", repr(leaves)))
-        else:
-            target = n.target if isinstance(n.target, str) else f"{getattr(n.target, '__module__', '')}." \
-                                                                  f"{getattr(n.target, '__qualname__', n.target)}"
-            args = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: index[a])
-            rows.append((n.op, str(target), repr(args)))
-    return tuple(rows)
-
-
-def _where(t: torch.Tensor) -> tuple:
-    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype,
-            t._version, t.device.type)
-
-
-def _weight_digest(t: torch.Tensor, seen: dict | None) -> str:
-    if seen is None:
-        return tensor_digest(t)
-    where = _where(t)
-    if where not in seen:
-        seen[where] = tensor_digest(t)
-    return seen[where]
-
-
-def run_key(gm: torch.fx.GraphModule, inputs: Any, seen: dict | None = None) -> str:
-    """The store's key for running the lowered graph `gm` once in PyTorch on `inputs`."""
-    values = tuple(tensor_digest(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
-    return digest((KEY_VERSION, "run", content_key(gm, seen), tuple(map(tensor_key, inputs)), values,
-                   torch.__version__))
-
-
-def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False, seen: dict | None = None) -> str:
-    """The store's key for building `gm` with these settings on this install: `trt_settings` as
-    part.build() takes them (a dict or None, with `tf32`), or the CompilationSettings hv.measure
-    converts with (its TF32 read from it)."""
-    fields, on = conversion_fields(trt_settings)
-    return digest((KEY_VERSION, content_key(gm, seen), settings_digest(fields), bool(tf32 or on), torch.__version__,
-                   installed_distribution(), library_version()))
 
 
 def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict] | None:
@@ -263,4 +180,4 @@ class EngineStore:
             total -= size
 
 
-__all__ = ["EngineStore", "build_key", "content_key", "run_key", "stored_engine", "KEY_VERSION"]
+__all__ = ["EngineStore", "stored_engine"]

@@ -15,7 +15,8 @@ from typing import Any
 from hierviz import trt
 
 from hierviz.capturing import disk_cache as capture_cache
-from hierviz.building.engine_store import EngineStore, build_key, run_key
+from hierviz.building.build_keys import build_key, run_key
+from hierviz.building.engine_store import EngineStore
 from hierviz.building.graph_run import RunFailure, first_failure
 from hierviz.errors import TensorRTUnavailableError
 
