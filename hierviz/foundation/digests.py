@@ -1,6 +1,6 @@
-"""Digests that are the same in every process: of a tensor's values (remembered while it is
-unchanged), of a tensor's spec, and of a tuple of parts. The compile cache and the build cache
-key on them.
+"""Digests that are the same in every process: of a tensor's values (taken once per process while
+it is unchanged), of a tensor's spec, of raw bytes, and of a tuple of parts. The compile cache and
+the build cache key on them.
 """
 
 from __future__ import annotations
@@ -8,10 +8,10 @@ from __future__ import annotations
 import concurrent.futures
 import hashlib
 import os
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 import torch
-from torch.utils.weak import WeakIdKeyDictionary
+from torch.multiprocessing.reductions import StorageWeakRef
 
 
 def stamp(t: torch.Tensor) -> tuple:
@@ -29,17 +29,33 @@ def tensor_key(t: Any) -> tuple:
     return ("O", type(t).__qualname__)
 
 
-_DIGESTS: WeakIdKeyDictionary = WeakIdKeyDictionary()
+class _Remembered(NamedTuple):
+    storage: StorageWeakRef  # expired once the storage is freed; while held, its address is not reused
+    version: int
+    digest: str
 
 
-def tensor_digest(t: torch.Tensor) -> str:
-    """A SHA-256 of the tensor's values, remembered while the tensor is unchanged (its data
-    pointer and version counter). In-place changes made through `.data` bypass the version
-    counter: clear the cache after them."""
-    now = stamp(t)
-    hit = _DIGESTS.get(t)
-    if hit is not None and hit[0] == now:
-        return hit[1]
+# tensor digests taken in this process, by the storage they view (its StorageImpl's address, which
+# the weak reference above keeps from being reused) and the view's place on it
+_DIGESTS: dict[tuple, _Remembered] = {}
+_SWEEP_MIN = 256
+_SWEEP_AT = [_SWEEP_MIN]  # forget entries of freed storages when there are this many
+
+
+def _view(t: torch.Tensor) -> tuple[tuple, StorageWeakRef] | None:
+    """(where `t`'s values lie, a weak reference to their storage), or None for a tensor without
+    one storage (sparse, meta, a tensor subclass that hides it)."""
+    try:
+        storage = t.untyped_storage()
+        where = (storage._cdata, t.data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype,
+                 str(t.device))
+        return where, StorageWeakRef(storage)
+    except (RuntimeError, NotImplementedError, TypeError):
+        return None
+
+
+def _hash_values(t: torch.Tensor) -> str:
+    """A SHA-256 of the tensor's shape, dtype and values (its bytes, on the CPU)."""
     data = t.detach()
     if data.is_complex():
         data = torch.view_as_real(data)
@@ -48,9 +64,49 @@ def tensor_digest(t: torch.Tensor) -> str:
     h.update(repr((tuple(data.shape), str(data.dtype))).encode())
     if data.numel():
         h.update(data.reshape(-1).view(torch.uint8).numpy().data)  # the bytes, not a copy of them
-    value = h.hexdigest()
-    _DIGESTS[t] = (now, value)
+    return h.hexdigest()
+
+
+def tensor_digest(t: torch.Tensor) -> str:
+    """A SHA-256 of the tensor's values, taken once per process for one view of one storage.
+
+    Remembered by the storage (not the tensor object: a split module's submodules and
+    `nn.Parameter(w)` are other objects over the same weights, hashed once for all) and the
+    view's place on it (data pointer, offset, shape, stride, dtype, device); used again only
+    while the storage lives (a weak reference: a new tensor at a freed one's address is hashed
+    anew) and the tensor's version counter is the one it was taken at (an in-place change is
+    hashed anew). Changes the version counter does not see (through `.data`, or by memory
+    shared outside torch) are not seen: `forget_digests()` after them."""
+    view = _view(t)
+    if view is not None:
+        hit = _DIGESTS.get(view[0])
+        if hit is not None and hit.version == t._version and not hit.storage.expired():
+            return hit.digest
+    value = _hash_values(t)
+    if view is not None:
+        _DIGESTS[view[0]] = _Remembered(view[1], t._version, value)
+        if len(_DIGESTS) >= _SWEEP_AT[0]:
+            _sweep()
     return value
+
+
+def _sweep() -> None:
+    """Forget the digests of freed storages; sweep again when twice as many remain."""
+    for where, entry in list(_DIGESTS.items()):
+        if entry.storage.expired():
+            _DIGESTS.pop(where, None)
+    _SWEEP_AT[0] = max(_SWEEP_MIN, 2 * len(_DIGESTS))
+
+
+def forget_digests() -> None:
+    """Forget every remembered tensor digest (after changing weights in a way torch's version
+    counter does not see)."""
+    _DIGESTS.clear()
+
+
+def data_digest(data: bytes | memoryview) -> str:
+    """A SHA-256 (hex) of raw bytes (a serialized engine: about 1.2 s for 2 GiB here)."""
+    return hashlib.sha256(data).hexdigest()
 
 
 PARALLEL_BYTES = 1 << 22  # tensors at least this big are hashed on threads (hashlib lets go of the GIL)
@@ -73,4 +129,5 @@ def digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
-__all__ = ["digest", "stamp", "tensor_digest", "tensor_digests", "tensor_key", "PARALLEL_BYTES"]
+__all__ = ["data_digest", "digest", "forget_digests", "stamp", "tensor_digest", "tensor_digests", "tensor_key",
+           "PARALLEL_BYTES"]

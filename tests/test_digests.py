@@ -1,0 +1,86 @@
+"""A weight's values are hashed once per process (the capture key, the build key and the compile
+cache all ask for them), and never answered from an old digest after an in-place change, for
+another view of the storage, or for a new tensor that took a freed one's place."""
+
+from __future__ import annotations
+
+import gc
+
+import torch
+
+from hierviz.foundation import digests
+
+
+def _counting(monkeypatch) -> list[torch.Tensor]:
+    """Count the tensors whose values are actually hashed."""
+    hashed: list[torch.Tensor] = []
+    real = digests._hash_values
+
+    def counted(t: torch.Tensor) -> str:
+        hashed.append(t)
+        return real(t)
+
+    monkeypatch.setattr(digests, "_hash_values", counted)
+    digests.forget_digests()
+    return hashed
+
+
+def test_a_weight_is_hashed_once_for_every_object_over_it(monkeypatch):
+    hashed = _counting(monkeypatch)
+    w = torch.randn(64, 32)
+    first = digests.tensor_digest(w)
+    assert digests.tensor_digest(w) == first
+    assert digests.tensor_digest(torch.nn.Parameter(w)) == first  # another object, the same storage
+    assert digests.tensor_digests([w, w.detach()]) == [first, first]
+    assert len(hashed) == 1
+
+
+def test_an_in_place_change_is_hashed_again(monkeypatch):
+    hashed = _counting(monkeypatch)
+    w = torch.zeros(16)
+    before = digests.tensor_digest(w)
+    w.add_(1)
+    after = digests.tensor_digest(w)
+    assert after != before
+    assert after == digests._hash_values(torch.ones(16))
+    assert len(hashed) == 3  # before, after, and the reference just above
+
+
+def test_another_view_of_the_storage_gets_its_own_digest():
+    digests.forget_digests()
+    w = torch.arange(12.0).reshape(3, 4)
+    whole = digests.tensor_digest(w)
+    assert digests.tensor_digest(w[1]) != whole
+    assert digests.tensor_digest(w[1]) == digests.tensor_digest(torch.tensor([4.0, 5.0, 6.0, 7.0]))
+    assert digests.tensor_digest(w.t()) != whole
+    assert digests.tensor_digest(w.view(torch.int32)) != whole
+
+
+def test_a_new_tensor_at_a_freed_ones_address_is_hashed_anew():
+    digests.forget_digests()
+    memory = bytearray(torch.zeros(8).numpy().tobytes())
+    old = torch.frombuffer(memory, dtype=torch.float32)  # the same address, shape and version each time
+    address, before = old.data_ptr(), digests.tensor_digest(old)
+    del old
+    gc.collect()
+    memory[:] = torch.ones(8).numpy().tobytes()
+    new = torch.frombuffer(memory, dtype=torch.float32)
+    assert new.data_ptr() == address and new._version == 0
+    assert digests.tensor_digest(new) == digests._hash_values(torch.ones(8)) != before
+
+
+def test_freed_storages_are_forgotten(monkeypatch):
+    digests.forget_digests()
+    monkeypatch.setattr(digests, "_SWEEP_MIN", 4)
+    monkeypatch.setattr(digests, "_SWEEP_AT", [4])
+    kept = torch.ones(3)
+    digests.tensor_digest(kept)
+    for _ in range(300):
+        digests.tensor_digest(torch.randn(3))
+    assert len(digests._DIGESTS) < 16
+    assert digests.tensor_digest(kept) == digests._hash_values(kept)
+
+
+def test_raw_bytes_digest_is_sha256():
+    assert digests.data_digest(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+    assert digests.data_digest(memoryview(b"abc")) == digests.data_digest(b"abc")
