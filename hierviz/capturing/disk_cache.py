@@ -46,7 +46,7 @@ from hierviz.version import __version__
 
 FORMAT = "hierviz-capture/2"  # /2: the modules moved into packages (pickled class paths changed)
 GRAPHS_FORMAT = "hierviz-graphs-capture/2"  # torch.compile's capture: several graphs and their values
-DEFAULT_LIMIT = 2 * 1024**3  # bytes
+DEFAULT_LIMIT = 2 * 1024**3  # bytes: the least the cache may hold (`limit`)
 ENV_DIR, ENV_SWITCH, ENV_LIMIT = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE", "HIERVIZ_CACHE_LIMIT"
 SUFFIX = ".capture"
 _OFF = {"0", "false", "no", "off"}
@@ -82,11 +82,23 @@ def enabled(cache: bool = True) -> bool:
 
 
 def limit() -> int:
-    """The size bound in bytes ($HIERVIZ_CACHE_LIMIT, default 2 GB)."""
+    """The size bound in bytes of the capture cache, and of the build cache (each): $HIERVIZ_CACHE_LIMIT
+    when it is a whole number of bytes; else a quarter of the free space on the cache folder's disk,
+    at least DEFAULT_LIMIT (2 GiB) and at most 20 GiB, so that a billion-parameter engine (2.2 GB in
+    bf16) is kept with room for others wherever the disk has 10 GB free. Read when a store opens."""
+    explicit = os.environ.get(ENV_LIMIT, "").strip()
+    if explicit.isdecimal():
+        return int(explicit)
+    import shutil
+
+    where = folder()
+    while not where.exists() and where.parent != where:  # the folder may not be made yet
+        where = where.parent
     try:
-        return int(os.environ.get(ENV_LIMIT, DEFAULT_LIMIT))
-    except ValueError:
+        free = shutil.disk_usage(where).free
+    except OSError:
         return DEFAULT_LIMIT
+    return max(DEFAULT_LIMIT, min(free // 4, 20 * 1024**3))
 
 
 # ---------------------------------------------------------------------------- the key
