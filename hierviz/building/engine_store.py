@@ -6,7 +6,14 @@ It holds what the build gave (`EngineBuild`'s fields, as JSON), the serialized e
 what Torch-TensorRT's runtime module needs beside it (binding names, flags), so that on a GPU
 hv.measure and part.compile() load a built engine instead of building it again
 (`stored_engine`). The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
-turns it off. It is bounded like the capture cache: the least recently used entries go first.
+turns it off. It is bounded like the capture cache (`disk_cache.limit`): the least recently used
+entries go first, and an entry larger than the bound is not kept (`EngineStore.notes` says so).
+
+Entries are checked when read: the record keeps the engine's and the runtime record's length and
+SHA-256. `load` compares the engine file's length (a stat: a cached build of a 2.2 GB engine must
+stay well under a second) and the runtime record's bytes; `engine` compares the digest of the
+bytes it reads (about 1.2 s for 2 GiB here, paid only where the engine is used: hv.measure,
+part.compile()). A damaged entry is removed with one CacheWarning and built again.
 """
 
 from __future__ import annotations
@@ -16,22 +23,30 @@ import json
 import os
 import pickle
 import tempfile
+import time
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from hierviz.capturing import disk_cache as capture_cache
 from hierviz.building.build_keys import build_key
+from hierviz.capturing import disk_cache as capture_cache
+from hierviz.errors import user_stacklevel
+from hierviz.foundation.digests import data_digest
 from hierviz.trt.engine_builder import EngineBuild
 
 FOLDER = "builds"
+TMP = ".tmp-"  # a file being written; one older than STALE_TMP_S was left by a killed writer
+STALE_TMP_S = 600
+_BUILD_FILES = (".json", ".engine", ".runtime")
 
 
 def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict] | None:
     """(serialized engine, runtime record) that part.build() kept for `gm` with these settings
     (hv.measure's CompilationSettings), or None: what hv.measure and part.compile() load instead
-    of building the engine again. None when the build cache is off."""
+    of building the engine again. None when the build cache is off, or the entry is damaged
+    (then it is removed, with a CacheWarning, and built again)."""
     if not capture_cache.enabled():
         return None
     store = EngineStore()
@@ -43,90 +58,191 @@ def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict]
     return None if engine is None or runtime is None else (engine, runtime)
 
 
+def _size(n: int) -> str:
+    return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} bytes"
+
+
+class _Stale(Exception):
+    """An entry whose files disagree with its record."""
+
+
 class EngineStore:
-    """The folder of built engines (`<key>.json` and `<key>.engine`), bounded by `max_bytes`."""
+    """The folder of built engines (`<key>.json`, `<key>.engine`, `<key>.runtime`) and of graph
+    runs (`run-<key>.json`), bounded by `max_bytes`. `notes`: what a user should know of what it
+    did not keep."""
 
     def __init__(self, where: Path | None = None, max_bytes: int | None = None) -> None:
         self.folder = (where if where is not None else capture_cache.folder()) / FOLDER
         self.max_bytes = capture_cache.limit() if max_bytes is None else max_bytes
+        self.notes: list[str] = []
+        self._remove_stale_tmp()
+
+    # ------------------------------------------------------------------ reading
+    def _record(self, key: str) -> dict:
+        """The JSON record of `key`'s build (FileNotFoundError when there is none; _Stale when it is
+        not this key's, or not of this store's format)."""
+        try:
+            fields = json.loads((self.folder / f"{key}.json").read_text())
+        except ValueError as exc:
+            raise _Stale(f"its record is not JSON: {exc}") from None
+        if not isinstance(fields, dict) or fields.get("key") != key or not isinstance(fields.get("check"), dict):
+            raise _Stale("its record is not this key's")
+        return fields
 
     def load(self, key: str) -> EngineBuild | None:
         """The build kept under `key` (its engine left on disk: `engine(key)` reads it), or None
-        when there is none or it cannot be read (then it is removed)."""
-        meta = self.folder / f"{key}.json"
+        when there is none, or it is damaged (its engine file's length or its runtime record
+        disagrees with the record: then it is removed, with a CacheWarning)."""
         try:
-            fields = json.loads(meta.read_text())
-            if fields.pop("key", None) != key:
-                raise ValueError("not this key's entry")
-            if fields.pop("has_engine", False) and not (self.folder / f"{key}.engine").exists():
-                raise ValueError("its engine file is gone")
-            build = EngineBuild(**fields)
+            fields = self._record(key)
+            check = fields.pop("check")
+            fields.pop("key")
+            if check.get("engine_bytes") is not None:
+                self._check_length(key, check["engine_bytes"])
+            if check.get("runtime_bytes") is not None:
+                self._check_bytes(self.folder / f"{key}.runtime", check["runtime_bytes"], check["runtime_digest"])
+            build = self._build(fields)
         except FileNotFoundError:
             return None
-        except (OSError, ValueError, TypeError):
-            self.remove(key)
+        except (_Stale, OSError, TypeError, ValueError) as exc:
+            self.stale(key, exc)
             return None
-        for path in (meta, self.folder / f"{key}.engine"):
-            try:
-                os.utime(path)  # recently used: evicted last
-            except OSError:
-                pass
+        self._used(key)
         return build
 
-    def engine(self, key: str) -> bytes | None:
-        """The serialized engine kept under `key`, or None."""
+    def _check_length(self, key: str, expected: int) -> None:
         try:
-            return (self.folder / f"{key}.engine").read_bytes()
-        except OSError:
+            size = (self.folder / f"{key}.engine").stat().st_size
+        except FileNotFoundError:
+            raise _Stale("its engine file is gone") from None
+        if size != expected:
+            raise _Stale(f"its engine file is {size} bytes, the record says {expected}")
+
+    def _check_bytes(self, path: Path, size: int, digest: str) -> bytes:
+        """The bytes of `path`, checked against the record's length and digest."""
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise _Stale(f"its {path.suffix[1:]} file is gone") from None
+        if len(data) != size:
+            raise _Stale(f"its {path.suffix[1:]} file is {len(data)} bytes, the record says {size}")
+        if data_digest(data) != digest:
+            raise _Stale(f"its {path.suffix[1:]} file's digest disagrees with the record")
+        return data
+
+    @staticmethod
+    def _build(fields: dict) -> EngineBuild:
+        """An EngineBuild of the record's fields (JSON lists back to tuples where the field is one)."""
+        types = {f.name: str(f.type) for f in dataclasses.fields(EngineBuild)}
+        for name, value in fields.items():
+            if isinstance(value, list) and types.get(name, "").startswith("tuple"):
+                fields[name] = tuple(value)
+        return EngineBuild(**fields)
+
+    def stale(self, key: str, why: BaseException | str) -> None:
+        """Say (one CacheWarning) that the build kept under `key` is damaged, and remove it: it is
+        built again."""
+        warnings.warn(f"part.build(): the cached build {self.folder / key}.* is damaged ({why}); it is removed "
+                      "and will be built again. `hierviz cache clear` empties the cache.",
+                      capture_cache.CacheWarning, stacklevel=user_stacklevel())
+        self.remove(key)
+
+    def _used(self, key: str) -> None:
+        for suffix in _BUILD_FILES:
+            try:
+                os.utime(self.folder / f"{key}{suffix}")  # recently used: evicted last
+            except OSError:
+                pass
+
+    def engine(self, key: str) -> bytes | None:
+        """The serialized engine kept under `key`, checked against its record's length and digest;
+        None when there is none or it is damaged (then removed, with a CacheWarning): a damaged
+        engine never reaches hv.measure."""
+        try:
+            check = self._record(key)["check"]
+            if check.get("engine_bytes") is None:
+                return None
+            return self._check_bytes(self.folder / f"{key}.engine", check["engine_bytes"], check["engine_digest"])
+        except FileNotFoundError:
+            return None
+        except (_Stale, OSError, KeyError, TypeError) as exc:
+            self.stale(key, exc)
             return None
 
     def runtime(self, key: str) -> dict | None:
-        """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, or None."""
+        """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, or None
+        (a damaged one is removed, with a CacheWarning)."""
         try:
             with open(self.folder / f"{key}.runtime", "rb") as f:
                 value = pickle.load(f)
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError):
+        except FileNotFoundError:
+            return None
+        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+            self.stale(key, f"its runtime file cannot be read: {type(exc).__name__}: {exc}")
             return None
         return value if isinstance(value, dict) else None
 
     def load_run(self, key: str) -> tuple[bool, dict | None]:
         """(known, the run failure's fields or None) of a graph's run in PyTorch kept under `key`."""
+        path = self.folder / f"run-{key}.json"
         try:
-            fields = json.loads((self.folder / f"run-{key}.json").read_text())
+            fields = json.loads(path.read_text())
+            os.utime(path)
         except (OSError, ValueError):
             return False, None
         return True, fields.get("failure")
 
+    # ------------------------------------------------------------------ writing
     def save_run(self, key: str, failure: dict | None) -> None:
         """Keep what running a graph in PyTorch gave (None: it ran) under `key`."""
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             self._write(self.folder / f"run-{key}.json", json.dumps({"failure": failure}, sort_keys=True).encode())
         except OSError:
-            pass
+            return
+        self._prune(keep=f"run-{key}")
 
-    def save(self, key: str, build: EngineBuild) -> bool:
-        """Keep `build` under `key` (the engine first, then its record, each atomically); then
-        drop the least recently used entries beyond the bound. False when the folder cannot be
-        written (not an error: the build is simply not kept)."""
+    def save(self, key: str, build: EngineBuild, *, label: str = "") -> str | None:
+        """Keep `build` under `key` (the engine first, then its runtime record, then its record,
+        each atomically); then drop the least recently used entries beyond the bound. None when it
+        is kept; else why not (also added to `notes`, naming `label`, the subgraph's tag): an
+        entry larger than the bound (nothing is evicted for it), or a folder that cannot be
+        written. Neither is an error: the build is simply not kept."""
         fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build)
                   if f.name not in ("engine", "runtime")}
-        fields.update(key=key, has_engine=build.engine is not None, engine_size=build.engine_bytes)
+        runtime = None if build.runtime is None else pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
+        fields.update(key=key, engine_size=build.engine_bytes, check={
+            "engine_bytes": None if build.engine is None else len(build.engine),
+            "engine_digest": None if build.engine is None else data_digest(build.engine),
+            "runtime_bytes": None if runtime is None else len(runtime),
+            "runtime_digest": None if runtime is None else data_digest(runtime)})
+        record = json.dumps(fields, sort_keys=True).encode()
+        size = len(record) + len(build.engine or b"") + len(runtime or b"")
+        what = f"{label}'s engine" if label else "an engine"
+        if size > self.max_bytes:
+            room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
+            return self._note(f"{what} ({_size(size)}) was not kept in the build cache: it is larger than the cache "
+                              f"limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<bytes> to keep it "
+                              f"(e.g. {capture_cache.ENV_LIMIT}={room})")
         try:
             self.folder.mkdir(parents=True, exist_ok=True)
             if build.engine is not None:
                 self._write(self.folder / f"{key}.engine", build.engine)
-            if build.runtime is not None:
-                runtime = pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
+            if runtime is not None:
                 self._write(self.folder / f"{key}.runtime", runtime)
-            self._write(self.folder / f"{key}.json", json.dumps(fields, sort_keys=True).encode())
-        except OSError:
-            return False
-        self._prune()
-        return True
+            self._write(self.folder / f"{key}.json", record)
+        except OSError as exc:
+            return self._note(f"{what} was not kept in the build cache: {self.folder} cannot be written ({exc})")
+        self._prune(keep=key)
+        return None
+
+    def _note(self, text: str) -> str:
+        if text not in self.notes:
+            self.notes.append(text)
+        return text
 
     def _write(self, path: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-")
+        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=TMP)
         try:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
@@ -136,12 +252,14 @@ class EngineStore:
             raise
 
     def remove(self, key: str) -> None:
-        for name in (f"{key}.json", f"{key}.engine", f"{key}.runtime", f"run-{key}.json"):
+        """Remove the build kept under `key` (its record, engine and runtime record)."""
+        for suffix in _BUILD_FILES:
             try:
-                (self.folder / name).unlink()
+                (self.folder / f"{key}{suffix}").unlink()
             except OSError:
                 pass
 
+    # ------------------------------------------------------------------ the folder
     def builds(self) -> list[Path]:
         """The record of every build kept (one `<key>.json` each)."""
         try:
@@ -166,18 +284,57 @@ class EngineStore:
             pass
         return count
 
-    def _prune(self) -> None:
+    def entries(self) -> list[tuple[str, int, float, list[Path]]]:
+        """(name, bytes, last used, files) of every entry, least recently used first: a build is
+        its `<key>.*` files together (name `<key>`), a graph run its `run-<key>.json` (name
+        `run-<key>`). Files being written (`.tmp-*`) belong to none."""
+        grouped: dict[str, tuple[int, float, list[Path]]] = {}
         try:
-            files = [(p.stat().st_mtime, p.stat().st_size, p) for p in self.folder.iterdir()
-                     if not p.name.startswith(".")]
+            paths = [p for p in self.folder.iterdir() if not p.name.startswith(".")]
         except OSError:
-            return
-        total = sum(size for _, size, _ in files)
-        for _, size, path in sorted(files, key=lambda f: f[0]):
+            return []
+        for path in paths:
+            try:
+                st = path.stat()
+            except OSError:
+                continue
+            name = path.name.split(".", 1)[0]
+            size, used, files = grouped.get(name, (0, 0.0, []))
+            grouped[name] = (size + st.st_size, max(used, st.st_mtime), [*files, path])
+        return sorted(((name, *entry) for name, entry in grouped.items()), key=lambda e: (e[2], e[0]))
+
+    def _prune(self, keep: str) -> None:
+        """Remove least recently used entries until the total is within the bound (never `keep`,
+        the entry just written, which fits by itself), and temp files a killed writer left."""
+        self._remove_stale_tmp()
+        entries = self.entries()
+        total = sum(size for _, size, _, _ in entries)
+        for name, size, _, files in entries:
             if total <= self.max_bytes:
                 break
-            self.remove(path.stem.removeprefix("run-"))
+            if name == keep:
+                continue
+            for path in files:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
             total -= size
 
+    def _remove_stale_tmp(self) -> None:
+        """Remove `.tmp-*` files older than STALE_TMP_S (a writer killed mid-file); a fresh one
+        is another process writing now, and is left."""
+        old = time.time() - STALE_TMP_S
+        try:
+            paths = list(self.folder.glob(f"{TMP}*"))
+        except OSError:
+            return
+        for path in paths:
+            try:
+                if path.stat().st_mtime < old:
+                    path.unlink()
+            except OSError:
+                pass
 
-__all__ = ["EngineStore", "stored_engine"]
+
+__all__ = ["EngineStore", "stored_engine", "STALE_TMP_S"]
