@@ -7,10 +7,13 @@ import os
 import shutil
 import time
 import types
+import warnings
 
 import pytest
+import torch
 
-from hierviz.building.engine_store import EngineStore
+from hierviz.building.build_keys import build_key
+from hierviz.building.engine_store import STALE_TMP_S, EngineStore, stored_engine
 from hierviz.capturing import disk_cache
 from hierviz.trt.engine_builder import EngineBuild
 
@@ -147,3 +150,83 @@ def test_the_entry_just_written_is_not_evicted_by_its_own_save(tmp_path, monkeyp
     assert store.save("new", _build()) is None
     assert _kept(store) == {"new"}
     assert store.load("new") is not None and store.engine("new") == b"x" * 100
+
+
+# ---------------------------------------------------------------------------- checked on read
+def _kept_one(tmp_path) -> EngineStore:
+    store = EngineStore(tmp_path, max_bytes=10**6)
+    assert store.save("k", _build(bytes(range(100)), input_binding_names=["x"])) is None
+    return store
+
+
+def _damaged(call) -> tuple[object, list[str]]:
+    """What `call()` gives, and the CacheWarnings it issued."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        value = call()
+    return value, [str(w.message) for w in caught if issubclass(w.category, disk_cache.CacheWarning)]
+
+
+def test_a_truncated_engine_is_stale_removed_and_built_again(tmp_path):
+    store = _kept_one(tmp_path)
+    engine = store.folder / "k.engine"
+    engine.write_bytes(engine.read_bytes()[:10])
+    found, said = _damaged(lambda: store.load("k"))
+    assert found is None
+    assert len(said) == 1 and "k.*" in said[0] and "its engine file is 10 bytes, the record says 100" in said[0]
+    assert "will be built again" in said[0]
+    assert _files(store) == {}  # removed: the next build replaces it
+    again, said = _damaged(lambda: store.load("k"))
+    assert again is None and said == []  # said once
+    assert store.save("k", _build(bytes(range(100)))) is None and store.engine("k") == bytes(range(100))
+
+
+def test_a_damaged_runtime_record_is_stale(tmp_path):
+    store = _kept_one(tmp_path)
+    runtime = store.folder / "k.runtime"
+    runtime.write_bytes(runtime.read_bytes()[:-3])
+    found, said = _damaged(lambda: store.load("k"))
+    assert found is None and len(said) == 1 and "runtime file is" in said[0]
+    assert _files(store) == {}
+
+    store = _kept_one(tmp_path)
+    data = bytearray(runtime.read_bytes())
+    data[-2] ^= 0xFF  # the same length, other bytes
+    runtime.write_bytes(bytes(data))
+    found, said = _damaged(lambda: store.load("k"))
+    assert found is None and len(said) == 1 and "runtime file's digest disagrees" in said[0]
+
+
+def test_an_engine_with_a_flipped_byte_never_reaches_hv_measure(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("HIERVIZ_CACHE", "1")
+    gm = torch.fx.symbolic_trace(torch.nn.ReLU())
+    store = EngineStore(max_bytes=10**6)
+    key = build_key(gm, None)
+    assert store.save(key, _build(bytes(range(100)), input_binding_names=["x"])) is None
+    assert stored_engine(gm, None) == (bytes(range(100)), {"input_binding_names": ["x"]})
+    engine = store.folder / f"{key}.engine"
+    data = bytearray(engine.read_bytes())
+    data[50] ^= 1
+    engine.write_bytes(bytes(data))
+    assert store.load(key) is not None  # the length agrees: load (a cached build) stats, it does not hash
+    found, said = _damaged(lambda: stored_engine(gm, None))
+    assert found is None
+    assert len(said) == 1 and "its engine file's digest disagrees with the record" in said[0]
+    assert not engine.exists()
+
+
+def test_a_killed_writers_temp_files_are_removed_a_fresh_ones_left(tmp_path):
+    store = _kept_one(tmp_path)
+    old, fresh = store.folder / ".tmp-killed", store.folder / ".tmp-writing"
+    old.write_bytes(b"half an engine")
+    fresh.write_bytes(b"an engine being written")
+    when = time.time() - STALE_TMP_S - 60
+    os.utime(old, (when, when))
+    EngineStore(tmp_path)  # opened
+    assert not old.exists() and fresh.exists()
+    old.write_bytes(b"half an engine")
+    os.utime(old, (when, when))
+    store.save("other", _build())  # pruned
+    assert not old.exists() and fresh.exists()
+    assert "other" in _kept(store) and "k" in _kept(store)
