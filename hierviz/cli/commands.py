@@ -78,8 +78,11 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """`hierviz cache info|clear`: the capture cache's and the build cache's folders, entries and
-    sizes, or empty them."""
+    sizes and their limit (`disk_cache.limit`), or empty them."""
+    import os
+
     from hierviz.building.engine_store import EngineStore
+    from hierviz.capturing.disk_cache import ENV_LIMIT
 
     store, engines = CaptureStore(), EngineStore()
     if args.action == "clear":
@@ -93,6 +96,10 @@ def cmd_cache(args: argparse.Namespace) -> int:
     built = len(engines.builds())
     print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
           f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
+    chosen = (f"set by {ENV_LIMIT}" if os.environ.get(ENV_LIMIT, "").strip().isdecimal() else
+              "a quarter of the free space on its disk, at least 2 GiB and at most 20 GiB; "
+              f"{ENV_LIMIT}=<bytes> sets it")
+    print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache ({chosen})")
     return 0
 
 

@@ -230,3 +230,16 @@ def test_a_killed_writers_temp_files_are_removed_a_fresh_ones_left(tmp_path):
     store.save("other", _build())  # pruned
     assert not old.exists() and fresh.exists()
     assert "other" in _kept(store) and "k" in _kept(store)
+
+
+def test_cache_info_says_the_limit_and_how_it_was_chosen(cache_dir, monkeypatch, capsys):
+    from hierviz.cli.commands import main
+
+    _free_space(monkeypatch, 40 * GiB)
+    assert main(["cache", "info"]) == 0
+    out = capsys.readouterr().out
+    assert f"limit: 10.0 GiB ({10 * GiB} bytes) for each cache (a quarter of the free space on its disk, at least " \
+           "2 GiB and at most 20 GiB; HIERVIZ_CACHE_LIMIT=<bytes> sets it)" in out
+    monkeypatch.setenv("HIERVIZ_CACHE_LIMIT", str(3 * GiB))
+    assert main(["cache", "info"]) == 0
+    assert f"limit: 3.0 GiB ({3 * GiB} bytes) for each cache (set by HIERVIZ_CACHE_LIMIT)" in capsys.readouterr().out
