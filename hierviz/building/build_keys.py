@@ -4,6 +4,8 @@ A build is keyed by a SHA-256 over
   - the subgraph's content: its ops and their arguments (node names left out), the shape and
     dtype of each input (`meta['val']`, what Torch-TensorRT builds the engine's inputs from),
     the weights' shapes, dtypes and values (an engine holds its weights);
+  - each input's optimization profile (min, opt and max shapes: a dynamic dimension's range
+    and its example size, `optimization_profiles`), which a symbol's name alone does not say;
   - the conversion settings (the user's trt_settings, and TF32 on or off);
   - the installed torch, Torch-TensorRT and TensorRT versions (read from their metadata).
 """
@@ -14,12 +16,13 @@ from typing import Any
 
 import torch
 
+from hierviz.building.optimization_profiles import key_of as profile_key
 from hierviz.capturing.graph_codec import fetch_attr
 from hierviz.foundation.digests import digest, tensor_digest, tensor_digests, tensor_key
 from hierviz.trt.loading import installed_distribution, library_version
 from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
-KEY_VERSION = "hierviz-build-v1"
+KEY_VERSION = "hierviz-build-v2"  # v2: the optimization profile and effective settings keyed
 
 
 def _value(value: Any) -> Any:
@@ -83,8 +86,8 @@ def _weight_digest(t: torch.Tensor, seen: dict | None) -> str:
 def run_key(gm: torch.fx.GraphModule, inputs: Any, seen: dict | None = None) -> str:
     """The store's key for running the lowered graph `gm` once in PyTorch on `inputs`."""
     values = tuple(tensor_digest(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
-    return digest((KEY_VERSION, "run", content_key(gm, seen), tuple(map(tensor_key, inputs)), values,
-                   torch.__version__))
+    return digest((KEY_VERSION, "run", content_key(gm, seen), profile_key(gm), tuple(map(tensor_key, inputs)),
+                   values, torch.__version__))
 
 
 def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False, seen: dict | None = None) -> str:
@@ -92,8 +95,8 @@ def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False, s
     part.build() takes them (a dict or None, with `tf32`), or the CompilationSettings hv.measure
     converts with (its TF32 read from it)."""
     fields, on = conversion_fields(trt_settings)
-    return digest((KEY_VERSION, content_key(gm, seen), settings_digest(fields), bool(tf32 or on), torch.__version__,
-                   installed_distribution(), library_version()))
+    return digest((KEY_VERSION, content_key(gm, seen), profile_key(gm), settings_digest(fields), bool(tf32 or on),
+                   torch.__version__, installed_distribution(), library_version()))
 
 
 __all__ = ["KEY_VERSION", "build_key", "content_key", "run_key"]

@@ -17,6 +17,7 @@ from hierviz.building.after_failure import runs_instead
 from hierviz.building.builds import Builds
 from hierviz.building.engine_fix import Fix, find_fix
 from hierviz.building.graph_run import RunFailure
+from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
 from hierviz.capturing.inputs import check as check_inputs, example_from_graph
@@ -24,6 +25,10 @@ from hierviz.partitioner import handoff
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
            "torch_executed_ops changes the lowering: change the model's line that made this node")
+CORNER_FIX = ("not a conversion failure: the engine's optimization profile admits {at}, where the graph fails in "
+              "PyTorch; no torch_executed_ops changes that: narrow the dynamic dimension's range to sizes the model "
+              "takes (Torch-TensorRT starts a range recorded from 2 at 1), or change the model's line that made this "
+              "node")
 
 
 def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
@@ -41,20 +46,24 @@ def _subgraph_rows(part: Any, builder: SubgraphBuilder, ir: str, graph: str,
     rows = []
     module = part.module if tensorrt_tags(part) else None
     for tag in tensorrt_tags(part):
-        made, cached = builder.build(getattr(module, tag))
+        sub = getattr(module, tag)
+        made, cached = builder.build(sub, label=tag)
         sg = part.subgraph(tag)
-        row = {"subgraph": tag, "ops": sg.compute_ops, "stage": made.stage, "layers": made.layers,
-               "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
+        row = {"subgraph": tag, "ops": sg.compute_ops, "stage": made.stage, "profile": profile_text(sub),
+               "layers": made.layers, "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
                "build_s": None if made.build_s is None else round(made.build_s, 4), "node": made.node,
-               "error": made.error, "runs_instead": None, "fix": None, "cached": cached, "exception": made.exception,
-               "source": ""}
+               "error": made.error, "details": getattr(made, "details", None),  # TODO-wire
+               "runs_instead": None, "fix": None, "cached": cached,
+               "exception": made.exception, "source": ""}
         if graph:
             row = {"graph": graph, **row}
         if made.stage != "built":
             row["runs_instead"] = runs_instead(ir, made.exception or "RuntimeError", graph)
         if failure is not None and failure.node in sg.nodes:
-            row.update(stage="run", node=failure.node, error=failure.error, source=failure.source,
-                       runs_instead=_after_run(ir, made, graph), fix=RUN_FIX)
+            error = f"at {failure.at}: {failure.error}" if failure.at else failure.error
+            row.update(stage="run", node=failure.node, error=error, details=error, source=failure.source,
+                       runs_instead=_after_run(ir, made, graph),
+                       fix=CORNER_FIX.format(at=failure.at) if failure.at else RUN_FIX)
         rows.append(row)
     return rows
 
@@ -98,7 +107,7 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
     found = None
     if failing and fix:
         def all_built(candidate: Any) -> bool:
-            return all(builder.build(getattr(candidate.module, tag))[0].stage == "built"
+            return all(builder.build(getattr(candidate.module, tag), label=tag)[0].stage == "built"
                        for tag in tensorrt_tags(candidate))
 
         found = find_fix(part, failing, all_built, handoff.handler("repartition"))
@@ -130,7 +139,8 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
     rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
     rows = [{k: v for k, v in r.items() if k != "graph"} for r in rows]
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
-                  ((graph, outside),) if outside else (), notes=tuple(notes))
+                  ((graph, outside),) if outside else (), notes=tuple(notes) + builder.notes(),
+                  fixed_partition=found.partition if found else None)
 
 
 def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
@@ -168,16 +178,20 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
             fixes.append(found)
     whole: frozenset[str] | None = None
     text = ""
+    fixed = None
     if fixes and all(f is not None and f.ops is not None for f in fixes):
         whole = frozenset().union(*(f.ops for f in fixes if f is not None and f.ops is not None))
         again = mp.repartitioned(mp.config.replace(torch_executed_ops=set(whole)))
-        if all(builder.build(getattr(g.module, tag))[0].stage == "built" for g in again.graphs
-               for tag in tensorrt_tags(g)):
+        kept = any(tensorrt_tags(g) for g in again.graphs)
+        if kept and all(builder.build(getattr(g.module, tag), label=tag)[0].stage == "built" for g in again.graphs
+                        for tag in tensorrt_tags(g)):
             text = f"torch_executed_ops={sorted(whole)}: every engine of every graph builds"
+            fixed = again
         else:
-            whole, text = None, "each graph's fix builds alone, but not all of them together"
+            whole, text = None, ("each graph's fix builds alone, but not all of them together" if kept else
+                                 "each graph's fix builds alone, but together they leave no TensorRT engine")
     return Builds(tuple(rows), name, on_cpu, "torch_compile", whole, text, tuple(outside), by_graph=True,
-                  notes=tuple(notes))
+                  notes=tuple(notes) + builder.notes(), fixed_partition=fixed)
 
 
 __all__ = ["build", "build_graphs", "build_one"]

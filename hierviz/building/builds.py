@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hierviz.building.graph_run import RunFailure
+from hierviz.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 STAGES = ("run", "convert", "build", "built")
-COLUMNS = ("subgraph", "ops", "stage", "layers", "engine_bytes", "convert_s", "build_s", "node", "error", "source",
-           "runs_instead", "fix", "cached")
+COLUMNS = ("subgraph", "ops", "stage", "profile", "layers", "engine_bytes", "convert_s", "build_s", "node", "error",
+           "details", "source", "runs_instead", "fix", "cached")
 
 
 # the columns that are numbers (a missing one is <NA> or NaN); every other column holds str or None
@@ -39,7 +40,8 @@ class Builds:
     graphs); `builder`: the TensorRT that built them, in words, and `on_cpu` whether it built
     ahead of time with no GPU; `ir`; `fix`: the `torch_executed_ops` shown to make every engine
     build (the whole set to pass to hv.partition), or None; `run_failures`: graphs that failed
-    when run in PyTorch at a node outside every TensorRT subgraph."""
+    when run in PyTorch at a node outside every TensorRT subgraph; `fixed_partition`: the
+    partition with the fix applied, whose engines were built (`fixed()`)."""
 
     rows: tuple[dict, ...]
     builder: str
@@ -50,11 +52,14 @@ class Builds:
     run_failures: tuple[tuple[str, RunFailure], ...] = ()
     by_graph: bool = False
     notes: tuple[str, ...] = field(default=())
+    fixed_partition: Any = field(default=None, repr=False, compare=False)
 
     @property
     def df(self) -> "pd.DataFrame":
         """One row per TensorRT subgraph: subgraph, ops, stage (run, convert, build or built),
-        layers, engine_bytes, convert_s, build_s, node, error, source (the user's line that made a
+        profile (each input's optimization profile, `name: min → opt → max`; a static input its
+        one shape), layers, engine_bytes, convert_s, build_s, node, error (the informative line,
+        at most 200 characters), details (the whole text), source (the user's line that made a
         node failing in PyTorch), runs_instead, fix, cached (read from the build cache)."""
         import pandas as pd
 
@@ -80,6 +85,15 @@ class Builds:
     @property
     def failed(self) -> list[dict]:
         return [r for r in self.rows if r["stage"] != "built"]
+
+    def fixed(self) -> Any:
+        """The partition with the fix applied (the settings it was built with, plus the fix's
+        `torch_executed_ops`), whose every engine was built while looking for the fix."""
+        if self.fixed_partition is None:
+            why = ("every engine built: there is nothing to fix" if self.ok and not self.fix_text
+                   else self.fix_text or "no fix was searched: call build(fix=True)")
+            raise ConfigError(f"Builds.fixed(): no fix to apply ({why}).")
+        return self.fixed_partition
 
     def row(self, tag: str, graph: str | None = None) -> dict | None:
         """The row of subgraph `tag` (of graph `graph`, across graphs), or None."""
@@ -130,9 +144,13 @@ class Builds:
                 out.append(f"  {name}: built, {r['layers']} layers, {megabytes(r['engine_bytes'])} "
                            f"(convert {r['convert_s']:.2f} s, build {r['build_s']:.2f} s"
                            + (", from the build cache)" if r.get("cached") else ")"))
+                if r.get("profile") and "→" in r["profile"]:
+                    out.append(f"    profile: {r['profile']}")
                 continue
             at = f" at node {r['node']}" if r["node"] else ""
             out.append(f"  {name}: failed at {r['stage']}{at}: {r['error']}")
+            if r.get("profile") and "→" in r["profile"]:
+                out.append(f"    profile: {r['profile']}")
             if r.get("source"):
                 out.append(f"    from {r['source']}")
             out.append(f"    then: {r['runs_instead']}")

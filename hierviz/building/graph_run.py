@@ -4,16 +4,19 @@ Torch-TensorRT never runs the graph it lowered, so a lowering that breaks it (it
 `select_scatter` decomposition turning `h[:, -1] = ...` into `slice_scatter(start=-1, end=0)`)
 is found only by running it. `first_failure(graph, inputs)` runs every node on the example
 inputs and says which node failed first, its error, and the user's source line that made it.
+A graph with dynamic dimensions is run at its optimization profile's min and max too, since
+the engine is built for the whole range (`first_failure_in_profile`).
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
 import torch
 
+from hierviz.building.optimization_profiles import corner_inputs, corner_text
 from hierviz.trt.engine_builder import first_line
 
 # what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
@@ -28,12 +31,14 @@ _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<functio
 class RunFailure:
     """The first node of a lowered graph that failed in PyTorch: its name, the exception's
     class and first line, and `source` ('file:line: code', the user's line that made it; '' when
-    the graph does not record one)."""
+    the graph does not record one); `at`: where in the optimization profile it ran, when not at
+    the example's sizes ("the profile's max (x: (8,3,16,16))")."""
 
     node: str
     exception: str
     error: str
     source: str = ""
+    at: str = ""
 
 
 class _NodeByNode(torch.fx.Interpreter):
@@ -63,6 +68,13 @@ def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
     try:
         with torch.no_grad():
             runner.run(*inputs)
+    except (MemoryError, torch.OutOfMemoryError) as exc:  # the machine's failure, not the graph's
+        from hierviz.errors import BuildError
+
+        where = f" at node {runner.current.name}" if runner.current is not None else ""
+        raise BuildError(f"part.build(): out of memory while running the lowered graph in PyTorch{where} "
+                         f"({first_line(exc)}); nothing was stored: free memory (or build on a machine with "
+                         "more) and call build() again") from exc
     except OP_ERRORS as exc:  # what the graph raised is the answer
         node = runner.current
         text = str(exc).split("\n\nWhile executing")[0]  # torch.fx appends where it ran
@@ -74,4 +86,20 @@ def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
     return None
 
 
-__all__ = ["RunFailure", "first_failure", "source_line"]
+def first_failure_in_profile(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFailure | None:
+    """`first_failure` at the example's sizes (the profile's opt), then, for a graph with dynamic
+    dimensions, at the profile's min and max: the first failure, saying where it ran."""
+    failure = first_failure(graph, inputs)
+    if failure is not None:
+        return failure
+    for corner in ("min", "max"):
+        at = corner_inputs(graph, corner, inputs)
+        if at is None:
+            continue
+        failure = first_failure(graph, at)
+        if failure is not None:
+            return replace(failure, at=corner_text(graph, corner, at))
+    return None
+
+
+__all__ = ["RunFailure", "first_failure", "first_failure_in_profile", "source_line"]

@@ -17,7 +17,7 @@ from hierviz import trt
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.building.build_keys import build_key, run_key
 from hierviz.building.engine_store import EngineStore
-from hierviz.building.graph_run import RunFailure, first_failure
+from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
 
 TENSORRT = "tensorrt"
@@ -53,6 +53,7 @@ class SubgraphBuilder:
         self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
         self._digests: dict = {}  # weight digests taken during this build (engine_store.content_key)
         self._settings: Any = None
+        self._warnings: dict[str, None] = {}  # Torch-TensorRT's warnings, in the order first seen
 
     def run(self, graph: Any, inputs: Any) -> RunFailure | None:
         """The first node of `graph` that fails when run in PyTorch on `inputs`, or None; kept in
@@ -62,18 +63,31 @@ class SubgraphBuilder:
             known, fields = self.store.load_run(key)
             if known:
                 return None if fields is None else RunFailure(**fields)
-        failure = first_failure(graph, inputs)
+        failure = first_failure_in_profile(graph, inputs)
         if key is not None and self.store is not None:
             self.store.save_run(key, None if failure is None else dataclasses.asdict(failure))
         return failure
 
-    def build(self, gm: Any) -> tuple[trt.EngineBuild, bool]:
-        """(what building `gm` gave, whether it came from the store)."""
+    def notes(self) -> tuple[str, ...]:
+        """What a user should know of these builds beyond their rows: the build cache's notes (an
+        engine too big to keep) and Torch-TensorRT's warnings, each once, held back while it
+        converted (`--verbose` shows them)."""
+        said = list(getattr(self.store, 'notes', [])) if self.store is not None else []  # TODO-wire
+        said += [f"Torch-TensorRT warned: {w}" for w in self._warnings]
+        return tuple(dict.fromkeys(said))
+
+    def _heard(self, made: trt.EngineBuild) -> None:
+        for text in getattr(made, 'warnings', ()):  # TODO-wire
+            self._warnings.setdefault(text, None)
+
+    def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
+        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes."""
         key = build_key(gm, self.trt_settings, self.tf32, self._digests)
         if key in self._seen:
             return self._seen[key]
         found = self.store.load(key) if self.store is not None else None
         if found is not None:
+            self._heard(found)
             self._seen[key] = (found, True)
             return self._seen[key]
         why = no_builder()
@@ -82,8 +96,9 @@ class SubgraphBuilder:
         if self._settings is None:
             self._settings = trt.conversion_settings(self.trt_settings, tf32=self.tf32)
         made = trt.convert_and_build(gm, self._settings)
+        self._heard(made)
         if self.store is not None:
-            self.store.save(key, made)
+            self.store.save(key, made)  # TODO-wire label
         self._seen[key] = (made, False)
         return self._seen[key]
 

@@ -2,9 +2,11 @@
 
 An exported graph cannot be pickled as it is (its op targets and fake tensors refuse), so
 `pack_graph` writes it as plain data: nodes with their names, op names and arguments,
-picklable meta, and `meta['val']` as meta-device tensors; `unpack_graph` rebuilds an equal
-graph (same node names, same partitions). The Ray executor sends graphs to its workers this
-way, and `CompiledModel.save` / `deploy.load` write and read them.
+picklable meta, and `meta['val']` as meta-device tensors (symbolic sizes as their expressions,
+with each symbol's range and example size); `unpack_graph` rebuilds an equal graph (same node
+names, same partitions, the same dynamic dimensions in a ShapeEnv of its own). The Ray executor
+and the explorer's worker get graphs this way, and `CompiledModel.save` / `deploy.load` write
+and read them.
 
 `fetch_attr`, `owner_of` and `set_path` read and build attributes along a dotted path
 (`"layer1.0.weight"`), creating the nested modules on the way. This module imports only torch
@@ -113,17 +115,102 @@ def _unpack_arg(value: Any, env: dict[str, Node]) -> Any:
     return _unpack_target(value)
 
 
-def _pack_val(val: Any) -> Any:
-    """meta['val'] without fake tensors: a meta-device tensor of the same shape, stride and dtype."""
+@dataclass(frozen=True)
+class _Sym:
+    """A symbolic size as data: its expression over the graph's symbols, by name."""
+
+    expr: str
+
+
+@dataclass(frozen=True)
+class _SymTensor:
+    """A tensor value with symbolic sizes or strides (each an int or a _Sym)."""
+
+    shape: tuple
+    stride: tuple
+    dtype: torch.dtype
+
+
+def symbol_values(env: Any) -> dict:
+    """A ShapeEnv's example size of each symbol (`backed_var_to_val`, once `var_to_val`)."""
+    return env.backed_var_to_val if hasattr(env, "backed_var_to_val") else env.var_to_val
+
+
+def _pack_size(d: Any, symbols: dict) -> Any:
+    """An int as it is; a SymInt as its expression, its free symbols' ranges and example sizes
+    noted in `symbols` (name -> (lower, upper, hint))."""
+    if not isinstance(d, torch.SymInt):
+        return int(d)
+    node: Any = d.node
+    env = node.shape_env
+    for sym in node.expr.free_symbols:
+        bounds = env.var_to_range.get(sym)
+        hint = symbol_values(env).get(sym)
+        symbols[str(sym)] = (None if bounds is None else bounds.lower, None if bounds is None else bounds.upper,
+                             None if hint is None else int(hint))
+    return _Sym(str(node.expr))
+
+
+def _pack_val(val: Any, symbols: dict) -> Any:
+    """meta['val'] without fake tensors: a meta-device tensor of the same shape, stride and
+    dtype; with symbolic sizes, their expressions (the graph's symbols kept in `symbols`), so
+    the unpacked graph has the same dynamic dimensions and ranges."""
     if isinstance(val, torch.Tensor):
         if not all(isinstance(d, int) for d in val.shape) or not all(isinstance(s, int) for s in val.stride()):
-            return None  # symbolic shapes: recomputed on the worker from the example inputs
+            return _SymTensor(tuple(_pack_size(d, symbols) for d in val.shape),
+                              tuple(_pack_size(d, symbols) for d in val.stride()), val.dtype)
         return torch.empty_strided(tuple(val.shape), tuple(val.stride()), dtype=val.dtype, device="meta")
+    if isinstance(val, torch.SymInt):
+        return _pack_size(val, symbols)
     if isinstance(val, (list, tuple)):
-        return type(val)(_pack_val(v) for v in val) if type(val) in (list, tuple) else tuple(_pack_val(v) for v in val)
+        items = [_pack_val(v, symbols) for v in val]
+        return type(val)(items) if type(val) in (list, tuple) else tuple(items)
     if isinstance(val, (int, float, bool, str)) or val is None:
         return val
     return None
+
+
+class _Symbols:
+    """The unpacked graph's ShapeEnv: each packed symbol made again with its range and example
+    size, and the fake-tensor mode its symbolic values live in."""
+
+    def __init__(self, table: dict) -> None:
+        import sympy
+        from torch._subclasses.fake_tensor import FakeTensorMode
+        from torch.fx.experimental.symbolic_shapes import ShapeEnv
+        from torch.utils._sympy.value_ranges import ValueRanges
+
+        self.env = ShapeEnv()
+        self.mode = FakeTensorMode(shape_env=self.env, allow_non_fake_inputs=True)
+        self.names: dict[str, Any] = {}
+        for name, (lower, upper, hint) in sorted(table.items()):
+            sym = sympy.Symbol(name, integer=True, positive=True)
+            if lower is not None and upper is not None:
+                self.env.var_to_range[sym] = ValueRanges(lower, upper)
+            if hint is not None:
+                symbol_values(self.env)[sym] = sympy.Integer(hint)
+            self.names[name] = sym
+
+    def size(self, d: Any) -> Any:
+        if not isinstance(d, _Sym):
+            return d
+        import sympy
+
+        expr = sympy.sympify(d.expr, locals=self.names)
+        values = symbol_values(self.env)
+        hint = expr.xreplace(values) if all(s in values for s in expr.free_symbols) else None
+        return self.env.create_symintnode(expr, hint=None if hint is None else int(hint))
+
+    def val(self, packed: Any) -> Any:
+        if isinstance(packed, _SymTensor):
+            with self.mode:
+                return torch.empty_strided([self.size(d) for d in packed.shape],
+                                           [self.size(d) for d in packed.stride], dtype=packed.dtype)
+        if isinstance(packed, _Sym):
+            return self.size(packed)
+        if type(packed) in (list, tuple):
+            return type(packed)(self.val(v) for v in packed)
+        return packed
 
 
 # what pickling a value that cannot be pickled raises: PicklingError, TypeError ("cannot pickle
@@ -133,11 +220,11 @@ NOT_PICKLABLE: tuple[type[Exception], ...] = (pickle.PicklingError, TypeError, A
                                               RuntimeError)
 
 
-def _pack_meta(meta: dict) -> dict:
+def _pack_meta(meta: dict, symbols: dict) -> dict:
     out: dict[str, Any] = {}
     for key, value in meta.items():
         if key == "val":
-            out[key] = _pack_val(value)
+            out[key] = _pack_val(value, symbols)
             continue
         try:
             pickle.dumps(value)
@@ -151,6 +238,7 @@ def pack_graph(gm: GraphModule) -> dict[str, Any]:
     """An aten GraphModule as picklable plain data (see the module docstring)."""
     nodes = []
     attrs: dict[str, Any] = {}
+    symbols: dict[str, tuple] = {}
     for n in gm.graph.nodes:
         if n.op == "call_module":
             raise ConfigError(f"the graph calls submodule {n.target!r}; only aten graphs (from hv.capture) "
@@ -159,16 +247,19 @@ def pack_graph(gm: GraphModule) -> dict[str, Any]:
             obj = fetch_attr(gm, str(n.target))
             attrs[str(n.target)] = obj.detach() if isinstance(obj, torch.Tensor) else obj
         nodes.append((n.name, n.op, _pack_target(n.target), _pack_arg(n.args), _pack_arg(n.kwargs),
-                      _pack_meta(n.meta)))
-    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen}
+                      _pack_meta(n.meta, symbols)))
+    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen, "symbols": symbols}
 
 
 def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModule:
     """The GraphModule `pack_graph` described: same node names, ops, weights and meta."""
     graph = Graph()
     env: dict[str, Node] = {}
+    symbols = _Symbols(data["symbols"]) if data.get("symbols") else None
     for name, op, target, args, kwargs, meta in data["nodes"]:
         args, kwargs = _unpack_arg(args, env), _unpack_arg(kwargs, env)
+        if symbols is not None and "val" in meta:
+            meta = {**meta, "val": symbols.val(meta["val"])}
         if op == "output":
             graph.output(args[0]).meta.update(meta)
             continue
@@ -195,4 +286,4 @@ def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModul
     return gm
 
 
-__all__ = ["pack_graph", "unpack_graph", "fetch_attr", "owner_of", "set_path"]
+__all__ = ["pack_graph", "unpack_graph", "fetch_attr", "owner_of", "set_path", "symbol_values"]

@@ -54,6 +54,7 @@ class BuildMarks(Overlay):
                          f'</FONT>')
             tip.append(f"built on this machine: {row['layers']} TensorRT layers, {_mb(row['engine_bytes'])} "
                        f"({self.builds.where()})")
+            self._profile(row, tip)
             return
         attrs["color"] = FAILED
         attrs["penwidth"] = max(float(attrs.get("penwidth") or 1.0), 3.0)
@@ -64,6 +65,13 @@ class BuildMarks(Overlay):
         tip.append(f"then: {row['runs_instead']}")
         if row.get("fix"):
             tip.append(f"fix: {row['fix']}")
+        self._profile(row, tip)
+
+    @staticmethod
+    def _profile(row: dict, tip: list[str]) -> None:
+        """The engine's optimization profile, when an input is dynamic (min → opt → max)."""
+        if row.get("profile") and "→" in row["profile"]:
+            tip.append(f"optimization profile: {row['profile']}")
 
     def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
                      bar: bool = True) -> None:

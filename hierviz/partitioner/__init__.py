@@ -104,6 +104,9 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     graph: a MultiGraphPartition (hierviz.partitioner.by_graph.multi_graph) of every graph dynamo
     captures (hv.capture(..., ir="torch_compile")); a DynamoCapture or MultiGraphPartition given
     instead of the model is re-partitioned without capturing again.
+
+    A Partition (or MultiGraphPartition) given as the model is re-partitioned from its own
+    config: `hv.partition(part, torch_executed_ops=builds.fix)` keeps part's min_block_size.
     """
     check_ir(ir)
     check_capture_extras(dynamic_shapes, kwargs)
@@ -111,6 +114,8 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
         example_inputs, config = None, example_inputs  # hv.partition(gm, cfg)
+    if config is None and isinstance(model_or_graph, (Partition, MultiGraphPartition)):
+        config = model_or_graph.config  # hv.partition(part, **overrides) changes only what it overrides
     cfg = make_config(config, overrides if engine is None else {**overrides, "engine": engine})
     if cfg.engine in COMPILE_ENGINES:
         from hierviz.partitioner.upstream.compile_partitioners import check_available

@@ -68,3 +68,34 @@ def made(cls: type, *shape: int) -> tuple[nn.Module, tuple[torch.Tensor]]:
     gen = torch.manual_seed(0)
     model = cls().eval()
     return model, (torch.randn(*shape, generator=gen),)
+
+
+class SeqBlock(nn.Module):
+    """A transformer block over (batch, seq, 32): LayerNorm, attention, MLP; for a dynamic
+    sequence length."""
+
+    def __init__(self, d: int = 32, heads: int = 4) -> None:
+        super().__init__()
+        self.norm, self.qkv, self.out = nn.LayerNorm(d), nn.Linear(d, 3 * d), nn.Linear(d, d)
+        self.mlp = nn.Sequential(nn.Linear(d, 2 * d), nn.GELU(), nn.Linear(2 * d, d))
+        self.heads = heads
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        b, t, d = x.shape
+        q, k, v = self.qkv(self.norm(x)).chunk(3, dim=-1)
+        q, k, v = (z.reshape(b, t, self.heads, d // self.heads).transpose(1, 2) for z in (q, k, v))
+        att = F.scaled_dot_product_attention(q, k, v).transpose(1, 2).reshape(b, t, d)
+        x = x + self.out(att)
+        return x + self.mlp(x)
+
+
+class AddsRowOne(nn.Module):
+    """`x + x[1]`: needs two rows. Exported with a dynamic batch it runs at any size from 2,
+    and fails at 1 (stage "run" at the optimization profile's min)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.lin(x + x[1]).relu()

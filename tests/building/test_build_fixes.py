@@ -1,0 +1,86 @@
+"""The fix part.build() offers: it keeps TensorRT, says what it costs, is applied with the
+partition's own settings (Builds.fixed(), hv.partition(part, ...)), and was built.
+
+The failures here come from a builder the tests replace (a subgraph holding the op they name
+fails to build), so they hold whatever TensorRT's builder does with the real op."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz import trt
+from tests.building.models import ConvNet, FusedQKV, made
+
+pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
+                                reason="needs TensorRT-RTX, which builds engines on the CPU")
+
+
+@pytest.fixture
+def fails_on(monkeypatch):
+    """`fails_on("split")`: from now on a subgraph holding aten.split fails at build; the rest
+    build for real. The build cache is off, so nothing made up is kept."""
+    monkeypatch.setenv("HIERVIZ_CACHE", "0")
+    real = trt.convert_and_build
+
+    def install(*ops: str):
+        def fake(gm, settings=None):
+            held = {getattr(n.target, "__name__", str(n.target)).split(".")[0] for n in gm.graph.nodes
+                    if n.op == "call_function"}
+            bad = sorted(held & set(ops))
+            if bad:
+                return trt.EngineBuild("build", 1, 0.0, 0.0, exception="RuntimeError",
+                                       error=f"the test's builder refuses {bad[0]}")
+            return real(gm, settings)
+
+        monkeypatch.setattr(trt, "convert_and_build", fake)
+
+    return install
+
+
+def test_a_repartitioned_partition_keeps_its_settings():
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=3, skip_fusion=True)
+    again = hv.partition(part, torch_executed_ops={"aten.split"})
+    assert again.config == part.config.replace(torch_executed_ops={"aten.split"})
+    assert (again.config.min_block_size, again.config.skip_fusion) == (3, True)
+    assert hv.partition(part).config == part.config
+
+
+def test_the_fix_is_applied_with_the_partitions_settings_and_was_built(fails_on):
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=2)
+    builds = part.build()
+    assert not builds.ok and builds.fix is not None and "split.Tensor" in " ".join(builds.fix)
+    fixed = builds.fixed()
+    assert fixed.config == part.config.replace(torch_executed_ops=builds.fix)
+    assert fixed.config.min_block_size == 2
+    assert fixed.build().ok
+    assert any(sg.backend == "tensorrt" for sg in fixed.subgraphs)
+    fix_text = builds.df.iloc[0]["fix"]
+    trt_ops = sum(sg.compute_ops for sg in part.subgraphs if sg.backend == "tensorrt")
+    kept = sum(sg.compute_ops for sg in fixed.subgraphs if sg.backend == "tensorrt")
+    assert f"TensorRT runs {kept} of the {trt_ops} compute ops it ran ({trt_ops - kept} to PyTorch)" in fix_text
+
+
+def test_a_fix_that_leaves_no_tensorrt_engine_is_no_fix(fails_on):
+    fails_on("relu")
+    model = torch.nn.ReLU()
+    part = hv.partition(model, (torch.randn(4, 4),), min_block_size=1)
+    builds = part.build()
+    assert builds.fix is None
+    row = builds.df.iloc[0].to_dict()
+    assert row["fix"].startswith("no single op moved to PyTorch makes every engine build while keeping a "
+                                 "TensorRT engine: tried 1 op(s)")
+    with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no single op"):
+        builds.fixed()
+
+
+def test_fixed_says_why_there_is_nothing_to_apply():
+    model, x = made(ConvNet, 1, 3, 8, 8)
+    builds = hv.partition(model, x, min_block_size=1).build()
+    assert builds.ok
+    with pytest.raises(hv.ConfigError, match="every engine built: there is nothing to fix"):
+        builds.fixed()
