@@ -84,3 +84,16 @@ def test_freed_storages_are_forgotten(monkeypatch):
 def test_raw_bytes_digest_is_sha256():
     assert digests.data_digest(b"abc") == "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
     assert digests.data_digest(memoryview(b"abc")) == digests.data_digest(b"abc")
+
+
+def test_big_weights_already_hashed_start_no_threads(monkeypatch):
+    hashed = _counting(monkeypatch)
+    weights = [torch.randn(digests.PARALLEL_BYTES // 4 + 1) for _ in range(3)]
+    first = digests.tensor_digests(weights)
+    assert len(hashed) == 3
+
+    def no_pool(*args, **kwargs):
+        raise AssertionError("a thread pool for weights already hashed")
+
+    monkeypatch.setattr(digests.concurrent.futures, "ThreadPoolExecutor", no_pool)
+    assert digests.tensor_digests(weights) == first and len(hashed) == 3

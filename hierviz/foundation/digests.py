@@ -78,16 +78,23 @@ def tensor_digest(t: torch.Tensor) -> str:
     hashed anew). Changes the version counter does not see (through `.data`, or by memory
     shared outside torch) are not seen: `forget_digests()` after them."""
     view = _view(t)
-    if view is not None:
-        hit = _DIGESTS.get(view[0])
-        if hit is not None and hit.version == t._version and not hit.storage.expired():
-            return hit.digest
+    hit = _remembered(t, view)
+    if hit is not None:
+        return hit
     value = _hash_values(t)
     if view is not None:
         _DIGESTS[view[0]] = _Remembered(view[1], t._version, value)
         if len(_DIGESTS) >= _SWEEP_AT[0]:
             _sweep()
     return value
+
+
+def _remembered(t: torch.Tensor, view: tuple[tuple, StorageWeakRef] | None) -> str | None:
+    """The digest taken of `t`'s values as they are now, or None."""
+    hit = _DIGESTS.get(view[0]) if view is not None else None
+    if hit is not None and hit.version == t._version and not hit.storage.expired():
+        return hit.digest
+    return None
 
 
 def _sweep() -> None:
@@ -113,10 +120,10 @@ PARALLEL_BYTES = 1 << 22  # tensors at least this big are hashed on threads (has
 
 
 def tensor_digests(tensors: Iterable[torch.Tensor]) -> list[str]:
-    """`tensor_digest` of each tensor, in order; the big ones hashed side by side on a few
-    threads (as many as the CPU has, at most 4)."""
+    """`tensor_digest` of each tensor, in order; the big ones not hashed yet hashed side by side
+    on a few threads (as many as the CPU has, at most 4)."""
     tensors = list(tensors)
-    big = [t for t in tensors if t.numel() * t.element_size() >= PARALLEL_BYTES]
+    big = [t for t in tensors if t.numel() * t.element_size() >= PARALLEL_BYTES and _remembered(t, _view(t)) is None]
     workers = min(4, os.cpu_count() or 1, len(big))
     if workers > 1:
         with concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix="hierviz-digest") as pool:
