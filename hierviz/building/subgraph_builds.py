@@ -72,7 +72,7 @@ class SubgraphBuilder:
         """What a user should know of these builds beyond their rows: the build cache's notes (an
         engine too big to keep) and Torch-TensorRT's warnings, each once, held back while it
         converted (`--verbose` shows them)."""
-        said = list(getattr(self.store, 'notes', [])) if self.store is not None else []  # TODO-wire
+        said = list(self.store.notes) if self.store is not None else []
         said += [f"Torch-TensorRT warned: {w}" for w in self._warnings]
         return tuple(dict.fromkeys(said))
 
@@ -98,7 +98,7 @@ class SubgraphBuilder:
         made = trt.convert_and_build(gm, self._settings)
         self._heard(made)
         if self.store is not None:
-            self.store.save(key, made)  # TODO-wire label
+            self.store.save(key, made, label=label)
         self._seen[key] = (made, False)
         return self._seen[key]
 
