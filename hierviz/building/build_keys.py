@@ -34,24 +34,22 @@ def _value(value: Any) -> Any:
     return ("O", repr(value))
 
 
-def content_key(gm: torch.fx.GraphModule, seen: dict | None = None) -> tuple:
+def content_key(gm: torch.fx.GraphModule) -> tuple:
     """The subgraph's content: ops with their arguments (nodes by position), the inputs' shapes
     and dtypes, the weights by shape, dtype and values wherever an op reads them. Equal for
     equal subgraphs in every process, and on any device: where a weight's get_attr sits, its
     stride and device are left out, so the split module's submodule and hv.measure's rebuilt
-    one (weights gathered first, on the GPU) share a key. `seen`: weight digests already taken
-    during this build, by storage address, shape, stride, dtype and version (a split module's
-    submodules hold other tensor objects over the graph's weights; all alive while it runs)."""
+    one (weights gathered first, on the GPU) share a key. Each weight is hashed once per
+    process (foundation.digests remembers it by storage and version)."""
     index: dict[torch.fx.Node, Any] = {}
     rows: list[tuple] = []
     weights = [w for w in (fetch_attr(gm, n.target) for n in gm.graph.nodes if n.op == "get_attr")
                if isinstance(w, torch.Tensor)]
-    if seen is None or any(_where(w) not in seen for w in weights):
-        tensor_digests(weights)  # the big ones side by side; remembered for the loop below
+    tensor_digests(weights)  # the big ones side by side; remembered for the loop below
     for n in gm.graph.nodes:
         if n.op == "get_attr":
             value = fetch_attr(gm, n.target)
-            index[n] = (("W", tuple(value.shape), str(value.dtype), _weight_digest(value, seen))
+            index[n] = (("W", tuple(value.shape), str(value.dtype), tensor_digest(value))
                         if isinstance(value, torch.Tensor) else ("A", repr(type(value))))
             continue
         index[n] = f"%{len(rows)}"
@@ -69,33 +67,19 @@ def content_key(gm: torch.fx.GraphModule, seen: dict | None = None) -> tuple:
     return tuple(rows)
 
 
-def _where(t: torch.Tensor) -> tuple:
-    return (t.untyped_storage().data_ptr(), t.storage_offset(), tuple(t.shape), tuple(t.stride()), t.dtype,
-            t._version, t.device.type)
-
-
-def _weight_digest(t: torch.Tensor, seen: dict | None) -> str:
-    if seen is None:
-        return tensor_digest(t)
-    where = _where(t)
-    if where not in seen:
-        seen[where] = tensor_digest(t)
-    return seen[where]
-
-
-def run_key(gm: torch.fx.GraphModule, inputs: Any, seen: dict | None = None) -> str:
+def run_key(gm: torch.fx.GraphModule, inputs: Any) -> str:
     """The store's key for running the lowered graph `gm` once in PyTorch on `inputs`."""
     values = tuple(tensor_digest(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
-    return digest((KEY_VERSION, "run", content_key(gm, seen), profile_key(gm), tuple(map(tensor_key, inputs)),
+    return digest((KEY_VERSION, "run", content_key(gm), profile_key(gm), tuple(map(tensor_key, inputs)),
                    values, torch.__version__))
 
 
-def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False, seen: dict | None = None) -> str:
+def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False) -> str:
     """The store's key for building `gm` with these settings on this install: `trt_settings` as
     part.build() takes them (a dict or None, with `tf32`), or the CompilationSettings hv.measure
     converts with (its TF32 read from it)."""
     fields, on = conversion_fields(trt_settings)
-    return digest((KEY_VERSION, content_key(gm, seen), profile_key(gm), settings_digest(fields), bool(tf32 or on),
+    return digest((KEY_VERSION, content_key(gm), profile_key(gm), settings_digest(fields), bool(tf32 or on),
                    torch.__version__, installed_distribution(), library_version()))
 
 

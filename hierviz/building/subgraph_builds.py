@@ -51,14 +51,13 @@ class SubgraphBuilder:
         self.tf32 = tf32
         self.store = EngineStore() if capture_cache.enabled(cache) else None
         self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
-        self._digests: dict = {}  # weight digests taken during this build (engine_store.content_key)
         self._settings: Any = None
         self._warnings: dict[str, None] = {}  # Torch-TensorRT's warnings, in the order first seen
 
     def run(self, graph: Any, inputs: Any) -> RunFailure | None:
         """The first node of `graph` that fails when run in PyTorch on `inputs`, or None; kept in
         the store, so a graph run once is not run again."""
-        key = run_key(graph, inputs, self._digests) if self.store is not None else None
+        key = run_key(graph, inputs) if self.store is not None else None
         if key is not None and self.store is not None:
             known, fields = self.store.load_run(key)
             if known:
@@ -82,7 +81,7 @@ class SubgraphBuilder:
 
     def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
         """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes."""
-        key = build_key(gm, self.trt_settings, self.tf32, self._digests)
+        key = build_key(gm, self.trt_settings, self.tf32)
         if key in self._seen:
             return self._seen[key]
         found = self.store.load(key) if self.store is not None else None

@@ -18,7 +18,8 @@ calls' values and what the capture says of them) are kept the same way (`save_gr
 
 `CaptureStore` keeps one file per key (the graph as plain data, `hierviz.capturing.graph_codec`), written
 atomically (a temporary file, then `os.replace`, so that no process reads half an entry),
-bounded in size with the least recently used entries removed first (default 2 GB). The folder
+bounded in size with the least recently used entries removed first (`limit()`: a quarter of
+the disk's free space, 2-20 GiB). The folder
 is `$HIERVIZ_CACHE_DIR`, else `$XDG_CACHE_HOME/hierviz`, else `~/.cache/hierviz`; `HIERVIZ_CACHE=0`
 (or `hv.capture(..., cache=False)`) turns the cache off. Entries are pickles: only a folder
 the user owns should be used.
@@ -40,6 +41,7 @@ import torch
 
 from hierviz import trt
 from hierviz.errors import user_stacklevel
+from hierviz.foundation.digests import tensor_digest
 from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.support.support_key import plain
 from hierviz.version import __version__
@@ -239,12 +241,7 @@ def _tensor_digest(t: torch.Tensor, seen: dict[int, str]) -> str:
     if t.device.type == "meta" or t.layout != torch.strided:
         raise _NotCacheable("a tensor without plain values")
     try:
-        data = t.detach()
-        if data.device.type != "cpu":
-            data = data.cpu()
-        data = data.contiguous().reshape(-1).view(torch.uint8)
-        values = memoryview(data.numpy())  # type: ignore[arg-type]  # numpy's stubs: __buffer__ on 3.12+ only
-        digest = hashlib.blake2b(values, digest_size=16).hexdigest()
+        digest = tensor_digest(t)  # once per process: the build key takes the same one
     except Exception as exc:
         raise _NotCacheable(f"a tensor whose values cannot be read: {exc}") from exc
     seen[id(t)] = out = f"{t.dtype}{tuple(t.shape)}{tuple(t.stride())}{digest}"
