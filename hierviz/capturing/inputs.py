@@ -495,7 +495,9 @@ def check(graph: GraphModule, example_inputs: Any, *, who: str = "hv.measure",
 
 def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
     """Inputs shaped like the graph's placeholders (from meta['val']): random floats, zeros
-    for integers (valid indices), for compiling when no example inputs are given."""
+    for integers (valid indices), for compiling when no example inputs are given. Each is made
+    on the device its value records (input_device), so a graph captured on CUDA runs on CUDA;
+    the values are drawn on the CPU first, the same on every device."""
     out = []
     gen = torch.Generator().manual_seed(0)
     for node in graph.graph.nodes:
@@ -505,11 +507,32 @@ def example_from_graph(graph: torch.fx.GraphModule) -> tuple[torch.Tensor, ...]:
         shape = _shape(val)
         if shape is None:
             raise MeasureError(f"input {node.name} has no shape recorded; pass example_inputs=... to compile().")
+        device = input_device(node.name, val)
         if val.dtype.is_floating_point or val.dtype.is_complex:
-            out.append(torch.randn(shape, generator=gen).to(val.dtype))
+            out.append(torch.randn(shape, generator=gen).to(device=device, dtype=val.dtype))
         else:
-            out.append(torch.zeros(shape, dtype=val.dtype))
+            out.append(torch.zeros(shape, dtype=val.dtype, device=device))
     return tuple(out)
+
+
+def input_device(name: str, val: torch.Tensor) -> torch.device:
+    """The device for input `name` whose recorded value is `val` (a FakeTensor's device is the
+    one it was captured on). A meta value records no device (the graph codec keeps meta values
+    for a graph sent to a worker): the CPU. A device this machine does not have is a
+    MeasureError: a graph captured there keeps its constants there and cannot run here."""
+    device = val.device
+    if device.type == "meta":
+        return torch.device("cpu")
+    if device.type != "cpu":
+        try:
+            torch.empty(0, device=device)
+        except (RuntimeError, AssertionError) as exc:  # no driver, or torch built without that backend
+            raise MeasureError(
+                f"input {name} was captured on {device}, which this machine does not have: the graph keeps "
+                "its constants there and cannot run here as captured. Run this on a machine with "
+                f"{device}, or capture the model again with its weights on a device this machine has "
+                "(model.to('cpu')) and pass example_inputs on a device this machine has.") from exc
+    return device
 
 
 def _shape(val: Any) -> tuple[int, ...] | None:
@@ -541,4 +564,4 @@ def _size_hint(d: Any) -> int | None:
 
 
 __all__ = ["ArgSpec", "InputSpec", "spec_of", "mismatch", "as_args", "check", "check_inputs", "check_call",
-           "check_structure", "structure_problem", "in_spec_of", "example_from_graph"]
+           "check_structure", "structure_problem", "in_spec_of", "example_from_graph", "input_device"]
