@@ -53,7 +53,7 @@ def test_a_bf16_cached_graph_that_computes_something_else_is_stale(tmp_path, mon
     entry = pickle.loads(path.read_bytes())
     assert "layers.2.down.weight" in entry["graph"]["attrs"]  # a reference to the model's weight
     changed = seeded(Mlp, torch.bfloat16).layers[2].down.weight.detach().clone()
-    changed[0] *= 1.5  # one output channel's last layer: the stored graph is no longer the model's
+    changed[0] += 0.25  # one output channel of the last layer (weights ~0.06): no longer the model's
     entry["graph"]["attrs"]["layers.2.down.weight"] = changed
     path.write_bytes(pickle.dumps(entry))
     p = hv.partition(seeded(Mlp, torch.bfloat16), x)
@@ -63,12 +63,12 @@ def test_a_bf16_cached_graph_that_computes_something_else_is_stale(tmp_path, mon
     torch.testing.assert_close(p.module(*x), want, rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("dtype, rtol", [(torch.bfloat16, 2 ** -5), (torch.float16, 1e-2), (torch.float32, 1e-2),
+@pytest.mark.parametrize("dtype, rtol", [(torch.bfloat16, 2 ** -4), (torch.float16, 1e-2), (torch.float32, 1e-2),
                                          (torch.float64, 1e-2), (torch.complex64, 1e-2)])
 def test_the_tolerance_follows_the_dtype_and_the_output_scale(dtype, rtol) -> None:
     small = torch.full((3,), 0.5, dtype=dtype)
-    assert output_tolerance(small) == (rtol, max(1e-3, 0.5 * 4 * torch.finfo(dtype.to_real()).eps))
-    assert output_tolerance(small * 100)[1] == max(1e-3, 50 * 4 * torch.finfo(dtype.to_real()).eps)
+    assert output_tolerance(small) == (rtol, max(1e-3, 0.5 * 8 * torch.finfo(dtype.to_real()).eps))
+    assert output_tolerance(small * 100)[1] == max(1e-3, 50 * 8 * torch.finfo(dtype.to_real()).eps)
 
 
 @pytest.mark.parametrize("value", [torch.arange(3), torch.tensor([True, False])])
