@@ -3,6 +3,8 @@ the same build read back from the build cache in a new process.
 
     python benchmarks/builds.py                    # every zoo model, min_block_size=3
     python benchmarks/builds.py --models gpt2 bert
+    python benchmarks/builds.py --llm              # the 1.1B Llama-style bf16 model (issue 49), ~3 min
+    python benchmarks/builds.py --llm --llm-layers 2   # the same model, 2 layers: a quick try
 
 For each model, in one process with an empty build cache: `hv.partition` (its time beside the
 build's, for scale), then `part.build(fix=False)`: per TensorRT subgraph its stage, layers,
@@ -12,6 +14,15 @@ fresh process partitions the model again and times `part.build(fix=False)` from 
 imports no torch_tensorrt for a hit). Target (issue 41): the cached build takes at most 0.1x
 the first. The children write Python's bytecode cache, as a normal install does (this machine
 sets PYTHONDONTWRITEBYTECODE; the first child writes the .pyc files the second reads).
+
+`--llm`: the 1.1B Llama-style model in bf16 (benchmarks/llm.py `llama_1b`: hidden 2048, 16
+layers, intermediate 8192, 32 heads, 8 kv heads, vocab 32000, tokens (1, 128), 2.2 GB of
+weights), each step in a new process with its own empty cache folder (removed after): the
+first partitions and builds it and says its peak RSS beside the weights' bytes; the second
+partitions again (the capture cache's hit) and builds from the build cache. Targets (issue 49):
+cached build <= 0.1x the first, second partition <= 0.25x the first, peak RSS <= 3x the weights.
+Upstream's equivalent of the build, `torch_tensorrt.dynamo.compile(...)` up to the engine, loads
+the engine it built, which needs a GPU: it has no figure on this machine.
 """
 
 from __future__ import annotations
@@ -26,6 +37,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.1
+LLM_TARGETS = {"cached build / first build": 0.1, "second partition / first partition": 0.25,
+               "peak RSS / weights' bytes": 3.0}
 
 CHILD = r"""
 import json, sys, time
@@ -44,6 +57,29 @@ print(json.dumps({"partition_s": partition_s, "build_s": build_s, "rows": rows, 
 """
 
 
+LLM_CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, sys.argv[2])
+import hierviz as hv
+import llm
+model, inputs = llm.llama_1b(int(sys.argv[1]))
+weights = sum(p.nbytes for p in model.parameters())
+made_rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+start = time.perf_counter()
+part = hv.partition(model, inputs, min_block_size=3)
+partition_s = time.perf_counter() - start
+start = time.perf_counter()
+builds = part.build(fix=False)
+build_s = time.perf_counter() - start
+df = builds.df
+print(json.dumps({"weights": weights, "made_rss": made_rss, "partition_s": partition_s, "build_s": build_s,
+                  "peak_rss": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024,
+                  "headline": builds.headline(), "cached": [bool(c) for c in df["cached"]],
+                  "engine_bytes": builds.engine_bytes, "builder": builds.builder, "notes": list(builds.notes),
+                  "capture_cached": any("disk cache" in n for n in part.notes)}, default=str))
+"""
+
+
 def run(model: str, cache: str) -> dict:
     # Python's own bytecode cache as a normal install has it (this machine sets PYTHONDONTWRITEBYTECODE,
     # which makes every process compile hierviz's sources again, about 10 ms of a cached build)
@@ -56,12 +92,60 @@ def run(model: str, cache: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def run_llm(layers: int, cache: str) -> dict:
+    """One new process: the 1.1B model (`layers` of it) partitioned and built with `cache` as its
+    HIERVIZ_CACHE_DIR; what it measured."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "HIERVIZ_CACHE")}
+    env.update(HIERVIZ_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", LLM_CHILD, str(layers), str(ROOT / "benchmarks")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"llama_1b: {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _gb(n: float) -> str:
+    return f"{n / 1e9:.2f} GB"
+
+
+def main_llm(layers: int) -> int:
+    """`--llm`: the 1.1B bf16 model's build, its memory, and its second process (module docstring)."""
+    with tempfile.TemporaryDirectory(prefix="hierviz-builds-llm-") as folder:
+        cache = str(Path(folder) / "cache")
+        first = run_llm(layers, cache)
+        second = run_llm(layers, cache)
+    print(f"llama_1b, {layers} layers, bf16, tokens (1, 128), min_block_size=3; built with {first['builder']}")
+    print(f"weights: {_gb(first['weights'])}; RSS after making the model: {_gb(first['made_rss'])}")
+    print(f"first process:  hv.partition {first['partition_s']:.1f} s, part.build(fix=False) {first['build_s']:.1f} s "
+          f"({first['headline']}), peak RSS {_gb(first['peak_rss'])}")
+    for note in first["notes"]:
+        print(f"  note: {note}")
+    print(f"second process: hv.partition {second['partition_s']:.1f} s (capture from the disk cache: "
+          f"{second['capture_cached']}), part.build(fix=False) {second['build_s']:.2f} s "
+          f"(all cached: {all(second['cached'])}), peak RSS {_gb(second['peak_rss'])}")
+    print("upstream: torch_tensorrt.dynamo.compile(...) loads each engine it builds, which needs a GPU: "
+          "no upstream build time or memory on this machine")
+    ratios = {"cached build / first build": second["build_s"] / first["build_s"],
+              "second partition / first partition": second["partition_s"] / first["partition_s"],
+              "peak RSS / weights' bytes": first["peak_rss"] / first["weights"]}
+    met = True
+    for name, value in ratios.items():
+        ok = value <= LLM_TARGETS[name] and (name != "cached build / first build" or all(second["cached"]))
+        met = met and ok
+        print(f"{name:<36} {value:6.3f}x  (target <= {LLM_TARGETS[name]}x): {'met' if ok else 'not met'}")
+    return 0 if met else 1
+
+
 def main() -> int:
     from hierviz import zoo
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--models", nargs="*", default=list(zoo.names()))
+    ap.add_argument("--llm", action="store_true", help="the 1.1B Llama-style bf16 model instead of the zoo")
+    ap.add_argument("--llm-layers", type=int, default=16, help="--llm's layers (16: 1.1B parameters)")
     args = ap.parse_args()
+    if args.llm:
+        return main_llm(args.llm_layers)
     worst = 0.0
     print(f"{'model':<20} {'subgraph':<24} {'stage':<8} {'layers':>6} {'engine bytes':>13} {'convert s':>9} "
           f"{'build s':>8}")
