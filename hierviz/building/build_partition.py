@@ -77,15 +77,17 @@ def _after_run(ir: str, made: trt.EngineBuild, graph: str) -> str:
     return runs_instead(ir, made.exception or "RuntimeError", graph) + f" (its {made.stage} fails too: {made.error})"
 
 
-def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> Sequence[Any] | None:
-    """The flat inputs the lowered graph runs on: the user's (checked against what the graph was
-    captured for), else random ones shaped like its inputs; None when an input has no shape."""
+def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> tuple[Sequence[Any] | None, str]:
+    """(the flat inputs the lowered graph runs on, why there are none): the user's (checked
+    against what the graph was captured for), else random ones shaped like its inputs, on the
+    device its values were captured on; none when an input has no shape, or that device is not
+    on this machine."""
     if example_inputs is not None:
-        return check_inputs(part.graph, example_inputs, who="part.build", error=ConfigError)
+        return check_inputs(part.graph, example_inputs, who="part.build", error=ConfigError), ""
     try:
-        return example_from_graph(part.graph)
-    except MeasureError:
-        return None
+        return example_from_graph(part.graph), ""
+    except MeasureError as exc:
+        return None, str(exc)
 
 
 def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
@@ -95,13 +97,15 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
     `frame`: where the graph's code is, for a lowered graph that keeps no line per node;
     `flat_inputs`: `example_inputs` are one value per placeholder already (a dynamo graph's)."""
     notes: list[str] = []
-    inputs = example_inputs if flat_inputs and example_inputs is not None else _inputs(part, example_inputs)
+    inputs, why = ((example_inputs, "") if flat_inputs and example_inputs is not None
+                   else _inputs(part, example_inputs))
     failure = builder.run(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
     if failure is not None and not failure.source and frame:
         failure = dataclasses.replace(failure, source=f"{frame} (the graph's frame: its lowered graph keeps no "
                                                       "line per node)")
-    if inputs is None:
-        notes.append(f"{graph or 'the graph'} was not run in PyTorch first: an input has no recorded shape")
+    if inputs is None and tensorrt_tags(part):
+        notes.append(f"{graph or 'the graph'} was not run in PyTorch first ({why}); its engines were still converted "
+                     "and built")
     rows = _subgraph_rows(part, builder, ir, graph, failure)
     failing = [r["subgraph"] for r in rows if r["stage"] in ("convert", "build")]
     found = None

@@ -1,12 +1,24 @@
-"""What Builds.notes tells a user beyond the rows: an engine too big for the build cache."""
+"""What Builds.notes tells a user beyond the rows: an engine too big for the build cache, a
+graph that could not be run here first."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 import hierviz as hv
 from hierviz import trt
 from tests.building.models import ConvNet, made
+from tests.test_input_device import fake, graph_with_values
+
+
+def _on(device: str) -> torch.fx.GraphModule:
+    """x0 + x1, every value recorded on `device`."""
+    graph = graph_with_values(fake(device, 4, 4), fake(device, 4, 4))
+    for n in graph.graph.nodes:
+        if n.op == "call_function":
+            n.meta["val"] = fake(device, 4, 4)
+    return graph
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -28,3 +40,13 @@ def test_an_engine_larger_than_the_cache_limit_is_said_and_not_kept(tmp_path, mo
     assert said[0] in "\n".join(builds.lines())
     again = part.build()
     assert list(again.df["cached"]) == [False]  # not kept, so built again
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="this machine has CUDA: the graph runs there")
+def test_a_graph_captured_on_a_device_this_machine_lacks_builds_without_a_fake_run_failure(tmp_path, monkeypatch):
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    builds = hv.partition(_on("cuda"), min_block_size=1).build()
+    assert list(builds.df["stage"]) == ["built"]  # converted and built; not a "run" failure
+    said = [n for n in builds.notes if n.startswith("the graph was not run in PyTorch first (input x0 was captured "
+                                                   "on cuda:0, which this machine does not have")]
+    assert len(said) == 1 and said[0].endswith("its engines were still converted and built"), builds.notes
