@@ -21,6 +21,7 @@ from hierviz.support import sources as support
 from hierviz.capturing.aten_capture import CaptureWarning, capture
 from hierviz.settings.config import Config
 from hierviz.errors import (
+    BuildError,
     CaptureError,
     ConfigError,
     ConfigWarning,
@@ -101,7 +102,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Config", "Support", "support", "capture", "HiervizError", "ConfigError", "CaptureError",
-    "RenderError", "MeasureError", "TensorRTUnavailableError", "SavedModelNotFoundError", "partition",
+    "RenderError", "MeasureError", "BuildError", "TensorRTUnavailableError", "SavedModelNotFoundError", "partition",
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
     "ConfigWarning", "CaptureWarning", "MeasureWarning",

@@ -38,6 +38,18 @@ class MeasureError(HiervizError):
     """A partition could not be compiled or timed."""
 
 
+class BuildError(HiervizError):
+    """part.build() stopped for a reason that is not the subgraph's: out of memory, an interrupt,
+    or hierviz failing to call the installed Torch-TensorRT (a private API that moved). Never
+    stored as the subgraph's build, and never starts a fix search; the message says what to do."""
+
+
+class BuildInterrupted(BuildError, KeyboardInterrupt):
+    """part.build() was interrupted (Ctrl-C, a notebook's Interrupt): a BuildError saying that
+    nothing of that subgraph was stored, and still a KeyboardInterrupt, so a loop that lets
+    interrupts through (`except KeyboardInterrupt: raise`) stops."""
+
+
 # The advice for measuring where TensorRT cannot build: a setting that accelerates without it
 # (TorchInductor's support is empty by default, as upstream's is: priority alone accelerates nothing).
 WITHOUT_TENSORRT = 'hv.partition(model, inputs, priority=("inductor",), support={"inductor": hv.support.inductor()})'

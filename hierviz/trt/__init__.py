@@ -66,8 +66,8 @@ from hierviz.trt.partitioners import (
     validating,
 )
 from hierviz.trt.validation import Validator
-from hierviz.trt.compilation_settings import (CONVERSION_FIELDS, conversion_fields, conversion_settings,
-                                              settings_digest, settings_key)
+from hierviz.trt.compilation_settings import (CONVERSION_FIELDS, check_settings, conversion_fields,
+                                              conversion_settings, settings_digest, settings_key)
 from hierviz.trt.targets import (
     STANDARD_MIN_CAPABILITY,
     TRTInfo,
@@ -85,7 +85,8 @@ __all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", 
            "build_targets", "build_verdict", "cuda_index", "info", "require_build", "sm", "CompilePartition",
            "converter_registry", "converter_targets", "current_validator", "Validator", "patched",
            "run_compile_partitioner", "run_upstream_partitioner", "registry_held", "validating", "CONVERSION_FIELDS",
-           "conversion_fields", "conversion_settings", "settings_digest", "settings_key", "build_caches", "build_state",
+           "check_settings", "conversion_fields", "conversion_settings", "settings_digest", "settings_key",
+           "build_caches", "build_state",
            "compile_submodule", "engine_module", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",

@@ -9,8 +9,12 @@ import dataclasses
 import difflib
 import hashlib
 import json
+import numbers
+import os
 import re
-from typing import Any
+import tempfile
+from dataclasses import dataclass
+from typing import Any, Callable
 
 from hierviz.errors import ConfigError
 from hierviz.trt.loading import answer_cuda_queries, available, default_settings, require, tensorrt_library
@@ -65,6 +69,99 @@ _REMOVED = {
 }
 
 
+def _is_int(value: Any) -> bool:
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one conversion field takes. `allowed`: in words, with Torch-TensorRT's default;
+    `types`: the field's type names in CompilationSettings (int, NoneType, ...); `default`: its
+    default (an enum by name); `same`: other values that build the same engine as the default."""
+
+    allowed: str
+    types: tuple[str, ...]
+    default: Any
+    accepts: Callable[[Any], bool]
+    same: tuple = ()
+
+
+def _ints(low: int, high: int | None = None, *, none: bool = False) -> Callable[[Any], bool]:
+    return lambda v: (none and v is None) or (_is_int(v) and v >= low and (high is None or v <= high))
+
+
+def _is_bool(value: Any) -> bool:
+    return isinstance(value, bool)
+
+
+def _is_path(value: Any) -> bool:
+    return isinstance(value, (str, os.PathLike))
+
+
+ENGINE_CAPABILITIES = ("STANDARD", "SAFETY", "DLA_STANDALONE")
+TILING_LEVELS = ("none", "fast", "moderate", "full")  # Torch-TensorRT's names for TensorRT's TilingOptimizationLevel
+
+
+def _capability(value: Any) -> str | None:
+    """The EngineCapability's name of `value` (torch_tensorrt's or TensorRT's enum, or its name in
+    any case), or None when it is none."""
+    if isinstance(value, str):
+        name = value.upper()
+    elif type(value).__name__ == "EngineCapability":
+        name = getattr(value, "name", "")
+    else:
+        return None
+    return name if name in ENGINE_CAPABILITIES else None
+
+
+def _flag(default: bool) -> Rule:
+    return Rule(f"True or False (Torch-TensorRT's default {default})", ("bool",), default, _is_bool)
+
+
+# What each conversion field takes, read from Torch-TensorRT 2.14's CompilationSettings (its types and
+# defaults) and TensorRT's builder (its ranges). A plain table, so part.build() checks settings without
+# importing torch_tensorrt; tests/trt/test_settings_check.py checks it against the installed CompilationSettings.
+FIELDS: dict[str, Rule] = {
+    "workspace_size": Rule("an int >= 0, in bytes (Torch-TensorRT's default 0: TensorRT's own limit)",
+                           ("int",), 0, _ints(0)),
+    "max_aux_streams": Rule("None or an int >= 0 (Torch-TensorRT's default None: TensorRT chooses)",
+                            ("int", "NoneType"), None, _ints(0, none=True)),
+    "optimization_level": Rule("an int from 0 to 5 (Torch-TensorRT's default None: TensorRT's default 3)",
+                               ("int", "NoneType"), None, _ints(0, 5, none=True), same=(3,)),
+    "num_avg_timing_iters": Rule("an int >= 0 (Torch-TensorRT's default 1)", ("int",), 1, _ints(0)),
+    "dla_sram_size": Rule("an int >= 1, in bytes (Torch-TensorRT's default 1048576)", ("int",), 1048576, _ints(1)),
+    "dla_local_dram_size": Rule("an int >= 1, in bytes (Torch-TensorRT's default 1073741824)",
+                                ("int",), 1073741824, _ints(1)),
+    "dla_global_dram_size": Rule("an int >= 1, in bytes (Torch-TensorRT's default 536870912)",
+                                 ("int",), 536870912, _ints(1)),
+    "engine_capability": Rule("an EngineCapability (torch_tensorrt.EngineCapability.STANDARD, SAFETY or "
+                              "DLA_STANDALONE, or its name; Torch-TensorRT's default STANDARD)",
+                              ("EngineCapability",), "STANDARD", lambda v: _capability(v) is not None),
+    "tiling_optimization_level": Rule("one of " + ", ".join(map(repr, TILING_LEVELS))
+                                      + " (Torch-TensorRT's default 'none')", ("str",), "none",
+                                      lambda v: v in TILING_LEVELS and isinstance(v, str)),
+    "l2_limit_for_tiling": Rule("an int >= -1, in bytes (Torch-TensorRT's default -1: no limit)",
+                                ("int",), -1, _ints(-1)),
+    "timing_cache_path": Rule("a file path (str or os.PathLike; Torch-TensorRT's default in the temp folder)",
+                              ("str",), os.path.join(tempfile.gettempdir(), "torch_tensorrt_engine_cache",
+                                                     "timing_cache.bin"), _is_path),
+    "device": Rule("a CUDA device: 'cuda', 'cuda:N', N, a torch.device or a torch_tensorrt.Device",
+                   ("Device",), None, lambda v: True),
+    **{name: _flag(default) for name, default in (
+        ("version_compatible", False), ("truncate_double", False), ("assume_dynamic_shape_support", False),
+        ("sparse_weights", False), ("hardware_compatible", False), ("lazy_engine_init", False),
+        ("use_fp32_acc", False), ("refit_identical_engine_weights", False), ("strip_engine_weights", False),
+        ("immutable_weights", True), ("enable_weight_streaming", False), ("offload_module_to_cpu", False),
+        ("dynamically_allocate_resources", False))},
+}
+
+
+def known_fields() -> set[str]:
+    """Every CompilationSettings field hierviz knows (conversion fields and those it refuses, saying
+    where they belong)."""
+    return set(FIELDS) | {f for fields in _ELSEWHERE.values() for f in fields}
+
+
 def _where(field: str) -> str | None:
     for where, fields in _ELSEWHERE.items():
         if field in fields:
@@ -72,14 +169,73 @@ def _where(field: str) -> str | None:
     return None
 
 
+def check_settings(trt_settings: dict | None) -> None:
+    """ConfigError unless `trt_settings` (part.build()'s and hv.measure's, None or a dict) names
+    only conversion fields, each with a value that CompilationSettings and TensorRT's builder take:
+    one message naming every bad field, its value and what is allowed (or where a field that does
+    not act at conversion belongs). Needs no torch_tensorrt."""
+    if trt_settings is None:
+        return
+    if not isinstance(trt_settings, dict):
+        raise ConfigError(f"trt_settings must be a dict of Torch-TensorRT CompilationSettings fields, not "
+                          f"{type(trt_settings).__name__}")
+    names, values = [], []
+    for field in sorted(trt_settings, key=str):
+        value = trt_settings[field]
+        if field in FIELDS:
+            if field == "device":
+                cuda_index(value)  # ConfigError saying what a device is
+            elif not FIELDS[field].accepts(value):
+                values.append(f"trt_settings[{field!r}] = {value!r}: {FIELDS[field].allowed}")
+        elif field in _REMOVED:
+            names.append(f"{field!r} does not exist: {_REMOVED[field]}")
+        elif field in known_fields():
+            names.append(f"{field!r} {_where(field)}")
+        else:
+            close = difflib.get_close_matches(str(field), sorted(known_fields()), n=3)
+            names.append(f"{field!r} is not a CompilationSettings field"
+                         + (f" (did you mean {' or '.join(close)}?)" if close else ""))
+    if names:
+        raise ConfigError("trt_settings: " + "; ".join(names) + ". Accepted here (they act at "
+                          "conversion): " + ", ".join(sorted(CONVERSION_FIELDS)))
+    if values:
+        raise ConfigError("; ".join(values) + ".")
+
+
+def _effective(field: str, value: Any) -> Any:
+    """One form for values that build the same engine: ints as int, paths as str, an
+    EngineCapability by its name."""
+    if _is_int(value):
+        return int(value)
+    if field == "engine_capability":
+        return _capability(value) or value
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    return value
+
+
+def _non_default(settings: dict) -> dict:
+    """The conversion fields of `settings` (device left out) whose value builds another engine than
+    the default does, each in its effective form."""
+    fields = {}
+    for field, value in settings.items():
+        if field == "device" or field == "disable_tf32":
+            continue
+        rule = FIELDS.get(field)
+        value = _effective(field, value)
+        if rule is None or not any(type(value) is type(d) and value == d for d in (rule.default, *rule.same)):
+            fields[field] = value
+    return fields
+
+
 def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool = False) -> Any:
     """The CompilationSettings hierviz converts subgraphs with: `settings` (None, or a dict of
     conversion fields, see CONVERSION_FIELDS), built for `device` (normalised: 'cuda:1', 1, a
     torch.device or a torch_tensorrt.Device all mean GPU 1) and with TF32 as `tf32` says (off by
     default, as torch runs FP32 matmuls). ConfigError for unknown, removed, no-op or
-    non-conversion fields, saying where each belongs."""
+    non-conversion fields, saying where each belongs, and for values they do not take (check_settings)."""
     require()
-    from torch_tensorrt import Device
+    from torch_tensorrt import Device, EngineCapability
     from torch_tensorrt.dynamo import CompilationSettings
 
     if settings is None:
@@ -88,30 +244,16 @@ def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool 
         defaults = default_settings()
         settings = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
                     if f.name != "device" and getattr(settings, f.name) != getattr(defaults, f.name)}
-    elif not isinstance(settings, dict):
-        raise ConfigError(f"trt_settings must be a dict of Torch-TensorRT CompilationSettings fields, not "
-                          f"{type(settings).__name__}")
-    known = {f.name for f in dataclasses.fields(CompilationSettings)}
-    problems = []
-    for field in sorted(settings, key=str):
-        if field in CONVERSION_FIELDS:
-            continue
-        if field in _REMOVED:
-            problems.append(f"{field!r} does not exist: {_REMOVED[field]}")
-        elif field in known:
-            problems.append(f"{field!r} {_where(field) or 'does not act at conversion'}")
-        else:
-            close = difflib.get_close_matches(str(field), sorted(known), n=3)
-            problems.append(f"{field!r} is not a CompilationSettings field"
-                            + (f" (did you mean {' or '.join(close)}?)" if close else ""))
-    if problems:
-        raise ConfigError("trt_settings: " + "; ".join(problems) + ". Accepted here (they act at "
-                          "conversion): " + ", ".join(sorted(CONVERSION_FIELDS)))
+    check_settings(settings)
     fields = dict(settings)
     index = cuda_index(fields.pop("device", device))
     if device is not None and cuda_index(device) != index:
         raise ConfigError(f"trt_settings['device'] names GPU {index} but the measurement runs on "
                           f"{device}; give the device once, as hv.measure(device=...)")
+    if "engine_capability" in fields:
+        fields["engine_capability"] = EngineCapability[_capability(fields["engine_capability"]) or ""]
+    if "timing_cache_path" in fields:
+        fields["timing_cache_path"] = os.fspath(fields["timing_cache_path"])
     try:
         with answer_cuda_queries():
             built = CompilationSettings(**fields, device=Device(gpu_id=index), disable_tf32=not tf32)
@@ -121,19 +263,16 @@ def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool 
 
 
 def conversion_fields(settings: Any = None) -> tuple[dict, bool]:
-    """(the conversion fields set, TF32 on) of trt_settings as the user gives them (a dict, or
-    None) or as hv.measure converts with them (a CompilationSettings: the fields that differ
-    from the defaults), device left out: equal for the same settings either way, without
-    importing torch_tensorrt for a dict. The build cache's key part."""
+    """(the conversion fields that differ from their defaults, TF32 on) of trt_settings as the
+    user gives them (a dict, or None) or as hv.measure converts with them (a CompilationSettings),
+    device left out, each value in one form (check_settings' table, no torch_tensorrt import):
+    equal whenever the settings build the same engine. The build cache's key part."""
     if settings is None:
         return {}, False
     if isinstance(settings, dict):
-        fields = {k: v for k, v in settings.items() if k != "device"}
-        return fields, False
-    defaults = default_settings()
-    fields = {f.name: getattr(settings, f.name) for f in dataclasses.fields(settings)
-              if f.name not in ("device", "disable_tf32") and getattr(settings, f.name) != getattr(defaults, f.name)}
-    return fields, not settings.disable_tf32
+        return _non_default(settings), False
+    fields = {name: getattr(settings, name) for name in CONVERSION_FIELDS if hasattr(settings, name)}
+    return _non_default(fields), not settings.disable_tf32
 
 
 def _canonical(value: Any) -> Any:
@@ -177,4 +316,5 @@ def settings_key(settings: Any = None) -> tuple:
     return ("tensorrt", lib, settings_digest(settings))
 
 
-__all__ = ["CONVERSION_FIELDS", "conversion_fields", "conversion_settings", "settings_digest", "settings_key"]
+__all__ = ["CONVERSION_FIELDS", "FIELDS", "Rule", "check_settings", "known_fields", "conversion_fields",
+           "conversion_settings", "settings_digest", "settings_key"]
