@@ -1,0 +1,184 @@
+"""The smallest part of a failed subgraph that still fails the same way (`Builds.repro`).
+
+Polygraphy's `debug reduce` and torch's fx minifier are the models. A part is a set of the
+subgraph's call nodes made into its own GraphModule (`part_of`): a value from outside the part
+becomes a placeholder carrying its producer's `meta['val']` (a weight stays a get_attr, copied
+in), and a value some node outside the part (or the output) uses becomes an output. The search
+(`smallest_failing`) bisects the topological order to the shortest failing block, then removes
+nodes inside it (delta debugging) while the part still fails with the same signature
+(docs/repro.md says the rule).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Sequence
+
+import torch
+
+CALLS = ("call_function", "call_method", "call_module")
+
+_HEX = re.compile(r"0x[0-9a-fA-F]+")
+_NUMBER = re.compile(r"\d+")
+
+
+def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = ()) -> tuple[str, str, str]:
+    """(stage, exception class, the error's line masked): every node name of `names` (as a whole
+    word) written <node>, every hex address 0x#, every run of digits #. Two failures with one
+    signature are the same failure of (possibly) other nodes and sizes."""
+    text = error or ""
+    for name in sorted(set(names), key=len, reverse=True):
+        text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", "<node>", text)
+    return stage, exception or "", _NUMBER.sub("#", _HEX.sub("0x#", text))
+
+
+class _NotAPart(Exception):
+    """A value crossing the part's edge that cannot be a placeholder (a tuple, a None)."""
+
+
+def _input_value(node: torch.fx.Node) -> bool:
+    """Whether `node`'s value can enter a part as a placeholder: a tensor, or a size that is a
+    placeholder of the subgraph (a dynamic dimension)."""
+    val = node.meta.get("val")
+    return isinstance(val, torch.Tensor) or (node.op == "placeholder" and isinstance(val, torch.SymInt))
+
+
+def part_of(gm: torch.fx.GraphModule, keep: Iterable[str]) -> torch.fx.GraphModule | None:
+    """The call nodes of `gm` named in `keep` as their own GraphModule (node names kept), or None
+    when they make no part: none kept, a value from outside that is no tensor, or no output."""
+    names = set(keep)
+    kept = [n for n in gm.graph.nodes if n.op in CALLS and n.name in names]
+    if not kept:
+        return None
+    inside = set(kept)
+    outside: dict[torch.fx.Node, None] = {}
+    for n in kept:
+        for a in n.all_input_nodes:
+            if a not in inside:
+                outside.setdefault(a, None)
+    graph = torch.fx.Graph()
+    env: dict[torch.fx.Node, torch.fx.Node] = {}
+    for a in outside:
+        if a.op == "get_attr":
+            continue
+        if not _input_value(a):
+            return None
+        env[a] = graph.placeholder(a.name)
+        env[a].meta = {k: v for k, v in a.meta.items() if k in ("val", "tensor_meta", "stack_trace")}
+    for a in outside:
+        if a.op == "get_attr":
+            env[a] = graph.get_attr(str(a.target))
+            env[a].meta = dict(a.meta)
+    for n in kept:
+        env[n] = graph.node_copy(n, lambda a: env[a])
+    results = [env[n] for n in kept if any(u not in inside for u in n.users)]
+    if not results:
+        return None
+    graph.output(results[0] if len(results) == 1 else tuple(results))
+    part = torch.fx.GraphModule(gm, graph)  # copies only the weights its get_attrs read
+    part.graph.lint()
+    return part
+
+
+def call_nodes(gm: torch.fx.GraphModule) -> list[str]:
+    """The names of `gm`'s call nodes, in topological order: what a part is made of."""
+    return [n.name for n in gm.graph.nodes if n.op in CALLS]
+
+
+@dataclass(frozen=True)
+class Reduction:
+    """What the search found: `nodes` (names, in order) and their `graph`; `builds`: the parts
+    built or read from the build cache (the failed subgraph's own build included), `cached`: how
+    many of those the build cache answered; `seconds` the search took."""
+
+    nodes: tuple[str, ...]
+    graph: torch.fx.GraphModule
+    builds: int
+    cached: int
+    seconds: float
+
+
+class _Trials:
+    """`fails(names)`: whether that part fails with the wanted signature; each part tried once."""
+
+    def __init__(self, gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
+                 wanted: tuple[str, str, str]) -> None:
+        self.gm, self.build, self.wanted = gm, build, wanted
+        self.names = [n.name for n in gm.graph.nodes]
+        self.known: dict[frozenset[str], bool] = {}
+        self.builds = self.cached = 0
+
+    def fails(self, names: Sequence[str]) -> bool:
+        key = frozenset(names)
+        if key not in self.known:
+            part = part_of(self.gm, key)
+            self.known[key] = part is not None and self._same(part)
+        return self.known[key]
+
+    def _same(self, part: torch.fx.GraphModule) -> bool:
+        made, cached = self.build(part)
+        self.builds += 1
+        self.cached += int(cached)
+        return signature(made.stage, made.exception, made.error, self.names) == self.wanted
+
+
+def _bisect(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
+    """The shortest block of `nodes` found by bisection that still fails: the fewest leading
+    nodes first, then the fewest of those counted from the end. `nodes` as a whole fails."""
+    lo, hi = 0, len(nodes)  # nodes[:hi] fails, nodes[:lo] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if fails(nodes[:mid]) else (mid, hi)
+    end = hi
+    lo, hi = 0, end  # nodes[lo:end] fails, nodes[hi:end] does not
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fails(nodes[mid:end]) else (lo, mid)
+    return nodes[lo:end]
+
+
+def _delta(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
+    """Delta debugging (ddmin): drop chunks of `nodes` while the rest still fails, the chunks
+    halving until single nodes; the result fails, and removing any one node of it does not."""
+    n = 2
+    while len(nodes) >= 2:
+        chunks = [nodes[i * len(nodes) // n:(i + 1) * len(nodes) // n] for i in range(n)]
+        for chunk in chunks:
+            if chunk and fails(chunk):
+                nodes, n = chunk, 2
+                break
+        else:
+            for chunk in chunks:
+                rest = [x for x in nodes if x not in chunk]
+                if chunk and rest and fails(rest):
+                    nodes, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= len(nodes):
+                    break
+                n = min(len(nodes), 2 * n)
+    return nodes
+
+
+def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
+                     ) -> Reduction:
+    """The smallest part of `gm` that fails as `gm` does, building parts with `build(part) ->
+    (EngineBuild, from the cache)` (a SubgraphBuilder's build, so trials are cached on disk)."""
+    start = time.perf_counter()
+    made, cached = build(gm)
+    names = [n.name for n in gm.graph.nodes]
+    trials = _Trials(gm, build, signature(made.stage, made.exception, made.error, names))
+    trials.builds, trials.cached = 1, int(cached)
+    everything = call_nodes(gm)
+    trials.known[frozenset(everything)] = made.stage in ("convert", "build")
+    block = _bisect(everything, trials.fails)
+    nodes = _delta(block, trials.fails)
+    graph = part_of(gm, nodes)
+    if graph is None or not trials.fails(nodes):  # never: the whole fails, so some part of it does
+        nodes, graph = everything, gm
+    return Reduction(tuple(nodes), graph, trials.builds, trials.cached, time.perf_counter() - start)
+
+
+__all__ = ["CALLS", "Reduction", "call_nodes", "part_of", "signature", "smallest_failing"]

@@ -1,0 +1,244 @@
+"""A repro's files: `repro.pt2` (the part as an ExportedProgram), `repro.py` (torch and
+torch_tensorrt only: compiles it and says whether the failure reproduces) and `README.md`
+(the issue text), and running `repro.py` in a fresh process (`Repro.save`).
+
+repro.py's exit status: 1 the failure reproduces (same stage, exception class and masked
+error line, docs/repro.md), 0 it builds (on a machine without a GPU: the engine was built and
+only loading it failed), 2 it failed some other way.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch.fx.experimental.symbolic_shapes import optimization_hint
+
+from hierviz.building.graph_run import source_line
+from hierviz.building.reduction import call_nodes, part_of
+from hierviz.errors import ConfigError
+
+WEIGHTS = ("real", "random")
+RUN_LIMIT_S = 900  # a fresh process imports torch_tensorrt (~10 s) and builds one small engine
+
+
+def example_inputs(gm: torch.fx.GraphModule) -> list[tuple[list[int], str]]:
+    """(shape, dtype) of each placeholder, from its `meta['val']` (a dynamic size at its example's
+    size); a size placeholder is a 0-d int64."""
+    out = []
+    for n in gm.graph.nodes:
+        if n.op != "placeholder":
+            continue
+        val = n.meta.get("val")
+        if isinstance(val, torch.Tensor):
+            shape = [optimization_hint(d) for d in val.shape]
+            out.append((shape, str(val.dtype).removeprefix("torch.")))
+        else:
+            out.append(([], "int64"))
+    return out
+
+
+def made_inputs(spec: list[tuple[list[int], str]]) -> tuple[torch.Tensor, ...]:
+    """Values of those shapes and dtypes: floats random normal, everything else zeros (a valid index)."""
+    gen = torch.Generator().manual_seed(0)
+    made = []
+    for shape, dtype in spec:
+        dt = getattr(torch, dtype)
+        made.append(torch.randn(shape, generator=gen, dtype=dt) if dt.is_floating_point
+                    else torch.zeros(shape, dtype=dt))
+    return tuple(made)
+
+
+class _Part(torch.nn.Module):
+    """The part as a module torch.export traces: its GraphModule called on the inputs."""
+
+    def __init__(self, gm: torch.fx.GraphModule) -> None:
+        super().__init__()
+        self.part = gm
+
+    def forward(self, *args: Any) -> Any:
+        return self.part(*args)
+
+
+def _randomized(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
+    """A copy of `gm` whose weights are random, of the same shapes and dtypes (floats normal with
+    std 0.02, others zeros); `gm`'s own weights are untouched."""
+    fresh = part_of(gm, call_nodes(gm))
+    assert fresh is not None  # a part of all of a part's nodes is that part
+    gen = torch.Generator().manual_seed(0)
+    for name, value in list(fresh.named_parameters()) + list(fresh.named_buffers()):
+        owner_name, _, leaf = name.rpartition(".")
+        owner = fresh.get_submodule(owner_name) if owner_name else fresh
+        new = (torch.randn(value.shape, generator=gen, dtype=value.dtype) * 0.02 if value.dtype.is_floating_point
+               else torch.zeros_like(value))
+        if isinstance(value, torch.nn.Parameter):
+            setattr(owner, leaf, torch.nn.Parameter(new, requires_grad=value.requires_grad))
+        else:
+            owner.register_buffer(leaf, new)
+    return fresh
+
+
+def exported(gm: torch.fx.GraphModule, weights: str) -> torch.export.ExportedProgram:
+    """`gm` exported with torch.export on inputs made from its placeholders, with its weights or
+    random ones."""
+    if weights not in WEIGHTS:
+        raise ConfigError(f"Repro.save(weights=...) is 'real' (the model's weights) or 'random' (random ones of the "
+                          f"same shapes and dtypes, for weights you cannot share), not {weights!r}.")
+    module = _Part(_randomized(gm) if weights == "random" else gm)
+    return torch.export.export(module, made_inputs(example_inputs(gm)))
+
+
+def node_lines(gm: torch.fx.GraphModule) -> list[str]:
+    """One Markdown line per call node: its name, op and the user's line that made it."""
+    lines = []
+    for n in gm.graph.nodes:
+        if n.op in ("call_function", "call_method", "call_module"):
+            where = source_line(n)
+            op = n.target if isinstance(n.target, str) or hasattr(n.target, "_schema") else \
+                f"{getattr(n.target, '__module__', '')}.{getattr(n.target, '__name__', n.target)}"
+            lines.append(f"- `{n.name}`: `{op}`" + (f", from `{where}`" if where else ""))
+    return lines
+
+
+def versions() -> dict[str, str]:
+    """torch's, Torch-TensorRT's and TensorRT's versions here, read from their metadata."""
+    from hierviz import trt
+
+    dist = trt.installed_distribution()
+    return {"torch": torch.__version__, "torch_tensorrt": f"{dist[0]} {dist[1]}" if dist else "not installed",
+            "TensorRT": trt.library_version() or "not installed"}
+
+
+SCRIPT = '''"""Reproduces a Torch-TensorRT failure: {headline}.
+
+Run: python repro.py   (next to repro.pt2). Exit status 1: the failure reproduces; 0: it builds
+(on a machine without a GPU: the engine was built, and only loading it needed a GPU); 2: it
+failed another way. Needs only torch and torch_tensorrt.
+"""
+
+import importlib.metadata
+import logging
+import pathlib
+import re
+import sys
+import traceback
+
+import torch
+
+WANTED = {wanted}  # (stage, exception class, error line with node names, numbers and addresses masked)
+INPUTS = {inputs}  # (shape, dtype) of each input
+SETTINGS = {settings}
+
+
+def answer_cuda_queries():
+    """Without a GPU, Torch-TensorRT's import and settings ask torch.cuda about the device: answer
+    as an ordinary data-centre GPU would, so it converts and builds on the CPU (TensorRT-RTX)."""
+    if torch.cuda.is_available():
+        return
+    torch.cuda.get_device_capability = lambda device=None: (8, 0)
+    torch.cuda.current_device = lambda: 0
+    torch.cuda.device_count = lambda: 1
+    torch.cuda.mem_get_info = lambda device=None: (32 << 30, 32 << 30)
+
+
+class Errors(logging.Handler):
+    """TensorRT's errors, as Torch-TensorRT logs them."""
+
+    def __init__(self):
+        super().__init__(logging.ERROR)
+        self.lines = []
+
+    def emit(self, record):
+        if record.name.startswith("torch_tensorrt"):
+            self.lines.append(" ".join(record.getMessage().split()))
+
+
+def masked(text, names):
+    for name in sorted(set(names), key=len, reverse=True):
+        text = re.sub(r"(?<![\\w.])" + re.escape(name) + r"(?![\\w])", "<node>", text)
+    return re.sub(r"\\d+", "#", re.sub(r"0x[0-9a-fA-F]+", "0x#", text))
+
+
+def version(*names):
+    for name in names:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return "not installed"
+
+
+def main():
+    answer_cuda_queries()
+    import torch_tensorrt
+
+    print("torch", torch.__version__, "| torch_tensorrt", torch_tensorrt.__version__, "| TensorRT",
+          version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
+    ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
+    gen = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
+              if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
+              for shape, dtype in INPUTS]
+    errors = Errors()
+    logging.getLogger().addHandler(errors)
+    try:
+        torch_tensorrt.dynamo.compile(ep, inputs, **SETTINGS)
+    except Exception as exc:
+        if not torch.cuda.is_available() and any("deserializeCudaEngine" in e for e in errors.lines):
+            print("It builds: the engine was built, and loading it failed for lack of a GPU.")
+            return 0
+        head = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        head = re.sub(r"<(?:[\\w.]+\\.)?(\\w+) object at 0x[0-9a-fA-F]+>", r"<\\1>", head)
+        if isinstance(exc, RuntimeError) and "build_serialized_network" in head:
+            stage = "build"
+            said = [e for e in errors.lines if "Exception" in e or "CHECK" in e or "Error Code" in e] or errors.lines
+            line = said[-1][:400] if said else head
+        else:
+            stage, line = "convert", (type(exc).__name__ + ": " + head if head else type(exc).__name__)
+        names = [n.name for n in ep.graph.nodes]
+        got = (stage, type(exc).__name__, masked(line, names))
+        traceback.print_exc()
+        print(f"Failed at {{stage}} with {{type(exc).__name__}}: {{line}}")
+        if got == WANTED:
+            print("Reproduced: the same failure.")
+            return 1
+        print(f"Failed another way: expected {{WANTED}}")
+        return 2
+    print("It builds.")
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        code = main()
+    except Exception:
+        traceback.print_exc()
+        print("repro.py failed before Torch-TensorRT compiled the program.")
+        code = 2
+    sys.exit(code)
+'''
+
+
+def script(headline: str, wanted: tuple[str, str, str], gm: torch.fx.GraphModule, settings: dict) -> str:
+    """repro.py's text for this part: what it should fail with, its inputs and the compile's settings."""
+    return SCRIPT.format(headline=headline.replace('"""', "'''"), wanted=repr(wanted),
+                         inputs=json.dumps(example_inputs(gm)), settings=repr(settings))
+
+
+def run_script(folder: Path) -> tuple[int, str]:
+    """(exit status, output) of repro.py run in a fresh Python; the output also goes to repro.log."""
+    try:
+        done = subprocess.run([sys.executable, "repro.py"], cwd=folder, capture_output=True, text=True,
+                              timeout=RUN_LIMIT_S)
+        code, text = done.returncode, done.stdout + done.stderr
+    except subprocess.TimeoutExpired as exc:
+        code, text = -1, f"repro.py ran past {RUN_LIMIT_S} s and was stopped: {exc}"
+    (folder / "repro.log").write_text(text)
+    return code, text
+
+
+__all__ = ["WEIGHTS", "example_inputs", "exported", "made_inputs", "node_lines", "run_script", "script", "versions"]
