@@ -39,6 +39,7 @@ def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
         raise ConfigError(f"build(trt_settings=...) is a dict of Torch-TensorRT CompilationSettings fields that act at "
                           f"conversion (e.g. {{'optimization_level': 5}}), as hv.measure takes, not "
                           f"{type(trt_settings).__name__}.")
+    trt.check_settings(trt_settings)  # before anything converts, and before the cache is read
 
 
 def _subgraph_rows(part: Any, builder: SubgraphBuilder, ir: str, graph: str,

@@ -17,6 +17,7 @@ from typing import Any, Sequence
 import torch
 
 from hierviz.building.optimization_profiles import corner_inputs, corner_text
+from hierviz.errors import BuildError
 from hierviz.trt.engine_builder import first_line
 
 # what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
@@ -69,8 +70,6 @@ def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
         with torch.no_grad():
             runner.run(*inputs)
     except (MemoryError, torch.OutOfMemoryError) as exc:  # the machine's failure, not the graph's
-        from hierviz.errors import BuildError
-
         where = f" at node {runner.current.name}" if runner.current is not None else ""
         raise BuildError(f"part.build(): out of memory while running the lowered graph in PyTorch{where} "
                          f"({first_line(exc)}); nothing was stored: free memory (or build on a machine with "

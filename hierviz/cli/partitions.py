@@ -84,6 +84,10 @@ def cmd_check(args: argparse.Namespace) -> int:
                               max_boundary_tensors=args.max_boundary_tensors,
                               max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like,
                               build=args.build)
+    builds = part._builds if args.build else None  # the build check's: what it held back (cache notes, warnings)
+    if builds is not None and getattr(args, "verbose", False):
+        for note in builds.notes:
+            print(f"note: {note}")
     if broken:
         print(failure_text(part, broken))
         return EXIT_CHECK_FAILED
