@@ -11,6 +11,7 @@ nodes inside it (delta debugging) while the part still fails with the same signa
 
 from __future__ import annotations
 
+import operator
 import re
 import time
 from dataclasses import dataclass
@@ -26,12 +27,12 @@ _NUMBER = re.compile(r"\d+")
 
 def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = ()) -> tuple[str, str, str]:
     """(stage, exception class, the error's line masked): every node name of `names` (as a whole
-    word) written <node>, every hex address 0x#, every run of digits #. Two failures with one
+    word) written <node>, every hex address <address>, every run of digits #. Two failures with one
     signature are the same failure of (possibly) other nodes and sizes."""
     text = error or ""
     for name in sorted(set(names), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", "<node>", text)
-    return stage, exception or "", _NUMBER.sub("#", _HEX.sub("0x#", text))
+    return stage, exception or "", _NUMBER.sub("#", _HEX.sub("<address>", text))
 
 
 class _NotAPart(Exception):
@@ -78,8 +79,21 @@ def part_of(gm: torch.fx.GraphModule, keep: Iterable[str]) -> torch.fx.GraphModu
         return None
     graph.output(results[0] if len(results) == 1 else tuple(results))
     part = torch.fx.GraphModule(gm, graph)  # copies only the weights its get_attrs read
+    # of an output that is a tuple (a LayerNorm's), the items the nodes outside take: what an export returns
+    part.meta["taken"] = [_taken(n, inside) for n in kept if any(u not in inside for u in n.users)]
     part.graph.lint()
     return part
+
+
+def _taken(n: torch.fx.Node, inside: set[torch.fx.Node]) -> list[int] | None:
+    """Of a tuple-valued output, the items the getitems outside take; None: all of it (a tensor, or
+    a tuple the subgraph's own output returns whole)."""
+    if not isinstance(n.meta.get("val"), (tuple, list)):
+        return None
+    outside = [u for u in n.users if u not in inside]
+    if any(u.target is not operator.getitem for u in outside):
+        return None
+    return sorted({u.args[1] for u in outside if isinstance(u.args[1], int)})
 
 
 def call_nodes(gm: torch.fx.GraphModule) -> list[str]:

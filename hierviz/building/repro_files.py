@@ -61,7 +61,12 @@ class _Part(torch.nn.Module):
         self.part = gm
 
     def forward(self, *args: Any) -> Any:
-        return self.part(*args)
+        out = self.part(*args)
+        taken = self.part.meta.get("taken") or []
+        if len(taken) == 1:
+            out = (out,)
+        picked = tuple(v if pick is None else tuple(v[i] for i in pick) for v, pick in zip(out, taken))
+        return picked[0] if len(picked) == 1 else picked
 
 
 def _randomized(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
@@ -79,6 +84,7 @@ def _randomized(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
             setattr(owner, leaf, torch.nn.Parameter(new, requires_grad=value.requires_grad))
         else:
             owner.register_buffer(leaf, new)
+    fresh.meta["taken"] = gm.meta.get("taken")
     return fresh
 
 
@@ -160,7 +166,7 @@ class Errors(logging.Handler):
 def masked(text, names):
     for name in sorted(set(names), key=len, reverse=True):
         text = re.sub(r"(?<![\\w.])" + re.escape(name) + r"(?![\\w])", "<node>", text)
-    return re.sub(r"\\d+", "#", re.sub(r"0x[0-9a-fA-F]+", "0x#", text))
+    return re.sub(r"\\d+", "#", re.sub(r"0x[0-9a-fA-F]+", "<address>", text))
 
 
 def version(*names):

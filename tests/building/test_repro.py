@@ -1,0 +1,182 @@
+"""The smallest failing part of a failed engine (repro_of) and its standalone repro (Repro.save):
+a converter failure the test makes itself, TensorRT-RTX's Myelin failure on a fused QKV split,
+a converter's failure on a LayerNorm's tuple, and the zoo's gpt2."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+import subprocess
+import sys
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz import trt
+from hierviz.building.reduction import part_of, signature
+from hierviz.building.repro import repro_of
+from tests.building.models import ConvNet, FusedQKV, NormBetween, made
+
+needs_rtx = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
+                               reason="needs TensorRT-RTX, which builds engines on the CPU")
+
+QKV = ("addmm", "_reshape_copy_1", "split", "getitem", "getitem_1", "getitem_2", "_reshape_copy_2", "permute",
+       "_reshape_copy_3", "permute_1", "_reshape_copy_4", "permute_2")
+MYELIN = "Myelin CHECK(logical_mem_size == data_->size())"
+
+
+def test_the_signature_masks_node_names_numbers_and_addresses():
+    a = signature("convert", "RuntimeError", "refused aten.split at node split_3 (size 768, at 0x7f3a)", ["split_3"])
+    b = signature("convert", "RuntimeError", "refused aten.split at node split (size 12, at 0x1b)", ["split"])
+    assert a == b == ("convert", "RuntimeError", "refused aten.split at node <node> (size #, at <address>)")
+    assert signature("build", "RuntimeError", "x", []) != signature("convert", "RuntimeError", "x", [])
+    assert signature("convert", "TypeError", "x", []) != signature("convert", "RuntimeError", "x", [])
+
+
+def _refusing_split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """convert_and_build refuses every graph holding aten.split (as a converter would); the
+    calls that reached it are counted."""
+    real = trt.convert_and_build
+    calls: list[int] = []
+
+    def refusing(gm: torch.fx.GraphModule, settings: object = None) -> trt.EngineBuild:
+        calls.append(1)
+        if any(n.target is torch.ops.aten.split.Tensor for n in gm.graph.nodes):
+            return trt.EngineBuild("convert", None, 0.0, None, node="split_3", exception="RuntimeError",
+                                   error="refused aten.split at node split_3")
+        return real(gm, settings)
+
+    monkeypatch.setattr(trt, "convert_and_build", refusing)
+    return calls
+
+
+@needs_rtx
+def test_a_refused_split_reduces_to_the_split_node_and_a_second_search_builds_nothing(monkeypatch, tmp_path):
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))  # the refusals are kept in a cache of their own
+    calls = _refusing_split(monkeypatch)
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    builds = part.build(fix=False)
+    assert builds.rows[0]["stage"] == "convert"
+    repro = repro_of(builds, part)
+    assert repro.nodes == ("split",)
+    assert [n.op for n in repro.graph.graph.nodes] == ["placeholder", "call_function", "output"]
+    assert (repro.stage, repro.exception, repro.error) == ("convert", "RuntimeError",
+                                                           "refused aten.split at node split_3")
+    assert repr(repro) == (f"<hv.Repro: 1 of 16 nodes of _run_on_acc_tensorrt_0 fail at convert (refused aten.split "
+                           f"at node split_3), found in {repro.builds} builds ({repro.cached} from the build cache)>")
+    assert repro.verified is None and 1 < repro.builds < 40
+    before = len(calls)
+    again = repro_of(builds, part)  # every trial is in the build cache
+    assert len(calls) == before and again.nodes == repro.nodes and again.cached == again.builds == repro.builds
+
+
+@needs_rtx
+def test_a_myelin_failure_reduces_to_the_qkv_projection_split_into_heads():
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    repro = repro_of(part.build(fix=False), part)
+    assert repro.nodes == QKV
+    assert repro.stage == "build" and "operand.cpp:156" in repro.error
+    assert repr(repro).startswith(f"<hv.Repro: 12 of 16 nodes of _run_on_acc_tensorrt_0 fail at build ({MYELIN}), "
+                                  "found in ")
+    # the sdpa after it is gone: its inputs, the three heads, are the part's outputs
+    assert len(repro.graph.graph.output_node().args[0]) == 3
+
+
+@needs_rtx
+def test_repro_of_says_what_it_needs():
+    model, x = made(ConvNet, 1, 3, 16, 16)
+    part = hv.partition(model, x, min_block_size=1)
+    with pytest.raises(hv.ConfigError, match="no engine failed to convert or build, so there is nothing to reproduce"):
+        repro_of(part.build(), part)
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    builds = part.build(fix=False)
+    with pytest.raises(hv.ConfigError, match=r"'_run_on_acc_tensorrt_9'\): that subgraph did not fail .* "
+                                             r"the ones that did: _run_on_acc_tensorrt_0"):
+        repro_of(builds, part, "_run_on_acc_tensorrt_9")
+    repro = repro_of(builds, part)
+    with pytest.raises(hv.ConfigError, match=r"weights=...\) is 'real' .* or 'random'"):
+        repro.save("unused", weights="zeros")
+
+
+def _imports(path: object) -> set[str]:
+    tree = ast.parse(open(str(path)).read())
+    found = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    return found | {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_the_saved_myelin_repro_fails_the_same_way_in_a_fresh_process(tmp_path):
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    repro = repro_of(part.build(fix=False), part)
+    saved = repro.save(tmp_path / "qkv")
+    assert saved.verified is True and repro.verified is None  # save returns the verified one
+    assert repr(saved).endswith("; verified: repro.py fails the same way in a fresh process>")
+    folder = tmp_path / "qkv"
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "repro.log", "repro.py", "repro.pt2"]
+    assert _imports(folder / "repro.py") - set(sys.stdlib_module_names) == {"torch", "torch_tensorrt"}
+    log = (folder / "repro.log").read_text()
+    assert "Reproduced: the same failure." in log and "Failed at build with RuntimeError: " in log
+    readme = (folder / "README.md").read_text()
+    assert readme == saved.issue_text() and repro.error in readme and "builder: TensorRT-RTX" in readme
+    assert "- `split`: `aten.split.Tensor`, from `" in readme and "models.py:49: q, k, v = " in readme
+    ep = torch.export.load(str(folder / "repro.pt2"))
+    assert torch.equal(ep.state_dict["part.w"], model.w.detach())
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_random_weights_keep_shapes_and_the_failure_and_leave_the_models_alone(tmp_path):
+    model, x = made(FusedQKV, 1, 16, 64)
+    kept = model.w.detach().clone()
+    part = hv.partition(model, x, min_block_size=1)
+    saved = repro_of(part.build(fix=False), part).save(tmp_path, weights="random")
+    assert saved.verified is True
+    w = torch.export.load(str(tmp_path / "repro.pt2")).state_dict["part.w"]
+    assert w.shape == model.w.shape and w.dtype == model.w.dtype and not torch.equal(w, kept)
+    assert torch.equal(model.w.detach(), kept)
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_a_part_that_builds_exits_0_without_a_gpu(tmp_path):
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    repro = repro_of(part.build(fix=False), part)
+    builds = part_of(part.module._run_on_acc_tensorrt_0, ["permute_3", "_reshape_copy_5"])
+    assert builds is not None
+    saved = dataclasses.replace(repro, nodes=("permute_3", "_reshape_copy_5"), graph=builds).save(tmp_path)
+    assert saved.verified is False and "not verified" in repr(saved)
+    done = subprocess.run([sys.executable, "repro.py"], cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0
+    expected = ("It builds: the engine was built, and loading it failed for lack of a GPU." if not
+                torch.cuda.is_available() else "It builds.")
+    assert expected in done.stdout
+
+
+@needs_rtx
+def test_a_converter_failure_on_a_layernorms_tuple_reduces_to_the_layernorm():
+    model, x = made(NormBetween, 2, 16)
+    part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
+    repro = repro_of(part.build(fix=False), part)
+    assert (repro.stage, repro.error) == ("convert", "AssertionError: Cannot convert None to TRT constant")
+    assert repro.nodes == ("native_layer_norm",)
+    assert repro.settings["torch_executed_ops"] == ["_operator.getitem"]
+    assert "torch_executed_ops=['_operator.getitem']" in repro.issue_text()
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_gpt2s_repro_has_at_most_15_nodes_and_is_verified(tmp_path):
+    model, x = hv.zoo.load("gpt2")
+    part = hv.partition(model, x, min_block_size=3)
+    builds = part.build(fix=False)
+    repro = repro_of(builds, part)
+    assert repro.stage == "build" and "operand.cpp:156" in repro.error
+    assert len(repro.nodes) <= 15 and "split" in repro.nodes
+    assert repro.save(tmp_path).verified is True
