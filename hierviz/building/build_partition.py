@@ -115,7 +115,7 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
             return all(builder.build(getattr(candidate.module, tag), label=tag)[0].stage == "built"
                        for tag in tensorrt_tags(candidate))
 
-        found = find_fix(part, failing, all_built, handoff.handler("repartition"))
+        found = find_fix(part, failing, all_built, handoff.handler("repartition"), builds=lambda: builder.made)
         for r in rows:
             if r["stage"] in ("convert", "build"):
                 r["fix"] = found.text
@@ -145,7 +145,7 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
     rows = [{k: v for k, v in r.items() if k != "graph"} for r in rows]
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
                   ((graph, outside),) if outside else (), notes=tuple(notes) + builder.notes(),
-                  fixed_partition=found.partition if found else None)
+                  fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0)
 
 
 def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:

@@ -53,6 +53,7 @@ class Builds:
     by_graph: bool = False
     notes: tuple[str, ...] = field(default=())
     fixed_partition: Any = field(default=None, repr=False, compare=False)
+    fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
 
     @property
     def df(self) -> "pd.DataFrame":

@@ -1,12 +1,20 @@
 """The fix for engines that fail to convert or build: ops moved to PyTorch, shown to build.
 
-For every op of the failing subgraphs, cheapest first (the fewest nodes moved), the partition
-is made again with that op added to `torch_executed_ops`, and every TensorRT subgraph of it is
-built. A fix is a set under which every engine built and at least one TensorRT engine is left
-(moving the whole model to PyTorch "builds" nothing: it is no fix); of those found, the one with
-the fewest subgraphs is chosen (then the cheapest). Nothing is guessed: an op whose partition
-was not built is never offered. The fix says what it costs: the compute ops TensorRT no longer
-runs.
+A fix is a set of ops that, added to `torch_executed_ops`, makes every TensorRT engine build
+while at least one TensorRT engine is left (moving the whole model to PyTorch "builds" nothing:
+it is no fix). Of the fixes, the one with the fewest ops is chosen, then the fewest subgraphs.
+Nothing is guessed: a set whose partition was not built is never offered.
+
+The search spends builds, not partitions (partitioning is cheap, building is not):
+  1. single ops: each op of the failing subgraphs (the `first` ops, e.g. the smallest failing
+     part's, before the rest; then the fewest nodes moved first) is partitioned; the partitions
+     are built in order of their subgraph count, so the first that builds is the best single
+     op and the search stops there;
+  2. sets of ops, when no single op works: ops added in that order until the set builds
+     (stopping when TensorRT would be left nothing), then delta debugging over that set (its
+     halves, quarters, ... and their complements) down to a set from which no op can be
+     dropped, within `budget` tested sets.
+The fix says what it costs: the compute ops TensorRT no longer runs.
 """
 
 from __future__ import annotations
@@ -17,15 +25,17 @@ from typing import Any, Callable, Sequence
 
 from hierviz.capturing.provenance import short_op
 
-MAX_TRIES = 40  # ops tried at most, cheapest first
+MAX_TRIES = 40  # single ops partitioned at most, cheapest first
+SET_BUDGET = 24  # sets of ops tested at most when no single op works
 TENSORRT = "tensorrt"
 
 
 @dataclass(frozen=True)
 class Fix:
     """`ops`: the whole torch_executed_ops to pass to hv.partition; `added`: the ops it moves;
-    `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: ops tried;
-    `partition`: the partition with the fix applied, whose engines were built (None without a fix)."""
+    `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: partitions
+    tested (built); `partition`: the partition with the fix applied, whose engines were built
+    (None without a fix); `builds`: the builder's calls the search spent (cache hits not counted)."""
 
     ops: frozenset[str] | None
     added: tuple[str, ...]
@@ -33,6 +43,7 @@ class Fix:
     tried: int
     text: str
     partition: Any = field(default=None, repr=False, compare=False)
+    builds: int = 0
 
 
 def tensorrt_ops(part: Any) -> int:
@@ -45,9 +56,10 @@ def keeps_tensorrt(part: Any) -> bool:
     return any(sg.backend == TENSORRT for sg in part.subgraphs)
 
 
-def candidates(part: Any, tags: Sequence[str]) -> list[str]:
-    """The ops (every call, views and getitem included) of the subgraphs `tags`, cheapest first
-    (fewest nodes), not already moved."""
+def candidates(part: Any, tags: Sequence[str], first: Sequence[str] = ()) -> list[str]:
+    """The ops (every call, views and getitem included) of the subgraphs `tags`, not already
+    moved: those in `first` (short names) first, then the rest, each group cheapest first
+    (fewest nodes)."""
     moved = {short_op(str(op)) for op in part.config.torch_executed_ops}
     count: Counter[str] = Counter()
     for tag in tags:
@@ -57,39 +69,122 @@ def candidates(part: Any, tags: Sequence[str]) -> list[str]:
                 op = short_op(str(record.op))
                 if op not in moved:
                     count[op] += 1
-    return sorted(count, key=lambda op: (count[op], op))
+    preferred = {short_op(str(op)) for op in first}
+    return sorted(count, key=lambda op: (op not in preferred, count[op], op))
+
+
+class _Search:
+    """The partitions tried, each set of ops once: `works(ops)` says whether moving them builds
+    every engine and keeps a TensorRT one."""
+
+    def __init__(self, part: Any, all_built: Callable[[Any], bool], repartition: Callable[[Any, Any], Any]) -> None:
+        self.part, self.all_built, self.repartition = part, all_built, repartition
+        self.moved = frozenset(short_op(str(o)) for o in part.config.torch_executed_ops)
+        self.partitions: dict[frozenset[str], Any] = {}
+        self.verdicts: dict[frozenset[str], bool] = {}
+        self.tested = 0
+
+    def partition(self, ops: frozenset[str]) -> Any:
+        if ops not in self.partitions:
+            config = self.part.config.replace(torch_executed_ops=set(self.moved | ops))
+            self.partitions[ops] = self.repartition(self.part.graph, config)
+        return self.partitions[ops]
+
+    def works(self, ops: frozenset[str]) -> bool:
+        if ops not in self.verdicts:
+            again = self.partition(ops)
+            self.tested += 1
+            self.verdicts[ops] = keeps_tensorrt(again) and self.all_built(again)
+        return self.verdicts[ops]
+
+
+def _ddmin(ops: list[str], works: Callable[[frozenset[str]], bool], budget: Callable[[], bool]) -> list[str] | None:
+    """A set of `ops` that works, from which no op can be dropped (delta debugging: chunks, then
+    their complements, finer each round), or None when the whole set does not work or the
+    budget (`budget()` False) ran out before it did."""
+    if not budget() or not works(frozenset(ops)):
+        return None
+    current, n = list(ops), 2
+    while len(current) >= 2 and budget():
+        size = -(-len(current) // n)
+        chunks = [current[i:i + size] for i in range(0, len(current), size)]
+        for chunk in chunks:
+            if budget() and works(frozenset(chunk)):
+                current, n = chunk, 2
+                break
+        else:
+            for chunk in chunks:
+                rest = [op for op in current if op not in chunk]
+                if rest and budget() and works(frozenset(rest)):
+                    current, n = rest, max(n - 1, 2)
+                    break
+            else:
+                if n >= len(current):
+                    break
+                n = min(len(current), 2 * n)
+    return current
+
+
+def _grow_then_shrink(order: list[str], search: _Search, budget: Callable[[], bool]) -> list[str] | None:
+    """A set of ops that works, found by adding ops in `order` (best single first) until the
+    set works, then shrunk by delta debugging to a set from which no op can be dropped; None
+    when adding them leaves no TensorRT engine first, or the budget ran out."""
+    grown: list[str] = []
+    for op in order:
+        grown.append(op)
+        if not keeps_tensorrt(search.partition(frozenset(grown))):
+            return None  # moving more only takes more from TensorRT
+        if len(grown) > 1:
+            if not budget():
+                return None
+            if search.works(frozenset(grown)):
+                return _ddmin(grown, search.works, budget)
+    return None
 
 
 def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool],
-             repartition: Callable[[Any, Any], Any], max_tries: int = MAX_TRIES) -> Fix:
+             repartition: Callable[[Any, Any], Any], max_tries: int = MAX_TRIES, *, first: Sequence[str] = (),
+             budget: int = SET_BUDGET, builds: Callable[[], int] = lambda: 0) -> Fix:
     """The fix for the failing subgraphs `failing` of `part`: `repartition(graph, config)` makes
-    a partition, `all_built(partition)` says whether every engine of it builds; a partition
-    with no TensorRT engine left is never a fix."""
-    ops = candidates(part, failing)
-    found: list[tuple[int, int, str, Any]] = []
-    tried = 0
-    for rank, op in enumerate(ops[:max_tries]):
-        tried += 1
-        config = part.config.replace(torch_executed_ops=set(part.config.torch_executed_ops) | {op})
-        again = repartition(part.graph, config)
-        if keeps_tensorrt(again) and all_built(again):
-            found.append((again.stats["subgraphs"], rank, op, again))
-    if not found:
-        more = f" (the {tried} cheapest of {len(ops)})" if tried < len(ops) else ""
-        return Fix(None, (), {}, tried, f"no single op moved to PyTorch makes every engine build while keeping a "
-                                        f"TensorRT engine: tried {tried} op(s){more}")
-    n, _, op, best = min(found)
-    whole = frozenset({short_op(str(o)) for o in part.config.torch_executed_ops} | {op})
+    a partition, `all_built(partition)` says whether every engine of it builds; `first`: ops to
+    try before the rest; `budget`: sets of ops tested at most when no single op works;
+    `builds()`: the builder's calls so far (the fix says how many the search spent)."""
+    start = builds()
+    search = _Search(part, all_built, repartition)
+    ops = candidates(part, failing, first)
+    singles = [(search.partition(frozenset({op})), rank, op) for rank, op in enumerate(ops[:max_tries])]
+    singles = [s for s in singles if keeps_tensorrt(s[0])]
+    singles.sort(key=lambda s: (s[0].stats["subgraphs"], s[1]))
+    for again, _, op in singles:
+        if search.works(frozenset({op})):
+            return _found(part, (op,), again, search.tested, builds() - start)
+    tested_singles = search.tested
+    order = [op for _, _, op in singles] + [op for op in ops[:max_tries] if op not in {o for _, _, o in singles}]
+    chosen = _grow_then_shrink(order, search, lambda: search.tested - tested_singles < budget)
+    spent = builds() - start
+    if chosen is None:
+        more = f" (the {min(max_tries, len(ops))} cheapest of {len(ops)})" if len(ops) > max_tries else ""
+        return Fix(None, (), {}, search.tested,
+                   f"no op moved to PyTorch makes every engine build while keeping a TensorRT engine: tried "
+                   f"{min(max_tries, len(ops))} single op(s){more} and {search.tested - tested_singles} set(s) of "
+                   f"the {len(ops)} ops of the failing subgraphs (a budget of {budget} sets), {spent} builds",
+                   builds=spent)
+    chosen = sorted(chosen)
+    return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent)
+
+
+def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int) -> Fix:
+    whole = frozenset({short_op(str(o)) for o in part.config.torch_executed_ops} | set(added))
+    n = best.stats["subgraphs"]
     by = {b: c for b, c in best.stats["subgraphs_by_backend"].items() if c}
     extra = n - part.stats["subgraphs"]
-    others = [o for _, _, o, _ in sorted(found) if o != op]
-    also = f"; also building: {', '.join(others[:4])}" + (" ..." if len(others) > 4 else "") if others else ""
     before, after = tensorrt_ops(part), tensorrt_ops(best)
     cost = (f"TensorRT runs {after} of the {before} compute ops it ran ({before - after} to PyTorch)"
             if after < before else "TensorRT runs every compute op it ran")
     text = (f"torch_executed_ops={sorted(whole)}: every engine builds, {n} subgraphs "
-            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}{also}")
-    return Fix(whole, (op,), by, tried, text, best)
+            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}; found in {spent} builds "
+            f"({tested} partition(s) tested)")
+    return Fix(whole, added, by, tested, text, best, spent)
 
 
-__all__ = ["Fix", "MAX_TRIES", "candidates", "find_fix"]
+__all__ = ["Fix", "MAX_TRIES", "SET_BUDGET", "candidates", "find_fix", "keeps_tensorrt", "tensorrt_ops"]

@@ -53,6 +53,7 @@ class SubgraphBuilder:
         self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
         self._settings: Any = None
         self._warnings: dict[str, None] = {}  # Torch-TensorRT's warnings, in the order first seen
+        self.made = 0  # builder calls (conversions and builds run, not read from a cache)
 
     def run(self, graph: Any, inputs: Any) -> RunFailure | None:
         """The first node of `graph` that fails when run in PyTorch on `inputs`, or None; kept in
@@ -95,6 +96,7 @@ class SubgraphBuilder:
         if self._settings is None:
             self._settings = trt.conversion_settings(self.trt_settings, tf32=self.tf32)
         made = trt.convert_and_build(gm, self._settings)
+        self.made += 1
         self._heard(made)
         if self.store is not None:
             self.store.save(key, made, label=label)

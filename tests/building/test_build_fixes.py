@@ -6,6 +6,8 @@ fails to build), so they hold whatever TensorRT's builder does with the real op.
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import torch
 
@@ -72,9 +74,9 @@ def test_a_fix_that_leaves_no_tensorrt_engine_is_no_fix(fails_on):
     builds = part.build()
     assert builds.fix is None
     row = builds.df.iloc[0].to_dict()
-    assert row["fix"].startswith("no single op moved to PyTorch makes every engine build while keeping a "
-                                 "TensorRT engine: tried 1 op(s)")
-    with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no single op"):
+    assert row["fix"].startswith("no op moved to PyTorch makes every engine build while keeping a TensorRT "
+                                 "engine: tried 1 single op(s) and 0 set(s) of the 1 ops of the failing subgraphs (a budget of 24 sets), 0 builds")
+    with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no op moved"):
         builds.fixed()
 
 
@@ -84,3 +86,36 @@ def test_fixed_says_why_there_is_nothing_to_apply():
     assert builds.ok
     with pytest.raises(hv.ConfigError, match="every engine built: there is nothing to fix"):
         builds.fixed()
+
+
+def test_two_failures_in_one_engine_get_a_fix_of_two_ops_that_builds(fails_on):
+    fails_on("split", "permute")
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=2)
+    builds = part.build()
+    assert builds.fix is not None
+    assert {op.split(".")[1] for op in builds.fix} == {"split", "permute"}
+    fixed = builds.fixed()
+    assert fixed.build().ok and any(sg.backend == "tensorrt" for sg in fixed.subgraphs)
+    assert "every engine builds" in builds.df.iloc[0]["fix"] and " builds (" in builds.df.iloc[0]["fix"]
+
+
+def test_the_single_op_search_stops_at_the_best_op(fails_on, monkeypatch):
+    """Single ops are built in order of the subgraphs they give: the first that builds is the
+    best (no op giving fewer subgraphs builds), and no op after it is built."""
+    from hierviz.building.engine_fix import candidates
+
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=2)
+    builds = part.build()
+    found = re.search(r"found in (\d+) builds \((\d+) partition\(s\) tested\)$", builds.df.iloc[0]["fix"])
+    assert found is not None, builds.df.iloc[0]["fix"]
+    tested = int(found[2])
+    ops = candidates(part, ["_run_on_acc_tensorrt_0"])
+    counts = {op: hv.partition(part, torch_executed_ops={op}).stats["subgraphs"] for op in ops}
+    assert [op.split(".")[1] for op in builds.fix] == ["split"]
+    split = next(op for op in ops if "split" in op)
+    fewer = [op for op in ops if counts[op] < counts[split] or (counts[op] == counts[split]
+                                                                and ops.index(op) < ops.index(split))]
+    assert tested == len(fewer) + 1 < len(ops)
