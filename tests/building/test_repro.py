@@ -118,7 +118,7 @@ def test_the_saved_myelin_repro_fails_the_same_way_in_a_fresh_process(tmp_path):
     assert saved.verified is True and repro.verified is None  # save returns the verified one
     assert repr(saved).endswith("; verified: repro.py fails the same way in a fresh process>")
     folder = tmp_path / "qkv"
-    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "repro.log", "repro.py", "repro.pt2"]
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "repro.log", "repro.pt2", "repro.py"]
     assert _imports(folder / "repro.py") - set(sys.stdlib_module_names) == {"torch", "torch_tensorrt"}
     log = (folder / "repro.log").read_text()
     assert "Reproduced: the same failure." in log and "Failed at build with RuntimeError: " in log
