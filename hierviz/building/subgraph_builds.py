@@ -1,16 +1,23 @@
 """Building each TensorRT subgraph of a partition, and running its graph in PyTorch first,
 through the engine store.
 
-`build_subgraphs(part, ...)` converts and builds every `_run_on_acc_tensorrt_*` submodule of
-the partition's split module: from the store when this content was built before with these
+`SubgraphBuilder.build(gm)` converts and builds one `_run_on_acc_tensorrt_*` submodule of a
+partition's split module: from the store when this content was built before with these
 settings on this install (no torch_tensorrt import then), else with Torch-TensorRT and
 TensorRT (`hierviz.trt.convert_and_build`), kept in the store after.
+
+`between_builds(callback)`: `callback()` runs before every conversion and build in this
+thread (between engines, and between a fix search's candidates), so a caller can let other
+work run there (the explorer's worker runs a waiting measurement alone), or stop the build
+by raising.
 """
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
-from typing import Any
+from typing import Any, Callable, Iterator
 
 from hierviz import trt
 
@@ -21,6 +28,18 @@ from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
 
 TENSORRT = "tensorrt"
+_BETWEEN: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("between_builds", default=None)
+
+
+@contextlib.contextmanager
+def between_builds(callback: Callable[[], None]) -> Iterator[None]:
+    """Run `callback()` before each conversion and build started in this context (see the
+    module docstring); what it raises ends the build and is never stored."""
+    token = _BETWEEN.set(callback)
+    try:
+        yield
+    finally:
+        _BETWEEN.reset(token)
 
 
 def tensorrt_tags(part: Any) -> list[str]:
@@ -95,6 +114,9 @@ class SubgraphBuilder:
             raise TensorRTUnavailableError(f"part.build(): {why}.")
         if self._settings is None:
             self._settings = trt.conversion_settings(self.trt_settings, tf32=self.tf32)
+        pause = _BETWEEN.get()
+        if pause is not None:
+            pause()
         made = trt.convert_and_build(gm, self._settings)
         self.made += 1
         self._heard(made)
@@ -104,4 +126,4 @@ class SubgraphBuilder:
         return self._seen[key]
 
 
-__all__ = ["SubgraphBuilder", "TENSORRT", "no_builder", "tensorrt_tags"]
+__all__ = ["SubgraphBuilder", "TENSORRT", "between_builds", "no_builder", "tensorrt_tags"]

@@ -75,7 +75,8 @@ def test_a_fix_that_leaves_no_tensorrt_engine_is_no_fix(fails_on):
     assert builds.fix is None
     row = builds.df.iloc[0].to_dict()
     assert row["fix"].startswith("no op moved to PyTorch makes every engine build while keeping a TensorRT "
-                                 "engine: tried 1 single op(s) and 0 set(s) of the 1 ops of the failing subgraphs (a budget of 24 sets), 0 builds")
+                                 "engine: tried 1 single op(s) and 0 set(s) of the 1 ops of the failing subgraphs "
+                                 "(a budget of 24 sets), 0 builds")
     with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no op moved"):
         builds.fixed()
 
@@ -119,3 +120,27 @@ def test_the_single_op_search_stops_at_the_best_op(fails_on, monkeypatch):
     fewer = [op for op in ops if counts[op] < counts[split] or (counts[op] == counts[split]
                                                                 and ops.index(op) < ops.index(split))]
     assert tested == len(fewer) + 1 < len(ops)
+
+
+def test_between_builds_runs_before_each_build_and_can_stop_it(fails_on, monkeypatch):
+    """The explorer's worker runs waiting work between engines and candidates, and stops a
+    build there when its explorer closes: nothing stopped is stored."""
+    from hierviz.building.subgraph_builds import between_builds
+
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=2)
+    seen: list[int] = []
+    with between_builds(lambda: seen.append(1)):
+        builds = part.build()
+    assert len(seen) == len(part.subgraphs) - sum(sg.backend != "tensorrt" for sg in part.subgraphs) + \
+        builds.fix_builds
+
+    class Stop(Exception):
+        pass
+
+    def stop() -> None:
+        raise Stop
+
+    with between_builds(stop), pytest.raises(Stop):
+        hv.partition(part, min_block_size=1).build()
