@@ -22,7 +22,8 @@ from hierviz.trt.compile_dryrun import (
     partition_again,
     stopped_at_partitioner,
 )
-from hierviz.trt.engine_builder import EngineBuild, builder_name, builds_without_gpu, convert_and_build, first_line
+from hierviz.trt.engine_builder import (EngineBuild, builder_name, builds_without_gpu, convert_and_build, error_line,
+                                       first_line)
 from hierviz.trt.dynamo_lowering import (BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of,
                                          lower_dynamo_graph)
 from hierviz.trt.subgraph_engines import (
@@ -90,4 +91,5 @@ __all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", 
            "compile_submodule", "engine_module", "is_dynamic", "load_engine", "save_engine", "submodule_inputs",
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
-           "builds_without_gpu", "convert_and_build", "first_line", "LIBRARY_DISTRIBUTIONS", "library_version"]
+           "builds_without_gpu", "convert_and_build", "error_line", "first_line", "LIBRARY_DISTRIBUTIONS",
+           "library_version"]

@@ -12,17 +12,24 @@ a CPU; standard TensorRT needs its GPU for a build.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import operator
 import re
 import threading
 import time
+import warnings
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from types import ModuleType
+from typing import Any, Iterator
 
 import torch
 
+from hierviz.errors import BuildError, BuildInterrupted
 from hierviz.foundation.torch_output import native_output
-from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_version, require, tensorrt_library
+from hierviz.trt.loading import (FIX_DATACENTER, FIX_RTX, answer_cuda_queries, installed_distribution,
+                                 installed_variant, library_version, require, tensorrt_library)
 from hierviz.trt.partitioners import registry_held
 from hierviz.trt.compilation_settings import conversion_settings
 
@@ -39,9 +46,12 @@ class EngineBuild:
 
     `stage`: "convert" (a converter failed), "build" (TensorRT's builder failed) or "built".
     `exception`: the class name of what Torch-TensorRT raises there ("RuntimeError" for a
-    builder that returns no engine, as `TRTInterpreter.run` raises); `error`: its first line.
-    `engine`: the serialized engine (built only; None when read back from the build cache,
-    which keeps it on disk), `engine_size` its length."""
+    builder that returns no engine, as `TRTInterpreter.run` raises); `error`: the informative
+    line of what it said (error_line, at most 200 characters), `details`: the whole text (the
+    exception's message, or every error TensorRT logged). `engine`: the serialized engine (built
+    only; None when read back from the build cache, which keeps it on disk), `engine_size` its
+    length. `warnings`: what Torch-TensorRT warned while it converted and built, each once (held
+    back from stderr)."""
 
     stage: str
     layers: int | None
@@ -53,6 +63,12 @@ class EngineBuild:
     engine: bytes | None = None
     engine_size: int | None = None
     runtime: dict | None = None  # what Torch-TensorRT's runtime module needs beside the engine (built only)
+    details: str | None = None
+    warnings: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.warnings, tuple):  # a list read back from JSON
+            object.__setattr__(self, "warnings", tuple(self.warnings))
 
     @property
     def engine_bytes(self) -> int | None:
@@ -115,50 +131,190 @@ def first_line(exc: BaseException | str) -> str:
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
-def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineBuild:
-    """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule) with Torch-TensorRT's converters and
-    build its engine, as `torch_tensorrt.compile` does (inputs from the placeholders'
-    `meta['val']`, the settings hv.measure converts with), without deserializing it."""
+ERROR_LINE_LIMIT = 200
+
+# pybind's "f(): incompatible function arguments. The following argument types are supported: ... Invoked with: ..."
+_PYBIND = re.compile(r"^(?P<function>[\w.]*\(\)): incompatible function arguments\..*?Invoked with:\s*(?P<args>.*)",
+                     re.DOTALL)
+# A Myelin (or other TensorRT) check: 'operand.cpp:156: CHECK(...) failed. ...', its file:line kept
+_CHECK = re.compile(r"(?:[\w./-]+:\d+:\s*)?CHECK\(")
+
+
+def error_line(error: BaseException | str) -> str:
+    """The informative line of an error (an exception, 'TypeName: ...', or a message), at most
+    200 characters, object addresses left out: for pybind's incompatible function arguments the
+    function and what it was invoked with; for a failed CHECK (Myelin's), the message's head and
+    the CHECK with its file:line; else the first line."""
+    if isinstance(error, BaseException):
+        text = f"{type(error).__name__}: {error}".strip() if str(error).strip() else type(error).__name__
+    else:
+        text = error.strip()
+    prefix, _, rest = text.partition(": ")
+    if not re.fullmatch(r"\w+", prefix):
+        prefix, rest = "", text
+    pybind = _PYBIND.search(rest)
+    check = _CHECK.search(rest)
+    if pybind:
+        line = f"{pybind['function']}: incompatible function arguments; invoked with: {pybind['args']}"
+    elif check:
+        head = rest[:check.start()].split(" (")[0].split(" [")[0].rstrip(" :(")
+        line = f"{head} ({rest[check.start():]}" if head else rest[check.start():]
+    else:
+        line = rest.splitlines()[0] if rest else ""
+    line = " ".join(_OBJECT.sub(r"<\1>", line).split())
+    line = f"{prefix}: {line}" if prefix and line else prefix or line
+    return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT - 1] + "…"
+
+
+def _details(error: BaseException | list[str]) -> str:
+    """The whole text of an error (an exception, or TensorRT's logged errors), addresses left out."""
+    text = f"{type(error).__name__}: {error}" if isinstance(error, BaseException) else "\n".join(error)
+    return _OBJECT.sub(r"<\1>", text.strip())
+
+
+# TensorRT's logged out-of-memory errors: its OutOfMemory and allocation-failure codes, CUDA's
+# "out of memory", the host allocator's "heap memory may be exhausted" and "could not be allocated".
+_OUT_OF_MEMORY = re.compile(r"out ?of ?memory|Error Code 5\b|FAILED_ALLOCATION|could not be allocated|"
+                            r"heap memory may be exhausted|bad_alloc", re.IGNORECASE)
+_PACKAGE = str(Path(__file__).resolve().parent.parent)  # hierviz's own code
+_OURS = (AttributeError, ImportError, NameError, TypeError)
+
+
+def _ours(exc: BaseException) -> bool:
+    """Whether `exc` is hierviz's own error calling Torch-TensorRT (a private API that moved): an
+    AttributeError, ImportError, NameError or TypeError raised in hierviz's code, not in a converter."""
+    if not isinstance(exc, _OURS):
+        return False
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return tb is not None and str(Path(tb.tb_frame.f_code.co_filename).resolve()).startswith(_PACKAGE)
+
+
+def _not_supported(exc: BaseException) -> BuildError:
+    """The BuildError for hierviz failing to call the installed Torch-TensorRT."""
+    name, version = installed_distribution() or ("torch-tensorrt", "?")
+    api = "API"
+    if isinstance(exc, AttributeError) and exc.name:
+        owner = getattr(exc, "obj", None)
+        owner_name = owner.__name__ if isinstance(owner, (type, ModuleType)) else type(owner).__name__
+        api = f"{owner_name}.{exc.name}"
+    elif isinstance(exc, ImportError):
+        missing = re.search(r"cannot import name '(\w+)'", str(exc))
+        api = ".".join(filter(None, (exc.name, missing[1] if missing else None))) or api
+    elif isinstance(exc, NameError) and exc.name:
+        api = exc.name
+    elif re.match(r"[\w.<>]+\(\)", str(exc)):  # TypeError: 'TRTInterpreter.run() takes 1 positional argument ...'
+        api = str(exc).split("()")[0]
+    fix = FIX_RTX if installed_variant()[1] == "rtx" else FIX_DATACENTER
+    return BuildError(f"part.build(): hierviz could not call {name} {version}'s {api} ({first_line(exc)}): this "
+                      f"Torch-TensorRT is not the one hierviz supports (2.14); `{fix}` installs it. Nothing was "
+                      "stored.")
+
+
+def _weights(gm: torch.fx.GraphModule) -> str:
+    """The size of the subgraph's weights in words ('1.1 GB'), for an out-of-memory message."""
+    total = 0
+    for n in gm.graph.nodes:
+        if n.op == "get_attr":
+            try:
+                value = operator.attrgetter(str(n.target))(gm)
+            except AttributeError:
+                continue
+            if isinstance(value, torch.Tensor):
+                total += value.numel() * value.element_size()
+    return f"{total / 1e9:.1f} GB" if total >= 1e8 else f"{total / 1e6:.1f} MB" if total >= 1e5 else f"{total} bytes"
+
+
+def _out_of_memory(doing: str, gm: torch.fx.GraphModule, said: str) -> BuildError:
+    return BuildError(f"part.build(): out of memory while {doing} ({_weights(gm)} of weights; {said}): free memory "
+                      "or build a smaller part (torch_executed_ops, or a smaller model), then build() again; nothing "
+                      "was stored")
+
+
+@contextlib.contextmanager
+def _not_the_subgraphs(doing: str, gm: torch.fx.GraphModule) -> Iterator[None]:
+    """Out of memory and an interrupt while `doing` raise BuildError: the machine's, not the subgraph's."""
+    try:
+        yield
+    except KeyboardInterrupt as exc:
+        raise BuildInterrupted(f"part.build(): interrupted while {doing}; nothing of it was stored (engines "
+                               "built before are kept in the build cache): call build() again to go on") from exc
+    except (MemoryError, torch.OutOfMemoryError) as exc:
+        raise _out_of_memory(doing, gm, first_line(exc)) from exc
+
+
+def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "") -> EngineBuild:
+    """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule, named `label`) with Torch-TensorRT's
+    converters and build its engine, as `torch_tensorrt.compile` does (inputs from the
+    placeholders' `meta['val']`, the settings hv.measure converts with), without deserializing
+    it. What the subgraph does (a converter raising, the builder giving no engine) is the answer;
+    what is not its doing (out of memory, an interrupt, hierviz failing to call Torch-TensorRT)
+    raises BuildError. Torch-TensorRT's warnings are held back, on `.warnings`."""
     require()
-    from torch_tensorrt.dynamo import CompilationSettings
-    from torch_tensorrt.dynamo.conversion._conversion import infer_module_output_dtypes
-    from torch_tensorrt.dynamo.conversion._symbolic_shape_capture import extract_symbolic_shape_expressions
-    from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
-    from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
-    from torch_tensorrt.logging import TRT_LOGGER
+    try:
+        from torch_tensorrt.dynamo import CompilationSettings
+        from torch_tensorrt.dynamo.conversion._conversion import infer_module_output_dtypes
+        from torch_tensorrt.dynamo.conversion._symbolic_shape_capture import extract_symbolic_shape_expressions
+        from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
+        from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
+        from torch_tensorrt.logging import TRT_LOGGER
+    except ImportError as exc:
+        raise _not_supported(exc) from exc
 
     if not isinstance(settings, CompilationSettings):
         settings = conversion_settings(settings)
-    with _CONVERTING, registry_held(), answer_cuda_queries(), _quiet():  # registry: never beside a validation
+    name = label or "the subgraph"
+    with _CONVERTING, registry_held(), answer_cuda_queries(), _quiet(), warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")  # every warning recorded (deduplicated below), none printed
         start = time.perf_counter()
         interpreter = None
         try:
-            inputs = list(construct_submodule_inputs(gm))
-            dtypes = infer_module_output_dtypes(gm, truncate_double=settings.truncate_double)
-            interpreter = TRTInterpreter(gm, inputs, output_dtypes=dtypes, compilation_settings=settings)
-            interpreter._construct_trt_network_def()
+            with _not_the_subgraphs(f"Torch-TensorRT converted {name}", gm):
+                inputs = list(construct_submodule_inputs(gm))
+                dtypes = infer_module_output_dtypes(gm, truncate_double=settings.truncate_double)
+                interpreter = TRTInterpreter(gm, inputs, output_dtypes=dtypes, compilation_settings=settings)
+                interpreter._construct_trt_network_def()
+        except BuildError:
+            raise
         except Exception as exc:  # what a converter raised is the answer
+            if _ours(exc):
+                raise _not_supported(exc) from exc
             logger.debug("Torch-TensorRT could not convert the subgraph", exc_info=True)
             node = getattr(interpreter, "_cur_node_name", None) if interpreter is not None else None
             return EngineBuild("convert", None, time.perf_counter() - start, None, node=node,
-                               exception=type(exc).__name__, error=first_line(exc))
+                               exception=type(exc).__name__, error=error_line(exc), details=_details(exc),
+                               warnings=_said(heard))
         convert_s = time.perf_counter() - start
         layers = int(interpreter.ctx.net.num_layers)
         start = time.perf_counter()
+        doing = f"TensorRT built {name}"
         try:
-            with _ErrorLog(TRT_LOGGER) as log, native_output() as printed:
+            with _not_the_subgraphs(doing, gm), _ErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
                 serialized = interpreter.builder.build_serialized_network(interpreter.ctx.net, config)
+        except BuildError:
+            raise
         except Exception as exc:  # what TensorRT's builder raised is the answer
+            if _ours(exc):
+                raise _not_supported(exc) from exc
             logger.debug("TensorRT could not build the engine", exc_info=True)
-            return EngineBuild("build", layers, convert_s, time.perf_counter() - start,
-                               exception=type(exc).__name__, error=first_line(exc))
+            return EngineBuild("build", layers, convert_s, time.perf_counter() - start, exception=type(exc).__name__,
+                               error=error_line(exc), details=_details(exc), warnings=_said(heard))
         build_s = time.perf_counter() - start
         if serialized is None:
-            said = _tensorrt_error(log.errors or printed)
+            errors = [e for e in log.errors or printed if e.strip()]
+            memory = next((e for e in errors if _OUT_OF_MEMORY.search(e)), None)
+            if memory is not None:
+                raise _out_of_memory(doing, gm, error_line(memory))
+            said = _tensorrt_error(errors)
             return EngineBuild("build", layers, convert_s, build_s, exception="RuntimeError",
-                               error=said or "TensorRT build_serialized_network returned None; engine build failed.")
-        engine = bytes(memoryview(serialized))
+                               error=error_line(said) if said else
+                               "TensorRT build_serialized_network returned None; engine build failed.",
+                               details=_details(errors) or None, warnings=_said(heard))
+        # TensorRT's buffer itself, not a copy of it (2.2 GB more for a 1.1B model): the build cache
+        # takes its length, hashes it and writes it, which a view of the buffer serves as bytes would
+        engine: Any = memoryview(serialized).cast("B")
         runtime = {"input_binding_names": list(interpreter._input_names),
                    "output_binding_names": list(interpreter._output_names),
                    "requires_output_allocator": bool(interpreter.ctx.requires_output_allocator),
@@ -166,7 +322,12 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None) -> EngineB
                    "aliased_io": dict(interpreter._aliased_io),
                    "symbolic_shape_expressions": extract_symbolic_shape_expressions(gm)}
         del interpreter
-        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime)
+        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime, warnings=_said(heard))
+
+
+def _said(heard: list[warnings.WarningMessage]) -> tuple[str, ...]:
+    """The warnings' texts, each once, in the order first heard, addresses left out."""
+    return tuple(dict.fromkeys(" ".join(_OBJECT.sub(r"<\1>", str(w.message)).split()) for w in heard))
 
 
 def _tensorrt_error(errors: list[str]) -> str:
@@ -174,8 +335,8 @@ def _tensorrt_error(errors: list[str]) -> str:
     lines = [" ".join(e.split()) for e in errors if e.strip()]
     for line in reversed(lines):
         if "Exception" in line or "CHECK" in line or "Error Code" in line:
-            return line[:400]
-    return lines[-1][:400] if lines else ""
+            return line
+    return lines[-1] if lines else ""
 
 
 class _quiet:
@@ -191,4 +352,4 @@ class _quiet:
         self.logger.setLevel(self.level)
 
 
-__all__ = ["EngineBuild", "builder_name", "builds_without_gpu", "convert_and_build", "first_line"]
+__all__ = ["EngineBuild", "builder_name", "builds_without_gpu", "convert_and_build", "error_line", "first_line"]
