@@ -47,20 +47,38 @@ FIX_DATACENTER = 'pip install "hierviz[tensorrt]"'  # standard TensorRT: every G
 FIX_RTX = 'pip install "hierviz[tensorrt-rtx]"'  # TensorRT-RTX: GeForce/RTX GPUs, installs from PyPI
 
 
+# answer_cuda_queries is entered from several threads (the explorer's worker runs jobs side by
+# side): the first one in saves torch's functions and puts the answers in, the last one out puts
+# torch's back, so an overlapping call never saves an answer as "torch's own"
+_ANSWERING = threading.Lock()
+_ANSWERED: dict[str, Any] = {}  # torch's own functions, while the answers are in
+_DEPTH = [0]  # calls inside answer_cuda_queries now
+
+
 @contextlib.contextmanager
 def answer_cuda_queries() -> Iterator[None]:
-    """Answer upstream's import-time CUDA queries when CUDA is not real; restore after."""
-    if torch.cuda.is_available():
+    """Answer upstream's import-time CUDA queries when CUDA is not real; restore after (when the
+    last of the threads inside it leaves)."""
+    with _ANSWERING:
+        real = not _DEPTH[0] and torch.cuda.is_available()
+        if not real:
+            if not _DEPTH[0]:
+                _ANSWERED.update({name: getattr(torch.cuda, name) for name in _CUDA_ANSWERS})
+                for name, fn in _CUDA_ANSWERS.items():
+                    setattr(torch.cuda, name, fn)
+            _DEPTH[0] += 1
+    if real:
         yield
         return
-    saved = {name: getattr(torch.cuda, name) for name in _CUDA_ANSWERS}
     try:
-        for name, fn in _CUDA_ANSWERS.items():
-            setattr(torch.cuda, name, fn)
         yield
     finally:
-        for name, fn in saved.items():
-            setattr(torch.cuda, name, fn)
+        with _ANSWERING:
+            _DEPTH[0] -= 1
+            if not _DEPTH[0]:
+                for name, fn in _ANSWERED.items():
+                    setattr(torch.cuda, name, fn)
+                _ANSWERED.clear()
 
 
 @contextlib.contextmanager
