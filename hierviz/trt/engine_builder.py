@@ -163,7 +163,7 @@ def error_line(error: BaseException | str) -> str:
         line = rest.splitlines()[0] if rest else ""
     line = " ".join(_OBJECT.sub(r"<\1>", line).split())
     line = f"{prefix}: {line}" if prefix and line else prefix or line
-    return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT - 1] + "…"
+    return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT - 1].rstrip() + "…"
 
 
 def _details(error: BaseException | list[str]) -> str:
