@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import html
-import time
 from pathlib import Path
 
 import pandas as pd
@@ -14,6 +13,7 @@ import pytest
 import hierviz as hv
 from hierviz.widget import Explorer, explore
 from hierviz.partitioner import partition as hv_partition
+from tests.clock import ManualTimers, use_timers
 
 RELU = "torch.ops.aten.relu.default"
 CONFIG_FIELDS = ("priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
@@ -380,22 +380,26 @@ def test_unexpected_exceptions_never_reach_the_caller(ex: Explorer, monkeypatch:
     assert ex.partition.config.min_block_size == 2
 
 
-def test_debounce_without_an_event_loop_uses_a_timer(small) -> None:
+def test_debounce_without_an_event_loop_uses_a_timer(small, monkeypatch) -> None:
+    from hierviz.widget import debounce
+
+    timers = ManualTimers()  # the debounce's timer fires when the test says, not after 50 ms of this machine
+    use_timers(monkeypatch, debounce, timers)
     model, inputs, _ = small
     ex = Explorer(model, inputs, debounce=0.05)
     summary = ex.panels["summary"].value
     ex.controls["min_block_size"].value = 1
     ex.controls["min_block_size"].value = 2
-    assert ex.panels["summary"].value == summary  # not applied yet
-    deadline = time.time() + 5
-    while ex.panels["summary"].value == summary and time.time() < deadline:
-        time.sleep(0.02)
+    assert ex.scheduled == "timer" and ex.panels["summary"].value == summary  # not applied yet
+    assert [t.interval for t in timers.made] == [0.05, 0.05] and len(timers.pending) == 1  # the first cancelled
+    timers.fire()  # as the timer's thread does when 50 ms pass with no other change
     assert ex.panels["summary"].value != summary  # applied by the timer, without anyone asking
     assert len(ex.history) == 2  # the two quick changes made one run
     assert ex.partition.config.min_block_size == 2
     # reading the state applies a pending change at once
     ex.controls["min_block_size"].value = 3
     assert ex.partition.config.min_block_size == 3
+    assert not timers.pending  # the read cancelled its timer
 
 
 def test_debounce_on_a_running_event_loop(small) -> None:
@@ -408,6 +412,8 @@ def test_debounce_on_a_running_event_loop(small) -> None:
             ex.controls["min_block_size"].value = v
         assert ex.scheduled == "loop"  # scheduled on the loop
         assert ex.panels["summary"].value == summary
+        # the changes above ran with no await between them, so the loop could not fire the debounce
+        # in between; its 50 ms handle is due before this sleep's, so it has run once sleep returns
         await asyncio.sleep(0.3)
         assert ex.panels["summary"].value != summary
         return ex
