@@ -234,6 +234,8 @@ def conversion_settings(settings: Any = None, device: Any = None, *, tf32: bool 
     torch.device or a torch_tensorrt.Device all mean GPU 1) and with TF32 as `tf32` says (off by
     default, as torch runs FP32 matmuls). ConfigError for unknown, removed, no-op or
     non-conversion fields, saying where each belongs, and for values they do not take (check_settings)."""
+    if settings is None or isinstance(settings, dict):
+        check_settings(settings)  # before needing torch_tensorrt: a wrong value says so wherever it is missing
     require()
     from torch_tensorrt import Device, EngineCapability
     from torch_tensorrt.dynamo import CompilationSettings
