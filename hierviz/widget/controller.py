@@ -9,6 +9,7 @@ per-setting result sits in a `BoundedCache`, so a long session cannot grow witho
 
 from __future__ import annotations
 
+import threading
 import time
 import warnings
 from collections import Counter
@@ -86,9 +87,14 @@ class Controller:
         self.exported: list[Path] = []
         self._state_key: Any = object()
         self._svgs = BoundedCache(cache_size)
-        # the SVG the last diagram() made, which the Diagram panel shows (None: a message instead); a
-        # measurement arriving later changes the cache key, not what is on the screen until it is redrawn
+        # the SVG the latest diagram() made, which the Diagram panel shows (None: a message instead); a
+        # measurement arriving later changes the cache key, not what is on the screen until it is redrawn.
+        # Several threads draw (a change, a build's or a measurement's redraw): each drawing is numbered
+        # when it starts, and one that finishes after a newer one has written leaves drawn_svg alone
         self.drawn_svg: str | None = None
+        self._drawing = threading.Lock()
+        self._draws = 0  # drawings started
+        self._drawn_by = 0  # the drawing whose outcome drawn_svg holds
         self._tables = BoundedCache(cache_size)
         self._measurements = BoundedCache(cache_size)
         self._builds = BoundedCache(cache_size)
@@ -167,18 +173,29 @@ class Controller:
     # ------------------------------------------------------------------ panels
     def diagram(self, part: Partition, view: str, focus: str | None) -> str:
         """The Diagram panel's HTML for `part` in `view` (cached per config, view and focus);
-        a drawing error is filed under errors['diagram'] and shown in the panel."""
+        a drawing error is filed under errors['diagram'] and shown in the panel. `drawn_svg` holds
+        the SVG of the latest drawing started (an older one finishing later never replaces it)."""
+        with self._drawing:
+            self._draws += 1
+            number = self._draws
         self.errors.pop("diagram", None)
-        self.drawn_svg = None
         if view == "focus" and not focus:
+            self._drawn(number, None)
             return panels.message_html(panels.FOCUS_HINT)
         try:
             svg = self.svg(part, view, focus)
         except HiervizError as exc:
             self.errors["diagram"] = str(exc)
+            self._drawn(number, None)
             return panels.diagram_error_html(str(exc))
-        self.drawn_svg = svg
+        self._drawn(number, svg)
         return panels.diagram_html(svg)
+
+    def _drawn(self, number: int, svg: str | None) -> None:
+        """Keep drawing `number`'s outcome as drawn_svg, unless a newer drawing has written it."""
+        with self._drawing:
+            if number > self._drawn_by:
+                self._drawn_by, self.drawn_svg = number, svg
 
     def svg(self, part: Partition, view: str, focus: str | None) -> str:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
