@@ -3,8 +3,11 @@ sent, run each job in a thread of its own and answer it.
 
 What it times is timed alone: a timing job ("measure", "tune") waits until no other job runs,
 then runs with no other job beside it; jobs that arrive meanwhile (and while a timing job waits)
-wait for it to end. Other jobs run side by side. With $HIERVIZ_WORKER_JOB_LOG set, the start and
-end of every job are appended to that file (for the test that checks it).
+wait for it to end. Other jobs run side by side. A build never makes a timing job wait for its
+end: before each conversion and build it starts (between engines, and between a fix search's
+candidates: `between_builds`) it steps aside while a timing job waits, so that job runs alone,
+then carries on; a cancelled build stops there. With $HIERVIZ_WORKER_JOB_LOG set, the start and
+end of every stretch a job runs are appended to that file (for the test that checks it).
 
 Jobs (kind: payload -> answer):
 - "compile_today": a Config -> `compile_today(graph, config)` (a TodaysCompile; its counts cross)
@@ -15,8 +18,8 @@ Jobs (kind: payload -> answer):
 - "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
 - "blockers": a Config -> the partition's `blockers()` table
 A "cancel" message (its payload the job id) drops a job that has not started and stops a
-measurement or a search at its next progress report (a compile stage); a cancelled job is not
-answered.
+measurement or a search at its next progress report (a compile stage), a build before its next
+conversion or build; a cancelled job is not answered (nothing it built is stored).
 
 Messages are (job id, kind, payload) pickles: requests on stdin, answers on the original
 stdout ("ok" / "raised" with a pickled answer or HiervizError, "error" / "unreadable" with a
@@ -36,6 +39,7 @@ import time
 from typing import Any, BinaryIO, Callable, Iterator
 
 from hierviz import trt
+from hierviz.building.subgraph_builds import between_builds
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.errors import HiervizError
 from hierviz.capturing.graph_codec import unpack_graph
@@ -57,7 +61,8 @@ class _Cancelled(Exception):
 
 class Scheduler:
     """Admits jobs: any number of other jobs side by side, or one timing job alone. A timing
-    job waiting blocks new jobs from starting, so it is never starved."""
+    job waiting blocks new jobs from starting, so it is never starved; a running job that can
+    pause lets it in at its next pause (`step_aside`)."""
 
     def __init__(self, log: str | None = None) -> None:
         self._cond = threading.Condition()
@@ -66,12 +71,50 @@ class Scheduler:
         self._waiting = 0  # timing jobs waiting for the others to end
         self._log = log
 
+    @property
+    def waiting(self) -> int:
+        """Timing jobs waiting to run now."""
+        with self._cond:
+            return self._waiting
+
+    @property
+    def running(self) -> int:
+        """Jobs in a slot now (a build stepped aside is not)."""
+        with self._cond:
+            return self._running
+
+    def wait_for(self, predicate: Callable[["Scheduler"], bool], timeout: float | None = None) -> bool:
+        """Wait until `predicate(self)` holds (checked at each change of the scheduler's state)."""
+        with self._cond:
+            return self._cond.wait_for(lambda: predicate(self), timeout)
+
     @contextlib.contextmanager
-    def slot(self, kind: str) -> Iterator[None]:
+    def slot(self, kind: str) -> Iterator["_Stretch"]:
         timing = kind in TIMING
+        self._enter(timing)
+        stretch = _Stretch(kind, time.monotonic())
+        try:
+            yield stretch
+        finally:
+            self._write(kind, stretch.start, time.monotonic())
+            self._leave(timing)
+
+    def step_aside(self, stretch: "_Stretch") -> None:
+        """Called by a running job (not a timing one) where it can pause: while a timing job
+        waits, leave the slot until the timing jobs have run, then take it again."""
+        with self._cond:
+            if not self._waiting:
+                return
+        self._write(stretch.kind, stretch.start, time.monotonic())
+        self._leave(False)
+        self._enter(False)  # waits while a timing job waits or runs
+        stretch.start = time.monotonic()
+
+    def _enter(self, timing: bool) -> None:
         with self._cond:
             if timing:
                 self._waiting += 1
+                self._cond.notify_all()  # a running build steps aside at its next pause
                 while self._running:
                     self._cond.wait()
                 self._waiting -= 1
@@ -80,22 +123,27 @@ class Scheduler:
                 while self._timing or self._waiting:
                     self._cond.wait()
             self._running += 1
-        start = time.monotonic()
-        try:
-            yield
-        finally:
-            end = time.monotonic()
-            self._write(kind, start, end)
-            with self._cond:
-                self._running -= 1
-                if timing:
-                    self._timing = False
-                self._cond.notify_all()
+            self._cond.notify_all()
+
+    def _leave(self, timing: bool) -> None:
+        with self._cond:
+            self._running -= 1
+            if timing:
+                self._timing = False
+            self._cond.notify_all()
 
     def _write(self, kind: str, start: float, end: float) -> None:
         if self._log:
             with open(self._log, "a", encoding="utf-8") as f:
                 f.write(f"{kind} {start:.6f} {end:.6f}\n")
+
+
+class _Stretch:
+    """A job's current run in its slot: its kind, and when it (last) took the slot."""
+
+    def __init__(self, kind: str, start: float) -> None:
+        self.kind = kind
+        self.start = start
 
 
 _SCHEDULER = Scheduler(os.environ.get(JOB_LOG))
@@ -187,6 +235,20 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
     raise ValueError(f"no job called {kind!r}")
 
 
+def _pause(key: int, stretch: _Stretch) -> Callable[[], None]:
+    """A build job's `between_builds` callback: stop when the job is cancelled (its explorer
+    closed, or a newer build of the same explorer took its place); else, while a timing job
+    waits, let it run alone, then carry on."""
+    def pause() -> None:
+        if key in _CANCELLED:
+            raise _Cancelled()
+        _SCHEDULER.step_aside(stretch)
+        if key in _CANCELLED:  # cancelled while the timing job ran
+            raise _Cancelled()
+
+    return pause
+
+
 def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers) -> None:
     try:
         if isinstance(subject, str):
@@ -211,10 +273,12 @@ def _serve(key: int, kind: str, subject: Any, request: bytes, answers: _Answers)
 
     reply: tuple[str, Any]
     try:
-        with _SCHEDULER.slot(kind):
+        with _SCHEDULER.slot(kind) as stretch:
             if key in _CANCELLED:
                 raise _Cancelled()
-            answer = run_job(kind, payload, graph, inputs, progress)
+            pauses = between_builds(_pause(key, stretch)) if kind == "build" else contextlib.nullcontext()
+            with pauses:
+                answer = run_job(kind, payload, graph, inputs, progress)
         reply = ("ok", pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL))
     except _Cancelled:
         _CANCELLED.discard(key)
