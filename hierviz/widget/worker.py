@@ -70,6 +70,7 @@ from hierviz.widget.worker_main import main
 main()
 """
 COMMAND = (sys.executable, "-c", _BOOT)
+SUPERSEDED = "a newer build of the same explorer took its place"
 HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
 START_S = 120.0  # the longest the child may take to import hierviz and read the graph
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
@@ -77,6 +78,11 @@ _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
 class WorkerError(HiervizError):
     """The worker process could not start, died, was killed or stopped answering."""
+
+
+class JobCancelled(WorkerError):
+    """The job was cancelled before it answered (its explorer closed, or a newer build of the
+    same explorer took its place): nothing to show."""
 
 
 class Unsendable(Exception):
@@ -179,14 +185,15 @@ class Worker:
         return job
 
     def cancel(self, job: _Job, why: str = "the worker process was closed") -> None:
-        """Fail `job` here at once with `why` and tell the child to drop it (a job not started
-        never runs; a measurement stops at its next progress report)."""
+        """Fail `job` here at once with JobCancelled(`why`) and tell the child to drop it (a job
+        not started never runs; a measurement stops at its next progress report, a build before
+        its next conversion or build)."""
         with self._lock:
             if self._jobs.pop(job.key, None) is None:
                 return  # answered already
             if self._proc is job.proc:
                 self._write((0, "cancel", job.key))
-        job.kind, job.answer = "failed", why
+        job.kind, job.answer = "cancelled", why
         job.done.set()
 
     def hold(self) -> "Hold":
@@ -209,6 +216,8 @@ class Worker:
             raise Unsendable(f"the worker process could not load it ({job.answer})")
         if job.kind == "raised":  # a HiervizError, as the user would see it here
             raise job.answer
+        if job.kind == "cancelled":
+            raise JobCancelled(job.answer)
         if job.kind == "failed":
             raise WorkerError(job.answer)
         raise WorkerError(f"the worker process failed: {job.answer}")
@@ -388,21 +397,29 @@ class Worker:
 class Hold:
     """One user's handle on a Worker (`Worker.hold()`): `submit` / `run` as the worker's, and
     `close()`, which cancels this handle's jobs still waiting or running (they fail "closed")
-    and releases it; other handles' jobs go on, and the child ends with the last handle."""
+    and releases it; other handles' jobs go on, and the child ends with the last handle. A
+    build submitted through a handle cancels the handle's build still running (only the
+    newest is wanted: the older stops before its next conversion or build)."""
 
     def __init__(self, worker: Worker) -> None:
         self.worker = worker
         self._jobs: "weakref.WeakSet[_Job]" = weakref.WeakSet()
         self._lock = threading.Lock()
+        self._build: _Job | None = None  # this handle's latest build
         self.closed = False
 
     def submit(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
                progress: Callable[..., None] | None = None) -> _Job:
+        older = None
         with self._lock:
             if self.closed:
                 raise WorkerError("the worker process was closed")
             job = self.worker.submit(graph, example_inputs, kind, payload, progress)
             self._jobs.add(job)
+            if kind == "build":
+                older, self._build = self._build, job
+        if older is not None:
+            self.worker.cancel(older, SUPERSEDED)
         return job
 
     def run(self, graph: Any, example_inputs: Any, kind: str, payload: Any = None,
@@ -431,4 +448,4 @@ def _close_all() -> None:
         worker.close()
 
 
-__all__ = ["Worker", "Hold", "WorkerError", "Unsendable", "COMMAND", "HANG_S"]
+__all__ = ["Worker", "Hold", "WorkerError", "JobCancelled", "Unsendable", "COMMAND", "HANG_S", "SUPERSEDED"]
