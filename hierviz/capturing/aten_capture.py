@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import hashlib
 import inspect
 import logging
 import warnings
@@ -21,7 +22,9 @@ import weakref
 from typing import Any, Mapping
 
 import torch
+from torch._subclasses.fake_tensor import FakeTensor
 from torch.fx import GraphModule
+from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from hierviz import trt
 
@@ -30,6 +33,7 @@ from hierviz.capturing import disk_cache as capture_cache
 from hierviz.support import stored_verdicts
 
 from hierviz.foundation import torch_output
+from hierviz.foundation.digests import tensor_digest
 from hierviz.capturing.by_graph.dynamo_capture import (NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph,
                                                        capture_by_graph_break)
 from hierviz.capturing.export_failure import export_error
@@ -296,7 +300,8 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
     if store is not None and key is not None:  # (store is None when key is)
         gm, meta = store.load(key, model)
         if gm is not None:
-            if _same_outputs(model, gm, args, kwargs):
+            holds, said = _cached_graph_holds(model, gm, meta.pop(CHECKED, None), args, kwargs)
+            if holds:
                 verdicts = meta.pop(stored_verdicts.META, None)
                 gm.meta.update(meta)
                 if verdicts is not None:  # the partition then needs no torch_tensorrt import
@@ -304,11 +309,9 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
                 state, inputs = updates_of(gm)
                 if state or inputs:  # said again, as the capture said it
                     _warn_mutations(name, list(state), list(inputs))
-                gm.meta[NOTES] = (f"capture: from the disk cache ({store.folder}); its outputs were checked "
-                                  "against the model's on the example inputs",)
+                gm.meta[NOTES] = (f"capture: from the disk cache ({store.folder}); {said}",)
                 return gm
-            notes = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
-                     "so the model was captured again",)
+            notes = (said,)
     gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name)
     if store is not None and key is not None and (trt.available() or trt.installed_distribution() is None):
         # (an install that does not import lowered with torch's decompositions: not kept under its key)
@@ -317,6 +320,8 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
         if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
             stored_verdicts.attach(gm, verdicts)
             record[stored_verdicts.META] = verdicts
+        if capture_cache.storable(gm):  # what a new process checks the entry against (`_cached_graph_holds`)
+            record[CHECKED] = _checked_record(model, gm, args, kwargs)
         store.save(key, gm, record, model)
     if notes:
         gm.meta[NOTES] = notes
@@ -414,26 +419,38 @@ def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict,
 STALE_GRAPH_ERRORS = (RuntimeError, TypeError, ValueError, AttributeError, KeyError, IndexError, AssertionError)
 
 
-def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
-    """Whether `gm` gives the model's outputs on the example inputs (run on a private copy of
-    the model and on copies of the inputs, with the same random seed)."""
-    def run(fn: Any) -> list:
-        a, k = copy.deepcopy((args, kwargs or {}))
-        torch.manual_seed(0)
-        with torch.no_grad():
-            return torch.utils._pytree.tree_leaves(fn(*a, **k))
+def _outputs(fn: Any, args: tuple, kwargs: dict | None) -> list:
+    """The leaves of `fn`'s outputs on copies of the example inputs, with the random seed 0."""
+    a, k = copy.deepcopy((args, kwargs or {}))
+    torch.manual_seed(0)
+    with torch.no_grad():
+        return torch.utils._pytree.tree_leaves(fn(*a, **k))
 
+
+def _model_outputs(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> list | None:
+    """The model's outputs on the example inputs (run on a private copy), or None when it fails:
+    the model's own failure, not the entry's, which capturing again reports (a CaptureError)."""
     try:
-        expected = run(private_copy(model))
-    except Exception:  # the model's own failure, not the entry's: capturing again reports it (a CaptureError)
+        return _outputs(private_copy(model), args, kwargs)
+    except Exception:
         logger.debug("the model failed while a cached capture was checked; capturing again", exc_info=True)
-        return False
+        return None
+
+
+def _graph_outputs(gm: GraphModule, args: tuple, kwargs: dict | None) -> list | None:
+    """The graph's outputs on the example inputs, or None when it cannot run on them (a cached
+    graph that no longer fits them is stale); running out of memory is raised, not stale."""
     try:
-        got = run(gm)
+        return _outputs(gm, args, kwargs)
     except torch.cuda.OutOfMemoryError:  # a failure, not a stale entry
         raise
-    except STALE_GRAPH_ERRORS:  # a cached graph that cannot run on these inputs is stale: captured again
-        return False
+    except STALE_GRAPH_ERRORS:
+        return None
+
+
+def _agree(expected: list, got: list) -> bool:
+    """Whether outputs `got` are the model's `expected` ones: equal structure, shapes and dtypes,
+    equal integers and other values, floats within `output_tolerance` of the model's."""
     if len(expected) != len(got):
         return False
     for e, g in zip(expected, got):
@@ -445,12 +462,139 @@ def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: 
         elif e.shape != g.shape or e.dtype != g.dtype:
             return False
         else:
+            g = g.to(e.device)
             tolerance = output_tolerance(e)
             if tolerance is None and not torch.equal(e, g):
                 return False
             if tolerance is not None and not torch.allclose(e, g, *tolerance, equal_nan=True):
                 return False
     return True
+
+
+def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
+    """Whether `gm` gives the model's outputs on the example inputs (both run now): the check of
+    an entry that holds no outputs of its graph, or whose graph is not the one that gave them."""
+    expected = _model_outputs(model, args, kwargs)
+    if expected is None:
+        return False
+    got = _graph_outputs(gm, args, kwargs)
+    return got is not None and _agree(expected, got)
+
+
+class _OpTrace(TorchDispatchMode):
+    """Records, as one digest, every aten op a forward run on fake tensors calls: the op, its
+    fake tensors by the order they were made (which op's result feeds which), with their shapes,
+    strides, dtypes and devices, its real tensors (weights, buffers, constants) by their values
+    (`tensor_digest`, remembered per process), and its other arguments by value."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hash = hashlib.sha256()
+        self.ids: dict[int, int] = {}
+        self.kept: list[torch.Tensor] = []  # each fake tensor seen, alive so that its id is not reused
+
+    def describe(self, value: Any) -> Any:
+        if isinstance(value, FakeTensor):
+            if id(value) not in self.ids:
+                self.ids[id(value)] = len(self.ids)
+                self.kept.append(value)
+            return ("F", self.ids[id(value)], tuple(value.shape), tuple(value.stride()), str(value.dtype),
+                    str(value.device))
+        if isinstance(value, torch.Tensor):
+            with _disable_current_modes():  # hashed as a plain tensor, not traced on fake ones
+                values = tensor_digest(value)
+            return ("R", tuple(value.shape), tuple(value.stride()), str(value.dtype), str(value.device), values)
+        if isinstance(value, (list, tuple)):
+            return tuple(self.describe(v) for v in value)
+        if isinstance(value, dict):
+            return tuple((str(k), self.describe(v)) for k, v in value.items())
+        if isinstance(value, (type(None), bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
+                              torch.memory_format)):
+            return repr(value)
+        return type(value).__qualname__  # (a generator, an opaque object: its repr may hold an address)
+
+    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
+        kwargs = kwargs or {}
+        out = func(*args, **kwargs)
+        self.hash.update(repr((str(func), self.describe(args), self.describe(kwargs),
+                               self.describe(out))).encode())
+        return out
+
+
+def computation_digest(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> str | None:
+    """A digest of the computation the model's forward does on inputs of the example inputs'
+    shapes and dtypes: run on fake tensors (no arithmetic: a 1.1B model in well under a second),
+    every aten op recorded with what it reads (`_OpTrace`) and the outputs. Equal digests: the
+    same ops on the same weights, constants and shapes, so the same outputs for any input values.
+    None when the forward cannot run on fake tensors (it reads a tensor's values: `.item()`, a
+    branch on data) or fails; the model is run on a private copy."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    try:
+        copied = private_copy(model)
+        mode = FakeTensorMode(allow_non_fake_inputs=True)
+        a, k = torch.utils._pytree.tree_map_only(torch.Tensor, mode.from_tensor, (args, kwargs or {}))
+        trace = _OpTrace()
+        with torch.no_grad(), mode, trace:
+            out = copied(*a, **k)
+            trace.hash.update(repr(("output", trace.describe(torch.utils._pytree.tree_flatten(out)))).encode())
+    except Exception:  # (the check then runs the model: the trace is a shortcut, not a verdict)
+        logger.debug("the model could not be traced on fake tensors", exc_info=True)
+        return None
+    return trace.hash.hexdigest()
+
+
+CHECKED = "hierviz_checked"  # a capture entry's record of what it was checked against (`_checked_record`)
+OUTPUTS_MAX_BYTES = 256 * 1024**2  # outputs larger than this are not kept (the entry is checked by running both)
+STALE = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
+         "so the model was captured again")
+
+
+def _checked_record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> dict:
+    """What a capture entry keeps so that a new process checks it cheaply: the graph's digest
+    (disk_cache.graph_digest) and the model's `computation_digest`; for a model that cannot be
+    traced on fake tensors, the graph's outputs on the example inputs instead (on the CPU; not
+    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them)."""
+    record: dict[str, Any] = {"graph": capture_cache.graph_digest(gm),
+                              "computation": computation_digest(model, args, kwargs), "outputs": None}
+    if record["computation"] is None:
+        try:
+            got = _graph_outputs(gm, args, kwargs)
+        except torch.cuda.OutOfMemoryError:  # the capture itself worked: kept without its outputs
+            got = None
+        if got is not None and sum(t.nbytes for t in got if isinstance(t, torch.Tensor)) <= OUTPUTS_MAX_BYTES:
+            record["outputs"] = [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in got]
+    return record
+
+
+def _cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, args: tuple,
+                        kwargs: dict | None) -> tuple[bool, str]:
+    """Whether the cached `gm` is still the model's capture, and the note that says how that was
+    checked (or why it is stale). When the entry's graph is the one its record was taken with
+    (`graph_digest`: the same code and tensor values), the record answers:
+    - the model's `computation_digest` then and now: equal, the model does the very computation
+      it did when it was captured (the same ops on the same weights, constants and shapes), so
+      the graph captured from it is still its capture, without a number computed; different,
+      the graph is stale;
+    - else the graph's outputs then, against the model's now (one forward instead of two).
+    Otherwise (an entry without a record, a graph changed since, a model that cannot be traced
+    now) both are run on the example inputs and compared, as they always were."""
+    if isinstance(record, dict) and record.get("graph") == capture_cache.graph_digest(gm):
+        if record.get("computation") is not None:
+            now = computation_digest(model, args, kwargs)
+            if now == record["computation"]:
+                return True, ("the model does the computation it did when it was captured (the same aten ops on "
+                              "the same weights, constants and shapes, traced on fake tensors)")
+            if now is not None:
+                return False, ("capture: the cached graph was stale (the model's forward now runs other aten ops, "
+                               "shapes or constants than when it was captured), so the model was captured again")
+        elif record.get("outputs") is not None:
+            expected = _model_outputs(model, args, kwargs)
+            held = expected is not None and _agree(expected, list(record["outputs"]))
+            return held, ("the model's outputs on the example inputs were checked against the cached graph's "
+                          "(computed when it was stored)") if held else STALE
+    held = _same_outputs(model, gm, args, kwargs)
+    return held, "its outputs were checked against the model's on the example inputs" if held else STALE
 
 
 ULPS = 8  # how many of the dtype's eps a cached graph's output may differ by (relative, and of the output's scale)
