@@ -4,7 +4,7 @@
     part = hv.partition(model, example_inputs, min_block_size=3)
 
 The public names of the API, and the one place that joins the layers: it registers
-Partition's conveniences (render, save, compile) with the partitioner (partitioner/handoff.py).
+Partition's conveniences (render, save, compile, build) on the partitioner's seam (partitioner/handoff.py).
 Configuration, capture and partitioning load
 with the package; measuring, sweeping, tuning, the explorer widget and the zoo load on first
 use, and so do their heavy dependencies (pandas, ipywidgets, tqdm, graphviz, matplotlib):
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import importlib
 import logging
-from typing import Any
+from typing import Any, Callable
 
 from hierviz.support import sources as support
 from hierviz.capturing.aten_capture import CaptureWarning, capture
@@ -70,19 +70,71 @@ _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz
 
 
 
-# Partition's conveniences hand the partition to drawing and latency, which the partitioner
-# cannot import (they import it): they are registered here, and load their layer on first use.
-handoff.provide("render", handoff.loader("hierviz.drawing.views", "render"))
-handoff.provide("save", handoff.loader("hierviz.drawing.export", "save"))
-handoff.provide("html", handoff.loader("hierviz.drawing.export", "notebook_html"))
-handoff.provide("render_graphs", handoff.loader("hierviz.drawing.by_graph.frames", "render_graphs"))
-handoff.provide("save_graphs", handoff.loader("hierviz.drawing.by_graph.graphs_export", "save_graphs"))
-handoff.provide("html_graphs", handoff.loader("hierviz.drawing.by_graph.graphs_export", "notebook_html_graphs"))
-handoff.provide("compile", handoff.loader("hierviz.latency.deploy", "compiled_model"))
-handoff.provide("compile_graphs", handoff.loader("hierviz.latency.by_graph.compiled_graphs", "compile_graphs"))
-handoff.provide("build", handoff.loader("hierviz.building.build_partition", "build"))
-handoff.provide("build_graphs", handoff.loader("hierviz.building.build_partition", "build_graphs"))
-handoff.provide("measure_blockers", handoff.loader("hierviz.latency.whatif", "measure_blockers"))
+# Partition's conveniences hand the partition to the layers above it, which the partitioner cannot import
+# (they import it): they are installed on its seam here, each loading its layer on first use. Each loader says
+# the real function's type, so mypy checks it against the slot's signature.
+def _render() -> handoff.Render:
+    from hierviz.drawing.views import render
+    return render
+
+
+def _save() -> handoff.Save:
+    from hierviz.drawing.export import save
+    return save
+
+
+def _html() -> Callable[[Partition], str]:
+    from hierviz.drawing.export import notebook_html
+    return notebook_html
+
+
+def _render_graphs() -> handoff.RenderGraphs:
+    from hierviz.drawing.by_graph.frames import render_graphs
+    return render_graphs
+
+
+def _save_graphs() -> handoff.SaveGraphs:
+    from hierviz.drawing.by_graph.graphs_export import save_graphs
+    return save_graphs
+
+
+def _html_graphs() -> Callable[[MultiGraphPartition], str]:
+    from hierviz.drawing.by_graph.graphs_export import notebook_html_graphs
+    return notebook_html_graphs
+
+
+def _compile() -> handoff.Compile:
+    from hierviz.latency.deploy import compiled_model
+    return compiled_model
+
+
+def _compile_graphs() -> handoff.CompileGraphs:
+    from hierviz.latency.by_graph.compiled_graphs import compile_graphs
+    return compile_graphs
+
+
+def _build() -> handoff.Build:
+    from hierviz.building.build_partition import build
+    return build
+
+
+def _build_graphs() -> handoff.BuildGraphs:
+    from hierviz.building.build_partition import build_graphs
+    return build_graphs
+
+
+def _measure_blockers() -> handoff.MeasureBlockers:
+    from hierviz.latency.whatif import measure_blockers
+    return measure_blockers
+
+
+_seam = handoff.seam
+_seam.render, _seam.save, _seam.html = handoff.lazily(_render), handoff.lazily(_save), handoff.lazily(_html)
+_seam.render_graphs, _seam.save_graphs, _seam.html_graphs = (
+    handoff.lazily(_render_graphs), handoff.lazily(_save_graphs), handoff.lazily(_html_graphs))
+_seam.compile, _seam.compile_graphs = handoff.lazily(_compile), handoff.lazily(_compile_graphs)
+_seam.build, _seam.build_graphs = handoff.lazily(_build), handoff.lazily(_build_graphs)
+_seam.measure_blockers = handoff.lazily(_measure_blockers)
 
 
 def __getattr__(name: str) -> Any:
@@ -106,6 +158,6 @@ __all__ = [
     "Partition", "Subgraph", "diff", "measure", "Measurement", "numerics", "Numerics", "sweep", "explore",
     "Explorer", "plot_latency", "plot_subgraphs", "tune", "TuneResult", "compare_engines", "zoo", "source_ops",
     "ConfigWarning", "CaptureWarning", "MeasureWarning",
-    "check", "load_partition", "PartitionCheckError", "SavedPartitionError", "Builds",
+    "check", "load_partition", "PartitionCheckError", "SavedPartitionError", "Builds", "BuildRow", "Repro",
     "MultiGraphPartition", "DynamoCapture", "GraphBreak",
 ]

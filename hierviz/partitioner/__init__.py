@@ -14,7 +14,7 @@ passes.
 
 from __future__ import annotations
 
-from typing import Any, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
 
 from torch.fx import GraphModule
 
@@ -52,6 +52,13 @@ from hierviz.partitioner.saved.saved_partition import SavedPartition
 from hierviz.partitioner.saved.load import load_partition
 from hierviz.partitioner.check import check
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition, partition_graphs, runs_by_graph
+from hierviz.partitioner.report import ops_table, summary_table
+from hierviz.partitioner.report import report as report_text  # the package's `report` stays the module
+from hierviz.partitioner.blockers.blocker_causes import blockers_table, with_build_failures
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.upstream.todays_compile import TodaysCompile
+
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
              kwargs: dict | None = None) -> GraphModule:
@@ -145,6 +152,13 @@ def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_sh
     return partition_graphs(model, cfg)
 
 
+def _compile_today() -> Callable[[Partition], TodaysCompile]:
+    """compile_today's work (Partition.compile_today), its module loaded on first use: it loads Torch-TensorRT."""
+    from hierviz.partitioner.upstream.todays_compile import compile_today_of
+
+    return compile_today_of
+
+
 def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
     """The partition of an aten graph with a Config (valid as every Config is): the engine
     `cfg.engine` names, run once; nothing is checked again."""
@@ -164,16 +178,15 @@ def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
 
 
 # A Partition re-partitions (what-ifs, recommend() for engines other than hierviz's) and runs
-# compile_today through these: the modules doing it make Partitions, so result.py cannot import them.
-handoff.provide("repartition", lambda: partition_graph)
-handoff.provide("compile_today", handoff.loader("hierviz.partitioner.upstream.todays_compile", "compile_today_of"))
-# Its tables and text are read from the Partition by report.py and blockers.py, which import it.
-handoff.provide("report", handoff.loader("hierviz.partitioner.report", "report"))
-handoff.provide("ops_table", handoff.loader("hierviz.partitioner.report", "ops_table"))
-handoff.provide("summary_table", handoff.loader("hierviz.partitioner.report", "summary_table"))
-handoff.provide("blockers_table", handoff.loader("hierviz.partitioner.blockers.blocker_causes", "blockers_table"))
-handoff.provide("with_build_failures",
-                handoff.loader("hierviz.partitioner.blockers.blocker_causes", "with_build_failures"))
+# compile_today through the seam: the modules doing it make Partitions, so partition_result.py cannot import
+# them. Its tables and text are read from the Partition by report.py and blocker_causes.py, which import it.
+handoff.seam.repartition = partition_graph
+handoff.seam.compile_today = handoff.lazily(_compile_today)
+handoff.seam.report = report_text
+handoff.seam.ops_table = ops_table
+handoff.seam.summary_table = summary_table
+handoff.seam.blockers_table = blockers_table
+handoff.seam.with_build_failures = with_build_failures
 
 
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec",

@@ -29,6 +29,7 @@ from hierviz.support.sources import tensorrt_version
 from hierviz.version import __version__
 from hierviz.partitioner.counts import SUPPORTED_NODES, nodes_text
 from hierviz.partitioner import handoff
+from hierviz.partitioner.last_build import last_build, remember
 from hierviz.partitioner.splitter import build_split_module
 from hierviz.partitioner.engine.passes.demotion import at_min_block_size
 from hierviz.partitioner.engine.plan import EngineResult
@@ -58,6 +59,8 @@ if TYPE_CHECKING:  # pragma: no cover
     import graphviz
     import pandas as pd
 
+    from hierviz.partitioner.upstream.todays_compile import TodaysCompile
+
 
 @dataclass(frozen=True)
 class Subgraph:
@@ -85,8 +88,7 @@ class Partition:
     """
 
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
-    _todays_compile: Any = None  # Partition.compile_today(), once computed
-    _builds: Any = None  # the last Partition.build() (hv.Builds): the report shows it
+    _todays_compile: "TodaysCompile | None" = None  # Partition.compile_today(), once computed
     # ("g3", its first call's values): this is dynamo graph 3 of torch.compile's path (MultiGraphPartition.graphs)
     dynamo_graph: tuple[str, tuple] | None = None
     # graph by graph: why Torch-TensorRT's backend runs this graph eagerly (it failed on it); "" when it does not
@@ -257,12 +259,12 @@ class Partition:
     @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """One row per op target: how many, where they run, and why."""
-        return handoff.handler("ops_table")(self)
+        return handoff.seam.ops_table(self)
 
     @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
-        return handoff.handler("summary_table")(self)
+        return handoff.seam.summary_table(self)
 
     @checked_arguments
     def report(self, *, what_to_change: bool = True, measurement: Any = None, builds: Any = None) -> str:
@@ -271,9 +273,9 @@ class Partition:
         `measurement=` (hv.measure of this partition) each engine says what ran it (a subgraph
         that fell back ran in eager PyTorch, and why), and a "Measured" section its times.
         A "Built on this machine" section follows when builds are known (`builds=`, or this
-        partition's last `build()`)."""
-        return handoff.handler("report")(self, what_to_change, measurement=measurement,
-                           builds=builds if builds is not None else self._builds)
+        partition's last `build()`: hierviz.partitioner.last_build)."""
+        return handoff.seam.report(self, what_to_change, measurement=measurement,
+                                   builds=builds if builds is not None else last_build(self))
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
@@ -293,7 +295,7 @@ class Partition:
         if self.engine == "hierviz":
             merged, _ = at_min_block_size(self._result, min_block_size, self.config.require_full_compilation)
             return merged
-        again = handoff.handler("repartition")(self.graph, derive(self.config, {"min_block_size": min_block_size}))
+        again = handoff.seam.repartition(self.graph, derive(self.config, {"min_block_size": min_block_size}))
         return again._result.subgraphs
 
     @checked_arguments
@@ -342,7 +344,7 @@ class Partition:
     @checked_arguments
     def blockers(self, *, measure: bool = False, device: Any = None, kind: Any = None, top: int = DEFAULT_TOP,
                  example_inputs: Any = None, measure_options: dict | None = None,
-                 compute: bool = True) -> "pd.DataFrame | None":
+                 compute: bool = True, builds: Any = None) -> "pd.DataFrame | None":
         """One row per cause keeping nodes out of the accelerated backends (no converter,
         validator rejected, forced by torch_executed_ops, demoted below min_block_size, no
         backend in priority), with what re-partitioning with that cause removed gives:
@@ -357,8 +359,9 @@ class Partition:
         shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
         hv.measure. The default table is kept with the partition (a copy is returned);
         `compute=False` returns it only when known, else None (the HTML report's rule).
-        After `build()`, each engine that failed to build here comes first (kind "engine fails
-        to build", verdict "required"), its change the fix shown to build."""
+        With `builds=` (what `build()` returned; default: this partition's last `build()`,
+        hierviz.partitioner.last_build), each engine that failed to build here comes first (kind
+        "engine fails to build", verdict "required"), its change the fix shown to build."""
         for name, flag in (("measure", measure), ("compute", compute)):
             if not isinstance(flag, bool):
                 raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
@@ -366,15 +369,16 @@ class Partition:
         known = self._blockers if default else None
         if known is None and not compute:
             return None
-        table = known if known is not None else handoff.handler("blockers_table")(self, kind=kind, top=top)
+        table = known if known is not None else handoff.seam.blockers_table(self, kind=kind, top=top)
         if default:
             self._blockers = table
         table = table.copy()
-        if self._builds is not None and kind is None:
-            table = handoff.handler("with_build_failures")(table, self, self._builds)
+        builds = builds if builds is not None else last_build(self)
+        if builds is not None and kind is None:
+            table = handoff.seam.with_build_failures(table, self, builds)
         if not measure:
             return table
-        return handoff.handler("measure_blockers")(self, table, device=device, example_inputs=example_inputs,
+        return handoff.seam.measure_blockers(self, table, device=device, example_inputs=example_inputs,
                                                    **(measure_options or {}))
 
     # ------------------------------------------------------------------ drawing
@@ -388,14 +392,14 @@ class Partition:
         partition does differently (a loaded one too); `numerics=` (hv.numerics) colours each
         subgraph by its error; `highlight="blockers"` marks the nodes of the top causes of
         `blockers()` in red; `weights=True` also draws weights."""
-        render = handoff.handler("render")
+        render = handoff.seam.render
         unknown_arguments("Partition.render", kwargs, parameter_names(render, skip=("p",)))
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
                       depth=depth, radius=radius, **kwargs)
 
     @checked_arguments
     def save(self, path: str | Path, **kwargs: Any) -> Path:
-        render, save = handoff.handler("render"), handoff.handler("save")
+        render, save = handoff.seam.render, handoff.seam.save
         unknown_arguments("Partition.save", kwargs, [*parameter_names(save, skip=("p", "path")),
                                                      *parameter_names(render, skip=("p", "view"))])
         return save(self, path, **kwargs)
@@ -409,7 +413,7 @@ class Partition:
         this partition. The HTML report shows it, with its cost, once computed, and never
         computes it itself. `compute=False` returns it only when known (else None)."""
         if self._todays_compile is None and (compute or self.engine == "fast" or self.graph is None):
-            self._todays_compile = handoff.handler("compile_today")(self)
+            self._todays_compile = handoff.seam.compile_today(self)
         return self._todays_compile
 
     # ------------------------------------------------------------------ built on this machine
@@ -424,10 +428,16 @@ class Partition:
         run/convert/build/built, layers, engine_bytes, node, error, runs_instead, fix), `.ok`.
         `fix`: for a failed conversion or build, search the ops that moved to PyTorch make every
         engine build (each shown to build). `cache`: builds are kept on disk (hierviz's cache
-        folder) and read back in any process."""
-        self._builds = handoff.handler("build")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
-                                                example_inputs=example_inputs)
-        return self._builds
+        folder) and read back in any process. The result is this partition's last build
+        (hierviz.partitioner.last_build): report() and blockers() show it when given no `builds=`."""
+        return remember(self, handoff.seam.build(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
+                                                 example_inputs=example_inputs))
+
+    @property
+    def _builds(self) -> Any:
+        """This partition's last build() (hierviz.partitioner.last_build). Kept only for cli/partitions.py,
+        which reads `part._builds` until it calls `last_build(part)`; nothing here reads it."""
+        return last_build(self)
 
     # ------------------------------------------------------------------ deploying
     @checked_arguments
@@ -438,10 +448,10 @@ class Partition:
         shaped like the graph's) are what each subgraph is compiled with; `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, tf32, cache_dir).
         `.save(folder)` writes it, `hierviz.latency.deploy.load(folder)` reads it back."""
-        return handoff.handler("compile")(self, device, example_inputs=example_inputs, **options)
+        return handoff.seam.compile(self, device, example_inputs=example_inputs, **options)
 
     def _repr_html_(self) -> str:
-        return handoff.handler("html")(self)
+        return handoff.seam.html(self)
 
     def __repr__(self) -> str:
         if not self.stats["nodes"]:

@@ -112,7 +112,7 @@ def break_row(part: Any, b: GraphBreak, base: dict) -> dict:
         return out
     sources = part.capture.graphs[k + 1].sources
     try:
-        joined = _quietly(lambda: handoff.handler("repartition")(
+        joined = _quietly(lambda: handoff.seam.repartition(
             join(first.graph, second.graph, sources, k), derive(part.config, {"engine": part.engine})))
     except HiervizError as exc:
         out["note"] = join_notes(hints, f"cannot partition the joined graphs: {str(exc).splitlines()[0]}")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Callable
 
 from hierviz.settings.config import Config, derive
 from hierviz.support.sources import ops as support_ops
@@ -30,6 +30,7 @@ from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner import handoff
+from hierviz.partitioner.last_build import last_build, remember
 from hierviz.partitioner.blockers.blocker_causes import DEFAULT_TOP
 from hierviz.partitioner.blockers.multi_blockers import multi_blockers_table, refuse_measure
 from hierviz.partitioner.reasons import FALLBACK
@@ -40,6 +41,7 @@ from hierviz.partitioner.counts import count_text
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
     import pandas as pd
+    from torch.fx import GraphModule
 
 RULE = "=" * 30
 SUMMED = ("nodes", "compute_ops", "supported_ops", "accelerated_ops", "subgraphs", "acc_subgraphs",
@@ -91,7 +93,6 @@ class MultiGraphPartition:
         self.engine = config.engine
         self.notes = tuple(notes)
         self._blockers: "pd.DataFrame | None" = None
-        self._builds: Any = None  # the last build() (hv.Builds): the report shows it
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -310,8 +311,9 @@ class MultiGraphPartition:
         """Each graph's dryrun report (Partition.report) in execution order, the graph breaks
         between them, then totals: graphs, breaks with reasons and source lines, subgraphs per
         backend, graphs left whole in PyTorch and graphs with nothing to partition. A "Built on
-        this machine" section ends it when builds are known (`builds=`, or the last `build()`)."""
-        builds = builds if builds is not None else self._builds
+        this machine" section ends it when builds are known (`builds=`, or the last `build()`:
+        hierviz.partitioner.last_build)."""
+        builds = builds if builds is not None else last_build(self)
         s = self.stats
         lines = [f"{RULE} {self.capture.model} graph by graph, as torch.compile(backend=\"torch_tensorrt\") "
                  f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) "
@@ -379,9 +381,16 @@ class MultiGraphPartition:
         """Partition.build() graph by graph (hv.Builds with a `graph` column): each graph runs in
         PyTorch on the values of its first call, then each TensorRT subgraph is converted and
         built. A failure says what torch.compile then runs (that whole graph eagerly, where
-        Torch-TensorRT's backend catches it)."""
-        self._builds = handoff.handler("build_graphs")(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache)
-        return self._builds
+        Torch-TensorRT's backend catches it). The result is this partition's last build
+        (hierviz.partitioner.last_build): report() shows it when given no `builds=`."""
+        return remember(self, handoff.seam.build_graphs(self, trt_settings=trt_settings, tf32=tf32, fix=fix,
+                                                        cache=cache))
+
+    @property
+    def _builds(self) -> Any:
+        """This partition's last build() (hierviz.partitioner.last_build). Kept only for cli/partitions.py,
+        which reads `part._builds` until it calls `last_build(part)`; nothing here reads it."""
+        return last_build(self)
 
     # ------------------------------------------------------------------ running it
     def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:
@@ -392,8 +401,7 @@ class MultiGraphPartition:
         (default: the one captured; a private copy is compiled, never the model); with
         `example_inputs` every graph is compiled now, else on the first call. `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, cache, tf32 ...)."""
-        return handoff.handler("compile_graphs")(self, device, example_inputs=example_inputs, model=model,
-                                                 **options)
+        return handoff.seam.compile_graphs(self, device, example_inputs=example_inputs, model=model, **options)
 
     def __repr__(self) -> str:
         s = self.stats
@@ -418,7 +426,7 @@ class MultiGraphPartition:
         frames with dynamo's reason and the user's file:line (hierviz.drawing.by_graph.frames).
         `measurement=` one hv.Measurement per graph, `against=` another MultiGraphPartition of
         the same model, `highlight="blockers"`, `weights=True` as for a Partition."""
-        render = handoff.handler("render_graphs")
+        render = handoff.seam.render_graphs
         unknown_arguments("MultiGraphPartition.render", kwargs, parameter_names(render, skip=("mp",)))
         return render(self, view=view, max_nodes=max_nodes, measurement=measurement, against=against, depth=depth,
                       **kwargs)
@@ -429,16 +437,17 @@ class MultiGraphPartition:
         (the picture), .dot, .json (the saved partition hv.load_partition reads), .html (a
         standalone report of every graph and break); format="model_explorer" (one graph pair
         per dynamo graph). Takes render()'s arguments (view=, max_nodes=, ...)."""
-        render, save = handoff.handler("render_graphs"), handoff.handler("save_graphs")
+        render, save = handoff.seam.render_graphs, handoff.seam.save_graphs
         unknown_arguments("MultiGraphPartition.save", kwargs, [*parameter_names(save, skip=("mp", "path")),
                                                                *parameter_names(render, skip=("mp", "view"))])
         return save(self, path, **kwargs)
 
     def _repr_html_(self) -> str:
-        return handoff.handler("html_graphs")(self)
+        return handoff.seam.html_graphs(self)
 
 
-def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) -> MultiGraphPartition:
+def partition_graphs(capture: DynamoCapture, config: Config,
+                     run: Callable[[GraphModule, Config], Partition] | None = None) -> MultiGraphPartition:
     """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
     torch.compile's backend forces it), in execution order; `run(graph, config)` partitions one
     graph (default: hv.partition's; hv.sweep passes its cached one)."""
@@ -447,11 +456,11 @@ def partition_graphs(capture: DynamoCapture, config: Config, run: Any = None) ->
         config = derive(config, {"require_full_compilation": False})
         notes += ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
-    run = run or handoff.handler("repartition")
+    run = run or handoff.seam.repartition
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
     eager = Config(priority=config.priority, support=SupportMap({b: support_ops(()) for b in config.priority}),
                    min_block_size=config.min_block_size)
-    parts = [handoff.handler("repartition")(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config)
+    parts = [handoff.seam.repartition(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config)
              for g in capture.graphs]
     for k, (g, part) in enumerate(zip(capture.graphs, parts)):
         part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
