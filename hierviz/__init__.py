@@ -62,6 +62,8 @@ _LAZY = {
     "TuneResult": "hierviz.compare",
     "compare_engines": "hierviz.compare",
     "Builds": "hierviz.building",
+    "BuildRow": "hierviz.building",
+    "Repro": "hierviz.building",
 }
 # submodules reachable as attributes before anything imported them (hv.drawing.to_json(p))
 _LAZY_MODULES = {"zoo": "hierviz.zoo", "trt": "hierviz.trt", "drawing": "hierviz.drawing",

@@ -2,16 +2,21 @@
 
     build_partition.py  Partition.build / MultiGraphPartition.build: run, convert, build, fix
     builds.py          hv.Builds, what they found (.df, .ok, the words)
+    build_row.py       hv.BuildRow, one engine's build (a row of Builds.df)
     graph_run.py       the lowered graph run once in PyTorch, node by node (stage "run")
     subgraph_builds.py each subgraph built once, through the engine store
     build_keys.py      what makes two builds the same engine: content, profile, settings, versions
     engine_store.py    built engines on disk under those keys, bounded and checked on read
     after_failure.py   what Torch-TensorRT really runs after a failure, per ir
     engine_fix.py      ops moved to PyTorch until every engine builds, shown to build
+    reduction.py       the smallest part of a failed subgraph that fails the same way
+    repro.py           hv.Repro: that part, saved as a standalone repro (repro_files.py)
 """
 
 from __future__ import annotations
 
+from hierviz.building.build_row import BuildRow
 from hierviz.building.builds import Builds
+from hierviz.building.repro import Repro
 
-__all__ = ["Builds"]
+__all__ = ["BuildRow", "Builds", "Repro"]

@@ -14,6 +14,7 @@ from typing import Any, Sequence
 
 from hierviz import trt
 from hierviz.building.after_failure import runs_instead
+from hierviz.building.build_row import BuildRow
 from hierviz.building.builds import Builds
 from hierviz.building.engine_fix import Fix, find_fix
 from hierviz.building.graph_run import RunFailure
@@ -25,6 +26,7 @@ from hierviz.partitioner import handoff
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
            "torch_executed_ops changes the lowering: change the model's line that made this node")
+FIXABLE = ("convert", "build")  # the stages a torch_executed_ops fix can change
 CORNER_FIX = ("not a conversion failure: the engine's optimization profile admits {at}, where the graph fails in "
               "PyTorch; no torch_executed_ops changes that: narrow the dynamic dimension's range to sizes the model "
               "takes (Torch-TensorRT starts a range recorded from 2 at 1), or change the model's line that made this "
@@ -42,31 +44,24 @@ def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
     trt.check_settings(trt_settings)  # before anything converts, and before the cache is read
 
 
-def _subgraph_rows(part: Any, builder: SubgraphBuilder, ir: str, graph: str,
-                   failure: RunFailure | None) -> list[dict]:
-    rows = []
-    module = part.module if tensorrt_tags(part) else None
-    for tag in tensorrt_tags(part):
-        sub = getattr(module, tag)
-        made, cached = builder.build(sub, label=tag)
-        sg = part.subgraph(tag)
-        row = {"subgraph": tag, "ops": sg.compute_ops, "stage": made.stage, "profile": profile_text(sub),
-               "layers": made.layers, "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
-               "build_s": None if made.build_s is None else round(made.build_s, 4), "node": made.node,
-               "error": made.error, "details": getattr(made, "details", None),  # TODO-wire
-               "runs_instead": None, "fix": None, "cached": cached,
-               "exception": made.exception, "source": ""}
-        if graph:
-            row = {"graph": graph, **row}
-        if made.stage != "built":
-            row["runs_instead"] = runs_instead(ir, made.exception or "RuntimeError", graph)
-        if failure is not None and failure.node in sg.nodes:
-            error = f"at {failure.at}: {failure.error}" if failure.at else failure.error
-            row.update(stage="run", node=failure.node, error=error, details=error, source=failure.source,
-                       runs_instead=_after_run(ir, made, graph),
-                       fix=CORNER_FIX.format(at=failure.at) if failure.at else RUN_FIX)
-        rows.append(row)
-    return rows
+def _subgraph_row(part: Any, builder: SubgraphBuilder, ir: str, graph: str, tag: str,
+                  failure: RunFailure | None) -> BuildRow:
+    """The row of TensorRT subgraph `tag`: its build, or the run failure inside it."""
+    sub = getattr(part.module, tag)
+    made, cached = builder.build(sub, label=tag)
+    sg = part.subgraph(tag)
+    common = {"subgraph": tag, "ops": sg.compute_ops, "profile": profile_text(sub), "layers": made.layers,
+              "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
+              "build_s": None if made.build_s is None else round(made.build_s, 4), "cached": cached, "graph": graph,
+              "exception": made.exception}
+    if failure is not None and failure.node in sg.nodes:
+        error = f"at {failure.at}: {failure.error}" if failure.at else failure.error
+        return BuildRow(**common, stage="run", node=failure.node, error=error, details=error, source=failure.source,
+                        runs_instead=_after_run(ir, made, graph),
+                        fix=CORNER_FIX.format(at=failure.at) if failure.at else RUN_FIX)
+    return BuildRow(**common, stage=made.stage, node=made.node, error=made.error, details=made.details,
+                    runs_instead=None if made.stage == "built" else runs_instead(ir, made.exception or "RuntimeError",
+                                                                                 graph))
 
 
 def _after_run(ir: str, made: trt.EngineBuild, graph: str) -> str:
@@ -92,7 +87,7 @@ def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> tuple[Sequence[A
 
 
 def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
-               fix: bool, frame: str = "", flat_inputs: bool = False) -> tuple[list[dict], RunFailure | None,
+               fix: bool, frame: str = "", flat_inputs: bool = False) -> tuple[list[BuildRow], RunFailure | None,
                                                                                  Fix | None, list[str]]:
     """(rows, a run failure outside every TensorRT subgraph, the fix, notes) for one graph;
     `frame`: where the graph's code is, for a lowered graph that keeps no line per node;
@@ -107,19 +102,18 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
     if inputs is None and tensorrt_tags(part):
         notes.append(f"{graph or 'the graph'} was not run in PyTorch first ({why}); its engines were still converted "
                      "and built")
-    rows = _subgraph_rows(part, builder, ir, graph, failure)
-    failing = [r["subgraph"] for r in rows if r["stage"] in ("convert", "build")]
+    rows = [_subgraph_row(part, builder, ir, graph, tag, failure) for tag in tensorrt_tags(part)]
+    failing = [r.subgraph for r in rows if r.stage in FIXABLE]
     found = None
     if failing and fix:
         def all_built(candidate: Any) -> bool:
             return all(builder.build(getattr(candidate.module, tag), label=tag)[0].stage == "built"
                        for tag in tensorrt_tags(candidate))
 
-        found = find_fix(part, failing, all_built, handoff.handler("repartition"), builds=lambda: builder.made)
-        for r in rows:
-            if r["stage"] in ("convert", "build"):
-                r["fix"] = found.text
-    outside = failure if failure is not None and not any(r["stage"] == "run" for r in rows) else None
+        found = find_fix(part, failing, all_built, handoff.handler("repartition"), builds=lambda: builder.made,
+                         cached=lambda: builder.from_store)
+        rows = [dataclasses.replace(r, fix=found.text) if r.stage in FIXABLE else r for r in rows]
+    outside = failure if failure is not None and not any(r.stage == "run" for r in rows) else None
     return rows, outside, found, notes
 
 
@@ -142,10 +136,11 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
     if part.dynamo_graph is not None and example_inputs is None:
         (graph, example_inputs), ir, flat = part.dynamo_graph, "torch_compile", True
     rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
-    rows = [{k: v for k, v in r.items() if k != "graph"} for r in rows]
+    rows = [dataclasses.replace(r, graph="") for r in rows]  # one graph: its rows name no graph
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
                   ((graph, outside),) if outside else (), notes=tuple(notes) + builder.notes(),
-                  fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0)
+                  fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0,
+                  partition=part, subgraph_builder=builder)
 
 
 def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
@@ -165,7 +160,7 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
     _check(fix, cache, tf32, trt_settings)
     name, on_cpu = _builder_facts()
     builder = SubgraphBuilder(trt_settings, tf32, cache)
-    rows: list[dict] = []
+    rows: list[BuildRow] = []
     outside: list[tuple[str, RunFailure]] = []
     fixes: list[Fix | None] = []
     notes: list[str] = []
@@ -179,7 +174,7 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
         notes.extend(said)
         if failure is not None:
             outside.append((label, failure))
-        if any(r["stage"] in ("convert", "build") for r in got):
+        if any(r.stage in FIXABLE for r in got):
             fixes.append(found)
     whole: frozenset[str] | None = None
     text = ""
@@ -196,7 +191,8 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
             whole, text = None, ("each graph's fix builds alone, but not all of them together" if kept else
                                  "each graph's fix builds alone, but together they leave no TensorRT engine")
     return Builds(tuple(rows), name, on_cpu, "torch_compile", whole, text, tuple(outside), by_graph=True,
-                  notes=tuple(notes) + builder.notes(), fixed_partition=fixed)
+                  notes=tuple(notes) + builder.notes(), fixed_partition=fixed,
+                  fix_builds=sum(f.builds for f in fixes if f is not None), partition=mp, subgraph_builder=builder)
 
 
 __all__ = ["build", "build_graphs", "build_one"]

@@ -10,6 +10,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from hierviz.building.build_row import BuildRow
 from hierviz.building.graph_run import RunFailure
 from hierviz.errors import ConfigError
 
@@ -36,14 +37,16 @@ def megabytes(n: int) -> str:
 class Builds:
     """What converting and building every TensorRT subgraph gave.
 
-    `rows`: one dict per TensorRT subgraph (the columns of `.df`; a `graph` column first across
-    graphs); `builder`: the TensorRT that built them, in words, and `on_cpu` whether it built
+    `rows`: one hv.BuildRow per TensorRT subgraph (`.df` is made from them; a `graph` column
+    first across graphs); `builder`: the TensorRT that built them, in words, and `on_cpu` whether it built
     ahead of time with no GPU; `ir`; `fix`: the `torch_executed_ops` shown to make every engine
     build (the whole set to pass to hv.partition), or None; `run_failures`: graphs that failed
     when run in PyTorch at a node outside every TensorRT subgraph; `fixed_partition`: the
-    partition with the fix applied, whose engines were built (`fixed()`)."""
+    partition with the fix applied, whose engines were built (`fixed()`); `partition` and
+    `subgraph_builder`: what was built and with what (`repro()` builds parts of it the same way).
+    Immutable: nothing changes a Builds after it is made."""
 
-    rows: tuple[dict, ...]
+    rows: tuple[BuildRow, ...]
     builder: str
     on_cpu: bool
     ir: str = "dynamo"
@@ -54,6 +57,8 @@ class Builds:
     notes: tuple[str, ...] = field(default=())
     fixed_partition: Any = field(default=None, repr=False, compare=False)
     fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
+    partition: Any = field(default=None, repr=False, compare=False)
+    subgraph_builder: Any = field(default=None, repr=False, compare=False)
 
     @property
     def df(self) -> "pd.DataFrame":
@@ -65,27 +70,27 @@ class Builds:
         import pandas as pd
 
         columns = (("graph",) if self.by_graph else ()) + COLUMNS
-        df = pd.DataFrame({c: pd.Series([r.get(c) for r in self.rows], dtype=_DTYPES.get(c, object))
+        df = pd.DataFrame({c: pd.Series([getattr(r, c) for r in self.rows], dtype=_DTYPES.get(c, object))
                            for c in columns}, columns=list(columns))
         return df
 
     @property
     def ok(self) -> bool:
         """Every engine built, and every graph ran in PyTorch."""
-        return all(r["stage"] == "built" for r in self.rows) and not self.run_failures
+        return all(r.built for r in self.rows) and not self.run_failures
 
     @property
     def built(self) -> int:
-        return sum(1 for r in self.rows if r["stage"] == "built")
+        return sum(1 for r in self.rows if r.built)
 
     @property
     def engine_bytes(self) -> int:
         """The bytes of every built engine together."""
-        return sum(r["engine_bytes"] or 0 for r in self.rows if r["stage"] == "built")
+        return sum(r.engine_bytes or 0 for r in self.rows if r.built)
 
     @property
-    def failed(self) -> list[dict]:
-        return [r for r in self.rows if r["stage"] != "built"]
+    def failed(self) -> list[BuildRow]:
+        return [r for r in self.rows if not r.built]
 
     def fixed(self) -> Any:
         """The partition with the fix applied (the settings it was built with, plus the fix's
@@ -96,18 +101,27 @@ class Builds:
             raise ConfigError(f"Builds.fixed(): no fix to apply ({why}).")
         return self.fixed_partition
 
-    def row(self, tag: str, graph: str | None = None) -> dict | None:
+    def row(self, tag: str, graph: str | None = None) -> BuildRow | None:
         """The row of subgraph `tag` (of graph `graph`, across graphs), or None."""
         for r in self.rows:
-            if r["subgraph"] == tag and (graph is None or r.get("graph") == graph):
+            if r.subgraph == tag and (graph is None or r.graph == graph):
                 return r
         return None
+
+    def repro(self, subgraph: str | None = None) -> Any:
+        """hv.Repro: the smallest part of the failed subgraph `subgraph` (default: the first
+        failed at convert or build; 'g1/<tag>' across graphs) that fails the same way, found by
+        building parts of it as this build did (kept in the build cache: a second call builds
+        nothing)."""
+        from hierviz.building.repro import repro_of
+
+        return repro_of(self, self.partition, subgraph, self.subgraph_builder)
 
     def of_graph(self, graph: str) -> "Builds":
         """The builds of one graph ('g2') of a MultiGraphPartition's, without the graph column."""
         if not self.by_graph:
             return self
-        rows = tuple({k: v for k, v in r.items() if k != "graph"} for r in self.rows if r.get("graph") == graph)
+        rows = tuple(dataclasses.replace(r, graph="") for r in self.rows if r.graph == graph)
         return dataclasses.replace(self, rows=rows, by_graph=False,
                                    run_failures=tuple(f for f in self.run_failures if f[0] == graph))
 
@@ -128,9 +142,8 @@ class Builds:
         failed = self.failed
         if failed:
             first = failed[0]
-            name = (f"{first['graph']}/" if self.by_graph else "") + first["subgraph"]
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-            text += f"; {name} failed at {first['stage']}: {first['error']}{more}"
+            text += f"; {first.name} failed at {first.stage}: {first.error}{more}"
         for graph, failure in self.run_failures:
             text += f"; {graph or 'the graph'} fails in PyTorch at {failure.node}: {failure.error}"
         return text
@@ -140,23 +153,23 @@ class Builds:
         Torch-TensorRT then runs and the fix."""
         out = [self.headline(), f"Built with {self.where()}."]
         for r in self.rows:
-            name = (f"{r['graph']}/" if self.by_graph else "") + r["subgraph"]
-            if r["stage"] == "built":
-                out.append(f"  {name}: built, {r['layers']} layers, {megabytes(r['engine_bytes'])} "
-                           f"(convert {r['convert_s']:.2f} s, build {r['build_s']:.2f} s"
-                           + (", from the build cache)" if r.get("cached") else ")"))
-                if r.get("profile") and "→" in r["profile"]:
-                    out.append(f"    profile: {r['profile']}")
+            dynamic = "→" in r.profile
+            if r.built:
+                out.append(f"  {r.name}: built, {r.layers} layers, {megabytes(r.engine_bytes or 0)} "
+                           f"(convert {r.convert_s or 0:.2f} s, build {r.build_s or 0:.2f} s"
+                           + (", from the build cache)" if r.cached else ")"))
+                if dynamic:
+                    out.append(f"    profile: {r.profile}")
                 continue
-            at = f" at node {r['node']}" if r["node"] else ""
-            out.append(f"  {name}: failed at {r['stage']}{at}: {r['error']}")
-            if r.get("profile") and "→" in r["profile"]:
-                out.append(f"    profile: {r['profile']}")
-            if r.get("source"):
-                out.append(f"    from {r['source']}")
-            out.append(f"    then: {r['runs_instead']}")
-            if r.get("fix"):
-                out.append(f"    fix: {r['fix']}")
+            at = f" at node {r.node}" if r.node else ""
+            out.append(f"  {r.name}: failed at {r.stage}{at}: {r.error}")
+            if dynamic:
+                out.append(f"    profile: {r.profile}")
+            if r.source:
+                out.append(f"    from {r.source}")
+            out.append(f"    then: {r.runs_instead}")
+            if r.fix:
+                out.append(f"    fix: {r.fix}")
         for graph, failure in self.run_failures:
             out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"
                        + (f" (from {failure.source})" if failure.source else ""))

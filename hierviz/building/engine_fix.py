@@ -144,12 +144,14 @@ def _grow_then_shrink(order: list[str], search: _Search, budget: Callable[[], bo
 
 def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool],
              repartition: Callable[[Any, Any], Any], max_tries: int = MAX_TRIES, *, first: Sequence[str] = (),
-             budget: int = SET_BUDGET, builds: Callable[[], int] = lambda: 0) -> Fix:
+             budget: int = SET_BUDGET, builds: Callable[[], int] = lambda: 0,
+             cached: Callable[[], int] = lambda: 0) -> Fix:
     """The fix for the failing subgraphs `failing` of `part`: `repartition(graph, config)` makes
     a partition, `all_built(partition)` says whether every engine of it builds; `first`: ops to
     try before the rest; `budget`: sets of ops tested at most when no single op works;
-    `builds()`: the builder's calls so far (the fix says how many the search spent)."""
-    start = builds()
+    `builds()`: the builder's calls so far, `cached()` the builds read from the build cache (the
+    fix says how many of each the search spent)."""
+    start, hits = builds(), cached()
     search = _Search(part, all_built, repartition)
     ops = candidates(part, failing, first)
     singles = [(search.partition(frozenset({op})), rank, op) for rank, op in enumerate(ops[:max_tries])]
@@ -157,7 +159,7 @@ def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool]
     singles.sort(key=lambda s: (s[0].stats["subgraphs"], s[1]))
     for again, _, op in singles:
         if search.works(frozenset({op})):
-            return _found(part, (op,), again, search.tested, builds() - start)
+            return _found(part, (op,), again, search.tested, builds() - start, cached() - hits)
     tested_singles = search.tested
     order = [op for _, _, op in singles] + [op for op in ops[:max_tries] if op not in {o for _, _, o in singles}]
     chosen = _grow_then_shrink(order, search, lambda: search.tested - tested_singles < budget)
@@ -170,10 +172,10 @@ def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool]
                    f"the {len(ops)} ops of the failing subgraphs (a budget of {budget} sets), {spent} builds",
                    builds=spent)
     chosen = sorted(chosen)
-    return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent)
+    return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent, cached() - hits)
 
 
-def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int) -> Fix:
+def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int, cached: int) -> Fix:
     whole = frozenset({short_op(str(o)) for o in part.config.torch_executed_ops} | set(added))
     n = best.stats["subgraphs"]
     by = {b: c for b, c in best.stats["subgraphs_by_backend"].items() if c}
@@ -182,8 +184,8 @@ def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int
     cost = (f"TensorRT runs {after} of the {before} compute ops it ran ({before - after} to PyTorch)"
             if after < before else "TensorRT runs every compute op it ran")
     text = (f"torch_executed_ops={sorted(whole)}: every engine builds, {n} subgraphs "
-            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}; found in {spent} builds "
-            f"({tested} partition(s) tested)")
+            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}; found in {spent} builds"
+            + (f" and {cached} from the build cache" if cached else "") + f" ({tested} partition(s) tested)")
     return Fix(whole, added, by, tested, text, best, spent)
 
 

@@ -18,6 +18,7 @@ from typing import Any
 import torch
 
 from hierviz.building import repro_files
+from hierviz.building.build_row import BuildRow
 from hierviz.building.reduction import call_nodes, signature, smallest_failing
 from hierviz.building.subgraph_builds import SubgraphBuilder
 from hierviz.errors import ConfigError
@@ -118,18 +119,18 @@ class Repro:
         return dataclasses.replace(self, verified=code == 1)
 
 
-def _failed_row(builds: Any, subgraph: str | None) -> dict:
+def _failed_row(builds: Any, subgraph: str | None) -> BuildRow:
     """The row of the failed subgraph to reduce: `subgraph` ('_run_on_acc_tensorrt_0', or
     'g1/_run_on_acc_tensorrt_0' across graphs), else the first that failed to convert or build."""
-    failed = [r for r in builds.rows if r["stage"] in FAILED]
-    named = [(f"{r['graph']}/" if builds.by_graph else "") + r["subgraph"] for r in failed]
+    failed = [r for r in builds.rows if r.stage in FAILED]
+    named = [r.name for r in failed]
     if subgraph is None:
         if not failed:
             raise ConfigError("Builds.repro(): no engine failed to convert or build, so there is nothing to "
                               f"reproduce ({builds.headline()}).")
         return failed[0]
     for name, row in zip(named, failed):
-        if subgraph in (name, row["subgraph"]):
+        if subgraph in (name, row.subgraph):
             return row
     raise ConfigError(f"Builds.repro({subgraph!r}): that subgraph did not fail to convert or build; the ones that "
                       f"did: {', '.join(named) or 'none'}.")
@@ -156,16 +157,16 @@ def repro_of(builds: Any, part: Any, subgraph: str | None = None, builder: Subgr
     from hierviz import trt
 
     row = _failed_row(builds, subgraph)
-    graph_part = part.graphs[int(row["graph"][1:])] if builds.by_graph else part
-    gm = getattr(graph_part.module, row["subgraph"])
+    graph_part = part.graphs[int(row.graph[1:])] if builds.by_graph else part
+    gm = getattr(graph_part.module, row.subgraph)
     builder = builder if builder is not None else SubgraphBuilder()
-    made, _ = builder.build(gm, label=row["subgraph"])
+    made, _ = builder.build(gm, label=row.subgraph)
     if made.stage not in FAILED:
-        raise ConfigError(f"Builds.repro(): {row['subgraph']} builds with this builder's settings but failed in "
+        raise ConfigError(f"Builds.repro(): {row.subgraph} builds with this builder's settings but failed in "
                           f"these Builds: pass builder= with the settings the Builds were made with.")
-    found = smallest_failing(gm, lambda g: builder.build(g, label=row["subgraph"]))
+    found = smallest_failing(gm, lambda g: builder.build(g, label=row.subgraph))
     made, _ = builder.build(found.graph)  # the part's own error (same signature, its own sizes); already built
-    return Repro(row["subgraph"], found.nodes, found.graph, made.stage, made.exception or "", made.error or "",
+    return Repro(row.subgraph, found.nodes, found.graph, made.stage, made.exception or "", made.error or "",
                  len(call_nodes(gm)), found.builds, found.cached, round(found.seconds, 3),
                  trt.builder_name() or "", _compile_settings(graph_part, builder))
 

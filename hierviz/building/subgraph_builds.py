@@ -73,6 +73,7 @@ class SubgraphBuilder:
         self._settings: Any = None
         self._warnings: dict[str, None] = {}  # Torch-TensorRT's warnings, in the order first seen
         self.made = 0  # builder calls (conversions and builds run, not read from a cache)
+        self.from_store = 0  # builds read from the build cache on disk
 
     def run(self, graph: Any, inputs: Any) -> RunFailure | None:
         """The first node of `graph` that fails when run in PyTorch on `inputs`, or None; kept in
@@ -96,7 +97,7 @@ class SubgraphBuilder:
         return tuple(dict.fromkeys(said))
 
     def _heard(self, made: trt.EngineBuild) -> None:
-        for text in getattr(made, 'warnings', ()):  # TODO-wire
+        for text in made.warnings:
             self._warnings.setdefault(text, None)
 
     def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
@@ -106,6 +107,7 @@ class SubgraphBuilder:
             return self._seen[key]
         found = self.store.load(key) if self.store is not None else None
         if found is not None:
+            self.from_store += 1
             self._heard(found)
             self._seen[key] = (found, True)
             return self._seen[key]
@@ -117,11 +119,13 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings)
+        made = trt.convert_and_build(gm, self._settings, label=label)
         self.made += 1
         self._heard(made)
         if self.store is not None:
             self.store.save(key, made, label=label)
+        if made.engine is not None:  # kept on disk (or not at all): a build of big engines holds none of them
+            made = dataclasses.replace(made, engine=None, engine_size=made.engine_bytes)
         self._seen[key] = (made, False)
         return self._seen[key]
 

@@ -159,11 +159,12 @@ def built_row(gm: Any, cfg: Config, part: Any, row: dict[str, Any]) -> tuple[Any
         part = partition_of(gm, cfg)
     try:
         builds = part.build(fix=False)
+    except KeyboardInterrupt:  # hv.BuildError's interrupt too: the user stops the sweep, not this row
+        raise
     except HiervizError as exc:
         return part, {**row, "build_failed": str(exc).splitlines()[0]}
     first = builds.failed[0] if builds.failed else None
-    failed = "" if first is None else (f"{first.get('graph') + '/' if first.get('graph') else ''}{first['subgraph']} "
-                                       f"at {first['stage']}: {first['error']}")
+    failed = "" if first is None else f"{first.name} at {first.stage}: {first.error}"
     return part, {**row, "engines_built": builds.built, "engines": len(builds.rows),
                   "engine_mb": round(builds.engine_bytes / 1e6, 3), "build_failed": failed}
 

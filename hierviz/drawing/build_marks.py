@@ -9,11 +9,14 @@ how many of its engines built.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
 from hierviz.drawing.overlays import Overlay
 from hierviz.errors import RenderError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.build_row import BuildRow
 
 FAILED = "#C62828"
 BUILT = "#2E7D32"
@@ -36,11 +39,11 @@ class BuildMarks(Overlay):
                               "mp.build().of_graph('g0') (MultiGraphPartition.render(builds=mp.build()) draws all).")
         tags = set(p.records.subgraph_tag)
         mine = list(rows)
-        unknown = sorted({r["subgraph"] for r in mine} - tags)[:3]
+        unknown = sorted({r.subgraph for r in mine} - tags)[:3]
         if unknown:
             raise RenderError("builds= must be the builds of this partition (part.build()); its subgraphs "
                               f"{unknown} are not in this one.")
-        self.rows = {r["subgraph"]: r for r in mine}
+        self.rows = {r.subgraph: r for r in mine}
         self.builds = builds
         t = self.t = p.records
         self.tag_of_node = [t.subgraph_tag[k] if k >= 0 else None for k in t.subgraph]
@@ -49,29 +52,29 @@ class BuildMarks(Overlay):
         row = self.rows.get(self.t.subgraph_tag[k])
         if row is None:
             return
-        if row["stage"] == "built":
-            lines.append(f'<FONT POINT-SIZE="9" COLOR="{BUILT}">engine built here · {html(_mb(row["engine_bytes"]))}'
+        if row.built:
+            lines.append(f'<FONT POINT-SIZE="9" COLOR="{BUILT}">engine built here · {html(_mb(row.engine_bytes))}'
                          f'</FONT>')
-            tip.append(f"built on this machine: {row['layers']} TensorRT layers, {_mb(row['engine_bytes'])} "
+            tip.append(f"built on this machine: {row.layers} TensorRT layers, {_mb(row.engine_bytes)} "
                        f"({self.builds.where()})")
             self._profile(row, tip)
             return
         attrs["color"] = FAILED
         attrs["penwidth"] = max(float(attrs.get("penwidth") or 1.0), 3.0)
-        lines.append(f'<FONT POINT-SIZE="9" COLOR="{FAILED}"><B>engine fails at {html(row["stage"])}</B>: '
-                     f'{html(row["error"], 90)}</FONT>')
-        at = f" at node {row['node']}" if row.get("node") else ""
-        tip.append(f"fails at {row['stage']}{at}: {row['error']}")
-        tip.append(f"then: {row['runs_instead']}")
-        if row.get("fix"):
-            tip.append(f"fix: {row['fix']}")
+        lines.append(f'<FONT POINT-SIZE="9" COLOR="{FAILED}"><B>engine fails at {html(row.stage)}</B>: '
+                     f'{html(row.error, 90)}</FONT>')
+        at = f" at node {row.node}" if row.node else ""
+        tip.append(f"fails at {row.stage}{at}: {row.error}")
+        tip.append(f"then: {row.runs_instead}")
+        if row.fix:
+            tip.append(f"fix: {row.fix}")
         self._profile(row, tip)
 
     @staticmethod
-    def _profile(row: dict, tip: list[str]) -> None:
+    def _profile(row: BuildRow, tip: list[str]) -> None:
         """The engine's optimization profile, when an input is dynamic (min → opt → max)."""
-        if row.get("profile") and "→" in row["profile"]:
-            tip.append(f"optimization profile: {row['profile']}")
+        if "→" in row.profile:
+            tip.append(f"optimization profile: {row.profile}")
 
     def decorate_ops(self, ops: Sequence[int], lines: list[str], tip: list[str], attrs: dict,
                      bar: bool = True) -> None:
@@ -79,13 +82,13 @@ class BuildMarks(Overlay):
         rows = [self.rows[tag] for tag in sorted(str(t) for t in tags) if tag in self.rows]
         if not rows:
             return
-        failed = [r for r in rows if r["stage"] != "built"]
+        failed = [r for r in rows if not r.built]
         if failed:
             attrs["color"] = FAILED
             attrs["penwidth"] = max(float(attrs.get("penwidth") or 1.0), 3.0)
             lines.append(f'<FONT POINT-SIZE="9" COLOR="{FAILED}"><B>{len(failed)} of {len(rows)} engine(s) fail'
-                         f'</B> ({html(failed[0]["stage"])})</FONT>')
-            tip.append(f"{failed[0]['subgraph']} fails at {failed[0]['stage']}: {failed[0]['error']}")
+                         f'</B> ({html(failed[0].stage)})</FONT>')
+            tip.append(f"{failed[0].subgraph} fails at {failed[0].stage}: {failed[0].error}")
         else:
             lines.append(f'<FONT POINT-SIZE="9" COLOR="{BUILT}">{len(rows)} engine(s) built here</FONT>')
 

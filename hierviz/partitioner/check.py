@@ -115,10 +115,9 @@ def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = No
         if builds.ok:
             kept.append(f"engines: {builds.headline()}")
         for row in builds.failed:
-            name = (f"{row['graph']}/" if row.get("graph") else "") + row["subgraph"]
-            at = f" at node {row['node']}" if row["node"] else ""
-            broken.append(f"engine {name} failed at {row['stage']}{at}: {row['error']}; then {row['runs_instead']}"
-                          + (f"; fix: {row['fix']}" if row["fix"] else ""))
+            at = f" at node {row.node}" if row.node else ""
+            broken.append(f"engine {row.name} failed at {row.stage}{at}: {row.error}; then {row.runs_instead}"
+                          + (f"; fix: {row.fix}" if row.fix else ""))
         for graph, failure in builds.run_failures:
             broken.append(f"{graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}")
     return broken, kept

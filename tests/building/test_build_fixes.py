@@ -27,14 +27,14 @@ def fails_on(monkeypatch):
     real = trt.convert_and_build
 
     def install(*ops: str):
-        def fake(gm, settings=None):
+        def fake(gm, settings=None, **options):
             held = {getattr(n.target, "__name__", str(n.target)).split(".")[0] for n in gm.graph.nodes
                     if n.op == "call_function"}
             bad = sorted(held & set(ops))
             if bad:
                 return trt.EngineBuild("build", 1, 0.0, 0.0, exception="RuntimeError",
                                        error=f"the test's builder refuses {bad[0]}")
-            return real(gm, settings)
+            return real(gm, settings, **options)
 
         monkeypatch.setattr(trt, "convert_and_build", fake)
 

@@ -40,12 +40,12 @@ def _refusing_split(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     real = trt.convert_and_build
     calls: list[int] = []
 
-    def refusing(gm: torch.fx.GraphModule, settings: object = None) -> trt.EngineBuild:
+    def refusing(gm: torch.fx.GraphModule, settings: object = None, **options: object) -> trt.EngineBuild:
         calls.append(1)
         if any(n.target is torch.ops.aten.split.Tensor for n in gm.graph.nodes):
             return trt.EngineBuild("convert", None, 0.0, None, node="split_3", exception="RuntimeError",
                                    error="refused aten.split at node split_3")
-        return real(gm, settings)
+        return real(gm, settings, **options)
 
     monkeypatch.setattr(trt, "convert_and_build", refusing)
     return calls
@@ -58,7 +58,7 @@ def test_a_refused_split_reduces_to_the_split_node_and_a_second_search_builds_no
     model, x = made(FusedQKV, 1, 16, 64)
     part = hv.partition(model, x, min_block_size=1)
     builds = part.build(fix=False)
-    assert builds.rows[0]["stage"] == "convert"
+    assert builds.rows[0].stage == "convert"
     repro = repro_of(builds, part)
     assert repro.nodes == ("split",)
     assert [n.op for n in repro.graph.graph.nodes] == ["placeholder", "call_function", "output"]

@@ -115,17 +115,17 @@ def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "
     fix_config = p.config.replace(torch_executed_ops=set(builds.fix)) if builds.fix is not None else None
     fix_stats = repartition(p, fix_config).stats if fix_config is not None and p.graph is not None else None
     for r in builds.failed:  # one fix for all of them: re-partitioned once
-        fixed = fix_config is not None and r["stage"] in ("convert", "build")
+        fixed = fix_config is not None and r.stage in ("convert", "build")
         config = fix_config if fixed else None
         after = fix_stats if fixed else None
-        rows.append({"op": r["subgraph"], "kind": BUILD_FAILS, "nodes": len(p.subgraph(r["subgraph"]).nodes),
+        rows.append({"op": r.subgraph, "kind": BUILD_FAILS, "nodes": len(p.subgraph(r.subgraph).nodes),
                      "subgraphs_if_fixed": None if after is None else after["subgraphs"],
                      "subgraphs_saved": None if after is None else p.stats["subgraphs"] - after["subgraphs"],
                      "accelerated_ops_gained": (None if after is None
                                                 else after["accelerated_ops"] - p.stats["accelerated_ops"]),
                      "verdict": REQUIRED,
-                     "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r["fix"] or "no fix found"),
-                     "note": f"fails at {r['stage']}: {r['error']}; then {r['runs_instead']}", "config": config})
+                     "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r.fix or "no fix found"),
+                     "note": f"fails at {r.stage}: {r.error}; then {r.runs_instead}", "config": config})
     if not rows:
         return table
     return pd.concat([pd.DataFrame(rows, columns=table.columns), table], ignore_index=True)
@@ -269,7 +269,7 @@ def repartition(p: "Partition", config: Config) -> "Partition":
     """`p`'s graph partitioned with `config` by `p`'s engine: the what-if, as a user runs it."""
     with warnings.catch_warnings():  # the user saw the current setting's warnings already
         warnings.simplefilter("ignore")
-        return handoff.handler("repartition")(p.graph, derive(config, {"engine": p.engine}))
+        return handoff.seam.repartition(p.graph, derive(config, {"engine": p.engine}))
 
 
 def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
