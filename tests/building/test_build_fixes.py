@@ -144,3 +144,16 @@ def test_between_builds_runs_before_each_build_and_can_stop_it(fails_on, monkeyp
 
     with between_builds(stop), pytest.raises(Stop):
         hv.partition(part, min_block_size=1).build()
+
+
+def test_builds_repro_reduces_the_failed_engine_with_the_builds_own_settings(fails_on):
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    builds = hv.partition(model, x, min_block_size=2).build(fix=False, trt_settings={"optimization_level": 2})
+    repro = builds.repro()
+    assert isinstance(repro, hv.Repro)
+    assert repro.nodes == ("split",) and repro.stage == "build"
+    assert repro.settings.get("optimization_level") == 2
+    assert repr(repro).startswith("<hv.Repro: 1 of ")
+    with pytest.raises(hv.ConfigError, match="did not fail to convert or build"):
+        builds.repro("_run_on_acc_tensorrt_9")
