@@ -59,6 +59,7 @@ class Builds:
     fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
     partition: Any = field(default=None, repr=False, compare=False)
     subgraph_builder: Any = field(default=None, repr=False, compare=False)
+    repros: tuple[tuple[str, Any], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
 
     @property
     def df(self) -> "pd.DataFrame":
@@ -117,12 +118,25 @@ class Builds:
 
         return repro_of(self, self.partition, subgraph, self.subgraph_builder)
 
+    def with_repros(self) -> "Builds":
+        """These Builds with the smallest failing part of every engine that failed to convert or
+        build (`repro()` of each; `repros`, shown in lines(), the report and the picture). A
+        second call builds nothing: the parts are in the build cache."""
+        failed = [r.name for r in self.rows if r.stage in ("convert", "build")]
+        return dataclasses.replace(self, repros=tuple((name, self.repro(name)) for name in failed))
+
+    def repro_for(self, tag: str, graph: str = "") -> Any:
+        """The hv.Repro found for subgraph `tag` (of graph `graph`) by with_repros(), or None."""
+        name = f"{graph}/{tag}" if graph else tag
+        return next((r for n, r in self.repros if n == name), None)
+
     def of_graph(self, graph: str) -> "Builds":
         """The builds of one graph ('g2') of a MultiGraphPartition's, without the graph column."""
         if not self.by_graph:
             return self
         rows = tuple(dataclasses.replace(r, graph="") for r in self.rows if r.graph == graph)
-        return dataclasses.replace(self, rows=rows, by_graph=False,
+        mine = tuple((n.split("/", 1)[1], r) for n, r in self.repros if n.startswith(f"{graph}/"))
+        return dataclasses.replace(self, rows=rows, by_graph=False, repros=mine,
                                    run_failures=tuple(f for f in self.run_failures if f[0] == graph))
 
     def where(self) -> str:
@@ -170,6 +184,9 @@ class Builds:
             out.append(f"    then: {r.runs_instead}")
             if r.fix:
                 out.append(f"    fix: {r.fix}")
+            found = self.repro_for(r.subgraph, r.graph)
+            if found is not None:
+                out.append(f"    the smallest failing part: {found.headline()}")
         for graph, failure in self.run_failures:
             out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"
                        + (f" (from {failure.source})" if failure.source else ""))

@@ -157,3 +157,17 @@ def test_builds_repro_reduces_the_failed_engine_with_the_builds_own_settings(fai
     assert repr(repro).startswith("<hv.Repro: 1 of ")
     with pytest.raises(hv.ConfigError, match="did not fail to convert or build"):
         builds.repro("_run_on_acc_tensorrt_9")
+
+
+def test_with_repros_names_each_failed_engines_smallest_part_in_words(fails_on):
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=2)
+    builds = part.build(fix=False)
+    assert builds.repros == () and builds.repro_for("_run_on_acc_tensorrt_0") is None
+    shown = builds.with_repros()
+    found = shown.repro_for("_run_on_acc_tensorrt_0")
+    assert found is not None and found.nodes == ("split",)
+    line = f"    the smallest failing part: {found.headline()}"
+    assert line in shown.lines() and line.strip() in part.report(builds=shown)
+    assert shown.rows == builds.rows and builds.repros == ()  # a new Builds; the first is unchanged
