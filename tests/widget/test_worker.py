@@ -10,7 +10,7 @@ import signal
 import sys
 import time
 import types
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 
 import pytest
@@ -18,11 +18,14 @@ import pytest
 import hierviz as hv
 from hierviz.settings.compile_rules import compile_config
 from hierviz import trt
-from hierviz.widget.worker import Unsendable, Worker, WorkerError
+from hierviz.widget.worker import HANG_S, START_S, Unsendable, Worker, WorkerError
 from hierviz.partitioner.upstream.todays_compile import compile_today
+
+from tests.clock import ManualClock, use_clock
 
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 
+WAIT_S = 120.0  # a safety net only: the steps wait on events (a file, a job answered)
 BROKEN = (sys.executable, "-c", "import sys; sys.stderr.write('no worker here\\n'); sys.exit(3)")
 
 
@@ -35,7 +38,7 @@ def two_blocks():
 @pytest.fixture
 def worker(tmp_path, monkeypatch):
     monkeypatch.setenv(helpers.MARK, str(tmp_path / "compiling"))  # the child inherits it
-    w = Worker(hang_s=4.0)
+    w = Worker()  # hang_s as a user gets it: the hang test moves a clock of its own past it
     yield w
     w.close()
 
@@ -92,15 +95,23 @@ def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worke
 
 
 @pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
-def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path) -> None:
+def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path, monkeypatch) -> None:
+    from hierviz.widget import worker as worker_module
+
+    clock = ManualClock()  # the worker's time.monotonic(): hang_s passes when the test says, not on this machine
+    use_clock(monkeypatch, worker_module, clock)
     job = _job_in_a_thread(worker, two_blocks)
     _started(tmp_path / "compiling")
     pid = worker.pid
     os.kill(pid, signal.SIGSTOP)  # no heartbeat any more
-    start = time.monotonic()
-    got = job.exception(timeout=60)  # TimeoutError if the job is still waiting
-    assert isinstance(got, WorkerError) and "sent nothing for 4 s (hung): it was killed" in str(got)
-    assert time.monotonic() - start < 20 and worker.pid is None
+    end = time.monotonic() + WAIT_S
+    while not job.done():  # a beat read after the stop puts the last word later: the clock moves on again
+        assert time.monotonic() < end, "the job still waits on a stopped worker"
+        clock.advance(START_S + worker.hang_s)
+        wait([job], timeout=1.0)
+    got = job.exception()
+    assert isinstance(got, WorkerError) and f"sent nothing for {HANG_S:.0f} s (hung): it was killed" in str(got)
+    assert worker.pid is None
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
