@@ -646,8 +646,10 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     specs, modes and weight versions, so calling this again (e.g. to re-partition) does not
     re-export, and a model changed since is captured anew. `cache` (default True; HIERVIZ_CACHE=0
     turns it off): an nn.Module's capture is also kept on disk (hierviz.capturing.disk_cache), keyed by
-    everything that can change the graph, and taken from there in a new process after its
-    outputs are checked against the model's (`capture_notes` says so).
+    everything that can change the graph, and taken from there in a new process once the model
+    is shown to do the computation it did when it was captured (traced on fake tensors: the same
+    aten ops on the same weights, constants and shapes; a model that cannot be traced so is run
+    and its outputs compared; `_cached_graph_holds`), as `capture_notes` says.
 
     `ir="torch_compile"`: the graphs `torch.compile(model, backend="torch_tensorrt")` compiles,
     one per graph break, as a `hierviz.capturing.by_graph.dynamo_capture.DynamoCapture` (an nn.Module only; kept

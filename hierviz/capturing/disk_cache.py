@@ -9,8 +9,10 @@ the train/eval flags, the example inputs' structure, shapes and dtypes (and non-
 values), `dynamic_shapes`, the versions of torch and hierviz, and the installed Torch-TensorRT
 distribution (its name and version, read from its metadata: torch_tensorrt is not imported).
 A model it cannot describe (a parameter on the meta device, a forward with no code) is not
-cached. `hierviz.capturing.aten_capture` checks a cached graph against the model's outputs
-before using it.
+cached. `hierviz.capturing.aten_capture` checks a cached graph before using it: the model traced
+on fake tensors does the computation it did when the entry was kept (an entry records that
+digest, and `graph_digest` of its graph), or else the model's outputs agree with the graph's.
+An entry holds the model's weights as references (their names in the model), not their bytes.
 
 torch.compile's captures (`hv.capture(..., ir="torch_compile")`: several graphs, their first
 calls' values and what the capture says of them) are kept the same way (`save_graphs` /
