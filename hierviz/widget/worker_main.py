@@ -114,7 +114,7 @@ class Scheduler:
         with self._cond:
             if timing:
                 self._waiting += 1
-                self._cond.notify_all()  # a running build steps aside at its next pause
+                self._cond.notify_all()  # (wait_for sees it)
                 while self._running:
                     self._cond.wait()
                 self._waiting -= 1
