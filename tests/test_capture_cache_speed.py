@@ -7,6 +7,7 @@ not see (a module global its forward reads) is still caught as stale."""
 from __future__ import annotations
 
 import importlib.util
+import json
 import sys
 
 import pytest
@@ -123,3 +124,33 @@ def test_the_entry_holds_references_to_the_models_weights_not_their_bytes(cache_
     hit = hv.capture(Wide().eval(), (torch.randn(4, 512),))
     assert any(FROM_CACHE in n for n in capture_notes(hit))
     torch.testing.assert_close(hit(torch.ones(4, 512)), Wide().eval()(torch.ones(4, 512)))
+
+
+HIT_IN_A_NEW_PROCESS = """
+import json, torch
+import hierviz as hv
+from hierviz.capturing import aten_capture
+from scaled_net import Scaled
+runs = []
+for name in ("_graph_outputs", "_model_outputs"):
+    original = getattr(aten_capture, name)
+    setattr(aten_capture, name, lambda *a, _o=original, _n=name, **k: runs.append(_n) or _o(*a, **k))
+x = (torch.randn(2, 16, generator=torch.Generator().manual_seed(1)),)
+print(json.dumps({"notes": list(aten_capture.capture_notes(hv.capture(Scaled().eval(), x))), "runs": runs}))
+"""
+
+
+@pytest.mark.slow  # two fresh processes
+def test_a_new_process_takes_the_capture_by_its_trace_alone(run_python, tmp_path) -> None:
+    """The traced computation's digest is the same in every process (no ids, addresses or hash
+    seeds in it), so a new process's hit runs nothing on real numbers either."""
+    (tmp_path / "scaled_net.py").write_text(SCALED)
+    said = []
+    for _ in range(2):
+        proc = run_python(HIT_IN_A_NEW_PROCESS, path_first=[tmp_path],
+                          env={"HIERVIZ_CACHE_DIR": str(tmp_path / "cache"), "HIERVIZ_CACHE": "1"})
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        said.append(json.loads(proc.stdout.strip().splitlines()[-1]))
+    assert not any(FROM_CACHE in n for n in said[0]["notes"])
+    assert any(FROM_CACHE in n and "the same aten ops" in n for n in said[1]["notes"]), said[1]
+    assert said[1]["runs"] == []
