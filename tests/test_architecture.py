@@ -312,6 +312,45 @@ def test_no_import_cycle_between_parts():
     assert cycles(graph) == []
 
 
+# Modules that still name a convenience by string (handoff.handler("repartition")); each can import
+# hierviz.partitioner.partition_graph instead. The list only shrinks.
+STRING_LOOKUPS_LEFT = {"hierviz/building/build_partition.py", "hierviz/widget/every_graph.py"}
+
+
+def string_lookups(path: Path) -> list[str]:
+    """Calls of handoff.handler("...") / handler("..."): a convenience named by a string mypy cannot follow."""
+    found = []
+    for node in ast.walk(tree(path)):
+        if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "handler" and node.args \
+                and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            found.append(f"{path.relative_to(ROOT)}:{node.lineno} looks up {node.args[0].value!r} by name")
+    return found
+
+
+@pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
+def test_the_partitions_conveniences_are_typed_slots_not_strings(path):
+    """A Partition's conveniences are read from partitioner/handoff.py's typed seam (`handoff.seam.render`),
+    never looked up by a string."""
+    if str(path.relative_to(ROOT)) in STRING_LOOKUPS_LEFT:
+        pytest.skip("still looks up 'repartition' by name: import hierviz.partitioner.partition_graph instead")
+    assert string_lookups(path) == []
+
+
+def test_the_string_lookup_check_catches_one(tmp_path):
+    bad = tmp_path / "hierviz" / "drawing" / "bad.py"
+    bad.parent.mkdir(parents=True)
+    bad.write_text('"""x."""\nfrom hierviz.partitioner import handoff\n'
+                   'def f(p):\n    return handoff.handler("render")(p)\n', encoding="utf-8")
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        found = string_lookups(bad)
+    finally:
+        ROOT = saved
+        tree.cache_clear()
+    assert found == ["hierviz/drawing/bad.py:4 looks up 'render' by name"]
+
+
 def test_no_import_cycle_between_modules():
     """Not even inside a part: no module imports one that imports it back, directly or through
     others, counting function-local imports (a cycle hidden behind one is still a cycle). A

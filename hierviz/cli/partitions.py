@@ -12,6 +12,7 @@ import hierviz as hv
 from hierviz.cli.args import UsageError, non_negative, partition_or_saved, writable
 from hierviz.partitioner.check import failure_text, passed_text, violations
 from hierviz.partitioner.counts import by_backend_text, count_text
+from hierviz.partitioner.last_build import last_build
 
 EXIT_CHECK_FAILED = 1
 TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
@@ -29,7 +30,7 @@ def _text(table: Any, columns: list[str]) -> str:
         return table[columns].astype(object).where(table[columns].notna(), "-").to_string(index=False)
 
 
-def _stats_line(part: Any) -> str:
+def _stats_line(part: hv.Partition | hv.MultiGraphPartition) -> str:
     s = part.stats
     return (f"{part.config.label()} ({part.engine} engine): {s['subgraphs']} subgraphs ({by_backend_text(s)}), "
             f"coverage {s['coverage']:.1%}, {count_text('accelerated_ops', s['accelerated_ops'])} of "
@@ -71,6 +72,10 @@ def _by_backend(items: list[str] | None) -> dict[str, int] | None:
 def cmd_check(args: argparse.Namespace) -> int:
     limits = (args.max_subgraphs, args.min_coverage, args.max_boundary_tensors, args.max_subgraphs_by_backend,
               args.like)
+    if args.repro is not None and not args.build:
+        raise UsageError(f"--repro {args.repro}: a repro is made of an engine that failed to build; add --build")
+    if args.repro is not None and Path(args.repro).exists() and not Path(args.repro).is_dir():
+        raise UsageError(f"--repro {args.repro}: that is a file; give a folder (it is made if missing)")
     if all(limit is None for limit in limits) and not args.build:  # a CI job whose limits went missing must not pass
         raise UsageError("check needs at least one limit: --max-subgraphs N, --min-coverage F, "
                          "--max-boundary-tensors N, --max-subgraphs-by-backend backend=N, --like saved.json "
@@ -84,15 +89,37 @@ def cmd_check(args: argparse.Namespace) -> int:
                               max_boundary_tensors=args.max_boundary_tensors,
                               max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like,
                               build=args.build)
-    builds = part._builds if args.build else None  # the build check's: what it held back (cache notes, warnings)
+    builds = last_build(part) if args.build else None  # the build check's: what it held back (cache notes, warnings)
     if builds is not None and getattr(args, "verbose", False):
         for note in builds.notes:
             print(f"note: {note}")
     if broken:
         print(failure_text(part, broken))
-        return EXIT_CHECK_FAILED
-    print(passed_text(part, kept))
-    return 0
+    else:
+        print(passed_text(part, kept))
+    if args.repro is not None and builds is not None:
+        write_repros(builds, Path(args.repro))
+    return EXIT_CHECK_FAILED if broken else 0
+
+
+def write_repros(builds: Any, folder: Path) -> list[Path]:
+    """`--repro DIR`: the smallest failing part of every engine that failed to convert or build,
+    saved into DIR/<subgraph> (DIR/<graph>_<subgraph> across graphs) and run there in a fresh
+    process; says where each went and whether it reproduced."""
+    found = builds.with_repros().repros
+    if not found:
+        print(f"--repro {folder}: no engine failed to convert or build, so no repro was written")
+        return []
+    written = []
+    for name, repro in found:
+        out = folder / name.replace("/", "_")
+        saved = repro.save(out)
+        said = ("verified: repro.py fails the same way in a fresh process" if saved.verified
+                else f"not verified: repro.py did not fail the same way in a fresh process (see {out / 'repro.log'})")
+        print(f"repro of {name}: {len(saved.nodes)} of {saved.of} nodes fail at {saved.stage}, "
+              f"written to {out} (repro.py, repro.pt2, README.md); {said}")
+        written.append(out)
+    return written
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
@@ -164,6 +191,9 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
     check.add_argument("--build", action="store_true",
                        help="convert and build every TensorRT engine here (no GPU needed with TensorRT-RTX); "
                             "fail when one does not build")
+    check.add_argument("--repro", metavar="DIR",
+                       help="with --build: save the smallest failing part of each failed engine into DIR/<subgraph> "
+                            "(repro.py, repro.pt2, README.md, to file upstream) and run it in a fresh process")
     check.set_defaults(func=cmd_check)
 
     diff = sub.add_parser("diff", help="what differs between two saved partitions (part.save('x.json'))")
@@ -175,4 +205,4 @@ def add_commands(sub: Any, add_config_args: Callable[[argparse.ArgumentParser], 
     diff.set_defaults(func=cmd_diff)
 
 
-__all__ = ["add_commands", "cmd_blockers", "cmd_check", "cmd_diff", "EXIT_CHECK_FAILED"]
+__all__ = ["add_commands", "cmd_blockers", "cmd_check", "cmd_diff", "EXIT_CHECK_FAILED", "write_repros"]

@@ -10,11 +10,14 @@ adds `graphs`, `graph_breaks` and `graphs_left_whole`), then latency when measur
 
 from __future__ import annotations
 
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 from hierviz.settings import config as settings
 from hierviz.settings.config import Config
 from hierviz.partitioner import FALLBACK, MultiGraphPartition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.partition_result import Partition
 
 STAT_COLUMNS_HEAD = ("subgraphs", "acc_subgraphs")
 # `nothing_accelerated`: no subgraph is accelerated (measured: none ran accelerated, every one that
@@ -57,7 +60,7 @@ def config_columns(config: Config) -> dict[str, Any]:
     return {row.name: row.show(getattr(config, row.name)) for row in settings.SETTINGS}
 
 
-def stat_columns(part: Any) -> dict[str, Any]:
+def stat_columns(part: Partition | MultiGraphPartition) -> dict[str, Any]:
     s = part.stats
     row: dict[str, Any] = {"subgraphs": s["subgraphs"], "acc_subgraphs": s["acc_subgraphs"]}
     for backend, n in s["subgraphs_by_backend"].items():

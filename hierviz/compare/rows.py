@@ -3,7 +3,7 @@ process or as a Ray task; `hv.compare_engines` makes its rows with the same func
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from torch.fx import GraphModule
 
@@ -15,6 +15,10 @@ from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.capturing.graph_codec import unpack_graph
 from hierviz.partitioner import partition_graphs
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.partition_result import Partition
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 
 
 def measure_kwargs(measure: Any) -> dict[str, Any] | None:
@@ -51,7 +55,7 @@ def partition_row(gm: Any, cfg: Config) -> tuple[Any, dict[str, Any]]:
     return part, row
 
 
-def run_measure(part: Any, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
+def run_measure(part: Partition | MultiGraphPartition, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
     """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
     starts (hv.numerics on the same compiled subgraphs)."""
     from hierviz.latency import measure

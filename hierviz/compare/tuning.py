@@ -28,7 +28,7 @@ import math
 import random
 import time
 import warnings
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from torch.fx import GraphModule
 
@@ -52,6 +52,9 @@ from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.measurement import ci_text, wide_baseline_note
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.partition_result import Partition
 
 DEFAULT_BUDGET = 20
 
@@ -504,7 +507,7 @@ class _TuneRun:
             self.baselines["eager_ms"] = m.baseline_ms
 
 
-def accelerates(part: Any) -> bool:
+def accelerates(part: Partition | MultiGraphPartition) -> bool:
     """Whether any subgraph of the partition (of any graph, graph by graph) is accelerated."""
     parts = part.graphs if isinstance(part, MultiGraphPartition) else [part]
     return any(sg.is_acc for p in parts for sg in p.subgraphs)

@@ -11,11 +11,14 @@ subgraphs, takes the worst of the subgraphs its ops belong to. The legend shows 
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing.dot import html
 from hierviz.drawing.overlays import Overlay
 from hierviz.errors import RenderError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.partition_result import Partition
 
 # (upper bound of error / tolerance, border colour, legend text); a ratio above the last bound
 # takes the last colour
@@ -52,7 +55,7 @@ class NumericsMarks(Overlay):
     gradient = ({"stop": 0, "bgColor": SCALE[0][1]}, {"stop": 0.5, "bgColor": SCALE[2][1]},
                 {"stop": 1, "bgColor": SCALE[-1][1]})
 
-    def __init__(self, p: Any, result: Any) -> None:
+    def __init__(self, p: Partition, result: Any) -> None:
         table = getattr(result, "per_subgraph", None)
         if table is None or not hasattr(table, "columns") or not {"tag", "isolated_ratio"} <= set(table.columns):
             raise RenderError("numerics= takes the result of hv.numerics(partition, inputs), "

@@ -433,12 +433,6 @@ class Partition:
         return remember(self, handoff.seam.build(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
                                                  example_inputs=example_inputs))
 
-    @property
-    def _builds(self) -> Any:
-        """This partition's last build() (hierviz.partitioner.last_build). Kept only for cli/partitions.py,
-        which reads `part._builds` until it calls `last_build(part)`; nothing here reads it."""
-        return last_build(self)
-
     # ------------------------------------------------------------------ deploying
     @checked_arguments
     def compile(self, device: Any = None, *, example_inputs: Any = None, **options: Any) -> Any:

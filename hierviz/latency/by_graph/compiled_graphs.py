@@ -11,7 +11,7 @@ compiles its graphs anew on its next call (from the compile cache: no subgraph i
 from __future__ import annotations
 
 import copy
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 import torch
 from torch.utils._pytree import tree_map
@@ -27,6 +27,9 @@ from hierviz.latency.measurement import SubgraphRecord
 from hierviz.capturing.model_copy import private_copy
 from hierviz.partitioner.by_graph.multi_graph import qualified
 
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
+
 
 class CompiledGraphs(torch.nn.Module):
     """The model compiled graph by graph: call it like the model (it runs in no_grad, as an
@@ -38,8 +41,8 @@ class CompiledGraphs(torch.nn.Module):
     `.records`: what ran per subgraph, keyed 'g<k>/<tag>'; `.fallbacks`: those whose backend
     failed and ran eagerly; `.config`, `.device`."""
 
-    def __init__(self, multi: Any, model: torch.nn.Module, device: torch.device, options: dict[str, Any],
-                 who: str) -> None:
+    def __init__(self, multi: MultiGraphPartition, model: torch.nn.Module, device: torch.device,
+                 options: dict[str, Any], who: str) -> None:
         super().__init__()
         torch._dynamo.reset()
         self.backend = GraphBackend(multi, device, options, who)
@@ -104,7 +107,8 @@ def model_of(multi: Any, model: Any) -> torch.nn.Module:
     return source
 
 
-def checked_plan(multi: Any, device: Any, compilers: Mapping[str, Any] | None, on_error: str) -> torch.device:
+def checked_plan(multi: MultiGraphPartition, device: Any, compilers: Mapping[str, Any] | None,
+                 on_error: str) -> torch.device:
     """The device, after every graph's subgraphs were planned for it: what cannot be compiled
     here (TensorRT without a GPU ...) is refused before the model runs, naming the graph."""
     trt_graph = next((p for p in multi.graphs if any(sg.backend == "tensorrt" for sg in p.subgraphs)), None)
@@ -123,7 +127,7 @@ def on_device(example_inputs: Any, device: torch.device) -> tuple:
     return tuple(tree_map(lambda x: x.to(device) if isinstance(x, torch.Tensor) else x, as_args(example_inputs)))
 
 
-def compile_graphs(multi: Any, device: Any = None, *, example_inputs: Any = None, model: Any = None,
+def compile_graphs(multi: MultiGraphPartition, device: Any = None, *, example_inputs: Any = None, model: Any = None,
                    on_error: str = "raise", who: str = "MultiGraphPartition.compile", **options: Any) -> CompiledGraphs:
     """`MultiGraphPartition.compile`: the model (`model=`, else the one captured) compiled with
     hierviz's torch.compile backend for `device`. With `example_inputs` it runs once on them,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
-from typing import Any, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import torch
 from torch.fx import GraphModule
@@ -31,6 +31,9 @@ from hierviz.errors import HiervizError, MeasureError
 from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_split
 from hierviz.latency.compiling.subgraph_compiling import short
 from hierviz.partitioner import Partition, partition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 
 logger = logging.getLogger(__name__)
 
@@ -60,7 +63,7 @@ class GraphBackend:
     graph as its Partition's compiled split module (see the module docstring). `options` are
     compile_split's keyword arguments (on_error, cache, trt_settings, ...)."""
 
-    multi: Any
+    multi: MultiGraphPartition
     device: torch.device
     options: dict[str, Any] = field(default_factory=dict)
     who: str = "hv.measure"

@@ -13,7 +13,7 @@ private copy is compiled, and dynamo's caches are reset after.
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -30,6 +30,9 @@ from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.measurement import PER_SUBGRAPH_COLUMNS, SubgraphRecord, fallback_note
 from hierviz.latency.timing import time_fn, time_paired, time_submodules
 from hierviz.capturing.model_copy import private_copy
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 
 
 def summed(compiled: CompiledGraphs) -> Built:
@@ -62,7 +65,7 @@ def summed(compiled: CompiledGraphs) -> Built:
     return out
 
 
-def _same_inputs(multi: Any, example_inputs: Any) -> None:
+def _same_inputs(multi: MultiGraphPartition, example_inputs: Any) -> None:
     """MeasureError when the inputs differ from those the model was captured with: dynamo
     specialised every graph to them (dynamic=False), as torch.compile would recompile for others."""
     captured = getattr(getattr(multi, "capture", None), "input_specs", ())
@@ -78,10 +81,11 @@ def _specs_text(specs: tuple) -> str:
     return ", ".join(f"{dtype.removeprefix('torch.')}{list(shape)}" for shape, dtype in specs) or "no tensors"
 
 
-def measure_graphs(multi: Any, example_inputs: Any, *, device: Any = None, warmup: int = 10, iters: int = 100,
-                   check: bool = True, on_error: str = "raise", progress: Any = None, baseline: bool = True,
-                   per_subgraph: bool = True, rtol: float | None = None, atol: float | None = None,
-                   tf32: bool = False, model: Any = None, torch_compile: bool = False, **options: Any) -> Any:
+def measure_graphs(multi: MultiGraphPartition, example_inputs: Any, *, device: Any = None, warmup: int = 10,
+                   iters: int = 100, check: bool = True, on_error: str = "raise", progress: Any = None,
+                   baseline: bool = True, per_subgraph: bool = True, rtol: float | None = None,
+                   atol: float | None = None, tf32: bool = False, model: Any = None, torch_compile: bool = False,
+                   **options: Any) -> Any:
     """hv.measure(multi_graph_partition, example_inputs, ...): see the module docstring;
     arguments as hv.measure's (example_inputs are the model's)."""
     if example_inputs is None:

@@ -46,6 +46,7 @@ from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, D
 from hierviz.partitioner.by_graph.joined_graphs import join, wired_inputs
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
     import pandas as pd
 
 BREAK_KIND = "graph break"
@@ -57,7 +58,7 @@ def _names(graphs: list[int]) -> str:
     return ", ".join(f"g{k}" for k in sorted(set(graphs)))
 
 
-def merged_causes(part: Any) -> list[Cause]:
+def merged_causes(part: MultiGraphPartition) -> list[Cause]:
     """Every graph's causes, one per change (the same setting fixes it in every graph); members
     are named across graphs ('g2/add_3')."""
     by_change: dict[str, Cause] = {}
@@ -85,7 +86,7 @@ def _quietly(run: Callable[[], Any]) -> Any:
         return run()
 
 
-def break_row(part: Any, b: GraphBreak, base: dict) -> dict:
+def break_row(part: MultiGraphPartition, b: GraphBreak, base: dict) -> dict:
     """A graph break's row: what removing it gives (see the module's docstring)."""
     k = b.after_graph
     n = len(part.graphs)
@@ -127,7 +128,7 @@ def break_row(part: Any, b: GraphBreak, base: dict) -> dict:
     return counted(out, base, after)
 
 
-def multi_blockers_table(part: Any, *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
+def multi_blockers_table(part: MultiGraphPartition, *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
     """The blockers DataFrame of a MultiGraphPartition (see the module's docstring)."""
     import pandas as pd
 

@@ -386,12 +386,6 @@ class MultiGraphPartition:
         return remember(self, handoff.seam.build_graphs(self, trt_settings=trt_settings, tf32=tf32, fix=fix,
                                                         cache=cache))
 
-    @property
-    def _builds(self) -> Any:
-        """This partition's last build() (hierviz.partitioner.last_build). Kept only for cli/partitions.py,
-        which reads `part._builds` until it calls `last_build(part)`; nothing here reads it."""
-        return last_build(self)
-
     # ------------------------------------------------------------------ running it
     def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:
         """The model compiled as this partition says, through torch.compile with hierviz's
