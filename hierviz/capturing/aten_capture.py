@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import copy
 import dataclasses
-import hashlib
 import inspect
 import logging
 import warnings
@@ -33,7 +32,7 @@ from hierviz.capturing import disk_cache as capture_cache
 from hierviz.support import stored_verdicts
 
 from hierviz.foundation import torch_output
-from hierviz.foundation.digests import tensor_digest
+from hierviz.foundation.digests import digest, tensor_digest
 from hierviz.capturing.by_graph.dynamo_capture import (NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph,
                                                        capture_by_graph_break)
 from hierviz.capturing.export_failure import export_error
@@ -482,14 +481,14 @@ def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: 
 
 
 class _OpTrace(TorchDispatchMode):
-    """Records, as one digest, every aten op a forward run on fake tensors calls: the op, its
+    """Records every aten op a forward run on fake tensors calls (`parts`, for one digest): the op, its
     fake tensors by the order they were made (which op's result feeds which), with their shapes,
     strides, dtypes and devices, its real tensors (weights, buffers, constants) by their values
     (`tensor_digest`, remembered per process), and its other arguments by value."""
 
     def __init__(self) -> None:
         super().__init__()
-        self.hash = hashlib.sha256()
+        self.parts: list[Any] = []
         self.ids: dict[int, int] = {}
         self.kept: list[torch.Tensor] = []  # each fake tensor seen, alive so that its id is not reused
 
@@ -516,8 +515,7 @@ class _OpTrace(TorchDispatchMode):
     def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
         kwargs = kwargs or {}
         out = func(*args, **kwargs)
-        self.hash.update(repr((str(func), self.describe(args), self.describe(kwargs),
-                               self.describe(out))).encode())
+        self.parts.append((str(func), self.describe(args), self.describe(kwargs), self.describe(out)))
         return out
 
 
@@ -537,11 +535,13 @@ def computation_digest(model: torch.nn.Module, args: tuple, kwargs: dict | None)
         trace = _OpTrace()
         with torch.no_grad(), mode, trace:
             out = copied(*a, **k)
-            trace.hash.update(repr(("output", trace.describe(torch.utils._pytree.tree_flatten(out)))).encode())
+            leaves, spec = torch.utils._pytree.tree_flatten(out)
+            structure = str(spec) if "0x" not in str(spec) else type(out).__qualname__  # (no address in it)
+            trace.parts.append(("output", trace.describe(leaves), structure))
     except Exception:  # (the check then runs the model: the trace is a shortcut, not a verdict)
         logger.debug("the model could not be traced on fake tensors", exc_info=True)
         return None
-    return trace.hash.hexdigest()
+    return digest(trace.parts)
 
 
 CHECKED = "hierviz_checked"  # a capture entry's record of what it was checked against (`_checked_record`)
