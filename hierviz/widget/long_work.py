@@ -17,6 +17,7 @@ too: no partitioner of a what-if and no compile runs in the kernel.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import weakref
 from typing import Any, Callable, Mapping
@@ -195,9 +196,7 @@ class LongWork:
 
             return tune(self.graph, self.example_inputs, **kwargs)
 
-        result = self._in_worker("tune", kwargs, here)
-        result.graph = self.graph
-        return result
+        return dataclasses.replace(self._in_worker("tune", kwargs, here), graph=self.graph)
 
     def close(self) -> None:
         """Cancel this LongWork's jobs and let go of the worker (it ends with its last user; a

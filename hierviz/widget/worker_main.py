@@ -15,6 +15,7 @@ Jobs (kind: payload -> answer):
   with that Config; progress reports (stage, done, total) are sent as it goes
 - "tune": hv.tune's keyword arguments -> its TuneResult (without its graph and Optuna study)
 - "build": (Config, dynamo graph name) -> the hv.Builds of the partition with that Config
+  (without its `fixed_partition`, which does not pickle)
 - "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
 - "blockers": a Config -> the partition's `blockers()` table
 A "cancel" message (its payload the job id) drops a job that has not started and stops a
@@ -30,6 +31,7 @@ when its stdin ends (the parent closed it, or died).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import pickle
@@ -217,14 +219,17 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
         from hierviz.building.build_partition import build_one
 
         config, dynamo_graph = payload
-        return build_one(cached_partition(graph, config), dynamo_graph, inputs)
+        builds = build_one(cached_partition(graph, config), dynamo_graph, inputs)
+        # the fixed partition holds its captured graph, which does not pickle (torch.fx nodes
+        # referring to pybind functions): the answer crosses without it (its fix does)
+        return dataclasses.replace(builds, fixed_partition=None)
     if kind == "tune":
         from hierviz.compare.tuning import tune
 
         stops = {"progress": _stopping(progress)}  # each trial's hv.measure: a cancelled search stops there
         result = tune(graph, inputs, **{**payload, "measure": {**(payload.get("measure") or {}), **stops}})
-        result.graph, result.study = None, None  # the parent has the graph; Optuna's study stays here
-        return result
+        # what is sent: the parent has the graph; Optuna's study stays here
+        return dataclasses.replace(result, graph=None, study=None)
     if kind == "numerics":
         from hierviz.latency import numerics
 
