@@ -34,10 +34,10 @@ from hierviz.building.build_keys import build_key
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.errors import user_stacklevel
 from hierviz.foundation.digests import data_digest
-from hierviz.trt.engine_builder import EngineBuild
+from hierviz.trt.engine_builder import TMP_PREFIX, EngineBuild
 
 FOLDER = "builds"
-TMP = ".tmp-"  # a file being written; one older than STALE_TMP_S was left by a killed writer
+TMP = TMP_PREFIX  # a file being written (an engine as it is built); one older than STALE_TMP_S: a killed writer's
 STALE_TMP_S = 600
 _BUILD_FILES = (".json", ".engine", ".runtime")
 
@@ -204,35 +204,46 @@ class EngineStore:
 
     def save(self, key: str, build: EngineBuild, *, label: str = "") -> str | None:
         """Keep `build` under `key` (the engine first, then its runtime record, then its record,
-        each atomically); then drop the least recently used entries beyond the bound. None when it
-        is kept; else why not (also added to `notes`, naming `label`, the subgraph's tag): an
-        entry larger than the bound (nothing is evicted for it), or a folder that cannot be
-        written. Neither is an error: the build is simply not kept."""
+        each atomically); then drop the least recently used entries beyond the bound. An engine
+        the build wrote to a file (`build.engine_file`, best made in this store's `folder`) is
+        moved into place, not read. None when it is kept; else why not (also added to `notes`,
+        naming `label`, the subgraph's tag): an entry larger than the bound (nothing is evicted
+        for it), or a folder that cannot be written. Neither is an error: the build is simply not
+        kept (nor its engine file)."""
         fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build)
-                  if f.name not in ("engine", "runtime")}
+                  if f.name not in ("engine", "engine_file", "runtime")}
         runtime = None if build.runtime is None else pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
+        engine_file = build.engine_file if build.engine_file is not None and build.engine_file.kept else None
+        engine_bytes, engine_digest = ((len(build.engine), data_digest(build.engine)) if build.engine is not None else
+                                       (engine_file.size, engine_file.digest) if engine_file is not None else
+                                       (None, None))
         fields.update(key=key, engine_size=build.engine_bytes, check={
-            "engine_bytes": None if build.engine is None else len(build.engine),
-            "engine_digest": None if build.engine is None else data_digest(build.engine),
+            "engine_bytes": engine_bytes, "engine_digest": engine_digest,
             "runtime_bytes": None if runtime is None else len(runtime),
             "runtime_digest": None if runtime is None else data_digest(runtime)})
         record = json.dumps(fields, sort_keys=True).encode()
-        size = len(record) + len(build.engine or b"") + len(runtime or b"")
+        size = len(record) + (engine_bytes or 0) + len(runtime or b"")
         what = f"{label}'s engine" if label else "an engine"
-        if size > self.max_bytes:
-            room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
-            return self._note(f"{what} ({_size(size)}) was not kept in the build cache: it is larger than the cache "
-                              f"limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<bytes> to keep it "
-                              f"(e.g. {capture_cache.ENV_LIMIT}={room})")
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            if build.engine is not None:
-                self._write(self.folder / f"{key}.engine", build.engine)
-            if runtime is not None:
-                self._write(self.folder / f"{key}.runtime", runtime)
-            self._write(self.folder / f"{key}.json", record)
-        except OSError as exc:
-            return self._note(f"{what} was not kept in the build cache: {self.folder} cannot be written ({exc})")
+            if size > self.max_bytes:
+                room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
+                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: it is larger than the "
+                                  f"cache limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<bytes> to "
+                                  f"keep it (e.g. {capture_cache.ENV_LIMIT}={room})")
+            try:
+                self.folder.mkdir(parents=True, exist_ok=True)
+                if build.engine is not None:
+                    self._write(self.folder / f"{key}.engine", build.engine)
+                elif engine_file is not None:
+                    engine_file.move_to(self.folder / f"{key}.engine")
+                if runtime is not None:
+                    self._write(self.folder / f"{key}.runtime", runtime)
+                self._write(self.folder / f"{key}.json", record)
+            except OSError as exc:
+                return self._note(f"{what} was not kept in the build cache: {self.folder} cannot be written ({exc})")
+        finally:
+            if engine_file is not None:
+                engine_file.discard()  # not moved into place: not kept
         self._prune(keep=key)
         return None
 

@@ -8,17 +8,27 @@ with no GPU: the two steps `TRTInterpreter.run()` takes before it deserializes t
 raised; the node it was converting), `build` (the builder returned no engine; TensorRT's own
 error from its log), or `built` (the serialized engine). TensorRT-RTX builds ahead of time on
 a CPU; standard TensorRT needs its GPU for a build.
+
+The engine is streamed into a file as TensorRT serializes it (`build_serialized_network_to_stream`,
+where the installed TensorRT has it): a 2.2 GB engine then never lies whole in memory beside the
+builder's own copy of the weights. The build's `engine_file` is moved into the build cache by
+the engine store, or deleted once dropped.
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import logging
 import operator
+import os
 import re
+import shutil
+import tempfile
 import threading
 import time
 import warnings
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
@@ -40,6 +50,47 @@ logger = logging.getLogger(__name__)
 _CONVERTING = threading.Lock()
 
 
+TMP_PREFIX = ".tmp-"  # an engine being written (the engine store's name for a file not yet in place)
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+class EngineFile:
+    """A serialized engine that a build wrote to `path` (`size` bytes, SHA-256 `digest`, the
+    one hierviz.foundation.digests.data_digest gives of its bytes). It is the caller's to move
+    into place (`move_to`); a file never moved is deleted when the object is dropped."""
+
+    def __init__(self, path: Path, size: int, digest: str) -> None:
+        self.path, self.size, self.digest = path, size, digest
+        self._delete = weakref.finalize(self, _unlink, path)
+
+    def __repr__(self) -> str:
+        return f"EngineFile({str(self.path)!r}, {self.size} bytes)"
+
+    @property
+    def kept(self) -> bool:
+        """Whether the file is still this object's (neither moved nor deleted)."""
+        return self._delete.alive
+
+    def move_to(self, destination: Path) -> None:
+        """Move the engine to `destination` (a rename within one filesystem, else a copy)."""
+        try:
+            os.replace(self.path, destination)
+        except OSError:
+            if not self.path.exists():
+                raise
+            shutil.move(self.path, destination)  # another filesystem: copied, then removed
+        self._delete.detach()
+        self.path = destination
+
+    def discard(self) -> None:
+        """Delete the file now (it is not kept)."""
+        self._delete()
+
+
 @dataclass(frozen=True)
 class EngineBuild:
     """What converting and building one subgraph gave.
@@ -48,9 +99,10 @@ class EngineBuild:
     `exception`: the class name of what Torch-TensorRT raises there ("RuntimeError" for a
     builder that returns no engine, as `TRTInterpreter.run` raises); `error`: the informative
     line of what it said (error_line, at most 200 characters), `details`: the whole text (the
-    exception's message, or every error TensorRT logged). `engine`: the serialized engine (built
-    only; None when read back from the build cache, which keeps it on disk), `engine_size` its
-    length. `warnings`: what Torch-TensorRT warned while it converted and built, each once (held
+    exception's message, or every error TensorRT logged). The serialized engine (built only) is
+    `engine_file` (written to a file as it was built) or `engine` (in memory, from a TensorRT
+    without the stream API); neither when read back from the build cache, which keeps it on disk;
+    `engine_size` its length. `warnings`: what Torch-TensorRT warned while it converted and built, each once (held
     back from stderr)."""
 
     stage: str
@@ -62,6 +114,7 @@ class EngineBuild:
     error: str | None = None
     engine: bytes | None = None
     engine_size: int | None = None
+    engine_file: EngineFile | None = None
     runtime: dict | None = None  # what Torch-TensorRT's runtime module needs beside the engine (built only)
     details: str | None = None
     warnings: tuple[str, ...] = ()
@@ -244,13 +297,16 @@ def _not_the_subgraphs(doing: str, gm: torch.fx.GraphModule) -> Iterator[None]:
         raise _out_of_memory(doing, gm, first_line(exc)) from exc
 
 
-def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "") -> EngineBuild:
+def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "",
+                      engine_folder: Path | None = None) -> EngineBuild:
     """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule, named `label`) with Torch-TensorRT's
     converters and build its engine, as `torch_tensorrt.compile` does (inputs from the
     placeholders' `meta['val']`, the settings hv.measure converts with), without deserializing
     it. What the subgraph does (a converter raising, the builder giving no engine) is the answer;
     what is not its doing (out of memory, an interrupt, hierviz failing to call Torch-TensorRT)
-    raises BuildError. Torch-TensorRT's warnings are held back, on `.warnings`."""
+    raises BuildError. Torch-TensorRT's warnings are held back, on `.warnings`. The engine is
+    written into a temp file in `engine_folder` (the build cache's, so that moving it there is a
+    rename; the system's temp folder when None): `.engine_file`."""
     require()
     try:
         from torch_tensorrt.dynamo import CompilationSettings
@@ -292,7 +348,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         try:
             with _not_the_subgraphs(doing, gm), _ErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
-                serialized = interpreter.builder.build_serialized_network(interpreter.ctx.net, config)
+                serialized = _build(interpreter.builder, interpreter.ctx.net, config, engine_folder)
         except BuildError:
             raise
         except Exception as exc:  # what TensorRT's builder raised is the answer
@@ -312,9 +368,10 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                                error=error_line(said) if said else
                                "TensorRT build_serialized_network returned None; engine build failed.",
                                details=_details(errors) or None, warnings=_said(heard))
-        # TensorRT's buffer itself, not a copy of it (2.2 GB more for a 1.1B model): the build cache
-        # takes its length, hashes it and writes it, which a view of the buffer serves as bytes would
-        engine: Any = memoryview(serialized).cast("B")
+        engine_file = serialized if isinstance(serialized, EngineFile) else None
+        # else TensorRT's buffer itself, not a copy of it (2.2 GB more for a 1.1B model): the build
+        # cache takes its length, hashes it and writes it, which a view of the buffer serves as bytes would
+        engine: Any = None if engine_file is not None else memoryview(serialized).cast("B")
         runtime = {"input_binding_names": list(interpreter._input_names),
                    "output_binding_names": list(interpreter._output_names),
                    "requires_output_allocator": bool(interpreter.ctx.requires_output_allocator),
@@ -322,7 +379,84 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                    "aliased_io": dict(interpreter._aliased_io),
                    "symbolic_shape_expressions": extract_symbolic_shape_expressions(gm)}
         del interpreter
-        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime, warnings=_said(heard))
+        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime, warnings=_said(heard),
+                           engine_file=engine_file, engine_size=engine_file.size if engine_file is not None else None)
+
+
+def _build(builder: Any, net: Any, config: Any, folder: Path | None) -> Any:
+    """TensorRT's build of `net`: an EngineFile written into `folder` (the system's temp folder
+    when None) as it is serialized, where the builder has the stream API and the folder can be
+    written; else the builder's serialized engine in memory. None when the builder gives no
+    engine (no file is left then, nor on an error or an interrupt)."""
+    stream = getattr(builder, "build_serialized_network_to_stream", None)
+    where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        stream = None
+    if stream is None or not os.access(where, os.W_OK | os.X_OK):
+        return builder.build_serialized_network(net, config)
+    writer = _writer(where)
+    try:
+        built = stream(net, config, writer)
+        writer.close()
+        if isinstance(writer.failed, OSError):
+            raise BuildError(f"part.build(): the engine could not be written to {where} ({writer.failed}): free "
+                             "disk space there (or set HIERVIZ_CACHE_DIR to another folder), then build() again; "
+                             "nothing was stored") from writer.failed
+        if writer.failed is not None:
+            raise writer.failed
+    except BaseException:
+        writer.remove()
+        raise
+    if not built or writer.path is None:
+        writer.remove()
+        return None
+    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest())
+
+
+def _writer(folder: Path) -> Any:
+    """A TensorRT stream writer into a new temp file in `folder` (made at the first write, so
+    that none is there while the builder works, nor after a build that wrote nothing), hashing
+    what it writes (the digest data_digest gives of the whole). What writing raises is kept on
+    `.failed` (TensorRT is told nothing was written and stops), to be raised once the builder
+    returns."""
+    trt = tensorrt_library()
+
+    class Writer(trt.IStreamWriter):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            trt.IStreamWriter.__init__(self)
+            self.path: Path | None = None
+            self.file: Any = None
+            self.size = 0
+            self.sha256 = hashlib.sha256()
+            self.failed: BaseException | None = None
+
+        def write(self, data: Any) -> int:
+            if self.failed is not None:
+                return 0
+            try:
+                if self.file is None:
+                    fd, name = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX, suffix=".engine")
+                    self.path, self.file = Path(name), open(fd, "wb")
+                self.file.write(data)
+                self.sha256.update(data)
+            except (OSError, MemoryError, KeyboardInterrupt) as exc:  # raised here it would cross TensorRT's C++ frames
+                self.failed = exc
+                return 0
+            self.size += len(data)
+            return len(data)
+
+        def close(self) -> None:
+            if self.file is not None:
+                self.file.close()
+
+        def remove(self) -> None:
+            self.close()
+            if self.path is not None:
+                _unlink(self.path)
+
+    return Writer()
 
 
 def _said(heard: list[warnings.WarningMessage]) -> tuple[str, ...]:
@@ -352,4 +486,5 @@ class _quiet:
         self.logger.setLevel(self.level)
 
 
-__all__ = ["EngineBuild", "builder_name", "builds_without_gpu", "convert_and_build", "error_line", "first_line"]
+__all__ = ["EngineBuild", "EngineFile", "TMP_PREFIX", "builder_name", "builds_without_gpu", "convert_and_build",
+           "error_line", "first_line"]
