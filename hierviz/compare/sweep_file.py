@@ -2,14 +2,13 @@
 finished row is written at once (the whole table, replaced atomically, so the file is always a
 complete table), and a rerun reads the rows already there for the same model and settings and
 skips them. A row's `model_key` is the captured graph's fingerprint, its `settings_key` that of
-its setting and the measure options.
+its setting and the measure options (SHA-256 prefixes, `json_digest`: a table an older hierviz
+wrote with SHA-1 keys is measured again).
 """
 
 from __future__ import annotations
 
-import hashlib
 import importlib
-import json
 import os
 from pathlib import Path
 from typing import Any, Mapping
@@ -17,31 +16,28 @@ from typing import Any, Mapping
 from hierviz.compare import columns
 from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
+from hierviz.foundation.digests import json_digest
 
 SUFFIXES = (".csv", ".parquet")
 KEYS = ("model_key", "settings_key")
 PARQUET_ENGINES = ("pyarrow", "fastparquet")  # what pandas reads and writes Parquet with
 
 
-def _digest(value: Any) -> str:
-    return hashlib.sha1(json.dumps(value, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
 def model_key(gm: Any) -> str:
     """The captured graph's fingerprint: its code and its inputs' shapes and dtypes."""
     inputs = [str(getattr(n.meta.get("val"), "shape", None)) + str(getattr(n.meta.get("val"), "dtype", None))
               for n in gm.graph.find_nodes(op="placeholder")]
-    return _digest([gm.code, inputs])
+    return json_digest([gm.code, inputs])
 
 
 def captures_key(capture: Any) -> str:
     """A graph-by-graph capture's fingerprint (ir="torch_compile"): every graph's, in order."""
-    return _digest(["torch_compile", [model_key(g.graph) for g in capture.graphs]])
+    return json_digest(["torch_compile", [model_key(g.graph) for g in capture.graphs]])
 
 
 def settings_key(cfg: Config, measure: Mapping[str, Any] | None) -> str:
     """A setting's fingerprint, with the measure options (a measured row is not an unmeasured one)."""
-    return _digest([columns.config_columns(cfg), None if measure is None else dict(measure)])
+    return json_digest([columns.config_columns(cfg), None if measure is None else dict(measure)])
 
 
 def _check_parquet_engine(path: Path) -> None:

@@ -1,12 +1,14 @@
 """Digests that are the same in every process: of a tensor's values (taken once per process while
-it is unchanged), of a tensor's spec, of raw bytes, and of a tuple of parts. The compile cache and
-the build cache key on them.
+it is unchanged), of a tensor's spec, of raw bytes, of a tuple of parts (at once or one by one),
+and of text or JSON. Every cache key hierviz makes is made here (the compile, build and capture
+caches, stored verdicts, support and settings keys, a sweep file's rows).
 """
 
 from __future__ import annotations
 
 import concurrent.futures
 import hashlib
+import json
 import os
 from typing import Any, Iterable, NamedTuple
 
@@ -116,6 +118,12 @@ def data_digest(data: bytes | memoryview) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def data_hasher() -> Any:
+    """A running `data_digest`, for bytes that come in pieces (an engine as TensorRT writes it):
+    `.update(piece)` each, then `.hexdigest()` is `data_digest` of them all."""
+    return hashlib.sha256()
+
+
 PARALLEL_BYTES = 1 << 22  # tensors at least this big are hashed on threads (hashlib lets go of the GIL)
 
 
@@ -136,5 +144,32 @@ def digest(parts: Iterable[Any]) -> str:
     return hashlib.sha256(repr(tuple(parts)).encode()).hexdigest()
 
 
-__all__ = ["data_digest", "digest", "forget_digests", "stamp", "tensor_digest", "tensor_digests", "tensor_key",
-           "PARALLEL_BYTES"]
+def text_digest(text: str, size: int = 16) -> str:
+    """The first `size` hex digits of a SHA-256 of `text` (UTF-8; lone surrogates kept): a short
+    key or file-name part, equal in every process."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:size]
+
+
+def json_digest(value: Any, size: int = 16) -> str:
+    """`text_digest` of `value` as JSON with sorted keys (what JSON cannot hold by its str())."""
+    return text_digest(json.dumps(value, sort_keys=True, default=str), size)
+
+
+class PartsDigest:
+    """A SHA-256 of parts added one at a time (a trace's ops as they run, a model's modules as
+    they are walked): each part by its repr, so equal parts in equal order give equal digests in
+    every process."""
+
+    def __init__(self) -> None:
+        self._hash = hashlib.sha256()
+
+    def add(self, part: Any) -> None:
+        self._hash.update(repr(part).encode("utf-8", "surrogatepass"))
+        self._hash.update(b"\0")  # parts stay apart: 1 then 23 is not 12 then 3
+
+    def hexdigest(self) -> str:
+        return self._hash.hexdigest()
+
+
+__all__ = ["data_digest", "data_hasher", "digest", "forget_digests", "json_digest", "stamp", "tensor_digest",
+           "tensor_digests", "tensor_key", "text_digest", "PartsDigest", "PARALLEL_BYTES"]

@@ -21,7 +21,6 @@ validators as before. `hierviz.support.sources` makes and reads records; `hiervi
 
 from __future__ import annotations
 
-import hashlib
 import weakref
 from typing import Any
 
@@ -29,10 +28,11 @@ import torch
 from torch.fx.node import map_arg
 
 from hierviz import trt
+from hierviz.foundation.digests import PartsDigest
 from hierviz.foundation.opnames import qualname
 from hierviz.version import __version__
 
-FORMAT = "hierviz-trt-verdicts/1"
+FORMAT = "hierviz-trt-verdicts/2"  # /2: the graph digest is the digests module's SHA-256 (older records are not used)
 META = "hierviz_trt_verdicts"  # the graph module's meta key of its record
 
 # graph -> (its in-process fingerprint, the record it was checked against) once the record held
@@ -64,11 +64,11 @@ def _spec(val: Any) -> Any:
 def digest(graph: torch.fx.Graph) -> str:
     """The graph's digest, equal in every process for the same graph: each node's name, op,
     target, arguments (other nodes by name) and value spec."""
-    h = hashlib.blake2b(digest_size=20)
+    h = PartsDigest()
     for n in graph.nodes:
         target = qualname(n.target) if callable(n.target) else str(n.target)
         args = map_arg((n.args, n.kwargs), lambda m: f"%{m.name}")
-        h.update(repr((n.name, n.op, target, args, _spec(n.meta.get("val")))).encode())
+        h.add((n.name, n.op, target, args, _spec(n.meta.get("val"))))
     return h.hexdigest()
 
 

@@ -10,12 +10,12 @@ and the values it closes over. Globals a predicate reads are named, not read.
 from __future__ import annotations
 
 import functools
-import hashlib
-import json
 import types
 from typing import Any, Mapping
 
 import torch
+
+from hierviz.foundation.digests import json_digest
 
 SCALARS = (type(None), bool, int, float, str)
 
@@ -67,7 +67,7 @@ def callable_content(fn: Any) -> list:
 def content_key(sources: Mapping[str, Any]) -> str:
     """A short key of a backend -> hv.Support mapping: the same for the same content in every process."""
     content = {str(name): source.content() for name, source in sources.items()}
-    return hashlib.sha1(json.dumps(content, sort_keys=True).encode()).hexdigest()[:10]
+    return json_digest(content, size=10)
 
 
 __all__ = ["content_key", "callable_content", "plain", "name_of"]

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import hashlib
 import json
 import numbers
 import os
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 from hierviz.errors import ConfigError
+from hierviz.foundation.digests import json_digest
 from hierviz.trt.loading import answer_cuda_queries, available, default_settings, require, tensorrt_library
 from hierviz.trt.targets import cuda_index
 
@@ -308,8 +308,7 @@ def settings_digest(settings: Any = None) -> str:
         body = {f.name: _canonical(getattr(settings, f.name)) for f in dataclasses.fields(settings)}
     else:
         body = _canonical(settings)
-    text = json.dumps(body, sort_keys=True, default=str)
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
+    return json_digest(body, size=16)
 
 
 def settings_key(settings: Any = None) -> tuple:
