@@ -34,7 +34,7 @@ def _value(value: Any) -> Any:
     return ("O", repr(value))
 
 
-def content_key(gm: torch.fx.GraphModule) -> tuple:
+def subgraph_content(gm: torch.fx.GraphModule) -> tuple:
     """The subgraph's content: ops with their arguments (nodes by position), the inputs' shapes
     and dtypes, the weights by shape, dtype and values wherever an op reads them. Equal for
     equal subgraphs in every process, and on any device: where a weight's get_attr sits, its
@@ -70,7 +70,7 @@ def content_key(gm: torch.fx.GraphModule) -> tuple:
 def run_key(gm: torch.fx.GraphModule, inputs: Any) -> str:
     """The store's key for running the lowered graph `gm` once in PyTorch on `inputs`."""
     values = tuple(tensor_digest(v) if isinstance(v, torch.Tensor) else repr(v) for v in inputs)
-    return digest((KEY_VERSION, "run", content_key(gm), profile_key(gm), tuple(map(tensor_key, inputs)),
+    return digest((KEY_VERSION, "run", subgraph_content(gm), profile_key(gm), tuple(map(tensor_key, inputs)),
                    values, torch.__version__))
 
 
@@ -79,8 +79,8 @@ def build_key(gm: torch.fx.GraphModule, trt_settings: Any, tf32: bool = False) -
     part.build() takes them (a dict or None, with `tf32`), or the CompilationSettings hv.measure
     converts with (its TF32 read from it)."""
     fields, on = conversion_fields(trt_settings)
-    return digest((KEY_VERSION, content_key(gm), profile_key(gm), settings_digest(fields), bool(tf32 or on),
+    return digest((KEY_VERSION, subgraph_content(gm), profile_key(gm), settings_digest(fields), bool(tf32 or on),
                    torch.__version__, installed_distribution(), library_version()))
 
 
-__all__ = ["KEY_VERSION", "build_key", "content_key", "run_key"]
+__all__ = ["KEY_VERSION", "build_key", "subgraph_content", "run_key"]
