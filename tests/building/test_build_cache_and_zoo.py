@@ -51,7 +51,9 @@ def test_gpt2_fails_at_build_and_its_fix_builds(zoo_cache):
     model, x = zoo_cache.load("gpt2")
     part = hv.partition(model, x, min_block_size=3)
     builds = part.build()
-    assert not builds.ok
+    if builds.ok:
+        pytest.fail(f"upstream has fixed the Myelin failure of gpt2's QKV split ({trt.builder_name()}): update the "
+                    "tests and README")
     assert list(builds.df.stage) == ["build"]
     assert "Myelin (operand.cpp:156: CHECK(logical_mem_size == data_->size())" in builds.df.error[0]
     assert repr(builds).startswith("<hv.Builds: 0/1 engines built; _run_on_acc_tensorrt_0 failed at build: ")
