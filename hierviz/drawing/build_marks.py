@@ -3,8 +3,10 @@ failed (the stage and the first line of the error), from `part.build()`
 (`render(..., builds=part.build())`, `save(..., builds=...)`).
 
 A failed engine's border is drawn red and thick; its tooltip says what Torch-TensorRT then
-runs and the fix that was shown to build. A module box, or a box of several subgraphs, says
-how many of its engines built.
+runs and the fix that was shown to build. With builds from `with_repros()`, the nodes of its
+smallest failing part (hv.Repro) get an orange border in the full and focus views, and the
+engine's label and tooltip say how many they are. A module box, or a box of several subgraphs,
+says how many of its engines built.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 FAILED = "#C62828"
 BUILT = "#2E7D32"
+REPRO = "#EF6C00"  # the border of a node in a failed engine's smallest failing part
 
 
 def _mb(n: Any) -> str:
@@ -47,6 +50,21 @@ class BuildMarks(Overlay):
         self.builds = builds
         t = self.t = p.records
         self.tag_of_node = [t.subgraph_tag[k] if k >= 0 else None for k in t.subgraph]
+        self.repros = {tag: builds.repro_for(tag) for tag, r in self.rows.items() if not r.built}
+        self.repros = {tag: found for tag, found in self.repros.items() if found is not None}
+        self.in_repro = {t.position[name]: tag for tag, found in self.repros.items() for name in found.nodes
+                         if name in t.position and self.tag_of_node[t.position[name]] == tag}
+
+    def decorate_node(self, i: int, lines: list[str], tip: list[str], attrs: dict) -> None:
+        tag = self.in_repro.get(i)
+        if tag is None:
+            return
+        found = self.repros[tag]
+        attrs["color"] = REPRO
+        attrs["penwidth"] = max(float(attrs.get("penwidth") or 1.0), 3.0)
+        lines.append(f'<FONT POINT-SIZE="8" COLOR="{REPRO}">in the smallest failing part</FONT>')
+        tip.append(f"in the smallest failing part of {tag}: {_count(found.nodes)} that fail at {found.stage} "
+                   f"as the engine does (builds.repro_for({tag!r}).save(folder) writes a repro to file upstream)")
 
     def decorate_subgraph(self, k: int, lines: list[str], tip: list[str], attrs: dict) -> None:
         row = self.rows.get(self.t.subgraph_tag[k])
@@ -68,6 +86,11 @@ class BuildMarks(Overlay):
         tip.append(f"then: {row.runs_instead}")
         if row.fix:
             tip.append(f"fix: {row.fix}")
+        found = self.repros.get(row.subgraph)
+        if found is not None:
+            lines.append(f'<FONT POINT-SIZE="9" COLOR="{REPRO}">the smallest failing part: {_count(found.nodes)}'
+                         f'</FONT>')
+            tip.append(f"the smallest failing part: {_nodes(found.nodes)}; {found.headline()}")
         self._profile(row, tip)
 
     @staticmethod
@@ -89,6 +112,9 @@ class BuildMarks(Overlay):
             lines.append(f'<FONT POINT-SIZE="9" COLOR="{FAILED}"><B>{len(failed)} of {len(rows)} engine(s) fail'
                          f'</B> ({html(failed[0].stage)})</FONT>')
             tip.append(f"{failed[0].subgraph} fails at {failed[0].stage}: {failed[0].error}")
+            found = self.repros.get(failed[0].subgraph)
+            if found is not None:
+                tip.append(f"the smallest failing part: {_nodes(found.nodes)}")
         else:
             lines.append(f'<FONT POINT-SIZE="9" COLOR="{BUILT}">{len(rows)} engine(s) built here</FONT>')
 
@@ -96,11 +122,24 @@ class BuildMarks(Overlay):
         return f"built here: {self.builds.headline()}"
 
     def legend_html(self) -> str:
-        return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0"><TR><TD ALIGN="LEFT" COLSPAN="2">'
-                f'engines {html(self.builds.where(), 120)}</TD></TR><TR>'
+        repro = (f'<TD BORDER="3" COLOR="{REPRO}" CELLPADDING="2"><FONT POINT-SIZE="9">in its smallest failing part'
+                 f'</FONT></TD>' if self.repros else "")
+        return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0"><TR><TD ALIGN="LEFT" '
+                f'COLSPAN="{3 if repro else 2}">engines {html(self.builds.where(), 120)}</TD></TR><TR>'
                 f'<TD><FONT POINT-SIZE="9" COLOR="{BUILT}">engine built here</FONT></TD>'
                 f'<TD BORDER="3" COLOR="{FAILED}" CELLPADDING="2"><FONT POINT-SIZE="9">engine fails</FONT></TD>'
-                f'</TR></TABLE>')
+                f'{repro}</TR></TABLE>')
 
 
-__all__ = ["BuildMarks", "BUILT", "FAILED"]
+def _count(names: Sequence[str]) -> str:
+    """'12 nodes', '1 node'."""
+    return f"{len(names)} node{'s' if len(names) != 1 else ''}"
+
+
+def _nodes(names: Sequence[str], shown: int = 6) -> str:
+    """'12 nodes (addmm, _reshape_copy_1, split, getitem, getitem_1, getitem_2 and 6 more)'."""
+    more = f" and {len(names) - shown} more" if len(names) > shown else ""
+    return f"{_count(names)} ({', '.join(names[:shown])}{more})"
+
+
+__all__ = ["BuildMarks", "BUILT", "FAILED", "REPRO"]
