@@ -25,10 +25,12 @@ from hierviz.widget.worker import Worker
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
 
 ROOT = Path(__file__).parents[2]
-# The search below holds a compile for 60 s: an exit that waited for it would take longer than
-# this. (How long the exit takes, beside the same script without a search, is measured by
-# benchmarks/explore_exit.py: the figure is the CPU's, not a test's.)
-EXIT_S = 30.0
+# The search below holds its compile for helpers.HOLD_S (600 s): an exit that waited for it would
+# not end within EXIT_S, a safety net far above any machine's exit. (How long the exit takes,
+# beside the same script without a search, is measured by benchmarks/explore_exit.py: the
+# figure is the CPU's, not a test's.)
+EXIT_S = 300.0
+assert EXIT_S < helpers.HOLD_S
 
 
 @pytest.fixture(scope="module")
@@ -168,12 +170,12 @@ def _exit_while_searching(tmp_path: Path, run: int) -> float:
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
     # the script gives up after 150 s without a compile; the timer is the last guard against a hang
-    guard = threading.Timer(240, proc.kill)
+    guard = threading.Timer(150 + EXIT_S + 60, proc.kill)
     guard.start()
     try:
         line = proc.stdout.readline()
         start = time.monotonic()
-        proc.wait(timeout=60)
+        proc.wait(timeout=EXIT_S)  # TimeoutExpired: the exit waits for the held compile
         took = time.monotonic() - start
     finally:
         guard.cancel()
@@ -190,6 +192,5 @@ def _exit_while_searching(tmp_path: Path, run: int) -> float:
 
 @pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_exiting_with_find_fastest_running_is_quick_and_clean(tmp_path) -> None:
-    took = _exit_while_searching(tmp_path, 0)
-    assert took < EXIT_S, f"the exit took {took:.1f} s"
+    _exit_while_searching(tmp_path, 0)  # exited (code 0, the worker gone) with the compile still held
 
