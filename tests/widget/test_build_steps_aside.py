@@ -52,9 +52,9 @@ class Scene:
         self.answers = worker_main._Answers(self.out)
         self.engines = [torch.fx.symbolic_trace(_Add()), torch.fx.symbolic_trace(_Mul())]
 
-    def convert(self, gm, settings):
+    def convert(self, gm, settings, **options):
         self.events.append("converted " + ("x + 1" if gm is self.engines[0] else "x * 2"))
-        return types.SimpleNamespace(warnings=())
+        return types.SimpleNamespace(warnings=(), engine=None)  # what the builder reads of an EngineBuild
 
     def run_job(self, kind, payload, graph, inputs, progress):
         if kind == "build":
@@ -164,3 +164,22 @@ def test_other_jobs_still_run_beside_a_build(monkeypatch, kind: str) -> None:
     scene.go.set()
     _joined(build)
     assert scene.events[1] == f"{kind} ran beside 1 other job(s)"
+
+
+def test_a_build_answer_with_a_fix_crosses_without_its_fixed_partition(monkeypatch) -> None:
+    """A fix search's fixed partition holds a graph that does not pickle: the worker's answer
+    is the Builds without it (the fix itself crosses), so the explorer shows the build."""
+    from hierviz.building import build_partition
+    from hierviz.building.builds import Builds
+
+    class Unpicklable:
+        def __reduce__(self):
+            raise RuntimeError("a pybind function is not pickleable")
+
+    made = Builds(rows=(), builder="TensorRT-RTX 1.6", on_cpu=True, fix=frozenset({"aten.add.Tensor"}),
+                  fixed_partition=Unpicklable())
+    monkeypatch.setattr(build_partition, "build_one", lambda part, graph, inputs: made)
+    monkeypatch.setattr(worker_main, "cached_partition", lambda graph, config: None)
+    monkeypatch.setattr(worker_main, "_import_for", lambda kind: None)
+    got = pickle.loads(pickle.dumps(worker_main.run_job("build", (None, None), None, None, lambda *a: None)))
+    assert got.fix == frozenset({"aten.add.Tensor"}) and got.fixed_partition is None
