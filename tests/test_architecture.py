@@ -314,9 +314,6 @@ def test_no_import_cycle_between_parts():
 
 # Modules that still name a convenience by string (handoff.handler("repartition")); each can import
 # hierviz.partitioner.partition_graph instead. The list only shrinks.
-STRING_LOOKUPS_LEFT = {"hierviz/building/build_partition.py", "hierviz/widget/every_graph.py"}
-
-
 def string_lookups(path: Path) -> list[str]:
     """Calls of handoff.handler("...") / handler("..."): a convenience named by a string mypy cannot follow."""
     found = []
@@ -331,8 +328,6 @@ def string_lookups(path: Path) -> list[str]:
 def test_the_partitions_conveniences_are_typed_slots_not_strings(path):
     """A Partition's conveniences are read from partitioner/handoff.py's typed seam (`handoff.seam.render`),
     never looked up by a string."""
-    if str(path.relative_to(ROOT)) in STRING_LOOKUPS_LEFT:
-        pytest.skip("still looks up 'repartition' by name: import hierviz.partitioner.partition_graph instead")
     assert string_lookups(path) == []
 
 

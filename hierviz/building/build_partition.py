@@ -22,7 +22,7 @@ from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
 from hierviz.capturing.inputs import check as check_inputs, example_from_graph
-from hierviz.partitioner import handoff
+from hierviz.partitioner import partition_graph
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
            "torch_executed_ops changes the lowering: change the model's line that made this node")
@@ -110,7 +110,7 @@ def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example
             return all(builder.build(getattr(candidate.module, tag), label=tag)[0].stage == "built"
                        for tag in tensorrt_tags(candidate))
 
-        found = find_fix(part, failing, all_built, handoff.handler("repartition"), builds=lambda: builder.made,
+        found = find_fix(part, failing, all_built, partition_graph, builds=lambda: builder.made,
                          cached=lambda: builder.from_store)
         rows = [dataclasses.replace(r, fix=found.text) if r.stage in FIXABLE else r for r in rows]
     outside = failure if failure is not None and not any(r.stage == "run" for r in rows) else None
@@ -125,16 +125,19 @@ def _builder_facts() -> tuple[str, bool]:
 
 
 def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
-          example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "") -> Builds:
+          example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "",
+          dynamo_graph: tuple[str, tuple] | None = None) -> Builds:
     """Every TensorRT subgraph of `part` converted and built (Partition.build). A graph of a
-    MultiGraphPartition (`part.dynamo_graph`) answers for torch.compile's path: it runs on its
-    first call's values, and a failure says what torch.compile then runs."""
+    MultiGraphPartition (`dynamo_graph`, else `part.dynamo_graph`: its name and its first call's
+    values) answers for torch.compile's path: it runs on those values, and a failure says what
+    torch.compile then runs."""
     _check(fix, cache, tf32, trt_settings)
     name, on_cpu = _builder_facts()
     builder = SubgraphBuilder(trt_settings, tf32, cache)
     flat = False
-    if part.dynamo_graph is not None and example_inputs is None:
-        (graph, example_inputs), ir, flat = part.dynamo_graph, "torch_compile", True
+    dynamo_graph = dynamo_graph if dynamo_graph is not None else part.dynamo_graph
+    if dynamo_graph is not None and example_inputs is None:
+        (graph, example_inputs), ir, flat = dynamo_graph, "torch_compile", True
     rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
     rows = [dataclasses.replace(r, graph="") for r in rows]  # one graph: its rows name no graph
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
@@ -146,10 +149,11 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
 def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
     """`part.build()`, or, for `dynamo_graph` ("g3": the graph is that dynamo graph of
     torch.compile's path, `inputs` its first call's values, one per placeholder), that graph's
-    part of MultiGraphPartition.build(): what the Explorer's "build engines" runs."""
+    part of MultiGraphPartition.build(): what the Explorer's "build engines" runs. `part` is
+    not changed, and this build is not recorded as its last."""
     if dynamo_graph is not None and inputs is not None:
-        part.dynamo_graph = (dynamo_graph, tuple(inputs))
-    return part.build()
+        return build(part, dynamo_graph=(dynamo_graph, tuple(inputs)))
+    return build(part)
 
 
 def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True,

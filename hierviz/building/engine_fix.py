@@ -23,7 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
-from hierviz.capturing.provenance import short_op
+from hierviz.capturing.provenance import short_op as _short
 
 MAX_TRIES = 40  # single ops partitioned at most, cheapest first
 SET_BUDGET = 24  # sets of ops tested at most when no single op works
@@ -44,6 +44,13 @@ class Fix:
     text: str
     partition: Any = field(default=None, repr=False, compare=False)
     builds: int = 0
+
+
+def short_op(name: str) -> str:
+    """An op as a fix names it: an aten op short ('aten.split.Tensor', 'aten.relu'), any other
+    op (a custom op's 'torch.ops.mylib.op.default') by its qualified name, which
+    torch_executed_ops takes back as it is."""
+    return _short(name) if name.startswith(("torch.ops.aten.", "aten.")) else name
 
 
 def tensorrt_ops(part: Any) -> int:

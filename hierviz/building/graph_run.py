@@ -18,7 +18,7 @@ import torch
 
 from hierviz.building.optimization_profiles import corner_inputs, corner_text
 from hierviz.errors import BuildError
-from hierviz.trt.engine_builder import first_line
+from hierviz.foundation.error_text import first_line
 
 # what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
 # NotImplementedError included), IndexError, ValueError and TypeError, as its torch._check* do; its

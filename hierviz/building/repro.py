@@ -17,6 +17,7 @@ from typing import Any
 
 import torch
 
+from hierviz import trt
 from hierviz.building import repro_files
 from hierviz.building.build_row import BuildRow
 from hierviz.building.reduction import call_nodes, signature, smallest_failing
@@ -154,8 +155,6 @@ def repro_of(builds: Any, part: Any, subgraph: str | None = None, builder: Subgr
     `subgraph` names it (default: the first that failed to convert or build); `builder` builds
     the trials (default: one with default settings; give the one `builds` was made with when
     it had trt_settings or tf32)."""
-    from hierviz import trt
-
     row = _failed_row(builds, subgraph)
     graph_part = part.graphs[int(row.graph[1:])] if builds.by_graph else part
     gm = getattr(graph_part.module, row.subgraph)

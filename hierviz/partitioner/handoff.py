@@ -172,16 +172,6 @@ def lazily(load: Callable[[], F]) -> F:
     return cast(F, _Lazy(load))
 
 
-def handler(name: str) -> Callable[..., Any]:
-    """The callable installed for `name` (HiervizError when none is). Only for the two callers outside the
-    partitioner that still name the convenience by string (building/build_partition.py and
-    widget/every_graph.py: they can import `hierviz.partitioner.partition_graph`); everything else reads a
-    typed slot of `seam`."""
-    if name not in CONVENIENCES:
-        raise ValueError(f"no Partition convenience called {name!r}; they are {', '.join(CONVENIENCES)}")
-    return cast(Callable[..., Any], getattr(seam, name))
-
-
-__all__ = ["CONVENIENCES", "Seam", "Slot", "seam", "lazily", "handler", "Render", "Save", "RenderGraphs",
+__all__ = ["CONVENIENCES", "Seam", "Slot", "seam", "lazily", "Render", "Save", "RenderGraphs",
            "SaveGraphs", "Compile", "CompileGraphs", "Build", "BuildGraphs", "MeasureBlockers", "Report",
            "BlockersTable"]

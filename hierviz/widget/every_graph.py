@@ -22,7 +22,7 @@ from typing import Any, Callable, Generic, Hashable, TypeVar
 from hierviz.settings.config import Config
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, partition_graphs
-from hierviz.partitioner import handoff
+from hierviz.partitioner import partition_graph
 from hierviz.widget.background import BackgroundJob
 
 logger = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ class Latest(Generic[K]):
 def partition_every(capture: DynamoCapture, config: Config, wanted: Callable[[], bool]) -> MultiGraphPartition:
     """Every graph of `capture` partitioned with `config` (hv.partition's graph-by-graph way);
     Superseded, between two graphs, once `wanted()` is False."""
-    run = handoff.handler("repartition")
+    run = partition_graph
 
     def one(graph: Any, cfg: Config) -> Any:
         if not wanted():

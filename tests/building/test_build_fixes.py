@@ -30,6 +30,7 @@ def fails_on(monkeypatch):
         def fake(gm, settings=None, **options):
             held = {getattr(n.target, "__name__", str(n.target)).split(".")[0] for n in gm.graph.nodes
                     if n.op == "call_function"}
+            held |= {str(getattr(n.target, "_name", "")) for n in gm.graph.nodes if n.op == "call_function"}
             bad = sorted(held & set(ops))
             if bad:
                 return trt.EngineBuild("build", 1, 0.0, 0.0, exception="RuntimeError",
@@ -171,3 +172,31 @@ def test_with_repros_names_each_failed_engines_smallest_part_in_words(fails_on):
     line = f"    the smallest failing part: {found.headline()}"
     assert line in shown.lines() and line.strip() in part.report(builds=shown)
     assert shown.rows == builds.rows and builds.repros == ()  # a new Builds; the first is unchanged
+
+
+@torch.library.custom_op("hvtest_fix::twice", mutates_args=())
+def _twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+
+@_twice.register_fake
+def _twice_shape(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class CustomOpBetween(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = torch.nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.ops.hvtest_fix.twice(self.lin(x).relu()).relu()
+
+
+def test_a_custom_op_fix_names_it_as_torch_executed_ops_takes_it(fails_on):
+    fails_on("hvtest_fix::twice")
+    part = hv.partition(CustomOpBetween(), (torch.randn(2, 4),), min_block_size=1,
+                        support={"tensorrt": hv.support.where(lambda n: True)})
+    builds = part.build()
+    assert builds.fix == frozenset({"torch.ops.hvtest_fix.twice.default"})
+    assert builds.fixed().build().ok
