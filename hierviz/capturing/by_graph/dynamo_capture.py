@@ -41,6 +41,7 @@ from hierviz.capturing.by_graph.graph_break import GraphBreak, is_resumed, parse
 from hierviz.capturing.by_graph.graph_value import GraphValue, describe
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.capturing.model_copy import private_copy, rng_preserved
+from hierviz.foundation.error_text import first_line, message_line
 from hierviz.foundation.opnames import qualname
 
 # dynamo's graph-break log (torch._logging's "graph_breaks" artifact of symbolic_convert)
@@ -49,6 +50,7 @@ _LOGGED = re.compile(r"in user code at (?P<file>.*?):(?P<line>\d+)\nGraph Break 
 _REASON_END = ("\n\nStack variable source attribution:", "\n\nUser code traceback:", "\nUser code traceback:")
 NOTES = "hierviz_capture_notes"  # GraphModule.meta key: what the capture says of the graph (capturing.capture_notes)
 BACKEND_FAILED = "runs eagerly: Torch-TensorRT's backend failed on it"
+LINE_LIMIT = 300  # characters of an error's first line kept in what the capture says
 _FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
@@ -265,7 +267,7 @@ def _backend_failed(model: torch.nn.Module, events: list, k: int, failure: BaseE
     caught = ", ".join(c.__name__ for c in trt.BACKEND_CATCHES)
     return CaptureError(
         f"Torch-TensorRT's backend failed on graph {k} of {type(model).__name__}: {type(failure).__name__}: "
-        f"{_first_line(failure)}\nHint: torch.compile(model, backend='torch_tensorrt') raises "
+        f"{message_line(failure, LINE_LIMIT)}\nHint: torch.compile(model, backend='torch_tensorrt') raises "
         f"BackendCompilerFailed here too: Torch-TensorRT's backend catches only {caught} (and then runs that "
         f"graph eagerly), not {type(failure).__name__}. Capture the part of the model graph {k} comes from"
         f"{where} to find the op, or capture it with ir='dynamo' (torch.export)."
@@ -293,7 +295,7 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         try:
             record["graph"] = lowered(gm, sample_inputs)
         except trt.BACKEND_CATCHES as exc:  # that graph runs eagerly, as dynamo gave it; the run goes on
-            record["fell_back"] = f"{BACKEND_FAILED} ({type(exc).__name__}: {_first_line(exc)})"
+            record["fell_back"] = f"{BACKEND_FAILED} ({first_line(exc, LINE_LIMIT)})"
             record["graph"] = _eager_graph(gm, record["fell_back"])
         except Exception as exc:
             # Torch-TensorRT's backend lets it through: torch.compile raises BackendCompilerFailed,
@@ -397,16 +399,10 @@ def _what_failed(exc: BaseException) -> str:
             break
         chain.append(nxt)
     for inner in reversed(chain):  # the deepest that is not dynamo's wrapping
-        text = _first_line(inner)
+        text = message_line(inner, LINE_LIMIT)
         if text and not text.startswith(_WRAPPED) and not type(inner).__module__.startswith("torch._dynamo"):
             return f"{type(inner).__name__}: {text}"
-    return f"{type(exc).__name__}: {_first_line(exc)}"
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    line = text.splitlines()[0] if text else ""
-    return line if len(line) <= 300 else line[:297] + "..."
+    return first_line(exc, LINE_LIMIT)
 
 
 __all__ = ["DynamoCapture", "capture_by_graph_break", "input_specs", "lowered", "describes", "BREAK_LOG", "NOTES",

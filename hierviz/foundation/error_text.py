@@ -1,0 +1,31 @@
+"""An exception as one short line, the same text in every process: what a build, a capture or a
+run that failed says of its cause."""
+
+from __future__ import annotations
+
+import re
+
+# '<tensorrt_rtx_bindings.tensorrt_rtx.ITensor object at 0x7f88...>' -> '<ITensor>'
+OBJECT_ADDRESS = re.compile(r"<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>")
+
+
+def message_line(exc: BaseException | str, limit: int | None = None) -> str:
+    """The first line of an exception's message (or of a text), object addresses left out, cut to
+    `limit` characters ('...' at the end) when it is longer."""
+    text = str(exc).strip()
+    line = OBJECT_ADDRESS.sub(r"<\1>", text.splitlines()[0]) if text else ""
+    if limit is not None and len(line) > limit:
+        line = line[:limit - 3] + "..."
+    return line
+
+
+def first_line(exc: BaseException | str, limit: int | None = None) -> str:
+    """'TypeName: first line' of an exception (the first line alone of a message), object
+    addresses left out, its message cut to `limit` characters."""
+    head = message_line(exc, limit)
+    if isinstance(exc, str):
+        return head
+    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
+
+
+__all__ = ["OBJECT_ADDRESS", "first_line", "message_line"]

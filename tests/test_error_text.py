@@ -1,0 +1,20 @@
+"""An error's first line, as builds and captures show it: its type, no object address, cut when long."""
+
+from __future__ import annotations
+
+from hierviz.foundation.error_text import first_line, message_line
+
+
+def test_first_line_names_the_type_and_leaves_addresses_out() -> None:
+    exc = ValueError("no <tensorrt_rtx.ITensor object at 0x7f88aa01> here\nsecond line")
+    assert first_line(exc) == "ValueError: no <ITensor> here"
+    assert first_line(KeyboardInterrupt()) == "KeyboardInterrupt"
+    assert first_line("  a message\nmore") == "a message"
+    assert first_line("") == ""
+
+
+def test_a_long_line_is_cut_at_the_limit() -> None:
+    exc = RuntimeError("x" * 400)
+    assert message_line(exc, 300) == "x" * 297 + "..."
+    assert first_line(exc, 300) == "RuntimeError: " + "x" * 297 + "..."
+    assert message_line(exc) == "x" * 400
