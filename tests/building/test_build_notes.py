@@ -50,3 +50,17 @@ def test_a_graph_captured_on_a_device_this_machine_lacks_builds_without_a_fake_r
     said = [n for n in builds.notes if n.startswith("the graph was not run in PyTorch first (input x0 was captured "
                                                    "on cuda:0, which this machine does not have")]
     assert len(said) == 1 and said[0].endswith("its engines were still converted and built"), builds.notes
+
+
+def test_hierviz_check_build_verbose_prints_what_the_build_held_back(tmp_path, monkeypatch, capsys):
+    from tests.test_cli import run_cli
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("HIERVIZ_CACHE_LIMIT", "4000")
+    code, quiet, _ = run_cli(capsys, "check", "resnet18", "--min-block-size", "3", "--build")
+    assert code == 0 and "note:" not in quiet
+    code, out, _ = run_cli(capsys, "--verbose", "check", "resnet18", "--min-block-size", "3", "--build")
+    assert code == 0
+    notes = [line for line in out.splitlines() if line.startswith("note: ")]
+    assert any("was not kept in the build cache: it is larger than the cache limit (4000 bytes)" in n
+               for n in notes), out
