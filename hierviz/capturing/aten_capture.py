@@ -21,7 +21,7 @@ import weakref
 from typing import Any, Mapping
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor
+from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import GraphModule
 from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
@@ -526,8 +526,6 @@ def computation_digest(model: torch.nn.Module, args: tuple, kwargs: dict | None)
     same ops on the same weights, constants and shapes, so the same outputs for any input values.
     None when the forward cannot run on fake tensors (it reads a tensor's values: `.item()`, a
     branch on data) or fails; the model is run on a private copy."""
-    from torch._subclasses.fake_tensor import FakeTensorMode
-
     try:
         copied = private_copy(model)
         mode = FakeTensorMode(allow_non_fake_inputs=True)
