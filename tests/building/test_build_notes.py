@@ -55,11 +55,14 @@ def test_a_graph_captured_on_a_device_this_machine_lacks_builds_without_a_fake_r
 def test_hierviz_check_build_verbose_prints_what_the_build_held_back(tmp_path, monkeypatch, capsys):
     from tests.test_cli import run_cli
 
-    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HIERVIZ_CACHE_LIMIT", "4000")
-    code, quiet, _ = run_cli(capsys, "check", "resnet18", "--min-block-size", "3", "--build")
+    script = tmp_path / "convnet.py"
+    script.write_text("from tests.building.models import ConvNet, made\n"
+                      "def build():\n    return made(ConvNet, 1, 3, 8, 8)\n")
+    code, quiet, _ = run_cli(capsys, "check", f"{script}:build", "--min-block-size", "1", "--build")
     assert code == 0 and "note:" not in quiet
-    code, out, _ = run_cli(capsys, "--verbose", "check", "resnet18", "--min-block-size", "3", "--build")
+    code, out, _ = run_cli(capsys, "--verbose", "check", f"{script}:build", "--min-block-size", "1", "--build")
     assert code == 0
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
     assert any("was not kept in the build cache: it is larger than the cache limit (4000 bytes)" in n
