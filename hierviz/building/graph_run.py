@@ -10,7 +10,6 @@ the engine is built for the whole range (`first_failure_in_profile`).
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, replace
 from typing import Any, Sequence
 
@@ -19,13 +18,13 @@ import torch
 from hierviz.building.optimization_profiles import corner_inputs, corner_text
 from hierviz.errors import BuildError
 from hierviz.foundation.error_text import first_line
+from hierviz.foundation.stack_traces import frames
 
 # what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
 # NotImplementedError included), IndexError, ValueError and TypeError, as its torch._check* do; its
 # Python decompositions assert; scalar arithmetic (SymInt sizes) divides by zero
 OP_ERRORS: tuple[type[Exception], ...] = (RuntimeError, TypeError, ValueError, IndexError, AssertionError,
                                           ArithmeticError)
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)\n\s*(?P<code>[^\n]*)')
 
 
 @dataclass(frozen=True)
@@ -55,11 +54,11 @@ class _NodeByNode(torch.fx.Interpreter):
 def source_line(node: torch.fx.Node) -> str:
     """'file:line: code' of the innermost frame in `node`'s recorded stack (the user's line
     that made the op); '' when none is recorded."""
-    frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-    if not frames:
+    found = frames(node.meta.get("stack_trace"))
+    if not found:
         return ""
-    file, line, _, code = frames[-1]
-    return f"{file}:{line}: {code.strip()}"
+    inner = found[-1]
+    return f"{inner.file}:{inner.line}: {inner.code}"
 
 
 def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFailure | None:

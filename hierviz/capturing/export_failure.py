@@ -16,11 +16,11 @@ import sysconfig
 import traceback
 
 from hierviz.errors import CaptureError
+from hierviz.foundation.stack_traces import frames
 
 FIRST_LINE = 300  # characters, at most, of the message's first line
 
-_TORCH_CALL = re.compile(r'The following call raised this error:\s*\n'
-                         r'\s*File "([^"]+)", line (\d+), in (\S+)\n\s*([^\n]*)')
+_TORCH_CALL = re.compile(r'The following call raised this error:\s*\n\s*(?=File ")')  # the frame it quotes next
 _CAUSED_BY = re.compile(r"Caused by: \(([^\s()]+:\d+) in ([^\s()]+)\)")
 _OURS = os.path.dirname(os.path.abspath(__file__)) + os.sep  # hierviz's own folder
 _LIBRARY = tuple(dict.fromkeys(p for p in (sysconfig.get_paths().get("stdlib"), sysconfig.get_paths().get("platstdlib"))
@@ -70,9 +70,11 @@ def where(exc: BaseException) -> str | None:
     torch.export failed at, or None when neither torch's message nor the traceback says."""
     text = str(exc)
     call = _TORCH_CALL.search(text)
-    if call:
-        code = f" ({call[4].strip()})" if call[4].strip() else ""
-        return f"{_short_path(call[1])}:{call[2]} in {call[3]}{code}"
+    quoted = frames("\n".join(text[call.end():].split("\n", 2)[:2])) if call else []  # its File line, its code
+    if quoted:
+        call_frame = quoted[0]
+        code = f" ({call_frame.code})" if call_frame.code else ""
+        return f"{_short_path(call_frame.file)}:{call_frame.line} in {call_frame.function}{code}"
     frame = _model_frame(exc)
     if frame:
         return frame

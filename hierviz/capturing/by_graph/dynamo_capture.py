@@ -43,6 +43,7 @@ from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.foundation.error_text import first_line, message_line
 from hierviz.foundation.opnames import qualname
+from hierviz.foundation.stack_traces import Frame, frames
 
 # dynamo's graph-break log (torch._logging's "graph_breaks" artifact of symbolic_convert)
 BREAK_LOG = "torch._dynamo.symbolic_convert.__graph_breaks"
@@ -51,7 +52,6 @@ _REASON_END = ("\n\nStack variable source attribution:", "\n\nUser code tracebac
 NOTES = "hierviz_capture_notes"  # GraphModule.meta key: what the capture says of the graph (capturing.capture_notes)
 BACKEND_FAILED = "runs eagerly: Torch-TensorRT's backend failed on it"
 LINE_LIMIT = 300  # characters of an error's first line kept in what the capture says
-_FRAME = re.compile(r'File "(?P<file>[^"]+)", line (?P<line>\d+), in (?P<function>\S+)')
 
 
 @dataclass(frozen=True, eq=False)
@@ -126,26 +126,25 @@ def _frame_of(gm: GraphModule) -> tuple[str, str, int]:
     """(function, file, line) of the frame dynamo compiled the graph from (the outermost frame of
     its first op's stack; functions it inlined are below it), at that op's line."""
     for node in gm.graph.nodes:
-        frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-        if frames:
-            file, line, function = frames[0]
-            return user_function(function), file, int(line)
+        found = frames(node.meta.get("stack_trace"))
+        if found:
+            return user_function(found[0].function), found[0].file, found[0].line
     return "", "", 0
 
 
 def _files_of(gm: GraphModule) -> tuple[str, ...]:
     """The source files dynamo traced dynamo's graph `gm` from (every frame of its ops' stacks,
     functions it inlined included), sorted."""
-    files = {file for node in gm.graph.nodes for file, _, _ in _FRAME.findall(node.meta.get("stack_trace") or "")}
+    files = {frame.file for node in gm.graph.nodes for frame in frames(node.meta.get("stack_trace"))}
     return tuple(sorted(files))
 
 
 def _resumed(gm: GraphModule) -> bool:
     """Whether dynamo compiled the graph from a frame it resumes after a graph break."""
     for node in gm.graph.nodes:
-        frames = _FRAME.findall(node.meta.get("stack_trace") or "")
-        if frames:
-            return is_resumed(frames[0][2])
+        found = frames(node.meta.get("stack_trace"))
+        if found:
+            return is_resumed(found[0].function)
     return False
 
 
@@ -165,12 +164,12 @@ def _starts(k: int, item: dict, previous: dict | None) -> str:
     return f"a new frame: {function}, called from Python that dynamo ran eagerly{after}"
 
 
-def _user_frames(frames: list[tuple[str, str, str]]) -> tuple[str, ...]:
+def _user_frames(found: list[Frame]) -> tuple[str, ...]:
     """The frames dynamo traced, from a logged traceback: those below hierviz's own call of the
     compiled model, without torch.nn.Module's call machinery."""
-    last = max((k for k, (file, _, _) in enumerate(frames) if file == __file__), default=-1)
-    return tuple(f"{file}:{line} in {user_function(fn)}" for file, line, fn in frames[last + 1:]
-                 if not file.endswith(("torch/nn/modules/module.py", "torch/_dynamo/eval_frame.py")))
+    last = max((k for k, frame in enumerate(found) if frame.file == __file__), default=-1)
+    return tuple(f"{f.file}:{f.line} in {user_function(f.function)}" for f in found[last + 1:]
+                 if not f.file.endswith(("torch/nn/modules/module.py", "torch/_dynamo/eval_frame.py")))
 
 
 @contextlib.contextmanager
@@ -186,9 +185,9 @@ def _breaks_logged(events: list) -> Iterator[None]:
             for end in _REASON_END:
                 reason = reason.split(end, 1)[0]
             tail = match.group("reason")[len(reason):]
-            frames = _user_frames(_FRAME.findall(tail))
+            stack = _user_frames(frames(tail))
             events.append(("break", {"file": match.group("file"), "line": int(match.group("line")),
-                                     "reason": reason.strip(), "stack": frames}))
+                                     "reason": reason.strip(), "stack": stack}))
         return False  # held back: hv.capture says it in its record instead
 
     # dynamo logs a break it has logged before in this process only once: forget them, so a
