@@ -111,7 +111,8 @@ def latency_html(measurement: Any) -> str:
 
 
 def builds_html(builds: Any, failed: bool = False) -> str:
-    """The "built here" line: part.build()'s headline and builder, or that it is running."""
+    """The "built here" line: part.build()'s headline and builder, or that it is running; with
+    builds from `with_repros()`, the smallest failing part of each failed engine (its headline)."""
     if builds is None:
         text = ("not built (see the error above)" if failed else
                 '<span style="color:#777">building the TensorRT engines in the background ...</span>')
@@ -119,6 +120,11 @@ def builds_html(builds: Any, failed: bool = False) -> str:
         colour = "#2E7D32" if builds.ok else "#C62828"
         text = (f'<span style="color:{colour}"><b>{html.escape(builds.headline())}</b></span>'
                 f'<br><span style="color:#777">{html.escape(builds.where())}</span>')
+        for name, repro in getattr(builds, "repros", ()):
+            text += (f'<br><span style="color:#EF6C00">the smallest failing part of {html.escape(name)}</span>: '
+                     f'{html.escape(repro.headline())} <span style="color:#777">'
+                     f'(builds.repro({html.escape(repr(name))})'
+                     f'.save(folder) writes a repro to file upstream)</span>')
     return f'<div style="padding:1px 8px"><span style="color:#555">built here</span> {text}</div>'
 
 
