@@ -21,6 +21,7 @@ from hierviz.building.graph_run import RunFailure
 from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
+from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.inputs import check as check_inputs, example_from_graph
 from hierviz.partitioner import partition_graph
 
@@ -35,8 +36,7 @@ CORNER_FIX = ("not a conversion failure: the engine's optimization profile admit
 
 def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
     for name, value in (("fix", fix), ("cache", cache), ("tf32", tf32)):
-        if not isinstance(value, bool):
-            raise ConfigError(f"build({name}=...) is True or False, not {type(value).__name__} {value!r:.40}.")
+        check_bool(value, f"build({name}=...)")
     if trt_settings is not None and not isinstance(trt_settings, dict):
         raise ConfigError(f"build(trt_settings=...) is a dict of Torch-TensorRT CompilationSettings fields that act at "
                           f"conversion (e.g. {{'optimization_level': 5}}), as hv.measure takes, not "

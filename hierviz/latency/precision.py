@@ -18,6 +18,7 @@ from typing import Any, Iterator
 import torch
 
 from hierviz.errors import MeasureError
+from hierviz.foundation.arguments import check_bool
 
 
 def _state() -> tuple[str, bool]:
@@ -56,9 +57,8 @@ def record(tf32: bool, dtypes: set[str], backends: set[str]) -> dict[str, Any]:
 
 
 def check_tf32(tf32: Any) -> bool:
-    if not isinstance(tf32, bool):
-        raise MeasureError(f"tf32 must be True or False, not {tf32!r}")
-    return tf32
+    """`tf32` when it is True or False, else a MeasureError."""
+    return check_bool(tf32, "tf32", MeasureError)
 
 
 __all__ = ["fp32_precision", "precision_key", "record", "check_tf32"]

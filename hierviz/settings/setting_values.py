@@ -11,6 +11,7 @@ import re
 from typing import Any, Iterable, Mapping
 
 from hierviz.errors import ConfigError
+from hierviz.foundation.arguments import check_bool
 from hierviz.foundation.opnames import normalize_all, split_names
 from hierviz.support.sources import Support
 from hierviz.support.support_map import SupportMap
@@ -119,7 +120,7 @@ def parse_bool(name: str, value: Any) -> bool:
         return value
     if type(value).__name__ == "bool_":  # numpy.bool_ from a DataFrame row
         return bool(value)
-    raise ConfigError(f"{name} must be True or False, not {type(value).__name__} {value!r}.")
+    return check_bool(value, name)
 
 
 def parse_ops(value: Any, field: str = "torch_executed_ops") -> frozenset[str]:

@@ -26,6 +26,7 @@ from hierviz import trt
 
 from hierviz.support import stored_verdicts
 from hierviz.errors import ConfigError
+from hierviz.foundation.arguments import check_bool
 from hierviz.support.inductor_ops import fallback_refusal, lowered_names
 from hierviz.foundation.opnames import CALLABLE_OPS as _CALLABLE_OPS
 from hierviz.foundation.opnames import in_op_set, packets_in, normalize_all, qualname
@@ -465,14 +466,8 @@ def tensorrt(validate: bool = True) -> Support:
     torch_tensorrt.compile does (squeezenet's max_pool2d(ceil_mode=True) has a converter that
     refuses it). `validate=False` checks op names only, as upstream's hierarchical partitioner
     does. Without torch_tensorrt installed: the shipped snapshot, op names only."""
-    _check_switch("tensorrt", "validate", validate)
+    check_bool(validate, "hv.support.tensorrt(validate=...)")
     return TensorRTSupport(validate)
-
-
-def _check_switch(function: str, name: str, value: Any) -> None:
-    if not isinstance(value, bool):
-        raise ConfigError(f"hv.support.{function}({name}=...) is True or False, not {type(value).__name__} "
-                          f"{value!r:.40}.")
 
 
 def inductor(fallbacks: bool = True) -> Support:
@@ -481,7 +476,7 @@ def inductor(fallbacks: bool = True) -> Support:
     `torch._inductor.compile` refuses on a captured subgraph: ops with data-dependent output
     shapes or values, and non-aten ops whose output aliases an input (prims.broadcast_in_dim). `fallbacks=False` keeps
     only the ops it lowers itself."""
-    _check_switch("inductor", "fallbacks", fallbacks)
+    check_bool(fallbacks, "hv.support.inductor(fallbacks=...)")
     return InductorSupport(fallbacks)
 
 

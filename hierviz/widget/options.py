@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, parameter_names, unknown_arguments
+from hierviz.foundation.arguments import check_bool
 
 OPTIONS = ("measure", "view", "focus", "debounce", "output_dir", "max_nodes", "measure_options", "name")
 
@@ -40,8 +41,7 @@ def check_options(*, view: Any, focus: Any, debounce: Any, measure: Any, output_
         raise ConfigError(f"view must be one of {', '.join(known)}, not {view!r}.")
     if focus is not None and not isinstance(focus, str):
         raise ConfigError(f"focus must be a node name or subgraph tag (str), not {type(focus).__name__}.")
-    if not isinstance(measure, bool):
-        raise ConfigError(f"measure must be True or False, not {type(measure).__name__} {measure!r}.")
+    check_bool(measure, "measure")
     if not isinstance(output_dir, (str, Path)):
         raise ConfigError(f"output_dir must be a path (str or Path), not {type(output_dir).__name__}.")
     if max_nodes is not None and (isinstance(max_nodes, bool) or not isinstance(max_nodes, numbers.Integral)
