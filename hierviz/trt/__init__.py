@@ -57,15 +57,14 @@ from hierviz.trt.loading import (
 )
 from hierviz.trt.partitioners import (
     CompilePartition,
-    converter_registry,
     converter_targets,
     current_validator,
     patched,
     run_compile_partitioner,
     run_upstream_partitioner,
-    registry_held,
     validating,
 )
+from hierviz.trt.registry_lock import converter_registry, registry_held
 from hierviz.trt.validation import Validator
 from hierviz.trt.compilation_settings import (CONVERSION_FIELDS, check_settings, conversion_fields,
                                               conversion_settings, settings_digest, settings_key)

@@ -23,10 +23,8 @@ import torch
 from hierviz.errors import ConfigError
 from hierviz.foundation.opnames import CALLABLE_OPS, in_op_set, packets_in, qualname
 from hierviz.trt.loading import answer_cuda_queries, default_settings, require
+from hierviz.trt.registry_lock import REGISTRY_LOCK, converter_registry, registry_held
 from hierviz.trt.validation import Validator
-
-_VALIDATING = threading.RLock()  # the converter registry's settings and its patched lookup: one thread at a time
-
 
 class _Active(threading.local):
     depth = 0
@@ -34,14 +32,6 @@ class _Active(threading.local):
 
 
 _ACTIVE = _Active()  # this thread's validating() context, while it is open
-
-
-def converter_registry() -> Any:
-    """Torch-TensorRT's DYNAMO_CONVERTERS registry."""
-    require()
-    from torch_tensorrt.dynamo.conversion._ConverterRegistry import DYNAMO_CONVERTERS
-
-    return DYNAMO_CONVERTERS
 
 
 def converter_targets() -> list[Any]:
@@ -59,7 +49,7 @@ def validating() -> Iterator[Validator]:
     CUDA queries are answered. Everything is restored after; re-entrant (the inner contexts
     share the outer one's Validator: enter it once around a run), and one thread at a time."""
     registry = converter_registry()
-    with _VALIDATING:
+    with REGISTRY_LOCK:
         if _ACTIVE.validator is not None:  # set and cleared with depth
             _ACTIVE.depth += 1
             try:
@@ -80,21 +70,6 @@ def validating() -> Iterator[Validator]:
                 _ACTIVE.depth, _ACTIVE.validator = 0, None
                 del registry.validate_invariants
                 registry.compilation_settings, registry.disallowed_targets = saved
-
-
-@contextlib.contextmanager
-def registry_held() -> Iterator[Any]:
-    """The converter registry, for one thread at a time (the lock `validating()` and
-    torch_tensorrt.compile's partitioning hold; re-entrant): a conversion inside sets the
-    registry's compilation settings as upstream's interpreter does, and they are put back after,
-    so a validation and a conversion never see each other's settings or patched lookup."""
-    registry = converter_registry()
-    with _VALIDATING:
-        saved = registry.compilation_settings, registry.disallowed_targets
-        try:
-            yield registry
-        finally:
-            registry.compilation_settings, registry.disallowed_targets = saved
 
 
 def current_validator() -> Validator | None:
@@ -247,7 +222,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
         seen["partitions"] = [[n.name for n in part.nodes] for part in result]
         return result
 
-    _VALIDATING.acquire()  # the registry's state is set for this run: one thread at a time
+    REGISTRY_LOCK.acquire()  # the registry's state is set for this run: one thread at a time
     saved = registry.compilation_settings, registry.disallowed_targets
     recorders = {(fast_cls, "remove_small_acc_subgraphs"): recording_small,
                  (global_cls, "propose_partitions"): recording_propose,
@@ -286,7 +261,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
     finally:
         registry.__dict__.pop("validate_invariants", None)
         registry.compilation_settings, registry.disallowed_targets = saved
-        _VALIDATING.release()
+        REGISTRY_LOCK.release()
     if "after" in seen:
         acc = [names for is_acc, names in seen["after"] if is_acc]
         rest = [names for is_acc, names in seen["after"] if not is_acc]
@@ -305,5 +280,5 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                             num_supported, total, fell_back=fell_back)
 
 
-__all__ = ["converter_registry", "converter_targets", "validating", "registry_held", "current_validator", "Validator",
+__all__ = ["converter_targets", "validating", "current_validator", "Validator",
            "patched", "run_upstream_partitioner", "CompilePartition", "run_compile_partitioner"]

@@ -11,7 +11,7 @@ from typing import Any
 import torch
 
 from hierviz.trt.loading import require
-from hierviz.trt.partitioners import registry_held
+from hierviz.trt.registry_lock import registry_held
 from hierviz.trt.compilation_settings import conversion_settings
 
 def submodule_inputs(gm: torch.fx.GraphModule) -> list[Any]:
