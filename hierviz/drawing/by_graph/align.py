@@ -23,7 +23,7 @@ MARGIN = 8.0
 
 _ATTR = re.compile(r'(?<![\w\\-])(pos|lp|bb|xlp|head_lp|tail_lp)="([^"]*)"')
 _NUM = r'(?<![\w\\-]){}=(?:"([^"]*)"|([-\d.e]+))'
-_FRAME = re.compile(r"^g(\d+)_")
+_GRAPH_NODE = re.compile(r"^g(\d+)_")  # a node of graph k: named g<k>_...
 
 
 @dataclass
@@ -213,7 +213,7 @@ def aligned(laid_out: str) -> str:
 
 def _owner(node: str, boxes: dict[str, tuple[float, float, float, float]]) -> tuple[float, float, float, float] | None:
     """The box of the item a node belongs to: its frame (nodes of graph k are named g<k>_...), or its own."""
-    m = _FRAME.match(node)
+    m = _GRAPH_NODE.match(node)
     if m and f"cluster_g{m.group(1)}" in boxes:
         return boxes[f"cluster_g{m.group(1)}"]
     return boxes.get(node)
