@@ -642,11 +642,134 @@ YOUR_MODEL = [
     """),
 ]
 
+# ---------------------------------------------------------------------------- 05
+BUILD = [
+    md("""
+    # 05 · Build the TensorRT engines here, and file what fails
+
+    A partition says which subgraphs *should* become TensorRT engines. `part.build()` finds out
+    whether they *do*: it converts every TensorRT subgraph with the installed Torch-TensorRT's
+    converters and builds its engine with the installed TensorRT, as `torch_tensorrt.compile`
+    would. With TensorRT-RTX no GPU is needed: engines are built ahead of time on the CPU.
+
+    This notebook builds ResNet-18 (with a fixed and with a dynamic batch), then GPT-2, whose
+    attention makes TensorRT-RTX's builder fail: it shows the fix hierviz finds, builds it, and
+    saves the smallest part of the graph that still fails as a standalone repro to report
+    upstream. Builds are kept in a cache on disk, so running a cell again is quick.
+    """),
+    code(SETUP + """
+
+import os
+import tempfile
+from pathlib import Path"""),
+    md("""
+    ## Build every engine of a partition
+
+    `part.build()` returns an `hv.Builds`: a headline, and `.df` with one row per TensorRT
+    subgraph: whether it built (`stage`), its TensorRT layers, the engine's size and how long
+    converting and building took.
+    """),
+    code("""
+    model, inputs = hv.zoo.load("resnet18")
+    part = hv.partition(model, inputs)
+    builds = part.build()
+    print(builds)
+    builds.df[["subgraph", "ops", "stage", "layers", "engine_bytes", "convert_s", "build_s"]]
+    """),
+    md("""
+    ## A dynamic batch: the engine's optimization profile
+
+    With `dynamic_shapes`, the engine is built for a range of sizes. TensorRT calls that range an
+    *optimization profile* (min → opt → max for each input); the `profile` column shows it. The
+    example input has a batch of 2, because a dimension of size 1 is taken as fixed by
+    `torch.export`.
+    """),
+    code("""
+    batch = torch.export.Dim("batch", min=1, max=8)
+    dynamic = hv.partition(model, (torch.randn(2, 3, 224, 224),), dynamic_shapes=({0: batch},))
+    dynamic_builds = dynamic.build()
+    dynamic_builds.df[["subgraph", "profile", "stage", "engine_bytes"]]
+    """),
+    md("""
+    ## An engine that fails: GPT-2
+
+    With `min_block_size=3`, GPT-2's attention lands in a TensorRT engine that TensorRT-RTX's
+    builder refuses. `builds.lines()` says where it failed, what `torch_tensorrt.compile` would do
+    then, and the fix hierviz found: the ops to run in PyTorch (`torch_executed_ops`) so that
+    every engine builds, shown to build before it is offered.
+    """),
+    code("""
+    model, inputs = hv.zoo.load("gpt2")
+    gpt2 = hv.partition(model, inputs, min_block_size=3)
+    gpt2_builds = gpt2.build()
+    print("\\n".join(gpt2_builds.lines()))
+    """),
+    md("""
+    The picture marks each engine: a failed one gets a thick red border and says why.
+    """),
+    code("""
+    gpt2.render("collapsed", builds=gpt2_builds)
+    """),
+    md("""
+    ## Apply the fix and build it
+
+    `builds.fixed()` is the partition with the fix applied. Its engines were already built while
+    the fix was searched, so building it again reads them from the cache.
+    """),
+    code("""
+    fixed = gpt2_builds.fixed()
+    print(fixed)
+    fixed_builds = fixed.build()
+    print(fixed_builds)
+    fixed_builds.df[["subgraph", "ops", "stage", "engine_bytes"]]
+    """),
+    md("""
+    ## The smallest failing part, as a repro to report upstream
+
+    The fix gets your model running; the TensorRT team needs the failure itself, as small as
+    possible. `builds.repro()` cuts the failed engine down to the smallest part that still fails
+    the same way (same stage, same error). `repro.save(folder)` writes it as files that need only
+    torch and torch_tensorrt: `repro.pt2` (the part, exported), `repro.py` (compiles it with
+    `torch_tensorrt.dynamo.compile`; exits 1 when the failure reproduces) and `README.md` (an
+    issue text: the error, the versions, the nodes and the lines of your model that made them).
+    `save` then runs `repro.py` in a fresh Python (about 20 s) and says whether it reproduced.
+    `weights="random"` saves random weights of the same shapes instead of your model's.
+    """),
+    code("""
+    repro = gpt2_builds.repro()
+    print(repro)
+    print(repro.nodes)
+    """),
+    code("""
+    folder = Path(tempfile.mkdtemp(prefix="hierviz-repro-"))  # a folder of your own to keep it
+    saved = repro.save(folder)
+    print(saved)
+    for name in sorted(os.listdir(folder)):
+        print(f"{name:12} {(folder / name).stat().st_size:>10,} bytes")
+    """),
+    code("""
+    print(saved.issue_text()[:1200])
+    """),
+    md("""
+    ## The repro in the picture
+
+    `builds.with_repros()` adds the smallest failing part of every failed engine to the builds;
+    the picture then says how many nodes it has, and the full view (`view="full"`) draws those
+    nodes with an orange border. From the command line, `hierviz check gpt2 --min-block-size 3
+    --build --repro DIR` writes one repro per failed engine.
+    """),
+    code("""
+    with_repros = gpt2_builds.with_repros()
+    gpt2.render("collapsed", builds=with_repros)
+    """),
+]
+
 NOTEBOOK_CELLS = {
     "01_explore.ipynb": EXPLORE,
     "02_compare.ipynb": COMPARE,
     "03_export.ipynb": EXPORT,
     "04_your_model.ipynb": YOUR_MODEL,
+    "05_build.ipynb": BUILD,
 }
 
 

@@ -25,7 +25,7 @@ NoSuchKernel = pytest.importorskip("jupyter_client.kernelspec").NoSuchKernel  # 
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTEBOOK_DIR = ROOT / "notebooks"
-NOTEBOOKS = ("01_explore.ipynb", "02_compare.ipynb", "03_export.ipynb", "04_your_model.ipynb")
+NOTEBOOKS = ("01_explore.ipynb", "02_compare.ipynb", "03_export.ipynb", "04_your_model.ipynb", "05_build.ipynb")
 CELL_TIMEOUT_S = 300
 WIDGET_MIME = "application/vnd.jupyter.widget-view+json"
 PREFIX_MARK = "hierviz-kernel-prefix="
@@ -145,6 +145,13 @@ def assert_ran_cleanly(name: str, result: dict[str, Any]) -> Any:
     return nb
 
 
+def _builds_here() -> bool:
+    """Whether TensorRT engines build on this machine (TensorRT-RTX builds them on the CPU)."""
+    from hierviz import trt
+
+    return trt.available() and trt.builds_without_gpu()
+
+
 def partition_htmls(nb: Any) -> list[str]:
     return [h for h in rich(nb, "text/html") if "hv.Partition" in h and "<svg" in h]
 
@@ -224,3 +231,30 @@ def test_04_your_model(executed: dict[str, dict[str, Any]]) -> None:
     assert "(9, 64) True" in text, "the split module does not run with another batch size"
     summary = next(h for h in dataframes(nb) if "input_shapes" in h)
     assert "[s" in summary, "the dynamic batch dimension does not appear in the shapes"
+
+
+@pytest.mark.slow
+@pytest.mark.notebook
+@pytest.mark.skipif(not _builds_here(), reason="needs TensorRT-RTX, which builds engines on the CPU")
+def test_05_build(executed: dict[str, dict[str, Any]]) -> None:
+    nb = assert_ran_cleanly("05_build.ipynb", executed["05_build.ipynb"])
+    text = stdout(nb)
+    assert "<hv.Builds: 1/1 engines built, " in text, "resnet18's engine is not built"
+    frames = dataframes(nb)
+    profiles = [f for f in frames if "profile" in f]
+    assert profiles and "x: (1,3,224,224) → (2,3,224,224) → (8,3,224,224)" in profiles[0], \
+        "the dynamic batch's optimization profile is not shown"
+    assert "_run_on_acc_tensorrt_0: failed at build: " in text, "gpt2's failed engine is not said"
+    assert "fix: torch_executed_ops=['aten.split.Tensor']" in text, "gpt2's fix is not said"
+    assert "<hv.Builds: 3/3 engines built, " in text, "the fixed partition's engines are not built"
+    assert "<hv.Repro: " in text and "verified" in text, "the repro is not found, saved and run"
+    out_dirs = list(executed["05_build.ipynb"]["workdir"].glob("hierviz-repro-*"))
+    assert len(out_dirs) == 1, "the notebook does not write the repro into one fresh temporary folder"
+    assert sorted(p.name for p in out_dirs[0].iterdir()) == ["README.md", "repro.log", "repro.pt2", "repro.py"]
+    for name in ("README.md", "repro.py", "repro.pt2"):
+        assert f"{name:12} {(out_dirs[0] / name).stat().st_size:>10,} bytes" in text, f"{name}'s size is not shown"
+    assert "### Versions" in text, "the issue text is not shown"
+    svgs = rich(nb, "image/svg+xml")
+    assert len(svgs) >= 2, "gpt2's pictures are not displayed"
+    assert any("engine fails at build" in svg for svg in svgs), "the picture does not mark the failed engine"
+    assert any("the smallest failing part: " in svg for svg in svgs), "the picture does not name the repro"
