@@ -359,7 +359,9 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                                error=error_line(exc), details=_details(exc), warnings=_said(heard))
         build_s = time.perf_counter() - start
         if serialized is None:
-            errors = [e for e in log.errors or printed if e.strip()]
+            # named as upstream's build (build_serialized_network) names itself: the stream is hierviz's doing
+            errors = [e.replace("buildSerializedNetworkToStream", "buildSerializedNetwork")
+                      for e in log.errors or printed if e.strip()]
             memory = next((e for e in errors if _OUT_OF_MEMORY.search(e)), None)
             if memory is not None:
                 raise _out_of_memory(doing, gm, error_line(memory))
@@ -465,11 +467,14 @@ def _said(heard: list[warnings.WarningMessage]) -> tuple[str, ...]:
 
 
 def _tensorrt_error(errors: list[str]) -> str:
-    """The most telling of TensorRT's logged errors, on one line: the last that names a check."""
+    """The most telling of TensorRT's logged errors, on one line: the last that names a failed
+    check (an exception, a CHECK), else the last with an error code (a streamed build that fails
+    logs a CUDA error after the check on a machine without a GPU)."""
     lines = [" ".join(e.split()) for e in errors if e.strip()]
-    for line in reversed(lines):
-        if "Exception" in line or "CHECK" in line or "Error Code" in line:
-            return line
+    for words in (("Exception", "CHECK"), ("Error Code",)):
+        for line in reversed(lines):
+            if any(w in line for w in words):
+                return line
     return lines[-1] if lines else ""
 
 
