@@ -93,9 +93,18 @@ class Builds:
     def failed(self) -> list[BuildRow]:
         return [r for r in self.rows if not r.built]
 
+    def __getstate__(self) -> dict:
+        """Pickled (sent from the explorer's worker, a Ray task) without the partitions, whose
+        graphs do not pickle, nor the builder: what crossed keeps its rows, fix and notes;
+        fixed() and repro() then say how to go on from the partition in this process."""
+        return {**self.__dict__, "fixed_partition": None, "partition": None, "subgraph_builder": None}
+
     def fixed(self) -> Any:
         """The partition with the fix applied (the settings it was built with, plus the fix's
         `torch_executed_ops`), whose every engine was built while looking for the fix."""
+        if self.fixed_partition is None and self.fix is not None:
+            raise ConfigError(f"Builds.fixed(): these builds came from another process without their partition; "
+                              f"apply the fix to yours: hv.partition(part, torch_executed_ops={sorted(self.fix)}).")
         if self.fixed_partition is None:
             why = ("every engine built: there is nothing to fix" if self.ok and not self.fix_text
                    else self.fix_text or "no fix was searched: call build(fix=True)")
@@ -116,6 +125,9 @@ class Builds:
         nothing)."""
         from hierviz.building.repro import repro_of
 
+        if self.partition is None:
+            raise ConfigError("Builds.repro(): these builds came from another process without their partition; "
+                              "build it here (part.build()) and call repro() on that.")
         return repro_of(self, self.partition, subgraph, self.subgraph_builder)
 
     def with_repros(self) -> "Builds":

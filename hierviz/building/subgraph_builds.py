@@ -119,13 +119,15 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings, label=label)
+        made = trt.convert_and_build(gm, self._settings, label=label,
+                                     engine_folder=self.store.folder if self.store is not None else None)
         self.made += 1
         self._heard(made)
         if self.store is not None:
             self.store.save(key, made, label=label)
-        if made.engine is not None:  # kept on disk (or not at all): a build of big engines holds none of them
-            made = dataclasses.replace(made, engine=None, engine_size=made.engine_bytes)
+        if made.engine is not None or made.engine_file is not None:  # kept on disk, or not at all: a build of
+            made = dataclasses.replace(made, engine=None, engine_file=None,  # big engines holds none of them
+                                       engine_size=made.engine_bytes)
         self._seen[key] = (made, False)
         return self._seen[key]
 

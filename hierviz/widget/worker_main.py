@@ -15,7 +15,7 @@ Jobs (kind: payload -> answer):
   with that Config; progress reports (stage, done, total) are sent as it goes
 - "tune": hv.tune's keyword arguments -> its TuneResult (without its graph and Optuna study)
 - "build": (Config, dynamo graph name) -> the hv.Builds of the partition with that Config
-  (without its `fixed_partition`, which does not pickle)
+  (pickled without its partitions, which do not pickle: Builds.__getstate__)
 - "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
 - "blockers": a Config -> the partition's `blockers()` table
 A "cancel" message (its payload the job id) drops a job that has not started and stops a
@@ -219,10 +219,7 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
         from hierviz.building.build_partition import build_one
 
         config, dynamo_graph = payload
-        builds = build_one(cached_partition(graph, config), dynamo_graph, inputs)
-        # the fixed partition holds its captured graph, which does not pickle (torch.fx nodes
-        # referring to pybind functions): the answer crosses without it (its fix does)
-        return dataclasses.replace(builds, fixed_partition=None)
+        return build_one(cached_partition(graph, config), dynamo_graph, inputs)  # pickles without its partitions
     if kind == "tune":
         from hierviz.compare.tuning import tune
 

@@ -200,3 +200,18 @@ def test_a_custom_op_fix_names_it_as_torch_executed_ops_takes_it(fails_on):
     builds = part.build()
     assert builds.fix == frozenset({"torch.ops.hvtest_fix.twice.default"})
     assert builds.fixed().build().ok
+
+
+def test_builds_sent_to_another_process_keep_their_rows_and_fix_and_say_how_to_apply_it(fails_on):
+    import pickle
+
+    fails_on("split")
+    model, x = made(FusedQKV, 1, 16, 64)
+    builds = hv.partition(model, x, min_block_size=2).build()
+    crossed = pickle.loads(pickle.dumps(builds))
+    assert crossed.rows == builds.rows and crossed.fix == builds.fix and crossed.lines() == builds.lines()
+    with pytest.raises(hv.ConfigError, match=r"apply the fix to yours: hv.partition\(part, torch_executed_ops="):
+        crossed.fixed()
+    with pytest.raises(hv.ConfigError, match="build it here"):
+        crossed.repro()
+    assert builds.fixed() is not None  # the one in this process still has its partition

@@ -64,6 +64,10 @@ def _builder_that(monkeypatch, build) -> None:
         def build_serialized_network(self, net, config):
             return build(net, config)
 
+        def build_serialized_network_to_stream(self, net, config, writer):
+            engine = build(net, config)
+            return engine is not None and writer.write(bytes(engine)) == len(engine)
+
         def __getattr__(self, name):
             return getattr(self.real, name)
 

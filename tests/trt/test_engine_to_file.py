@@ -70,8 +70,6 @@ def test_part_build_keeps_the_engine_hv_measure_reads_back(tmp_path, monkeypatch
     assert list(system_tmp.iterdir()) == []
 
 
-@pytest.mark.xfail(strict=True, reason="SubgraphBuilder.build keeps the build's engine_file until it drops it "
-                   "(dataclasses.replace(made, engine_file=None) once stored)")
 def test_a_build_the_cache_does_not_keep_leaves_no_file(tmp_path, monkeypatch, system_tmp) -> None:
     monkeypatch.setenv("HIERVIZ_CACHE", "0")
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
