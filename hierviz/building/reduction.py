@@ -20,6 +20,7 @@ from typing import Any, Callable, Iterable, Sequence
 import torch
 
 CALLS = ("call_function", "call_method", "call_module")
+FAILING = ("run", "convert", "build")  # a part failing at one of these may be the failure searched for
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _NUMBER = re.compile(r"\d+")
@@ -179,14 +180,15 @@ def _delta(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str
 def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
                      ) -> Reduction:
     """The smallest part of `gm` that fails as `gm` does, building parts with `build(part) ->
-    (EngineBuild, from the cache)` (a SubgraphBuilder's build, so trials are cached on disk)."""
+    (EngineBuild, from the cache)` (a SubgraphBuilder's build, so trials are cached on disk; or
+    anything with `.stage`, `.exception` and `.error`, as a lowering run in PyTorch gives)."""
     start = time.perf_counter()
     made, cached = build(gm)
     names = [n.name for n in gm.graph.nodes]
     trials = _Trials(gm, build, signature(made.stage, made.exception, made.error, names))
     trials.builds, trials.cached = 1, int(cached)
     everything = call_nodes(gm)
-    trials.known[frozenset(everything)] = made.stage in ("convert", "build")
+    trials.known[frozenset(everything)] = made.stage in FAILING
     block = _bisect(everything, trials.fails)
     nodes = _delta(block, trials.fails)
     graph = part_of(gm, nodes)
@@ -195,4 +197,4 @@ def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphMo
     return Reduction(tuple(nodes), graph, trials.builds, trials.cached, time.perf_counter() - start)
 
 
-__all__ = ["CALLS", "Reduction", "call_nodes", "part_of", "signature", "smallest_failing"]
+__all__ = ["CALLS", "FAILING", "Reduction", "call_nodes", "part_of", "signature", "smallest_failing"]

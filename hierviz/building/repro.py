@@ -10,21 +10,32 @@ search builds nothing. `save(folder)` writes repro.pt2, repro.py and README.md
 from __future__ import annotations
 
 import dataclasses
+import inspect
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import torch
+import torch.utils._pytree as pytree
 
 from hierviz import trt
 from hierviz.building import repro_files
 from hierviz.building.build_row import BuildRow
-from hierviz.building.reduction import call_nodes, signature, smallest_failing
+from hierviz.building.graph_run import OP_ERRORS, first_failure
+from hierviz.building.reduction import call_nodes, part_of, signature, smallest_failing
 from hierviz.building.subgraph_builds import SubgraphBuilder
-from hierviz.errors import ConfigError
+from hierviz.capturing.aten_capture import source_of
+from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.model_copy import private_copy
+from hierviz.errors import ConfigError, MeasureError
+from hierviz.foundation.error_text import first_line
 
 FAILED = ("convert", "build")
+# what torch.export and Torch-TensorRT's lowering raise on a part they cannot take: what running an op raises,
+# a missing attribute or key
+_EXPORT_ERRORS: tuple[type[Exception], ...] = (*OP_ERRORS, LookupError, AttributeError)
+REDUCED = ("run", "convert", "build")  # the stages a repro is made for ("run": Torch-TensorRT's lowering broke it)
 _CHECK = re.compile(r"CHECK\((?:[^()]|\([^()]*\))*\)")
 
 
@@ -69,8 +80,13 @@ class Repro:
 
     def headline(self) -> str:
         """'12 of 118 nodes of _run_on_acc_tensorrt_0 fail at build (Myelin CHECK(...)), found in 12 builds'."""
-        text = (f"{len(self.nodes)} of {self.of} nodes of {self.subgraph} fail at {self.stage} "
-                f"({short_error(self.error)}), found in {self.builds} builds")
+        if self.stage == "run":
+            text = (f"{len(self.nodes)} of {self.of} nodes of the model's exported graph fail in PyTorch once "
+                    f"Torch-TensorRT lowered them, as {self.subgraph} does ({short_error(self.error)}), found in "
+                    f"{self.builds} lowerings")
+        else:
+            text = (f"{len(self.nodes)} of {self.of} nodes of {self.subgraph} fail at {self.stage} "
+                    f"({short_error(self.error)}), found in {self.builds} builds")
         if self.cached:
             text += f" ({self.cached} from the build cache)"
         if self.verified is True:
@@ -85,6 +101,8 @@ class Repro:
     def issue_text(self) -> str:
         """A Markdown issue body: the error, the versions and builder, the nodes with the user's
         source lines, and how to run the repro."""
+        if self.stage == "run":
+            return self._lowering_issue_text()
         v = repro_files.versions()
         kwargs = ", ".join(f"{k}={value!r}" for k, value in self.settings.items())
         lines = [f"## {self.stage.capitalize()} failure: {short_error(self.error)}", "",
@@ -104,6 +122,27 @@ class Repro:
                  "```python", str(self.graph.code).strip(), "```", ""]
         return "\n".join(lines)
 
+    def _lowering_issue_text(self) -> str:
+        """issue_text() of a lowering that makes a graph PyTorch cannot run."""
+        v = repro_files.versions()
+        return "\n".join([
+            f"## Lowering makes a graph PyTorch cannot run: {short_error(self.error)}", "",
+            f"Torch-TensorRT's lowering (`pre_export_lowering`, its decompositions, `post_lowering`, as "
+            f"`torch_tensorrt.dynamo.compile` runs them) turns this exported graph of {len(self.nodes)} nodes (the "
+            f"smallest failing part of the model's {self.of}, found by hierviz) into one that raises "
+            f"`{self.exception}` when PyTorch runs it:", "", "```", self.error, "```", "",
+            "### Versions", "", f"- torch {v['torch']}", f"- torch_tensorrt ({v['torch_tensorrt']})",
+            f"- TensorRT {v['TensorRT']}", "",
+            "### The nodes and the lines that made them", "", *repro_files.node_lines(self.graph), "",
+            "### What the lowering makes of them", "", "```python",
+            str(lowered(repro_files.exported(self.graph, "real")).code).strip(), "```", "",
+            "### To run it", "",
+            "`repro.pt2` is the part as an ExportedProgram, before any lowering; `repro.py` (torch and torch_tensorrt "
+            "only) lowers it with `torch_tensorrt.dynamo.lowering` and runs the lowered graph on inputs of its "
+            "shapes. `python repro.py` exits 1 when it fails the same way, 0 when the lowered graph runs, 2 when it "
+            "fails another way.", "",
+            "```python", str(self.graph.code).strip(), "```", ""])
+
     def save(self, folder: str | Path, weights: str = "real") -> "Repro":
         """Write repro.pt2 (the part exported, with its weights, or random ones of the same shapes
         and dtypes with `weights="random"`), repro.py and README.md into `folder`, run repro.py in
@@ -114,7 +153,8 @@ class Repro:
             raise ConfigError(f"Repro.save({str(folder)!r}): that is a file; give a folder (it is made if missing).")
         out.mkdir(parents=True, exist_ok=True)
         torch.export.save(repro_files.exported(self.graph, weights), str(out / "repro.pt2"))
-        (out / "repro.py").write_text(repro_files.script(self.headline(), self.signature, self.graph, self.settings))
+        (out / "repro.py").write_text(repro_files.script(self.headline(), self.signature, self.graph, self.settings,
+                                                         lowering=self.stage == "run"))
         (out / "README.md").write_text(self.issue_text())
         code, _ = repro_files.run_script(out)
         return dataclasses.replace(self, verified=code == 1)
@@ -123,18 +163,18 @@ class Repro:
 def _failed_row(builds: Any, subgraph: str | None) -> BuildRow:
     """The row of the failed subgraph to reduce: `subgraph` ('_run_on_acc_tensorrt_0', or
     'g1/_run_on_acc_tensorrt_0' across graphs), else the first that failed to convert or build."""
-    failed = [r for r in builds.rows if r.stage in FAILED]
+    failed = [r for r in builds.rows if r.stage in REDUCED]
     named = [r.name for r in failed]
     if subgraph is None:
         if not failed:
-            raise ConfigError("Builds.repro(): no engine failed to convert or build, so there is nothing to "
-                              f"reproduce ({builds.headline()}).")
+            raise ConfigError("Builds.repro(): no engine failed to convert or build, and no lowered graph failed in "
+                              f"PyTorch, so there is nothing to reproduce ({builds.headline()}).")
         return failed[0]
     for name, row in zip(named, failed):
         if subgraph in (name, row.subgraph):
             return row
-    raise ConfigError(f"Builds.repro({subgraph!r}): that subgraph did not fail to convert or build; the ones that "
-                      f"did: {', '.join(named) or 'none'}.")
+    raise ConfigError(f"Builds.repro({subgraph!r}): that subgraph did not fail to convert or build, nor in PyTorch; "
+                      f"the ones that did: {', '.join(named) or 'none'}.")
 
 
 def _compile_settings(part: Any, builder: SubgraphBuilder) -> dict:
@@ -156,6 +196,8 @@ def repro_of(builds: Any, part: Any, subgraph: str | None = None, builder: Subgr
     the trials (default: one with default settings; give the one `builds` was made with when
     it had trt_settings or tf32)."""
     row = _failed_row(builds, subgraph)
+    if row.stage == "run":
+        return _lowering_repro(builds, part, row)
     graph_part = part.graphs[int(row.graph[1:])] if builds.by_graph else part
     gm = getattr(graph_part.module, row.subgraph)
     builder = builder if builder is not None else SubgraphBuilder()
@@ -170,4 +212,110 @@ def repro_of(builds: Any, part: Any, subgraph: str | None = None, builder: Subgr
                  trt.builder_name() or "", _compile_settings(graph_part, builder))
 
 
-__all__ = ["Repro", "repro_of", "short_error"]
+@dataclass(frozen=True)
+class _Ran:
+    """What lowering a part and running it in PyTorch gave: stage 'run' (it raised `exception`
+    with `error`, 'Type: first line'), 'lower' (the export or the lowering itself raised) or 'ran'."""
+
+    stage: str
+    exception: str | None = None
+    error: str | None = None
+
+
+def lowered(ep: torch.export.ExportedProgram) -> torch.fx.GraphModule:
+    """Torch-TensorRT's lowering of `ep` (changed: pass a copy), as torch_tensorrt.dynamo.compile
+    runs it with default settings: pre_export_lowering, its decompositions, post_lowering."""
+    lowering, settings = trt.lowering(), trt.default_settings()
+    with trt.answer_cuda_queries(), trt.lowering_device():
+        ep = lowering.pre_export_lowering(ep, settings)
+        ep = ep.run_decompositions(lowering.get_decompositions(settings.enable_experimental_decompositions))
+        return lowering.post_lowering(ep.module(), settings)
+
+
+def lowered_run(part: torch.fx.GraphModule) -> tuple[_Ran, bool]:
+    """(what it gave, False: never from a cache) for `part` exported as repro.pt2 holds it,
+    lowered by Torch-TensorRT and run in PyTorch on inputs of its placeholders' shapes, as
+    repro.py does."""
+    try:
+        gm = lowered(repro_files.exported(part, "real"))
+    except _EXPORT_ERRORS as exc:  # what torch.export and the lowering raise on a part
+        # that does not export or lower: not the failure searched for
+        return _Ran("lower", type(exc).__name__, first_line(exc)), False
+    failure = first_failure(gm, repro_files.made_inputs(repro_files.example_inputs(part)))
+    if failure is None:
+        return _Ran("ran"), False
+    return _Ran("run", failure.exception, failure.error), False
+
+
+def _dynamic_shapes(model: Any, graph: torch.fx.GraphModule, args: Any, kwargs: Any) -> Any:
+    """torch.export's dynamic_shapes for the capture's dynamic dimensions (those its placeholders
+    hold as SymInts), by the forward's argument names; None when every size is static."""
+    flat = []
+    for n in graph.graph.nodes:
+        if n.op == "placeholder":
+            val = n.meta.get("val")
+            dims = {i: torch.export.Dim.DYNAMIC for i, d in enumerate(getattr(val, "shape", ()))
+                    if isinstance(d, torch.SymInt)}
+            flat.append(dims or None)
+    if not any(flat):
+        return None
+    shape_args, shape_kwargs = pytree.tree_unflatten(flat, graph._in_spec)
+    bound = inspect.signature(model.forward).bind(*shape_args, **shape_kwargs)
+    return dict(bound.arguments)
+
+
+def exported_model(part: Any) -> torch.fx.GraphModule:
+    """The graph torch.export gives for the model `part` was captured from, functional (aten ops
+    without in-place writes) and before any Torch-TensorRT lowering, on inputs shaped like the
+    capture's (random floats, zero integers): where a lowering's failure is searched for."""
+    graph = part.graph
+    model = source_of(graph)
+    if model is None or getattr(graph, "_in_spec", None) is None:
+        raise ConfigError("Builds.repro(): the lowered graph fails in PyTorch, and its repro is made from the model "
+                          "exported before Torch-TensorRT's lowering, but the model this partition was captured from "
+                          "is not reachable (a saved or loaded partition, a graph given as a GraphModule, or the "
+                          "model was deleted): call hv.partition(model, example_inputs, ...).build().repro() in this "
+                          "process.")
+    if isinstance(model, torch.export.ExportedProgram):
+        ep = model
+    else:
+        try:
+            args, kwargs = pytree.tree_unflatten(list(example_from_graph(graph)), graph._in_spec)
+        except MeasureError as exc:
+            raise ConfigError(f"Builds.repro(): the model is exported again to find the lowering's failure, and {exc}"
+                              ) from exc
+        ep = torch.export.export(private_copy(model), tuple(args), kwargs=kwargs, strict=False,
+                                 dynamic_shapes=_dynamic_shapes(model, graph, args, kwargs))
+    gm = ep.run_decompositions({}).module()  # functional: an in-place write is a value a part can return
+    for n in [n for n in gm.graph.nodes if n.op == "call_module" and not n.users]:  # export's guard check
+        gm.graph.erase_node(n)
+    gm.recompile()
+    whole = part_of(gm, call_nodes(gm))  # its weights and outputs as every part's are
+    assert whole is not None  # a graph's call nodes make a part of it
+    return whole
+
+
+def _lowering_repro(builds: Any, part: Any, row: BuildRow) -> Repro:
+    """The repro of a lowering that makes subgraph `row` fail in PyTorch: the smallest part of the
+    model's exported graph whose lowered form fails in PyTorch the same way."""
+    if builds.by_graph:
+        raise ConfigError(f"Builds.repro({row.name!r}): a lowered graph that fails in PyTorch is reproduced from the "
+                          "model exported with torch.export; this one came from torch.compile's path "
+                          "(ir='torch_compile'): partition the model with ir='dynamo' and call build().repro() on it.")
+    if row.error and row.error.startswith("at the profile's"):
+        raise ConfigError(f"Builds.repro({row.name!r}): {row.subgraph} fails in PyTorch only {row.error.split(':')[0]} "
+                          "of its optimization profile, not because the lowering broke it; narrow the dynamic "
+                          "dimension's range (or change the model's line) instead.")
+    gm = exported_model(part)
+    whole, _ = lowered_run(gm)
+    if whole.stage != "run":
+        raise ConfigError(f"Builds.repro({row.name!r}): the model's exported graph, lowered by Torch-TensorRT, runs "
+                          f"in PyTorch here ({whole.stage}{': ' + whole.error if whole.error else ''}), although "
+                          f"{row.subgraph} failed ({row.error}); there is no failure to reduce.")
+    found = smallest_failing(gm, lowered_run)
+    made, _ = lowered_run(found.graph)
+    return Repro(row.subgraph, found.nodes, found.graph, "run", made.exception or "", made.error or "",
+                 len(call_nodes(gm)), found.builds, 0, round(found.seconds, 3), trt.builder_name() or "", {})
+
+
+__all__ = ["Repro", "exported_model", "lowered", "lowered_run", "repro_of", "short_error"]

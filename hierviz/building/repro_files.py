@@ -62,7 +62,9 @@ class _Part(torch.nn.Module):
 
     def forward(self, *args: Any) -> Any:
         out = self.part(*args)
-        taken = self.part.meta.get("taken") or []
+        if "taken" not in self.part.meta:  # not made by part_of: its outputs as its graph returns them
+            return out
+        taken = self.part.meta["taken"]
         if len(taken) == 1:
             out = (out,)
         picked = tuple(v if pick is None else tuple(v[i] for i in pick) for v, pick in zip(out, taken))
@@ -121,9 +123,7 @@ def versions() -> dict[str, str]:
 
 SCRIPT = '''"""Reproduces a Torch-TensorRT failure: {headline}.
 
-Run: python repro.py   (next to repro.pt2). Exit status 1: the failure reproduces; 0: it builds
-(on a machine without a GPU: the engine was built, and only loading it needed a GPU); 2: it
-failed another way. Needs only torch and torch_tensorrt.
+Run: python repro.py   (next to repro.pt2). {exits} Needs only torch and torch_tensorrt.
 """
 
 import importlib.metadata
@@ -180,7 +180,21 @@ def version(*names):
     return "not installed"
 
 
-def main():
+{main}
+if __name__ == "__main__":
+    try:
+        code = main()
+    except Exception:
+        traceback.print_exc()
+        print("repro.py failed before Torch-TensorRT compiled the program.")
+        code = 2
+    sys.exit(code)
+'''
+
+
+COMPILE_EXITS = ("Exit status 1: the failure reproduces; 0: it builds (on a machine without a\n"
+                 "GPU: the engine was built, and only loading it needed a GPU); 2: it failed another way.")
+COMPILE_MAIN = '''def main():
     answer_cuda_queries()
     import torch_tensorrt
 
@@ -212,30 +226,65 @@ def main():
         words = re.findall(r"[A-Za-z_]\\w+", WANTED[2].rstrip("\u2026"))[:-1] if WANTED[2].endswith("\u2026") \\
             else re.findall(r"[A-Za-z_]\\w+", WANTED[2])
         traceback.print_exc()
-        print(f"Failed at {{stage}} with {{type(exc).__name__}}: {{line}}")
+        print(f"Failed at {stage} with {type(exc).__name__}: {line}")
         if (stage, type(exc).__name__) == WANTED[:2] and all(w in seen for w in words):
             print("Reproduced: the same failure.")
             return 1
-        print(f"Failed another way: expected {{WANTED}}")
+        print(f"Failed another way: expected {WANTED}")
         return 2
     print("It builds.")
     return 0
+'''
 
+LOWERING_EXITS = ("Exit status 1: Torch-TensorRT's lowering makes a graph that fails in PyTorch\n"
+                  "the same way; 0: the lowered graph runs; 2: it failed another way.")
+LOWERING_MAIN = '''def main():
+    answer_cuda_queries()
+    import torch_tensorrt
+    from torch_tensorrt.dynamo import CompilationSettings, lowering
 
-if __name__ == "__main__":
+    print("torch", torch.__version__, "| torch_tensorrt", torch_tensorrt.__version__, "| TensorRT",
+          version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
+    ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
+    gen = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
+              if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
+              for shape, dtype in INPUTS]
+    # Torch-TensorRT's lowering, as torch_tensorrt.dynamo.compile runs it before partitioning
+    settings = CompilationSettings()
+    if not torch.cuda.is_available():  # its decompositions allocate on its default device: the CPU here
+        from torch_tensorrt.dynamo.lowering import _decompositions
+        _decompositions.default_device = lambda: torch.device("cpu")
+    ep = lowering.pre_export_lowering(ep, settings)
+    ep = ep.run_decompositions(lowering.get_decompositions(settings.enable_experimental_decompositions))
+    gm = lowering.post_lowering(ep.module(), settings)
+    print(gm.code)
     try:
-        code = main()
-    except Exception:
+        with torch.no_grad():
+            gm(*inputs)
+    except Exception as exc:
+        head = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        line = type(exc).__name__ + ": " + head if head else type(exc).__name__
+        names = [n.name for n in gm.graph.nodes]
+        words = re.findall(r"[A-Za-z_]\\w+", WANTED[2])
         traceback.print_exc()
-        print("repro.py failed before Torch-TensorRT compiled the program.")
-        code = 2
-    sys.exit(code)
+        print(f"The lowered graph failed in PyTorch with {line}")
+        if type(exc).__name__ == WANTED[1] and all(w in masked(line, names) for w in words):
+            print("Reproduced: the same failure.")
+            return 1
+        print(f"Failed another way: expected {WANTED}")
+        return 2
+    print("The lowered graph runs.")
+    return 0
 '''
 
 
-def script(headline: str, wanted: tuple[str, str, str], gm: torch.fx.GraphModule, settings: dict) -> str:
-    """repro.py's text for this part: what it should fail with, its inputs and the compile's settings."""
-    return SCRIPT.format(headline=headline.replace('"""', "'''"), wanted=repr(wanted),
+def script(headline: str, wanted: tuple[str, str, str], gm: torch.fx.GraphModule, settings: dict,
+           lowering: bool = False) -> str:
+    """repro.py's text for this part: what it should fail with, its inputs and the compile's settings;
+    `lowering`: it lowers the program and runs it in PyTorch (a lowering's failure) instead of compiling it."""
+    main, exits = (LOWERING_MAIN, LOWERING_EXITS) if lowering else (COMPILE_MAIN, COMPILE_EXITS)
+    return SCRIPT.format(headline=headline.replace('"""', "'''"), wanted=repr(wanted), main=main, exits=exits,
                          inputs=json.dumps(example_inputs(gm)), settings=repr(settings))
 
 

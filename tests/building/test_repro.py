@@ -89,7 +89,8 @@ def test_a_myelin_failure_reduces_to_the_qkv_projection_split_into_heads():
 def test_repro_of_says_what_it_needs():
     model, x = made(ConvNet, 1, 3, 16, 16)
     part = hv.partition(model, x, min_block_size=1)
-    with pytest.raises(hv.ConfigError, match="no engine failed to convert or build, so there is nothing to reproduce"):
+    with pytest.raises(hv.ConfigError, match="no engine failed to convert or build, and no lowered graph failed "
+                                             "in PyTorch, so there is nothing to reproduce"):
         repro_of(part.build(), part)
     model, x = made(FusedQKV, 1, 16, 64)
     part = hv.partition(model, x, min_block_size=1)
