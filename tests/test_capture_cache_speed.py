@@ -15,7 +15,7 @@ import torch
 from torch import nn
 
 import hierviz as hv
-from hierviz.capturing import aten_capture
+from hierviz.capturing import cached_capture_check
 from hierviz.capturing.aten_capture import capture_notes
 from hierviz.capturing.disk_cache import CaptureStore
 
@@ -60,13 +60,13 @@ def runs(monkeypatch):
     """How many times the capture check ran the cached graph and the model on real numbers."""
     counts = {"graph": 0, "model": 0}
     for what, name in (("graph", "_graph_outputs"), ("model", "_model_outputs")):
-        original = getattr(aten_capture, name)
+        original = getattr(cached_capture_check, name)
 
         def counted(*args, _original=original, _what=what, **kwargs):
             counts[_what] += 1
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(aten_capture, name, counted)
+        monkeypatch.setattr(cached_capture_check, name, counted)
     return counts
 
 
@@ -89,7 +89,7 @@ def test_a_hit_runs_neither_the_graph_nor_the_model_and_a_change_the_key_misses_
 
 def test_a_model_that_cannot_be_traced_on_fake_tensors_is_checked_by_one_forward(cache_dir, scaled, runs,
                                                                                monkeypatch) -> None:
-    monkeypatch.setattr(aten_capture, "computation_digest", lambda *a, **k: None)
+    monkeypatch.setattr(cached_capture_check, "computation_digest", lambda *a, **k: None)
     hv.capture(scaled.Scaled().eval(), X)
     assert runs == {"graph": 1, "model": 0}  # the graph's outputs, kept with the entry
     runs.update(graph=0)
@@ -129,12 +129,12 @@ def test_the_entry_holds_references_to_the_models_weights_not_their_bytes(cache_
 HIT_IN_A_NEW_PROCESS = """
 import json, torch
 import hierviz as hv
-from hierviz.capturing import aten_capture
+from hierviz.capturing import aten_capture, cached_capture_check
 from scaled_net import Scaled
 runs = []
 for name in ("_graph_outputs", "_model_outputs"):
-    original = getattr(aten_capture, name)
-    setattr(aten_capture, name, lambda *a, _o=original, _n=name, **k: runs.append(_n) or _o(*a, **k))
+    original = getattr(cached_capture_check, name)
+    setattr(cached_capture_check, name, lambda *a, _o=original, _n=name, **k: runs.append(_n) or _o(*a, **k))
 x = (torch.randn(2, 16, generator=torch.Generator().manual_seed(1)),)
 print(json.dumps({"notes": list(aten_capture.capture_notes(hv.capture(Scaled().eval(), x))), "runs": runs}))
 """

@@ -17,7 +17,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.capturing import aten_capture as capturing
+from hierviz.capturing.by_graph import cached_graphs
 from hierviz.capturing.by_graph import dynamo_capture
 from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
 
@@ -36,13 +36,13 @@ def cache_dir(tmp_path, monkeypatch):
 def counted(monkeypatch):
     """How many times torch.compile ran (capture_by_graph_break)."""
     calls = {"n": 0}
-    real = capturing.capture_by_graph_break
+    real = cached_graphs.capture_by_graph_break
 
     def counting(*args, **kwargs):
         calls["n"] += 1
         return real(*args, **kwargs)
 
-    monkeypatch.setattr(capturing, "capture_by_graph_break", counting)
+    monkeypatch.setattr(cached_graphs, "capture_by_graph_break", counting)
     return calls
 
 
@@ -168,12 +168,12 @@ SCRIPT = textwrap.dedent("""
     import sys, torch
     sys.path.insert(0, {tests!r})
     import hierviz as hv
-    from hierviz.capturing import aten_capture as capturing
+    from hierviz.capturing.by_graph import cached_graphs
     from dynamo_models import Prints
     if sys.argv[1] == "second":
         def refuse(*a, **k):
             raise SystemExit("torch.compile ran again")
-        capturing.capture_by_graph_break = refuse
+        cached_graphs.capture_by_graph_break = refuse
     torch.manual_seed(0)
     model = Prints().eval()
     torch.manual_seed(1)

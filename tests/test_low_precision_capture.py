@@ -13,7 +13,7 @@ import pytest
 import torch
 
 import hierviz as hv
-from hierviz.capturing.aten_capture import output_tolerance
+from hierviz.capturing.cached_capture_check import output_tolerance
 from hierviz.capturing.disk_cache import CaptureStore
 from low_precision_models import MLP_SHAPE, Mlp, example, seeded
 

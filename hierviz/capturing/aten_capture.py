@@ -13,7 +13,6 @@ buffer updates on the model itself (BatchNorm's `num_batches_tracked` in train m
 from __future__ import annotations
 
 import copy
-import dataclasses
 import inspect
 import logging
 import warnings
@@ -21,24 +20,19 @@ import weakref
 from typing import Any, Mapping
 
 import torch
-from torch._subclasses.fake_tensor import FakeTensor, FakeTensorMode
 from torch.fx import GraphModule
-from torch.utils._python_dispatch import TorchDispatchMode, _disable_current_modes
 
 from hierviz import trt
-
 from hierviz.capturing import disk_cache as capture_cache
-
-from hierviz.support import stored_verdicts
-
-from hierviz.foundation import torch_output
-from hierviz.foundation.digests import digest, tensor_digest
-from hierviz.capturing.by_graph.dynamo_capture import (NOTES as CAPTURE_NOTES, DynamoCapture, DynamoGraph,
-                                                       capture_by_graph_break)
+from hierviz.capturing.by_graph.cached_graphs import capture_graphs
+from hierviz.capturing.by_graph.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture
+from hierviz.capturing.cached_capture_check import CHECKED, cached_graph_holds, checked_record
 from hierviz.capturing.export_failure import export_error
-from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.capturing.inputs import as_args, check_capture_extras
 from hierviz.capturing.model_copy import private_copy, rng_preserved
+from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
+from hierviz.foundation import torch_output
+from hierviz.support import stored_verdicts
 from hierviz.support.sources import record_verdicts
 
 logger = logging.getLogger(__name__)
@@ -52,8 +46,6 @@ NOTES = CAPTURE_NOTES  # GraphModule.meta key: what capture_notes() returns (a g
 
 class CaptureWarning(UserWarning):
     """The captured graph does not do everything the model does (see the message)."""
-
-
 
 
 def _spec(value: Any) -> Any:
@@ -299,7 +291,7 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
     if store is not None and key is not None:  # (store is None when key is)
         gm, meta = store.load(key, model)
         if gm is not None:
-            holds, said = _cached_graph_holds(model, gm, meta.pop(CHECKED, None), args, kwargs)
+            holds, said = cached_graph_holds(model, gm, meta.pop(CHECKED, None), args, kwargs)
             if holds:
                 verdicts = meta.pop(stored_verdicts.META, None)
                 gm.meta.update(meta)
@@ -319,305 +311,12 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
         if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
             stored_verdicts.attach(gm, verdicts)
             record[stored_verdicts.META] = verdicts
-        if capture_cache.storable(gm):  # what a new process checks the entry against (`_cached_graph_holds`)
-            record[CHECKED] = _checked_record(model, gm, args, kwargs)
+        if capture_cache.storable(gm):  # what a new process checks the entry against (`cached_graph_holds`)
+            record[CHECKED] = checked_record(model, gm, args, kwargs)
         store.save(key, gm, record, model)
     if notes:
         gm.meta[NOTES] = notes
     return gm
-
-
-def _capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inputs_key: Any,
-                    cache: bool) -> DynamoCapture:
-    """torch.compile's capture of `model` (hierviz.capturing.by_graph.dynamo_capture), or the one kept on disk under
-    the same key (hierviz.capturing.disk_cache: the model's code, weights, plain attributes, modes, the
-    inputs' structure, shapes and dtypes, the versions). An entry that cannot be read is a
-    CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
-    function the forward calls, in a file the key does not cover) is stale: captured again, as
-    its `notes` say. A capture that fails is not kept."""
-    key = capture_cache.capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
-        else None
-    store = capture_cache.CaptureStore() if key is not None else None
-    notes: tuple[str, ...] = ()
-    if store is not None and key is not None:
-        entry = store.load_graphs(key, model)
-        if entry is not None:
-            changed = [path for path, digest in dict(entry[2].get("files", {})).items()
-                       if capture_cache.file_digest(path) != digest]
-            if changed:
-                notes = (f"capture: the cached capture was stale ({changed[0]} changed since"
-                         + (f", and {len(changed) - 1} other file(s)" if len(changed) > 1 else "")
-                         + "), so the model was captured again",)
-            else:
-                try:
-                    return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
-                except capture_cache.UNREADABLE as exc:  # an entry of another shape: captured again
-                    store.unreadable(key, exc)
-    captured = capture_by_graph_break(model, args, kwargs)
-    if store is not None and key is not None:
-        store.save_graphs(key, *_packed(captured), model)
-    return dataclasses.replace(captured, notes=notes) if notes else captured
-
-
-def _traced_files(cap: DynamoCapture) -> dict[str, str]:
-    """The digest of every source file dynamo traced for the capture (each graph's frames,
-    DynamoGraph.traced_files, and the breaks'): a change there makes the kept capture stale."""
-    files: set[str] = set()
-    for g in cap.graphs:
-        files.add(g.file)
-        files.update(g.traced_files)
-    for b in cap.breaks:
-        files.add(b.file)
-        files.update(frame.rsplit(":", 1)[0] for frame in (f.rsplit(" in ", 1)[0] for f in b.stack))
-    return {path: capture_cache.file_digest(path) for path in sorted(files) if path}
-
-
-_OWN = ("graph", "example_inputs")  # a DynamoGraph's fields kept apart from the payload
-
-
-def _packed(cap: DynamoCapture) -> tuple[list[GraphModule], dict[str, Any], dict]:
-    """A DynamoCapture as (graphs, tensors, payload) for CaptureStore.save_graphs: each graph's
-    first-call tensors named 'g<k>.<j>', everything else in the payload (one pickle, so the
-    break a graph ended is the same object as the capture's)."""
-    tensors: dict[str, Any] = {}
-    graphs = []
-    for g in cap.graphs:
-        values = []
-        for j, value in enumerate(g.example_inputs):
-            if isinstance(value, torch.Tensor):
-                tensors[f"g{g.index}.{j}"] = value
-                values.append(("tensor", f"g{g.index}.{j}"))
-            else:
-                values.append(("value", value))
-        fields = {f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in _OWN}
-        graphs.append({"fields": fields, "values": values,
-                       "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ()))}})
-    payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs,
-               "files": _traced_files(cap)}
-    return [g.graph for g in cap.graphs], tensors, payload
-
-
-def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict, note: str) -> DynamoCapture:
-    """The DynamoCapture `_packed` kept (ValueError when the entry does not fit together)."""
-    if len(graphs) != len(payload["graphs"]):
-        raise ValueError("the entry's graphs and their records differ in number")
-    out: list[DynamoGraph] = []
-    for gm, record in zip(graphs, payload["graphs"]):
-        example = tuple(tensors[v] if kind == "tensor" else v for kind, v in record["values"])
-        placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
-        if len(example) != placeholders:
-            raise ValueError(f"graph {len(out)} has {placeholders} inputs and {len(example)} values")
-        gm.meta.update({k: v for k, v in record["graph_meta"].items() if v})
-        out.append(DynamoGraph(graph=gm, example_inputs=example, **record["fields"]))
-    return DynamoCapture(tuple(out), tuple(payload["breaks"]), str(payload["model"]),
-                         input_specs=tuple(payload["input_specs"]), notes=(note,))
-
-
-# what running a cached graph that no longer fits the model or its inputs raises (torch's ops:
-# RuntimeError, NotImplementedError; a call that does not match: TypeError, IndexError, ...)
-STALE_GRAPH_ERRORS = (RuntimeError, TypeError, ValueError, AttributeError, KeyError, IndexError, AssertionError)
-
-
-def _outputs(fn: Any, args: tuple, kwargs: dict | None) -> list:
-    """The leaves of `fn`'s outputs on copies of the example inputs, with the random seed 0."""
-    a, k = copy.deepcopy((args, kwargs or {}))
-    torch.manual_seed(0)
-    with torch.no_grad():
-        return torch.utils._pytree.tree_leaves(fn(*a, **k))
-
-
-def _model_outputs(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> list | None:
-    """The model's outputs on the example inputs (run on a private copy), or None when it fails:
-    the model's own failure, not the entry's, which capturing again reports (a CaptureError)."""
-    try:
-        return _outputs(private_copy(model), args, kwargs)
-    except Exception:
-        logger.debug("the model failed while a cached capture was checked; capturing again", exc_info=True)
-        return None
-
-
-def _graph_outputs(gm: GraphModule, args: tuple, kwargs: dict | None) -> list | None:
-    """The graph's outputs on the example inputs, or None when it cannot run on them (a cached
-    graph that no longer fits them is stale); running out of memory is raised, not stale."""
-    try:
-        return _outputs(gm, args, kwargs)
-    except torch.cuda.OutOfMemoryError:  # a failure, not a stale entry
-        raise
-    except STALE_GRAPH_ERRORS:
-        return None
-
-
-def _agree(expected: list, got: list) -> bool:
-    """Whether outputs `got` are the model's `expected` ones: equal structure, shapes and dtypes,
-    equal integers and other values, floats within `output_tolerance` of the model's."""
-    if len(expected) != len(got):
-        return False
-    for e, g in zip(expected, got):
-        if isinstance(e, torch.Tensor) != isinstance(g, torch.Tensor):
-            return False
-        if not isinstance(e, torch.Tensor):
-            if e != g:
-                return False
-        elif e.shape != g.shape or e.dtype != g.dtype:
-            return False
-        else:
-            g = g.to(e.device)
-            tolerance = output_tolerance(e)
-            if tolerance is None and not torch.equal(e, g):
-                return False
-            if tolerance is not None and not torch.allclose(e, g, *tolerance, equal_nan=True):
-                return False
-    return True
-
-
-def _same_outputs(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> bool:
-    """Whether `gm` gives the model's outputs on the example inputs (both run now): the check of
-    an entry that holds no outputs of its graph, or whose graph is not the one that gave them."""
-    expected = _model_outputs(model, args, kwargs)
-    if expected is None:
-        return False
-    got = _graph_outputs(gm, args, kwargs)
-    return got is not None and _agree(expected, got)
-
-
-class _OpTrace(TorchDispatchMode):
-    """Records every aten op a forward run on fake tensors calls (`parts`, for one digest): the op, its
-    fake tensors by the order they were made (which op's result feeds which), with their shapes,
-    strides, dtypes and devices, its real tensors (weights, buffers, constants) by their values
-    (`tensor_digest`, remembered per process), and its other arguments by value."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.parts: list[Any] = []
-        self.ids: dict[int, int] = {}
-        self.kept: list[torch.Tensor] = []  # each fake tensor seen, alive so that its id is not reused
-
-    def describe(self, value: Any) -> Any:
-        if isinstance(value, FakeTensor):
-            if id(value) not in self.ids:
-                self.ids[id(value)] = len(self.ids)
-                self.kept.append(value)
-            return ("F", self.ids[id(value)], tuple(value.shape), tuple(value.stride()), str(value.dtype),
-                    str(value.device))
-        if isinstance(value, torch.Tensor):
-            with _disable_current_modes():  # hashed as a plain tensor, not traced on fake ones
-                values = tensor_digest(value)
-            return ("R", tuple(value.shape), tuple(value.stride()), str(value.dtype), str(value.device), values)
-        if isinstance(value, (list, tuple)):
-            return tuple(self.describe(v) for v in value)
-        if isinstance(value, dict):
-            return tuple((str(k), self.describe(v)) for k, v in value.items())
-        if isinstance(value, (type(None), bool, int, float, complex, str, torch.dtype, torch.device, torch.layout,
-                              torch.memory_format)):
-            return repr(value)
-        return type(value).__qualname__  # (a generator, an opaque object: its repr may hold an address)
-
-    def __torch_dispatch__(self, func: Any, types: Any, args: tuple = (), kwargs: dict | None = None) -> Any:
-        kwargs = kwargs or {}
-        out = func(*args, **kwargs)
-        self.parts.append((str(func), self.describe(args), self.describe(kwargs), self.describe(out)))
-        return out
-
-
-def computation_digest(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> str | None:
-    """A digest of the computation the model's forward does on inputs of the example inputs'
-    shapes and dtypes: run on fake tensors (no arithmetic: a 1.1B model in well under a second),
-    every aten op recorded with what it reads (`_OpTrace`) and the outputs. Equal digests: the
-    same ops on the same weights, constants and shapes, so the same outputs for any input values.
-    None when the forward cannot run on fake tensors (it reads a tensor's values: `.item()`, a
-    branch on data) or fails; the model is run on a private copy."""
-    try:
-        copied = private_copy(model)
-        mode = FakeTensorMode(allow_non_fake_inputs=True)
-        a, k = torch.utils._pytree.tree_map_only(torch.Tensor, mode.from_tensor, (args, kwargs or {}))
-        trace = _OpTrace()
-        with torch.no_grad(), mode, trace:
-            out = copied(*a, **k)
-            leaves, spec = torch.utils._pytree.tree_flatten(out)
-            structure = str(spec) if "0x" not in str(spec) else type(out).__qualname__  # (no address in it)
-            trace.parts.append(("output", trace.describe(leaves), structure))
-    except Exception:  # (the check then runs the model: the trace is a shortcut, not a verdict)
-        logger.debug("the model could not be traced on fake tensors", exc_info=True)
-        return None
-    return digest(trace.parts)
-
-
-CHECKED = "hierviz_checked"  # a capture entry's record of what it was checked against (`_checked_record`)
-OUTPUTS_MAX_BYTES = 256 * 1024**2  # outputs larger than this are not kept (the entry is checked by running both)
-STALE = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
-         "so the model was captured again")
-
-
-def _checked_record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> dict:
-    """What a capture entry keeps so that a new process checks it cheaply: the graph's digest
-    (disk_cache.graph_digest) and the model's `computation_digest`; for a model that cannot be
-    traced on fake tensors, the graph's outputs on the example inputs instead (on the CPU; not
-    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them)."""
-    record: dict[str, Any] = {"graph": capture_cache.graph_digest(gm),
-                              "computation": computation_digest(model, args, kwargs), "outputs": None}
-    if record["computation"] is None:
-        try:
-            got = _graph_outputs(gm, args, kwargs)
-        except torch.cuda.OutOfMemoryError:  # the capture itself worked: kept without its outputs
-            got = None
-        if got is not None and sum(t.nbytes for t in got if isinstance(t, torch.Tensor)) <= OUTPUTS_MAX_BYTES:
-            record["outputs"] = [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in got]
-    return record
-
-
-def _cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, args: tuple,
-                        kwargs: dict | None) -> tuple[bool, str]:
-    """Whether the cached `gm` is still the model's capture, and the note that says how that was
-    checked (or why it is stale). When the entry's graph is the one its record was taken with
-    (`graph_digest`: the same code and tensor values), the record answers:
-    - the model's `computation_digest` then and now: equal, the model does the very computation
-      it did when it was captured (the same ops on the same weights, constants and shapes), so
-      the graph captured from it is still its capture, without a number computed; different,
-      the graph is stale;
-    - else the graph's outputs then, against the model's now (one forward instead of two).
-    Otherwise (an entry without a record, a graph changed since, a model that cannot be traced
-    now) both are run on the example inputs and compared, as they always were."""
-    if isinstance(record, dict) and record.get("graph") == capture_cache.graph_digest(gm):
-        if record.get("computation") is not None:
-            now = computation_digest(model, args, kwargs)
-            if now == record["computation"]:
-                return True, ("the model does the computation it did when it was captured (the same aten ops on "
-                              "the same weights, constants and shapes, traced on fake tensors)")
-            if now is not None:
-                return False, ("capture: the cached graph was stale (the model's forward now runs other aten ops, "
-                               "shapes or constants than when it was captured), so the model was captured again")
-        elif record.get("outputs") is not None:
-            expected = _model_outputs(model, args, kwargs)
-            held = expected is not None and _agree(expected, list(record["outputs"]))
-            return held, ("the model's outputs on the example inputs were checked against the cached graph's "
-                          "(computed when it was stored)") if held else STALE
-    held = _same_outputs(model, gm, args, kwargs)
-    return held, "its outputs were checked against the model's on the example inputs" if held else STALE
-
-
-ULPS = 8  # how many of the dtype's eps a cached graph's output may differ by (relative, and of the output's scale)
-
-
-def output_tolerance(expected: torch.Tensor) -> tuple[float, float] | None:
-    """(rtol, atol) within which a cached graph's output matches the model's `expected` output;
-    None for integers and bools, which must be equal.
-
-    The model run eagerly and the lowered graph compute in different orders (a decomposed SiLU,
-    fused arithmetic), so a float output differs by a few eps (the dtype's machine epsilon: 2**-7
-    in bf16, 2**-10 in fp16) of the values it was computed from: measured up to 0.7 eps of the
-    output's largest finite value on a 3-layer bf16 MLP, 2.1 on a 12-layer Llama, 3.0 on a 1.1B
-    16-layer one. So rtol is ULPS eps of the dtype and atol ULPS eps of that largest value, never
-    tighter than the check has always been for fp32 and fp64 (rtol 1e-2, atol 1e-3): in bf16,
-    6 % and 6 % of the scale. The key already sees the weights and the code; this check catches a
-    graph that computes something else (one weight row raised by 0.1: 70 eps of the scale), not a
-    difference smaller than the dtype's rounding of a deep model.
-    """
-    if not (expected.is_floating_point() or expected.is_complex()):
-        return None
-    eps = torch.finfo(expected.dtype.to_real()).eps
-    finite = expected[torch.isfinite(expected)]
-    scale = float(finite.detach().abs().max()) if finite.numel() else 0.0
-    return max(1e-2, ULPS * eps), max(1e-3, ULPS * eps * scale)
 
 
 IRS = ("dynamo", "torch_compile")  # hv.capture(ir=...): torch.export's path, torch.compile's
@@ -647,7 +346,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     everything that can change the graph, and taken from there in a new process once the model
     is shown to do the computation it did when it was captured (traced on fake tensors: the same
     aten ops on the same weights, constants and shapes; a model that cannot be traced so is run
-    and its outputs compared; `_cached_graph_holds`), as `capture_notes` says.
+    and its outputs compared; `cached_graph_holds`), as `capture_notes` says.
 
     `ir="torch_compile"`: the graphs `torch.compile(model, backend="torch_tensorrt")` compiles,
     one per graph break, as a `hierviz.capturing.by_graph.dynamo_capture.DynamoCapture` (an nn.Module only; kept
@@ -695,7 +394,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
 
                 FakeTensorProp(gm).propagate(*args)
         elif ir == "torch_compile":
-            gm = _capture_graphs(model, args, kwargs, key[:2], cache)
+            gm = capture_graphs(model, args, kwargs, key[:2], cache)
         elif isinstance(model, torch.nn.Module):
             needed = required_arguments(model) if not args and not kwargs else []
             if needed:
