@@ -18,7 +18,6 @@ the engine store, or deleted once dropped.
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import logging
 import operator
 import os
@@ -40,7 +39,9 @@ from hierviz.errors import BuildError, BuildInterrupted
 from hierviz.foundation.torch_output import native_output
 from hierviz.trt.loading import (FIX_DATACENTER, FIX_RTX, answer_cuda_queries, installed_distribution,
                                  installed_variant, library_version, require, tensorrt_library)
-from hierviz.trt.partitioners import registry_held
+from hierviz.foundation.digests import data_hasher
+from hierviz.foundation.error_text import OBJECT_ADDRESS as _OBJECT, first_line
+from hierviz.trt.registry_lock import registry_held
 from hierviz.trt.compilation_settings import conversion_settings
 
 logger = logging.getLogger(__name__)
@@ -169,19 +170,6 @@ class _ErrorLog:
         self.logger.log = self._log
 
 
-# '<tensorrt_rtx_bindings.tensorrt_rtx.ITensor object at 0x7f88...>' -> '<ITensor>': the same text in every process
-_OBJECT = re.compile(r"<(?:[\w.]+\.)?(\w+) object at 0x[0-9a-fA-F]+>")
-
-
-def first_line(exc: BaseException | str) -> str:
-    """'TypeName: first line' of an exception (or the first line of a message), with object
-    addresses left out."""
-    if isinstance(exc, str):
-        lines = exc.strip().splitlines()
-        return _OBJECT.sub(r"<\1>", lines[0]) if lines else ""
-    text = str(exc).strip()
-    head = _OBJECT.sub(r"<\1>", text.splitlines()[0]) if text else ""
-    return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
 ERROR_LINE_LIMIT = 200
@@ -431,7 +419,7 @@ def _writer(folder: Path) -> Any:
             self.path: Path | None = None
             self.file: Any = None
             self.size = 0
-            self.sha256 = hashlib.sha256()
+            self.sha256 = data_hasher()
             self.failed: BaseException | None = None
 
         def write(self, data: Any) -> int:

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
+from hierviz.foundation.digests import text_digest
 from hierviz.settings.config import Config, field_names, parse_config
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
@@ -433,11 +434,10 @@ def _count_ops(graph: "GraphModule") -> Counter:
 
 def slug(text: str, limit: int = 60) -> str:
     """`text` as a file-name part: unsafe characters replaced, long ones shortened with a hash."""
-    import hashlib
     import re
 
     s = re.sub(r"[^A-Za-z0-9_.=-]+", "_", text).strip("_") or "config"
     if len(s) > limit:
-        s = s[:limit] + "-" + hashlib.sha1(text.encode()).hexdigest()[:8]
+        s = s[:limit] + "-" + text_digest(text, 8)
     return s
 

@@ -7,12 +7,12 @@ The widget (explorer.py) puts these strings into its `ipywidgets.HTML` panels; t
 
 from __future__ import annotations
 
-import hashlib
 import html
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
+from hierviz.foundation.digests import text_digest
 from hierviz.compare import columns
 from hierviz.partitioner.counts import count_text
 
@@ -48,7 +48,7 @@ def diagram_html(svg: str) -> str:
     """The SVG in a scrollable box with zoom buttons (the notebook display's own container)."""
     from hierviz.drawing.export import diagram_html as boxed
 
-    uid = "hv-x" + hashlib.sha1(svg.encode("utf-8", "replace")).hexdigest()[:12]
+    uid = "hv-x" + text_digest(svg, 12)
     return boxed(svg, uid, height="640px")
 
 

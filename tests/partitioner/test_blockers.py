@@ -328,7 +328,7 @@ def test_the_reports_of_a_fast_partition_run_no_partitioner_for_blockers(graph, 
 @pytest.mark.parametrize("value", ["yes", 1, None])
 def test_blockers_flags_take_bools_only(graph, value) -> None:
     part = hv.partition(graph, min_block_size=3)
-    with pytest.raises(hv.ConfigError, match=r"blockers\(measure=...\) takes True or False"):
+    with pytest.raises(hv.ConfigError, match=r"blockers\(measure=...\) is True or False"):
         part.blockers(measure=value)
-    with pytest.raises(hv.ConfigError, match=r"blockers\(compute=...\) takes True or False"):
+    with pytest.raises(hv.ConfigError, match=r"blockers\(compute=...\) is True or False"):
         part.blockers(compute=value)

@@ -22,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable
 
+from hierviz.foundation.arguments import check_bool
 from hierviz.settings.config import Config, derive
 from hierviz.support.sources import ops as support_ops
 from hierviz.support.support_map import SupportMap
@@ -270,8 +271,7 @@ class MultiGraphPartition:
         what joining the two graphs it separates gives. `kind=` keeps some kinds; `top` as in
         Partition.blockers(). `measure=True` is for one graph: part.graphs[k].blockers(measure=True)."""
         for name, flag in (("measure", measure),):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
+            check_bool(flag, f"blockers({name}=...)")
         if measure or device is not None:
             refuse_measure()
         default = kind is None and top == DEFAULT_TOP
