@@ -181,3 +181,39 @@ def test_gpt2s_repro_has_at_most_15_nodes_and_is_verified(tmp_path):
     assert repro.stage == "build" and "operand.cpp:156" in repro.error
     assert len(repro.nodes) <= 15 and "split" in repro.nodes
     assert repro.save(tmp_path).verified is True
+
+
+def _refusing_tuple_outputs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """convert_and_build refuses a graph returning a tuple-valued node (a LayerNorm's whole
+    (out, mean, rstd)) as torch_tensorrt.dynamo.compile does before converting anything: it finds
+    no symbolic shape for that output."""
+    real = trt.convert_and_build
+
+    def refusing(gm: torch.fx.GraphModule, settings: object = None, **options: object) -> trt.EngineBuild:
+        outputs = gm.graph.output_node().args[0]
+        outputs = outputs if isinstance(outputs, (tuple, list)) else (outputs,)
+        if any(isinstance(o, torch.fx.Node) and isinstance(o.meta.get("val"), tuple) for o in outputs):
+            return trt.EngineBuild("convert", None, 0.0, None, exception="RuntimeError", error=TUPLE)
+        return real(gm, settings, **options)
+
+    monkeypatch.setattr(trt, "convert_and_build", refusing)
+
+
+TUPLE = "RuntimeError: Failed to extract symbolic shape expressions from source FX graph partition"
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_a_layernorms_tuple_at_an_engines_edge_is_verified_as_torch_tensorrts_compile_fails(monkeypatch, tmp_path):
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))  # the refusals are kept in a cache of their own
+    _refusing_tuple_outputs(monkeypatch)
+    model, x = made(NormBetween, 2, 16)
+    part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
+    repro = repro_of(part.build(fix=False), part)
+    assert repro.nodes == ("native_layer_norm",) and repro.error == TUPLE
+    out = repro.graph.graph.output_node().args[0]  # the tuple whole, as the subgraph returns it
+    assert isinstance(out, torch.fx.Node) and out.name == "native_layer_norm"
+    saved = repro.save(tmp_path / "norm")
+    assert saved.verified is True
+    log = (tmp_path / "norm" / "repro.log").read_text()
+    assert f"Failed at convert with {TUPLE}" in log and "Reproduced: the same failure." in log
