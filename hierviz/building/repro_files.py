@@ -222,13 +222,14 @@ COMPILE_MAIN = '''def main():
         else:
             stage, line = "convert", (type(exc).__name__ + ": " + head if head else type(exc).__name__)
         names = [n.name for n in ep.graph.nodes]
-        seen = masked(" ".join([line, head, *errors.lines]), names)  # a conversion's line starts with its class
+        # a conversion's line starts with its class; pybind says what it was invoked with lines below the first
+        seen = masked(" ".join([line, str(exc), *errors.lines]), names)
         words = re.findall(r"[A-Za-z_]\\w+", WANTED[2].rstrip("\u2026"))[:-1] if WANTED[2].endswith("\u2026") \\
             else re.findall(r"[A-Za-z_]\\w+", WANTED[2])
         traceback.print_exc()
         print(f"Failed at {stage} with {line}" if stage == "convert" else f"Failed at {stage} with "
               f"{type(exc).__name__}: {line}")
-        if (stage, type(exc).__name__) == WANTED[:2] and all(w in seen for w in words):
+        if (stage, type(exc).__name__) == WANTED[:2] and all(w.lower() in seen.lower() for w in words):
             print("Reproduced: the same failure.")
             return 1
         print(f"Failed another way: expected {WANTED}")

@@ -217,3 +217,28 @@ def test_a_layernorms_tuple_at_an_engines_edge_is_verified_as_torch_tensorrts_co
     assert saved.verified is True
     log = (tmp_path / "norm" / "repro.log").read_text()
     assert f"Failed at convert with {TUPLE}" in log and "Reproduced: the same failure." in log
+
+
+class ConstAttention(torch.nn.Module):
+    """Attention whose q, k and v are weights: constant-folded, the converter hands TensorRT a
+    torch.Tensor where pybind wants an ITensor ("incompatible function arguments", whose "Invoked
+    with: ..." comes lines after the message's first)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(0)
+        self.q, self.k, self.v = (torch.nn.Parameter(torch.randn(1, 2, 4, 8, generator=gen)) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.nn.functional.scaled_dot_product_attention(self.q, self.k, self.v) + x
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_a_pybind_argument_failure_is_verified_by_the_words_below_its_first_line(tmp_path):
+    part = hv.partition(ConstAttention().eval(), (torch.randn(1, 2, 4, 8),), min_block_size=1)
+    repro = repro_of(part.build(fix=False), part)
+    assert repro.nodes == ("scaled_dot_product_attention",) and repro.exception == "TypeError"
+    assert "incompatible function arguments; invoked with: <INetworkDefinition>" in repro.error
+    assert repro.save(tmp_path).verified is True
+    assert "Reproduced: the same failure." in (tmp_path / "repro.log").read_text()
