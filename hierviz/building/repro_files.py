@@ -18,6 +18,7 @@ from typing import Any
 import torch
 from torch.fx.experimental.symbolic_shapes import optimization_hint
 
+from hierviz import trt
 from hierviz.building.graph_run import source_line
 from hierviz.building.reduction import call_nodes, part_of
 from hierviz.errors import ConfigError
@@ -114,8 +115,6 @@ def node_lines(gm: torch.fx.GraphModule) -> list[str]:
 
 def versions() -> dict[str, str]:
     """torch's, Torch-TensorRT's and TensorRT's versions here, read from their metadata."""
-    from hierviz import trt
-
     dist = trt.installed_distribution()
     return {"torch": torch.__version__, "torch_tensorrt": f"{dist[0]} {dist[1]}" if dist else "not installed",
             "TensorRT": trt.library_version() or "not installed"}
