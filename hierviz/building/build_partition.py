@@ -143,6 +143,7 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
     return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
                   ((graph, outside),) if outside else (), notes=tuple(notes) + builder.notes(),
                   fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0,
+                  fix_cached=found.cached if found else 0, fix_tested=found.tried if found else 0,
                   partition=part, subgraph_builder=builder)
 
 
@@ -196,7 +197,9 @@ def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: 
                                  "each graph's fix builds alone, but together they leave no TensorRT engine")
     return Builds(tuple(rows), name, on_cpu, "torch_compile", whole, text, tuple(outside), by_graph=True,
                   notes=tuple(notes) + builder.notes(), fixed_partition=fixed,
-                  fix_builds=sum(f.builds for f in fixes if f is not None), partition=mp, subgraph_builder=builder)
+                  fix_builds=sum(f.builds for f in fixes if f is not None),
+                  fix_cached=sum(f.cached for f in fixes if f is not None),
+                  fix_tested=sum(f.tried for f in fixes if f is not None), partition=mp, subgraph_builder=builder)
 
 
 __all__ = ["build", "build_graphs", "build_one"]

@@ -57,6 +57,8 @@ class Builds:
     notes: tuple[str, ...] = field(default=())
     fixed_partition: Any = field(default=None, repr=False, compare=False)
     fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
+    fix_cached: int = 0  # the builds it read from the build cache
+    fix_tested: int = 0  # the partitions it tested (built every engine of)
     partition: Any = field(default=None, repr=False, compare=False)
     subgraph_builder: Any = field(default=None, repr=False, compare=False)
     repros: tuple[tuple[str, Any], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
@@ -199,6 +201,9 @@ class Builds:
             found = self.repro_for(r.subgraph, r.graph)
             if found is not None:
                 out.append(f"    the smallest failing part: {found.headline()}")
+        if self.fix_tested:
+            out.append(f"  The fix search tested {self.fix_tested} partition(s): {self.fix_builds} builds"
+                       + (f", {self.fix_cached} read from the build cache." if self.fix_cached else "."))
         for graph, failure in self.run_failures:
             out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"
                        + (f" (from {failure.source})" if failure.source else ""))

@@ -35,7 +35,9 @@ class Fix:
     """`ops`: the whole torch_executed_ops to pass to hv.partition; `added`: the ops it moves;
     `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: partitions
     tested (built); `partition`: the partition with the fix applied, whose engines were built
-    (None without a fix); `builds`: the builder's calls the search spent (cache hits not counted)."""
+    (None without a fix); `builds`: the builder's calls the search spent, `cached` the builds it
+    read from the build cache. The text is the same whatever the cache held: how many builds the
+    search took is in `builds` and `cached` (Builds.lines() says it)."""
 
     ops: frozenset[str] | None
     added: tuple[str, ...]
@@ -44,6 +46,7 @@ class Fix:
     text: str
     partition: Any = field(default=None, repr=False, compare=False)
     builds: int = 0
+    cached: int = 0  # builds the search read from the build cache
 
 
 def short_op(name: str) -> str:
@@ -176,8 +179,8 @@ def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool]
         return Fix(None, (), {}, search.tested,
                    f"no op moved to PyTorch makes every engine build while keeping a TensorRT engine: tried "
                    f"{min(max_tries, len(ops))} single op(s){more} and {search.tested - tested_singles} set(s) of "
-                   f"the {len(ops)} ops of the failing subgraphs (a budget of {budget} sets), {spent} builds",
-                   builds=spent)
+                   f"the {len(ops)} ops of the failing subgraphs (a budget of {budget} sets)",
+                   builds=spent, cached=cached() - hits)
     chosen = sorted(chosen)
     return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent, cached() - hits)
 
@@ -191,9 +194,8 @@ def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int
     cost = (f"TensorRT runs {after} of the {before} compute ops it ran ({before - after} to PyTorch)"
             if after < before else "TensorRT runs every compute op it ran")
     text = (f"torch_executed_ops={sorted(whole)}: every engine builds, {n} subgraphs "
-            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}; found in {spent} builds"
-            + (f" and {cached} from the build cache" if cached else "") + f" ({tested} partition(s) tested)")
-    return Fix(whole, added, by, tested, text, best, spent)
+            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}")
+    return Fix(whole, added, by, tested, text, best, spent, cached)
 
 
 __all__ = ["Fix", "MAX_TRIES", "SET_BUDGET", "candidates", "find_fix", "keeps_tensorrt", "tensorrt_ops"]

@@ -14,8 +14,9 @@ Jobs (kind: payload -> answer):
 - "measure": (Config, hv.measure options) -> the `hv.Measurement` of the graph's partition
   with that Config; progress reports (stage, done, total) are sent as it goes
 - "tune": hv.tune's keyword arguments -> its TuneResult (without its graph and Optuna study)
-- "build": (Config, dynamo graph name) -> the hv.Builds of the partition with that Config
-  (pickled without its partitions, which do not pickle: Builds.__getstate__)
+- "build": (Config, dynamo graph name) -> the hv.Builds of the partition with that Config, with
+  the smallest failing part of each failed engine (with_repros), pickled without its partitions
+  (Builds.__getstate__)
 - "numerics": (Config, hv.numerics options) -> hv.numerics of the partition with that Config
 - "blockers": a Config -> the partition's `blockers()` table
 A "cancel" message (its payload the job id) drops a job that has not started and stops a
@@ -219,7 +220,8 @@ def run_job(kind: str, payload: Any, graph: Any, inputs: Any, progress: Callable
         from hierviz.building.build_partition import build_one
 
         config, dynamo_graph = payload
-        return build_one(cached_partition(graph, config), dynamo_graph, inputs)  # pickles without its partitions
+        builds = build_one(cached_partition(graph, config), dynamo_graph, inputs)
+        return builds.with_repros()  # each failed engine's smallest failing part; pickles without its partitions
     if kind == "tune":
         from hierviz.compare.tuning import tune
 
