@@ -38,7 +38,7 @@ import torch
 
 import hierviz as hv
 from hierviz.foundation.gcpause import gc_paused
-from hierviz.partitioner.partition_result import copy_graph_module
+from hierviz.partitioner.graph_copy import copy_graph_module
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 

@@ -3,8 +3,10 @@ the upstream adapter.
 
 Modules: graph_index (the integer-indexed graph every engine reads), plan (the result types
 every engine builds: Assignment, RawSubgraph, EngineResult), engine (hierviz's engine: the
-passes/ package run in order), result (Partition, Subgraph: the per-node record and questions
-built from an engine's result), record (the per-node record), reasons (the names everything
+passes/ package run in order), partition_result (Partition: the questions asked of an engine's
+result), subgraph (Subgraph), record_building (the per-node record built from an engine's result),
+reason_texts (a node's reason text, built on demand), graph_copy (a graph copied for the passes
+that write to it), record (the per-node record), reasons (the names everything
 downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style
 text, ops(), summary()), differences (hv.diff), split (the split GraphModule), upstream
 (engine="torch_tensorrt"), compiled (engine="fast" / "global": torch_tensorrt.compile's
@@ -47,7 +49,8 @@ from hierviz.partitioner.reasons import (
 )
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.partition_diff import diff
-from hierviz.partitioner.partition_result import Partition, Subgraph, from_engine_result
+from hierviz.partitioner.partition_result import Partition, from_engine_result
+from hierviz.partitioner.subgraph import Subgraph
 from hierviz.partitioner.saved.saved_partition import SavedPartition
 from hierviz.partitioner.saved.load import load_partition
 from hierviz.partitioner.check import check

@@ -1,81 +1,45 @@
-"""Partition and Subgraph: what a partitioner run produced, and questions about it.
+"""Partition: what a partitioner run produced, and questions about it.
 
-It turns an engine's result (`plan.EngineResult`, built by hierviz's engine, upstream/hierarchical.py or
-compile_partitioners.py) into the public per-node record (`Partition.records`, `.record(name)`,
-`.nodes()`; see record.py) and the Partition's methods; splitter.py reads the result too, to
-build the split module. Everything outside the partitioner reads the Partition, never the
-engine's result. Tables and text computed from the record live in report.py.
+It holds an engine's result (`plan.EngineResult`, built by hierviz's engine, upstream/hierarchical.py or
+compile_partitioners.py) and answers from it: the public per-node record (`Partition.records`, built by
+record_building.py; `.record(name)`, `.nodes()`; see record.py) and the Partition's methods; splitter.py
+reads the result too, to build the split module. Everything outside the partitioner reads the Partition,
+never the engine's result. Tables and text computed from the record live in report.py.
 """
 
 from __future__ import annotations
 
 import functools
 from collections import Counter
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 import torch
 from torch.fx import GraphModule
-from torch.fx._lazy_graph_module import _LazyGraphModule
 
 from hierviz.capturing.aten_capture import capture_notes
 from hierviz.settings.config import Config, derive
 from hierviz.settings.setting_values import parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.foundation.gcpause import gc_paused
-from hierviz.capturing.provenance import short_op
 from hierviz.support.sources import tensorrt_version
 from hierviz.version import __version__
-from hierviz.partitioner.counts import SUPPORTED_NODES, nodes_text
+from hierviz.partitioner.counts import nodes_text
 from hierviz.partitioner import handoff
 from hierviz.partitioner.last_build import last_build, remember
 from hierviz.partitioner.splitter import build_split_module
 from hierviz.partitioner.engine.passes.demotion import at_min_block_size
 from hierviz.partitioner.engine.plan import EngineResult
-from hierviz.partitioner.reasons import (
-    DEAD_CODE,
-    DEMOTED,
-    DEMOTED_NEXT,
-    FALLBACK,
-    FOLLOWS_PRODUCER,
-    GRAPH,
-    NOTHING_TO_PARTITION,
-    TORCH_EXECUTED,
-    UNSUPPORTED,
-    VALIDATOR,
-    short_reason,
-)
-from hierviz.partitioner.record import (
-    NodeRecord,
-    NodeTable,
-    TensorSpec,
-    module_of,
-    tensor_spec,
-    value_facts,
-)
+from hierviz.partitioner.reasons import FALLBACK, GRAPH, NOTHING_TO_PARTITION
+from hierviz.partitioner.record import NodeRecord, NodeTable, tensor_spec
+from hierviz.partitioner.record_building import node_table
+from hierviz.partitioner.subgraph import Subgraph
 
 if TYPE_CHECKING:  # pragma: no cover
     import graphviz
     import pandas as pd
 
     from hierviz.partitioner.upstream.todays_compile import TodaysCompile
-
-
-@dataclass(frozen=True)
-class Subgraph:
-    """One subgraph of a partition; `nodes` are node names in graph order."""
-
-    tag: str
-    backend: str
-    is_acc: bool
-    nodes: tuple[str, ...]
-    inputs: tuple[TensorSpec, ...]
-    outputs: tuple[TensorSpec, ...]
-    compute_ops: int = 0
-
-    def __len__(self) -> int:
-        return len(self.nodes)
 
 
 DEFAULT_TOP = 3  # the blockers a default `blockers()` table joins in its last row
@@ -134,7 +98,7 @@ class Partition:
         """The per-node record of every graph node in columns (built once; fast at 10^5
         nodes). `Partition.record(name)` gives one node's `NodeRecord`, `nodes()` a DataFrame."""
         with gc_paused():
-            return _node_table(self._result, self.config)
+            return node_table(self._result, self.config)
 
     def record(self, node_name: str) -> NodeRecord:
         """One node's record: op, kind, backend, tag, reason, module, dtype, shape, ..."""
@@ -476,142 +440,3 @@ def versions() -> dict[str, str | None]:
     absent), hierviz."""
     return {"torch": torch.__version__, "torch_tensorrt": tensorrt_version(),
             "hierviz": __version__}
-
-
-def copy_graph_module(gm: GraphModule, *, lazy: bool = False) -> GraphModule:
-    """A GraphModule over a copy of gm's graph (same node names and meta, same codegen),
-    sharing gm's weights. Passes that write to nodes run on this, so the user's graph is
-    never touched. `lazy`: its Python code is generated on first use (never, for a copy that
-    is only split), as torch.fx's _LazyGraphModule does."""
-    graph = torch.fx.Graph()
-    out = graph.graph_copy(gm.graph, {}, return_output_node=True)
-    if isinstance(out, tuple):
-        out = out[0]
-    graph.output(out)
-    graph._codegen = gm.graph._codegen
-    return (_LazyGraphModule if lazy else GraphModule)(gm, graph)
-
-
-# ---------------------------------------------------------------------------- record building
-def _node_table(res: EngineResult, config: Config) -> NodeTable:
-    """The NodeTable of an engine result: every column in one pass over the graph."""
-    index = res.index
-    n = len(index.nodes)
-    sub = [-1] * n
-    for k, sg in enumerate(res.subgraphs):
-        for i in sg.nodes:
-            sub[i] = k
-    sg_backend = tuple(sg.backend for sg in res.subgraphs)
-    codes = list(res.assignment.code)  # the one place the codes' precedence is decided
-    for i in res.moved:
-        codes[i] = DEMOTED_NEXT
-    for i in res.demoted:
-        codes[i] = DEMOTED
-    code = tuple(codes)
-    stacks: dict[tuple, tuple] = {}  # one tuple per distinct module stack
-    module_stack, shapes, dtypes, counts = [], [], [], []
-    for node in index.nodes:
-        st = module_of(node)
-        module_stack.append(stacks.setdefault(st, st))
-        shape, dtype, count = value_facts(node)
-        shapes.append(shape)
-        dtypes.append(dtype)
-        counts.append(count)
-    return NodeTable(
-        name=tuple(index.names),
-        op=tuple(index.ops),
-        kind=tuple(node.op for node in index.nodes),
-        eligible_backend=tuple((FALLBACK if b is None else b) if c else None
-                               for b, c in zip(res.assignment.backend, index.callable)),
-        backend=tuple(GRAPH if k < 0 else sg_backend[k] for k in sub),
-        subgraph=tuple(sub),
-        reason_code=code,
-        dtype=tuple(dtypes),
-        shape=tuple(shapes),
-        count=tuple(counts),
-        module_stack=tuple(module_stack),
-        inputs=tuple(index.inputs),
-        users=tuple(index.users),
-        compute=tuple(c and not nc for c, nc in zip(index.callable, index.non_compute)),
-        subgraph_tag=tuple(res.tags),
-        subgraph_backend=sg_backend,
-        subgraph_is_acc=tuple(sg.is_acc for sg in res.subgraphs),
-        subgraph_members=tuple(tuple(sorted(sg.nodes)) for sg in res.subgraphs),
-        target=tuple(op if c else str(node.target) for op, c, node in zip(index.ops, index.callable, index.nodes)),
-        explain=_Explainer(res, config, sub, code),
-    )
-
-
-def _nodes(count: int) -> str:
-    return f"{count} node" if count == 1 else f"{count} nodes"
-
-
-class _Explainer:
-    """Reason texts from the engine's reason codes and details, built one node at a time."""
-
-    def __init__(self, res: EngineResult, config: Config, sub: list[int], code: tuple[str, ...]) -> None:
-        self.res, self.config, self.sub, self.code = res, config, sub, code
-
-    def backend(self, i: int) -> str:
-        k = self.sub[i]
-        return GRAPH if k < 0 else self.res.subgraphs[k].backend
-
-    def __call__(self, i: int, short: bool = False) -> str:
-        return self.short(i) if short else self.long(i)
-
-    def short(self, i: int) -> str:
-        res = self.res
-        code = self.code[i]
-        if code == TORCH_EXECUTED and res.assignment.detail[i]:
-            return f"forced from {short_op(res.assignment.detail[i])}"
-        return short_reason(code, backend=res.assignment.backend[i], min_block_size=self.config.min_block_size)
-
-    def long(self, i: int) -> str:
-        res = self.res
-        index = res.index
-        op = index.ops[i]
-        if not index.callable[i]:
-            kind = {"placeholder": "graph input", "get_attr": "weight/constant", "output": "graph output"}
-            return f"{kind.get(index.nodes[i].op, index.nodes[i].op)}: not partitioned"
-        min_size = self.config.min_block_size
-        moved = "; ".join(f"demoted from {a} to {b}: its {a} subgraph had {_nodes(k)} < {min_size}"
-                          for a, b, k in res.moved.get(i, ()))
-        if moved and i not in res.demoted:
-            return moved
-        if i in res.demoted:
-            backend, size = res.demoted[i]
-            if moved:
-                return (f"{moved}; then demoted to PyTorch: its {backend} subgraph had {size} node(s) < "
-                        f"min_block_size {min_size}, and no later backend in priority takes all its nodes")
-            if res.early_return is not None:
-                return (f"runs in PyTorch: eligible for {backend}, but the graph has only "
-                        f"{SUPPORTED_NODES(res.early_return)} < min_block_size {min_size}, so torch_tensorrt.compile "
-                        "leaves the whole graph in PyTorch")
-            if not size:  # upstream's engine does not keep its subgraphs before demotion
-                return (f"demoted to PyTorch: eligible for {backend}, but its subgraph was smaller "
-                        f"than min_block_size {min_size}")
-            return f"demoted to PyTorch: its {backend} subgraph had {size} node(s) < min_block_size {min_size}"
-        code, detail = res.assignment.code[i], res.assignment.detail[i]
-        where = self.backend(i)
-        if code == DEAD_CODE:
-            return "removed by upstream's dead-code elimination; runs nowhere"
-        if code == TORCH_EXECUTED:
-            if detail:  # hv.source_ops
-                return (f"runs in PyTorch: forced from {short_op(detail)}: Torch-TensorRT's lowering turned "
-                        f"{detail} into nodes such as this {op}, and torch_executed_ops names that source op")
-            return f"runs in PyTorch: {op} is in torch_executed_ops"
-        if code == FOLLOWS_PRODUCER:
-            return (f"non-compute node ({op.rsplit('.', 2)[-2] if op.startswith('torch.ops') else op}): "
-                    f"follows its producer {index.names[detail]}, runs in {where}")
-        if code in (UNSUPPORTED, VALIDATOR):
-            why = "; ".join(f"{b}: {r}" for b, r in detail.items())
-            return f"runs in PyTorch: no support in any backend ({why})"
-        skipped = "; ".join(f"{b}: {r}" for b, r in (detail or {}).items())
-        chosen = res.assignment.backend[i]
-        assert chosen is not None, "a supported node has its backend"
-        support = self.config.backend_support(chosen)
-        how = support.how(op)
-        text = f"runs in {where}: {op} supported by {support.description}" + (f" ({how})" if how else "")
-        if where != res.assignment.backend[i]:
-            text += f" (merged into a {where} subgraph)"
-        return text + (f" (skipped {skipped})" if skipped else "")

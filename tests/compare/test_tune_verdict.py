@@ -93,7 +93,7 @@ def test_nothing_accelerated_is_never_measured_nor_best(small, scripted_timing):
 
 
 def test_a_bare_graph_is_compared_with_the_captured_graph_run_eagerly(small, scripted_timing):
-    from hierviz.partitioner.partition_result import copy_graph_module
+    from hierviz.partitioner.graph_copy import copy_graph_module
 
     _, inputs, gm = small
     bare = copy_graph_module(gm)  # a graph hv.capture did not make: no nn.Module to time
@@ -106,7 +106,7 @@ def test_a_failed_baseline_says_why_in_the_result(small, scripted_timing, monkey
     """The captured graph run eagerly is a bare graph's baseline: when it fails, the result's notes
     and repr say why (before, the error was dropped and only 'no baseline' showed)."""
     from hierviz.compare import tune_trial
-    from hierviz.partitioner.partition_result import copy_graph_module
+    from hierviz.partitioner.graph_copy import copy_graph_module
 
     def out_of_memory(*args, **kwargs):
         raise RuntimeError("CUDA out of memory. Tried to allocate 2.00 GiB")

@@ -20,7 +20,7 @@ import torch
 import hierviz as hv
 from hierviz import trt, zoo
 from hierviz.foundation.opnames import qualname
-from hierviz.partitioner.partition_result import copy_graph_module
+from hierviz.partitioner.graph_copy import copy_graph_module
 
 pytestmark = [pytest.mark.slow,
               pytest.mark.skipif(not trt.available(), reason="needs torch_tensorrt's compile")]

@@ -13,7 +13,7 @@ from torch.fx import GraphModule
 from torch.fx.passes.split_utils import split_by_tags
 
 import hierviz as hv
-from hierviz.partitioner.partition_result import copy_graph_module
+from hierviz.partitioner.graph_copy import copy_graph_module
 from hierviz.partitioner.splitter import with_input_check
 from hierviz.partitioner.split_module import SplitModule
 

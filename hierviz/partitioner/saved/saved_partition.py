@@ -20,7 +20,8 @@ from hierviz.settings.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError
 from hierviz.foundation.opnames import names_as_saved
 from hierviz.partitioner.record import NodeTable, TensorSpec
-from hierviz.partitioner.partition_result import Partition, Subgraph
+from hierviz.partitioner.partition_result import Partition
+from hierviz.partitioner.subgraph import Subgraph
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover

@@ -25,7 +25,8 @@ from hierviz.partitioner.engine.plan import (Assignment, EngineResult, RawSubgra
                                              topological_order)
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, NOT_CALLABLE, SUPPORTED, TORCH_EXECUTED
 from hierviz.partitioner.reasons import UNSUPPORTED, VALIDATOR
-from hierviz.partitioner.partition_result import Partition, copy_graph_module, from_engine_result
+from hierviz.partitioner.graph_copy import copy_graph_module
+from hierviz.partitioner.partition_result import Partition, from_engine_result
 from hierviz.partitioner.splitter import build_split_module
 from hierviz.support.sources import added_ops, tensorrt
 

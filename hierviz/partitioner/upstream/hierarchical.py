@@ -21,7 +21,8 @@ from hierviz.partitioner.engine.graph_index import GraphIndex, index_graph
 from hierviz.partitioner.engine.plan import Assignment, EngineResult, RawSubgraph
 from hierviz.partitioner.reasons import DEAD_CODE, FALLBACK, FOLLOWS_PRODUCER, NOT_CALLABLE, SUPPORTED
 from hierviz.partitioner.reasons import TORCH_EXECUTED, UNSUPPORTED, parse_tag, tag_number
-from hierviz.partitioner.partition_result import Partition, copy_graph_module, from_engine_result
+from hierviz.partitioner.graph_copy import copy_graph_module
+from hierviz.partitioner.partition_result import Partition, from_engine_result
 from hierviz.partitioner.splitter import with_input_check
 from hierviz.support import sources as support_mod
 from hierviz.support.sources import ComposedSupport, OpSetSupport, TensorRTSupport
