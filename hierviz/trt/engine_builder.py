@@ -315,6 +315,11 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         interpreter = None
         try:
             with _not_the_subgraphs(f"Torch-TensorRT converted {name}", gm):
+                # as interpret_module_to_result does first: a subgraph whose outputs have no shapes
+                # to read (a LayerNorm's whole tuple leaving the engine) fails there, before converting
+                expressions = extract_symbolic_shape_expressions(gm)
+                if expressions is None:
+                    raise RuntimeError("Failed to extract symbolic shape expressions from source FX graph partition")
                 inputs = list(construct_submodule_inputs(gm))
                 dtypes = infer_module_output_dtypes(gm, truncate_double=settings.truncate_double)
                 interpreter = TRTInterpreter(gm, inputs, output_dtypes=dtypes, compilation_settings=settings)
@@ -367,7 +372,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                    "requires_output_allocator": bool(interpreter.ctx.requires_output_allocator),
                    "requires_native_multidevice": bool(getattr(interpreter.ctx, "requires_native_multidevice", False)),
                    "aliased_io": dict(interpreter._aliased_io),
-                   "symbolic_shape_expressions": extract_symbolic_shape_expressions(gm)}
+                   "symbolic_shape_expressions": expressions}
         del interpreter
         return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime, warnings=_said(heard),
                            engine_file=engine_file, engine_size=engine_file.size if engine_file is not None else None)

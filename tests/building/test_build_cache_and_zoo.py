@@ -67,13 +67,14 @@ def test_gpt2_fails_at_build_and_its_fix_builds(zoo_cache):
     assert repr(again).startswith(f"<hv.Builds: {again.built}/{again.built} engines built, ")
 
 
-def test_gpt2_with_getitem_in_pytorch_fails_to_convert_five_of_seven(zoo_cache):
+def test_gpt2_with_getitem_in_pytorch_fails_to_convert_every_engine(zoo_cache):
+    """With getitem in PyTorch, every engine returns a tuple (a LayerNorm's, the split's) whose
+    items have no shapes: Torch-TensorRT's conversion stops before converting, as compile would."""
     model, x = zoo_cache.load("gpt2")
     builds = hv.partition(model, x, min_block_size=3, torch_executed_ops={"_operator.getitem"}).build(fix=False)
-    assert list(builds.df.stage).count("convert") == 5 and len(builds.df) == 7
-    assert set(builds.df.error[builds.df.stage == "convert"]) <= {
-        "AssertionError: Cannot convert (<ITensor>, None, None) to TRT constant",
-        "AssertionError: Cannot convert None to TRT constant"}
+    assert list(builds.df.stage) == ["convert"] * 7
+    assert set(builds.df.error) == {
+        "RuntimeError: Failed to extract symbolic shape expressions from source FX graph partition"}
 
 
 def test_cli_cache_info_counts_builds_and_clear_removes_them(tmp_path, monkeypatch, capsys):

@@ -54,17 +54,19 @@ def test_a_converter_failure_names_the_node_and_what_each_ir_runs():
     part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
     builds = part.build(fix=False)
     first = builds.df.iloc[0].to_dict()
-    assert (first["stage"], first["node"]) == ("convert", "output")
-    # the LayerNorm's (out, None, None) leaves the engine, which holds no tensor for None
-    assert first["error"] == "AssertionError: Cannot convert None to TRT constant"
-    assert first["runs_instead"] == "torch_tensorrt.compile raises AssertionError: the model is not compiled"
+    assert (first["stage"], first["node"]) == ("convert", None)
+    # the LayerNorm's (out, None, None) leaves the engine: Torch-TensorRT finds no shapes to read for its
+    # outputs before it converts (interpret_module_to_result), as torch_tensorrt.compile would say
+    assert first["error"] == ("RuntimeError: Failed to extract symbolic shape expressions from source FX graph "
+                              "partition")
+    assert first["runs_instead"] == "torch_tensorrt.compile raises RuntimeError: the model is not compiled"
     assert first["fix"] is None  # fix=False: no search
     on_compile = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"},
                               ir="torch_compile").build(fix=False)
     row = on_compile.df.iloc[0].to_dict()
     assert row["stage"] == "convert"
     assert row["runs_instead"].startswith("torch.compile runs the whole of graph g0 eagerly in PyTorch "
-                                          "(Torch-TensorRT's backend catches the AssertionError")
+                                          "(Torch-TensorRT's backend catches the RuntimeError")
 
 
 def test_a_converter_that_raises_names_its_node_and_a_fix_that_builds():
