@@ -22,7 +22,7 @@ from hierviz.foundation.digests import digest, tensor_digest, tensor_digests, te
 from hierviz.trt.loading import installed_distribution, library_version
 from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
-KEY_VERSION = "hierviz-build-v3"  # v2: the optimization profile and effective settings; v3: upstream's shape check first
+KEY_VERSION = "hierviz-build-v3"  # v2: profile and effective settings; v3: upstream's shape check first
 
 
 def _value(value: Any) -> Any:
