@@ -5,6 +5,7 @@ the same build read back from the build cache in a new process.
     python benchmarks/builds.py --models gpt2 bert
     python benchmarks/builds.py --llm              # the 1.1B Llama-style bf16 model (issue 49), ~3 min
     python benchmarks/builds.py --llm --llm-layers 2   # the same model, 2 layers: a quick try
+    python benchmarks/builds.py --fix              # the fix search on models whose engine fails (issue 50)
 
 For each model, in one process with an empty build cache: `hv.partition` (its time beside the
 build's, for scale), then `part.build(fix=False)`: per TensorRT subgraph its stage, layers,
@@ -23,6 +24,15 @@ partitions again (the capture cache's hit) and builds from the build cache. Targ
 cached build <= 0.1x the first, second partition <= 0.25x the first, peak RSS <= 3x the weights.
 Upstream's equivalent of the build, `torch_tensorrt.dynamo.compile(...)` up to the engine, loads
 the engine it built, which needs a GPU: it has no figure on this machine.
+
+`--fix`: the fix search of `part.build()` on the zoo's gpt2 (min_block_size=3), a 4-layer GPT-2
+and a model with two failures in one engine (benchmarks/fix_models.py), each in a new process
+with an empty build cache, beside the search hierviz ran before issue 50 (every single op of the
+failing subgraphs, cheapest first, up to 40, each partition built; the fewest subgraphs wins),
+measured in the same run: the builder's calls, seconds, the fix, and whether the fix's partition
+builds every engine. Upstream has no fix search to compare with. Target (issue 50): at most
+half of the exhaustive search's builder calls on gpt2 and the 4-layer GPT-2, and a multi-op fix
+for the two-failure model, every fix shown to build.
 """
 
 from __future__ import annotations
@@ -78,6 +88,74 @@ print(json.dumps({"weights": weights, "made_rss": made_rss, "partition_s": parti
                   "engine_bytes": builds.engine_bytes, "builder": builds.builder, "notes": list(builds.notes),
                   "capture_cached": any("disk cache" in n for n in part.notes)}, default=str))
 """
+
+
+FIX_CHILD = r"""
+import json, sys, time
+sys.path.insert(0, sys.argv[3])
+import hierviz as hv
+from hierviz import zoo
+from hierviz.building.engine_fix import candidates, keeps_tensorrt
+from hierviz.building.subgraph_builds import SubgraphBuilder, tensorrt_tags
+import fix_models
+name, search = sys.argv[1], sys.argv[2]
+model, inputs = zoo.load(name) if name in zoo.names() else fix_models.MODELS[name]()
+part = hv.partition(model, inputs, min_block_size=3 if name == "gpt2" else 1)
+start = time.perf_counter()
+if search == "hierviz":
+    builds = part.build()
+    fixed = builds.fixed() if builds.fix is not None else None
+    result = {"calls": builds.subgraph_builder.made, "fix": sorted(builds.fix or ()), "text": builds.fix_text}
+else:  # the search before issue 50: every single op tried, cheapest first, up to 40, each one built
+    builder = SubgraphBuilder()
+    failing = [t for t in tensorrt_tags(part) if builder.build(getattr(part.module, t))[0].stage != "built"]
+    found = []
+    for rank, op in enumerate(candidates(part, failing)[:40]):
+        again = hv.partition(part, torch_executed_ops=set(part.config.torch_executed_ops) | {op})
+        if all(builder.build(getattr(again.module, t))[0].stage == "built" for t in tensorrt_tags(again)):
+            found.append((again.stats["subgraphs"], rank, op, again))
+    best = min(found, key=lambda f: f[:2]) if found else None
+    fixed = best[3] if best else None
+    result = {"calls": builder.made, "fix": [best[2]] if best else [], "text": ""}
+result["seconds"] = time.perf_counter() - start
+result["builds"] = None if fixed is None else bool(fixed.build(fix=False).ok and keeps_tensorrt(fixed))
+print(json.dumps(result))
+"""
+
+
+def run_fix(model: str, search: str, cache: str) -> dict:
+    """One new process: `model`'s fix found by `search` ("hierviz" or "exhaustive"), with `cache`
+    (empty) as its build cache."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "HIERVIZ_CACHE")}
+    env.update(HIERVIZ_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
+    proc = subprocess.run([sys.executable, "-c", FIX_CHILD, model, search, str(ROOT / "benchmarks")],
+                          capture_output=True, text=True, env=env, cwd=ROOT, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{model} ({search}): {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main_fix() -> int:
+    """`--fix`: hierviz's fix search beside the exhaustive one it replaced (module docstring)."""
+    met = True
+    print(f"{'model':<14} {'search':<11} {'builder calls':>13} {'seconds':>8} {'fix builds':>10}  fix")
+    for model in ("gpt2", "gpt2_4layer", "two_failures"):
+        got = {}
+        for search in ("exhaustive", "hierviz"):
+            with tempfile.TemporaryDirectory(prefix="hierviz-builds-fix-") as cache:
+                got[search] = r = run_fix(model, search, cache)
+            print(f"{model:<14} {search:<11} {r['calls']:>13} {r['seconds']:>8.1f} {str(r['builds']):>10}  "
+                  f"{r['fix'] or 'none found'}")
+        new, old = got["hierviz"], got["exhaustive"]
+        if model == "two_failures":
+            ok = len(new["fix"]) > 1 and new["builds"] is True
+            print(f"  target: a multi-op fix that builds: {'met' if ok else 'not met'}")
+        else:
+            ok = new["builds"] is True and new["calls"] <= old["calls"] / 2
+            print(f"  target: at most half the exhaustive search's builder calls ({new['calls']} vs {old['calls']}), "
+                  f"the fix builds: {'met' if ok else 'not met'}")
+        met = met and ok
+    return 0 if met else 1
 
 
 def run(model: str, cache: str) -> dict:
@@ -143,7 +221,10 @@ def main() -> int:
     ap.add_argument("--models", nargs="*", default=list(zoo.names()))
     ap.add_argument("--llm", action="store_true", help="the 1.1B Llama-style bf16 model instead of the zoo")
     ap.add_argument("--llm-layers", type=int, default=16, help="--llm's layers (16: 1.1B parameters)")
+    ap.add_argument("--fix", action="store_true", help="the fix search on models whose engine fails (issue 50)")
     args = ap.parse_args()
+    if args.fix:
+        return main_fix()
     if args.llm:
         return main_llm(args.llm_layers)
     worst = 0.0
