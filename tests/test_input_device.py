@@ -9,7 +9,7 @@ import torch
 from torch._subclasses.fake_tensor import FakeTensorMode
 
 import hierviz as hv
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 
 
 def graph_with_values(*values: torch.Tensor) -> torch.fx.GraphModule:

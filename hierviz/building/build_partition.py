@@ -22,7 +22,8 @@ from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
 from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
 from hierviz.foundation.arguments import check_bool
-from hierviz.capturing.inputs import check as check_inputs, example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
+from hierviz.capturing.inputs import check as check_inputs
 from hierviz.partitioner import partition_graph
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "

@@ -26,7 +26,7 @@ from hierviz.building.graph_run import OP_ERRORS, first_failure
 from hierviz.building.reduction import call_nodes, part_of, signature, smallest_failing
 from hierviz.building.subgraph_builds import SubgraphBuilder
 from hierviz.capturing.aten_capture import source_of
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.model_copy import private_copy
 from hierviz.errors import ConfigError, MeasureError
 from hierviz.foundation.error_text import first_line

@@ -24,7 +24,9 @@ from torch.utils._pytree import tree_leaves, tree_map, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
                             unknown_arguments)
-from hierviz.capturing.inputs import DIM_NAMES, InputSpec, check_structure, example_from_graph, spec_of
+from hierviz.capturing.example_inputs import example_from_graph
+from hierviz.capturing.input_spec import DIM_NAMES, InputSpec, spec_of
+from hierviz.capturing.input_structure import check_structure
 from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 from hierviz.latency.compiling.compile_cache import CompileCache
 from hierviz.latency.measurement import MeasureWarning

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import HiervizError
 from hierviz.latency.measure_call import measure
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner.blockers.blocker_causes import NO_BACKEND, NO_CONVERTER, REJECTED, repartition

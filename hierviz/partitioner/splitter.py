@@ -28,7 +28,8 @@ from torch.fx.passes.utils.common import HolderModule
 
 from hierviz.foundation.gcpause import gc_paused
 from hierviz.capturing.graph_codec import fetch_attr
-from hierviz.capturing.inputs import check_call, check_inputs, spec_of
+from hierviz.capturing.input_spec import spec_of
+from hierviz.capturing.inputs import check_call, check_inputs
 from hierviz.partitioner.engine.plan import EngineResult
 from hierviz.partitioner.split_module import SplitModule
 

@@ -10,7 +10,7 @@ import torch
 import hierviz as hv
 from hierviz import trt
 from hierviz.building.engine_store import stored_engine
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.latency.compiling.lift import bake, lift
 from tests.building.models import ConvNet, made
 

@@ -14,7 +14,7 @@ import torch
 import hierviz as hv
 from hierviz import trt
 from hierviz.building.engine_store import EngineStore, stored_engine
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.errors import BuildInterrupted
 from hierviz.foundation.digests import data_digest
 from hierviz.latency.compiling.lift import bake, lift

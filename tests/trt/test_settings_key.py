@@ -11,7 +11,7 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.building.build_keys import build_key
 from hierviz.building.engine_store import stored_engine
-from hierviz.capturing.inputs import example_from_graph
+from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.latency.compiling.lift import bake, lift
 from hierviz.trt.compilation_settings import conversion_fields
 from tests.building.models import ConvNet, made
