@@ -18,6 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 STAGES = ("run", "convert", "build", "built")
+WARNED = "Torch-TensorRT warned: "  # how a build's held-back warning starts in Builds.notes
 COLUMNS = ("subgraph", "ops", "stage", "profile", "layers", "engine_bytes", "convert_s", "build_s", "node", "error",
            "details", "source", "runs_instead", "fix", "cached")
 
@@ -207,7 +208,14 @@ class Builds:
         for graph, failure in self.run_failures:
             out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"
                        + (f" (from {failure.source})" if failure.source else ""))
-        out.extend(self.notes)
+        warned = [n for n in self.notes if n.startswith(WARNED)]
+        out.extend(n for n in self.notes if not n.startswith(WARNED))
+        if len(warned) == 1:
+            out.append(warned[0])
+        elif warned:  # each is in .notes (hierviz check --build --verbose prints them)
+            first = warned[0][len(WARNED):]
+            out.append(f"Torch-TensorRT warned {len(warned)} times while it converted (each in Builds.notes), "
+                       f"first: {first if len(first) <= 120 else first[:117] + '...'}")
         return out
 
     def __repr__(self) -> str:

@@ -23,6 +23,7 @@ from hierviz import trt
 
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.building.build_keys import build_key, run_key
+from hierviz.building.builds import WARNED
 from hierviz.building.engine_store import EngineStore
 from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
@@ -93,7 +94,7 @@ class SubgraphBuilder:
         engine too big to keep) and Torch-TensorRT's warnings, each once, held back while it
         converted (`--verbose` shows them)."""
         said = list(self.store.notes) if self.store is not None else []
-        said += [f"Torch-TensorRT warned: {w}" for w in self._warnings]
+        said += [f"{WARNED}{w}" for w in self._warnings]
         return tuple(dict.fromkeys(said))
 
     def _heard(self, made: trt.EngineBuild) -> None:

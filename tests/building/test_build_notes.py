@@ -67,3 +67,17 @@ def test_hierviz_check_build_verbose_prints_what_the_build_held_back(tmp_path, m
     notes = [line for line in out.splitlines() if line.startswith("note: ")]
     assert any("was not kept in the build cache: it is larger than the cache limit (4000 bytes)" in n
                for n in notes), out
+
+
+def test_many_warnings_are_one_line_in_words_and_each_stays_in_notes():
+    from hierviz.building.builds import Builds
+
+    notes = ("an engine was not kept", "Torch-TensorRT warned: Both operands of op_a are constant.",
+             "Torch-TensorRT warned: Both operands of op_b are constant.")
+    lines = Builds((), "TensorRT-RTX 1.6.1", True, notes=notes).lines()
+    assert "an engine was not kept" in lines
+    assert ("Torch-TensorRT warned 2 times while it converted (each in Builds.notes), first: Both operands of op_a "
+            "are constant.") in lines
+    assert not any("op_b" in line for line in lines)
+    one = Builds((), "TensorRT-RTX 1.6.1", True, notes=notes[:2]).lines()
+    assert notes[1] in one
