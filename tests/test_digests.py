@@ -123,12 +123,8 @@ def test_parts_added_one_by_one_keep_their_boundaries():
     assert of(("relu", 1), ("add", 2)) == of(("relu", 1), ("add", 2)) != of(("add", 2), ("relu", 1))
 
 
-# modules that still hash on their own until they call the functions above (issue 51)
-PENDING = {"capturing/disk_cache.py"}  # its key moves onto digests.PartsDigest with its split
-
-
 def test_cache_keys_are_made_by_the_digests_module_alone():
     root = Path(digests.__file__).parent.parent
     own = {"foundation/digests.py", "drawing/palette.py"}  # the palette's colour hash is no cache key
     hashing = {p.relative_to(root).as_posix() for p in root.rglob("*.py") if "hashlib" in p.read_text()}
-    assert hashing - own - PENDING == set()
+    assert hashing - own == set()

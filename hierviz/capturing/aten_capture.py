@@ -25,6 +25,7 @@ from torch.fx import GraphModule
 from hierviz import trt
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.by_graph.cached_graphs import capture_graphs
+from hierviz.capturing.capture_key import capture_key
 from hierviz.capturing.by_graph.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture
 from hierviz.capturing.cached_capture_check import CHECKED, cached_graph_holds, checked_record
 from hierviz.capturing.export_failure import export_error
@@ -284,7 +285,7 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
     """Export and lower `model`, or take its capture from the disk cache (hierviz.capturing.disk_cache)
     when the cached graph gives the model's outputs on the example inputs."""
     name = type(model).__name__
-    key = capture_cache.capture_key(model, inputs_key, _dims_key(dynamic_shapes)) \
+    key = capture_key(model, inputs_key, _dims_key(dynamic_shapes)) \
         if capture_cache.enabled(cache) and not isinstance(model, GraphModule) else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()

@@ -12,9 +12,10 @@ from typing import Any
 import torch
 from torch.fx import GraphModule
 
-from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.computation_trace import computation_digest
+from hierviz.capturing.graph_codec import fetch_attr
 from hierviz.capturing.model_copy import private_copy
+from hierviz.foundation.digests import digest, tensor_digest
 
 logger = logging.getLogger(__name__)
 
@@ -117,12 +118,28 @@ def output_tolerance(expected: torch.Tensor) -> tuple[float, float] | None:
     return max(1e-2, ULPS * eps), max(1e-3, ULPS * eps * scale)
 
 
+def graph_digest(gm: torch.fx.GraphModule) -> str:
+    """A digest of what the graph computes from: its code and every attribute it reads (a tensor
+    by its values, stride and device: `tensor_digest`, remembered per process, so the model's
+    own weights, hashed for the key, are not hashed again). Equal for a graph and its copy read
+    back from an entry; a weight or a node changed in the entry changes it."""
+    parts: list[Any] = [gm.code]
+    for node in gm.graph.nodes:
+        if node.op == "get_attr":
+            value = fetch_attr(gm, str(node.target))
+            if isinstance(value, torch.Tensor):
+                parts.append((str(node.target), tuple(value.stride()), value.device.type, tensor_digest(value)))
+            else:
+                parts.append((str(node.target), type(value).__qualname__, repr(value)))
+    return digest(parts)
+
+
 def checked_record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> dict:
     """What a capture entry keeps so that a new process checks it cheaply: the graph's digest
-    (disk_cache.graph_digest) and the model's `computation_digest`; for a model that cannot be
+    (`graph_digest`) and the model's `computation_digest`; for a model that cannot be
     traced on fake tensors, the graph's outputs on the example inputs instead (on the CPU; not
     when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them)."""
-    record: dict[str, Any] = {"graph": capture_cache.graph_digest(gm),
+    record: dict[str, Any] = {"graph": graph_digest(gm),
                               "computation": computation_digest(model, args, kwargs), "outputs": None}
     if record["computation"] is None:
         try:
@@ -146,7 +163,7 @@ def cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, arg
     - else the graph's outputs then, against the model's now (one forward instead of two).
     Otherwise (an entry without a record, a graph changed since, a model that cannot be traced
     now) both are run on the example inputs and compared, as they always were."""
-    if isinstance(record, dict) and record.get("graph") == capture_cache.graph_digest(gm):
+    if isinstance(record, dict) and record.get("graph") == graph_digest(gm):
         if record.get("computation") is not None:
             now = computation_digest(model, args, kwargs)
             if now == record["computation"]:
@@ -164,4 +181,4 @@ def cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, arg
     return held, "its outputs were checked against the model's on the example inputs" if held else STALE
 
 
-__all__ = ["CHECKED", "checked_record", "cached_graph_holds", "output_tolerance"]
+__all__ = ["CHECKED", "checked_record", "cached_graph_holds", "graph_digest", "output_tolerance"]

@@ -1,22 +1,17 @@
-"""The on-disk cache of captures: a captured graph kept under the user's cache folder, keyed by
-everything that can change it, so that a new process (a notebook restart, a CLI call) does not
-export and lower the same model again.
+"""The on-disk store of captures: a captured graph kept under the user's cache folder under its
+key (hierviz.capturing.capture_key, everything that can change it), so that a new process (a
+notebook restart, a CLI call) does not export and lower the same model again.
 
-The key (`capture_key`) is a hash of: the class and `forward` source of every submodule (and
-the contents of the file each class is defined in), their other attributes (a transformers
-config's flags, say), their hooks, the values of every parameter, buffer and tensor attribute,
-the train/eval flags, the example inputs' structure, shapes and dtypes (and non-tensor
-values), `dynamic_shapes`, the versions of torch and hierviz, and the installed Torch-TensorRT
-distribution (its name and version, read from its metadata: torch_tensorrt is not imported).
-A model it cannot describe (a parameter on the meta device, a forward with no code) is not
-cached. `hierviz.capturing.aten_capture` checks a cached graph before using it: the model traced
-on fake tensors does the computation it did when the entry was kept (an entry records that
-digest, and `graph_digest` of its graph), or else the model's outputs agree with the graph's.
-An entry holds the model's weights as references (their names in the model), not their bytes.
+`hierviz.capturing.aten_capture` checks a cached graph before using it
+(hierviz.capturing.cached_capture_check: the model traced on fake tensors does the computation it
+did when the entry was kept, or else the model's outputs agree with the graph's). An entry holds
+the model's weights as references (their names in the model, hierviz.capturing.model_references),
+not their bytes.
 
 torch.compile's captures (`hv.capture(..., ir="torch_compile")`: several graphs, their first
 calls' values and what the capture says of them) are kept the same way (`save_graphs` /
-`load_graphs`), under the same key with "torch_compile" in its inputs part, in the same folder.
+`load_graphs`), under the same kind of key with "torch_compile" in its inputs part, in the same
+folder (hierviz.capturing.by_graph.cached_graphs).
 
 `CaptureStore` keeps one file per key (the graph as plain data, `hierviz.capturing.graph_codec`), written
 atomically (a temporary file, then `os.replace`, so that no process reads half an entry),
@@ -29,24 +24,18 @@ the user owns should be used.
 
 from __future__ import annotations
 
-import hashlib
-import inspect
 import os
 import pickle
 import tempfile
-import types
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from hierviz import trt
+from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
+from hierviz.capturing.model_references import referenced, resolved
 from hierviz.errors import user_stacklevel
-from hierviz.foundation.digests import digest, tensor_digest, tensor_digests
-from hierviz.capturing.graph_codec import NOT_PICKLABLE, fetch_attr, pack_graph, unpack_graph
-from hierviz.support.support_key import plain
-from hierviz.version import __version__
 
 FORMAT = "hierviz-capture/2"  # /2: the modules moved into packages (pickled class paths changed)
 GRAPHS_FORMAT = "hierviz-graphs-capture/2"  # torch.compile's capture: several graphs and their values
@@ -54,7 +43,6 @@ DEFAULT_LIMIT = 2 * 1024**3  # bytes: the least the cache may hold (`limit`)
 ENV_DIR, ENV_SWITCH, ENV_LIMIT = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE", "HIERVIZ_CACHE_LIMIT"
 SUFFIX = ".capture"
 _OFF = {"0", "false", "no", "off"}
-_DEPTH = 4  # how deep a submodule's attributes are described
 
 
 # what reading a damaged, foreign or outdated entry raises: the file (OSError), pickle (truncated:
@@ -105,180 +93,6 @@ def limit() -> int:
     return max(DEFAULT_LIMIT, min(free // 4, 20 * 1024**3))
 
 
-# ---------------------------------------------------------------------------- the key
-class _NotCacheable(Exception):
-    """The model has something the key cannot describe."""
-
-
-def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any) -> str | None:
-    """The cache key of capturing `model` with `inputs` (a hashable description of the example
-    inputs) and `dynamic_shapes` (the same of those), or None when the model cannot be keyed."""
-    h = hashlib.blake2b(digest_size=20)
-    h.update(repr((FORMAT, __version__, torch.__version__, lowering(), inputs, dynamic_shapes)).encode())
-    _hash_side_by_side(model)
-    try:
-        seen: dict[int, str] = {}
-        memo: dict[int, str] = {}
-        for name, module in model.named_modules(remove_duplicate=False):
-            h.update(repr((name, module.training, _class_key(type(module)),
-                           _describe(_renumbered_hooks(vars(module)), _DEPTH, memo))).encode())
-            for attr, value in _tensors(module):
-                h.update(repr((name, attr, _tensor_digest(value, seen))).encode())
-    except _NotCacheable:
-        return None
-    return h.hexdigest()
-
-
-def _hash_side_by_side(model: torch.nn.Module) -> None:
-    """Take the digests of the model's plain tensors on a few threads (`tensor_digests`: a 1.1B
-    model's 2.2 GB in about half the time); the key reads them back. A tensor that cannot be
-    hashed is left to the key, which says the model is not cacheable."""
-    plain = {id(t): t for module in model.modules() for _, t in _tensors(module)
-             if t.device.type != "meta" and t.layout == torch.strided}
-    try:
-        tensor_digests(plain.values())
-    except (RuntimeError, TypeError, ValueError):  # (the key hashes each again and says which fails)
-        pass
-
-
-def lowering() -> tuple[str, str] | str:
-    """The lowering hierviz runs, named without importing torch_tensorrt (5 s): the installed
-    Torch-TensorRT distribution (name, version), whose lowering and default settings capture
-    runs, or torch's own decompositions without one."""
-    return trt.installed_distribution() or "torch decompositions"
-
-
-_CLASS_KEYS: dict[type, str] = {}
-_FILE_DIGESTS: dict[tuple[str, float, int], str] = {}
-
-
-def _class_key(cls: type) -> str:
-    """The class's qualified name, its forward's source and the digest of the file it is in."""
-    known = _CLASS_KEYS.get(cls)
-    if known is None:
-        forward: Any = getattr(cls, "forward", None)  # None or not a function: getsource's TypeError
-        try:
-            source = inspect.getsource(forward)
-        except (OSError, TypeError):
-            code = getattr(forward, "__code__", None)
-            if code is None:
-                raise _NotCacheable(f"{cls.__qualname__}.forward has no source or code") from None
-            source = repr(plain(code))  # no memory address in it (a nested lambda's code object has one)
-        known = _CLASS_KEYS[cls] = f"{cls.__module__}.{cls.__qualname__}|{source}|{_file_digest(cls)}"
-    return known
-
-
-def _file_digest(cls: type) -> str:
-    try:
-        path = inspect.getsourcefile(cls) or ""
-    except (OSError, TypeError):  # a class defined in `python -c`, a builtin
-        return ""
-    return file_digest(path)
-
-
-def file_digest(path: str) -> str:
-    """The digest of a source file's contents ('' when it cannot be read), kept per (path,
-    mtime, size) for the process."""
-    try:
-        stat = os.stat(path)
-    except (OSError, TypeError, ValueError):
-        return ""
-    key = (path, stat.st_mtime, stat.st_size)
-    if key not in _FILE_DIGESTS:
-        with open(path, "rb") as f:
-            _FILE_DIGESTS[key] = hashlib.blake2b(f.read(), digest_size=16).hexdigest()
-    return _FILE_DIGESTS[key]
-
-
-def _renumbered_hooks(state: dict[str, Any]) -> dict[str, Any]:
-    """A module's attributes with its hook dicts (`_forward_hooks`, `_forward_hooks_with_kwargs`,
-    ...) keyed by each hook's place among the module's hooks instead of its handle id, a
-    counter of every hook made in the process so far."""
-    hooks = [name for name, value in state.items() if "hooks" in name and isinstance(value, dict)]
-    ids = sorted({k for name in hooks for k in state[name] if isinstance(k, int)})
-    if not ids:
-        return state
-    place = {handle: n for n, handle in enumerate(ids)}
-    return {**state, **{name: {place.get(k, k): v for k, v in state[name].items()} for name in hooks}}
-
-
-# described elsewhere; and names with "hash" in them are process-specific (a transformers
-# GenerationConfig's _original_object_hash is hash() of a string, salted per process)
-_SKIPPED = {"_parameters", "_buffers", "_modules", "training"}
-_PLAIN = (int, float, bool, str, bytes, type(None), complex)
-
-
-def _describe(value: Any, depth: int, memo: dict[int, str]) -> Any:
-    """A text description of a module attribute that is equal in every process for equal
-    values: scalars by value, containers item by item, functions and classes by name, hooks
-    by their functions, other objects by their attributes (to `depth`); tensors are hashed
-    separately (`_tensors`), so only their place is described here."""
-    if isinstance(value, _PLAIN):
-        return repr(value)
-    if isinstance(value, torch.Tensor):
-        return "tensor"
-    if isinstance(value, torch.nn.Module):
-        return "module"
-    if isinstance(value, (torch.dtype, torch.device, torch.memory_format, torch.layout)):
-        return str(value)
-    if isinstance(value, (types.FunctionType, types.BuiltinFunctionType, types.MethodType, type)):
-        return f"{getattr(value, '__module__', '')}.{getattr(value, '__qualname__', repr(type(value)))}"
-    if depth <= 0:
-        return type(value).__qualname__
-    if id(value) in memo:
-        return memo[id(value)]
-    if isinstance(value, dict):
-        out = repr(sorted((str(k), _describe(v, depth - 1, memo)) for k, v in value.items()
-                          if str(k) not in _SKIPPED and "hash" not in str(k).lower()))
-    elif isinstance(value, (list, tuple)):
-        out = repr([_describe(v, depth - 1, memo) for v in value])
-    elif isinstance(value, (set, frozenset)):
-        out = repr(sorted(_describe(v, depth - 1, memo) for v in value))
-    elif hasattr(value, "__dict__"):
-        out = f"{type(value).__qualname__}{_describe(vars(value), depth - 1, memo)}"
-    else:
-        out = type(value).__qualname__
-    memo[id(value)] = out
-    return out
-
-
-def _tensors(module: torch.nn.Module) -> list[tuple[str, torch.Tensor]]:
-    """The module's own parameters, buffers and tensor attributes."""
-    found: list[tuple[str, torch.Tensor]] = [(k, v) for k, v in module._parameters.items() if v is not None]
-    found += [(k, v) for k, v in module._buffers.items() if v is not None]
-    found += [(k, v) for k, v in vars(module).items() if isinstance(v, torch.Tensor)]
-    return found
-
-
-def _tensor_digest(t: torch.Tensor, seen: dict[int, str]) -> str:
-    if id(t) in seen:  # a tied weight: hashed once
-        return seen[id(t)]
-    if t.device.type == "meta" or t.layout != torch.strided:
-        raise _NotCacheable("a tensor without plain values")
-    try:
-        digest = tensor_digest(t)  # once per process: the build key takes the same one
-    except Exception as exc:
-        raise _NotCacheable(f"a tensor whose values cannot be read: {exc}") from exc
-    seen[id(t)] = out = f"{t.dtype}{tuple(t.shape)}{tuple(t.stride())}{digest}"
-    return out
-
-
-def graph_digest(gm: torch.fx.GraphModule) -> str:
-    """A digest of what the graph computes from: its code and every attribute it reads (a tensor
-    by its values, stride and device: `tensor_digest`, remembered per process, so the model's
-    own weights, hashed for the key, are not hashed again). Equal for a graph and its copy read
-    back from an entry; a weight or a node changed in the entry changes it."""
-    parts: list[Any] = [gm.code]
-    for node in gm.graph.nodes:
-        if node.op == "get_attr":
-            value = fetch_attr(gm, str(node.target))
-            if isinstance(value, torch.Tensor):
-                parts.append((str(node.target), tuple(value.stride()), value.device.type, tensor_digest(value)))
-            else:
-                parts.append((str(node.target), type(value).__qualname__, repr(value)))
-    return digest(parts)
-
-
 def storable(gm: torch.fx.GraphModule) -> bool:
     """Whether the graph's plain-data form (hierviz.capturing.graph_codec) keeps all of it: no symbolic
     shape or value (a dynamic-shape capture, a data-dependent size) in any node's meta."""
@@ -295,57 +109,6 @@ def _symbolic(value: Any) -> bool:
     return False
 
 
-_MODEL = "hierviz-model-tensor"  # an attrs value ("hierviz-model-tensor", name, shared): the model's tensor
-
-
-def _model_tensors(model: torch.nn.Module) -> dict[str, torch.Tensor]:
-    named = [*model.named_parameters(remove_duplicate=False), *model.named_buffers(remove_duplicate=False)]
-    return dict(named)
-
-
-def _referenced(attrs: dict[str, Any], model: torch.nn.Module | None) -> dict[str, Any]:
-    """The graph's tensors, those equal to one of the model's (same name, or same storage) as
-    references: shared with the model when the graph shares it, as a fresh capture does."""
-    if model is None:
-        return attrs
-    mine = _model_tensors(model)
-    by_storage = {(t.data_ptr(), t.shape, t.stride(), t.dtype): name for name, t in mine.items() if t.numel()}
-    out = {}
-    for path, value in attrs.items():
-        out[path] = value
-        if not isinstance(value, torch.Tensor) or not value.numel():
-            continue
-        name = by_storage.get((value.data_ptr(), value.shape, value.stride(), value.dtype))
-        shared = name is not None
-        if name is None and path in mine:
-            theirs = mine[path]
-            if theirs.shape == value.shape and theirs.dtype == value.dtype and torch.equal(theirs, value):
-                name = path
-        if name is not None:
-            out[path] = (_MODEL, name, shared, isinstance(value, torch.nn.Parameter), value.requires_grad)
-    return out
-
-
-def _resolved(attrs: dict[str, Any], model: torch.nn.Module | None) -> dict[str, Any]:
-    """The stored tensors, references taken from the model (a copy where the capture had one)."""
-    refs = {p: v for p, v in attrs.items() if isinstance(v, tuple) and len(v) == 5 and v[0] == _MODEL}
-    if not refs:
-        return attrs
-    if model is None:
-        raise ValueError("the entry refers to the model's weights, and no model was given")
-    mine = _model_tensors(model)
-    out = dict(attrs)
-    for path, (_, name, shared, parameter, grad) in refs.items():
-        tensor = mine[name].detach() if not shared else mine[name]
-        if not shared:
-            tensor = tensor.clone()
-        if parameter and not isinstance(tensor, torch.nn.Parameter):
-            tensor = torch.nn.Parameter(tensor, requires_grad=grad)
-        out[path] = tensor
-    return out
-
-
-# ---------------------------------------------------------------------------- the store
 class CaptureStore:
     """The cache's folder of entries (one file per key), bounded by `limit` bytes."""
 
@@ -376,7 +139,7 @@ class CaptureStore:
         An entry that cannot be read is removed, with one CacheWarning."""
         try:
             entry = self._entry(key, FORMAT)
-            gm = unpack_graph(dict(entry["graph"], attrs=_resolved(entry["graph"]["attrs"], model)))
+            gm = unpack_graph(dict(entry["graph"], attrs=resolved(entry["graph"]["attrs"], model)))
         except FileNotFoundError:
             return None, {}
         except UNREADABLE as exc:  # any unreadable entry is captured again
@@ -392,8 +155,8 @@ class CaptureStore:
         shared them). An entry that cannot be read is removed, with one CacheWarning."""
         try:
             entry = self._entry(key, GRAPHS_FORMAT)
-            graphs = [unpack_graph(dict(g, attrs=_resolved(g["attrs"], model))) for g in entry["graphs"]]
-            tensors = _resolved(entry["tensors"], model)
+            graphs = [unpack_graph(dict(g, attrs=resolved(g["attrs"], model))) for g in entry["graphs"]]
+            tensors = resolved(entry["tensors"], model)
             payload = entry["payload"]
         except FileNotFoundError:
             return None
@@ -422,10 +185,10 @@ class CaptureStore:
             packed = []
             for gm in graphs:
                 graph = pack_graph(gm)
-                graph["attrs"] = _referenced(graph["attrs"], model)
+                graph["attrs"] = referenced(graph["attrs"], model)
                 packed.append(graph)
             entry = {"format": GRAPHS_FORMAT, "key": key, "graphs": packed,
-                     "tensors": _referenced(tensors, model), "payload": payload}
+                     "tensors": referenced(tensors, model), "payload": payload}
             return self._write(key, entry)
         except UNWRITABLE:  # a graph or value that does not pickle, a full disk: captured again next time
             return False
@@ -454,7 +217,7 @@ class CaptureStore:
             return False
         try:
             graph = pack_graph(gm)
-            graph["attrs"] = _referenced(graph["attrs"], model)
+            graph["attrs"] = referenced(graph["attrs"], model)
             return self._write(key, {"format": FORMAT, "key": key, "graph": graph, "meta": meta})
         except UNWRITABLE:  # a full disk or a read-only folder: capture works without the cache
             return False
@@ -514,5 +277,5 @@ class CaptureStore:
                 "limit": self.max_bytes, "enabled": enabled()}
 
 
-__all__ = ["CaptureStore", "CacheWarning", "capture_key", "file_digest", "graph_digest", "GRAPHS_FORMAT", "storable",
-           "folder", "enabled", "limit", "FORMAT", "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]
+__all__ = ["CaptureStore", "CacheWarning", "GRAPHS_FORMAT", "storable", "folder", "enabled", "limit", "FORMAT",
+           "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]

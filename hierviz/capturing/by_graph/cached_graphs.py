@@ -12,6 +12,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz.capturing import disk_cache as capture_cache
+from hierviz.capturing.capture_key import capture_key, file_digest
 from hierviz.capturing.by_graph.dynamo_capture import NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
 
 
@@ -23,7 +24,7 @@ def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inp
     CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
     function the forward calls, in a file the key does not cover) is stale: captured again, as
     its `notes` say. A capture that fails is not kept."""
-    key = capture_cache.capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
+    key = capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
         else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()
@@ -31,7 +32,7 @@ def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inp
         entry = store.load_graphs(key, model)
         if entry is not None:
             changed = [path for path, digest in dict(entry[2].get("files", {})).items()
-                       if capture_cache.file_digest(path) != digest]
+                       if file_digest(path) != digest]
             if changed:
                 notes = (f"capture: the cached capture was stale ({changed[0]} changed since"
                          + (f", and {len(changed) - 1} other file(s)" if len(changed) > 1 else "")
@@ -57,7 +58,7 @@ def _traced_files(cap: DynamoCapture) -> dict[str, str]:
     for b in cap.breaks:
         files.add(b.file)
         files.update(frame.rsplit(":", 1)[0] for frame in (f.rsplit(" in ", 1)[0] for f in b.stack))
-    return {path: capture_cache.file_digest(path) for path in sorted(files) if path}
+    return {path: file_digest(path) for path in sorted(files) if path}
 
 
 _OWN = ("graph", "example_inputs")  # a DynamoGraph's fields kept apart from the payload
