@@ -53,19 +53,11 @@ UNPICKLING_ERRORS: tuple[type[Exception], ...] = (ImportError, AttributeError, E
 _STREAM_ENDED: tuple[type[Exception], ...] = (EOFError, pickle.UnpicklingError, OSError, ValueError)
 
 # the child lowers its CPU priority before it imports torch (importing hierviz loads it: a second
-# of CPU that must not compete with the kernel either), then runs worker_main
-# (worker_main.lower_priority's steps, inline: importing worker_main would import torch first)
-_BOOT = """
-import os
-try:
-    os.nice(19)
-except (AttributeError, OSError):
-    pass
-try:
-    with open("/proc/self/autogroup", "w") as f:
-        f.write("19")
-except OSError:
-    pass
+# of CPU that must not compete with the kernel either): cpu_priority.py, which imports only os,
+# is run as a file, then worker_main
+_BOOT = f"""
+import runpy
+runpy.run_path({str(Path(__file__).with_name("cpu_priority.py"))!r}, run_name="__lower__")
 from hierviz.widget.worker_main import main
 main()
 """
@@ -97,7 +89,7 @@ class _Job:
     def __init__(self, progress: Callable[..., None] | None, worker: "Worker | None" = None) -> None:
         self.done = threading.Event()
         self.progress = progress
-        self.kind = ""
+        self.status = ""  # how it ended: "ok", "raised", "unreadable", "cancelled", "failed" or "error"
         self.answer: Any = None
         self.proc: Any = None  # the child it was sent to
         self.key = 0
@@ -193,7 +185,7 @@ class Worker:
                 return  # answered already
             if self._proc is job.proc:
                 self._write((0, "cancel", job.key))
-        job.kind, job.answer = "cancelled", why
+        job.status, job.answer = "cancelled", why
         job.done.set()
 
     def hold(self) -> "Hold":
@@ -210,15 +202,15 @@ class Worker:
                 self.close()
 
     def _answer(self, job: _Job) -> Any:
-        if job.kind == "ok":
+        if job.status == "ok":
             return job.answer
-        if job.kind == "unreadable":
+        if job.status == "unreadable":
             raise Unsendable(f"the worker process could not load it ({job.answer})")
-        if job.kind == "raised":  # a HiervizError, as the user would see it here
+        if job.status == "raised":  # a HiervizError, as the user would see it here
             raise job.answer
-        if job.kind == "cancelled":
+        if job.status == "cancelled":
             raise JobCancelled(job.answer)
-        if job.kind == "failed":
+        if job.status == "failed":
             raise WorkerError(job.answer)
         raise WorkerError(f"the worker process failed: {job.answer}")
 
@@ -316,7 +308,7 @@ class Worker:
                 logger.error("a worker job's answer could not be read", exc_info=True)
                 kind, answer = "error", f"its answer could not be read here ({type(exc).__name__}: {exc})"
             self._jobs.pop(key, None)
-            job.kind, job.answer = kind, answer
+            job.status, job.answer = kind, answer
             job.done.set()
 
     def _death(self, proc: subprocess.Popen) -> str:
@@ -352,7 +344,7 @@ class Worker:
                 self._stop()
             for key, job in list(self._jobs.items()):
                 if job.proc is proc and self._jobs.pop(key, None) is not None:
-                    job.kind, job.answer = "failed", why
+                    job.status, job.answer = "failed", why
                     job.done.set()
 
     def _stop(self) -> None:

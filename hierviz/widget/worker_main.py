@@ -41,6 +41,7 @@ import threading
 import time
 from typing import Any, BinaryIO, Callable, Iterator
 
+from hierviz.widget.cpu_priority import lower_priority
 from hierviz import trt
 from hierviz.building.subgraph_builds import between_builds
 from hierviz.compare.partition_cache import cached_partition
@@ -49,7 +50,6 @@ from hierviz.capturing.graph_codec import unpack_graph
 from hierviz.partitioner.upstream.todays_compile import compile_today
 from hierviz.widget.worker import PICKLING_ERRORS, UNPICKLING_ERRORS
 
-NICE = 19  # the worker's CPU priority: below the kernel's, so a setting change is never starved
 BEAT_S = 1.0
 TIMING = frozenset({"measure", "tune"})  # jobs that time: each runs alone
 JOB_LOG = "HIERVIZ_WORKER_JOB_LOG"
@@ -311,22 +311,6 @@ def _beat(answers: _Answers) -> None:
         except OSError:
             os._exit(0)
         threading.Event().wait(BEAT_S)
-
-
-def lower_priority() -> None:
-    """NICE for this process, and for its scheduling group: the worker runs in a session of its
-    own, and where Linux groups each session's processes (autogroup) a nice value only ranks
-    processes within their group, so the group's own nice is lowered too. Where either cannot
-    be set, the worker still runs."""
-    try:
-        os.nice(max(0, NICE - os.nice(0)))  # (worker.py's command has lowered it already)
-    except (AttributeError, OSError):
-        pass
-    try:
-        with open("/proc/self/autogroup", "w") as f:
-            f.write(str(NICE))
-    except OSError:
-        pass
 
 
 def main() -> None:

@@ -45,7 +45,7 @@ def test_a_build_that_answered_is_not_cancelled_by_the_next(worker) -> None:
     mine = worker.hold()
     first = mine.submit(None, None, "build", "A")
     worker._jobs.pop(first.key)  # what the reader does with an answer
-    first.kind, first.answer = "ok", "built"
+    first.status, first.answer = "ok", "built"
     first.done.set()
     mine.submit(None, None, "build", "B")
     assert _cancels(worker) == [] and first.result() == "built"
