@@ -21,7 +21,7 @@ import torch
 
 import hierviz as hv
 from hierviz.drawing import palette
-from hierviz.drawing.by_graph.frames import BAR_PT
+from hierviz.drawing.by_graph.overview import BAR_PT
 from tests.dynamo_models import BreakInALoop, ThreeGraphs, break_line, load
 
 from .helpers import SVG, outline_edges, parse_svg

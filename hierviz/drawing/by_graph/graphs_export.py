@@ -21,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hierviz.drawing import palette
 from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
                                     layout, measurement_section, page_head, strip_prolog, table_html, target, write)
-from hierviz.drawing.by_graph.frames import EAGER, per_graph, render_graphs, short_path_text, where
+from hierviz.drawing.by_graph.breaks_and_starts import EAGER, short_path_text, where
+from hierviz.drawing.by_graph.frames import per_graph, render_graphs
 from hierviz.drawing.by_graph.graph_times import GraphTimes
 from hierviz.errors import RenderError
 from hierviz.partitioner.saved.saved_graphs import document_graphs
