@@ -230,3 +230,12 @@ def test_the_same_mistake_is_the_same_class(tiny) -> None:
                  lambda: hv.sweep(gm, None, {"itres": [3]}), lambda: hv.explore(model, inputs, itres=3)):
         with pytest.raises(hv.ConfigError):
             call()
+
+
+def test_a_packet_in_torch_executed_ops_is_every_overload_for_torch_tensorrt():
+    from hierviz.foundation.opnames import overload_names
+
+    names = overload_names("torch.ops.aten.addmm")
+    assert "torch.ops.aten.addmm.default" in names and "torch.ops.aten.addmm.out" in names
+    assert overload_names("torch.ops.aten.split.Tensor") == ["torch.ops.aten.split.Tensor"]
+    assert overload_names("_operator.getitem") == ["_operator.getitem"]

@@ -30,6 +30,7 @@ from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.model_copy import private_copy
 from hierviz.errors import ConfigError, MeasureError
 from hierviz.foundation.error_text import first_line
+from hierviz.foundation.opnames import overload_names
 
 FAILED = ("convert", "build")
 # what torch.export and Torch-TensorRT's lowering raise on a part they cannot take: what running an op raises,
@@ -182,8 +183,8 @@ def _compile_settings(part: Any, builder: SubgraphBuilder) -> dict:
     (min_block_size=1), the builder's own error raised, and the settings the part was built with."""
     settings: dict[str, Any] = {"min_block_size": 1, "pass_through_build_failures": True}
     forced = getattr(getattr(part, "config", None), "torch_executed_ops", None)
-    if forced:
-        settings["torch_executed_ops"] = sorted(forced)
+    if forced:  # as Torch-TensorRT matches them: each overload by its name
+        settings["torch_executed_ops"] = sorted({n for op in forced for n in overload_names(str(op))})
     settings.update(builder.trt_settings or {})
     if builder.tf32:
         settings["disable_tf32"] = False

@@ -50,6 +50,17 @@ def in_op_set(name: str, names: frozenset[str], packets: frozenset[str]) -> bool
     return name in names or (bool(packets) and packet_name(name) in packets)
 
 
+def overload_names(name: str) -> list[str]:
+    """A qualified op name as Torch-TensorRT's torch_executed_ops matches it, one overload at a
+    time: a packet ('torch.ops.aten.addmm') as every overload of it ('torch.ops.aten.addmm.default',
+    '...out', ...), any other name as it is. (hierviz's own matching takes a packet for all its
+    overloads, in_op_set; Torch-TensorRT's compares each node's overload name.)"""
+    found = _resolve(name)
+    if isinstance(found, torch._ops.OpOverloadPacket):
+        return [f"{name}.{overload}" for overload in found.overloads()]
+    return [name]
+
+
 def _resolve(name: str) -> Any:
     """The object a qualified op name refers to, or None."""
     if name.startswith("torch.ops."):

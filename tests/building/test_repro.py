@@ -243,3 +243,4 @@ def test_a_pybind_argument_failure_is_verified_by_the_words_below_its_first_line
     assert "incompatible function arguments; invoked with: <INetworkDefinition>" in repro.error
     assert repro.save(tmp_path).verified is True
     assert "Reproduced: the same failure." in (tmp_path / "repro.log").read_text()
+
