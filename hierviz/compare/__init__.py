@@ -1,6 +1,7 @@
 """Comparing and searching settings: `hv.sweep` (sweep.py, one row rows.py, its grid check grid.py, its table
 columns columns.py, its plots plots.py), `hv.tune` (tuning.py, measuring its trials tune_trial.py, the default
-space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py),
+space tune_space.py, the search as Optuna sees it optuna_space.py, the result tune_result.py, its arguments'
+check tune_options.py, its verdict tune_verdict.py),
 `hv.compare_engines` (engine_comparison.py: what torch_tensorrt.compile runs beside the hierarchical partitions),
 the Ray executor (ray_executor.py) and the bounded partition cache they share (partition_cache.py). pandas and
 matplotlib load on first use.

@@ -16,7 +16,8 @@ beat eager nn.Module here".
 With `executor="ray"` (or a Ray address) trials run as Ray tasks, several at a time
 (TPE proposes a batch while earlier ones run; no pruning there). The default space is
 tune_space.py, measuring a trial tune_trial.py, the space as Optuna's choices optuna_space.py,
-the result tune_result.py. One call is a `_TuneRun`: its state (the trials'
+the result tune_result.py, its arguments' check tune_options.py and its verdict tune_verdict.py.
+One call is a `_TuneRun`: its state (the trials'
 rows, Optuna's study, duplicates waiting for an in-flight trial, the Ray tasks) lives on the
 object, and each method does one step: time the baselines, start a trial, collect a Ray
 result, crown the best.
@@ -24,7 +25,6 @@ result, crown the best.
 
 from __future__ import annotations
 
-import math
 import random
 import time
 import warnings
@@ -34,17 +34,18 @@ from torch.fx import GraphModule
 
 from hierviz.capturing.aten_capture import source_of, updates_of
 from hierviz.settings.config import Config
-from hierviz.settings.setting_values import whole_number
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
 from hierviz.compare.rows import partition_of
 from hierviz.compare.engine_comparison import compile_baseline
 from hierviz.compare.grid import check_grid
-from hierviz.compare.ray_executor import RayRunner, check_executor, is_ray
+from hierviz.compare.ray_executor import RayRunner, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
-from hierviz.compare.tune_result import NO_WINNER, TuneResult, pick_best
+from hierviz.compare.tune_options import check_tune_options
+from hierviz.compare.tune_result import TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
+from hierviz.compare.tune_verdict import judge
 from hierviz.compare.tune_trial import (FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial,
                                         remote_trial)
 from hierviz.latency.baselines import runnable_model, time_model
@@ -101,29 +102,6 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     run.time_baselines(torch_compile)
     run.search(progress)
     return run.result()
-
-
-def check_tune_options(budget: Any, timeout: Any, seed: Any, executor: Any, measure: Any) -> dict[str, Any]:
-    """hv.tune's arguments checked up front; the hv.measure options of its trials."""
-    if not whole_number(budget, 1):
-        raise ConfigError(f"budget must be a positive number of trials, e.g. budget=20, not {budget!r}")
-    if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
-                                or not math.isfinite(timeout) or timeout <= 0):
-        raise ConfigError(f"timeout must be a positive number of seconds (or None), not {timeout!r}")
-    if not whole_number(seed, 0) or seed >= 2**32:
-        raise ConfigError(f"seed must be an int from 0 to 2**32 - 1, not {seed!r:.40}")
-    if executor is not None and not is_ray(executor):
-        raise ConfigError("hv.tune measures one trial at a time in this process (parallel timings would disturb "
-                          "each other); executor may be None, or 'ray' / a Ray address to run trials on Ray workers.")
-    if executor is not None:
-        check_executor(executor)  # before capturing: a typo must not cost the capture
-    if measure is not None and not isinstance(measure, Mapping):
-        raise ConfigError("measure must be a dict of hv.measure options, e.g. {'iters': 50}.")
-    options = dict(measure or {})
-    for key in ("check", "baseline", "per_subgraph", "device"):
-        if key in options:
-            raise ConfigError(f"measure={{{key!r}: ...}} is set by hv.tune itself; leave it out.")
-    return options
 
 
 class _TuneRun:
@@ -450,7 +428,7 @@ class _TuneRun:
         if crowned is None:
             self.fall_back_to_default(result)
         self.measure_s += time.perf_counter() - t1
-        self.judge(result)
+        judge(result, self.against, self.baselines)
         self.baselines["graph_eager_ms"] = getattr(result.best_measurement, "graph_eager_ms", None) or \
             self.baselines.get("graph_eager_ms")
         result.measure_s = self.measure_s
@@ -476,36 +454,6 @@ class _TuneRun:
             result.best, result.best_trial = self.default, 0
             result.best_measurement = final_measure(self.gm, self.default, self.example_inputs, self.dev,
                                                      self.options, self.notes)
-
-    def judge(self, result: TuneResult) -> None:
-        """`verdict` and `beat_eager`, from one source: the best setting's final measurement
-        (what `best_measurement` shows), its speed-up interval timed interleaved with the
-        baseline. The baselines shown are that measurement's too."""
-        m, against, trial = result.best_measurement, self.against, result.best_trial
-        ci = getattr(m, "speedup_ci", None)
-        result.beat_eager = m is not None and ci is not None and ci[0] > 1.0
-        figure = f"{m.speedup:.2f}x ({ci_text(ci)})" if m is not None and m.speedup and ci else ""
-        if result.beat_eager:
-            who = "the default setting" if trial == 0 else f"trial {trial}"
-            result.verdict = f"{who} beats {against}: {figure}"
-        else:
-            result.verdict = NO_WINNER if against == "eager nn.Module" else f"no setting beat {against} here"
-            if result.best is not None and trial != 0:
-                result.verdict += f"; best is trial {trial}, the fastest (not compared with {against})"
-            elif result.best is not None:
-                result.verdict += "; best is the default setting"
-                status = result.trials.loc[result.trials["trial"] == 0, "status"]
-                if len(status) and status.iloc[0] not in ("measured", "nothing accelerated"):
-                    result.verdict += f" (its own trial: {status.iloc[0]})"
-            if figure:
-                result.verdict += f"; it measured {figure}: {m.verdict}"
-        if m is not None and m.baseline_wide:
-            result.verdict += f"; {wide_baseline_note(m.eager_timing)}"
-        if m is not None and getattr(m, "baseline_ms", None) is not None and against == "eager nn.Module":
-            # the figure shown is the one timed beside the best setting; the trials' speed-ups use the start's
-            self.baselines["eager_start_ms"] = self.baselines.get("eager_ms")
-            self.baselines["eager_ms"] = m.baseline_ms
-
 
 def accelerates(part: Partition | MultiGraphPartition) -> bool:
     """Whether any subgraph of the partition (of any graph, graph by graph) is accelerated."""
