@@ -1,4 +1,6 @@
-"""The `hv.explore` widget, in three parts joined by explorer.py: controls.py (the ipywidgets),
+"""The `hv.explore` widget, in three parts joined by explorer.py: controls.py (the ipywidgets,
+the support picker support_picker.py and the small controls refusing_controls.py, which refuse
+what they cannot take, refusing.py),
 controller.py (control state -> Config -> Partition, history and caches; no ipywidgets) and
 panels.py (pure functions from a Partition to panel HTML), with numerics_tab.py (the Numerics
 tab) and debounce.py. ipywidgets loads on first use; tuning loads when "find fastest" is pressed.

@@ -4,7 +4,9 @@ Each control accepts any value set from Python without raising: a value it canno
 unknown view, a min_block_size out of the slider's range or not a whole number) is refused
 with a message through `on_refused` (the Explorer shows it in its error area), so no
 `TraitError` reaches a notebook cell. `state_values` reads the controls into the plain dict
-the controller (controller.py) turns into a Config.
+the controller (controller.py) turns into a Config. The controls themselves: the support picker
+(support_picker.py) and the small ones (refusing_controls.py), each refusing what it cannot take
+(refusing.py).
 
 To add a control or button: create it in `build_controls` / `build_buttons`, place it in
 `layout`, and connect it in `Explorer._connect` (explorer.py).
@@ -12,277 +14,21 @@ To add a control or button: create it in `build_controls` / `build_buttons`, pla
 
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 from types import MappingProxyType
 from typing import Any, Callable, Mapping
 
 import ipywidgets as widgets
-import traitlets
 
-from hierviz.settings import config as settings
-from hierviz.support import sources as support_mod
-from hierviz.settings.config import Config
-from hierviz.settings.setting_values import BUILTIN_BACKENDS, parse_bool
 from hierviz.errors import ConfigError
+from hierviz.settings import config as settings
+from hierviz.settings.config import Config
+from hierviz.settings.setting_values import BUILTIN_BACKENDS
 from hierviz.widget import panels
 from hierviz.widget.control_spec import CONTROLS, Control
-
-Refused = Callable[[str], None]
-
-# Support sources the picker offers: key -> (label, factory): "default" (Config's None:
-# tensorrt = validated converters, inductor = no ops), then hierviz.support.sources.SOURCES.
-SUPPORT_CHOICES: dict[str, tuple[str, Callable[[], Any] | None]] = {
-    "default": ("default", None), **support_mod.SOURCES}
-CUSTOM = "custom"
-
-
-class _AnyValue(traitlets.Any):
-    """Any value, None included, goes through the widget's own check (traitlets.Any lets None
-    through unchecked)."""
-
-    allow_none = False
-
-
-def support_choice(sup: Any) -> str:
-    """The support picker's choice for a Support object (e.g. from a tuned Config), or
-    'custom' when it is none of the presets."""
-    for key, (_, factory) in SUPPORT_CHOICES.items():
-        if factory is not None and factory() == sup:
-            return key
-    return CUSTOM
-
-
-def backend_choice(backend: str, sup: Any) -> str:
-    """The support picker's choice for one backend's Config.support entry: None is a built-in
-    backend's default (a backend of our own has none: 'custom'), else `support_choice`."""
-    if sup is None:
-        return "default" if backend in BUILTIN_BACKENDS else CUSTOM
-    return support_choice(sup)
-
-
-def custom_label(sup: Any) -> str:
-    """The dropdown label of a backend's 'custom' choice."""
-    return f"custom: {getattr(sup, 'description', '?')}"
-
-
-class _Refusing:
-    """Mixin: a value the widget cannot take is refused with a message to `on_refused`,
-    keeping the current value, instead of raising TraitError (or clamping silently)."""
-
-    on_refused: Refused | None = None
-    what = "value"
-    value: Any  # the widget's own trait (this mixin comes before an ipywidgets class)
-
-    def _refuse(self, message: str) -> Any:
-        if self.on_refused is not None:
-            self.on_refused(message)
-        return self.value
-
-
-class SupportPicker(_Refusing, widgets.HBox):
-    """One dropdown per backend choosing its support source. `.value` maps backend -> choice
-    key (see SUPPORT_CHOICES; 'custom' is the Support object the Explorer was given)."""
-
-    value = _AnyValue({})
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> dict:
-        value = proposal["value"]
-        if value is None:
-            return {}
-        if isinstance(value, Mapping):
-            known = [*SUPPORT_CHOICES, CUSTOM]
-            wrong = [f"{b}={k!r}" for b, k in value.items() if b not in self.dropdowns or k not in known]
-            if not wrong:
-                return dict(value)
-            # refused here, as the other controls refuse theirs: the shown partition stays
-            return self._refuse(f"support: {', '.join(wrong)} is not a choice; each of "
-                                 f"{', '.join(self.dropdowns)} takes one of {', '.join(known)}; kept {self.value!r}.")
-        return self._refuse(f"support takes a dict backend -> choice ({', '.join(SUPPORT_CHOICES)}), not "
-                             f"{type(value).__name__} {value!r}.")
-
-
-    def __init__(self, backends: list[str], support: Mapping[str, Any] | None) -> None:
-        self.custom: dict[str, Any] = {}
-        value: dict[str, str] = {}
-        for b in backends:
-            sup = (support or {}).get(b)
-            value[b] = backend_choice(b, sup)
-            if value[b] == CUSTOM and sup is not None:
-                self.custom[b] = sup
-        self.dropdowns: dict[str, widgets.Dropdown] = {}
-        for b in backends:
-            options = [(label, key) for key, (label, _) in SUPPORT_CHOICES.items()
-                       if key != "default" or b in BUILTIN_BACKENDS]
-            if b in self.custom:
-                options.append((custom_label(self.custom[b]), CUSTOM))
-            keys = {key for _, key in options}
-            self.dropdowns[b] = widgets.Dropdown(options=options, value=value[b] if value[b] in keys else None,
-                                                 description=b, layout=widgets.Layout(width="auto"),
-                                                 style={"description_width": "initial"})
-        super().__init__(children=list(self.dropdowns.values()))
-        self.value = value
-        self._syncing = False
-        for b, dd in self.dropdowns.items():
-            dd.observe(self._make_dropdown_handler(b), names="value")
-        self.observe(self._sync_dropdowns, names="value")
-
-    def _make_dropdown_handler(self, backend: str) -> Callable[[dict], None]:
-        def handler(change: dict) -> None:
-            if self._syncing or change["new"] is None:
-                return
-            self.value = {**self.value, backend: change["new"]}
-        return handler
-
-    def _sync_dropdowns(self, change: dict) -> None:
-        self._syncing = True
-        try:
-            for b, dd in self.dropdowns.items():
-                key = (change["new"] or {}).get(b, "default")
-                if key in {v for _, v in dd.options}:
-                    dd.value = key
-        finally:
-            self._syncing = False
-
-    def shown(self, support: Mapping[str, Any] | None) -> dict[str, str]:
-        """The picker's value for a Config.support mapping (None: every backend's default); a
-        support that is none of the presets (a blocker's what-if: any_chain(tensorrt(),
-        ops([...]))) becomes that backend's 'custom' choice."""
-        value = {}
-        for b, dd in self.dropdowns.items():
-            sup = (support or {}).get(b)
-            key = backend_choice(b, sup)
-            if key == CUSTOM and sup is not None:
-                self.custom[b] = sup
-                dd.options = [o for o in dd.options if o[1] != CUSTOM] + [(custom_label(sup), CUSTOM)]
-            value[b] = key
-        return value
-
-    def build(self, priority: Any = None) -> dict[str, Any] | None:
-        """The Config.support mapping the choices describe (None: all Torch-TensorRT defaults). Custom
-        backends switched off in `priority` are left out (Config refuses support it would ignore)."""
-        out: dict[str, Any] = {}
-        for backend, key in dict(self.value or {}).items():
-            if key == "default" or (key == CUSTOM and backend not in self.custom):
-                continue
-            if backend not in BUILTIN_BACKENDS and priority is not None and backend not in priority:
-                continue
-            if key == CUSTOM:
-                out[backend] = self.custom[backend]
-            elif key in SUPPORT_CHOICES and (factory := SUPPORT_CHOICES[key][1]) is not None:  # ("default": above)
-                out[backend] = factory()
-            else:
-                raise ConfigError(f"support for {backend!r}: unknown choice {key!r}; choose one of "
-                                  f"{[k for k in SUPPORT_CHOICES] + [CUSTOM]}.")
-        return out or None
-
-
-class TagsInput(_Refusing, widgets.TagsInput):
-    """A TagsInput whose `allowed_tags` drive the autocomplete in the browser but do not reject
-    other values set from Python: those reach Config, and its error is shown in the widget.
-    Op names are written the way Config normalises them ('aten.add.Tensor' -> qualified)."""
-
-    value = _AnyValue([]).tag(sync=True)
-    ops = traitlets.Bool(False)
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> list[str]:
-        value = proposal["value"]
-        if isinstance(value, str):
-            value = [value]
-        if not isinstance(value, (list, tuple, set, frozenset)):
-            return self._refuse(f"{self.what} takes a list of names, not {type(value).__name__} {value!r}; "
-                                f"kept {list(self.value)}.")
-        out = []
-        for tag in value:
-            if not isinstance(tag, str):  # Config says what is wrong with it
-                out.append(tag)
-                continue
-            tag = tag.strip()
-            if not tag:
-                continue
-            if self.ops and tag.startswith("aten."):
-                tag = "torch.ops." + tag
-            out.append(tag)
-        return out
-
-
-class Toggle(_Refusing, widgets.ToggleButton):
-    """A toggle button that refuses anything but True and False."""
-
-    value = _AnyValue(False).tag(sync=True)
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> bool:
-        try:
-            return parse_bool(self.what, proposal["value"])  # Config's rule for a bool field
-        except ConfigError as exc:
-            return self._refuse(f"{str(exc).rstrip('.')}; kept {self.value}.")
-
-
-class FocusBox(_Refusing, widgets.Combobox):
-    """The focus picker: text (a node name or subgraph tag); None clears it."""
-
-    value = _AnyValue("").tag(sync=True)
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> str:
-        value = proposal["value"]
-        if value is None:
-            return ""
-        if isinstance(value, str):
-            return value
-        return self._refuse(f"focus takes a node name or subgraph tag (text), not {type(value).__name__} "
-                            f"{value!r}; kept {self.value!r}.")
-
-
-class BlockSizeSlider(_Refusing, widgets.IntSlider):
-    """The min_block_size slider: whole numbers in [min, max]; anything else is refused with a
-    message (the plain IntSlider clamps 0 to 1 and truncates 2.7 to 2 without a word)."""
-
-    value = _AnyValue(1).tag(sync=True)
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> int:
-        return _whole_in_range(self, proposal["value"])
-
-
-class BlockSizeBox(_Refusing, widgets.BoundedIntText):
-    """The number box beside the slider, with the same rule."""
-
-    value = _AnyValue(1).tag(sync=True)
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> int:
-        return _whole_in_range(self, proposal["value"])
-
-
-def _whole_in_range(w: Any, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        return w._refuse(f"min_block_size must be a whole number from {w.min} to {w.max}, not "
-                         f"{type(value).__name__} {value!r}; kept {w.value}.")
-    if not w.min <= value <= w.max:
-        hint = f" (Larger values: hv.partition(..., min_block_size={value}).)" if value > w.max else ""
-        return w._refuse(f"min_block_size {value} is outside the slider's range {w.min}..{w.max}; kept "
-                         f"{w.value}.{hint}")
-    return int(value)
-
-
-class Choice(_Refusing, widgets.ToggleButtons):
-    """Toggle buttons for a fixed set of options (the view; diff against previous / pinned):
-    any other value (None included) is refused with the list of options."""
-
-    value = _AnyValue(None)  # None too reaches the check below
-
-    @traitlets.validate("value")
-    def _validate_value(self, proposal: dict) -> Any:
-        value = proposal["value"]
-        options = [o[1] if isinstance(o, tuple) else o for o in self.options]
-        if value in options:
-            return value
-        return self._refuse(f"{self.what} must be one of {', '.join(map(str, options))}, not {value!r}; "
-                            f"kept {self.value!r}.")
+from hierviz.widget.refusing import Refused, Refusing
+from hierviz.widget.refusing_controls import BlockSizeBox, BlockSizeSlider, Choice, FocusBox, TagsInput, Toggle
+from hierviz.widget.support_picker import SupportPicker
 
 
 @dataclass
@@ -398,7 +144,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
         w.on_refused = on_refused
         w.what = name
     for w in building.extras.values():
-        if isinstance(w, _Refusing):
+        if isinstance(w, Refusing):
             w.on_refused = on_refused
     return controls, building.extras
 
