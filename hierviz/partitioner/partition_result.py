@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 import torch
 from torch.fx import GraphModule
 
+from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.aten_capture import capture_notes
 from hierviz.settings.config import Config, derive
 from hierviz.settings.setting_values import parse_min_block_size
@@ -327,8 +328,7 @@ class Partition:
         hierviz.partitioner.last_build), each engine that failed to build here comes first (kind
         "engine fails to build", verdict "required"), its change the fix shown to build."""
         for name, flag in (("measure", measure), ("compute", compute)):
-            if not isinstance(flag, bool):
-                raise ConfigError(f"blockers({name}=...) takes True or False, not {type(flag).__name__} {flag!r}.")
+            check_bool(flag, f"blockers({name}=...)")
         default = kind is None and top == DEFAULT_TOP
         known = self._blockers if default else None
         if known is None and not compute:
