@@ -12,13 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.building.build_row import BuildRow
 from hierviz.building.graph_run import RunFailure
+from hierviz.building.subgraph_builds import WARNED
 from hierviz.errors import ConfigError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
 STAGES = ("run", "convert", "build", "built")
-WARNED = "Torch-TensorRT warned: "  # how a build's held-back warning starts in Builds.notes
 COLUMNS = ("subgraph", "ops", "stage", "profile", "layers", "engine_bytes", "convert_s", "build_s", "node", "error",
            "details", "source", "runs_instead", "fix", "cached")
 

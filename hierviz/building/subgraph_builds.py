@@ -23,12 +23,12 @@ from hierviz import trt
 
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.building.build_keys import build_key, run_key
-from hierviz.building.builds import WARNED
 from hierviz.building.engine_store import EngineStore
 from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
 
 TENSORRT = "tensorrt"
+WARNED = "Torch-TensorRT warned: "  # how a build's held-back warning starts in Builds.notes
 _BETWEEN: contextvars.ContextVar[Callable[[], None] | None] = contextvars.ContextVar("between_builds", default=None)
 
 
@@ -133,4 +133,4 @@ class SubgraphBuilder:
         return self._seen[key]
 
 
-__all__ = ["SubgraphBuilder", "TENSORRT", "between_builds", "no_builder", "tensorrt_tags"]
+__all__ = ["SubgraphBuilder", "TENSORRT", "WARNED", "between_builds", "no_builder", "tensorrt_tags"]

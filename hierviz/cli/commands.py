@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Sequence
 import hierviz as hv
 from hierviz import trt
 from hierviz.foundation import torch_output
-from hierviz.capturing.disk_cache import CaptureStore
+from hierviz.capturing.disk_cache import ENV_LIMIT, CaptureStore
 from hierviz.cli.args import (  # also hierviz.cli.commands.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -82,7 +82,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
     import os
 
     from hierviz.building.engine_store import EngineStore
-    from hierviz.capturing.disk_cache import ENV_LIMIT
 
     store, engines = CaptureStore(), EngineStore()
     if args.action == "clear":
