@@ -132,7 +132,7 @@ class _Interrupted:
 
 def test_an_interrupt_while_the_engine_is_written_leaves_no_file(tmp_path, monkeypatch) -> None:
     _, gm = _subgraph()
-    monkeypatch.setattr(engine_builder.hashlib, "sha256", _Interrupted)
+    monkeypatch.setattr(engine_builder, "data_hasher", _Interrupted)
     with pytest.raises(BuildInterrupted, match=r"^part.build\(\): interrupted while TensorRT built the subgraph"):
         trt.convert_and_build(gm, engine_folder=tmp_path)
     assert os.listdir(tmp_path) == []
