@@ -17,7 +17,7 @@ from . import worker_helpers as helpers
 COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
            ("hierviz.trt.partitioners", "run_upstream_partitioner"),
            ("hierviz.partitioner.upstream.compile_partitioners", "partition_compiled"),
-           ("hierviz.partitioner.blockers.blocker_causes", "blockers_table"),  # Partition.blockers()'s what-ifs
+           ("hierviz.partitioner.handoff", "seam.blockers_table"),  # Partition.blockers()'s what-ifs (its slot)
            ("hierviz.latency", "numerics"),
            ("hierviz.latency", "measure")]
 
@@ -31,15 +31,18 @@ def test_blockers_numerics_and_export_run_in_the_worker(tmp_path, monkeypatch) -
     ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]},
                     output_dir=tmp_path)
     calls: list[str] = []
-    for module_name, name in COUNTED:
-        module = importlib.import_module(module_name)
-        original = getattr(module, name)
+    for module_name, path in COUNTED:
+        owner: object = importlib.import_module(module_name)
+        *parents, name = path.split(".")
+        for part in parents:
+            owner = getattr(owner, part)
+        original = getattr(owner, name)
 
         def counted(*args, _name=name, _original=original, **kwargs):
             calls.append(_name)
             return _original(*args, **kwargs)
 
-        monkeypatch.setattr(module, name, counted)
+        monkeypatch.setattr(owner, name, counted)
     try:
         ex.tabs.selected_index = ctl.tab_index("blockers_box")
         ex.blockers_thread.join(120)
@@ -68,10 +71,10 @@ def test_the_count_is_not_vacuous_with_the_worker_off(kind, monkeypatch) -> None
     ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]})
     calls: list[str] = []
     if kind == "blockers":
-        from hierviz.partitioner.blockers import blocker_causes
+        from hierviz.partitioner import handoff
 
-        original = blocker_causes.blockers_table
-        monkeypatch.setattr(blocker_causes, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
+        original = handoff.seam.blockers_table
+        monkeypatch.setattr(handoff.seam, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
         assert ex.blockers is not None
     else:
         import hierviz.latency as package
