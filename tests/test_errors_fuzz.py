@@ -707,7 +707,7 @@ def test_fuzz_covers_every_public_function() -> None:
     returned = {"HiervizError", "ConfigError", "CaptureError", "RenderError", "MeasureError",
                 "TensorRTUnavailableError", "SavedModelNotFoundError", "Support", "Subgraph", "Measurement",
                 "TuneResult", "Numerics", "ConfigWarning", "CaptureWarning", "MeasureWarning",
-                "PartitionCheckError", "SavedPartitionError", "Builds"}
+                "PartitionCheckError", "SavedPartitionError", "Builds", "BuildError", "BuildRow", "Repro"}
     public = set(hv.__all__) - returned
     assert public - fuzzed_names() == set(), sorted(public - fuzzed_names())
     assert set(cli.build_parser().commands) - {"demo"} <= set(SUBCOMMANDS)  # demo: only --output-dir

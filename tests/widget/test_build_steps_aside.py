@@ -54,7 +54,7 @@ class Scene:
 
     def convert(self, gm, settings, **options):
         self.events.append("converted " + ("x + 1" if gm is self.engines[0] else "x * 2"))
-        return types.SimpleNamespace(warnings=(), engine=None)  # what the builder reads of an EngineBuild
+        return types.SimpleNamespace(warnings=(), engine=None, engine_file=None)  # what the builder reads of one
 
     def run_job(self, kind, payload, graph, inputs, progress):
         if kind == "build":
