@@ -23,6 +23,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
+from hierviz.foundation.delta_debugging import ddmin
 from hierviz.capturing.provenance import short_op as _short
 
 MAX_TRIES = 40  # single ops partitioned at most, cheapest first
@@ -109,30 +110,11 @@ class _Search:
 
 
 def _ddmin(ops: list[str], works: Callable[[frozenset[str]], bool], budget: Callable[[], bool]) -> list[str] | None:
-    """A set of `ops` that works, from which no op can be dropped (delta debugging: chunks, then
-    their complements, finer each round), or None when the whole set does not work or the
-    budget (`budget()` False) ran out before it did."""
+    """A set of `ops` that works, from which no op can be dropped (delta debugging), or None
+    when the whole set does not work or the budget (`budget()` False) ran out before it did."""
     if not budget() or not works(frozenset(ops)):
         return None
-    current, n = list(ops), 2
-    while len(current) >= 2 and budget():
-        size = -(-len(current) // n)
-        chunks = [current[i:i + size] for i in range(0, len(current), size)]
-        for chunk in chunks:
-            if budget() and works(frozenset(chunk)):
-                current, n = chunk, 2
-                break
-        else:
-            for chunk in chunks:
-                rest = [op for op in current if op not in chunk]
-                if rest and budget() and works(frozenset(rest)):
-                    current, n = rest, max(n - 1, 2)
-                    break
-            else:
-                if n >= len(current):
-                    break
-                n = min(len(current), 2 * n)
-    return current
+    return ddmin(ops, lambda chunk: works(frozenset(chunk)), budget)
 
 
 def _grow_then_shrink(order: list[str], search: _Search, budget: Callable[[], bool]) -> list[str] | None:

@@ -19,6 +19,8 @@ from typing import Any, Callable, Iterable, Sequence
 
 import torch
 
+from hierviz.foundation.delta_debugging import ddmin
+
 CALLS = ("call_function", "call_method", "call_module")
 FAILING = ("run", "convert", "build")  # a part failing at one of these may be the failure searched for
 
@@ -157,24 +159,7 @@ def _bisect(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[st
 def _delta(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
     """Delta debugging (ddmin): drop chunks of `nodes` while the rest still fails, the chunks
     halving until single nodes; the result fails, and removing any one node of it does not."""
-    n = 2
-    while len(nodes) >= 2:
-        chunks = [nodes[i * len(nodes) // n:(i + 1) * len(nodes) // n] for i in range(n)]
-        for chunk in chunks:
-            if chunk and fails(chunk):
-                nodes, n = chunk, 2
-                break
-        else:
-            for chunk in chunks:
-                rest = [x for x in nodes if x not in chunk]
-                if chunk and rest and fails(rest):
-                    nodes, n = rest, max(n - 1, 2)
-                    break
-            else:
-                if n >= len(nodes):
-                    break
-                n = min(len(nodes), 2 * n)
-    return nodes
+    return ddmin(nodes, fails)
 
 
 def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
