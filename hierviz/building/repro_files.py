@@ -179,6 +179,22 @@ def version(*names):
     return "not installed"
 
 
+def loaded():
+    """torch_tensorrt imported (CUDA queries answered first), the versions printed, the saved
+    program and inputs of its shapes and dtypes."""
+    answer_cuda_queries()
+    import torch_tensorrt
+
+    print("torch", torch.__version__, "| torch_tensorrt", torch_tensorrt.__version__, "| TensorRT",
+          version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
+    ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
+    gen = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
+              if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
+              for shape, dtype in INPUTS]
+    return torch_tensorrt, ep, inputs
+
+
 {main}
 if __name__ == "__main__":
     try:
@@ -194,16 +210,7 @@ if __name__ == "__main__":
 COMPILE_EXITS = ("Exit status 1: the failure reproduces; 0: it builds (on a machine without a\n"
                  "GPU: the engine was built, and only loading it needed a GPU); 2: it failed another way.")
 COMPILE_MAIN = '''def main():
-    answer_cuda_queries()
-    import torch_tensorrt
-
-    print("torch", torch.__version__, "| torch_tensorrt", torch_tensorrt.__version__, "| TensorRT",
-          version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
-    ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
-    gen = torch.Generator().manual_seed(0)
-    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
-              if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
-              for shape, dtype in INPUTS]
+    torch_tensorrt, ep, inputs = loaded()
     errors = Errors()
     logging.getLogger().addHandler(errors)
     try:
@@ -240,17 +247,9 @@ COMPILE_MAIN = '''def main():
 LOWERING_EXITS = ("Exit status 1: Torch-TensorRT's lowering makes a graph that fails in PyTorch\n"
                   "the same way; 0: the lowered graph runs; 2: it failed another way.")
 LOWERING_MAIN = '''def main():
-    answer_cuda_queries()
-    import torch_tensorrt
+    torch_tensorrt, ep, inputs = loaded()
     from torch_tensorrt.dynamo import CompilationSettings, lowering
 
-    print("torch", torch.__version__, "| torch_tensorrt", torch_tensorrt.__version__, "| TensorRT",
-          version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
-    ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
-    gen = torch.Generator().manual_seed(0)
-    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
-              if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
-              for shape, dtype in INPUTS]
     # Torch-TensorRT's lowering, as torch_tensorrt.dynamo.compile runs it before partitioning
     settings = CompilationSettings()
     if not torch.cuda.is_available():  # its decompositions allocate on its default device: the CPU here
