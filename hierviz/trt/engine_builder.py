@@ -309,7 +309,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     if not isinstance(settings, CompilationSettings):
         settings = conversion_settings(settings)
     name = label or "the subgraph"
-    with _CONVERTING, registry_held(), answer_cuda_queries(), _quiet(), warnings.catch_warnings(record=True) as heard:
+    with _CONVERTING, registry_held(), answer_cuda_queries(), _quiet() as held, \
+            warnings.catch_warnings(record=True) as heard:
         warnings.simplefilter("always")  # every warning recorded (deduplicated below), none printed
         start = time.perf_counter()
         interpreter = None
@@ -332,7 +333,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
             logger.debug("Torch-TensorRT could not convert the subgraph", exc_info=True)
             node = getattr(interpreter, "_cur_node_name", None) if interpreter is not None else None
             return EngineBuild("convert", None, time.perf_counter() - start, None, node=node,
-                               exception=type(exc).__name__, error=error_line(exc), details=_details(exc),
+                               exception=type(exc).__name__, error=error_line(exc),
+                               details=_details([*held.lines, _details(exc)]),
                                warnings=_said(heard))
         convert_s = time.perf_counter() - start
         layers = int(interpreter.ctx.net.num_layers)
@@ -362,7 +364,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
             return EngineBuild("build", layers, convert_s, build_s, exception="RuntimeError",
                                error=error_line(said) if said else
                                "TensorRT build_serialized_network returned None; engine build failed.",
-                               details=_details(errors) or None, warnings=_said(heard))
+                               details=_details([*held.lines, *errors]) or None, warnings=_said(heard))
         engine_file = serialized if isinstance(serialized, EngineFile) else None
         # else TensorRT's buffer itself, not a copy of it (2.2 GB more for a 1.1B model): the build
         # cache takes its length, hashes it and writes it, which a view of the buffer serves as bytes would
@@ -374,7 +376,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                    "aliased_io": dict(interpreter._aliased_io),
                    "symbolic_shape_expressions": expressions}
         del interpreter
-        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime, warnings=_said(heard),
+        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime,
+                           warnings=_said(heard) + tuple(dict.fromkeys(f"logged an error: {e}" for e in held.lines)),
                            engine_file=engine_file, engine_size=engine_file.size if engine_file is not None else None)
 
 
@@ -471,17 +474,30 @@ def _tensorrt_error(errors: list[str]) -> str:
     return lines[-1] if lines else ""
 
 
-class _quiet:
-    """Torch-TensorRT's INFO/WARNING logging held back while it converts (it logs every
-    layer); errors still show."""
+class _quiet(logging.Handler):
+    """Torch-TensorRT's logging held back while it converts and builds: INFO/WARNING dropped (it
+    logs every layer), errors kept in `lines` for the build's details (a failure's row says
+    them) or, when it built anyway, its warnings; nothing reaches stderr."""
 
-    def __enter__(self) -> None:
+    def __init__(self) -> None:
+        super().__init__(logging.ERROR)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+    def __enter__(self) -> "_quiet":
         self.logger = logging.getLogger("torch_tensorrt")
-        self.level = self.logger.level
+        self.level, self.propagate = self.logger.level, self.logger.propagate
         self.logger.setLevel(max(self.level, logging.ERROR))
+        self.logger.propagate = False
+        self.logger.addHandler(self)
+        return self
 
     def __exit__(self, *exc: Any) -> None:
+        self.logger.removeHandler(self)
         self.logger.setLevel(self.level)
+        self.logger.propagate = self.propagate
 
 
 __all__ = ["EngineBuild", "EngineFile", "TMP_PREFIX", "builder_name", "builds_without_gpu", "convert_and_build",

@@ -81,3 +81,17 @@ def test_many_warnings_are_one_line_in_words_and_each_stays_in_notes():
     assert not any("op_b" in line for line in lines)
     one = Builds((), "TensorRT-RTX 1.6.1", True, notes=notes[:2]).lines()
     assert notes[1] in one
+
+
+def test_a_failing_build_prints_nothing_and_keeps_torch_tensorrts_logged_errors_in_details(tmp_path, monkeypatch,
+                                                                                        capfd):
+    from tests.building.models import FusedQKV
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    model, x = made(FusedQKV, 1, 16, 64)
+    part = hv.partition(model, x, min_block_size=1)
+    capfd.readouterr()
+    builds = part.build(fix=False)
+    row = builds.rows[0]
+    assert row.stage != "built" and row.details and row.error.split(":")[0] in row.details
+    assert "torch_tensorrt" not in capfd.readouterr().err
