@@ -17,6 +17,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import types
 from pathlib import Path
 from typing import Any, Callable
 
@@ -149,6 +150,37 @@ def run_python() -> Callable[..., subprocess.CompletedProcess]:
 def pytest_addoption(parser: pytest.Parser) -> None:
     parser.addoption("--regen-golden", action="store_true", default=False,
                      help="rewrite the golden DOT files under tests/golden/ instead of comparing")
+
+
+# Python 3.11 can leave a traceback entry without a line number (tb_lineno None, from code
+# torch generates), and pytest's report of that failure then crashes the whole run with an
+# INTERNALERROR instead of naming the test (seen in CI). Before pytest reports a failure, each
+# such entry gets its frame's line, so the failing test is reported like any other.
+def _with_line_numbers(tb: types.TracebackType | None) -> types.TracebackType | None:
+    if tb is None:
+        return None
+    rest = _with_line_numbers(tb.tb_next)
+    if tb.tb_lineno is not None and rest is tb.tb_next:
+        return tb
+    line = tb.tb_lineno if tb.tb_lineno is not None else (tb.tb_frame.f_lineno or tb.tb_frame.f_code.co_firstlineno)
+    return types.TracebackType(rest, tb.tb_frame, tb.tb_lasti, line)
+
+
+def _repair_line_numbers(exc: BaseException | None, seen: set[int]) -> None:
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        exc.__traceback__ = _with_line_numbers(exc.__traceback__)
+        _repair_line_numbers(exc.__cause__, seen)
+        exc = exc.__context__
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
+    if call.excinfo is not None:
+        exc = call.excinfo.value
+        _repair_line_numbers(exc, set())
+        if exc.__traceback__ is not None:
+            call.excinfo = pytest.ExceptionInfo.from_exception(exc)
 
 
 # The interpreter's own finalization, after every test ran and atexit's handlers: a thread

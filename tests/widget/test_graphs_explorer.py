@@ -217,3 +217,9 @@ def test_closing_it_leaves_another_explorers_search_going(breaks, tmp_path, monk
         os.kill(pid, 0)  # the worker still runs
     finally:
         other.close()
+        # the search's compile holds for minutes and no compile can be stopped midway: the process's
+        # worker, which an explorer of an earlier test may still hold, ends here, so no later job
+        # waits behind it (a fresh one starts with the next job)
+        shared = Worker.shared_if_made()
+        if shared is not None:
+            shared.close()
