@@ -3,6 +3,9 @@ PY ?= python3.11
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.setup-stamp
+# the tests run in this many processes (pytest-xdist; each test file stays in one of them)
+TEST_WORKERS ?= 2
+PYTEST := $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: setup demo test check lint typecheck test-zoo-compile clean snapshot api-snapshot
 
@@ -20,7 +23,7 @@ demo: setup
 	$(BIN)/hierviz demo
 
 test: setup lint typecheck
-	$(BIN)/python -m pytest -q -ra
+	$(PYTEST)
 
 # the linter (ruff, configured in pyproject.toml)
 lint: setup
@@ -33,7 +36,7 @@ typecheck: setup
 # the fast inner loop: the linter and the type checker, then everything but the slow, browser, notebook
 # and zoo-compile tests
 check: setup lint typecheck
-	$(BIN)/python -m pytest -q -ra -m "not slow and not browser and not notebook and not zoo_compile"
+	$(PYTEST) -m "not slow and not browser and not notebook and not zoo_compile"
 
 test-zoo-compile: setup
 	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/test_support_inductor.py

@@ -199,6 +199,8 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
 def pytest_unconfigure(config: pytest.Config) -> None:
     if "status" not in _SESSION or os.environ.get("HIERVIZ_TEST_FINALIZE") == "1":
         return
+    if hasattr(config, "workerinput"):  # a pytest-xdist worker: its controller still reads its last messages
+        return
     sys.stdout.flush()
     sys.stderr.flush()
     atexit._run_exitfuncs()

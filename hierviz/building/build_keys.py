@@ -22,7 +22,9 @@ from hierviz.foundation.digests import digest, tensor_digest, tensor_digests, te
 from hierviz.trt.loading import installed_distribution, library_version
 from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
-KEY_VERSION = "hierviz-build-v3"  # v2: profile and effective settings; v3: upstream's shape check first
+# v2: profile and effective settings; v3: upstream's shape check first; v4: a failed build names the
+# builder's error, not a CUDA runtime error logged after it
+KEY_VERSION = "hierviz-build-v4"
 
 
 def _value(value: Any) -> Any:

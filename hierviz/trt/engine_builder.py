@@ -464,14 +464,21 @@ def _said(heard: list[warnings.WarningMessage]) -> tuple[str, ...]:
 
 def _tensorrt_error(errors: list[str]) -> str:
     """The most telling of TensorRT's logged errors, on one line: the last that names a failed
-    check (an exception, a CHECK), else the last with an error code (a streamed build that fails
-    logs a CUDA error after the check on a machine without a GPU)."""
+    check (an exception, a CHECK), else the last with an error code. A CUDA runtime error comes
+    last among them: a build that fails logs one after the builder's own error on a machine
+    whose driver cannot run CUDA (TensorRT-RTX on a CPU), and it says nothing of the network."""
     lines = [" ".join(e.split()) for e in errors if e.strip()]
+    candidates = [line for line in lines if not _CUDA_RUNTIME.search(line)] or lines
     for words in (("Exception", "CHECK"), ("Error Code",)):
-        for line in reversed(lines):
+        for line in reversed(candidates):
             if any(w in line for w in words):
                 return line
-    return lines[-1] if lines else ""
+    return candidates[-1] if candidates else ""
+
+
+# TensorRT's report of a failed CUDA runtime call ("Error Code 1: Cuda Runtime (... cudaError 35:
+# CUDA driver version is insufficient ...)")
+_CUDA_RUNTIME = re.compile(r"Cuda Runtime|cudaError", re.IGNORECASE)
 
 
 class _quiet(logging.Handler):

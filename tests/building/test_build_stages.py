@@ -95,8 +95,6 @@ def test_a_builder_failure_gives_tensorrts_error_and_a_fix_that_builds():
     assert fixed.ok and len(fixed.df) == 2 and set(fixed.df["stage"]) == {"built"}
 
 
-@pytest.mark.xfail(strict=True, reason="hierviz/trt/engine_builder.py _tensorrt_error takes the last logged error, "
-                   "TensorRT-RTX's 'CUDA driver version is insufficient' line after the builder's own")
 def test_a_builder_failure_names_the_builders_error_not_the_missing_gpu():
     row = only_row(hv.partition(*made(RefusesToBuild, 2, 8), min_block_size=1).build(fix=False))
     assert row["error"].startswith("IBuilder::buildSerializedNetwork") and "IAssertionLayer" in row["error"]

@@ -85,3 +85,20 @@ def test_details_and_warnings_come_back_from_the_build_store(tmp_path) -> None:
     assert back is not None
     assert (back.details, back.warnings) == ("E: one\nand two", ("Both operands are constant",))
     assert EngineBuild("built", 1, 0.0, 0.0, warnings=["a"]).warnings == ("a",)  # type: ignore[arg-type]
+
+
+# What TensorRT-RTX logs on a machine whose driver runs no CUDA when its builder refuses a network
+ASSERTION = ("IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (IAssertionLayer (Unnamed Layer* 7) "
+             "[Assertion]: condition[0] is false: 0. this engine never builds)")
+NO_DRIVER = ("[checkMacros.cpp::catchCudaError::247] Error Code 1: Cuda Runtime (In catchCudaError at "
+             "/_src/common/dispatch/checkMacros.cpp:247 (cudaError 35: CUDA driver version is insufficient for "
+             "CUDA runtime version))")
+
+
+def test_the_builders_own_error_is_named_before_a_cuda_runtime_error_logged_after_it() -> None:
+    from hierviz.trt.engine_builder import _tensorrt_error
+
+    assert _tensorrt_error([ASSERTION, NO_DRIVER]) == ASSERTION
+    assert _tensorrt_error([MYELIN, NO_DRIVER]) == MYELIN
+    assert _tensorrt_error([NO_DRIVER]) == NO_DRIVER  # the only error there is
+    assert _tensorrt_error(["  ", NO_DRIVER, "something else went wrong"]) == "something else went wrong"
