@@ -494,17 +494,23 @@ class _quiet(logging.Handler):
         self.lines.append(record.getMessage())
 
     def __enter__(self) -> "_quiet":
-        self.logger = logging.getLogger("torch_tensorrt")
-        self.level, self.propagate = self.logger.level, self.logger.propagate
-        self.logger.setLevel(max(self.level, logging.ERROR))
-        self.logger.propagate = False
-        self.logger.addHandler(self)
+        self.saved = [(logger, logger.level, logger.propagate) for logger in map(logging.getLogger, _TRT_LOGGERS)]
+        for logger, level, _ in self.saved:
+            logger.setLevel(max(level, logging.ERROR))
+            logger.propagate = False
+            logger.addHandler(self)
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        self.logger.removeHandler(self)
-        self.logger.setLevel(self.level)
-        self.logger.propagate = self.propagate
+        for logger, level, propagate in self.saved:
+            logger.removeHandler(self)
+            logger.setLevel(level)
+            logger.propagate = propagate
+
+
+# Torch-TensorRT's loggers: its own, and the one TensorRT's messages go through while it converts
+# (not a child of the first: its name has no dot)
+_TRT_LOGGERS = ("torch_tensorrt", "torch_tensorrt [TensorRT Conversion Context]")
 
 
 __all__ = ["EngineBuild", "EngineFile", "TMP_PREFIX", "builder_name", "builds_without_gpu", "convert_and_build",

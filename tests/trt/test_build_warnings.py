@@ -63,3 +63,37 @@ def test_each_warning_is_kept_once_in_the_order_first_heard(monkeypatch) -> None
     assert made.stage == "built"
     assert made.warnings == ("the same warning <ITensor>", CONSTANT_OPERANDS.format("add_tensor"),
                              CONSTANT_OPERANDS.format("add_tensor_1"))
+
+
+SHAPE_ERROR = "ITensor::getDimensions: Error Code 4: Shape Error (the test's: unsqueeze index (1) must be less than 1)"
+
+
+def test_tensorrts_errors_while_converting_stay_off_stderr_and_are_kept(monkeypatch, capfd) -> None:
+    """TensorRT's messages while Torch-TensorRT converts go through a logger of their own
+    ("torch_tensorrt [TensorRT Conversion Context]", not a child of "torch_tensorrt"): with a handler
+    on the root logger, as logging.basicConfig puts there, they reached stderr during a repro's search."""
+    import logging
+
+    import tensorrt
+    from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
+    from torch_tensorrt.logging import TRT_LOGGER
+
+    trt.require()
+    construct = TRTInterpreter._construct_trt_network_def
+
+    def logs_an_error(self):
+        TRT_LOGGER.log(tensorrt.ILogger.Severity.ERROR, SHAPE_ERROR)
+        return construct(self)
+
+    monkeypatch.setattr(TRTInterpreter, "_construct_trt_network_def", logs_an_error)
+    root = logging.getLogger()
+    handler = logging.StreamHandler()  # stderr, as logging.basicConfig()
+    root.addHandler(handler)
+    try:
+        capfd.readouterr()
+        made = trt.convert_and_build(two_constants_added())
+        assert capfd.readouterr().err == ""
+    finally:
+        root.removeHandler(handler)
+    assert made.stage == "built"
+    assert f"logged an error: {SHAPE_ERROR}" in made.warnings
