@@ -38,7 +38,7 @@ from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner import (MultiGraphPartition, Partition, Subgraph, check, diff, handoff, load_partition,
                                  partition)
 from hierviz.capturing.provenance import source_ops
-from hierviz.support.sources import Support
+from hierviz.support.support_base import Support
 from hierviz.version import __version__ as __version__
 
 # hierviz logs what its boundaries contain (a widget callback, a background job, a compiler

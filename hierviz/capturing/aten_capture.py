@@ -34,7 +34,7 @@ from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.foundation import torch_output
 from hierviz.support import stored_verdicts
-from hierviz.support.sources import record_verdicts
+from hierviz.support.tensorrt_support import record_verdicts
 
 logger = logging.getLogger(__name__)
 

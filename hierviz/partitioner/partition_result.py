@@ -23,7 +23,7 @@ from hierviz.settings.config import Config, derive
 from hierviz.settings.setting_values import parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.foundation.gcpause import gc_paused
-from hierviz.support.sources import tensorrt_version
+from hierviz.support.tensorrt_support import tensorrt_version
 from hierviz.version import __version__
 from hierviz.partitioner.counts import nodes_text
 from hierviz.partitioner import handoff

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 # the fx node kinds that are partitioned (defined with the op names)
 from hierviz.foundation.opnames import CALLABLE_OPS
-from hierviz.support.sources import SUPPORTED, UNSUPPORTED, VALIDATOR
+from hierviz.support.verdict import SUPPORTED, UNSUPPORTED, VALIDATOR
 
 FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "None")
 # The backend of placeholders, weights and the output: they are not partitioned (nor are nodes
@@ -21,7 +21,7 @@ FALLBACK = "torch"  # the backend name of nodes that run in PyTorch (upstream: "
 GRAPH = "graph"
 
 # Reason codes, one per node; the text is built on demand from the code and its detail.
-# (SUPPORTED, UNSUPPORTED and VALIDATOR are a support verdict's codes: hierviz.support.sources.Verdict.)
+# (SUPPORTED, UNSUPPORTED and VALIDATOR are a support verdict's codes: hierviz.support.verdict.Verdict.)
 FOLLOWS_PRODUCER = "follows_producer"
 TORCH_EXECUTED = "torch_executed_ops"
 DEMOTED = "demoted"

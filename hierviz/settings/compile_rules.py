@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Protocol, TypeVar
 
 from hierviz.support import sources as support
+from hierviz.support.tensorrt_support import TensorRTSupport
 from hierviz.settings.engine_table import engine_info
 
 
@@ -43,7 +44,7 @@ Settings = TypeVar("Settings", bound=CompileSettings)
 def takes_ops(config: CompileSettings, backend: str) -> bool:
     """Whether `backend`'s support in `config` takes any op (inductor's default, no ops, does not)."""
     sup = config.support_for(backend)
-    return sup is None or isinstance(sup, support.TensorRTSupport) or sup.per_node \
+    return sup is None or isinstance(sup, TensorRTSupport) or sup.per_node \
         or bool(getattr(sup, "names", True)) or getattr(sup, "kind", "") == "inductor"
 
 

@@ -44,6 +44,7 @@ from hierviz.settings.setting_values import (
     parse_support,
     unknown_backend_message,
 )
+from hierviz.support.support_base import Support
 from hierviz.support.support_map import SupportMap
 
 
@@ -139,10 +140,10 @@ def _support_from_json(value: Any) -> Any:
         return None
     if not isinstance(value, Mapping):
         raise ConfigError(SUPPORT_HELP)
-    return {k: v if isinstance(v, support_mod.Support) else _support_from_dict(k, v) for k, v in value.items()}
+    return {k: v if isinstance(v, Support) else _support_from_dict(k, v) for k, v in value.items()}
 
 
-def _support_from_dict(name: str, d: Any) -> support_mod.Support:
+def _support_from_dict(name: str, d: Any) -> Support:
     if not isinstance(d, Mapping):
         raise ConfigError(f"support[{name!r}] must be a hv.Support or its to_dict() form, not {type(d).__name__}.")
     return support_mod.from_dict(dict(d))
@@ -237,13 +238,13 @@ class Config:
                 object.__setattr__(self, setting_row.name, setting_row.parse(value))
         _check_together(self)
 
-    def support_for(self, backend: str) -> support_mod.Support | None:
+    def support_for(self, backend: str) -> Support | None:
         """The Support used for `backend`: the one given, else Torch-TensorRT's default."""
         if self.support is not None and backend in self.support:
             return self.support[backend]
         return support_mod.upstream_default(backend)
 
-    def backend_support(self, backend: str) -> support_mod.Support:
+    def backend_support(self, backend: str) -> Support:
         """The Support of `backend`, a backend in priority (each has one: a built-in's default,
         or the one a custom backend must be given)."""
         sup = self.support_for(backend)

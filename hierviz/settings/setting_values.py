@@ -13,7 +13,7 @@ from typing import Any, Iterable, Mapping
 from hierviz.errors import ConfigError
 from hierviz.foundation.arguments import check_bool
 from hierviz.foundation.opnames import normalize_all, split_names
-from hierviz.support.sources import Support
+from hierviz.support.support_base import Support
 from hierviz.support.support_map import SupportMap
 
 MIN_BLOCK_SIZE = 5  # Torch-TensorRT's MIN_BLOCK_SIZE

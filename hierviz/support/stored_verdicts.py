@@ -16,7 +16,8 @@ A record is plain data, kept in the graph's `meta[META]` and in its capture-cach
 `held(graph, support)` answers the verdicts only while all of these still hold: another
 install, torch or hierviz, another support, or a graph changed since its record was made
 (checked by identity in this process, by digest otherwise) gets None, and the support asks the
-validators as before. `hierviz.support.sources` makes and reads records; `hierviz.capturing.aten_capture` stores them.
+validators as before. `hierviz.support.tensorrt_support` makes and reads records;
+`hierviz.capturing.aten_capture` stores them.
 """
 
 from __future__ import annotations

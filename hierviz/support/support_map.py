@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator, Mapping
 
-from hierviz.support.sources import Support
+from hierviz.support.support_base import Support
 
 
 class SupportMap(Mapping[str, Support]):

@@ -25,7 +25,9 @@ from hierviz.partitioner.graph_copy import copy_graph_module
 from hierviz.partitioner.partition_result import Partition, from_engine_result
 from hierviz.partitioner.splitter import with_input_check
 from hierviz.support import sources as support_mod
-from hierviz.support.sources import ComposedSupport, OpSetSupport, TensorRTSupport
+from hierviz.support.composed import ComposedSupport
+from hierviz.support.op_sets import OpSetSupport
+from hierviz.support.tensorrt_support import TensorRTSupport
 
 UPSTREAM_NON_COMPUTE = "_operator.getitem"  # the only NON_COMPUTE_NODES entry that matches a node
 
