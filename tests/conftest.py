@@ -157,30 +157,39 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 # INTERNALERROR instead of naming the test (seen in CI). Before pytest reports a failure, each
 # such entry gets its frame's line, so the failing test is reported like any other.
 def _with_line_numbers(tb: types.TracebackType | None) -> types.TracebackType | None:
-    if tb is None:
-        return None
-    rest = _with_line_numbers(tb.tb_next)
-    if tb.tb_lineno is not None and rest is tb.tb_next:
-        return tb
-    line = tb.tb_lineno if tb.tb_lineno is not None else (tb.tb_frame.f_lineno or tb.tb_frame.f_code.co_firstlineno)
-    return types.TracebackType(rest, tb.tb_frame, tb.tb_lasti, line)
+    """`tb` itself when every entry has its line, else a copy whose entries without one take their
+    frame's (walked in a loop: a traceback can be deeper than Python's recursion limit)."""
+    entries = []
+    while tb is not None:
+        entries.append(tb)
+        tb = tb.tb_next
+    if all(entry.tb_lineno is not None for entry in entries):
+        return entries[0] if entries else None
+    rebuilt = None
+    for entry in reversed(entries):
+        frame = entry.tb_frame
+        line = entry.tb_lineno if entry.tb_lineno is not None else (frame.f_lineno or frame.f_code.co_firstlineno)
+        rebuilt = types.TracebackType(rebuilt, frame, entry.tb_lasti, line)
+    return rebuilt
 
 
-def _repair_line_numbers(exc: BaseException | None, seen: set[int]) -> None:
+def _repair_line_numbers(exc: BaseException | None, seen: set[int]) -> bool:
+    """Give every traceback of `exc` and its causes and contexts its line numbers; whether any changed."""
+    changed = False
     while exc is not None and id(exc) not in seen:
         seen.add(id(exc))
-        exc.__traceback__ = _with_line_numbers(exc.__traceback__)
-        _repair_line_numbers(exc.__cause__, seen)
+        repaired = _with_line_numbers(exc.__traceback__)
+        if repaired is not exc.__traceback__:
+            exc.__traceback__, changed = repaired, True
+        changed = _repair_line_numbers(exc.__cause__, seen) or changed
         exc = exc.__context__
+    return changed
 
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
-    if call.excinfo is not None:
-        exc = call.excinfo.value
-        _repair_line_numbers(exc, set())
-        if exc.__traceback__ is not None:
-            call.excinfo = pytest.ExceptionInfo.from_exception(exc)
+    if call.excinfo is not None and _repair_line_numbers(call.excinfo.value, set()):
+        call.excinfo = pytest.ExceptionInfo.from_exception(call.excinfo.value)
 
 
 # The suite ends through Python's own exit. An abort there ("terminate called without an active

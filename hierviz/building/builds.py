@@ -14,6 +14,7 @@ from hierviz.building.build_row import BuildRow
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import WARNED
 from hierviz.errors import ConfigError
+from hierviz.foundation.error_text import short_error
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -161,20 +162,22 @@ class Builds:
                     "(other tactics, other limits)")
         return f"{self.builder}, on this machine's GPU"
 
-    def headline(self) -> str:
-        """'7/7 engines built, 103 MB', or which failed and why."""
+    def headline(self, short: bool = False) -> str:
+        """'7/7 engines built, 103 MB', or which failed and why (`short`: each error in a few words,
+        as a picture's title shows it)."""
         if not self.rows and not self.run_failures:
             return "no TensorRT subgraphs to build"
         text = f"{self.built}/{len(self.rows)} engines built"
         if self.built:
             text += f", {megabytes(self.engine_bytes)}"
+        said = short_error if short else str
         failed = self.failed
         if failed:
             first = failed[0]
             more = f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""
-            text += f"; {first.name} failed at {first.stage}: {first.error}{more}"
+            text += f"; {first.name} failed at {first.stage}: {said(str(first.error))}{more}"
         for graph, failure in self.run_failures:
-            text += f"; {graph or 'the graph'} fails in PyTorch at {failure.node}: {failure.error}"
+            text += f"; {graph or 'the graph'} fails in PyTorch at {failure.node}: {said(str(failure.error))}"
         return text
 
     def lines(self) -> list[str]:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,7 +28,7 @@ from hierviz.capturing.aten_capture import source_of
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.model_copy import private_copy
 from hierviz.errors import ConfigError, MeasureError
-from hierviz.foundation.error_text import first_line
+from hierviz.foundation.error_text import first_line, short_error
 from hierviz.foundation.opnames import overload_names
 
 FAILED = ("convert", "build")
@@ -37,15 +36,6 @@ FAILED = ("convert", "build")
 # a missing attribute or key
 _EXPORT_ERRORS: tuple[type[Exception], ...] = (*OP_ERRORS, LookupError, AttributeError)
 REDUCED = ("run", "convert", "build")  # the stages a repro is made for ("run": Torch-TensorRT's lowering broke it)
-_CHECK = re.compile(r"CHECK\((?:[^()]|\([^()]*\))*\)")
-
-
-def short_error(error: str) -> str:
-    """The error in a few words for a one-line summary: a Myelin check's condition, or the line's start."""
-    check = _CHECK.search(error)
-    if check:
-        return ("Myelin " if "Myelin" in error else "") + check.group(0)
-    return error if len(error) <= 60 else error[:57] + "..."
 
 
 @dataclass(frozen=True)
@@ -319,4 +309,4 @@ def _lowering_repro(builds: Any, part: Any, row: BuildRow) -> Repro:
                  len(call_nodes(gm)), found.builds, 0, round(found.seconds, 3), trt.builder_name() or "", {})
 
 
-__all__ = ["Repro", "exported_model", "lowered", "lowered_run", "repro_of", "short_error"]
+__all__ = ["Repro", "exported_model", "lowered", "lowered_run", "repro_of"]

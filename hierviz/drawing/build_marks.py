@@ -119,16 +119,17 @@ class BuildMarks(Overlay):
             lines.append(f'<FONT POINT-SIZE="9" COLOR="{BUILT}">{len(rows)} engine(s) built here</FONT>')
 
     def title(self) -> str:
-        return f"built here: {self.builds.headline()}"
+        return f"built here: {self.builds.headline(short=True)}"
 
     def legend_html(self) -> str:
         repro = (f'<TD BORDER="3" COLOR="{REPRO}" CELLPADDING="2"><FONT POINT-SIZE="9">in its smallest failing part'
                  f'</FONT></TD>' if self.repros else "")
+        fails = (f'<TD BORDER="3" COLOR="{FAILED}" CELLPADDING="2"><FONT POINT-SIZE="9">engine fails</FONT></TD>'
+                 if any(not row.built for row in self.rows.values()) else "")  # only what the picture shows
         return (f'<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="3" CELLPADDING="0"><TR><TD ALIGN="LEFT" '
-                f'COLSPAN="{3 if repro else 2}">engines {html(self.builds.where(), 120)}</TD></TR><TR>'
+                f'COLSPAN="{1 + bool(fails) + bool(repro)}">engines {html(self.builds.where(), 120)}</TD></TR><TR>'
                 f'<TD><FONT POINT-SIZE="9" COLOR="{BUILT}">engine built here</FONT></TD>'
-                f'<TD BORDER="3" COLOR="{FAILED}" CELLPADDING="2"><FONT POINT-SIZE="9">engine fails</FONT></TD>'
-                f'{repro}</TR></TABLE>')
+                f'{fails}{repro}</TR></TABLE>')
 
 
 def _count(names: Sequence[str]) -> str:

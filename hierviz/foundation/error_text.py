@@ -28,4 +28,16 @@ def first_line(exc: BaseException | str, limit: int | None = None) -> str:
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
-__all__ = ["OBJECT_ADDRESS", "first_line", "message_line"]
+# a check's condition in TensorRT's (Myelin's) error: 'CHECK(logical_mem_size == data_->size())'
+_CHECK = re.compile(r"CHECK\((?:[^()]|\([^()]*\))*\)")
+
+
+def short_error(error: str) -> str:
+    """The error in a few words for a one-line summary: a Myelin check's condition, or the line's start."""
+    check = _CHECK.search(error)
+    if check:
+        return ("Myelin " if "Myelin" in error else "") + check.group(0)
+    return error if len(error) <= 60 else error[:57] + "..."
+
+
+__all__ = ["OBJECT_ADDRESS", "first_line", "message_line", "short_error"]

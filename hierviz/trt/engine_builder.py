@@ -462,6 +462,11 @@ def _said(heard: list[warnings.WarningMessage]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(" ".join(_OBJECT.sub(r"<\1>", str(w.message)).split()) for w in heard))
 
 
+# TensorRT's report of a failed CUDA runtime call ("Error Code 1: Cuda Runtime (... cudaError 35:
+# CUDA driver version is insufficient ...)")
+_CUDA_RUNTIME = re.compile(r"Cuda Runtime|cudaError", re.IGNORECASE)
+
+
 def _tensorrt_error(errors: list[str]) -> str:
     """The most telling of TensorRT's logged errors, on one line: the last that names a failed
     check (an exception, a CHECK), else the last with an error code. A CUDA runtime error comes
@@ -474,11 +479,6 @@ def _tensorrt_error(errors: list[str]) -> str:
             if any(w in line for w in words):
                 return line
     return candidates[-1] if candidates else ""
-
-
-# TensorRT's report of a failed CUDA runtime call ("Error Code 1: Cuda Runtime (... cudaError 35:
-# CUDA driver version is insufficient ...)")
-_CUDA_RUNTIME = re.compile(r"Cuda Runtime|cudaError", re.IGNORECASE)
 
 
 class _quiet(logging.Handler):

@@ -106,3 +106,18 @@ def test_graph_by_graph_builds_show_in_the_report_and_picture(tmp_path):
     with pytest.raises(hv.RenderError, match=r"builds= of one graph's drawing takes that graph's builds"):
         mp.graphs[0].render(builds=builds)
     assert "engine built here" in mp.graphs[0].render(builds=builds.of_graph("g0")).source
+
+
+def test_the_pictures_title_says_a_failure_in_a_few_words_and_its_legend_only_what_it_shows():
+    from hierviz.foundation.error_text import short_error
+
+    part = hv.partition(*made(RefusesToBuild, 2, 8), min_block_size=1)
+    builds = part.build(fix=False)
+    error = builds.df.error[0]
+    source = part.render(view="collapsed", builds=builds).source
+    assert f"built here: 0/1 engines built; _run_on_acc_tensorrt_0 failed at build: {short_error(error)}" in source
+    assert len(short_error(error)) < len(error) and f"failed at build: {error}" not in source  # whole: the tooltip
+    assert f"fails at build: {error}" in source and "engine fails</FONT>" in source  # the legend's failed engine
+    built = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
+    source = built.render(view="collapsed", builds=built.build()).source
+    assert "engine built here</FONT>" in source and "engine fails" not in source  # nothing fails: not in the legend
