@@ -194,7 +194,8 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo) -> None:
 
 # The suite ends through Python's own exit. An abort there ("terminate called without an active
 # exception", exit 134, after every test passed) was seen before 2026-12-06 and was worked around
-# with os._exit; five whole runs on 2026-12-06 (four in pytest-xdist workers, one in a single
-# process) ended cleanly, with only Python daemon threads alive (tqdm's monitor,
-# multiprocessing's resource sharer, the explorer worker's reader). Should it come back, run
-# with PYTHONFAULTHANDLER=1: an abort then prints every thread's stack.
+# with os._exit. The cause found since: a daemon thread of hierviz still inside torch's C++ code while Python
+# finalizes. BackgroundJob's runs were waited for at exit since baf51cd, but the Explorer's
+# debounce timer was not: an apply on it at exit aborted 4 runs in 4 (tests/widget/test_exit_wait.py).
+# hierviz/widget/exit_wait.py now settles both. Should an abort come back, PYTHONFAULTHANDLER=1
+# (set by .ci/run) prints every thread's stack.

@@ -3,25 +3,21 @@ daemon thread per job, so the widget stays usable, and no exception lost or show
 
 The work itself runs in the Explorer's worker process (long_work.py): the thread only waits on
 it, so the interpreter's exit needs to wait for nothing and ends the worker at once. Where a
-job runs in this process instead (`busy_here()` says so), the exit waits for it, up to
-EXIT_WAIT_S: a daemon thread still inside torch's C++ code when Python stops its threads is
-unwound through that code, and the process aborts ("terminate called without an active
-exception") instead of exiting cleanly.
+job runs in this process instead (`busy_here()` says so), the exit starts no waiting work and
+waits for the running one, up to EXIT_WAIT_S (exit_wait.py says why: a daemon thread still
+inside torch's C++ code when Python finalizes aborts the process).
 """
 
 from __future__ import annotations
 
-import atexit
 import logging
 import threading
 import time
-import weakref
 from typing import Callable
 
-logger = logging.getLogger(__name__)
+from hierviz.widget.exit_wait import EXIT_WAIT_S, settle_at_exit
 
-EXIT_WAIT_S = 30.0  # the longest the interpreter's exit waits for one job running in this process
-_JOBS: "weakref.WeakSet[BackgroundJob]" = weakref.WeakSet()
+logger = logging.getLogger(__name__)
 
 
 class BackgroundJob:
@@ -42,8 +38,9 @@ class BackgroundJob:
         self._next: Callable[[], None] | None = None
         self._active = False  # the thread's loop has not yet found nothing left to run
         self._lock = threading.Lock()
+        self._exiting = False  # the interpreter is ending: no new run starts
         self.runs = 0  # works run so far (a replaced waiting one is not run)
-        _JOBS.add(self)
+        settle_at_exit(self)
 
     @property
     def thread(self) -> threading.Thread:
@@ -56,6 +53,8 @@ class BackgroundJob:
 
     def start(self, work: Callable[[], None]) -> threading.Thread:
         with self._lock:
+            if self._exiting:  # the interpreter is ending: nothing new runs
+                return self.thread
             if self._active:  # runs when the current one ends
                 assert self._thread is not None
                 self._next = work
@@ -80,6 +79,14 @@ class BackgroundJob:
                 logger.error("background work (%s) failed", self.name, exc_info=True)
                 self.on_error(exc)
             work = None
+
+    def settle_at_exit(self, timeout: float) -> None:
+        """At the interpreter's exit: drop the waiting work and start none; wait (at most
+        `timeout` s) for a run busy in this process (one waiting on the worker is not waited for)."""
+        with self._lock:
+            self._exiting, self._next = True, None
+        if self.running and self.busy_here():
+            self.thread.join(timeout)
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until no work runs or waits (at most `timeout` s); whether it is so."""
@@ -111,15 +118,6 @@ def _ended() -> threading.Thread:
 
 
 _ENDED_LOCK = threading.Lock()
-
-
-@atexit.register
-def _wait_for_jobs() -> None:
-    """At exit: let jobs running in this process finish (bounded), so no thread is stopped
-    inside C++ code; jobs waiting on a worker process are not waited for."""
-    for job in list(_JOBS):
-        if job.running and job.busy_here():
-            job.thread.join(EXIT_WAIT_S)
 
 
 __all__ = ["BackgroundJob", "EXIT_WAIT_S"]

@@ -4,6 +4,10 @@
 the running event loop when there is one, as in a Jupyter kernel, else on a timer thread), or
 at once when `delay` is 0. `flush()` runs a pending apply now. A change made while `apply`
 runs (one control setting another) makes it run again before returning. No widgets here.
+
+At the interpreter's exit a change still waiting is dropped and a running apply is waited for
+(exit_wait.py): the timer thread is a daemon, and one stopped inside torch's C++ code aborts
+the process.
 """
 
 from __future__ import annotations
@@ -12,6 +16,8 @@ import asyncio
 import contextlib
 import threading
 from typing import Any, Callable, Iterator
+
+from hierviz.widget.exit_wait import settle_at_exit
 
 
 class Debouncer:
@@ -28,6 +34,8 @@ class Debouncer:
         self._applying = False
         self._timer: threading.Timer | None = None
         self._handle: asyncio.TimerHandle | None = None
+        self._exiting = False  # the interpreter is ending: nothing more is applied
+        settle_at_exit(self)
 
     def schedule(self) -> None:
         with self._lock:
@@ -65,8 +73,18 @@ class Debouncer:
     def flush(self) -> None:
         """Run a pending apply now."""
         with self._lock:
-            if self._pending and not self._applying:
+            if self._pending and not self._applying and not self._exiting:
                 self.run_now()
+
+    def settle_at_exit(self, timeout: float) -> None:
+        """At the interpreter's exit: drop a waiting change and apply nothing more; wait (at
+        most `timeout` s) for an apply running on the timer thread."""
+        self._exiting = True  # a timer firing from now on applies nothing
+        if self._lock.acquire(timeout=timeout):  # held while an apply runs
+            try:
+                self.cancel()
+            finally:
+                self._lock.release()
 
     @contextlib.contextmanager
     def batch(self) -> Iterator[None]:
