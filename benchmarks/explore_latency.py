@@ -412,7 +412,7 @@ def measure_on_bench(model_name: str, changes: int) -> None:
         for size in sizes:
             if not measuring:  # nothing beside the change (with measuring on, the lines wait behind the timing)
                 ex.compile_today_thread.join()
-            in_flight += measuring and ex._measure_job.running
+            in_flight += measuring and ex.measuring.running
             t = time.perf_counter()
             ex.controls["min_block_size"].value = size
             totals.append(time.perf_counter() - t)

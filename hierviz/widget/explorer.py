@@ -16,9 +16,10 @@ exception reaches the kernel, and the controls stay usable. A value a control ca
 silently.
 
 The work is in the modules above, in debounce.py (the Debouncer), options.py (the Explorer's
-options, checked once), long_work.py (the compile-today line, measuring and find fastest run in
-the worker process) and background.py (the threads waiting on them); this module holds the
-Explorer's public surface (properties, buttons, find fastest) that API.md promises.
+options, checked once), error_area.py (the error area and the guard), measuring.py ("measure
+latency"), blockers_what_if.py (the Blockers tab's work), fastest_search.py ("find fastest"),
+long_work.py (what runs in the worker process) and background.py (the threads waiting on it);
+this module wires them and holds the Explorer's public surface that API.md promises.
 
 Changes are debounced (`debounce` seconds, on the kernel's event loop when there is one,
 else on a timer thread); `debounce=0` applies each change at once, synchronously. Reading
@@ -28,37 +29,37 @@ code always sees the state the controls describe.
 
 from __future__ import annotations
 
-import logging
 import threading
 import time
-import traceback
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
 
-from hierviz.widget.worker import WorkerError
 from hierviz.settings.config import Config, field_names
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.capturing.provenance import lowered_sources
 from hierviz.widget import controls as ctl
-from hierviz.widget import blockers_tab, numerics_tab, panels
-from hierviz.widget.blockers_tab import BlockersTab
+from hierviz.widget import numerics_tab, panels
 from hierviz.widget.background import BackgroundJob
+from hierviz.widget.blockers_what_if import BlockersWhatIf
 from hierviz.widget.controller import ControlState, Controller
 from hierviz.widget.debounce import Debouncer
+from hierviz.widget.error_area import ErrorArea
+from hierviz.widget.fastest_search import BUDGET as FASTEST_BUDGET
+from hierviz.widget.fastest_search import FastestSearch
+from hierviz.widget.measuring import Measuring
 from hierviz.widget.options import OPTIONS, check_options, views
-
-logger = logging.getLogger(__name__)
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hierviz.compare.tune_result import TuneResult
+
 DEFAULT_DEBOUNCE = 0.15
 DEFAULT_OUTPUT_DIR = "hierviz-export"
-FASTEST_BUDGET = 8  # settings the "find fastest" button measures
 
 
 class Explorer(widgets.VBox):
@@ -96,38 +97,39 @@ class Explorer(widgets.VBox):
                                      measure_options=measure_options)
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
-        self._measuring: Partition | None = None  # the setting the latest measurement was asked for
-
+        self.panels = ctl.build_panels()
+        self.error_area = ErrorArea(self.controller.errors, self.panels["error"], lambda: self.controller.shown,
+                                    self.internal_errors)
+        self._guard = self.error_area.guard
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
         here = self.controller.long_work.running_here
         self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append, here)
-        self._fastest_job = BackgroundJob("hierviz-find-fastest", self._fastest_failed, here)
         self._build_job = BackgroundJob("hierviz-build", self.internal_errors.append, here)
-        self._measure_job = BackgroundJob("hierviz-measure", self.internal_errors.append, here)
-        self._blockers_job = BackgroundJob("hierviz-blockers", self.internal_errors.append, here)
         self._numerics_job = BackgroundJob("hierviz-numerics", self.internal_errors.append, here)
+        self.measuring = Measuring(self.controller, self._guard(self._measured), self.internal_errors.append)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
         self.source_ops = Counter(lowered_sources(self.controller.graph.graph.nodes))
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
-                                                   view=view, focus=focus, on_refused=self._refused,
+                                                   view=view, focus=focus, on_refused=self.error_area.refuse,
                                                    source_ops=self.source_ops)
         self.min_block_size_box = extras["min_block_size_box"]
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
         self.buttons = ctl.build_buttons()
-        self.panels = ctl.build_panels()
+        self.fastest_search = FastestSearch(self.controller.long_work, self.panels["fastest"],
+                                            self.buttons["apply_fastest"], self.error_area)
         self.output_dir = widgets.Text(value=str(output_dir), description="output dir",
                                        layout=widgets.Layout(width="360px"))
         self.diff_against = ctl.Choice(options=["previous", "pinned"], value="previous", description="diff against",
                                        style={"description_width": "initial"})
-        self.diff_against.on_refused, self.diff_against.what = self._refused, "diff against"
-        self.progress = widgets.FloatProgress(value=0.0, min=0.0, max=1.0, description="measuring",
-                                              layout=widgets.Layout(display="none", width="420px"))
-        self.progress_label = widgets.HTML()
-        self.blockers_tab = BlockersTab(self._guard(self.apply_what_if), self._guard(self.undo_what_if))
-        self._what_if: tuple[Config, Partition | None, str] | None = None  # (setting before, its partition, change)
+        self.diff_against.on_refused, self.diff_against.what = self.error_area.refuse, "diff against"
+        self.progress, self.progress_label = self.measuring.progress, self.measuring.progress_label
+        self.what_if = BlockersWhatIf(self.controller, self.error_area,
+                                      lambda: self.tabs.selected_index == ctl.tab_index("blockers_box"),
+                                      self.flush, self._show_config)
+        self.blockers_tab = self.what_if.tab
         more = {"progress": self.progress, "progress_label": self.progress_label,
                 "diff_against": self.diff_against, "output_dir": self.output_dir, "blockers_tab": self.blockers_tab}
         self.children, self.tabs = ctl.layout(self.controls, extras, self.panels, self.buttons, more)
@@ -136,7 +138,7 @@ class Explorer(widgets.VBox):
 
     def _on_tab(self, _change: Any) -> None:
         self._refresh_diff()
-        self._refresh_blockers()
+        self.what_if.refresh()
 
     def _connect(self) -> None:
         for w in self.controls.values():
@@ -159,37 +161,15 @@ class Explorer(widgets.VBox):
     # ------------------------------------------------------------------ errors
     @property
     def _errors(self) -> dict[str, str]:
-        return self.controller.errors
-
-    def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """Wrap a callback so that no exception leaves it: errors are shown in the widget."""
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                return fn(*args, **kwargs)
-            except HiervizError as exc:
-                if str(exc) not in self._errors.values():  # export and measure file their own
-                    self._errors["action"] = str(exc)
-            except Exception as exc:  # a widget callback: the kernel must never see it; shown, kept and logged
-                logger.error("an Explorer callback (%s) failed", guarded.__name__, exc_info=True)
-                self.internal_errors.append(exc)
-                self._errors["internal"] = (f"unexpected {type(exc).__name__}: {exc}\n"
-                                            + "".join(traceback.format_exception(type(exc), exc, exc.__traceback__)))
-            try:
-                self._show_errors()
-            except Exception as exc:  # the error area itself failed: kept and logged, never raised
-                logger.error("the Explorer's error area could not be shown", exc_info=True)
-                self.internal_errors.append(exc)
-            return None
-        guarded.__name__ = getattr(fn, "__name__", "callback")
-        return guarded
-
-    def _refused(self, message: str) -> None:
-        """A control refused a value: say so in the error area (until the next change)."""
-        self._errors["control"] = message
-        self._guard(self._show_errors)()
+        return self.error_area.messages
 
     def _show_errors(self) -> None:
-        self.panels["error"].value = panels.errors_html(self._errors, self.controller.shown)
+        self.error_area.show()
+
+    def _show_config(self, config: Config) -> None:
+        """The controls take `config`, re-partitioning once."""
+        with self._debouncer.batch():
+            ctl.show_config(self.controls, config)
 
     # ------------------------------------------------------------------ scheduling
     def _on_change(self, change: dict) -> None:
@@ -258,17 +238,12 @@ class Explorer(widgets.VBox):
         """The latency of the shown settings when measured, else None; a measurement of them
         still in flight (in the worker) is waited for. Its `.config` is the setting it belongs to."""
         self.flush()
-        part = self.controller.partition
-        if part is not None and self.controller.measurement_of(part) is None and self._measure_job.running \
-                and self._measuring is not None and self.controller.measure_key(self._measuring) == \
-                self.controller.measure_key(part):
-            self._measure_job.wait()
-        return self.controller.measurement_of(part)
+        return self.measuring.of(self.controller.partition)
 
     @property
     def measure_thread(self) -> threading.Thread:
         """The thread waiting on the latest measurement (join it to wait)."""
-        return self._measure_job.thread
+        return self.measuring.thread
 
     @property
     def history(self) -> "pd.DataFrame":
@@ -319,7 +294,7 @@ class Explorer(widgets.VBox):
         if part is not None and isinstance(state, ControlState):
             t = time.perf_counter()  # started, never waited for: it arrives later, for its own setting
             if state.measure:
-                self._start_measure(part)
+                self.measuring.start(part)
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t
@@ -348,7 +323,7 @@ class Explorer(widgets.VBox):
             timings["render"] = time.perf_counter() - t
         t = time.perf_counter()
         self._refresh_diff()
-        self._refresh_blockers()
+        self.what_if.refresh()
         timings["tabs"] = time.perf_counter() - t
         timings["total"] = time.perf_counter() - t0
         if upd.changed:
@@ -367,123 +342,34 @@ class Explorer(widgets.VBox):
     def blockers(self) -> "pd.DataFrame | None":
         """`blockers()` of the shown partition, as the Blockers tab lists it (None while the
         settings are invalid)."""
-        self.flush()
-        self._blockers_job.wait()  # the tab's own request, in flight
-        table = self.controller.blockers_of(self.controller.partition)  # made in the worker
-        self._refresh_blockers()  # the tab, when open, shows it now
-        return table
-
-    def _refresh_blockers(self) -> None:
-        """The Blockers tab for the shown partition, computed when the tab is open (each row
-        re-partitions: in the worker, in the background; the tab fills in when it is made)."""
-        if self.tabs.selected_index != ctl.tab_index("blockers_box"):
-            return
-        part = self.controller.partition
-        table = self.controller.blockers_of(part, compute=False)
-        if part is not None and table is None:
-            self.blockers_tab.show(part, None, "finding what keeps nodes out of TensorRT (in the worker) ...")
-
-            def work() -> None:
-                try:
-                    self.controller.blockers_of(part)
-                except HiervizError as exc:
-                    self._errors["blockers"] = str(exc)
-                    self._show_errors()
-                    return
-                if self.controller.partition is part:
-                    self._refresh_blockers()
-
-            self._blockers_job.start(work)
-        else:
-            self.blockers_tab.show(part, table, self._errors.get("partition", ""))
-        if self._what_if is not None:
-            before_cfg, before, change = self._what_if
-            self.blockers_tab.banner.value = blockers_tab.applied_html(change, before, part, before_cfg)
+        return self.what_if.table()
 
     def apply_blocker(self, row: int) -> Config:
         """Apply row `row` of the Blockers tab as a what-if (as clicking it does): the controls
         take its setting; `undo_what_if()` (the tab's "back") restores the one before."""
-        table = self.blockers
-        if table is None or isinstance(row, bool) or not isinstance(row, int) or not 0 <= row < len(table):
-            last = len(table) - 1 if table is not None else -1
-            raise ConfigError(f"apply_blocker takes a row number of .blockers (0 to {last}), not {row!r}.")
-        config, change = table.iloc[row]["config"], table.iloc[row]["change"]
-        self.apply_what_if(config, change)
-        return config
+        return self.what_if.apply_row(row)
 
     def apply_what_if(self, config: Config, change: str) -> None:
-        self.flush()
-        if self._what_if is None and self.controller.config is not None:
-            self._what_if = (self.controller.config, self.controller.partition, change)
-        elif self._what_if is not None:
-            self._what_if = (self._what_if[0], self._what_if[1], change)
-        with self._debouncer.batch():
-            ctl.show_config(self.controls, config)
-        self.blockers_tab.back.disabled = self._what_if is None
-        self._refresh_blockers()
+        self.what_if.apply(config, change)
 
     def undo_what_if(self) -> Config | None:
         """Back to the setting from before the first what-if (the Blockers tab's "back")."""
-        if self._what_if is None:
-            return None
-        before = self._what_if[0]
-        self._what_if = None
-        self.blockers_tab.banner.value = ""
-        self.blockers_tab.back.disabled = True
-        with self._debouncer.batch():
-            ctl.show_config(self.controls, before)
-        return before
+        return self.what_if.undo()
 
     @property
     def blockers_thread(self) -> threading.Thread:
         """The thread waiting on the Blockers tab's table (join it to wait)."""
-        return self._blockers_job.thread
+        return self.what_if.thread
 
-    def _start_measure(self, part: Partition) -> None:
-        """Measure `part` in the worker, in the background (one at a time: a newer setting's
-        measurement waits for the one in flight); when it arrives it is stored for its own
-        setting, and the stats, diagram and history show it only if that setting is still shown."""
-        if self.controller.measurement_of(part) is not None:
-            self.controller.measure(part)  # the stored one (no wait): fills in this run's history row
-            return
-        self._measuring = part
-
-        def work() -> None:
-            if self.controller.measure_key(self._measuring or part) != self.controller.measure_key(part):
-                return  # a newer setting is waiting to be measured: this one is no longer wanted
-            m = self._measure(part)
-            if self.controller.shown is None or self.controller.measure_key(self.controller.shown) != \
-                    self.controller.measure_key(part):
-                return  # another setting is shown now: this measurement waits in the cache for its own
-            self.panels["stats"].value = self._stats()
-            if m is not None:
-                state = self.state()
-                self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
-            self.panels["history"].value = panels.history_html(self.controller.history())
-            self._show_errors()
-
-        self._measure_job.start(work)
-
-    def _measure(self, part: Partition) -> Any:
-        bar = self.progress
-        bar.value, bar.bar_style = 0.0, "info"
-        bar.layout.display = None
-        self.progress_label.value = ""
-
-        def progress(stage: str, done: int, total: int) -> None:
-            bar.value = max(0.0, min(1.0, done / total)) if total else 0.0
-            bar.description = "measuring"
-            bar.tooltip = str(stage)
-            self.progress_label.value = panels.progress_label_html(stage)
-
-        m = self.controller.measure(part, progress)
-        if m is None:
-            bar.bar_style = "danger"
-            return None
-        bar.value = 1.0
-        bar.layout.display = "none"
-        self.progress_label.value = ""
-        return m
+    # ------------------------------------------------------------------ measuring
+    def _measured(self, part: Partition, m: Any) -> None:
+        """A measurement of the shown setting arrived: the stats, diagram and history show it."""
+        self.panels["stats"].value = self._stats()
+        if m is not None:
+            state = self.state()
+            self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
+        self.panels["history"].value = panels.history_html(self.controller.history())
+        self._show_errors()
 
     # ------------------------------------------------------------------ buttons
     def pin(self) -> Partition | None:
@@ -600,51 +486,17 @@ class Explorer(widgets.VBox):
         usable); when it ends, the "apply best" button offers its best setting and `.fastest`
         holds the TuneResult. Errors are shown in the widget, never raised. `wait=True` blocks
         until it ends (for scripts and tests)."""
-        if self._fastest_job.running:
-            self.panels["fastest"].value = panels.fastest_html(None, "a search is already running")
-            return self._fastest_job.thread
-        base = self.config
-        if base is None:
-            raise ConfigError("the shown settings are invalid; fix them before searching from them.")
-        options = {"measure": {"warmup": 2, "iters": 10}, **tune_options}
-        self.fastest = None
-        self.buttons["apply_fastest"].disabled = True
-        self.panels["fastest"].value = panels.fastest_html(None, f"searching (up to {budget} settings) ...")
+        return self.fastest_search.start(self.config, budget, wait=wait, **tune_options)
 
-        long_work = self.controller.long_work
-
-        def work() -> None:
-            try:
-                result = long_work.tune(base, budget, **options)  # in the worker process
-            except HiervizError as exc:
-                self.panels["fastest"].value = panels.fastest_html(None, f"the search failed: {exc}",
-                                                                   long_work.notes.get("tune"))
-                if isinstance(exc, WorkerError):  # the error area says so too
-                    self._errors["worker"] = str(exc)
-                    self._show_errors()
-                return
-            self._errors.pop("worker", None)
-            self.fastest = result
-            self.buttons["apply_fastest"].disabled = result.best is None
-            self.panels["fastest"].value = panels.fastest_html(result, note=long_work.notes.get("tune"))
-
-        thread = self._fastest_job.start(work)
-        if wait:
-            thread.join()
-        return thread
-
-    def _fastest_failed(self, exc: Exception) -> None:
-        self.internal_errors.append(exc)
-        self.panels["fastest"].value = panels.fastest_html(None, f"unexpected {type(exc).__name__}: {exc}")
+    @property
+    def fastest(self) -> "TuneResult | None":
+        """The latest "find fastest" result (None before one ends, or when it failed)."""
+        return self.fastest_search.result
 
     def apply_fastest(self) -> Config | None:
         """Set the controls to the best setting `find_fastest` found (one re-run); returns it."""
-        result = getattr(self, "fastest", None)
-        if result is None or result.best is None:
-            raise ConfigError("no fastest setting yet: press 'find fastest' first and wait for it to finish.")
-        best = result.best
-        with self._debouncer.batch():  # one re-run for all the controls set below
-            ctl.show_config(self.controls, best)
+        best = self.fastest_search.best()
+        self._show_config(best)
         return best
 
     def close(self) -> None:

@@ -19,10 +19,8 @@ raised into the kernel; the background's errors are shown in the every-graph pan
 from __future__ import annotations
 
 import html
-import logging
 import threading
 import time
-import traceback
 from typing import Any, Callable
 
 import ipywidgets as widgets
@@ -34,8 +32,8 @@ from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED
 from hierviz.widget.debounce import Debouncer
 from hierviz.widget.every_graph import Latest, Superseded, partition_every
 from hierviz.widget.explorer import DEFAULT_DEBOUNCE, Explorer
+from hierviz.widget.guard import guarded
 
-logger = logging.getLogger(__name__)
 
 PICTURE_QUIET_S = 0.4  # the picture of every graph is redrawn once no control changed for this long
 PICTURE_OFF = ("The picture of every graph is drawn on request (it is large: every graph laid out in one "
@@ -275,22 +273,13 @@ class GraphsExplorer(widgets.VBox):
 
     # ------------------------------------------------------------------ errors
     def _guard(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        def guarded(*args: Any, **kwargs: Any) -> Any:
-            try:
-                result = fn(*args, **kwargs)
-                self.error.value = ""
-                return result
-            except HiervizError as exc:
-                self.error.value = f"<pre style='color:#b00'>{html.escape(str(exc))}</pre>"
-            except Exception as exc:  # a widget callback: the kernel must never see it; shown, kept and logged
-                logger.error("a GraphsExplorer callback (%s) failed", guarded.__name__, exc_info=True)
-                self.internal_errors.append(exc)
-                text = "".join(traceback.format_exception(type(exc), exc, exc.__traceback__))
-                self.error.value = f"<pre style='color:#b00'>unexpected {html.escape(type(exc).__name__)}: " \
-                                   f"{html.escape(str(exc))}\n{html.escape(text)}</pre>"
-            return None
-        guarded.__name__ = getattr(fn, "__name__", "callback")
-        return guarded
+        return guarded(fn, "GraphsExplorer", self.internal_errors, self._show_error, succeeded=self._clear_error)
+
+    def _show_error(self, message: str, _internal: bool) -> None:
+        self.error.value = f"<pre style='color:#b00'>{html.escape(message)}</pre>"
+
+    def _clear_error(self) -> None:
+        self.error.value = ""
 
     def close(self) -> None:
         """Close the widget: its background work stops, and every graph's Explorer is closed

@@ -32,7 +32,7 @@ def test_a_change_is_shown_while_the_last_measurement_is_in_flight(small, gated)
     model, inputs, _ = small
     ex = Explorer(model, inputs, measure=True, debounce=0)  # returns with the first measurement in flight
     first = ex.controller.shown
-    assert ex._measure_job.running and not fake.calls
+    assert ex.measuring.running and not fake.calls
     ex.controls["min_block_size"].value = 1                 # the change is applied at once
     second = ex.controller.shown
     assert second.config != first.config and ex.partition is second
@@ -40,7 +40,7 @@ def test_a_change_is_shown_while_the_last_measurement_is_in_flight(small, gated)
     assert "<svg" in ex.panels["diagram"].value
     gate.set()
     ex.measure_thread.join(60)
-    assert not ex._measure_job.running
+    assert not ex.measuring.running
     measured = [cfg for cfg, _ in fake.calls]
     # the first setting's measurement is kept for it; a newer request waited and replaced no result
     m1 = ex.controller.measurement_of(first)
