@@ -10,7 +10,7 @@ conversion or build gets the ops that, moved to PyTorch, make every engine build
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz import trt
 from hierviz.building.after_failure import runs_instead
@@ -25,6 +25,9 @@ from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.inputs import check as check_inputs
 from hierviz.partitioner import partition_graph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner import MultiGraphPartition, Partition
 
 RUN_FIX = ("not a conversion failure: Torch-TensorRT's lowering made a graph PyTorch cannot run; no "
            "torch_executed_ops changes the lowering: change the model's line that made this node")
@@ -45,16 +48,17 @@ def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
     trt.check_settings(trt_settings)  # before anything converts, and before the cache is read
 
 
-def _subgraph_row(part: Any, builder: SubgraphBuilder, ir: str, graph: str, tag: str,
+def _subgraph_row(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str, tag: str,
                   failure: RunFailure | None) -> BuildRow:
     """The row of TensorRT subgraph `tag`: its build, or the run failure inside it."""
     sub = getattr(part.module, tag)
     made, cached = builder.build(sub, label=tag)
     sg = part.subgraph(tag)
-    common = {"subgraph": tag, "ops": sg.compute_ops, "profile": profile_text(sub), "layers": made.layers,
-              "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
-              "build_s": None if made.build_s is None else round(made.build_s, 4), "cached": cached, "graph": graph,
-              "exception": made.exception}
+    common: dict[str, Any] = {
+        "subgraph": tag, "ops": sg.compute_ops, "profile": profile_text(sub), "layers": made.layers,
+        "engine_bytes": made.engine_bytes, "convert_s": round(made.convert_s, 4),
+        "build_s": None if made.build_s is None else round(made.build_s, 4), "cached": cached, "graph": graph,
+        "exception": made.exception}
     if failure is not None and failure.node in sg.nodes:
         error = f"at {failure.at}: {failure.error}" if failure.at else failure.error
         return BuildRow(**common, stage="run", node=failure.node, error=error, details=error, source=failure.source,
@@ -74,7 +78,7 @@ def _after_run(ir: str, made: trt.EngineBuild, graph: str) -> str:
     return runs_instead(ir, made.exception or "RuntimeError", graph) + f" (its {made.stage} fails too: {made.error})"
 
 
-def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> tuple[Sequence[Any] | None, str]:
+def _inputs(part: "Partition", example_inputs: Sequence[Any] | None) -> tuple[Sequence[Any] | None, str]:
     """(the flat inputs the lowered graph runs on, why there are none): the user's (checked
     against what the graph was captured for), else random ones shaped like its inputs, on the
     device its values were captured on; none when an input has no shape, or that device is not
@@ -87,7 +91,7 @@ def _inputs(part: Any, example_inputs: Sequence[Any] | None) -> tuple[Sequence[A
         return None, str(exc)
 
 
-def _one_graph(part: Any, builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
+def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
                fix: bool, frame: str = "", flat_inputs: bool = False) -> tuple[list[BuildRow], RunFailure | None,
                                                                                  Fix | None, list[str]]:
     """(rows, a run failure outside every TensorRT subgraph, the fix, notes) for one graph;
@@ -125,7 +129,7 @@ def _builder_facts() -> tuple[str, bool]:
     return name, trt.builds_without_gpu()
 
 
-def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
+def build(part: "Partition", *, trt_settings: Any = None, tf32: bool = False, fix: bool = True, cache: bool = True,
           example_inputs: Sequence[Any] | None = None, ir: str = "dynamo", graph: str = "",
           dynamo_graph: tuple[str, tuple] | None = None) -> Builds:
     """Every TensorRT subgraph of `part` converted and built (Partition.build). A graph of a
@@ -148,7 +152,7 @@ def build(part: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool 
                   partition=part, subgraph_builder=builder)
 
 
-def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
+def build_one(part: "Partition", dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
     """`part.build()`, or, for `dynamo_graph` ("g3": the graph is that dynamo graph of
     torch.compile's path, `inputs` its first call's values, one per placeholder), that graph's
     part of MultiGraphPartition.build(): what the Explorer's "build engines" runs. `part` is
@@ -158,7 +162,7 @@ def build_one(part: Any, dynamo_graph: str | None = None, inputs: Sequence[Any] 
     return build(part)
 
 
-def build_graphs(mp: Any, *, trt_settings: Any = None, tf32: bool = False, fix: bool = True,
+def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: bool = False, fix: bool = True,
                  cache: bool = True) -> Builds:
     """Every TensorRT subgraph of every graph of a MultiGraphPartition (MultiGraphPartition.build):
     torch.compile's path, so a failure runs its whole graph eagerly where Torch-TensorRT's

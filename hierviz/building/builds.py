@@ -19,6 +19,10 @@ from hierviz.foundation.error_text import short_error
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.building.repro import Repro
+    from hierviz.building.subgraph_builds import SubgraphBuilder
+    from hierviz.partitioner import MultiGraphPartition, Partition
+
 STAGES = ("run", "convert", "build", "built")
 COLUMNS = ("subgraph", "ops", "stage", "profile", "layers", "engine_bytes", "convert_s", "build_s", "node", "error",
            "details", "source", "runs_instead", "fix", "cached")
@@ -57,13 +61,13 @@ class Builds:
     run_failures: tuple[tuple[str, RunFailure], ...] = ()
     by_graph: bool = False
     notes: tuple[str, ...] = field(default=())
-    fixed_partition: Any = field(default=None, repr=False, compare=False)
+    fixed_partition: "Partition | MultiGraphPartition | None" = field(default=None, repr=False, compare=False)
     fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
     fix_cached: int = 0  # the builds it read from the build cache
     fix_tested: int = 0  # the partitions it tested (built every engine of)
-    partition: Any = field(default=None, repr=False, compare=False)
-    subgraph_builder: Any = field(default=None, repr=False, compare=False)
-    repros: tuple[tuple[str, Any], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
+    partition: "Partition | MultiGraphPartition | None" = field(default=None, repr=False, compare=False)
+    subgraph_builder: "SubgraphBuilder | None" = field(default=None, repr=False, compare=False)
+    repros: tuple[tuple[str, "Repro"], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
 
     @property
     def df(self) -> "pd.DataFrame":
@@ -103,7 +107,7 @@ class Builds:
         fixed() and repro() then say how to go on from the partition in this process."""
         return {**self.__dict__, "fixed_partition": None, "partition": None, "subgraph_builder": None}
 
-    def fixed(self) -> Any:
+    def fixed(self) -> "Partition | MultiGraphPartition":
         """The partition with the fix applied (the settings it was built with, plus the fix's
         `torch_executed_ops`), whose every engine was built while looking for the fix."""
         if self.fixed_partition is None and self.fix is not None:
@@ -122,7 +126,7 @@ class Builds:
                 return r
         return None
 
-    def repro(self, subgraph: str | None = None) -> Any:
+    def repro(self, subgraph: str | None = None) -> "Repro":
         """hv.Repro: the smallest part of the failed subgraph `subgraph` (default: the first
         failed at convert or build; 'g1/<tag>' across graphs) that fails the same way, found by
         building parts of it as this build did (kept in the build cache: a second call builds

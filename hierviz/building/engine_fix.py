@@ -21,10 +21,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from hierviz.foundation.delta_debugging import ddmin
 from hierviz.capturing.provenance import short_op as _short
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner import Partition
+    from hierviz.settings.config import Config
 
 MAX_TRIES = 40  # single ops partitioned at most, cheapest first
 SET_BUDGET = 24  # sets of ops tested at most when no single op works
@@ -45,7 +49,7 @@ class Fix:
     subgraphs: dict[str, int]
     tried: int
     text: str
-    partition: Any = field(default=None, repr=False, compare=False)
+    partition: Partition | None = field(default=None, repr=False, compare=False)
     builds: int = 0
     cached: int = 0  # builds the search read from the build cache
 
@@ -57,17 +61,17 @@ def short_op(name: str) -> str:
     return _short(name) if name.startswith(("torch.ops.aten.", "aten.")) else name
 
 
-def tensorrt_ops(part: Any) -> int:
+def tensorrt_ops(part: Partition) -> int:
     """The compute ops the partition's TensorRT subgraphs run."""
     return sum(sg.compute_ops for sg in part.subgraphs if sg.backend == TENSORRT)
 
 
-def keeps_tensorrt(part: Any) -> bool:
+def keeps_tensorrt(part: Partition) -> bool:
     """Whether the partition still has a TensorRT engine: a candidate without one is no fix."""
     return any(sg.backend == TENSORRT for sg in part.subgraphs)
 
 
-def candidates(part: Any, tags: Sequence[str], first: Sequence[str] = ()) -> list[str]:
+def candidates(part: Partition, tags: Sequence[str], first: Sequence[str] = ()) -> list[str]:
     """The ops (every call, views and getitem included) of the subgraphs `tags`, not already
     moved: those in `first` (short names) first, then the rest, each group cheapest first
     (fewest nodes)."""
@@ -88,14 +92,15 @@ class _Search:
     """The partitions tried, each set of ops once: `works(ops)` says whether moving them builds
     every engine and keeps a TensorRT one."""
 
-    def __init__(self, part: Any, all_built: Callable[[Any], bool], repartition: Callable[[Any, Any], Any]) -> None:
+    def __init__(self, part: Partition, all_built: Callable[[Partition], bool],
+                 repartition: Callable[[Any, Config], Partition]) -> None:
         self.part, self.all_built, self.repartition = part, all_built, repartition
         self.moved = frozenset(short_op(str(o)) for o in part.config.torch_executed_ops)
-        self.partitions: dict[frozenset[str], Any] = {}
+        self.partitions: dict[frozenset[str], Partition] = {}
         self.verdicts: dict[frozenset[str], bool] = {}
         self.tested = 0
 
-    def partition(self, ops: frozenset[str]) -> Any:
+    def partition(self, ops: frozenset[str]) -> Partition:
         if ops not in self.partitions:
             config = self.part.config.replace(torch_executed_ops=set(self.moved | ops))
             self.partitions[ops] = self.repartition(self.part.graph, config)
@@ -134,8 +139,8 @@ def _grow_then_shrink(order: list[str], search: _Search, budget: Callable[[], bo
     return None
 
 
-def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool],
-             repartition: Callable[[Any, Any], Any], max_tries: int = MAX_TRIES, *, first: Sequence[str] = (),
+def find_fix(part: Partition, failing: Sequence[str], all_built: Callable[[Partition], bool],
+             repartition: Callable[[Any, Config], Partition], max_tries: int = MAX_TRIES, *, first: Sequence[str] = (),
              budget: int = SET_BUDGET, builds: Callable[[], int] = lambda: 0,
              cached: Callable[[], int] = lambda: 0) -> Fix:
     """The fix for the failing subgraphs `failing` of `part`: `repartition(graph, config)` makes
@@ -167,7 +172,7 @@ def find_fix(part: Any, failing: Sequence[str], all_built: Callable[[Any], bool]
     return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent, cached() - hits)
 
 
-def _found(part: Any, added: tuple[str, ...], best: Any, tested: int, spent: int, cached: int) -> Fix:
+def _found(part: Partition, added: tuple[str, ...], best: Partition, tested: int, spent: int, cached: int) -> Fix:
     whole = frozenset({short_op(str(o)) for o in part.config.torch_executed_ops} | set(added))
     n = best.stats["subgraphs"]
     by = {b: c for b, c in best.stats["subgraphs_by_backend"].items() if c}

@@ -13,7 +13,7 @@ import dataclasses
 import inspect
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.utils._pytree as pytree
@@ -30,6 +30,11 @@ from hierviz.capturing.model_copy import private_copy
 from hierviz.errors import ConfigError, MeasureError
 from hierviz.foundation.error_text import first_line, short_error
 from hierviz.foundation.opnames import overload_names
+from hierviz.partitioner import MultiGraphPartition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
+    from hierviz.partitioner import Partition
 
 FAILED = ("convert", "build")
 # what torch.export and Torch-TensorRT's lowering raise on a part they cannot take: what running an op raises,
@@ -151,7 +156,7 @@ class Repro:
         return dataclasses.replace(self, verified=code == 1)
 
 
-def _failed_row(builds: Any, subgraph: str | None) -> BuildRow:
+def _failed_row(builds: "Builds", subgraph: str | None) -> BuildRow:
     """The row of the failed subgraph to reduce: `subgraph` ('_run_on_acc_tensorrt_0', or
     'g1/_run_on_acc_tensorrt_0' across graphs), else the first that failed to convert or build."""
     failed = [r for r in builds.rows if r.stage in REDUCED]
@@ -168,7 +173,7 @@ def _failed_row(builds: Any, subgraph: str | None) -> BuildRow:
                       f"the ones that did: {', '.join(named) or 'none'}.")
 
 
-def _compile_settings(part: Any, builder: SubgraphBuilder) -> dict:
+def _compile_settings(part: "Partition", builder: SubgraphBuilder) -> dict:
     """What repro.py passes to torch_tensorrt.dynamo.compile: every op in a TensorRT engine
     (min_block_size=1), the builder's own error raised, and the settings the part was built with."""
     settings: dict[str, Any] = {"min_block_size": 1, "pass_through_build_failures": True}
@@ -181,15 +186,16 @@ def _compile_settings(part: Any, builder: SubgraphBuilder) -> dict:
     return settings
 
 
-def repro_of(builds: Any, part: Any, subgraph: str | None = None, builder: SubgraphBuilder | None = None) -> Repro:
+def repro_of(builds: "Builds", part: "Partition | MultiGraphPartition", subgraph: str | None = None,
+             builder: SubgraphBuilder | None = None) -> Repro:
     """The smallest failing part of a failed subgraph of `part` (`builds` = part.build()):
     `subgraph` names it (default: the first that failed to convert or build); `builder` builds
     the trials (default: one with default settings; give the one `builds` was made with when
     it had trt_settings or tf32)."""
     row = _failed_row(builds, subgraph)
     if row.stage == "run":
-        return _lowering_repro(builds, part, row)
-    graph_part = part.graphs[int(row.graph[1:])] if builds.by_graph else part
+        return _lowering_repro(part, row)
+    graph_part = part.graphs[int(row.graph[1:])] if isinstance(part, MultiGraphPartition) else part
     gm = getattr(graph_part.module, row.subgraph)
     builder = builder if builder is not None else SubgraphBuilder()
     made, _ = builder.build(gm, label=row.subgraph)
@@ -255,7 +261,7 @@ def _dynamic_shapes(model: Any, graph: torch.fx.GraphModule, args: Any, kwargs: 
     return dict(bound.arguments)
 
 
-def exported_model(part: Any) -> torch.fx.GraphModule:
+def exported_model(part: "Partition") -> torch.fx.GraphModule:
     """The graph torch.export gives for the model `part` was captured from, functional (aten ops
     without in-place writes) and before any Torch-TensorRT lowering, on inputs shaped like the
     capture's (random floats, zero integers): where a lowering's failure is searched for."""
@@ -286,10 +292,10 @@ def exported_model(part: Any) -> torch.fx.GraphModule:
     return whole
 
 
-def _lowering_repro(builds: Any, part: Any, row: BuildRow) -> Repro:
+def _lowering_repro(part: "Partition | MultiGraphPartition", row: BuildRow) -> Repro:
     """The repro of a lowering that makes subgraph `row` fail in PyTorch: the smallest part of the
     model's exported graph whose lowered form fails in PyTorch the same way."""
-    if builds.by_graph:
+    if isinstance(part, MultiGraphPartition):
         raise ConfigError(f"Builds.repro({row.name!r}): a lowered graph that fails in PyTorch is reproduced from the "
                           "model exported with torch.export; this one came from torch.compile's path "
                           "(ir='torch_compile'): partition the model with ir='dynamo' and call build().repro() on it.")

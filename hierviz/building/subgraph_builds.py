@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
-from typing import Any, Callable, Iterator
+from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from hierviz import trt
 
@@ -26,6 +26,9 @@ from hierviz.building.build_keys import build_key, run_key
 from hierviz.building.engine_store import EngineStore
 from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner import Partition
 
 TENSORRT = "tensorrt"
 WARNED = "Torch-TensorRT warned: "  # how a build's held-back warning starts in Builds.notes
@@ -43,7 +46,7 @@ def between_builds(callback: Callable[[], None]) -> Iterator[None]:
         _BETWEEN.reset(token)
 
 
-def tensorrt_tags(part: Any) -> list[str]:
+def tensorrt_tags(part: "Partition") -> list[str]:
     """The tags of the partition's TensorRT subgraphs, in order."""
     return [sg.tag for sg in part.subgraphs if sg.backend == TENSORRT]
 

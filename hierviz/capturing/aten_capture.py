@@ -179,7 +179,7 @@ def _state_key(model: Any) -> tuple:
     return key
 
 
-def _mutations(ep: Any) -> tuple[list[str], list[str]]:
+def _mutations(ep: torch.export.ExportedProgram) -> tuple[list[str], list[str]]:
     """Buffers (and parameters) and user inputs that the exported program updates in place."""
     sig = ep.graph_signature
     state = sorted({*sig.buffers_to_mutate.values(), *getattr(sig, "parameters_to_mutate", {}).values()})
@@ -202,7 +202,7 @@ def _warn_mutations(name: str, state: list[str], inputs: list[str]) -> None:
     )
 
 
-def _lower(ep: Any, name: str) -> GraphModule:
+def _lower(ep: torch.export.ExportedProgram, name: str) -> GraphModule:
     """Torch-TensorRT's lowering of an ExportedProgram that may be changed (torch's defaults
     without it); warns when the model's in-place updates are dropped."""
     if trt.available():
@@ -255,7 +255,7 @@ def _drop_updates(gm: GraphModule) -> GraphModule:
     return gm
 
 
-def _unshare(ep: Any, names: list[str]) -> None:
+def _unshare(ep: torch.export.ExportedProgram, names: list[str]) -> None:
     """Give the exported program its own copy of each parameter it updates in place (buffers
     are already private), so running or constant-folding the graph never writes to the model."""
     for name in names:

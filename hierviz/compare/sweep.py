@@ -8,7 +8,7 @@ import time
 import warnings
 from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, cast
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, cast
 
 import pandas as pd
 
@@ -25,6 +25,9 @@ from hierviz.capturing.aten_capture import capture
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.capturing.graph_codec import pack_graph
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner import Partition
 
 logger = logging.getLogger(__name__)
 
@@ -151,7 +154,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
 BUILD_COLUMNS = ("engines_built", "engines", "engine_mb", "build_failed")
 
 
-def built_row(gm: Any, cfg: Config, part: Any, row: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+def built_row(gm: Any, cfg: Config, part: "Partition | None", row: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """(part, row) with the build columns: its TensorRT engines built here (part.build())."""
     if row.get("error"):
         return part, row

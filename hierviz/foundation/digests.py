@@ -163,8 +163,8 @@ class PartsDigest:
     def __init__(self) -> None:
         self._hash = hashlib.sha256()
 
-    def add(self, part: Any) -> None:
-        self._hash.update(repr(part).encode("utf-8", "surrogatepass"))
+    def add(self, piece: Any) -> None:
+        self._hash.update(repr(piece).encode("utf-8", "surrogatepass"))
         self._hash.update(b"\0")  # parts stay apart: 1 then 23 is not 12 then 3
 
     def hexdigest(self) -> str:
