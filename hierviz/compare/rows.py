@@ -59,12 +59,9 @@ def run_measure(part: Partition | MultiGraphPartition, example_inputs: Any, kwar
     """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
     starts (hv.numerics on the same compiled subgraphs)."""
     from hierviz.latency import measure
-    from hierviz.latency.numerics import locate_mismatch
+    from hierviz.latency.numerics import with_mismatch
 
-    m = measure(part, example_inputs, **kwargs)
-    if m.outputs_match is False:
-        locate_mismatch(part, example_inputs, m, **kwargs)
-    return m
+    return with_mismatch(part, example_inputs, measure(part, example_inputs, **kwargs), **kwargs)
 
 
 def _sweep_task(gm: GraphModule, example_inputs: Any, cfg: Config,

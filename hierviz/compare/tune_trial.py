@@ -19,7 +19,7 @@ from hierviz.errors import HiervizError
 from hierviz.latency import measure
 from hierviz.latency.compiling.subgraph_compiling import short
 from hierviz.latency.compiling.lift import lift
-from hierviz.latency.numerics import locate_mismatch
+from hierviz.latency.numerics import with_mismatch
 from hierviz.latency.timing import time_fn
 from hierviz.partitioner import Partition
 
@@ -56,7 +56,8 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
             warnings.simplefilter("ignore")
             quick = measure(part, example_inputs, device=device, **quick_opts)
             if quick.outputs_match is False:
-                where = locate_mismatch(part, example_inputs, quick, **quick_opts)
+                quick = with_mismatch(part, example_inputs, quick, **quick_opts)
+                where = quick.mismatch_at
                 text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
                 return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
                                 time.perf_counter() - start)

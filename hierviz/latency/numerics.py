@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Callable, cast
 
 import torch
@@ -196,9 +196,10 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
 
 def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, **measure_options: Any) -> str | None:
     """For a measurement whose outputs differ from eager: the subgraph where the error starts
-    (`Numerics.mismatch_at`), found with the compiled subgraphs it used (cache hits). Sets
-    `measurement.mismatch_at` and returns it; None when the outputs matched, or when the check
-    itself could not run (a HiervizError: the measurement's own mismatch still stands)."""
+    (`Numerics.mismatch_at`), found with the compiled subgraphs it used (cache hits); None when
+    the outputs matched, or when the check itself could not run (a HiervizError: the
+    measurement's own mismatch still stands). The measurement is left as it is:
+    `with_mismatch` gives one that names it."""
     if getattr(measurement, "outputs_match", None) is not False:
         return None
     options = {k: v for k, v in measure_options.items() if k in _COMPILE_OPTIONS + _CHECK_OPTIONS}
@@ -207,8 +208,14 @@ def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, **mea
         tag = numerics(partition, example_inputs, device=getattr(measurement, "device", None), **options).mismatch_at
     except HiervizError:
         return None
-    measurement.mismatch_at = tag
     return tag
+
+
+def with_mismatch(partition: Any, example_inputs: Any, measurement: Any, **measure_options: Any) -> Any:
+    """`measurement`, or for outputs that differ from eager a copy whose `mismatch_at` names
+    the subgraph where the error starts (locate_mismatch)."""
+    tag = locate_mismatch(partition, example_inputs, measurement, **measure_options)
+    return measurement if tag is None else replace(measurement, mismatch_at=tag)
 
 
 _EXACT = (0.0, 0.0, 1.0, True, "", 0.0)
@@ -360,4 +367,4 @@ def _nbytes(values: Any) -> int:
     return total
 
 
-__all__ = ["numerics", "Numerics", "locate_mismatch", "NUMERICS_COLUMNS", "REFERENCES", "REL_FLOOR"]
+__all__ = ["numerics", "Numerics", "locate_mismatch", "with_mismatch", "NUMERICS_COLUMNS", "REFERENCES", "REL_FLOOR"]

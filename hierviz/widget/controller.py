@@ -236,9 +236,7 @@ class Controller:
         out = self._blockers.get(key_of(part))
         if out is None and compute:
             out = self._blockers.put(key_of(part), self.long_work.blockers(part))
-            if getattr(part, "_blockers", None) is None:
-                # kept with the partition, as part.blockers() keeps its own (the report reads it)
-                part._blockers = out.copy()
+            part.keep_blockers(out)  # as part.blockers() keeps its own (the report reads it)
         return out
 
     def focus_options(self, part: Partition) -> list[str]:

@@ -65,13 +65,15 @@ def test_tune_mismatch_row_names_the_culprit(small) -> None:
 
 
 def test_measurement_repr_names_where_the_error_starts(small) -> None:
-    from hierviz.latency.numerics import locate_mismatch
+    from hierviz.latency.numerics import with_mismatch
 
     _, inputs, gm = small
     part = hv.partition(gm, BASE)
     m = hv.measure(part, inputs, **MEASURE, baseline=False, per_subgraph=False)
     assert m.outputs_match is False and m.mismatch_at is None
-    tag = locate_mismatch(part, inputs, m, **MEASURE)
-    assert tag == m.mismatch_at == _wrong_tag(gm, BASE)
-    assert f"starting in {tag}" in repr(m) and m.to_dict()["mismatch_at"] == tag
+    named = with_mismatch(part, inputs, m, **MEASURE)
+    tag = named.mismatch_at
+    assert tag == _wrong_tag(gm, BASE)
+    assert m.mismatch_at is None  # the measurement returned before is left as it was
+    assert f"starting in {tag}" in repr(named) and named.to_dict()["mismatch_at"] == tag
     assert torch.is_tensor(inputs[0])  # inputs untouched by the check

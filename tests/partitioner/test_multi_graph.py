@@ -151,3 +151,31 @@ def test_a_multi_graph_partition_is_not_constructed_directly() -> None:
     """Its constructor is private (API.md): calling it says where one comes from."""
     with pytest.raises(hv.ConfigError, match=r"made by hv.partition\(model, example_inputs, ir='torch_compile'\)"):
         hv.MultiGraphPartition(None, [], hv.Config())
+
+
+class _TwinGraphs(torch.nn.Module):
+    """Two dynamo graphs alike (the same ops on the same shapes), split by a graph break."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = x.relu() + 1
+        torch._dynamo.graph_break()
+        return x.relu() + 1
+
+
+def test_graphs_partitioned_alike_each_say_which_graph_they_are_and_the_shared_partition_is_untouched() -> None:
+    """hv.sweep's cache hands the same Partition to graphs alike: each graph of the
+    MultiGraphPartition still names itself (its build() answers for that graph), and the shared
+    one, which other sweeps' rows read, is not changed."""
+    from hierviz.partitioner.by_graph.multi_graph import partition_graphs
+
+    mp = hv.partition(_TwinGraphs().eval(), (torch.randn(2, 8),), ir="torch_compile", min_block_size=1)
+    assert len(mp.graphs) == 2
+    shared: dict[str, hv.Partition] = {}
+
+    def run(graph: torch.fx.GraphModule, config: hv.Config) -> hv.Partition:
+        return shared.setdefault("part", hv.partition(graph, config=config))
+
+    again = partition_graphs(mp.capture, mp.config, run=run)
+    assert [p.dynamo_graph[0] for p in again.graphs] == ["g0", "g1"]
+    assert [p.stats["subgraphs"] for p in again.graphs] == [p.stats["subgraphs"] for p in mp.graphs]
+    assert shared["part"].dynamo_graph is None and shared["part"].backend_failed == ""

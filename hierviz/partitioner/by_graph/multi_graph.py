@@ -221,12 +221,12 @@ class MultiGraphPartition:
         total["nothing_captured"] = not self.graphs
         return total
 
-    def _tables(self, method: str) -> "pd.DataFrame":
+    def _tables(self, table: Callable[[Partition], "pd.DataFrame"]) -> "pd.DataFrame":
         import pandas as pd
 
         frames = []
         for k, p in enumerate(self.graphs):
-            df = getattr(p, method)()
+            df = table(p)
             df.insert(0, "graph", k)
             frames.append(df)
         if not frames:  # a model with no graph: the column alone
@@ -238,7 +238,7 @@ class MultiGraphPartition:
         """Partition.nodes() of every graph, one after the other: `graph` (its index), `name`
         (qualified across graphs, 'g2/add_3'), `node` (the name within its graph), then the
         per-graph columns."""
-        df = self._tables("nodes")
+        df = self._tables(Partition.nodes)
         if "name" in df:
             df.insert(2, "node", df["name"])
             df["name"] = [qualified(int(k), n) for k, n in zip(df["graph"], df["node"])]
@@ -247,13 +247,13 @@ class MultiGraphPartition:
     @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """Partition.ops() of every graph, with its `graph` column: one row per graph and op."""
-        return self._tables("ops")
+        return self._tables(Partition.ops)
 
     @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """Partition.summary() of every graph, with its `graph` column: one row per subgraph
         (tags are per graph)."""
-        return self._tables("summary")
+        return self._tables(Partition.summary)
 
     def repartitioned(self, config: Config) -> "MultiGraphPartition":
         """Every graph of this capture partitioned again with `config` (its engine included):
@@ -454,12 +454,10 @@ def partition_graphs(capture: DynamoCapture, config: Config,
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
     eager = Config(priority=config.priority, support=SupportMap({b: support_ops(()) for b in config.priority}),
                    min_block_size=config.min_block_size)
-    parts = [handoff.seam.repartition(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config)
-             for g in capture.graphs]
-    for k, (g, part) in enumerate(zip(capture.graphs, parts)):
-        part.dynamo_graph = (f"g{k}", g.example_inputs)  # its build() answers for torch.compile's path
-        # its blockers: none (hierviz.partitioner.blockers.blocker_causes)
-        part.backend_failed = getattr(g, "fell_back", "")
+    # a graph Torch-TensorRT's backend fell back on has no blockers (hierviz.partitioner.blockers.blocker_causes)
+    parts = [(handoff.seam.repartition(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config))
+             .as_dynamo_graph(f"g{k}", g.example_inputs, getattr(g, "fell_back", ""))
+             for k, g in enumerate(capture.graphs)]
     return MultiGraphPartition._made(capture, parts, config, notes)
 
 
