@@ -34,7 +34,8 @@ from hierviz.building.build_keys import build_key
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.errors import user_stacklevel
 from hierviz.foundation.digests import data_digest
-from hierviz.trt.engine_builder import TMP_PREFIX, EngineBuild
+from hierviz.trt.engine_build import EngineBuild
+from hierviz.trt.engine_file import TMP_PREFIX
 
 FOLDER = "builds"
 TMP = TMP_PREFIX  # a file being written (an engine as it is built); one older than STALE_TMP_S: a killed writer's

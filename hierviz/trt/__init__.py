@@ -9,12 +9,18 @@
     compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
     engine_builder.py  converting a subgraph and building its engine with no GPU (where it stops)
+    engine_build.py  the record of one conversion and build (EngineBuild)
+    engine_file.py   the serialized engine streamed into a temp file as it is built (EngineFile)
+    build_errors.py  what a failed conversion or build says, and whose failure it is
+    tensorrt_error_log.py  TensorRT's logger with its errors kept while a build runs
+    quiet_logging.py  Torch-TensorRT's logging held back while it converts and builds
 
 Every name is reached as `trt.<name>`; nothing else in hierviz imports torch_tensorrt.
 """
 
 from __future__ import annotations
 
+from hierviz.foundation.error_text import first_line
 from hierviz.trt.compile_dryrun import (
     COMPILE_CUDA_ANSWERS,
     DryrunGraph,
@@ -22,8 +28,9 @@ from hierviz.trt.compile_dryrun import (
     partition_again,
     stopped_at_partitioner,
 )
-from hierviz.trt.engine_builder import (EngineBuild, builder_name, builds_without_gpu, convert_and_build, error_line,
-                                       first_line)
+from hierviz.trt.build_errors import error_line
+from hierviz.trt.engine_build import EngineBuild
+from hierviz.trt.engine_builder import builder_name, builds_without_gpu, convert_and_build
 from hierviz.trt.dynamo_lowering import (BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of,
                                          lower_dynamo_graph)
 from hierviz.trt.subgraph_engines import (

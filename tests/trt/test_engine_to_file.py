@@ -18,7 +18,7 @@ from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.errors import BuildInterrupted
 from hierviz.foundation.digests import data_digest
 from hierviz.latency.compiling.lift import bake, lift
-from hierviz.trt import engine_builder
+from hierviz.trt import engine_file
 from tests.building.models import ConvNet, FusedQKV, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
@@ -115,7 +115,7 @@ class _Unwritable:
 
 def test_an_engine_that_cannot_be_written_is_a_build_error_and_leaves_no_file(tmp_path, monkeypatch) -> None:
     _, gm = _subgraph()
-    monkeypatch.setattr(engine_builder.tempfile, "mkstemp", _Unwritable(str(tmp_path)).mkstemp)
+    monkeypatch.setattr(engine_file.tempfile, "mkstemp", _Unwritable(str(tmp_path)).mkstemp)
     with pytest.raises(hv.BuildError) as caught:
         trt.convert_and_build(gm, engine_folder=tmp_path)
     assert str(caught.value).startswith(f"part.build(): the engine could not be written to {tmp_path} (")
@@ -132,7 +132,7 @@ class _Interrupted:
 
 def test_an_interrupt_while_the_engine_is_written_leaves_no_file(tmp_path, monkeypatch) -> None:
     _, gm = _subgraph()
-    monkeypatch.setattr(engine_builder, "data_hasher", _Interrupted)
+    monkeypatch.setattr(engine_file, "data_hasher", _Interrupted)
     with pytest.raises(BuildInterrupted, match=r"^part.build\(\): interrupted while TensorRT built the subgraph"):
         trt.convert_and_build(gm, engine_folder=tmp_path)
     assert os.listdir(tmp_path) == []

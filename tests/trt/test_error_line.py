@@ -96,9 +96,9 @@ NO_DRIVER = ("[checkMacros.cpp::catchCudaError::247] Error Code 1: Cuda Runtime 
 
 
 def test_the_builders_own_error_is_named_before_a_cuda_runtime_error_logged_after_it() -> None:
-    from hierviz.trt.engine_builder import _tensorrt_error
+    from hierviz.trt.build_errors import telling_error
 
-    assert _tensorrt_error([ASSERTION, NO_DRIVER]) == ASSERTION
-    assert _tensorrt_error([MYELIN, NO_DRIVER]) == MYELIN
-    assert _tensorrt_error([NO_DRIVER]) == NO_DRIVER  # the only error there is
-    assert _tensorrt_error(["  ", NO_DRIVER, "something else went wrong"]) == "something else went wrong"
+    assert telling_error([ASSERTION, NO_DRIVER]) == ASSERTION
+    assert telling_error([MYELIN, NO_DRIVER]) == MYELIN
+    assert telling_error([NO_DRIVER]) == NO_DRIVER  # the only error there is
+    assert telling_error(["  ", NO_DRIVER, "something else went wrong"]) == "something else went wrong"

@@ -1,0 +1,141 @@
+"""Streaming a serialized engine into a file: TensorRT's builder writes the engine into a temp
+file as it serializes it, hashing what it writes (`serialize_engine`), and `EngineFile` is that
+file, the caller's to move into place, deleted once dropped.
+
+`build_serialized_network_to_stream`, where the installed TensorRT has it: a 2.2 GB engine then
+never lies whole in memory beside the builder's own copy of the weights. Without it (or with a
+folder that cannot be written) the builder's serialized engine in memory is the answer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import tempfile
+import weakref
+from pathlib import Path
+from typing import Any
+
+from hierviz.errors import BuildError
+from hierviz.foundation.digests import data_hasher
+from hierviz.trt.loading import tensorrt_library
+
+TMP_PREFIX = ".tmp-"  # an engine being written (the engine store's name for a file not yet in place)
+
+
+def _unlink(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+
+
+class EngineFile:
+    """A serialized engine that a build wrote to `path` (`size` bytes, SHA-256 `digest`, the
+    one hierviz.foundation.digests.data_digest gives of its bytes). It is the caller's to move
+    into place (`move_to`); a file never moved is deleted when the object is dropped."""
+
+    def __init__(self, path: Path, size: int, digest: str) -> None:
+        self.path, self.size, self.digest = path, size, digest
+        self._delete = weakref.finalize(self, _unlink, path)
+
+    def __repr__(self) -> str:
+        return f"EngineFile({str(self.path)!r}, {self.size} bytes)"
+
+    @property
+    def kept(self) -> bool:
+        """Whether the file is still this object's (neither moved nor deleted)."""
+        return self._delete.alive
+
+    def move_to(self, destination: Path) -> None:
+        """Move the engine to `destination` (a rename within one filesystem, else a copy)."""
+        try:
+            os.replace(self.path, destination)
+        except OSError:
+            if not self.path.exists():
+                raise
+            shutil.move(self.path, destination)  # another filesystem: copied, then removed
+        self._delete.detach()
+        self.path = destination
+
+    def discard(self) -> None:
+        """Delete the file now (it is not kept)."""
+        self._delete()
+
+
+def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -> Any:
+    """TensorRT's build of `net`: an EngineFile written into `folder` (the system's temp folder
+    when None) as it is serialized, where the builder has the stream API and the folder can be
+    written; else the builder's serialized engine in memory. None when the builder gives no
+    engine (no file is left then, nor on an error or an interrupt)."""
+    stream = getattr(builder, "build_serialized_network_to_stream", None)
+    where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError:
+        stream = None
+    if stream is None or not os.access(where, os.W_OK | os.X_OK):
+        return builder.build_serialized_network(net, config)
+    writer = _writer(where)
+    try:
+        built = stream(net, config, writer)
+        writer.close()
+        if isinstance(writer.failed, OSError):
+            raise BuildError(f"part.build(): the engine could not be written to {where} ({writer.failed}): free "
+                             "disk space there (or set HIERVIZ_CACHE_DIR to another folder), then build() again; "
+                             "nothing was stored") from writer.failed
+        if writer.failed is not None:
+            raise writer.failed
+    except BaseException:
+        writer.remove()
+        raise
+    if not built or writer.path is None:
+        writer.remove()
+        return None
+    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest())
+
+
+def _writer(folder: Path) -> Any:
+    """A TensorRT stream writer into a new temp file in `folder` (made at the first write, so
+    that none is there while the builder works, nor after a build that wrote nothing), hashing
+    what it writes (the digest data_digest gives of the whole). What writing raises is kept on
+    `.failed` (TensorRT is told nothing was written and stops), to be raised once the builder
+    returns."""
+    trt = tensorrt_library()
+
+    class Writer(trt.IStreamWriter):  # type: ignore[misc, name-defined]
+        def __init__(self) -> None:
+            trt.IStreamWriter.__init__(self)
+            self.path: Path | None = None
+            self.file: Any = None
+            self.size = 0
+            self.sha256 = data_hasher()
+            self.failed: BaseException | None = None
+
+        def write(self, data: Any) -> int:
+            if self.failed is not None:
+                return 0
+            try:
+                if self.file is None:
+                    fd, name = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX, suffix=".engine")
+                    self.path, self.file = Path(name), open(fd, "wb")
+                self.file.write(data)
+                self.sha256.update(data)
+            except (OSError, MemoryError, KeyboardInterrupt) as exc:  # raised here it would cross TensorRT's C++ frames
+                self.failed = exc
+                return 0
+            self.size += len(data)
+            return len(data)
+
+        def close(self) -> None:
+            if self.file is not None:
+                self.file.close()
+
+        def remove(self) -> None:
+            self.close()
+            if self.path is not None:
+                _unlink(self.path)
+
+    return Writer()
+
+
+__all__ = ["TMP_PREFIX", "EngineFile", "serialize_engine"]
