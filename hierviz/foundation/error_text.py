@@ -28,16 +28,17 @@ def first_line(exc: BaseException | str, limit: int | None = None) -> str:
     return f"{type(exc).__name__}: {head}" if head else type(exc).__name__
 
 
-# a check's condition in TensorRT's (Myelin's) error: 'CHECK(logical_mem_size == data_->size())'
-_CHECK = re.compile(r"CHECK\((?:[^()]|\([^()]*\))*\)")
+# a failed check in TensorRT's (Myelin's) error, with the file:line before it when there is one:
+# 'operand.cpp:156: CHECK(logical_mem_size == data_->size())'; group "check" is the check alone
+TENSORRT_CHECK = re.compile(r"(?:[\w./-]+:\d+:\s*)?(?P<check>CHECK\((?:[^()]|\([^()]*\))*\))")
 
 
 def short_error(error: str) -> str:
     """The error in a few words for a one-line summary: a Myelin check's condition, or the line's start."""
-    check = _CHECK.search(error)
+    check = TENSORRT_CHECK.search(error)
     if check:
-        return ("Myelin " if "Myelin" in error else "") + check.group(0)
+        return ("Myelin " if "Myelin" in error else "") + check["check"]
     return error if len(error) <= 60 else error[:57] + "..."
 
 
-__all__ = ["OBJECT_ADDRESS", "first_line", "message_line", "short_error"]
+__all__ = ["OBJECT_ADDRESS", "TENSORRT_CHECK", "first_line", "message_line", "short_error"]

@@ -19,7 +19,7 @@ from typing import Iterator
 import torch
 
 from hierviz.errors import BuildError, BuildInterrupted
-from hierviz.foundation.error_text import OBJECT_ADDRESS as _OBJECT, first_line
+from hierviz.foundation.error_text import OBJECT_ADDRESS as _OBJECT, TENSORRT_CHECK, first_line
 from hierviz.trt.loading import FIX_DATACENTER, FIX_RTX, installed_distribution, installed_variant
 
 
@@ -28,8 +28,6 @@ ERROR_LINE_LIMIT = 200
 # pybind's "f(): incompatible function arguments. The following argument types are supported: ... Invoked with: ..."
 _PYBIND = re.compile(r"^(?P<function>[\w.]*\(\)): incompatible function arguments\..*?Invoked with:\s*(?P<args>.*)",
                      re.DOTALL)
-# A Myelin (or other TensorRT) check: 'operand.cpp:156: CHECK(...) failed. ...', its file:line kept
-_CHECK = re.compile(r"(?:[\w./-]+:\d+:\s*)?CHECK\(")
 
 
 def error_line(error: BaseException | str) -> str:
@@ -45,7 +43,7 @@ def error_line(error: BaseException | str) -> str:
     if not re.fullmatch(r"\w+", prefix):
         prefix, rest = "", text
     pybind = _PYBIND.search(rest)
-    check = _CHECK.search(rest)
+    check = TENSORRT_CHECK.search(rest)
     if pybind:
         line = f"{pybind['function']}: incompatible function arguments; invoked with: {pybind['args']}"
     elif check:
