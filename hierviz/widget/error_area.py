@@ -6,31 +6,31 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Callable
 
-import ipywidgets as widgets
-
 from hierviz.widget import panels
 from hierviz.widget.guard import guarded
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
+    from hierviz.widget.panel_writer import PanelWriter
 
 
 class ErrorArea:
     """`messages` (kind -> message; the controller's, so its own errors land there too) shown
-    in `panel`, with which settings the panels still show (`shown()`) while the current ones
+    in the "error" panel (through `writer`: the threads that show it never put an older view
+    over a newer one), with which settings the panels still show (`shown()`) while the current ones
     are invalid. `guard(fn)` wraps a callback: what it raises is filed under "action" (a
     HiervizError whose message is not already shown) or "internal" (a bug, also kept in
     `internal_errors`), and the area is redrawn after every call."""
 
-    def __init__(self, messages: dict[str, str], panel: widgets.HTML, shown: Callable[[], "Partition | None"],
+    def __init__(self, messages: dict[str, str], writer: "PanelWriter", shown: Callable[[], "Partition | None"],
                  internal_errors: list[BaseException]) -> None:
         self.messages = messages
-        self.panel = panel
+        self.writer = writer
         self.shown = shown
         self.internal_errors = internal_errors
 
     def show(self) -> None:
-        self.panel.value = panels.errors_html(self.messages, self.shown())
+        self.writer.view("error", lambda: panels.errors_html(dict(self.messages), self.shown()))
 
     def say(self, kind: str, message: str) -> None:
         """File `message` under `kind` and show the area."""

@@ -52,6 +52,7 @@ from hierviz.widget.fastest_search import BUDGET as FASTEST_BUDGET
 from hierviz.widget.fastest_search import FastestSearch
 from hierviz.widget.measuring import Measuring
 from hierviz.widget.options import OPTIONS, check_options, views
+from hierviz.widget.panel_writer import PanelWriter
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -98,7 +99,8 @@ class Explorer(widgets.VBox):
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
         self.panels = ctl.build_panels()
-        self.error_area = ErrorArea(self.controller.errors, self.panels["error"], lambda: self.controller.shown,
+        self.panel_writer = PanelWriter(self.panels)  # the panels written from several threads
+        self.error_area = ErrorArea(self.controller.errors, self.panel_writer, lambda: self.controller.shown,
                                     self.internal_errors)
         self._guard = self.error_area.guard
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
@@ -308,18 +310,20 @@ class Explorer(widgets.VBox):
             timings["tables"] = time.perf_counter() - t
         # the counts first (the kernel sends each panel as it is set), then the diagrams
         t = time.perf_counter()
-        self.panels["stats"].value = self._stats()
+        self.panel_writer.view("stats", self._stats)
         self._start_compile_today()
         self._start_build()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
-        self.panels["history"].value = panels.history_html(self.controller.history())
-        self.panels["numerics"].value = numerics_tab.numerics_html(self.controller.numerics_of(self.controller.shown))
+        self.panel_writer.view("history", self._history)
+        self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(
+            self.controller.numerics_of(self.controller.shown)))
         timings["panels"] = time.perf_counter() - t
         timings["counts"] = time.perf_counter() - t0  # partition, stats, tables, history: what a change shows first
         if part is not None and isinstance(state, ControlState):
             t = time.perf_counter()
-            self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
+            view, focus = state.view, state.focus
+            self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus))
             timings["render"] = time.perf_counter() - t
         t = time.perf_counter()
         self._refresh_diff()
@@ -363,13 +367,27 @@ class Explorer(widgets.VBox):
 
     # ------------------------------------------------------------------ measuring
     def _measured(self, part: Partition, m: Any) -> None:
-        """A measurement of the shown setting arrived: the stats, diagram and history show it."""
-        self.panels["stats"].value = self._stats()
+        """A measurement of the shown setting arrived: the stats, diagram and history show it
+        (each unless another setting is shown by the time it is drawn)."""
+        key = self.controller.measure_key(part)
+
+        def still() -> bool:
+            shown = self.controller.shown
+            return shown is not None and self.controller.measure_key(shown) == key
+
+        self.panel_writer.view("stats", self._stats, still)
         if m is not None:
-            state = self.state()
-            self.panels["diagram"].value = self.controller.diagram(part, state.view, state.focus)
-        self.panels["history"].value = panels.history_html(self.controller.history())
+            self._redraw(part, still)
+        self.panel_writer.view("history", self._history, still)
         self._show_errors()
+
+    def _redraw(self, part: Partition, still: Callable[[], bool]) -> None:
+        """The diagram of `part` as the view and focus controls say, unless `still()` is false by then."""
+        view, focus = self.controls["view"].value, self._focus()
+        self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus), still)
+
+    def _history(self) -> str:
+        return panels.history_html(self.controller.history())
 
     # ------------------------------------------------------------------ buttons
     def pin(self) -> Partition | None:
@@ -403,7 +421,7 @@ class Explorer(widgets.VBox):
     def _start_numerics(self) -> None:
         """The Numerics tab's button: `check_numerics` in the background (the compiles run in
         the worker)."""
-        self.panels["numerics"].value = panels.message_html("checking numerics ...")
+        self.panel_writer.view("numerics", lambda: panels.message_html("checking numerics ..."))
         self._numerics_job.start(self.check_numerics)
 
     @property
@@ -417,9 +435,13 @@ class Explorer(widgets.VBox):
         self.flush()
         part = self.controller.shown
         result = self.controller.check_numerics(part) if part is not None else None
+
+        def still() -> bool:
+            return self.controller.shown is part
+
         if part is not None and result is not None:
-            self.panels["diagram"].value = self.controller.diagram(part, self.controls["view"].value, self._focus())
-        self.panels["numerics"].value = numerics_tab.numerics_html(result)
+            self._redraw(part, still)
+        self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(result), still)
         self._show_errors()
         return result
 
@@ -440,8 +462,8 @@ class Explorer(widgets.VBox):
             except HiervizError as exc:  # the worker failed: the line says so; the next change tries again
                 self._errors["worker"] = str(exc)
                 got = long_work.line(shown)
-            if got is not None and self.controller.shown is shown:
-                self.panels["stats"].value = self._stats()
+            if got is not None and self.panel_writer.view("stats", self._stats,
+                                                          lambda: self.controller.shown is shown):
                 self._show_errors()
 
         self._compile_today_job.start(work)
@@ -458,14 +480,16 @@ class Explorer(widgets.VBox):
         if shown is None or not self.controls["build"].value or self.controller.builds_of(shown) is not None:
             return
 
+        def still() -> bool:
+            return self.controller.shown is shown
+
         def work() -> None:
             got = self.controller.build(shown)
-            if self.controller.shown is not shown:
+            if not still():
                 return
-            self.panels["stats"].value = self._stats()
+            self.panel_writer.view("stats", self._stats, still)
             if got is not None:
-                state = self.state()
-                self.panels["diagram"].value = self.controller.diagram(shown, state.view, state.focus)
+                self._redraw(shown, still)
             self._show_errors()
 
         self._build_job.start(work)

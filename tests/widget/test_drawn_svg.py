@@ -72,3 +72,50 @@ def test_drawings_in_turn_each_leave_their_svg(small) -> None:
     assert c.drawn_svg == "<svg>new</svg>"
     c.diagram(c.shown, "focus", "")
     assert c.drawn_svg is None
+
+
+def test_a_builds_redraw_finishing_after_a_change_leaves_the_new_settings_diagram(small) -> None:
+    """The Diagram panel, written by the update and by the build toggle's thread: a redraw of
+    the built setting that finishes after the user moved on is dropped, so the panel shows the
+    new setting's diagram (before, the old one replaced it)."""
+    _, inputs, gm = small
+    ex = hv.explore(gm, inputs, debounce=0)
+    first = ex.partition.config.min_block_size
+    started, release = threading.Event(), threading.Event()
+    try:
+        def svg(part, view, focus):
+            if part.config.min_block_size == first:
+                if threading.current_thread().name == "hierviz-build":
+                    started.set()
+                    assert release.wait(WAIT_S)
+                return "<svg>first setting</svg>"
+            return "<svg>second setting</svg>"
+
+        ex.controller.svg = svg
+        ex.controller.build = lambda part: "built"  # the engines "built": the build thread redraws
+        ex.controls["build"].value = True
+        assert started.wait(WAIT_S)
+        ex.controls["min_block_size"].value = first + 1  # the user moves on while it draws
+        assert "second setting" in ex.panels["diagram"].value
+        release.set()
+        ex.build_thread.join(WAIT_S)  # the first setting's redraw, then the second's build, on one thread
+        assert not ex.build_thread.is_alive()
+        panel = ex.panels["diagram"].value
+        assert "second setting" in panel and "first setting" not in panel
+        assert ex.panel_writer.dropped >= 1
+    finally:
+        release.set()
+        ex.close()
+
+
+def test_the_panel_writer_keeps_the_newest_view_of_the_shown_setting() -> None:
+    import ipywidgets as widgets
+
+    from hierviz.widget.panel_writer import PanelWriter
+
+    w = PanelWriter({"stats": widgets.HTML()})
+    older, newer = w.stamp(), w.stamp()
+    assert w.write("stats", "newer", newer)
+    assert not w.write("stats", "older", older)  # made before, finished after: dropped
+    assert not w.write("stats", "gone", w.stamp(), still=lambda: False)  # its setting is no longer shown
+    assert w.panels["stats"].value == "newer" and (w.written, w.dropped) == (1, 2)
