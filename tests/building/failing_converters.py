@@ -1,4 +1,4 @@
-"""Engines that fail because the test says so, on any TensorRT: two converters registered with
+"""Engines that fail because the test says so, on any TensorRT: three converters registered with
 Torch-TensorRT's converter registry for aten.clamp, each taking only a clamp whose min is its
 own marker value (every other clamp keeps Torch-TensorRT's converter).
 
@@ -6,19 +6,29 @@ own marker value (every other clamp keeps Torch-TensorRT's converter).
 - `RefusesToBuild`: the converter adds an IAssertionLayer whose condition is a constant False;
   TensorRT's builder checks such an assertion at build time and returns no engine, saying
   BUILD_ERROR (stage "build").
+- `RefusesToBuildAfterALayer`: the same assertion, added only when the clamp's input is made by
+  another layer of the engine (not the engine's own input): like a builder failure of a fused
+  pattern, it needs more than one node, so the smallest failing part is the clamp and the node
+  before it (`clamped_after` puts such a clamp after any module of a model).
 
 Moving aten.clamp to PyTorch (torch_executed_ops) leaves engines that build. `register()` runs
 on import, once per process; it needs torch_tensorrt to import (tests skip without TensorRT-RTX).
+A test whose failing build runs in another Python process (repro.py, the Explorer's worker)
+calls `registered_in_new_processes` first.
 """
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch import nn
 
 from hierviz import trt
 
-CONVERT_MARK, BUILD_MARK = -1234.5, -2345.5  # no model clamps at these by chance
+CONVERT_MARK, BUILD_MARK, PAIR_MARK = -1234.5, -2345.5, -3456.5  # no model clamps at these by chance
 CONVERT_ERROR = "RuntimeError: the test's converter refuses this clamp"
 BUILD_ERROR = "the test's assertion: this engine never builds"
 
@@ -51,6 +61,15 @@ def register() -> None:
         ctx.net.add_assertion(false, BUILD_ERROR)
         return ctx.net.add_identity(args[0]).get_output(0)
 
+    @dynamo_tensorrt_converter(clamp, capability_validator=_marked(PAIR_MARK), priority=ConverterPriority.HIGH)
+    def refuse_to_build_after_a_layer(ctx, target, args, kwargs, name):
+        if not args[0].is_network_input:  # made by a layer of this engine
+            false = get_trt_tensor(ctx, np.array([False]), name + "_never")
+            # named: TensorRT's error names it twice, and an unnamed layer's number would move where
+            # the error's line is cut at 200 characters with the size of the part
+            ctx.net.add_assertion(false, BUILD_ERROR).name = "refused"
+        return ctx.net.add_identity(args[0]).get_output(0)
+
     register.done = True  # type: ignore[attr-defined]
 
 
@@ -73,6 +92,39 @@ class RefusesToConvert(_Clamped):
 
 class RefusesToBuild(_Clamped):
     MARK = BUILD_MARK
+
+
+class RefusesToBuildAfterALayer(nn.Module):
+    """y = addmm(bias, x, w), z = clamp(y, min=PAIR_MARK), relu(y + z): one engine of four nodes
+    that fails at build, whose smallest failing part is (addmm, clamp): the clamp alone builds,
+    and both values leave the part (the add outside takes them). x is (rows, 8)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.w = nn.Parameter(torch.randn(8, 8) * 0.1)
+        self.bias = nn.Parameter(torch.randn(8) * 0.1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = torch.addmm(self.bias, x, self.w)
+        return (y + torch.clamp(y, min=PAIR_MARK)).relu()
+
+
+def clamped_after(module: nn.Module) -> Any:
+    """A clamp(min=PAIR_MARK) on `module`'s output (a forward hook, whose handle is returned): the
+    model's engine holding it fails to build, and its smallest failing part is the clamp and the
+    node that makes the module's output. The clamp changes no value above PAIR_MARK."""
+    return module.register_forward_hook(lambda mod, args, out: torch.clamp(out, min=PAIR_MARK))
+
+
+def registered_in_new_processes(monkeypatch: Any, folder: Path) -> None:
+    """The Python processes the test starts from now on (repro.py, the Explorer's worker)
+    register these converters too: `folder` gets a sitecustomize.py importing this module, and
+    goes first on PYTHONPATH with the repository (monkeypatch puts PYTHONPATH back after the test)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "sitecustomize.py").write_text("import tests.building.failing_converters  # registers them\n")
+    root = str(Path(__file__).resolve().parents[2])
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join(p for p in (str(folder), root, os.environ.get("PYTHONPATH"))
+                                                     if p))
 
 
 if trt.available():

@@ -85,13 +85,14 @@ def test_many_warnings_are_one_line_in_words_and_each_stays_in_notes():
 
 def test_a_failing_build_prints_nothing_and_keeps_torch_tensorrts_logged_errors_in_details(tmp_path, monkeypatch,
                                                                                         capfd):
-    from tests.building.models import FusedQKV
+    from tests.building.failing_converters import BUILD_ERROR, RefusesToBuild
 
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
-    model, x = made(FusedQKV, 1, 16, 64)
+    model, x = made(RefusesToBuild, 2, 8)  # the test's converter adds an assertion the builder refuses
     part = hv.partition(model, x, min_block_size=1)
     capfd.readouterr()
     builds = part.build(fix=False)
     row = builds.rows[0]
-    assert row.stage != "built" and row.details and row.error.split(":")[0] in row.details
+    assert row.stage == "build" and row.details and row.error.split(":")[0] in row.details
+    assert BUILD_ERROR in row.details  # TensorRT logged it through Torch-TensorRT's logger
     assert "torch_tensorrt" not in capfd.readouterr().err

@@ -9,7 +9,7 @@ import importlib
 import multiprocessing
 import os
 import signal
-import time
+import threading
 import warnings
 from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
@@ -31,17 +31,37 @@ def _sweep(small, **kwargs):
     return df, [str(w.message) for w in seen if "hv.sweep" in str(w.message)]
 
 
-def _ctrl_c_during_the_second_row(real, target_pid):
-    """partition_row that, from the second row on, sends SIGINT to `target_pid()` (the sweep's
-    process: a user pressing Ctrl-C while it waits for that row) and then takes long."""
+def _ctrl_c_during_the_second_row(real, target_pid, waiting, released):
+    """partition_row whose second row, once the sweep waits for it (`waiting`: it has the first
+    row's then), sends SIGINT to `target_pid()` (the sweep's process: a user pressing Ctrl-C while
+    it waits for that row) and does not end before `released` (set once the sweep returned)."""
     def row(gm, cfg):
-        if cfg.min_block_size > 1:
-            time.sleep(0.5)  # the first row's result reaches the sweep first
-            if cfg.min_block_size == 2:
-                os.kill(target_pid(), signal.SIGINT)
-            time.sleep(2.0)
+        if cfg.min_block_size == 2:
+            assert waiting.wait(60), "the sweep never waited for the second row"
+            os.kill(target_pid(), signal.SIGINT)
+            released.wait(60)
         return real(gm, cfg)
     return row
+
+
+def _telling_when_the_second_row_is_waited_for(pool, waiting):
+    """`pool`, whose second future sets `waiting` when the sweep asks for its result (it asks in
+    grid order: it holds the first row's result then)."""
+    submit, made = pool.submit, []
+
+    def submit_and_tell(*args, **kwargs):
+        fut = submit(*args, **kwargs)
+        made.append(fut)
+        if len(made) == 2:
+            result = fut.result
+
+            def told(*a, **k):
+                waiting.set()
+                return result(*a, **k)
+            fut.result = told
+        return fut
+    pool.submit = submit_and_tell
+    return pool
 
 
 @pytest.fixture
@@ -68,9 +88,14 @@ def test_process_executor_gives_the_rows_of_a_local_sweep(small):
 
 
 def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
-    monkeypatch.setattr(sweep_mod, "partition_row", _ctrl_c_during_the_second_row(sweep_mod.partition_row, os.getpid))
+    waiting, released = threading.Event(), threading.Event()
+    monkeypatch.setattr(sweep_mod, "partition_row",
+                        _ctrl_c_during_the_second_row(sweep_mod.partition_row, os.getpid, waiting, released))
     with ThreadPoolExecutor(max_workers=1) as pool:
-        df, notes = _sweep(small, executor=pool)
+        try:
+            df, notes = _sweep(small, executor=_telling_when_the_second_row_is_waited_for(pool, waiting))
+        finally:
+            released.set()
     assert list(df["min_block_size"]) == [1] and df["error"].isna().all()
     assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]
 
@@ -78,8 +103,13 @@ def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl
 @pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
     context = _fork()
-    monkeypatch.setattr(rows_mod, "partition_row", _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid))
+    waiting, released = context.Event(), context.Event()  # shared with the worker process it forks
+    monkeypatch.setattr(rows_mod, "partition_row",
+                        _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid, waiting, released))
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
-        df, notes = _sweep(small, executor=pool)
+        try:
+            df, notes = _sweep(small, executor=_telling_when_the_second_row_is_waited_for(pool, waiting))
+        finally:
+            released.set()
     assert list(df["min_block_size"]) == [1] and df["error"].isna().all()
     assert notes == ["hv.sweep: interrupted (Ctrl-C): 1 of 5 row(s) finished."]

@@ -136,16 +136,26 @@ def test_the_explorers_worker_and_its_children_are_not_compile_workers(run_pytho
         spec.loader.exec_module(idle_workers)
         spin = "import subprocess, sys; subprocess.Popen([sys.executable, '-c', 'while True: pass']); "
         spin += "exec('while True: pass')"
+        import psutil
         worker = subprocess.Popen([sys.executable, "-c", spin, "hierviz.widget.worker_main"])
-        time.sleep(1.0)
-        print(idle_workers.children_busy(), idle_workers.wait_for_idle_workers(sleep=lambda s: 1 / 0))
+        spinning = False
+        for _ in range(600):  # until its grandchild has started and spins (not a timing: 30 s is a bound)
+            try:
+                kids = psutil.Process(worker.pid).children()
+                spinning = bool(kids) and kids[0].cmdline()[-1:] == ["while True: pass"] and \
+                    kids[0].cpu_times().user > 0.1
+            except psutil.Error:  # the grandchild between its fork and its exec
+                pass
+            if spinning:
+                break
+            time.sleep(0.05)
+        print(spinning, idle_workers.children_busy(), idle_workers.wait_for_idle_workers(sleep=lambda s: 1 / 0))
         spinner = subprocess.Popen([sys.executable, "-c", "while True: pass"])
         print(idle_workers.children_busy())
         spinner.kill(); spinner.wait()
-        import psutil
         for p in psutil.Process(worker.pid).children(recursive=True) + [psutil.Process(worker.pid)]:
             p.kill()
         worker.wait()
     """
     out = run_python(script, timeout=120)
-    assert out.stdout.split("\n")[:2] == ["None (0.0, True)", "True"], out.stderr
+    assert out.stdout.split("\n")[:2] == ["True None (0.0, True)", "True"], out.stderr

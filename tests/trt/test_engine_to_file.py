@@ -19,7 +19,8 @@ from hierviz.errors import BuildInterrupted
 from hierviz.foundation.digests import data_digest
 from hierviz.latency.compiling.lift import bake, lift
 from hierviz.trt import engine_file
-from tests.building.models import ConvNet, FusedQKV, made
+from tests.building.failing_converters import RefusesToBuild
+from tests.building.models import ConvNet, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -96,7 +97,7 @@ def test_an_engine_too_big_for_the_cache_is_not_kept_nor_left(tmp_path) -> None:
 
 
 def test_a_build_that_fails_leaves_no_file(tmp_path) -> None:
-    _, gm = _subgraph(FusedQKV, 1, 16, 64)  # TensorRT-RTX's builder fails on it (a Myelin check)
+    _, gm = _subgraph(RefusesToBuild, 2, 8)  # the test's converter adds an assertion the builder refuses
     built = trt.convert_and_build(gm, engine_folder=tmp_path)
     assert built.stage == "build" and built.engine_file is None and built.engine_bytes is None
     assert os.listdir(tmp_path) == []

@@ -10,7 +10,8 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.building.engine_store import EngineStore
 from hierviz.trt.engine_builder import EngineBuild, error_line
-from tests.building.models import FusedQKV, made
+from tests.building.failing_converters import BUILD_ERROR, RefusesToBuild
+from tests.building.models import made
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason=f"torch_tensorrt unusable: {trt.info().error}")
 needs_rtx = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
@@ -66,14 +67,24 @@ def test_anything_else_gives_its_first_line_without_addresses() -> None:
 
 
 @needs_rtx
-def test_a_builder_failure_gives_the_check_and_keeps_every_logged_error_in_details() -> None:
-    model, x = made(FusedQKV, 1, 16, 64)
+def test_a_builder_failure_gives_its_line_and_keeps_every_logged_error_in_details() -> None:
+    model, x = made(RefusesToBuild, 2, 8)  # the test's converter adds an assertion the builder refuses
     part = hv.partition(model, x, min_block_size=1)
     built = trt.convert_and_build(getattr(part.module, part.subgraphs[0].tag))
-    assert built.stage == "build"
-    assert built.error.startswith("IBuilder::buildSerializedNetwork: Error Code 1: Myelin (operand.cpp:156: CHECK(")
-    assert len(built.error) <= 200
-    assert "codeGenerator.cpp:1962" in built.details and "attachExceptionMsgToGraph" in built.details
+    assert built.stage == "build" and built.exception == "RuntimeError"
+    assert built.error.startswith("IBuilder::buildSerializedNetwork: Error Code 4: API Usage Error (IAssertionLayer ")
+    # TensorRT names the layer twice before the assertion's message: the line is cut, the details keep it whole
+    assert len(built.error) == 200 and built.error.endswith("…") and BUILD_ERROR not in built.error
+    assert built.details.startswith(built.error[:-1]) and BUILD_ERROR in built.details
+
+
+def test_a_myelin_failures_details_keep_what_its_line_leaves_out() -> None:
+    from hierviz.trt.engine_builder import _details, _tensorrt_error
+
+    logged = [MYELIN, NO_DRIVER]  # what TensorRT-RTX 1.6.1 logs when its builder fails on FusedQKV here
+    assert error_line(_tensorrt_error(logged)) == MYELIN_LINE
+    details = _details(logged)
+    assert "codeGenerator.cpp:1962" in details and "attachExceptionMsgToGraph" in details and NO_DRIVER in details
 
 
 def test_details_and_warnings_come_back_from_the_build_store(tmp_path) -> None:

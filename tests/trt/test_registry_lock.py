@@ -71,21 +71,22 @@ def test_without_the_lock_the_two_would_mix(monkeypatch) -> None:
     converting = trt.default_settings(min_block_size=7)
     saved = registry.compilation_settings, registry.disallowed_targets
     mixed = []
-    inside = threading.Event()
+    inside, changed = threading.Event(), threading.Event()
 
     def validate() -> None:
         with trt.validating():
             mine = registry.compilation_settings
             inside.set()
-            time.sleep(0.05)
+            changed.wait(10)  # the conversion below has set its settings (or failed to)
             mixed.append(registry.compilation_settings is not mine)
 
     t = threading.Thread(target=validate)
     t.start()
-    inside.wait(5)
+    assert inside.wait(10)
     try:
         registry.set_compilation_settings(converting)  # a conversion that skips registry_held()
     finally:
+        changed.set()
         t.join(10)
         registry.compilation_settings, registry.disallowed_targets = saved
     assert mixed == [True]

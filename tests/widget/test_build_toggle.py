@@ -7,15 +7,20 @@ import pytest
 
 from hierviz import trt
 from hierviz.widget import Explorer
+from hierviz.widget.worker import Worker
 import hierviz as hv
-from tests.building.models import ConvNet, FusedQKV, NormBetween, made
+from tests.building.failing_converters import RefusesToBuild, registered_in_new_processes
+from tests.building.models import ConvNet, NormBetween, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
 
 
-def test_the_build_toggle_builds_in_the_worker_and_marks_the_engines():
-    model, x = made(FusedQKV, 1, 16, 64)
+def test_the_build_toggle_builds_in_the_worker_and_marks_the_engines(tmp_path, monkeypatch):
+    registered_in_new_processes(monkeypatch, tmp_path / "site")  # the worker registers the test's converters
+    own = Worker()  # started by this test's first job: the process's shared one may have started before
+    monkeypatch.setattr(Worker, "shared", lambda: own)
+    model, x = made(RefusesToBuild, 2, 8)  # the test's converter adds an assertion the builder refuses
     ex = Explorer(model, x, min_block_size=1, debounce=0)
     try:
         assert "built here" not in ex.panels["stats"].value  # off: nothing said, nothing built
@@ -32,6 +37,7 @@ def test_the_build_toggle_builds_in_the_worker_and_marks_the_engines():
         assert "engine fails at build" in ex.panels["diagram"].value
         assert not ex.errors and not ex.internal_errors
         assert ex.controller.long_work.notes.get("build") is None  # it ran in the worker
+        assert ex.controller.long_work.pid == own.pid is not None
     finally:
         ex.close()
 
