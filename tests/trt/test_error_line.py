@@ -79,11 +79,11 @@ def test_a_builder_failure_gives_its_line_and_keeps_every_logged_error_in_detail
 
 
 def test_a_myelin_failures_details_keep_what_its_line_leaves_out() -> None:
-    from hierviz.trt.engine_builder import _details, _tensorrt_error
+    from hierviz.trt.build_errors import error_details, telling_error
 
     logged = [MYELIN, NO_DRIVER]  # what TensorRT-RTX 1.6.1 logs when its builder fails on FusedQKV here
-    assert error_line(_tensorrt_error(logged)) == MYELIN_LINE
-    details = _details(logged)
+    assert error_line(telling_error(logged)) == MYELIN_LINE
+    details = error_details(logged)
     assert "codeGenerator.cpp:1962" in details and "attachExceptionMsgToGraph" in details and NO_DRIVER in details
 
 
