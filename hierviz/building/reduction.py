@@ -15,7 +15,7 @@ import operator
 import re
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, NamedTuple, Sequence
 
 import torch
 
@@ -28,14 +28,39 @@ _HEX = re.compile(r"0x[0-9a-fA-F]+")
 _NUMBER = re.compile(r"\d+")
 
 
-def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = ()) -> tuple[str, str, str]:
-    """(stage, exception class, the error's line masked): every node name of `names` (as a whole
-    word) written <node>, every hex address <address>, every run of digits #. Two failures with one
-    signature are the same failure of (possibly) other nodes and sizes."""
+class Signature(NamedTuple):
+    """A failure as the search compares it: its stage, exception class and error line masked;
+    `cut`: the line was cut short (error_line keeps 200 characters), so `text` is what it kept
+    up to its last whole word."""
+
+    stage: str
+    exception: str
+    text: str
+    cut: bool = False
+
+
+def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = ()) -> Signature:
+    """The failure's Signature: its error line with every node name of `names` (as a whole word)
+    written <node>, every hex address <address>, every run of digits #. Two failures with one
+    signature are the same failure of (possibly) other nodes and sizes (same_failure)."""
     text = error or ""
+    cut = text.endswith("…")
+    if cut:  # where the cut fell depends on the digits before it: its last, partial word is dropped
+        text = text[:-1].rsplit(" ", 1)[0] if " " in text else ""
     for name in sorted(set(names), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", "<node>", text)
-    return stage, exception or "", _NUMBER.sub("#", _HEX.sub("<address>", text))
+    return Signature(stage, exception or "", _NUMBER.sub("#", _HEX.sub("<address>", text)), cut)
+
+
+def same_failure(a: Signature, b: Signature) -> bool:
+    """Whether `a` and `b` are one failure: the same stage, exception and masked line, where a
+    line cut short need only agree as far as it goes (sizes of other lengths move the cut)."""
+    if (a.stage, a.exception) != (b.stage, b.exception):
+        return False
+    if not (a.cut or b.cut):
+        return a.text == b.text
+    short, long = sorted((a, b), key=lambda s: len(s.text))
+    return long.text.startswith(short.text) if short.cut else False
 
 
 class _NotAPart(Exception):
@@ -121,7 +146,7 @@ class _Trials:
     """`fails(names)`: whether that part fails with the wanted signature; each part tried once."""
 
     def __init__(self, gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
-                 wanted: tuple[str, str, str]) -> None:
+                 wanted: Signature) -> None:
         self.gm, self.build, self.wanted = gm, build, wanted
         self.names = [n.name for n in gm.graph.nodes]
         self.known: dict[frozenset[str], bool] = {}
@@ -138,7 +163,7 @@ class _Trials:
         made, cached = self.build(part)
         self.builds += 1
         self.cached += int(cached)
-        return signature(made.stage, made.exception, made.error, self.names) == self.wanted
+        return same_failure(signature(made.stage, made.exception, made.error, self.names), self.wanted)
 
 
 def _bisect(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:

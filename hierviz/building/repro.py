@@ -72,7 +72,9 @@ class Repro:
     @property
     def signature(self) -> tuple[str, str, str]:
         """(stage, exception class, error line with node names, numbers and addresses masked): docs/repro.md."""
-        return signature(self.stage, self.exception, self.error, [n.name for n in self.graph.graph.nodes])
+        stage, exception, text, _ = signature(self.stage, self.exception, self.error,
+                                              [n.name for n in self.graph.graph.nodes])
+        return stage, exception, text
 
     def headline(self) -> str:
         """'12 of 118 nodes of _run_on_acc_tensorrt_0 fail at build (Myelin CHECK(...)), found in 12 builds'."""

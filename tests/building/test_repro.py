@@ -33,7 +33,7 @@ ASSERTION = "IBuilder::buildSerializedNetwork: Error Code 4: API Usage..."
 def test_the_signature_masks_node_names_numbers_and_addresses():
     a = signature("convert", "RuntimeError", "refused aten.split at node split_3 (size 768, at 0x7f3a)", ["split_3"])
     b = signature("convert", "RuntimeError", "refused aten.split at node split (size 12, at 0x1b)", ["split"])
-    assert a == b == ("convert", "RuntimeError", "refused aten.split at node <node> (size #, at <address>)")
+    assert a == b == ("convert", "RuntimeError", "refused aten.split at node <node> (size #, at <address>)", False)
     assert signature("build", "RuntimeError", "x", []) != signature("convert", "RuntimeError", "x", [])
     assert signature("convert", "TypeError", "x", []) != signature("convert", "RuntimeError", "x", [])
 
@@ -256,3 +256,23 @@ def test_a_pybind_argument_failure_is_verified_by_the_words_below_its_first_line
     assert repro.save(tmp_path).verified is True
     assert "Reproduced: the same failure." in (tmp_path / "repro.log").read_text()
 
+
+
+def test_a_line_cut_short_is_the_same_failure_wherever_its_sizes_move_the_cut():
+    """error_line keeps 200 characters: a size with more digits before the cut moves it, and two
+    copies of one failure must still match (before, the search took them for two failures)."""
+    from hierviz.building.reduction import same_failure
+    from hierviz.trt import error_line
+
+    def line(size: int) -> str:
+        return error_line(f"RuntimeError: layer ({size}) refused: " + "the operand shapes disagree " * 10)
+
+    small, big = line(7), line(12288)
+    assert small.endswith("…") and big.endswith("…") and small != big
+    a, b = signature("build", "RuntimeError", small, []), signature("build", "RuntimeError", big, [])
+    assert a.cut and b.cut and same_failure(a, b) and same_failure(b, a)
+    other = signature("build", "RuntimeError", error_line("RuntimeError: layer (7) refused: " + "x " * 150), [])
+    assert not same_failure(a, other)
+    assert not same_failure(a, signature("convert", "RuntimeError", small, []))
+    whole = signature("build", "RuntimeError", "RuntimeError: layer (7) refused", [])
+    assert not whole.cut and not same_failure(whole, a)  # a whole line is not the start of a longer one
