@@ -10,6 +10,7 @@ conversion or build gets the ops that, moved to PyTorch, make every engine build
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz import trt
@@ -91,11 +92,21 @@ def _inputs(part: "Partition", example_inputs: Sequence[Any] | None) -> tuple[Se
         return None, str(exc)
 
 
+@dataclass(frozen=True)
+class GraphBuild:
+    """What building one graph's TensorRT subgraphs gave: a row per subgraph, the graph's run
+    failure outside every TensorRT subgraph (None: none), the fix found (None: none searched or
+    none needed) and notes."""
+
+    rows: tuple[BuildRow, ...]
+    outside: RunFailure | None
+    fix: Fix | None
+    notes: tuple[str, ...]
+
+
 def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
-               fix: bool, frame: str = "", flat_inputs: bool = False) -> tuple[list[BuildRow], RunFailure | None,
-                                                                                 Fix | None, list[str]]:
-    """(rows, a run failure outside every TensorRT subgraph, the fix, notes) for one graph;
-    `frame`: where the graph's code is, for a lowered graph that keeps no line per node;
+               fix: bool, frame: str = "", flat_inputs: bool = False) -> GraphBuild:
+    """The GraphBuild of one graph; `frame`: where the graph's code is, for a lowered graph that keeps no line per node;
     `flat_inputs`: `example_inputs` are one value per placeholder already (a dynamo graph's)."""
     notes: list[str] = []
     inputs, why = ((example_inputs, "") if flat_inputs and example_inputs is not None
@@ -119,7 +130,7 @@ def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str,
                          cached=lambda: builder.from_store)
         rows = [dataclasses.replace(r, fix=found.text) if r.stage in FIXABLE else r for r in rows]
     outside = failure if failure is not None and not any(r.stage == "run" for r in rows) else None
-    return rows, outside, found, notes
+    return GraphBuild(tuple(rows), outside, found, tuple(notes))
 
 
 def _builder_facts() -> tuple[str, bool]:
@@ -143,10 +154,12 @@ def build(part: "Partition", *, trt_settings: Any = None, tf32: bool = False, fi
     dynamo_graph = dynamo_graph if dynamo_graph is not None else part.dynamo_graph
     if dynamo_graph is not None and example_inputs is None:
         (graph, example_inputs), ir, flat = dynamo_graph, "torch_compile", True
-    rows, outside, found, notes = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
-    rows = [dataclasses.replace(r, graph="") for r in rows]  # one graph: its rows name no graph
-    return Builds(tuple(rows), name, on_cpu, ir, found.ops if found else None, found.text if found else "",
-                  ((graph, outside),) if outside else (), notes=tuple(notes) + builder.notes(),
+    got = _one_graph(part, builder, ir, graph, example_inputs, fix, flat_inputs=flat)
+    found = got.fix
+    return Builds(rows=tuple(dataclasses.replace(r, graph="") for r in got.rows),  # one graph: its rows name none
+                  builder=name, on_cpu=on_cpu, ir=ir, fix=found.ops if found else None,
+                  fix_text=found.text if found else "",
+                  run_failures=((graph, got.outside),) if got.outside else (), notes=got.notes + builder.notes(),
                   fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0,
                   fix_cached=found.cached if found else 0, fix_tested=found.tried if found else 0,
                   partition=part, subgraph_builder=builder)
@@ -178,14 +191,13 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
         label = f"g{k}"
         dg = mp.capture.graphs[k]
         frame = f"{dg.file}:{dg.line} in {dg.function}" if dg.file else ""
-        got, failure, found, said = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame,
-                                               flat_inputs=True)
-        rows.extend(got)
-        notes.extend(said)
-        if failure is not None:
-            outside.append((label, failure))
-        if any(r.stage in FIXABLE for r in got):
-            fixes.append(found)
+        got = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame, flat_inputs=True)
+        rows.extend(got.rows)
+        notes.extend(got.notes)
+        if got.outside is not None:
+            outside.append((label, got.outside))
+        if any(r.stage in FIXABLE for r in got.rows):
+            fixes.append(got.fix)
     whole: frozenset[str] | None = None
     text = ""
     fixed = None
@@ -200,7 +212,8 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
         else:
             whole, text = None, ("each graph's fix builds alone, but not all of them together" if kept else
                                  "each graph's fix builds alone, but together they leave no TensorRT engine")
-    return Builds(tuple(rows), name, on_cpu, "torch_compile", whole, text, tuple(outside), by_graph=True,
+    return Builds(rows=tuple(rows), builder=name, on_cpu=on_cpu, ir="torch_compile", fix=whole, fix_text=text,
+                  run_failures=tuple(outside), by_graph=True,
                   notes=tuple(notes) + builder.notes(), fixed_partition=fixed,
                   fix_builds=sum(f.builds for f in fixes if f is not None),
                   fix_cached=sum(f.cached for f in fixes if f is not None),
