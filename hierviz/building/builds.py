@@ -61,13 +61,13 @@ class Builds:
     run_failures: tuple[tuple[str, RunFailure], ...] = ()
     by_graph: bool = False
     notes: tuple[str, ...] = field(default=())
-    fixed_partition: "Partition | MultiGraphPartition | None" = field(default=None, repr=False, compare=False)
+    fixed_partition: Partition | MultiGraphPartition | None = field(default=None, repr=False, compare=False)
     fix_builds: int = 0  # the builder's calls the fix search spent (cache hits not counted)
     fix_cached: int = 0  # the builds it read from the build cache
     fix_tested: int = 0  # the partitions it tested (built every engine of)
-    partition: "Partition | MultiGraphPartition | None" = field(default=None, repr=False, compare=False)
-    subgraph_builder: "SubgraphBuilder | None" = field(default=None, repr=False, compare=False)
-    repros: tuple[tuple[str, "Repro"], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
+    partition: Partition | MultiGraphPartition | None = field(default=None, repr=False, compare=False)
+    subgraph_builder: SubgraphBuilder | None = field(default=None, repr=False, compare=False)
+    repros: tuple[tuple[str, Repro], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
 
     @property
     def df(self) -> "pd.DataFrame":

@@ -346,14 +346,14 @@ class Partition:
         return handoff.seam.measure_blockers(self, table, device=device, example_inputs=example_inputs,
                                                    **(measure_options or {}))
 
-    def keep_blockers(self, table: "pd.DataFrame") -> None:
+    def keep_blockers(self, table: pd.DataFrame) -> None:
         """Keep `table`, this partition's default `blockers()` made elsewhere (the explorer's
         worker makes it), so the report and `blockers(compute=False)` show it; a table already
         known is kept as it is (both are the same function of this partition)."""
         if self._blockers is None:
             self._blockers = table.copy()
 
-    def as_dynamo_graph(self, name: str, example_inputs: tuple, backend_failed: str = "") -> "Partition":
+    def as_dynamo_graph(self, name: str, example_inputs: tuple, backend_failed: str = "") -> Partition:
         """This partition as dynamo graph `name` ("g3") of torch.compile's path, called first with
         `example_inputs` (its build() then answers for that path); `backend_failed`: why
         Torch-TensorRT's backend runs the graph eagerly, "" when it does not. A copy: this
