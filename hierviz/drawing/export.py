@@ -23,8 +23,9 @@ from hierviz.drawing import palette
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
-from hierviz.partitioner.blockers.blocker_causes import (COMBINED, REPORT_ROWS, for_reports, group_heading, groups,
-                                                         intro_text, not_computed_text)
+from hierviz.partitioner.blockers.blocker_causes import COMBINED
+from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, for_reports, group_heading, groups, intro_text,
+                                                       not_computed_text)
 from hierviz.partitioner.saved.saved_partition import document
 from hierviz.partitioner.counts import by_backend_text, count_text
 from hierviz.version import __version__

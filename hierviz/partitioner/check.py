@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
-from hierviz.partitioner.blockers.blocker_causes import blockers_table, saves_text
+from hierviz.partitioner.blockers.blocker_causes import blockers_table
+from hierviz.partitioner.blockers.blocker_text import saves_text
 from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED, MultiGraphPartition
 from hierviz.partitioner.partition_result import Partition
 from hierviz.partitioner.saved.load import load_partition

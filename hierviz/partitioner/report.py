@@ -13,8 +13,8 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
 from hierviz.partitioner.counts import count_text
-from hierviz.partitioner.blockers.blocker_causes import (REPORT_ROWS, change_lines, for_reports, intro_text,
-                                                         not_computed_text)
+from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, change_lines, for_reports, intro_text,
+                                                       not_computed_text)
 from hierviz.partitioner.reasons import FALLBACK, NOTHING_TO_PARTITION, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 from hierviz.partitioner.record import TensorSpec
 

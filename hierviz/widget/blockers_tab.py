@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any, Callable
 import ipywidgets as widgets
 
 from hierviz.settings.config import Config
-from hierviz.partitioner.blockers.blocker_causes import saves_text
+from hierviz.partitioner.blockers.blocker_text import saves_text
 from hierviz.widget.panels import message_html, table_html
 
 if TYPE_CHECKING:  # pragma: no cover

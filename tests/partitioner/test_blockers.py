@@ -201,7 +201,8 @@ def test_what_to_change_lists_as_improvements_only_what_its_numbers_show_are(gra
 
 
 def test_a_fewer_ops_row_says_so() -> None:
-    from hierviz.partitioner.blockers.blocker_causes import saves_text, verdict
+    from hierviz.partitioner.blockers.blocker_causes import verdict
+    from hierviz.partitioner.blockers.blocker_text import saves_text
 
     row = type("Row", (), {"subgraphs_saved": 2, "accelerated_ops_gained": -3, "subgraphs_if_fixed": 4, "note": ""})
     assert saves_text(row) == "2 subgraph(s) fewer (4 in all), 3 fewer op(s) accelerated"
