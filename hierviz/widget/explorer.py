@@ -18,6 +18,8 @@ silently.
 The work is in the modules above, in debounce.py (the Debouncer), options.py (the Explorer's
 options, checked once), error_area.py (the error area and the guard), measuring.py ("measure
 latency"), blockers_what_if.py (the Blockers tab's work), fastest_search.py ("find fastest"),
+build_toggle.py ("build engines"), compile_today_line.py (the compile-today line),
+numerics_check.py ("check numerics"), panel_writer.py (the panels several threads write),
 long_work.py (what runs in the worker process) and background.py (the threads waiting on it);
 this module wires them and holds the Explorer's public surface that API.md promises.
 
@@ -43,14 +45,16 @@ from hierviz.partitioner import Partition, graph_of, make_config
 from hierviz.capturing.provenance import lowered_sources
 from hierviz.widget import controls as ctl
 from hierviz.widget import numerics_tab, panels
-from hierviz.widget.background import BackgroundJob
 from hierviz.widget.blockers_what_if import BlockersWhatIf
+from hierviz.widget.build_toggle import BuildToggle
+from hierviz.widget.compile_today_line import CompileTodayLine
 from hierviz.widget.controller import ControlState, Controller
 from hierviz.widget.debounce import Debouncer
 from hierviz.widget.error_area import ErrorArea
 from hierviz.widget.fastest_search import BUDGET as FASTEST_BUDGET
 from hierviz.widget.fastest_search import FastestSearch
 from hierviz.widget.measuring import Measuring
+from hierviz.widget.numerics_check import NumericsCheck
 from hierviz.widget.options import OPTIONS, check_options, views
 from hierviz.widget.panel_writer import PanelWriter
 
@@ -104,11 +108,12 @@ class Explorer(widgets.VBox):
                                     self.internal_errors)
         self._guard = self.error_area.guard
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
-        here = self.controller.long_work.running_here
-        self._compile_today_job = BackgroundJob("hierviz-compile-today", self.internal_errors.append, here)
-        self._build_job = BackgroundJob("hierviz-build", self.internal_errors.append, here)
-        self._numerics_job = BackgroundJob("hierviz-numerics", self.internal_errors.append, here)
         self.measuring = Measuring(self.controller, self._guard(self._measured), self.internal_errors.append)
+        self.compile_today = CompileTodayLine(self.controller, self.error_area, self._show_stats)
+        self.build_toggle = BuildToggle(self.controller, self.error_area, lambda: bool(self.controls["build"].value),
+                                        self._show_stats, self._redraw)
+        self.numerics_check = NumericsCheck(self.controller, self.error_area, self.panel_writer, self.flush,
+                                            self._redraw)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
@@ -155,7 +160,7 @@ class Explorer(widgets.VBox):
             "export_csv": lambda: self.export("csv"),
             "find_fastest": self.find_fastest,
             "apply_fastest": self.apply_fastest,
-            "check_numerics": self._start_numerics,
+            "check_numerics": self.numerics_check.start,
         }
         for key, action in actions.items():
             self.buttons[key].on_click(self._guard(lambda _b, action=action: action()))
@@ -311,8 +316,8 @@ class Explorer(widgets.VBox):
         # the counts first (the kernel sends each panel as it is set), then the diagrams
         t = time.perf_counter()
         self.panel_writer.view("stats", self._stats)
-        self._start_compile_today()
-        self._start_build()
+        self.compile_today.start()
+        self.build_toggle.start()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
         self.panel_writer.view("history", self._history)
@@ -375,7 +380,7 @@ class Explorer(widgets.VBox):
             shown = self.controller.shown
             return shown is not None and self.controller.measure_key(shown) == key
 
-        self.panel_writer.view("stats", self._stats, still)
+        self._show_stats(still)
         if m is not None:
             self._redraw(part, still)
         self.panel_writer.view("history", self._history, still)
@@ -385,6 +390,10 @@ class Explorer(widgets.VBox):
         """The diagram of `part` as the view and focus controls say, unless `still()` is false by then."""
         view, focus = self.controls["view"].value, self._focus()
         self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus), still)
+
+    def _show_stats(self, still: Callable[[], bool]) -> bool:
+        """The stats panel, unless `still()` is false by then; whether it was written."""
+        return self.panel_writer.view("stats", self._stats, still)
 
     def _history(self) -> str:
         return panels.history_html(self.controller.history())
@@ -418,91 +427,34 @@ class Explorer(widgets.VBox):
         self.panels["export"].value = panels.exported_html(self.controller.exported)
         return path
 
-    def _start_numerics(self) -> None:
-        """The Numerics tab's button: `check_numerics` in the background (the compiles run in
-        the worker)."""
-        self.panel_writer.view("numerics", lambda: panels.message_html("checking numerics ..."))
-        self._numerics_job.start(self.check_numerics)
-
     @property
     def numerics_thread(self) -> threading.Thread:
         """The thread of the latest numerics check (join it to wait)."""
-        return self._numerics_job.thread
+        return self.numerics_check.thread
 
     def check_numerics(self) -> Any:
         """`hv.numerics` of the shown settings (the Numerics tab's button): the table in the
         Numerics panel, the diagram coloured by each subgraph's error; returns the result."""
-        self.flush()
-        part = self.controller.shown
-        result = self.controller.check_numerics(part) if part is not None else None
-
-        def still() -> bool:
-            return self.controller.shown is part
-
-        if part is not None and result is not None:
-            self._redraw(part, still)
-        self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(result), still)
-        self._show_errors()
-        return result
+        return self.numerics_check.check()
 
     # ------------------------------------------------------------------ find fastest
     def _start_compile_today(self) -> None:
-        """Make the "torch_tensorrt.compile today" line in the background (upstream's
-        partitioner takes up to seconds), then show it if those settings are still shown."""
-        shown = self.controller.shown
-        long_work = self.controller.long_work
-        if shown is None or long_work.made(shown) is not None:
-            return
-
-        def work() -> None:
-            try:
-                got = long_work.make_line(shown, lambda: self.controller.shown is shown)
-                if got is not None:
-                    self._errors.pop("worker", None)
-            except HiervizError as exc:  # the worker failed: the line says so; the next change tries again
-                self._errors["worker"] = str(exc)
-                got = long_work.line(shown)
-            if got is not None and self.panel_writer.view("stats", self._stats,
-                                                          lambda: self.controller.shown is shown):
-                self._show_errors()
-
-        self._compile_today_job.start(work)
+        """Make the "torch_tensorrt.compile today" line of the shown settings in the background."""
+        self.compile_today.start()
 
     def _stats(self) -> str:
         """The stats panel for the shown settings (the builds line when "build engines" is on)."""
         return self.controller.stats(bool(self.controls["measure"].value), bool(self.controls["build"].value))
 
-    def _start_build(self) -> None:
-        """With "build engines" on: convert and build the shown settings' TensorRT engines in the
-        worker, in the background (seconds to minutes); then, if those settings are still
-        shown, redraw the diagram with each engine marked built or failed."""
-        shown = self.controller.shown
-        if shown is None or not self.controls["build"].value or self.controller.builds_of(shown) is not None:
-            return
-
-        def still() -> bool:
-            return self.controller.shown is shown
-
-        def work() -> None:
-            got = self.controller.build(shown)
-            if not still():
-                return
-            self.panel_writer.view("stats", self._stats, still)
-            if got is not None:
-                self._redraw(shown, still)
-            self._show_errors()
-
-        self._build_job.start(work)
-
     @property
     def build_thread(self) -> threading.Thread:
         """The thread building the shown settings' engines (join it to wait)."""
-        return self._build_job.thread
+        return self.build_toggle.thread
 
     @property
     def compile_today_thread(self) -> threading.Thread:
         """The thread making the latest "torch_tensorrt.compile today" line (join it to wait)."""
-        return self._compile_today_job.thread
+        return self.compile_today.thread
 
     def find_fastest(self, budget: int = FASTEST_BUDGET, *, wait: bool = False,
                      **tune_options: Any) -> threading.Thread:
