@@ -30,8 +30,8 @@ from hierviz.capturing.input_structure import check_structure
 from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 from hierviz.latency.compiling.compile_cache import CompileCache
 from hierviz.latency.measurement import MeasureWarning
-from hierviz.latency.compiling.compiled_split import compile_split
-from hierviz.partitioner import partition
+from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_split
+from hierviz.partitioner import Partition, partition
 
 FORMAT = "hierviz-compiled-v1"
 
@@ -44,7 +44,7 @@ class CompiledModel(torch.nn.Module):
     ran; `.fallbacks` the subgraphs whose backend failed and run eagerly; `.config` the setting.
     """
 
-    def __init__(self, partition: Any, split: Any, example_inputs: Any) -> None:
+    def __init__(self, partition: Partition, split: CompiledSplit, example_inputs: Any) -> None:
         super().__init__()
         self.module = split.module
         self.records = split.records
@@ -109,7 +109,7 @@ class CompiledModel(torch.nn.Module):
         return folder
 
 
-def compiled_model(partition: Any, device: Any = None, *, example_inputs: Any = None,
+def compiled_model(partition: Partition, device: Any = None, *, example_inputs: Any = None,
                       **options: Any) -> CompiledModel:
     """`Partition.compile`: the compiled split model of `partition`, each subgraph compiled
     with `example_inputs` (default: random inputs shaped like the graph's); `options` are
@@ -193,6 +193,8 @@ def load(folder: str | Path, device: Any = None) -> CompiledModel:
     recorded_meta(graph, InputSpec.from_json(spec.read_text()) if spec.is_file() else spec_of(graph), inputs)
     config = pickle.loads((folder / "config.pkl").read_bytes())
     part = partition(graph, config=config)
+    if not isinstance(part, Partition):  # a saved model is one aten graph: never graph by graph
+        raise MeasureError(f"{folder} does not hold one graph's model; save it again with part.compile().save(folder).")
     split = compile_split(part, inputs, device if device is not None else meta.get("device"), cache=CompileCache(),
                           cache_dir=folder / "artifacts", who="hierviz.latency.deploy.load")
     return CompiledModel(part, split, inputs)

@@ -15,7 +15,7 @@ import torch
 
 from hierviz.errors import WITHOUT_TENSORRT, MeasureError, TensorRTUnavailableError
 from hierviz.latency.compiling.backend_compilers import Compiler, get_compiler
-from hierviz.partitioner import FALLBACK, parse_tag
+from hierviz.partitioner import FALLBACK, Partition, parse_tag
 
 
 @dataclass
@@ -68,7 +68,7 @@ def _slot_of(name: str, by_tag: Mapping[str, Any]) -> Slot:
     return Slot(name, backend if is_acc else FALLBACK, is_acc, 0)
 
 
-def plan(partition: Any, device: torch.device, compilers: Mapping[str, Any] | None = None,
+def plan(partition: Partition, device: torch.device, compilers: Mapping[str, Any] | None = None,
          on_error: str = "raise") -> list[Slot]:
     """The subgraph calls in graph order, each with its compiler. Raises before anything is
     compiled: TensorRTUnavailableError for TensorRT subgraphs that cannot be built here,
