@@ -478,7 +478,9 @@ class Explorer(widgets.VBox):
     def close(self) -> None:
         """Close the widget and cancel its work in the worker process (compile-today,
         measuring, find fastest stop at once; their panels say so). Other Explorers' work goes
-        on; the worker process ends with the last Explorer."""
+        on; the worker process ends with the last Explorer. A change still waiting for its
+        debounce is dropped."""
+        self._debouncer.cancel()
         self.controller.long_work.close()
         super().close()
 

@@ -402,6 +402,21 @@ def test_debounce_without_an_event_loop_uses_a_timer(small, monkeypatch) -> None
     assert not timers.pending  # the read cancelled its timer
 
 
+def test_a_change_waiting_for_its_debounce_is_dropped_when_the_explorer_closes(small, monkeypatch) -> None:
+    from hierviz.widget import debounce
+
+    timers = ManualTimers()
+    use_timers(monkeypatch, debounce, timers)
+    model, inputs, _ = small
+    ex = Explorer(model, inputs, debounce=0.05)
+    runs = len(ex.history)
+    ex.controls["min_block_size"].value = 2
+    assert len(timers.pending) == 1
+    ex.close()
+    assert not timers.pending and ex.scheduled is None  # no re-partition after close
+    assert len(ex.controller.runs) == runs
+
+
 def test_debounce_on_a_running_event_loop(small) -> None:
     model, inputs, _ = small
 
