@@ -213,7 +213,7 @@ def background_bench(model_name: str, changes: int) -> None:
         ex = hv.explore(gm, inputs, debounce=0, name=model_name, min_block_size=1)
         if mode == "thread":  # upstream's partitioner in a thread of this process
             ex.controller.long_work = LongWork(gm, inputs, in_worker=False)
-            ex._start_compile_today()
+            ex.compile_today.start()
         ex.compile_today_thread.join()  # the worker started, the first line shown
         counts, totals, busy = [], [], 0
         for size in sizes:
@@ -341,7 +341,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
         if "this process" in label:
             ex.controller.long_work = LongWork(gm, inputs, in_worker=False)
         # else: a fresh worker (the last run's Explorer closed), with this run's TorchInductor cache
-        ex._start_compile_today()
+        ex.compile_today.start()
         ex.compile_today_thread.join()
         search = None
         if label.startswith("find fastest"):

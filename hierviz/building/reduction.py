@@ -60,7 +60,7 @@ def same_failure(a: Signature, b: Signature) -> bool:
     if not (a.cut or b.cut):
         return a.text == b.text
     short, long = sorted((a, b), key=lambda s: len(s.text))
-    return long.text.startswith(short.text) if short.cut else False
+    return short.cut and long.text.startswith(short.text)
 
 
 class _NotAPart(Exception):

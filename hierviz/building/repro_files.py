@@ -230,8 +230,7 @@ COMPILE_MAIN = '''def main():
         names = [n.name for n in ep.graph.nodes]
         # a conversion's line starts with its class; pybind says what it was invoked with lines below the first
         seen = masked(" ".join([line, str(exc), *errors.lines]), names)
-        words = re.findall(r"[A-Za-z_]\\w+", WANTED[2].rstrip("\u2026"))[:-1] if WANTED[2].endswith("\u2026") \\
-            else re.findall(r"[A-Za-z_]\\w+", WANTED[2])
+        words = re.findall(r"[A-Za-z_]\\w+", WANTED[2])  # a line hierviz cut is kept to its last whole word
         traceback.print_exc()
         print(f"Failed at {stage} with {line}" if stage == "convert" else f"Failed at {stage} with "
               f"{type(exc).__name__}: {line}")

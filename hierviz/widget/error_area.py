@@ -43,7 +43,7 @@ class ErrorArea:
     def refuse(self, message: str) -> None:
         """A control refused a value: say so (until the next change)."""
         self.messages["control"] = message
-        self.guard(self.show)()
+        guarded(self.show, "Explorer", self.internal_errors, self._file)()
 
     def _file(self, message: str, internal: bool) -> None:
         if internal:

@@ -438,10 +438,6 @@ class Explorer(widgets.VBox):
         return self.numerics_check.check()
 
     # ------------------------------------------------------------------ find fastest
-    def _start_compile_today(self) -> None:
-        """Make the "torch_tensorrt.compile today" line of the shown settings in the background."""
-        self.compile_today.start()
-
     def _stats(self) -> str:
         """The stats panel for the shown settings (the builds line when "build engines" is on)."""
         return self.controller.stats(bool(self.controls["measure"].value), bool(self.controls["build"].value))

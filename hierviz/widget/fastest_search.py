@@ -45,7 +45,7 @@ class FastestSearch:
             return self.job.thread
         if base is None:
             raise ConfigError("the shown settings are invalid; fix them before searching from them.")
-        options = {"measure": MEASURE, **tune_options}
+        options = {"measure": dict(MEASURE), **tune_options}  # the search's own: the default is never shared
         self.result = None
         self.apply_button.disabled = True
         self.panel.value = panels.fastest_html(None, f"searching (up to {budget} settings) ...")

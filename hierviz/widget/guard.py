@@ -8,7 +8,6 @@ button handler and timer callback with `guarded`.
 
 from __future__ import annotations
 
-import functools
 import logging
 import traceback
 from typing import Any, Callable
@@ -32,7 +31,6 @@ def guarded(fn: Callable[..., Any], who: str, internal_errors: list[BaseExceptio
     and an error of its own is logged and kept, never raised. `who` names the widget in the log."""
     name = getattr(fn, "__name__", "callback")
 
-    @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> Any:
         result = None
         try:
