@@ -220,6 +220,12 @@ NOT_PICKLABLE: tuple[type[Exception], ...] = (pickle.PicklingError, TypeError, A
                                               RuntimeError)
 
 
+# meta['tensor_meta'] with symbolic sizes does not pickle: it is made again from meta['val'] when
+# unpacked (Torch-TensorRT's validators read it: without it, bitwise_and of a dynamic graph was
+# refused in the explorer's worker and kept in TensorRT in the kernel)
+_TENSOR_META_FROM_VAL = "hierviz_tensor_meta_from_val"
+
+
 def _pack_meta(meta: dict, symbols: dict) -> dict:
     out: dict[str, Any] = {}
     for key, value in meta.items():
@@ -229,9 +235,28 @@ def _pack_meta(meta: dict, symbols: dict) -> dict:
         try:
             pickle.dumps(value)
         except NOT_PICKLABLE:  # meta that does not pickle (original_aten, ...) stays behind
+            if key == "tensor_meta":
+                out[_TENSOR_META_FROM_VAL] = True
             continue
         out[key] = value
     return out
+
+
+def _tensor_meta(val: Any) -> Any:
+    """meta['tensor_meta'] of a value, as torch.fx's ShapeProp makes it (None: no tensor in it)."""
+    from torch.fx.node import map_aggregate
+    from torch.fx.passes.shape_prop import _extract_tensor_metadata
+
+    found = []
+
+    def one(v: Any) -> Any:
+        if isinstance(v, torch.Tensor):
+            found.append(v)
+            return _extract_tensor_metadata(v)
+        return v
+
+    made = map_aggregate(val, one)
+    return made if found else None
 
 
 def pack_graph(gm: GraphModule) -> dict[str, Any]:
@@ -265,6 +290,10 @@ def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModul
             continue
         node = graph.create_node(op, _unpack_target(target), args, kwargs, name=name)
         node.meta.update(meta)
+        if node.meta.pop(_TENSOR_META_FROM_VAL, False) and node.meta.get("val") is not None:
+            made = _tensor_meta(node.meta["val"])
+            if made is not None:
+                node.meta["tensor_meta"] = made
         env[name] = node
     root = torch.nn.Module()
     for path, value in data["attrs"].items():

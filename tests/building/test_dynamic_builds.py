@@ -6,6 +6,7 @@ from __future__ import annotations
 import inspect
 import json
 import os
+import pickle
 import subprocess
 import sys
 from pathlib import Path
@@ -163,3 +164,31 @@ def test_the_workers_copy_of_a_graph_keeps_its_dynamic_dimensions():
     assert profile_text(sub2) == profile_text(sub) == "x: (1,3,16,16) → (4,3,16,16) → (8,3,16,16)"
     assert build_key(sub2, None) == build_key(sub, None)
     assert [n.name for n in again.graph.graph.nodes] == [n.name for n in part.graph.graph.nodes]
+
+
+class _MaskedSum(torch.nn.Module):
+    """A boolean mask made with `&` (aten.bitwise_and.Tensor, whose Torch-TensorRT validator reads
+    meta['tensor_meta']) on a dynamic batch."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        mask = (x > 0) & (x < 1)
+        return (x * mask).relu() + 1
+
+
+def test_the_workers_copy_of_a_dynamic_graph_partitions_as_the_kernel_does():
+    """tensor_meta of symbolic sizes does not pickle: the copy makes it again from meta['val'], so
+    the validator that reads it keeps the node where the kernel keeps it (before, the worker's
+    copy sent bitwise_and to PyTorch and its build showed engines the kernel's partition lacks)."""
+    x = torch.randn(4, 8)
+    part = hv.partition(_MaskedSum().eval(), (x,), min_block_size=1, dynamic_shapes=({0: Dim("batch", min=2, max=16)},))
+    copy = unpack_graph(pickle.loads(pickle.dumps(pack_graph(part.graph))))
+    again = hv.partition(copy, config=part.config)
+    ands = [n.name for n in part.graph.graph.nodes if n.target is torch.ops.aten.bitwise_and.Tensor]
+    assert ands and all(part.backend_of(n) == "tensorrt" for n in ands)
+    assert [(n, again.backend_of(n)) for n in ands] == [(n, part.backend_of(n)) for n in ands]
+    assert [sg.tag for sg in again.subgraphs] == [sg.tag for sg in part.subgraphs]
+    kept = {n.name: n.meta["tensor_meta"] for n in copy.graph.nodes if "tensor_meta" in n.meta}
+    for n in part.graph.graph.nodes:
+        if "tensor_meta" in n.meta and n.op == "call_function":
+            assert kept[n.name].dtype == n.meta["tensor_meta"].dtype
+            assert str(kept[n.name].shape) == str(n.meta["tensor_meta"].shape)
