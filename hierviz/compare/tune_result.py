@@ -12,6 +12,7 @@ from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 from hierviz.compare.rows import partition_of
 from hierviz.latency.measurement import ci_text
+from hierviz.latency.speedup_claim import clear_gain
 from hierviz.partitioner import MultiGraphPartition, Partition
 
 STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", "failed", "invalid")
@@ -21,18 +22,21 @@ NO_WINNER = "no setting beat eager nn.Module here"
 def pick_best(trials: pd.DataFrame) -> tuple[int | None, int | None]:
     """(crowned, fastest): `fastest` is the fastest trial that qualifies (status "measured",
     outputs match, no fallbacks: "nothing accelerated", "pruned", "mismatch" ... never do);
-    `crowned` the fastest of those whose speed-up interval against eager lies above 1.0
-    (`speedup_ci` low > 1), None when no trial's does."""
+    `crowned` the one to measure again: the fastest of those whose speed-up interval against
+    eager (`speedup_ci`) claims a speed-up (hierviz.latency.speedup_claim), else (every interval
+    too wide: the eager time taken at the start was busy) the fastest whose interval lies above
+    1.0; None when no trial's does. The final measurement, timed interleaved, decides the claim."""
     ok = trials[trials["status"] == "measured"]
     ok = ok[ok["outputs_match"].astype("boolean").fillna(False) & (ok["fallbacks"].fillna(0) == 0)]
     if not len(ok):
         return None, None
     ok = ok.sort_values(["median_ms", "trial"])
     fastest = int(ok.iloc[0]["trial"])
-    low = ok["speedup_ci"].map(lambda ci: ci[0] if isinstance(ci, tuple) else float("nan")) \
-        if "speedup_ci" in ok.columns else pd.Series(float("nan"), index=ok.index)
-    above = ok[low > 1.0]
-    return (int(above.iloc[0]["trial"]) if len(above) else None), fastest
+    cis = ok["speedup_ci"] if "speedup_ci" in ok.columns else pd.Series(None, index=ok.index, dtype=object)
+    claimed = ok[cis.map(lambda ci: isinstance(ci, tuple) and clear_gain(ci)).astype(bool)]
+    above = ok[cis.map(lambda ci: isinstance(ci, tuple) and ci[0] > 1.0).astype(bool)]
+    pick = claimed if len(claimed) else above
+    return (int(pick.iloc[0]["trial"]) if len(pick) else None), fastest
 
 
 @dataclass

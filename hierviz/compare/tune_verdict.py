@@ -7,6 +7,7 @@ from typing import Any
 
 from hierviz.compare.tune_result import NO_WINNER, TuneResult
 from hierviz.latency.measurement import ci_text, wide_baseline_note
+from hierviz.latency.speedup_claim import clear_gain
 
 
 def judge(result: TuneResult, against: str, baselines: dict[str, Any]) -> None:
@@ -16,7 +17,7 @@ def judge(result: TuneResult, against: str, baselines: dict[str, Any]) -> None:
     measurement's too: `baselines` takes its eager figure."""
     m, trial = result.best_measurement, result.best_trial
     ci = getattr(m, "speedup_ci", None)
-    result.beat_eager = m is not None and ci is not None and ci[0] > 1.0
+    result.beat_eager = m is not None and clear_gain(ci)
     figure = f"{m.speedup:.2f}x ({ci_text(ci)})" if m is not None and m.speedup and ci else ""
     if result.beat_eager:
         who = "the default setting" if trial == 0 else f"trial {trial}"

@@ -51,6 +51,7 @@ from hierviz.compare.tune_trial import (FULL, Outcome, copy_outcome, final_measu
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.measurement import ci_text, wide_baseline_note
+from hierviz.latency.speedup_claim import clear_gain
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
 
@@ -437,10 +438,10 @@ class _TuneRun:
 
     def crown(self, result: TuneResult, crowned: int) -> int | None:
         """Measure the fastest trial again (timed interleaved with the baseline); it is best
-        when that measurement's speed-up interval lies above 1.0."""
+        when that measurement's speed-up interval claims a speed-up (latency.speedup_claim)."""
         m = final_measure(self.gm, self.configs[crowned], self.example_inputs, self.dev, self.options, self.notes)
         ci = getattr(m, "speedup_ci", None)
-        if m is not None and (ci is None or ci[0] > 1.0 or getattr(m, "baseline_ms", None) is None):
+        if m is not None and (ci is None or clear_gain(ci) or getattr(m, "baseline_ms", None) is None):
             result.best, result.best_trial, result.best_measurement = self.configs[crowned], crowned, m
             return crowned
         self.notes.append(f"trial {crowned} looked faster than {self.against} but not when measured again"

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.latency.speedup_claim import difference
 from hierviz.latency.timing import CI_LEVEL, NOISY_CV, WIDE_SPREAD, Stats
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -61,13 +62,13 @@ class Measurement:
     model the partition's graph was captured from, or `model=`), timed the same way in the same
     call; `speedup` = baseline_ms / median_ms, and `speedup_ci` its 95% confidence interval
     (low, high), a bootstrap over both sets of timed samples (hierviz.latency.timing.
-    speedup_interval): the split model is faster than eager only when `low > 1` (`verdict`
-    says it in words). Every timing keeps its samples (`timing`, `eager_timing`,
-    `baseline_timing`: Stats with `samples_ms`). `graph_eager_ms` is the captured aten graph run
-    eagerly (the baseline itself when there is no nn.Module, e.g. for a GraphModule), and
-    `torch_compile_ms` the whole model through torch.compile when asked for (`torch_compile_s`
-    its compile time). `compile_s` is the
-    time spent compiling in this call (cache hits cost nothing); `compile_state` says per backend
+    speedup_interval): the split model is faster than eager only when that interval is narrow and
+    clear of 1.0 (hierviz.latency.speedup_claim; `verdict` says it in words). Every timing keeps
+    its samples (`timing`, `eager_timing`, `baseline_timing`: Stats with `samples_ms`).
+    `graph_eager_ms` is the captured aten graph run eagerly (the baseline itself when there is
+    no nn.Module, e.g. for a GraphModule), and `torch_compile_ms` the whole model through
+    torch.compile when asked for (`torch_compile_s` its compile time). `compile_s` is the time
+    spent compiling in this call (cache hits cost nothing); `compile_state` says per backend
     whether that compile was "cold" or "warm" (the backend's own on-disk caches, e.g. TensorRT's
     timing/runtime cache or TorchInductor's FX graph cache, already existed) or "cached".
     `per_subgraph` has one row per subgraph, each timed on its own with the inputs it receives in
@@ -118,7 +119,7 @@ class Measurement:
     @property
     def verdict(self) -> str:
         """'faster than eager', 'slower than eager' or 'no clear difference from eager', from
-        where `speedup_ci` lies against 1.0 ('not compared with eager' without a baseline),
+        `speedup_ci` by hierviz.latency.speedup_claim ('not compared with eager' without a baseline),
         flagged when the eager baseline's own spread is wide (`baseline_wide`); led by
         'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
         return self.verdict_for(self.speedup_ci)
@@ -280,13 +281,15 @@ def ci_text(ci: tuple[float, float] | None) -> str:
 
 
 def verdict(ci: tuple[float, float] | None, against: str = "eager", *, wide: bool = False) -> str:
-    """What a speed-up interval says: faster (low > 1), slower (high < 1) or no clear
-    difference; `wide`: the baseline's own spread is wide, said after it."""
-    if ci is None:
+    """What a speed-up interval says: faster, slower or no clear difference, by the one rule of
+    hierviz.latency.speedup_claim (a narrow interval clear of 1.0 by 5%); `wide`: the baseline's
+    own spread is wide, said after it."""
+    said = difference(ci)
+    if said == "unknown":
         return f"not compared with {against}"
-    if ci[0] > 1.0:
+    if said == "faster":
         text = f"faster than {against}"
-    elif ci[1] < 1.0:
+    elif said == "slower":
         text = f"slower than {against}"
     else:
         text = f"no clear difference from {against}"
