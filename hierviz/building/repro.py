@@ -272,8 +272,8 @@ def exported_model(part: "Partition") -> torch.fx.GraphModule:
     if model is None or getattr(graph, "_in_spec", None) is None:
         raise ConfigError("Builds.repro(): the lowered graph fails in PyTorch, and its repro is made from the model "
                           "exported before Torch-TensorRT's lowering, but the model this partition was captured from "
-                          "is not reachable (a saved or loaded partition, a graph given as a GraphModule, or the "
-                          "model was deleted): call hv.partition(model, example_inputs, ...).build().repro() in this "
+                          "is not reachable (a saved or loaded partition, or a graph given as a GraphModule whose "
+                          "model is gone): call hv.partition(model, example_inputs, ...).build().repro() in this "
                           "process.")
     if isinstance(model, torch.export.ExportedProgram):
         ep = model

@@ -1,36 +1,39 @@
 """The last `build()` of each partition: what its report and blockers show when no `builds=` is given.
 
-A partition never changes after it is returned, so what its last `build()` found is not kept on it: it is
-kept here, keyed by the partition's identity (held weakly, so it goes when the partition goes), the one place
-that says whose build it is. `Partition.build()` / `MultiGraphPartition.build()` record it; `report()` and
-`Partition.blockers()` read it only when called without `builds=`. Builds made another way
-(`hierviz.building.build_partition.build`, as the explorer's worker runs them) are recorded nowhere: their
-caller passes them as `builds=` where it wants them shown.
+A partition never changes after it is returned: what its last `build()` found is not part of what it
+answers for itself. It is kept in a private slot of the partition, read and written only here, the one
+place that says whose build it is, with the partition's identity (a copy of the partition was not built).
+Not in a WeakKeyDictionary keyed by the partition: the builds refer back to their partition
+(`Builds.partition`), so such an entry would never let the partition go, nor the model it keeps.
+`Partition.build()` / `MultiGraphPartition.build()` record it; `report()` and `Partition.blockers()` read
+it only when called without `builds=`. Builds made another way (`hierviz.building.build_partition.build`,
+as the explorer's worker runs them) are recorded nowhere: their caller passes them as `builds=` where it
+wants them shown.
 """
 
 from __future__ import annotations
 
 import threading
-import weakref
 from typing import Any, TypeVar
 
 T = TypeVar("T")
 
-_LAST: weakref.WeakKeyDictionary[object, Any] = weakref.WeakKeyDictionary()
+_SLOT = "_hierviz_last_build"  # on the partition: (id of the partition that was built, its builds)
 _LOCK = threading.Lock()
 
 
 def remember(part: object, builds: T) -> T:
     """Record `builds` (hv.Builds) as `part`'s last build() and return it."""
     with _LOCK:
-        _LAST[part] = builds
+        setattr(part, _SLOT, (id(part), builds))
     return builds
 
 
 def last_build(part: object) -> Any:
     """`part`'s last build() (hv.Builds), or None when it was never built through its own build()."""
     with _LOCK:
-        return _LAST.get(part)
+        built, builds = getattr(part, _SLOT, (None, None))
+    return builds if built == id(part) else None
 
 
 __all__ = ["remember", "last_build"]

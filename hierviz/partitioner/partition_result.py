@@ -19,7 +19,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz.foundation.arguments import check_bool
-from hierviz.capturing.aten_capture import capture_notes
+from hierviz.capturing.aten_capture import capture_notes, source_of
 from hierviz.settings.config import Config, derive
 from hierviz.settings.setting_values import parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
@@ -69,6 +69,9 @@ class Partition:
     def _start(self, graph: GraphModule, config: Config, result: EngineResult, engine: str | None,
                module: GraphModule | None, notes: tuple[str, ...]) -> None:
         self.graph = graph
+        # the model the graph was captured from, held so that it lives as long as the partition (hv.partition(
+        # Model(), x) keeps it for repro() and hv.measure's eager baseline); its weights are the graph's own
+        self._model = source_of(graph)
         if engine is not None and engine != config.engine:  # the engine that made it is part of its settings
             config = derive(config, {"engine": engine}, together=False)
         self.config = config

@@ -49,10 +49,17 @@ def test_a_broken_lowering_reduces_to_the_last_row_write_before_lowering():
     assert "aten.slice_scatter.default(" in text and ", 1, -1, 0)" in text  # what the lowering made of it
 
 
-def test_a_run_failure_whose_model_is_gone_says_so():
-    model, builds = _last_row_builds()
-    del model
+def test_the_one_liner_partition_keeps_its_model_for_the_repro():
+    builds = hv.partition(LastRowWrite().eval(), torch.randn(2, 4), min_block_size=1).build(fix=False)
     gc.collect()
+    repro = builds.repro()
+    assert repro.nodes == ("select_scatter",) and (repro.stage, repro.error) == ("run", SLICE)
+
+
+def test_a_run_failure_of_a_graph_whose_model_is_gone_says_so():
+    graph = hv.capture(*made(LastRowWrite, 2, 4))  # a graph given: it does not keep the model
+    gc.collect()
+    builds = hv.partition(graph, min_block_size=1).build(fix=False)
     with pytest.raises(hv.ConfigError, match=r"the model this partition was captured from is not reachable .* call "
                                              r"hv.partition\(model, example_inputs, \.\.\.\)\.build\(\)\.repro\(\)"):
         builds.repro()

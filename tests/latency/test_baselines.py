@@ -5,6 +5,7 @@ the model is never changed, even in train mode."""
 from __future__ import annotations
 
 import copy
+import gc
 
 import pytest
 import torch
@@ -68,3 +69,44 @@ def test_torch_compile_baseline() -> None:
     assert tc.error is None and tc.median_ms > 0 and tc.compile_s > 0
     with torch.no_grad():
         torch.testing.assert_close(tc.outputs, model(*inputs))
+
+
+CALLS: list[int] = []
+
+
+class Counted(torch.nn.Module):
+    """Net, counting its forward calls (the eager baseline's, once captured); `graphs=2` breaks its graph."""
+
+    def __init__(self, graphs: int = 1) -> None:
+        super().__init__()
+        self.net, self.graphs = Net(), graphs
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        CALLS.append(1)
+        y = self.net(x)
+        if self.graphs == 2:
+            torch._dynamo.graph_break()
+        return y * 2
+
+
+def test_the_eager_baseline_of_a_one_liner_partition_is_the_model() -> None:
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 3, 8, 8),)
+    part = hv.partition(Counted().eval(), inputs, priority=("exact",), support={"exact": EXACT}, min_block_size=1)
+    gc.collect()
+    CALLS.clear()
+    m = hv.measure(part, inputs, device="cpu", warmup=1, iters=5, compilers={"exact": exact})
+    assert len(CALLS) >= 6  # the model itself ran: its warmup and timed calls
+    assert m.eager_timing is not m.baseline_timing and m.speedup is not None
+
+
+@pytest.mark.slow
+def test_the_eager_baseline_of_a_one_liner_graph_by_graph_partition_is_the_model() -> None:
+    torch.manual_seed(0)
+    inputs = (torch.randn(1, 3, 8, 8),)
+    part = hv.partition(Counted(graphs=2).eval(), inputs, ir="torch_compile", priority=("inductor",),
+                        support={"inductor": hv.support.inductor()}, min_block_size=1)
+    assert len(part.graphs) == 2
+    gc.collect()
+    m = hv.measure(part, inputs, device="cpu", warmup=1, iters=3, per_subgraph=False)
+    assert m.baseline_ms is not None and m.speedup is not None and m.outputs_match is True

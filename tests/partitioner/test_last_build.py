@@ -1,5 +1,5 @@
 """A partition is not changed by a build: what a build adds to its blockers and report is passed as `builds=`,
-or is its own last `build()`, kept in hierviz.partitioner.last_build keyed by the partition (held weakly)."""
+or is its own last `build()`, kept by hierviz.partitioner.last_build on the partition."""
 
 from __future__ import annotations
 
@@ -78,3 +78,30 @@ def test_the_last_build_goes_with_its_partition():
     del part, builds
     gc.collect()
     assert held() is None
+
+
+class Built(Failed):
+    """As part.build()'s hv.Builds: it refers back to the partition it built."""
+
+    def __init__(self, part: hv.Partition) -> None:
+        super().__init__(part.subgraphs[0].tag)
+        self.partition = part
+
+
+def test_a_last_build_that_refers_to_its_partition_goes_with_it():
+    part = made()
+    builds = Built(part)
+    remember(part, builds)
+    assert last_build(part) is builds
+    held, held_builds = weakref.ref(part), weakref.ref(builds)
+    del part, builds
+    gc.collect()
+    assert held() is None and held_builds() is None
+
+
+def test_a_copy_of_a_built_partition_was_not_built():
+    import copy
+
+    part = made()
+    remember(part, Built(part))
+    assert last_build(copy.copy(part)) is None

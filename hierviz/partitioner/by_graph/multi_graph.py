@@ -26,7 +26,7 @@ from hierviz.foundation.arguments import check_bool
 from hierviz.settings.config import Config, derive
 from hierviz.support.sources import ops as support_ops
 from hierviz.support.support_map import SupportMap
-from hierviz.capturing.aten_capture import check_ir
+from hierviz.capturing.aten_capture import check_ir, source_of
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
@@ -88,6 +88,7 @@ class MultiGraphPartition:
     def _setup(self, capture: DynamoCapture, graphs: list[Partition], config: Config,
                notes: tuple[str, ...] = ()) -> None:
         self.capture = capture
+        self._model = source_of(capture)  # kept while the partition lives (as Partition does)
         self.graphs = list(graphs)
         self.breaks: tuple[GraphBreak, ...] = capture.breaks
         self.config = config
