@@ -71,6 +71,18 @@ class SavedModelNotFoundError(HiervizError, FileNotFoundError):
         return str(self.args[0])
 
 
+class CustomOpUnavailable(HiervizError, ImportError):
+    """A graph read back as data (the capture cache, the explorer's worker, a sweep's process, a
+    Ray task, a saved model) names a custom op this process cannot register: `op` its name
+    ('ns::op'), `module` the module that registered it where the graph was made (None: it was
+    defined in `__main__`). An ImportError too, as unpickling a class that is not there is."""
+
+    def __init__(self, message: str, op: str | None = None, module: str | None = None) -> None:
+        super().__init__(message)
+        self.op = op
+        self.module = module
+
+
 class PartitionCheckError(HiervizError, AssertionError):
     """hv.check: the partition breaks a limit (every broken limit with its figure, and the
     top blockers, in the message). An AssertionError too, so pytest reports it as a failure."""

@@ -31,6 +31,8 @@ from hierviz.capturing.cached_capture_check import CHECKED, cached_graph_holds, 
 from hierviz.capturing.export_failure import export_error
 from hierviz.capturing.inputs import as_args, check_capture_extras
 from hierviz.capturing.model_copy import private_copy, rng_preserved
+from hierviz.capturing.target_device import (DEFAULT_TARGET, TARGET_META, check_lowered, check_target_device, mark,
+                                             retrace_rules, target_key, with_target_rules)
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.foundation import torch_output
 from hierviz.support import stored_verdicts
@@ -202,19 +204,21 @@ def _warn_mutations(name: str, state: list[str], inputs: list[str]) -> None:
     )
 
 
-def _lower(ep: torch.export.ExportedProgram, name: str) -> GraphModule:
+def _lower(ep: torch.export.ExportedProgram, name: str, target: str = DEFAULT_TARGET) -> GraphModule:
     """Torch-TensorRT's lowering of an ExportedProgram that may be changed (torch's defaults
-    without it); warns when the model's in-place updates are dropped."""
+    without it), for `target` (hierviz.capturing.target_device); warns when the model's in-place
+    updates are dropped."""
     if trt.available():
         lowering = trt.lowering()
         settings = trt.default_settings()
         try:
             with trt.lowering_device():
                 ep = lowering.pre_export_lowering(ep, settings)
-                ep = ep.run_decompositions(lowering.get_decompositions(False))
+                ep = ep.run_decompositions(with_target_rules(lowering.get_decompositions(False), target, True))
                 state, inputs = _mutations(ep)
                 _unshare(ep, state)
-                gm = lowering.post_lowering(ep.module(), settings)
+                with trt.adjusted_decompositions(retrace_rules(target)):
+                    gm = lowering.post_lowering(ep.module(), settings)
         except Exception as exc:
             raise CaptureError(
                 f"Torch-TensorRT's lowering failed: {type(exc).__name__}: {exc}\n"
@@ -223,14 +227,14 @@ def _lower(ep: torch.export.ExportedProgram, name: str) -> GraphModule:
             ) from exc
     else:
         try:
-            ep = ep.run_decompositions()
+            ep = ep.run_decompositions(with_target_rules(torch.export.default_decompositions(), target, True))
             state, inputs = _mutations(ep)
             gm = _drop_updates(ep.module()) if state or inputs else ep.module()
         except Exception as exc:
             raise CaptureError(f"run_decompositions failed: {type(exc).__name__}: {exc}") from exc
     if state or inputs:
         _warn_mutations(name, state, inputs)
-    gm = _drop_guards(gm)
+    gm = mark(check_lowered(_drop_guards(gm), target, name), target)
     gm.meta[UPDATES] = (tuple(state), tuple(inputs))
     return gm
 
@@ -281,11 +285,11 @@ def capture_notes(graph: GraphModule) -> tuple[str, ...]:
 
 
 def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
-                    inputs_key: Any, cache: bool) -> GraphModule:
-    """Export and lower `model`, or take its capture from the disk cache (hierviz.capturing.disk_cache)
-    when the cached graph gives the model's outputs on the example inputs."""
+                    inputs_key: Any, cache: bool, target: str = DEFAULT_TARGET) -> GraphModule:
+    """Export and lower `model` for `target`, or take its capture from the disk cache
+    (hierviz.capturing.disk_cache) when the cached graph gives the model's outputs on the example inputs."""
     name = type(model).__name__
-    key = capture_key(model, inputs_key, _dims_key(dynamic_shapes)) \
+    key = capture_key(model, inputs_key, _dims_key(dynamic_shapes), target_key(target)) \
         if capture_cache.enabled(cache) and not isinstance(model, GraphModule) else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()
@@ -304,10 +308,12 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
                 gm.meta[NOTES] = (f"capture: from the disk cache ({store.folder}); {said}",)
                 return gm
             notes = (said,)
-    gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name)
+        elif store.not_read is not None:  # it names a custom op this process cannot register
+            notes = (store.not_read,)
+    gm = _lower(_export(private_copy(model), args, kwargs, dynamic_shapes), name, target)
     if store is not None and key is not None and (trt.available() or trt.installed_distribution() is None):
         # (an install that does not import lowered with torch's decompositions: not kept under its key)
-        record: dict[str, Any] = {UPDATES: updates_of(gm)}
+        record: dict[str, Any] = {UPDATES: updates_of(gm), TARGET_META: gm.meta[TARGET_META]}
         verdicts = record_verdicts(gm)
         if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
             stored_verdicts.attach(gm, verdicts)
@@ -334,7 +340,8 @@ def check_ir(ir: Any) -> str:
 
 @checked_arguments
 def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
-            kwargs: dict | None = None, cache: bool = True, ir: str = "dynamo") -> GraphModule | DynamoCapture:
+            kwargs: dict | None = None, cache: bool = True, ir: str = "dynamo",
+            target_device: str = DEFAULT_TARGET) -> GraphModule | DynamoCapture:
     """The aten-level graph Torch-TensorRT would partition for `model`.
 
     Accepts an `nn.Module`, an `ExportedProgram` or a `GraphModule`; a GraphModule that is not
@@ -353,8 +360,14 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     one per graph break, as a `hierviz.capturing.by_graph.dynamo_capture.DynamoCapture` (an nn.Module only; kept
     in memory like the rest, and on disk under the same kind of key: a new process reads it back
     without running torch.compile, and its `notes` say so).
+
+    `target_device="cuda"` (the default): the graph Torch-TensorRT lowers on a CUDA GPU, whatever
+    machine runs this (attention, recurrent layers: as the reference GPU's kernels decompose them,
+    hierviz.capturing.target_device); `"cpu"`: as lowered on a CPU. A graph given already lowered is
+    kept as it is.
     """
     check_ir(ir)
+    target = check_target_device(target_device)
     check_capture_extras(dynamic_shapes, kwargs)
     if not isinstance(cache, bool):
         raise ConfigError(f"hv.capture(cache=...) is True (keep captures on disk, the default) or False, "
@@ -376,7 +389,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
         if dynamic_shapes is not None:
             raise ConfigError("ir='torch_compile' captures with dynamic=False, as torch_tensorrt.compile("
                               "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
-    key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model), ir)
+    key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model), ir, target_key(target))
     try:
         per_model = _CACHE.setdefault(model, {})
     except TypeError:
@@ -387,7 +400,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
     gm: GraphModule | DynamoCapture
     with rng_preserved():
         if isinstance(model, torch.export.ExportedProgram):
-            gm = _lower(copy.deepcopy(model), "ExportedProgram")
+            gm = _lower(copy.deepcopy(model), "ExportedProgram", target)
         elif isinstance(model, GraphModule) and is_aten_graph(model):
             gm = _drop_guards(copy.deepcopy(model))
             if args and any("val" not in n.meta for n in gm.graph.nodes if n.op == "placeholder"):
@@ -395,13 +408,13 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
 
                 FakeTensorProp(gm).propagate(*args)
         elif ir == "torch_compile":
-            gm = capture_graphs(model, args, kwargs, key[:2], cache)
+            gm = capture_graphs(model, args, kwargs, key[:2], cache, target)
         elif isinstance(model, torch.nn.Module):
             needed = required_arguments(model) if not args and not kwargs else []
             if needed:
                 raise CaptureError(f"capture needs example_inputs for {type(model).__name__}: its forward takes "
                                    f"{', '.join(needed)}; e.g. hv.capture(model, (torch.randn(1, 3, 224, 224),))")
-            gm = _capture_module(model, args, kwargs, dynamic_shapes, key[:3], cache)
+            gm = _capture_module(model, args, kwargs, dynamic_shapes, key[:3], cache, target)
         else:
             raise CaptureError(
                 f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."

@@ -35,7 +35,7 @@ import torch
 
 from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.capturing.model_references import referenced, resolved
-from hierviz.errors import user_stacklevel
+from hierviz.errors import CustomOpUnavailable, user_stacklevel
 
 FORMAT = "hierviz-capture/2"  # /2: the modules moved into packages (pickled class paths changed)
 GRAPHS_FORMAT = "hierviz-graphs-capture/2"  # torch.compile's capture: several graphs and their values
@@ -115,6 +115,7 @@ class CaptureStore:
     def __init__(self, where: Path | None = None, max_bytes: int | None = None) -> None:
         self.folder = (where if where is not None else folder()) / "captures"
         self.max_bytes = limit() if max_bytes is None else max_bytes
+        self.not_read: str | None = None  # the capture's note when the last entry named a custom op not had here
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
@@ -136,11 +137,16 @@ class CaptureStore:
     def load(self, key: str, model: torch.nn.Module | None = None) -> tuple[torch.fx.GraphModule | None, dict]:
         """The cached graph and its stored graph meta, or (None, {}) when there is no entry.
         Weights stored as references are taken from `model` (the key says they are equal).
-        An entry that cannot be read is removed, with one CacheWarning."""
+        An entry that cannot be read is removed, with one CacheWarning; one whose custom op
+        cannot be registered here is kept, and `not_read` says which op."""
+        self.not_read = None
         try:
             entry = self._entry(key, FORMAT)
             gm = unpack_graph(dict(entry["graph"], attrs=resolved(entry["graph"]["attrs"], model)))
         except FileNotFoundError:
+            return None, {}
+        except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
+            self.not_read = self._op_note(exc)
             return None, {}
         except UNREADABLE as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
@@ -152,7 +158,9 @@ class CaptureStore:
                                                                                      Any] | None:
         """(graphs, tensors, payload) save_graphs kept under `key`, or None when there is no
         entry. Tensors stored as references are the model's own (shared where the capture
-        shared them). An entry that cannot be read is removed, with one CacheWarning."""
+        shared them). An entry that cannot be read is removed, with one CacheWarning; one whose
+        custom op cannot be registered here is kept, and `not_read` says which op."""
+        self.not_read = None
         try:
             entry = self._entry(key, GRAPHS_FORMAT)
             graphs = [unpack_graph(dict(g, attrs=resolved(g["attrs"], model))) for g in entry["graphs"]]
@@ -160,11 +168,17 @@ class CaptureStore:
             payload = entry["payload"]
         except FileNotFoundError:
             return None
+        except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
+            self.not_read = self._op_note(exc)
+            return None
         except UNREADABLE as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None
         self._used(key)
         return graphs, tensors, payload
+
+    def _op_note(self, exc: CustomOpUnavailable) -> str:
+        return f"capture: the cached capture was not used ({exc}), so the model was captured again"
 
     def unreadable(self, key: str, exc: BaseException) -> None:
         """Say (one CacheWarning) that the entry under `key` could not be used, and remove it."""

@@ -4,13 +4,15 @@ An exported graph cannot be pickled as it is (its op targets and fake tensors re
 `pack_graph` writes it as plain data: nodes with their names, op names and arguments,
 picklable meta, and `meta['val']` as meta-device tensors (symbolic sizes as their expressions,
 with each symbol's range and example size); `unpack_graph` rebuilds an equal graph (same node
-names, same partitions, the same dynamic dimensions in a ShapeEnv of its own). The Ray executor
-and the explorer's worker get graphs this way, and `CompiledModel.save` / `deploy.load` write
-and read them.
+names, same partitions, the same dynamic dimensions in a ShapeEnv of its own). The data names
+the module that registers each custom op of the graph, and `unpack_graph` imports it first
+(hierviz.capturing.custom_op_sources: Torch-TensorRT's, a library's or the user's ops read back in
+another process). The capture cache, the Ray executor, a sweep's processes and the explorer's
+worker get graphs this way, and `CompiledModel.save` / `deploy.load` write and read them.
 
 `fetch_attr`, `owner_of` and `set_path` read and build attributes along a dotted path
-(`"layer1.0.weight"`), creating the nested modules on the way. This module imports only torch
-and hierviz.errors.
+(`"layer1.0.weight"`), creating the nested modules on the way. This module imports only torch,
+hierviz.errors and hierviz.capturing.custom_op_sources.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from typing import Any
 import torch
 from torch.fx import Graph, GraphModule, Node
 
+from hierviz.capturing.custom_op_sources import op_sources, register_ops
 from hierviz.errors import ConfigError
 
 
@@ -242,7 +245,7 @@ def _pack_meta(meta: dict, symbols: dict) -> dict:
     return out
 
 
-def _tensor_meta(val: Any) -> Any:
+def tensor_meta_of(val: Any) -> Any:
     """meta['tensor_meta'] of a value, as torch.fx's ShapeProp makes it (None: no tensor in it)."""
     from torch.fx.node import map_aggregate
     from torch.fx.passes.shape_prop import _extract_tensor_metadata
@@ -273,11 +276,15 @@ def pack_graph(gm: GraphModule) -> dict[str, Any]:
             attrs[str(n.target)] = obj.detach() if isinstance(obj, torch.Tensor) else obj
         nodes.append((n.name, n.op, _pack_target(n.target), _pack_arg(n.args), _pack_arg(n.kwargs),
                       _pack_meta(n.meta, symbols)))
-    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen, "symbols": symbols}
+    return {"nodes": nodes, "attrs": attrs, "codegen": gm.graph._codegen, "symbols": symbols,
+            "ops": op_sources(gm)}
 
 
 def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModule:
-    """The GraphModule `pack_graph` described: same node names, ops, weights and meta."""
+    """The GraphModule `pack_graph` described: same node names, ops, weights and meta; the
+    modules that register its custom ops imported first (CustomOpUnavailable, an ImportError,
+    naming the op that cannot be had here)."""
+    register_ops(data.get("ops", {}))
     graph = Graph()
     env: dict[str, Node] = {}
     symbols = _Symbols(data["symbols"]) if data.get("symbols") else None
@@ -291,7 +298,7 @@ def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModul
         node = graph.create_node(op, _unpack_target(target), args, kwargs, name=name)
         node.meta.update(meta)
         if node.meta.pop(_TENSOR_META_FROM_VAL, False) and node.meta.get("val") is not None:
-            made = _tensor_meta(node.meta["val"])
+            made = tensor_meta_of(node.meta["val"])
             if made is not None:
                 node.meta["tensor_meta"] = made
         env[name] = node
@@ -315,4 +322,4 @@ def unpack_graph(data: dict[str, Any], example_inputs: Any = None) -> GraphModul
     return gm
 
 
-__all__ = ["pack_graph", "unpack_graph", "fetch_attr", "owner_of", "set_path", "symbol_values"]
+__all__ = ["pack_graph", "unpack_graph", "fetch_attr", "owner_of", "set_path", "symbol_values", "tensor_meta_of"]

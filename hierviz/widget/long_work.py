@@ -4,7 +4,9 @@ process keeps only the UI, the partitioning and the drawing.
 
 The process's one worker is started by the first job and sent each graph once. A job that cannot go there (its
 settings do not pickle, e.g. `hv.support.where(lambda ...)`; or the worker cannot load a
-function it names) runs in this process instead, and `notes[kind]` says why. A worker that
+function it names) runs in this process instead, and `notes[kind]` says why. A graph whose custom
+op the worker cannot register (defined in `__main__`: a notebook cell) is found out once, by the
+first job: every job on it then runs here, and its note names the op. A worker that
 dies, is killed or hangs fails its jobs with a WorkerError (a HiervizError, shown by the
 Explorer); the next job starts a fresh one. Each LongWork holds the worker through a handle of
 its own (`Worker.hold()`): `close()` (the Explorer's close) cancels only this LongWork's jobs, and
@@ -53,6 +55,7 @@ class LongWork:
         self._here_lock = threading.Lock()
         self._hold: Hold | None = None  # this LongWork's handle on the worker (made by its first job)
         self._hold_lock = threading.Lock()
+        self.kernel_only: str | None = None  # why no job on this graph can go to the worker (its custom op)
 
     @property
     def in_worker(self) -> bool:
@@ -86,13 +89,17 @@ class LongWork:
                    progress: Callable[..., None] | None = None) -> Any:
         """`payload`'s job in the worker; `here()` in this process when it cannot go there."""
         worker = self.worker
-        if worker is not None:
+        if self.kernel_only is not None:
+            self.notes[kind] = HERE + self.kernel_only
+        elif worker is not None:
             try:
                 got = self._held(worker).run(self.graph, self.example_inputs, kind, payload, progress)
                 self.notes.pop(kind, None)
                 return got
             except Unsendable as exc:
                 self.notes[kind] = HERE + str(exc)
+                if exc.op is not None:  # the graph itself cannot go: not tried again
+                    self.kernel_only = str(exc)
         else:
             self.notes[kind] = HERE + "the Explorer's worker is off"
         with self._here_lock:

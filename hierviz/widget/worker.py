@@ -5,9 +5,11 @@ The child is a fresh interpreter (running hierviz.widget.worker_main's `main()`,
 where forking a process that runs torch threads is not, and it never re-runs the user's
 script) in a session of its own, at a lower CPU priority (it calls `os.nice`, so its compilers,
 TorchInductor's g++ runs, inherit it). It is started by the first job and sent this process's
-`sys.path`; each graph (as plain data, hierviz/capturing/graph_codec.py) and its example inputs are sent
-once, before its first job, and dropped there when the graph is garbage-collected here; each
-job then carries only its settings. One worker serves the process (`Worker.shared()`); each
+`sys.path`; each graph (as plain data, hierviz/capturing/graph_codec.py, which names the modules
+that register its custom ops: the child imports them) and its example inputs are sent once,
+before its first job, and dropped there when the graph is garbage-collected here; each job then
+carries only its settings; a graph whose custom op is defined in `__main__` is not sent (Unsendable
+naming the op). One worker serves the process (`Worker.shared()`); each
 Explorer holds it through a `Hold` of its own (`worker.hold()`), whose `close()` cancels only that
 Explorer's jobs, and the child ends when the last hold is closed. Jobs run in the child one thread
 each, and what times runs alone there (worker_main.py); their answers, progress reports and a
@@ -37,6 +39,7 @@ from pathlib import Path
 from typing import Any, Callable, Sequence
 
 from hierviz.errors import HiervizError
+from hierviz.capturing.custom_op_sources import not_importable, unavailable_text
 from hierviz.capturing.graph_codec import pack_graph
 
 logger = logging.getLogger(__name__)
@@ -79,7 +82,12 @@ class JobCancelled(WorkerError):
 
 class Unsendable(Exception):
     """A job the worker cannot take (it does not pickle here, or the child cannot load it):
-    run it in this process instead; `str()` says why."""
+    run it in this process instead; `str()` says why. `op`: the graph's custom op the child
+    cannot register (defined in `__main__`), so no job on this graph can go there; else None."""
+
+    def __init__(self, message: str, op: str | None = None) -> None:
+        super().__init__(message)
+        self.op = op
 
 
 class _Job:
@@ -243,8 +251,12 @@ class Worker:
         if key in self._subjects:
             return self._subjects[key][0]
         number = next(self._ids)
+        packed = pack_graph(graph)
+        lost = not_importable(packed["ops"])
+        if lost:  # the child could not read the graph: said before it is sent
+            raise Unsendable(unavailable_text(lost), op=lost[0])
         try:
-            data = pickle.dumps((pack_graph(graph), example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
+            data = pickle.dumps((packed, example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
         except PICKLING_ERRORS as exc:  # e.g. inputs holding an object that does not pickle
             raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
         self._write((number, "graph", data))

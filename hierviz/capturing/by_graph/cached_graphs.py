@@ -14,22 +14,25 @@ from torch.fx import GraphModule
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.capture_key import capture_key, file_digest
 from hierviz.capturing.by_graph.dynamo_capture import NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
+from hierviz.capturing.target_device import DEFAULT_TARGET, TARGET_META, target_key
 
 
 def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inputs_key: Any,
-                   cache: bool) -> DynamoCapture:
+                   cache: bool, target: str = DEFAULT_TARGET) -> DynamoCapture:
     """torch.compile's capture of `model` (hierviz.capturing.by_graph.dynamo_capture), or the one kept on disk under
     the same key (hierviz.capturing.disk_cache: the model's code, weights, plain attributes, modes, the
-    inputs' structure, shapes and dtypes, the versions). An entry that cannot be read is a
+    inputs' structure, shapes and dtypes, the device it is lowered for, the versions). An entry that cannot be read is a
     CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
     function the forward calls, in a file the key does not cover) is stale: captured again, as
     its `notes` say. A capture that fails is not kept."""
-    key = capture_key(model, ("torch_compile", inputs_key), None) if capture_cache.enabled(cache) \
+    key = capture_key(model, ("torch_compile", inputs_key), None, target_key(target)) if capture_cache.enabled(cache) \
         else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()
     if store is not None and key is not None:
         entry = store.load_graphs(key, model)
+        if store.not_read is not None:  # it names a custom op this process cannot register
+            notes = (store.not_read,)
         if entry is not None:
             changed = [path for path, digest in dict(entry[2].get("files", {})).items()
                        if file_digest(path) != digest]
@@ -42,7 +45,7 @@ def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inp
                     return _unpacked(*entry, note=f"capture: from the disk cache ({store.folder})")
                 except capture_cache.UNREADABLE as exc:  # an entry of another shape: captured again
                     store.unreadable(key, exc)
-    captured = capture_by_graph_break(model, args, kwargs)
+    captured = capture_by_graph_break(model, args, kwargs, target)
     if store is not None and key is not None:
         store.save_graphs(key, *_packed(captured), model)
     return dataclasses.replace(captured, notes=notes) if notes else captured
@@ -80,9 +83,10 @@ def _packed(cap: DynamoCapture) -> tuple[list[GraphModule], dict[str, Any], dict
                 values.append(("value", value))
         fields = {f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in _OWN}
         graphs.append({"fields": fields, "values": values,
-                       "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ()))}})
+                       "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ())),
+                                      TARGET_META: g.graph.meta.get(TARGET_META, ())}})
     payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs,
-               "files": _traced_files(cap)}
+               "files": _traced_files(cap), "traced_for": cap.traced_for}
     return [g.graph for g in cap.graphs], tensors, payload
 
 
@@ -99,7 +103,8 @@ def _unpacked(graphs: list[GraphModule], tensors: dict[str, Any], payload: dict,
         gm.meta.update({k: v for k, v in record["graph_meta"].items() if v})
         out.append(DynamoGraph(graph=gm, example_inputs=example, **record["fields"]))
     return DynamoCapture(tuple(out), tuple(payload["breaks"]), str(payload["model"]),
-                         input_specs=tuple(payload["input_specs"]), notes=(note,))
+                         input_specs=tuple(payload["input_specs"]), notes=(note,),
+                         traced_for=tuple(payload.get("traced_for", ())))
 
 
 __all__ = ["capture_graphs"]
