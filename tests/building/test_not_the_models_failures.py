@@ -65,21 +65,21 @@ def test_out_of_memory_in_the_builder_is_a_build_error_never_stored_nor_fixed(ca
     assert again.ok and list(again.df["cached"]) == [False]
 
 
-def test_out_of_memory_while_the_graph_runs_is_a_build_error_not_a_run_failure(calls, monkeypatch):
+def test_out_of_memory_while_the_graph_runs_is_a_build_error_not_a_run_failure(calls):
     model, x = made(ConvNet, 1, 3, 8, 8)
     part = hv.partition(model, x, min_block_size=1)
-    real = torch.fx.Interpreter.run_node
 
-    def short_of_memory(self, n):
-        if n.op == "call_function":
-            raise torch.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
-        return real(self, n)
+    def short_of_memory(*args, **kwargs):
+        raise torch.OutOfMemoryError("CPU out of memory. Tried to allocate 2.00 GiB")
 
-    monkeypatch.setattr(torch.fx.Interpreter, "run_node", short_of_memory)
-    with pytest.raises(hv.BuildError) as caught:
+    # the kernel of the graph's relu runs out of memory, whichever way the graph is run
+    with torch.library._scoped_library("aten", "IMPL") as kernels, pytest.raises(hv.BuildError) as caught:
+        kernels.impl("relu", short_of_memory, "CPU")
         part.build()
     message = str(caught.value)
-    assert message.startswith("part.build(): out of memory while running the lowered graph in PyTorch at node ")
+    relu = next(n.name for n in part.graph.graph.nodes if n.target is torch.ops.aten.relu.default)
+    assert message.startswith("part.build(): out of memory while running the lowered graph in PyTorch at node "
+                              f"{relu} (OutOfMemoryError: CPU out of memory. Tried to allocate 2.00 GiB)")
     assert "nothing was stored" in message
     assert calls == []
     assert not any(EngineStore().folder.glob("run-*.json"))
