@@ -36,6 +36,7 @@ from hierviz.trt.build_errors import (OUT_OF_MEMORY, error_details, error_line, 
 from hierviz.trt.compilation_settings import conversion_settings
 from hierviz.trt.engine_build import EngineBuild
 from hierviz.trt.engine_file import TMP_PREFIX, EngineFile, serialize_engine
+from hierviz.trt.module_stacks import module_stacks_kept
 from hierviz.trt.loading import answer_cuda_queries, installed_variant, library_version, require
 from hierviz.trt.quiet_logging import QuietLogging
 from hierviz.trt.registry_lock import registry_held
@@ -88,7 +89,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         settings = conversion_settings(settings)
     name = label or "the subgraph"
     with _CONVERTING, registry_held(), answer_cuda_queries(), QuietLogging() as held, \
-            warnings.catch_warnings(record=True) as heard:
+            warnings.catch_warnings(record=True) as heard, module_stacks_kept(gm):
         warnings.simplefilter("always")  # every warning recorded (deduplicated below), none printed
         start = time.perf_counter()
         interpreter = None
