@@ -111,3 +111,56 @@ def test_the_cli_says_a_failed_export_in_one_line(tmp_path, capsys, monkeypatch)
     assert code == 2 and lines[-1].startswith("hierviz: error: torch.export failed")
     before = "\n".join(lines[:-1])
     assert "def forward" in before and "The following call raised this error" in before
+
+
+class Rows(nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+
+    def forward(self, x: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+        return self.lin(x).relu() * mask
+
+
+class ThreeRows(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x.reshape(3, -1) + 1  # fixes dimension 0 to 3
+
+
+@pytest.mark.parametrize("dim", [torch.export.Dim("b", max=8), torch.export.Dim("b", min=1, max=8),
+                                 torch.export.Dim.DYNAMIC])
+def test_a_dim_on_an_example_size_of_1_says_so_with_the_fix_on_the_first_line(dim) -> None:
+    x, mask = torch.randn(1, 4), torch.ones(1, 4)
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(Rows(), (x, mask), dynamic_shapes={"x": {0: dim}, "mask": None}, cache=False)
+    first = str(info.value).splitlines()[0]
+    name = "b" if dim is not torch.export.Dim.DYNAMIC else "Dim.DYNAMIC"
+    assert first == (f"torch.export failed for Rows: the dynamic dimension {name} (x.shape[0]) was specialized to "
+                     "its example size, 1 (torch.export fixes a size of 0 or 1): give an example input of size 2 or "
+                     "more along it.")
+    assert len(first) <= FIRST_LINE
+    hv.capture(Rows(), (torch.randn(2, 4), torch.ones(2, 4)), dynamic_shapes={"x": {0: dim}, "mask": {0: dim}},
+               cache=False)  # the fix works
+
+
+def test_every_specialized_dim_is_named_by_its_input() -> None:
+    b, s = torch.export.Dim("b", max=8), torch.export.Dim("s", max=8)
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(Rows(), (torch.randn(1, 4), torch.ones(1, 4)), dynamic_shapes=({0: b}, {0: b}), cache=False)
+    assert "the dynamic dimension b (x.shape[0], mask.shape[0]) was specialized" in str(info.value).splitlines()[0]
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(Rows(), (torch.randn(1, 1, 4), torch.ones(1, 1, 4)), dynamic_shapes=({0: b, 1: s}, None),
+                   cache=False)
+    assert str(info.value).splitlines()[0] == (
+        "torch.export failed for Rows: the dynamic dimensions b (x.shape[0]) and s (x.shape[1]) were specialized to "
+        "their example sizes, 1 and 1 (torch.export fixes a size of 0 or 1): give example inputs of size 2 or more "
+        "along them.")
+
+
+def test_a_dim_the_code_fixes_keeps_torchs_explanation_on_the_first_line() -> None:
+    with pytest.raises(hv.CaptureError) as info:
+        hv.capture(ThreeRows(), (torch.randn(3, 4),), dynamic_shapes={"x": {0: torch.export.Dim("b", max=8)}},
+                   cache=False)
+    first = str(info.value).splitlines()[0]
+    assert "You marked b as dynamic but your code specialized it to be a constant (3)" in first
+    assert len(first) <= FIRST_LINE

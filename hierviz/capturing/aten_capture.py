@@ -28,7 +28,7 @@ from hierviz.capturing.by_graph.cached_graphs import capture_graphs
 from hierviz.capturing.capture_key import capture_key
 from hierviz.capturing.by_graph.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture
 from hierviz.capturing.cached_capture_check import CHECKED, cached_graph_holds, checked_record
-from hierviz.capturing.export_failure import export_error
+from hierviz.capturing.export_failure import export_error, specialised_dims
 from hierviz.capturing.inputs import as_args, check_capture_extras
 from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.capturing.target_device import (DEFAULT_TARGET, TARGET_META, check_lowered, check_target_device, mark,
@@ -135,7 +135,8 @@ def _export(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_sh
             exported = torch.export.export(model, args, kwargs=kwargs, dynamic_shapes=dynamic_shapes, strict=False)
     except Exception as exc:  # whatever the model's forward or torch.export raised: the CaptureError's cause
         raise export_error(type(model).__name__, exc, dynamic_shapes=dynamic_shapes is not None,
-                           torch_output=printed.text(), hint=_dict_hint(model, args, kwargs)) from exc
+                           torch_output=printed.text(), hint=_dict_hint(model, args, kwargs),
+                           specialised=specialised_dims(model, args, kwargs, dynamic_shapes)) from exc
     torch_output.hold("torch.export", printed.text())  # what it printed meanwhile is held back, for --verbose
     return exported
 
@@ -268,7 +269,7 @@ def _unshare(ep: torch.export.ExportedProgram, names: list[str]) -> None:
             ep.state_dict[name] = torch.nn.Parameter(value.detach().clone(), requires_grad=value.requires_grad)
 
 
-def source_of(graph: GraphModule) -> Any:
+def source_of(graph: GraphModule | DynamoCapture) -> Any:
     """The model `graph` was captured from (an nn.Module or ExportedProgram), while it is
     alive; None for a graph hv.capture did not make. hv.measure times this model as the eager
     baseline, so `speedup` answers "how much faster than my model"."""

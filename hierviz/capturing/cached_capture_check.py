@@ -15,6 +15,7 @@ from torch.fx import GraphModule
 from hierviz.capturing.computation_trace import computation_digest
 from hierviz.capturing.graph_codec import fetch_attr
 from hierviz.capturing.model_copy import private_copy
+from hierviz.foundation import torch_output
 from hierviz.foundation.digests import digest, tensor_digest
 
 logger = logging.getLogger(__name__)
@@ -22,6 +23,7 @@ logger = logging.getLogger(__name__)
 
 CHECKED = "hierviz_checked"  # a capture entry's record of what it was checked against (`checked_record`)
 OUTPUTS_MAX_BYTES = 256 * 1024**2  # outputs larger than this are not kept (the entry is checked by running both)
+CHECK = "the capture cache's check"  # what torch printed meanwhile is held back under this name (--verbose)
 STALE = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
          "so the model was captured again")
 
@@ -138,7 +140,13 @@ def checked_record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs:
     """What a capture entry keeps so that a new process checks it cheaply: the graph's digest
     (`graph_digest`) and the model's `computation_digest`; for a model that cannot be
     traced on fake tensors, the graph's outputs on the example inputs instead (on the CPU; not
-    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them)."""
+    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them). What torch prints or
+    logs meanwhile (a meta kernel that refuses the fake run) is held back, for --verbose."""
+    with torch_output.held_back(CHECK, native=False):
+        return _record(model, gm, args, kwargs)
+
+
+def _record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict | None) -> dict:
     record: dict[str, Any] = {"graph": graph_digest(gm),
                               "computation": computation_digest(model, args, kwargs), "outputs": None}
     if record["computation"] is None:
@@ -162,7 +170,14 @@ def cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, arg
       the graph is stale;
     - else the graph's outputs then, against the model's now (one forward instead of two).
     Otherwise (an entry without a record, a graph changed since, a model that cannot be traced
-    now) both are run on the example inputs and compared, as they always were."""
+    now) both are run on the example inputs and compared, as they always were. What torch prints
+    or logs meanwhile is held back, for --verbose."""
+    with torch_output.held_back(CHECK, native=False):
+        return _holds(model, gm, record, args, kwargs)
+
+
+def _holds(model: torch.nn.Module, gm: GraphModule, record: Any, args: tuple,
+           kwargs: dict | None) -> tuple[bool, str]:
     if isinstance(record, dict) and record.get("graph") == graph_digest(gm):
         if record.get("computation") is not None:
             now = computation_digest(model, args, kwargs)

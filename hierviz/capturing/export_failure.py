@@ -2,6 +2,10 @@
 about 300 characters, with the user's file:line where torch gives one), a hint, and the way to
 see the model anyway: `ir="torch_compile"`, graph by graph.
 
+A dynamic dimension torch.export specialised says so on the first line: one whose example size is 0
+or 1 (torch.export fixes such a size, then refuses the Dim) is named with the fix, an example of size 2
+or more (`specialised_dims`); one the model's code fixed leads with torch's own explanation.
+
 torch's own message can be thousands of characters on its first line (SSDlite's data-dependent
 guard lists 90 symbols); it stays whole on `err.__cause__`, and what torch printed and logged
 meanwhile (the partial graph) on `err.torch_output` (hierviz.foundation.torch_output keeps it from the
@@ -10,10 +14,15 @@ screen; the CLI's --verbose shows both).
 
 from __future__ import annotations
 
+import inspect
 import os
 import re
 import sysconfig
 import traceback
+from dataclasses import dataclass
+from typing import Any, Mapping, Sequence
+
+import torch
 
 from hierviz.errors import CaptureError
 from hierviz.foundation.stack_traces import frames
@@ -82,16 +91,119 @@ def where(exc: BaseException) -> str | None:
     return f"{caused[1]} in {caused[2]}" if caused else None
 
 
+@dataclass(frozen=True)
+class SpecialisedDim:
+    """A dynamic dimension whose example size torch.export fixes: the Dim's name (or "Dim.DYNAMIC"),
+    where it is ("x.shape[0]") and the example's size there (0 or 1)."""
+
+    name: str
+    where: str
+    size: int
+
+
+def _dynamic(dim: Any, size: int) -> bool:
+    """Whether `dim` asks for a dynamic dimension that export refuses to specialise at `size`: a named
+    Dim (not derived) whose range holds it, or Dim.DYNAMIC; Dim.AUTO and Dim.STATIC specialise freely."""
+    if type(dim) is torch.export.Dim:
+        return int(getattr(dim, "min", 0) or 0) <= size
+    return getattr(dim, "type", None) is torch.export.Dim.DYNAMIC.type
+
+
+def _walk(path: str, value: Any, spec: Any, found: list[SpecialisedDim]) -> None:
+    """The dims of `spec` (dynamic_shapes for `value`, an input called `path`) on example sizes of 0 or 1."""
+    if isinstance(value, torch.Tensor):
+        axes = spec.items() if isinstance(spec, Mapping) else enumerate(spec) if isinstance(spec, (list, tuple)) else ()
+        for axis, dim in axes:
+            if isinstance(axis, int) and 0 <= axis < value.dim() and value.shape[axis] in (0, 1) \
+                    and _dynamic(dim, int(value.shape[axis])):
+                name = getattr(dim, "__name__", None) if type(dim) is torch.export.Dim else "Dim.DYNAMIC"
+                found.append(SpecialisedDim(str(name), f"{path}.shape[{axis}]", int(value.shape[axis])))
+    elif isinstance(value, (list, tuple)) and isinstance(spec, (list, tuple)):
+        for i, (v, s) in enumerate(zip(value, spec)):
+            _walk(f"{path}[{i}]", v, s, found)
+    elif isinstance(value, Mapping) and isinstance(spec, Mapping):
+        for key in spec:
+            if key in value:
+                _walk(f"{path}[{key!r}]", value[key], spec[key], found)
+
+
+def specialised_dims(model: Any, args: tuple, kwargs: dict | None, dynamic_shapes: Any) -> tuple[SpecialisedDim, ...]:
+    """The dynamic dimensions of `dynamic_shapes` (as torch.export takes them: by the forward's argument
+    names, or by position) whose example size is 0 or 1: torch.export fixes such a size, and then refuses a
+    named Dim or Dim.DYNAMIC on it. () when there is none, or the dynamic_shapes do not fit the inputs."""
+    if dynamic_shapes is None:
+        return ()
+    try:
+        bound = inspect.signature(model.forward).bind(*args, **(kwargs or {})).arguments
+    except (TypeError, ValueError):  # inputs the forward does not take: torch.export says so itself
+        return ()
+    if isinstance(dynamic_shapes, Mapping):
+        pairs = [(name, bound[name], spec) for name, spec in dynamic_shapes.items() if name in bound]
+    else:
+        pairs = list(zip(bound, bound.values(), dynamic_shapes))
+    found: list[SpecialisedDim] = []
+    for name, value, spec in pairs:
+        _walk(str(name), value, spec, found)
+    return tuple(found)
+
+
+def _range_conflict(exc: BaseException) -> bool:
+    """Whether torch.export refused the dynamic_shapes themselves: its constraint violation (a Dim the
+    trace specialised), or the ValueError it raises for a Dim hint's range conflict."""
+    from torch._dynamo.exc import UserError, UserErrorType
+
+    if isinstance(exc, UserError):
+        return exc.error_type is UserErrorType.CONSTRAINT_VIOLATION
+    raised_at = traceback.extract_tb(exc.__traceback__)
+    return type(exc) is ValueError and bool(raised_at) and \
+        f"{os.sep}torch{os.sep}_export{os.sep}" in raised_at[-1].filename
+
+
+def _and(items: Sequence[str]) -> str:
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _specialised_text(dims: Sequence[SpecialisedDim]) -> str:
+    """The first line's cause for dims torch.export fixed at their example size of 0 or 1, with the fix."""
+    by_name: dict[str, list[SpecialisedDim]] = {}
+    for d in dims:
+        by_name.setdefault(d.name, []).append(d)
+    named = [f"{name} ({', '.join(d.where for d in same)})" for name, same in by_name.items()]
+    sizes = [str(same[0].size) for same in by_name.values()]
+    if len(named) == 1:
+        return (f"the dynamic dimension {named[0]} was specialized to its example size, {sizes[0]} (torch.export "
+                "fixes a size of 0 or 1): give an example input of size 2 or more along it.")
+    return (f"the dynamic dimensions {_and(named)} were specialized to their example sizes, {_and(sizes)} "
+            "(torch.export fixes a size of 0 or 1): give example inputs of size 2 or more along them.")
+
+
+SPECIALISED_HINT = ("torch.export treats a dimension whose example size is 0 or 1 as that constant; with an example of "
+                    "size 2 or more (inside the Dim's range) it stays dynamic, and the graph takes every size the Dim "
+                    "allows.")
+
+
 def export_error(model_name: str, exc: BaseException, *, dynamic_shapes: bool = False,
-                 torch_output: str = "", hint: str | None = None) -> CaptureError:
+                 torch_output: str = "", hint: str | None = None,
+                 specialised: Sequence[SpecialisedDim] = ()) -> CaptureError:
     """The CaptureError for `exc`, raised by torch.export on `model_name` (raise it `from exc`):
     the first line is the cause, cut to FIRST_LINE characters, and where it happened; then the
     hint (`hint`, else one from the kind of failure), and (unless dynamic_shapes were given,
     which torch.compile's path does not take) that ir="torch_compile" shows the model graph by
     graph. `torch_output`, what torch printed and logged meanwhile, is kept on the error's
-    `torch_output`."""
+    `torch_output`. `specialised` (`specialised_dims`): when torch.export refused the
+    dynamic_shapes, the dims it fixed at an example size of 0 or 1 are the cause, with the fix; a
+    refusal without them leads with torch's explanation (its "- ..." lines), not its header."""
     lines = str(exc).strip().splitlines()
     first = " ".join(lines[0].split()) if lines else ""
+    conflict = _range_conflict(exc)
+    if conflict and specialised:
+        err = CaptureError(f"torch.export failed for {model_name}: {_specialised_text(specialised)}\n"
+                           f"Hint: {SPECIALISED_HINT}")
+        err.torch_output = torch_output
+        return err
+    explained = [" ".join(line.split())[2:] for line in lines if line.lstrip().startswith("- ")]
+    if conflict and explained:
+        first = " ".join(explained)
     at = where(exc)
     if at and len(at) > FIRST_LINE // 2:
         at = at[:FIRST_LINE // 2 - 3] + "..."
@@ -110,4 +222,4 @@ def export_error(model_name: str, exc: BaseException, *, dynamic_shapes: bool = 
     return err
 
 
-__all__ = ["FIRST_LINE", "export_error", "failure_hint", "where"]
+__all__ = ["FIRST_LINE", "SpecialisedDim", "export_error", "failure_hint", "specialised_dims", "where"]

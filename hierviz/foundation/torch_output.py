@@ -165,13 +165,14 @@ def native_output() -> Iterator[list[str]]:
 
 
 @contextlib.contextmanager
-def held_back(what: str) -> Iterator[None]:
-    """Nothing `what` prints shows (Python's stderr, torch's logging, C++ writes to the file
-    descriptors); all of it is `hold`-ed for --verbose when the block ends, however it ends."""
+def held_back(what: str, *, native: bool = True) -> Iterator[None]:
+    """Nothing `what` prints shows (Python's stderr, torch's logging, and with `native` C++ writes
+    to the file descriptors, every thread's); all of it is `hold`-ed for --verbose when the block
+    ends, however it ends."""
     said = KeptOutput()
     lines: list[str] = []
     try:
-        with kept() as said, native_output() as lines:
+        with kept() as said, (native_output() if native else contextlib.nullcontext(lines)) as lines:
             yield
     finally:
         hold(what, said.text() + "".join(f"{line}\n" for line in lines))
