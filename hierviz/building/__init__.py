@@ -8,7 +8,11 @@
     build_keys.py      what makes two builds the same engine: content, profile, settings, versions
     engine_store.py    built engines on disk under those keys, bounded and checked on read
     after_failure.py   what Torch-TensorRT really runs after a failure, per ir
-    engine_fix.py      ops moved to PyTorch until every engine builds, shown to build
+    engine_fix.py      the fix: ops moved to PyTorch or a setting Torch-TensorRT names, shown to build
+    fix_search.py      its candidates, each built once, and which fix is preferred
+    fix_trials.py      the builds it spends (a candidate's engines, a smallest failing part)
+    fix_cost.py        what a fix costs: ops moved out of TensorRT, accelerated ops, subgraphs
+    named_settings.py  the setting a Torch-TensorRT error names as its remedy (truncate_double)
     reduction.py       the smallest part of a failed subgraph that fails the same way
     repro.py           hv.Repro: that part, saved as a standalone repro (repro_files.py)
 """

@@ -10,6 +10,7 @@ conversion or build gets the ops that, moved to PyTorch, make every engine build
 from __future__ import annotations
 
 import dataclasses
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -17,11 +18,13 @@ from hierviz import trt
 from hierviz.building.after_failure import runs_instead
 from hierviz.building.build_row import BuildRow
 from hierviz.building.builds import Builds
-from hierviz.building.engine_fix import Fix, find_fix
+from hierviz.building.engine_fix import Fix, change_text, find_fix
+from hierviz.building.fix_cost import FixCost
+from hierviz.building.fix_trials import FixTrials
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
-from hierviz.errors import ConfigError, MeasureError, TensorRTUnavailableError
+from hierviz.errors import ConfigError, ConfigWarning, MeasureError, TensorRTUnavailableError
 from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.inputs import check as check_inputs
@@ -122,12 +125,7 @@ def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str,
     failing = [r.subgraph for r in rows if r.stage in FIXABLE]
     found = None
     if failing and fix:
-        def all_built(candidate: Any) -> bool:
-            return all(builder.build(getattr(candidate.module, tag), label=tag)[0].stage == "built"
-                       for tag in tensorrt_tags(candidate))
-
-        found = find_fix(part, failing, all_built, partition_graph, builds=lambda: builder.made,
-                         cached=lambda: builder.from_store)
+        found = find_fix(part, failing, FixTrials(builder), partition_graph)
         rows = [dataclasses.replace(r, fix=found.text) if r.stage in FIXABLE else r for r in rows]
     outside = failure if failure is not None and not any(r.stage == "run" for r in rows) else None
     return GraphBuild(tuple(rows), outside, found, tuple(notes))
@@ -162,7 +160,9 @@ def build(part: "Partition", *, trt_settings: Any = None, tf32: bool = False, fi
                   run_failures=((graph, got.outside),) if got.outside else (), notes=got.notes + builder.notes(),
                   fixed_partition=found.partition if found else None, fix_builds=found.builds if found else 0,
                   fix_cached=found.cached if found else 0, fix_tested=found.tried if found else 0,
-                  partition=part, subgraph_builder=builder)
+                  partition=part, subgraph_builder=builder,
+                  fix_settings=({**(trt_settings or {}), **found.settings} if found and found.settings else None),
+                  fix_cost=found.cost if found else None, fix_reductions=found.reductions if found else 0)
 
 
 def build_one(part: "Partition", dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
@@ -198,26 +198,41 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
             outside.append((label, got.outside))
         if any(r.stage in FIXABLE for r in got.rows):
             fixes.append(got.fix)
-    whole: frozenset[str] | None = None
-    text = ""
-    fixed = None
-    if fixes and all(f is not None and f.ops is not None for f in fixes):
-        whole = frozenset().union(*(f.ops for f in fixes if f is not None and f.ops is not None))
-        again = mp.repartitioned(mp.config.replace(torch_executed_ops=set(whole)))
-        kept = any(tensorrt_tags(g) for g in again.graphs)
-        if kept and all(builder.build(getattr(g.module, tag), label=tag)[0].stage == "built" for g in again.graphs
-                        for tag in tensorrt_tags(g)):
-            text = f"torch_executed_ops={sorted(whole)}: every engine of every graph builds"
-            fixed = again
-        else:
-            whole, text = None, ("each graph's fix builds alone, but not all of them together" if kept else
-                                 "each graph's fix builds alone, but together they leave no TensorRT engine")
+    whole, settings, text, fixed, cost = _together(mp, builder, fixes)
     return Builds(rows=tuple(rows), builder=name, on_cpu=on_cpu, ir="torch_compile", fix=whole, fix_text=text,
                   run_failures=tuple(outside), by_graph=True,
                   notes=tuple(notes) + builder.notes(), fixed_partition=fixed,
                   fix_builds=sum(f.builds for f in fixes if f is not None),
                   fix_cached=sum(f.cached for f in fixes if f is not None),
-                  fix_tested=sum(f.tried for f in fixes if f is not None), partition=mp, subgraph_builder=builder)
+                  fix_tested=sum(f.tried for f in fixes if f is not None), partition=mp, subgraph_builder=builder,
+                  fix_settings=settings, fix_cost=cost,
+                  fix_reductions=sum(f.reductions for f in fixes if f is not None))
+
+
+def _together(mp: "MultiGraphPartition", builder: SubgraphBuilder, fixes: list[Fix | None]) -> tuple[
+        frozenset[str] | None, dict[str, Any] | None, str, "MultiGraphPartition | None", FixCost | None]:
+    """Every graph's fix together (their ops and settings), shown to build in every graph:
+    (torch_executed_ops, trt_settings or None when it adds none, the words, the partition, the
+    cost); no fix when one graph has none or they do not build together."""
+    if not fixes or not all(f is not None and f.ops is not None for f in fixes):
+        return None, None, "", None, None
+    whole = frozenset().union(*(f.ops for f in fixes if f is not None and f.ops is not None))
+    added: dict[str, Any] = {}
+    for f in fixes:
+        added.update(f.settings if f is not None else {})
+    with warnings.catch_warnings():  # one graph's ops are not in every graph: no mistake of the user's
+        warnings.simplefilter("ignore", ConfigWarning)
+        again = mp.repartitioned(mp.config.replace(torch_executed_ops=set(whole)))
+    kept = any(tensorrt_tags(g) for g in again.graphs)
+    trials = FixTrials(builder)
+    if not kept or any(trials.first_failure(g, added) is not None for g in again.graphs):
+        return None, None, ("each graph's fix builds alone, but not all of them together" if kept else
+                            "each graph's fix builds alone, but together they leave no TensorRT engine"), None, None
+    moved = tuple(sorted({op for f in fixes if f is not None for op in f.added}))
+    settings = {**trials.settings, **added} if added else None
+    cost = FixCost.between(mp, again, moved)
+    change = change_text(whole if moved or not settings else None, settings)
+    return whole, settings, f"{change}: every engine of every graph builds; {cost.text()}", again, cost
 
 
 __all__ = ["build", "build_graphs", "build_one"]

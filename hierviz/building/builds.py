@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from hierviz.building.build_row import BuildRow
+from hierviz.building.engine_fix import MAX_TESTS, change_text
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import WARNED
 from hierviz.errors import ConfigError
@@ -19,6 +20,7 @@ from hierviz.foundation.error_text import short_error
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.building.fix_cost import FixCost
     from hierviz.building.repro import Repro
     from hierviz.building.subgraph_builds import SubgraphBuilder
     from hierviz.partitioner import MultiGraphPartition, Partition
@@ -46,7 +48,13 @@ class Builds:
     `rows`: one hv.BuildRow per TensorRT subgraph (`.df` is made from them; a `graph` column
     first across graphs); `builder`: the TensorRT that built them, in words, and `on_cpu` whether it built
     ahead of time with no GPU; `ir`; `fix`: the `torch_executed_ops` shown to make every engine
-    build (the whole set to pass to hv.partition), or None; `run_failures`: graphs that failed
+    build (the whole set to pass to hv.partition), or None; `fix_settings`: the `trt_settings` to
+    build and measure with when the fix adds a conversion setting Torch-TensorRT's error named
+    (`{'truncate_double': True}`; the whole dict, with the ones these builds had), else None;
+    `fix_cost`: what the fix costs (ops moved out of TensorRT, accelerated ops and subgraphs
+    before and after); `fix_tested`, `fix_builds`, `fix_cached`, `fix_reductions`: the candidates
+    the fix search built, its builder's calls, its build-cache reads and its smallest-part
+    searches; `run_failures`: graphs that failed
     when run in PyTorch at a node outside every TensorRT subgraph; `fixed_partition`: the
     partition with the fix applied, whose engines were built (`fixed()`); `partition` and
     `subgraph_builder`: what was built and with what (`repro()` builds parts of it the same way).
@@ -68,6 +76,9 @@ class Builds:
     partition: Partition | MultiGraphPartition | None = field(default=None, repr=False, compare=False)
     subgraph_builder: SubgraphBuilder | None = field(default=None, repr=False, compare=False)
     repros: tuple[tuple[str, Repro], ...] = field(default=(), compare=False)  # (row name, hv.Repro): with_repros()
+    fix_settings: dict[str, Any] | None = None
+    fix_cost: FixCost | None = None
+    fix_reductions: int = 0  # the smallest-part searches the fix search ran
 
     @property
     def df(self) -> "pd.DataFrame":
@@ -107,12 +118,23 @@ class Builds:
         fixed() and repro() then say how to go on from the partition in this process."""
         return {**self.__dict__, "fixed_partition": None, "partition": None, "subgraph_builder": None}
 
+    def fix_change(self) -> str:
+        """The fix as the user applies it: "torch_executed_ops=[...]", "trt_settings={...}" (a
+        setting only), or both; "" without a fix."""
+        if self.fix is None:
+            return ""
+        moves = self.fix_settings is None or self.fix_cost is None or bool(self.fix_cost.added)
+        return change_text(self.fix if moves else None, self.fix_settings)
+
     def fixed(self) -> "Partition | MultiGraphPartition":
         """The partition with the fix applied (the settings it was built with, plus the fix's
-        `torch_executed_ops`), whose every engine was built while looking for the fix."""
+        `torch_executed_ops`), whose every engine was built while looking for the fix; when the
+        fix adds a setting (`fix_settings`), build and measure it with those trt_settings."""
         if self.fixed_partition is None and self.fix is not None:
+            also = f" and build it with trt_settings={self.fix_settings!r}" if self.fix_settings else ""
             raise ConfigError(f"Builds.fixed(): these builds came from another process without their partition; "
-                              f"apply the fix to yours: hv.partition(part, torch_executed_ops={sorted(self.fix)}).")
+                              f"apply the fix to yours: hv.partition(part, torch_executed_ops={sorted(self.fix)})"
+                              f"{also}.")
         if self.fixed_partition is None:
             why = ("every engine built: there is nothing to fix" if self.ok and not self.fix_text
                    else self.fix_text or "no fix was searched: call build(fix=True)")
@@ -209,8 +231,10 @@ class Builds:
             found = self.repro_for(r.subgraph, r.graph)
             if found is not None:
                 out.append(f"    the smallest failing part: {found.headline()}")
-        if self.fix_tested:
-            out.append(f"  The fix search tested {self.fix_tested} partition(s): {self.fix_builds} builds"
+        if self.fix_tested or self.fix_reductions:
+            reduced = (f" and {self.fix_reductions} smallest failing part(s)" if self.fix_reductions else "")
+            out.append(f"  The fix search built {self.fix_tested} candidate(s) (at most {MAX_TESTS} per graph)"
+                       f"{reduced}: {self.fix_builds} builds"
                        + (f", {self.fix_cached} read from the build cache." if self.fix_cached else "."))
         for graph, failure in self.run_failures:
             out.append(f"  {graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}"

@@ -1,48 +1,59 @@
-"""The fix for engines that fail to convert or build: ops moved to PyTorch, shown to build.
+"""The fix for engines that fail to convert or build: a change shown to make every engine build
+that keeps the most in TensorRT.
 
-A fix is a set of ops that, added to `torch_executed_ops`, makes every TensorRT engine build
-while at least one TensorRT engine is left (moving the whole model to PyTorch "builds" nothing:
-it is no fix). Of the fixes, the one with the fewest ops is chosen, then the fewest subgraphs.
-Nothing is guessed: a set whose partition was not built is never offered.
+A fix adds ops to `torch_executed_ops`, conversion settings to `trt_settings`, or both; its
+partition keeps a TensorRT engine (moving the whole model to PyTorch "builds" nothing: it is no
+fix) and every engine of it builds. Of the fixes shown to build, the one keeping the most
+accelerated ops is chosen, then the fewest ops moved (FixSearch.rank). Nothing is guessed: a
+change whose engines were not built is never offered.
 
-The search spends builds, not partitions (partitioning is cheap, building is not):
-  1. single ops: each op of the failing subgraphs (the `first` ops, e.g. the smallest failing
-     part's, before the rest; then the fewest nodes moved first) is partitioned; the partitions
-     are built in order of their subgraph count, so the first that builds is the best single
-     op and the search stops there;
-  2. sets of ops, when no single op works: ops added in that order until the set builds
-     (stopping when TensorRT would be left nothing), then delta debugging over that set (its
-     halves, quarters, ... and their complements) down to a set from which no op can be
-     dropped, within `budget` tested sets.
-The fix says what it costs: the compute ops TensorRT no longer runs.
+The search builds at most MAX_TESTS candidates (each: the engines of one partition that were not
+built before, up to its first failure) and runs at most MAX_REDUCTIONS smallest-part searches:
+  1. it follows the failures: the setting Torch-TensorRT's error names as its remedy
+     ("set truncate_double=True") is added; else the op of the node whose converter failed is
+     moved; else (a builder failure names no node, or moving that op left the same failure) the
+     ops of the failed engine's smallest failing part (reduction) are tried one at a time, the
+     one keeping the most first, then together. Each candidate is built and its first failure
+     followed, until every engine builds;
+  2. the ops found are shrunk by delta debugging to a set from which no op can be dropped;
+  3. only when following finds nothing: each op of the failing subgraphs alone, the one keeping
+     the most first, then ops added in that order until the set builds, shrunk the same way.
+Each fix says what it costs (FixCost): the compute ops it moves out of TensorRT, the
+accelerated ops and the subgraphs before and after.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 
+from hierviz.building.fix_cost import FixCost, tensorrt_ops
+from hierviz.building.fix_search import FixSearch, Settings, keeps_tensorrt, short_op
+from hierviz.building.fix_trials import EngineFailure, FixTrials
+from hierviz.building.named_settings import settings_to_add
+from hierviz.building.reduction import Signature, same_failure
 from hierviz.foundation.delta_debugging import ddmin
-from hierviz.capturing.provenance import short_op as _short
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
     from hierviz.settings.config import Config
 
-MAX_TRIES = 40  # single ops partitioned at most, cheapest first
-SET_BUDGET = 24  # sets of ops tested at most when no single op works
-TENSORRT = "tensorrt"
+MAX_TRIES = 40  # single ops partitioned at most when following the failures finds nothing
+MAX_TESTS = 40  # candidates built at most
+MAX_REDUCTIONS = 3  # smallest-part searches at most
 
 
 @dataclass(frozen=True)
 class Fix:
     """`ops`: the whole torch_executed_ops to pass to hv.partition; `added`: the ops it moves;
-    `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: partitions
-    tested (built); `partition`: the partition with the fix applied, whose engines were built
+    `settings`: the conversion settings it adds to trt_settings (none: it sets none);
+    `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: the
+    candidates built; `partition`: the partition with the fix applied, whose engines were built
     (None without a fix); `builds`: the builder's calls the search spent, `cached` the builds it
-    read from the build cache. The text is the same whatever the cache held: how many builds the
-    search took is in `builds` and `cached` (Builds.lines() says it)."""
+    read from the build cache, `reductions` its smallest-part searches; `cost`: what it costs.
+    The text is the same whatever the cache held: how many builds the search took is in
+    `builds` and `cached` (Builds.lines() says it)."""
 
     ops: frozenset[str] | None
     added: tuple[str, ...]
@@ -52,23 +63,18 @@ class Fix:
     partition: Partition | None = field(default=None, repr=False, compare=False)
     builds: int = 0
     cached: int = 0  # builds the search read from the build cache
+    settings: dict[str, Any] = field(default_factory=dict)
+    cost: FixCost | None = None
+    reductions: int = 0
 
 
-def short_op(name: str) -> str:
-    """An op as a fix names it: an aten op short ('aten.split.Tensor', 'aten.relu'), any other
-    op (a custom op's 'torch.ops.mylib.op.default') by its qualified name, which
-    torch_executed_ops takes back as it is."""
-    return _short(name) if name.startswith(("torch.ops.aten.", "aten.")) else name
-
-
-def tensorrt_ops(part: Partition) -> int:
-    """The compute ops the partition's TensorRT subgraphs run."""
-    return sum(sg.compute_ops for sg in part.subgraphs if sg.backend == TENSORRT)
-
-
-def keeps_tensorrt(part: Partition) -> bool:
-    """Whether the partition still has a TensorRT engine: a candidate without one is no fix."""
-    return any(sg.backend == TENSORRT for sg in part.subgraphs)
+def change_text(ops: frozenset[str] | None, settings: Mapping[str, Any] | None) -> str:
+    """The change a fix makes, as the user writes it: "torch_executed_ops=[...]" (when it moves
+    ops), "trt_settings={...}" (when it adds settings), or both."""
+    said = [f"torch_executed_ops={sorted(ops)}"] if ops is not None else []
+    if settings:
+        said.append(f"trt_settings={dict(settings)!r}")
+    return " with ".join(said)
 
 
 def candidates(part: Partition, tags: Sequence[str], first: Sequence[str] = ()) -> list[str]:
@@ -88,101 +94,132 @@ def candidates(part: Partition, tags: Sequence[str], first: Sequence[str] = ()) 
     return sorted(count, key=lambda op: (op not in preferred, count[op], op))
 
 
-class _Search:
-    """The partitions tried, each set of ops once: `works(ops)` says whether moving them builds
-    every engine and keeps a TensorRT one."""
-
-    def __init__(self, part: Partition, all_built: Callable[[Partition], bool],
-                 repartition: Callable[[Any, Config], Partition]) -> None:
-        self.part, self.all_built, self.repartition = part, all_built, repartition
-        self.moved = frozenset(short_op(str(o)) for o in part.config.torch_executed_ops)
-        self.partitions: dict[frozenset[str], Partition] = {}
-        self.verdicts: dict[frozenset[str], bool] = {}
-        self.tested = 0
-
-    def partition(self, ops: frozenset[str]) -> Partition:
-        if ops not in self.partitions:
-            config = self.part.config.replace(torch_executed_ops=set(self.moved | ops))
-            self.partitions[ops] = self.repartition(self.part.graph, config)
-        return self.partitions[ops]
-
-    def works(self, ops: frozenset[str]) -> bool:
-        if ops not in self.verdicts:
-            again = self.partition(ops)
-            self.tested += 1
-            self.verdicts[ops] = keeps_tensorrt(again) and self.all_built(again)
-        return self.verdicts[ops]
-
-
-def _ddmin(ops: list[str], works: Callable[[frozenset[str]], bool], budget: Callable[[], bool]) -> list[str] | None:
-    """A set of `ops` that works, from which no op can be dropped (delta debugging), or None
-    when the whole set does not work or the budget (`budget()` False) ran out before it did."""
-    if not budget() or not works(frozenset(ops)):
+def _through_smallest_part(search: FixSearch, ops: frozenset[str], settings: dict[str, Any], failure: EngineFailure,
+                           seen: Signature) -> frozenset[str] | None:
+    """The ops to move next for `failure` (signature `seen`) from its engine's smallest failing
+    part: the first of its ops (the one keeping the most first) whose move builds or changes
+    the failure; else its one op (the failure left may be another part's with the same words),
+    or all of its ops together; None when there is no part to search or no op to move."""
+    if search.trials.reductions >= MAX_REDUCTIONS or not search.can_test():
         return None
-    return ddmin(ops, lambda chunk: works(frozenset(chunk)), budget)
+    tag = failure[0]
+    nodes = search.trials.smallest_part(search.partition(ops), tag, settings)
+    found = search.ops_of(ops, tag, nodes)
+    tries = sorted((o for o in found if keeps_tensorrt(search.partition(ops | {o}))),
+                   key=lambda o: search.rank(ops | {o}, settings))
+    for op in tries:
+        if not search.can_test() and not search.known(ops | {op}, settings):
+            return None
+        after = search.failure(ops | {op}, settings)
+        if after is None or not same_failure(search.signature(after, ops | {op}), seen):
+            return ops | {op}
+    if len(tries) == 1:
+        return ops | {tries[0]}
+    return ops | found if found and keeps_tensorrt(search.partition(ops | found)) else None
 
 
-def _grow_then_shrink(order: list[str], search: _Search, budget: Callable[[], bool]) -> list[str] | None:
-    """A set of ops that works, found by adding ops in `order` (best single first) until the
-    set works, then shrunk by delta debugging to a set from which no op can be dropped; None
-    when adding them leaves no TensorRT engine first, or the budget ran out."""
-    grown: list[str] = []
-    for op in order:
-        grown.append(op)
-        if not keeps_tensorrt(search.partition(frozenset(grown))):
-            return None  # moving more only takes more from TensorRT
-        if len(grown) > 1:
-            if not budget():
+def _follow(search: FixSearch) -> tuple[frozenset[str], dict[str, Any]] | None:
+    """A candidate that builds, found by following each failure (module docstring, 1.), or None."""
+    ops: frozenset[str] = frozenset()
+    settings: dict[str, Any] = {}
+    failure = search.failure(ops, settings)
+    seen: list[Signature] = []
+    while failure is not None:
+        sig = search.signature(failure, ops)
+        made = failure[1]
+        named = settings_to_add(made.details or made.error, {**search.trials.settings, **settings})
+        op = search.op_of(ops, failure)
+        if named:
+            search.named.update(named)
+            settings = {**settings, **named}
+        elif (op is not None and op not in ops and not any(same_failure(sig, s) for s in seen)
+              and keeps_tensorrt(search.partition(ops | {op}))):
+            ops = ops | {op}
+        else:
+            more = _through_smallest_part(search, ops, settings, failure, sig)
+            if more is None:
                 return None
-            if search.works(frozenset(grown)):
-                return _ddmin(grown, search.works, budget)
-    return None
+            ops = more
+        seen.append(sig)
+        if not search.can_test() and not search.known(ops, settings):
+            return None
+        failure = search.failure(ops, settings)
+    return ops, settings
 
 
-def find_fix(part: Partition, failing: Sequence[str], all_built: Callable[[Partition], bool],
-             repartition: Callable[[Any, Config], Partition], max_tries: int = MAX_TRIES, *, first: Sequence[str] = (),
-             budget: int = SET_BUDGET, builds: Callable[[], int] = lambda: 0,
-             cached: Callable[[], int] = lambda: 0) -> Fix:
-    """The fix for the failing subgraphs `failing` of `part`: `repartition(graph, config)` makes
-    a partition, `all_built(partition)` says whether every engine of it builds; `first`: ops to
-    try before the rest; `budget`: sets of ops tested at most when no single op works;
-    `builds()`: the builder's calls so far, `cached()` the builds read from the build cache (the
-    fix says how many of each the search spent)."""
-    start, hits = builds(), cached()
-    search = _Search(part, all_built, repartition)
-    ops = candidates(part, failing, first)
-    singles = [(search.partition(frozenset({op})), rank, op) for rank, op in enumerate(ops[:max_tries])]
-    singles = [s for s in singles if keeps_tensorrt(s[0])]
-    singles.sort(key=lambda s: (s[0].stats["subgraphs"], s[1]))
-    for again, _, op in singles:
-        if search.works(frozenset({op})):
-            return _found(part, (op,), again, search.tested, builds() - start, cached() - hits)
-    tested_singles = search.tested
-    order = [op for _, _, op in singles] + [op for op in ops[:max_tries] if op not in {o for _, _, o in singles}]
-    chosen = _grow_then_shrink(order, search, lambda: search.tested - tested_singles < budget)
-    spent = builds() - start
-    if chosen is None:
-        more = f" (the {min(max_tries, len(ops))} cheapest of {len(ops)})" if len(ops) > max_tries else ""
-        return Fix(None, (), {}, search.tested,
-                   f"no op moved to PyTorch makes every engine build while keeping a TensorRT engine: tried "
-                   f"{min(max_tries, len(ops))} single op(s){more} and {search.tested - tested_singles} set(s) of "
-                   f"the {len(ops)} ops of the failing subgraphs (a budget of {budget} sets)",
-                   builds=spent, cached=cached() - hits)
-    chosen = sorted(chosen)
-    return _found(part, tuple(chosen), search.partition(frozenset(chosen)), search.tested, spent, cached() - hits)
+def _shrink(search: FixSearch, ops: frozenset[str], settings: Mapping[str, Any]) -> None:
+    """Delta debugging over `ops` (which build with `settings`): every smaller set shown to
+    build is kept among the search's working candidates."""
+    if len(ops) > 1:
+        ddmin(sorted(ops), lambda chunk: search.works(frozenset(chunk), settings), search.can_test)
 
 
-def _found(part: Partition, added: tuple[str, ...], best: Partition, tested: int, spent: int, cached: int) -> Fix:
-    whole = frozenset({short_op(str(o)) for o in part.config.torch_executed_ops} | set(added))
-    n = best.stats["subgraphs"]
-    by = {b: c for b, c in best.stats["subgraphs_by_backend"].items() if c}
-    extra = n - part.stats["subgraphs"]
-    before, after = tensorrt_ops(part), tensorrt_ops(best)
-    cost = (f"TensorRT runs {after} of the {before} compute ops it ran ({before - after} to PyTorch)"
-            if after < before else "TensorRT runs every compute op it ran")
-    text = (f"torch_executed_ops={sorted(whole)}: every engine builds, {n} subgraphs "
-            f"({', '.join(f'{b}={c}' for b, c in by.items())}; {extra:+d}); {cost}")
-    return Fix(whole, added, by, tested, text, best, spent, cached)
+def _each_op(search: FixSearch, failing: Sequence[str], max_tries: int) -> int:
+    """Module docstring, 3.: single ops of the failing subgraphs, then a growing set; returns
+    how many ops of them there were."""
+    ops = candidates(search.part, failing, list(search.hints))
+    settings = dict(search.named)
+    singles = [op for op in ops[:max_tries] if keeps_tensorrt(search.partition(frozenset({op})))]
+    singles.sort(key=lambda op: search.rank(frozenset({op}), settings))
+    for op in singles:
+        if not search.can_test():
+            return len(ops)
+        if search.works(frozenset({op}), settings):
+            return len(ops)
+    grown: list[str] = []
+    for op in singles + [op for op in ops[:max_tries] if op not in singles]:
+        grown.append(op)
+        if not keeps_tensorrt(search.partition(frozenset(grown))) or not search.can_test():
+            break  # moving more only takes more from TensorRT
+        if len(grown) > 1 and search.works(frozenset(grown), settings):
+            _shrink(search, frozenset(grown), settings)
+            break
+    return len(ops)
 
 
-__all__ = ["Fix", "MAX_TRIES", "SET_BUDGET", "candidates", "find_fix", "keeps_tensorrt", "tensorrt_ops"]
+def find_fix(part: Partition, failing: Sequence[str], trials: FixTrials,
+             repartition: Callable[[Any, Config], Partition], *, budget: int = MAX_TESTS,
+             max_tries: int = MAX_TRIES) -> Fix:
+    """The fix for the failing subgraphs `failing` of `part`, built by `trials` (the build's
+    SubgraphBuilder, so the engines built already are not built again); `repartition(graph,
+    config)` makes a candidate's partition; `budget`: candidates built at most."""
+    start, hits = trials.made, trials.cached
+    search = FixSearch(part, trials, repartition, budget)
+    followed = _follow(search)
+    considered = 0
+    if followed is not None:
+        _shrink(search, *followed)
+    else:
+        considered = _each_op(search, failing, max_tries)
+    spent, cached = trials.made - start, trials.cached - hits
+    if not search.working:
+        return Fix(None, (), {}, search.tested, _none_found(search, considered), builds=spent, cached=cached,
+                   reductions=trials.reductions)
+    ops, items = min(search.working, key=lambda k: search.rank(*k))
+    return _found(search, ops, items, spent, cached)
+
+
+def _none_found(search: FixSearch, considered: int) -> str:
+    reduced = search.trials.reductions
+    return (f"no change makes every engine build while keeping a TensorRT engine: the search built "
+            f"{search.tested} candidate(s) (at most {search.budget}), following each failure"
+            + (f" through {reduced} smallest failing part(s)" if reduced else "")
+            + (f", then moving the {considered} op(s) of the failing subgraphs alone and together"
+               if considered else ""))
+
+
+def _found(search: FixSearch, ops: frozenset[str], items: Settings, spent: int, cached: int) -> Fix:
+    best = search.partition(ops)
+    added = tuple(sorted(ops))
+    whole = frozenset(search.moved | ops)
+    settings = dict(items)
+    cost = FixCost.between(search.part, best, added)
+    change = change_text(whole if added or not settings else None,
+                         {**search.trials.settings, **settings} if settings else None)
+    text = f"{change}: every engine builds; {cost.text()}"
+    return Fix(whole, added, cost.by_backend, search.tested, text, best, spent, cached, settings, cost,
+               search.trials.reductions)
+
+
+__all__ = ["Fix", "MAX_REDUCTIONS", "MAX_TESTS", "MAX_TRIES", "candidates", "change_text", "find_fix",
+           "keeps_tensorrt", "tensorrt_ops"]

@@ -64,7 +64,7 @@ def test_the_fix_is_applied_with_the_partitions_settings_and_was_built(fails_on)
     fix_text = builds.df.iloc[0]["fix"]
     trt_ops = sum(sg.compute_ops for sg in part.subgraphs if sg.backend == "tensorrt")
     kept = sum(sg.compute_ops for sg in fixed.subgraphs if sg.backend == "tensorrt")
-    assert f"TensorRT runs {kept} of the {trt_ops} compute ops it ran ({trt_ops - kept} to PyTorch)" in fix_text
+    assert f"it moves {trt_ops - kept} compute op out of TensorRT: accelerated ops {trt_ops} → {kept}" in fix_text
 
 
 def test_a_fix_that_leaves_no_tensorrt_engine_is_no_fix(fails_on):
@@ -74,10 +74,10 @@ def test_a_fix_that_leaves_no_tensorrt_engine_is_no_fix(fails_on):
     builds = part.build()
     assert builds.fix is None
     row = builds.df.iloc[0].to_dict()
-    assert row["fix"].startswith("no op moved to PyTorch makes every engine build while keeping a TensorRT "
-                                 "engine: tried 1 single op(s) and 0 set(s) of the 1 ops of the failing subgraphs "
-                                 "(a budget of 24 sets)")
-    with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no op moved"):
+    assert row["fix"] == ("no change makes every engine build while keeping a TensorRT engine: the search built 0 "
+                          "candidate(s) (at most 40), following each failure through 1 smallest failing part(s), "
+                          "then moving the 1 op(s) of the failing subgraphs alone and together")
+    with pytest.raises(hv.ConfigError, match=r"Builds.fixed\(\): no fix to apply \(no change makes"):
         builds.fixed()
 
 
@@ -99,26 +99,25 @@ def test_two_failures_in_one_engine_get_a_fix_of_two_ops_that_builds(fails_on):
     fixed = builds.fixed()
     assert fixed.build().ok and any(sg.backend == "tensorrt" for sg in fixed.subgraphs)
     assert "every engine builds" in builds.df.iloc[0]["fix"]
-    assert f"  The fix search tested {builds.fix_tested} partition(s): {builds.fix_builds} builds" in builds.lines()[-1]
+    assert builds.lines()[-1] == (f"  The fix search built {builds.fix_tested} candidate(s) (at most 40 per graph) and "
+                                  f"{builds.fix_reductions} smallest failing part(s): {builds.fix_builds} builds.")
 
 
-def test_the_single_op_search_stops_at_the_best_op(fails_on, monkeypatch):
-    """Single ops are built in order of the subgraphs they give: the first that builds is the
-    best (no op giving fewer subgraphs builds), and no op after it is built."""
+def test_a_builder_failure_naming_no_node_is_followed_through_its_smallest_failing_part(fails_on):
+    """The builder names no node: the engine's smallest failing part (split) is searched, and its
+    op is the first and only candidate built, though other single ops give fewer subgraphs."""
     from hierviz.building.engine_fix import candidates
 
     fails_on("split")
     model, x = made(FusedQKV, 1, 16, 64)
     part = hv.partition(model, x, min_block_size=2)
     builds = part.build()
-    tested = builds.fix_tested
+    assert [op.split(".")[1] for op in builds.fix] == ["split"]
+    assert (builds.fix_tested, builds.fix_reductions) == (1, 1)
     ops = candidates(part, ["_run_on_acc_tensorrt_0"])
     counts = {op: hv.partition(part, torch_executed_ops={op}).stats["subgraphs"] for op in ops}
-    assert [op.split(".")[1] for op in builds.fix] == ["split"]
-    split = next(op for op in ops if "split" in op)
-    fewer = [op for op in ops if counts[op] < counts[split] or (counts[op] == counts[split]
-                                                                and ops.index(op) < ops.index(split))]
-    assert tested == len(fewer) + 1 < len(ops)
+    assert min(counts.values()) < counts["aten.split.Tensor"]
+    assert builds.repro().nodes == ("split",) and builds.subgraph_builder.made == builds.fix_builds + 1  # no rebuild
 
 
 def test_between_builds_runs_before_each_build_and_can_stop_it(fails_on, monkeypatch):

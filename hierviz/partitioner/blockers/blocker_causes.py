@@ -124,7 +124,7 @@ def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "
                      "accelerated_ops_gained": (None if after is None
                                                 else after["accelerated_ops"] - p.stats["accelerated_ops"]),
                      "verdict": REQUIRED,
-                     "change": f"torch_executed_ops={sorted(builds.fix)}" if fixed else (r.fix or "no fix found"),
+                     "change": builds.fix_change() if fixed else (r.fix or "no fix found"),
                      "note": f"fails at {r.stage}: {r.error}; then {r.runs_instead}", "config": config})
     if not rows:
         return table
