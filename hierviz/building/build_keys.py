@@ -23,8 +23,9 @@ from hierviz.trt.loading import installed_distribution, library_version
 from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
 # v2: profile and effective settings; v3: upstream's shape check first; v4: a failed build names the
-# builder's error, not a CUDA runtime error logged after it
-KEY_VERSION = "hierviz-build-v4"
+# builder's error, not a CUDA runtime error logged after it; v5: a failed conversion names the error
+# TensorRT logged, where it logged one
+KEY_VERSION = "hierviz-build-v5"
 
 
 def _value(value: Any) -> Any:

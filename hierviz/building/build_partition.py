@@ -66,7 +66,7 @@ def _subgraph_row(part: "Partition", builder: SubgraphBuilder, ir: str, graph: s
     if failure is not None and failure.node in sg.nodes:
         error = f"at {failure.at}: {failure.error}" if failure.at else failure.error
         return BuildRow(**common, stage="run", node=failure.node, error=error, details=error, source=failure.source,
-                        runs_instead=_after_run(ir, made, graph),
+                        at=failure.at, runs_instead=_after_run(ir, made, graph),
                         fix=CORNER_FIX.format(at=failure.at) if failure.at else RUN_FIX)
     return BuildRow(**common, stage=made.stage, node=made.node, error=made.error, details=made.details,
                     runs_instead=None if made.stage == "built" else runs_instead(ir, made.exception or "RuntimeError",

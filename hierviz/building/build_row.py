@@ -18,7 +18,8 @@ class BuildRow:
     line that made a node failing in PyTorch; `runs_instead`: what Torch-TensorRT does after
     that failure; `fix`: the fix in words; `cached`: read from the build cache; `graph`: the
     dynamo graph ("g2") across graphs, "" for one graph; `exception`: the class name of what
-    Torch-TensorRT raises there."""
+    Torch-TensorRT raises there; `at`: where in the optimization profile the lowered graph
+    failed in PyTorch, when not at the example's sizes ("the profile's min (x: (1,4))")."""
 
     subgraph: str
     ops: int
@@ -37,6 +38,7 @@ class BuildRow:
     cached: bool = False
     graph: str = ""
     exception: str | None = None
+    at: str = ""
 
     @property
     def built(self) -> bool:

@@ -21,8 +21,9 @@ import torch.utils._pytree as pytree
 from hierviz import trt
 from hierviz.building import repro_files
 from hierviz.building.build_row import BuildRow
-from hierviz.building.graph_run import OP_ERRORS, first_failure
+from hierviz.building.graph_run import first_failure
 from hierviz.building.reduction import call_nodes, part_of, signature, smallest_failing
+from hierviz.building.repro_shapes import ReproShapes, shapes_of
 from hierviz.building.subgraph_builds import SubgraphBuilder
 from hierviz.capturing.aten_capture import source_of
 from hierviz.capturing.example_inputs import example_from_graph
@@ -37,10 +38,13 @@ if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
 
 FAILED = ("convert", "build")
-# what torch.export and Torch-TensorRT's lowering raise on a part they cannot take: what running an op raises,
-# a missing attribute or key
-_EXPORT_ERRORS: tuple[type[Exception], ...] = (*OP_ERRORS, LookupError, AttributeError)
+# why a lowering's repro holds static shapes where the model's graph had dynamic dimensions
+RUN_STATIC = "a lowering's failure is searched for, and shown, at the example's sizes"
 REDUCED = ("run", "convert", "build")  # the stages a repro is made for ("run": Torch-TensorRT's lowering broke it)
+
+
+def _nodes(count: int) -> str:
+    return f"{count} node" if count == 1 else f"{count} nodes"
 
 
 @dataclass(frozen=True)
@@ -53,7 +57,10 @@ class Repro:
     `builds`: parts built in the search, the ones the build cache answered included (`cached` of
     them); `seconds` it took; `builder`: the TensorRT that built them; `settings`: what repro.py
     passes to `torch_tensorrt.dynamo.compile`; `verified`: None until `save` ran repro.py, then
-    whether it reproduced the failure in a fresh process."""
+    whether it reproduced the failure in a fresh process; `exit_status`: repro.py's there (1 it
+    reproduced, 0 it built or, for a lowering, ran; 2 it failed another way; -1 stopped at its time
+    limit), None until `save` ran it; `static_shapes`: why repro.pt2 holds the example's sizes
+    where the part has dynamic dimensions ('' when it keeps them, or has none)."""
 
     subgraph: str
     nodes: tuple[str, ...]
@@ -68,6 +75,8 @@ class Repro:
     builder: str = ""
     settings: dict = field(default_factory=dict, compare=False)
     verified: bool | None = None
+    exit_status: int | None = None
+    static_shapes: str = ""
 
     @property
     def signature(self) -> tuple[str, str, str]:
@@ -87,28 +96,86 @@ class Repro:
                     f"({short_error(self.error)}), found in {self.builds} builds")
         if self.cached:
             text += f" ({self.cached} from the build cache)"
-        if self.verified is True:
-            text += "; verified: repro.py fails the same way in a fresh process"
-        elif self.verified is False:
-            text += "; not verified: repro.py did not fail the same way in a fresh process (see its repro.log)"
-        return text
+        said = self.outcome()
+        return f"{text}; {said}" if said else text
+
+    def outcome(self, log: str = "its repro.log") -> str:
+        """What repro.py showed in a fresh process, in words; '' before `save` ran it. `log`: how
+        to name its output ('its repro.log', or the file's path)."""
+        code = self.exit_status
+        if self.verified is True or code == 1:
+            return "verified: repro.py fails the same way in a fresh process"
+        why = f" (repro.pt2 has static shapes: {self.static_shapes})" if self.static_shapes else ""
+        if code == 0:
+            did = "lowers and runs" if self.stage == "run" else "builds"
+            return f"did not reproduce: repro.py {did} it without the failure in a fresh process{why} (see {log})"
+        if code == -1:
+            return f"not verified: repro.py ran past {repro_files.RUN_LIMIT_S} s in a fresh process and was stopped"
+        if code is not None:
+            return f"not verified: repro.py failed another way in a fresh process{why} (see {log})"
+        if self.verified is False:
+            return f"not verified: repro.py did not fail the same way in a fresh process (see {log})"
+        return ""
 
     def __repr__(self) -> str:
         return f"<hv.Repro: {self.headline()}>"
 
+    def _static_because(self, shapes: ReproShapes) -> str:
+        """Why repro.pt2 holds static shapes ('' when it keeps the part's dynamic dimensions)."""
+        if self.stage == "run" and shapes.dynamic:
+            return RUN_STATIC
+        return self.static_shapes
+
+    def _shown(self) -> bool:
+        return self.verified is True or self.exit_status == 1
+
+    def _not_shown(self, what: str) -> tuple[str, str]:
+        """(the title, the sentence in bold) of a README whose failure repro.py did not show; `what`:
+        the failure in a few words."""
+        code = self.exit_status
+        why = f" (repro.pt2 has static shapes: {self.static_shapes})" if self.static_shapes else ""
+        if code == 0:
+            did = "lowers and runs" if self.stage == "run" else "builds"
+            return (f"## Did not reproduce: {what}",
+                    f"`repro.py` did not reproduce it: in a fresh process it {did}{why}. This is what hierviz saw, "
+                    "not a failure `repro.py` shows.")
+        if code == -1:
+            return (f"## Not verified: {what}",
+                    f"Not verified: `repro.py` ran past {repro_files.RUN_LIMIT_S} s in a fresh process and was "
+                    "stopped.")
+        if code is not None or self.verified is False:
+            return (f"## Not verified: {what}",
+                    f"Not verified: `repro.py` failed another way in a fresh process{why} (its output is in "
+                    "repro.log).")
+        return (f"## Not verified: {what}",
+                "Not verified: `repro.py` has not been run (`Repro.save` writes it and runs it in a fresh process).")
+
     def issue_text(self) -> str:
-        """A Markdown issue body: the error, the versions and builder, the nodes with the user's
-        source lines, and how to run the repro."""
+        """A Markdown issue body: the error, what repro.py showed (a failure is said to be
+        Torch-TensorRT's only when repro.py reproduced it), the versions and builder, the inputs
+        (shapes, dtypes, dynamic ranges), the nodes with the user's source lines, and how to run
+        the repro."""
         if self.stage == "run":
             return self._lowering_issue_text()
         v = repro_files.versions()
         kwargs = ", ".join(f"{k}={value!r}" for k, value in self.settings.items())
-        lines = [f"## {self.stage.capitalize()} failure: {short_error(self.error)}", "",
-                 f"Torch-TensorRT fails to {'convert' if self.stage == 'convert' else 'build'} this graph of "
-                 f"{len(self.nodes)} nodes (the smallest failing part of {self.of} nodes, found by hierviz) with "
-                 f"`{self.exception}`:", "", "```", self.error, "```", "",
+        shapes = shapes_of(self.graph)
+        part = (f"this graph of {_nodes(len(self.nodes))} (the smallest failing part of {self.of} nodes, found by "
+                "hierviz)")
+        if self._shown():
+            top = [f"## {self.stage.capitalize()} failure: {short_error(self.error)}", "",
+                   f"Torch-TensorRT fails to {'convert' if self.stage == 'convert' else 'build'} {part} with "
+                   f"`{self.exception}`; `repro.py` fails the same way in a fresh process:", "", "```", self.error,
+                   "```", ""]
+        else:
+            title, said = self._not_shown(f"hierviz's build failed at {self.stage} ({short_error(self.error)})")
+            top = [title, "", f"hierviz's build of {part} failed at {self.stage} with `{self.exception}` (hierviz "
+                   "calls Torch-TensorRT's converters and TensorRT's builder on it as one engine, as Torch-TensorRT "
+                   "does on each subgraph it partitioned):", "", "```", self.error, "```", "", f"**{said}**", ""]
+        lines = [*top,
                  "### Versions", "", f"- torch {v['torch']}", f"- torch_tensorrt ({v['torch_tensorrt']})",
                  f"- TensorRT {v['TensorRT']}", f"- builder: {self.builder}", "",
+                 "### Inputs", "", *shapes.markdown(self._static_because(shapes)), "",
                  "### The nodes and the lines that made them", "", *repro_files.node_lines(self.graph), "",
                  "### To run it", "",
                  "`repro.pt2` is the part as an ExportedProgram; `repro.py` (torch and torch_tensorrt only) loads it "
@@ -123,14 +190,24 @@ class Repro:
     def _lowering_issue_text(self) -> str:
         """issue_text() of a lowering that makes a graph PyTorch cannot run."""
         v = repro_files.versions()
+        shapes = shapes_of(self.graph)
+        lowering = ("Torch-TensorRT's lowering (`pre_export_lowering`, its decompositions, `post_lowering`, as "
+                    "`torch_tensorrt.dynamo.compile` runs them)")
+        part = (f"this exported graph of {_nodes(len(self.nodes))} (the smallest failing part of the model's "
+                f"{self.of}, found by hierviz)")
+        if self._shown():
+            top = [f"## Lowering makes a graph PyTorch cannot run: {short_error(self.error)}", "",
+                   f"{lowering} turns {part} into one that raises `{self.exception}` when PyTorch runs it; "
+                   "`repro.py` shows it in a fresh process:", "", "```", self.error, "```", ""]
+        else:
+            title, said = self._not_shown(f"a lowering failure hierviz saw ({short_error(self.error)})")
+            top = [title, "", f"In hierviz's process, {lowering} turned {part} into one that raised "
+                   f"`{self.exception}` when PyTorch ran it:", "", "```", self.error, "```", "", f"**{said}**", ""]
         return "\n".join([
-            f"## Lowering makes a graph PyTorch cannot run: {short_error(self.error)}", "",
-            f"Torch-TensorRT's lowering (`pre_export_lowering`, its decompositions, `post_lowering`, as "
-            f"`torch_tensorrt.dynamo.compile` runs them) turns this exported graph of {len(self.nodes)} nodes (the "
-            f"smallest failing part of the model's {self.of}, found by hierviz) into one that raises "
-            f"`{self.exception}` when PyTorch runs it:", "", "```", self.error, "```", "",
+            *top,
             "### Versions", "", f"- torch {v['torch']}", f"- torch_tensorrt ({v['torch_tensorrt']})",
             f"- TensorRT {v['TensorRT']}", "",
+            "### Inputs", "", *shapes.markdown(self._static_because(shapes)), "",
             "### The nodes and the lines that made them", "", *repro_files.node_lines(self.graph), "",
             "### What the lowering makes of them", "", "```python",
             str(lowered(repro_files.exported(self.graph, "real")).code).strip(), "```", "",
@@ -143,19 +220,26 @@ class Repro:
 
     def save(self, folder: str | Path, weights: str = "real") -> "Repro":
         """Write repro.pt2 (the part exported, with its weights, or random ones of the same shapes
-        and dtypes with `weights="random"`), repro.py and README.md into `folder`, run repro.py in
-        a fresh process (its output in repro.log) and return this Repro with `verified` set; this
-        one is left as it was."""
+        and dtypes with `weights="random"`; its dynamic dimensions kept as torch.export Dims where
+        torch.export takes them), repro.py, run repro.py in a fresh process (its output in
+        repro.log), then write README.md saying what it showed, and return this Repro with
+        `verified`, `exit_status` and `static_shapes` set; this one is left as it was."""
         out = Path(folder)
         if out.exists() and not out.is_dir():
             raise ConfigError(f"Repro.save({str(folder)!r}): that is a file; give a folder (it is made if missing).")
         out.mkdir(parents=True, exist_ok=True)
-        torch.export.save(repro_files.exported(self.graph, weights), str(out / "repro.pt2"))
+        shapes = shapes_of(self.graph)
+        if self.stage == "run":  # as the search lowered it: at the example's sizes
+            ep, static = repro_files.exported(self.graph, weights), self._static_because(shapes)
+        else:
+            ep, static = repro_files.exported_keeping_dims(self.graph, weights, shapes)
+        torch.export.save(ep, str(out / "repro.pt2"))
         (out / "repro.py").write_text(repro_files.script(self.headline(), self.signature, self.graph, self.settings,
                                                          lowering=self.stage == "run"))
-        (out / "README.md").write_text(self.issue_text())
         code, _ = repro_files.run_script(out)
-        return dataclasses.replace(self, verified=code == 1)
+        saved = dataclasses.replace(self, verified=code == 1, exit_status=code, static_shapes=static)
+        (out / "README.md").write_text(saved.issue_text())
+        return saved
 
 
 def _failed_row(builds: "Builds", subgraph: str | None) -> BuildRow:
@@ -237,7 +321,7 @@ def lowered_run(part: torch.fx.GraphModule) -> tuple[_Ran, bool]:
     repro.py does."""
     try:
         gm = lowered(repro_files.exported(part, "real"))
-    except _EXPORT_ERRORS as exc:  # what torch.export and the lowering raise on a part
+    except repro_files.EXPORT_ERRORS as exc:  # what torch.export and the lowering raise on a part
         # that does not export or lower: not the failure searched for
         return _Ran("lower", type(exc).__name__, first_line(exc)), False
     failure = first_failure(gm, repro_files.made_inputs(repro_files.example_inputs(part)))
@@ -301,10 +385,10 @@ def _lowering_repro(part: "Partition | MultiGraphPartition", row: BuildRow) -> R
         raise ConfigError(f"Builds.repro({row.name!r}): a lowered graph that fails in PyTorch is reproduced from the "
                           "model exported with torch.export; this one came from torch.compile's path "
                           "(ir='torch_compile'): partition the model with ir='dynamo' and call build().repro() on it.")
-    if row.error and row.error.startswith("at the profile's"):
-        raise ConfigError(f"Builds.repro({row.name!r}): {row.subgraph} fails in PyTorch only {row.error.split(':')[0]} "
-                          "of its optimization profile, not because the lowering broke it; narrow the dynamic "
-                          "dimension's range (or change the model's line) instead.")
+    if row.at:
+        raise ConfigError(f"Builds.repro({row.name!r}): {row.subgraph} fails in PyTorch only at {row.at} of its "
+                          "optimization profile, not because the lowering broke it; narrow the dynamic dimension's "
+                          "range (or change the model's line) instead.")
     gm = exported_model(part)
     whole, _ = lowered_run(gm)
     if whole.stage != "run":

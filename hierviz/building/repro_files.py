@@ -19,18 +19,26 @@ import torch
 from torch.fx.experimental.symbolic_shapes import optimization_hint
 
 from hierviz import trt
-from hierviz.building.graph_run import source_line
+from hierviz.building.graph_run import OP_ERRORS, source_line
 from hierviz.building.reduction import call_nodes, part_of
+from hierviz.building.repro_shapes import ReproShapes
 from hierviz.errors import ConfigError
+from hierviz.foundation.error_text import first_line
 
 WEIGHTS = ("real", "random")
+# what torch.export and Torch-TensorRT's lowering raise on a part they cannot take (torch.export's
+# refusals of a Dim are RuntimeErrors): what running an op raises, a missing attribute or key
+EXPORT_ERRORS: tuple[type[Exception], ...] = (*OP_ERRORS, LookupError, AttributeError)
 RUN_LIMIT_S = 900  # a fresh process imports torch_tensorrt (~10 s) and builds one small engine
+
+
+SIZE = "size"  # example_inputs' dtype of a placeholder that is a size (an int): its one number is its value
 
 
 def example_inputs(gm: torch.fx.GraphModule) -> list[tuple[list[int], str]]:
     """(shape, dtype) of each placeholder, from its `meta['val']` (a dynamic size at its example's
-    size); a size placeholder is a 0-d int64."""
-    out = []
+    size); a size placeholder (an int) is ([its example's value], SIZE)."""
+    out: list[tuple[list[int], str]] = []
     for n in gm.graph.nodes:
         if n.op != "placeholder":
             continue
@@ -38,16 +46,22 @@ def example_inputs(gm: torch.fx.GraphModule) -> list[tuple[list[int], str]]:
         if isinstance(val, torch.Tensor):
             shape = [optimization_hint(d) for d in val.shape]
             out.append((shape, str(val.dtype).removeprefix("torch.")))
+        elif isinstance(val, (int, torch.SymInt)):
+            out.append(([optimization_hint(val)], SIZE))
         else:
             out.append(([], "int64"))
     return out
 
 
-def made_inputs(spec: list[tuple[list[int], str]]) -> tuple[torch.Tensor, ...]:
-    """Values of those shapes and dtypes: floats random normal, everything else zeros (a valid index)."""
+def made_inputs(spec: list[tuple[list[int], str]]) -> tuple[Any, ...]:
+    """Values of those shapes and dtypes: floats random normal, everything else zeros (a valid
+    index); a size its number."""
     gen = torch.Generator().manual_seed(0)
-    made = []
+    made: list[Any] = []
     for shape, dtype in spec:
+        if dtype == SIZE:
+            made.append(int(shape[0]))
+            continue
         dt = getattr(torch, dtype)
         made.append(torch.randn(shape, generator=gen, dtype=dt) if dt.is_floating_point
                     else torch.zeros(shape, dtype=dt))
@@ -91,14 +105,34 @@ def _randomized(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return fresh
 
 
-def exported(gm: torch.fx.GraphModule, weights: str) -> torch.export.ExportedProgram:
-    """`gm` exported with torch.export on inputs made from its placeholders, with its weights or
-    random ones."""
+def _module(gm: torch.fx.GraphModule, weights: str) -> _Part:
     if weights not in WEIGHTS:
         raise ConfigError(f"Repro.save(weights=...) is 'real' (the model's weights) or 'random' (random ones of the "
                           f"same shapes and dtypes, for weights you cannot share), not {weights!r}.")
-    module = _Part(_randomized(gm) if weights == "random" else gm)
-    return torch.export.export(module, made_inputs(example_inputs(gm)))
+    return _Part(_randomized(gm) if weights == "random" else gm)
+
+
+def exported(gm: torch.fx.GraphModule, weights: str) -> torch.export.ExportedProgram:
+    """`gm` exported with torch.export on inputs made from its placeholders (static: at the
+    example's sizes), with its weights or random ones."""
+    return torch.export.export(_module(gm, weights), made_inputs(example_inputs(gm)))
+
+
+def exported_keeping_dims(gm: torch.fx.GraphModule, weights: str,
+                          shapes: ReproShapes) -> tuple[torch.export.ExportedProgram, str]:
+    """(`gm` exported with its dynamic dimensions as `shapes` says them, why it holds static
+    shapes instead: '' when it kept them or had none). Where torch.export refuses the Dims (the
+    ops constrain a size more than its range), the part is exported at the example's sizes."""
+    module = _module(gm, weights)
+    inputs = made_inputs(example_inputs(gm))
+    if shapes.dynamic_shapes is None:
+        return torch.export.export(module, inputs), ""
+    try:
+        return torch.export.export(module, inputs, dynamic_shapes=(shapes.dynamic_shapes,)), ""
+    except EXPORT_ERRORS as exc:
+        said = " ".join(first_line(exc).split())
+        why = f"torch.export could not keep its dynamic dimensions ({said[:300]})"
+    return torch.export.export(module, inputs), why
 
 
 def node_lines(gm: torch.fx.GraphModule) -> list[str]:
@@ -137,7 +171,7 @@ import torch
 # (stage, exception class, error line with node names, numbers and addresses masked): reproduced when the
 # stage and class are these and every word of the line is in what Torch-TensorRT and TensorRT said
 WANTED = {wanted}
-INPUTS = {inputs}  # (shape, dtype) of each input
+INPUTS = {inputs}  # (shape, dtype) of each input at the example's sizes; a size (an int): ([value], "size")
 SETTINGS = {settings}
 
 
@@ -162,6 +196,12 @@ class Errors(logging.Handler):
     def emit(self, record):
         if record.name.startswith("torch_tensorrt"):
             self.lines.append(" ".join(record.getMessage().split()))
+
+
+def compared(line):
+    """The words of an error line to be said again: a TensorRT layer's module path ("[model.layers.#.mlp/")
+    left out, as the saved program's modules are not the model's."""
+    return re.findall(r"[A-Za-z_]\\w+", re.sub(r"(?<=\\[)[\\w.#<>]+/", "", line))
 
 
 def masked(text, names):
@@ -189,7 +229,7 @@ def loaded():
           version("tensorrt_rtx", "tensorrt", "tensorrt_cu13", "tensorrt_cu12"))
     ep = torch.export.load(str(pathlib.Path(__file__).with_name("repro.pt2")))
     gen = torch.Generator().manual_seed(0)
-    inputs = [torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
+    inputs = [shape[0] if dtype == "size" else torch.randn(shape, generator=gen, dtype=getattr(torch, dtype))
               if getattr(torch, dtype).is_floating_point else torch.zeros(shape, dtype=getattr(torch, dtype))
               for shape, dtype in INPUTS]
     return torch_tensorrt, ep, inputs
@@ -230,7 +270,7 @@ COMPILE_MAIN = '''def main():
         names = [n.name for n in ep.graph.nodes]
         # a conversion's line starts with its class; pybind says what it was invoked with lines below the first
         seen = masked(" ".join([line, str(exc), *errors.lines]), names)
-        words = re.findall(r"[A-Za-z_]\\w+", WANTED[2])  # a line hierviz cut is kept to its last whole word
+        words = compared(WANTED[2])  # a line hierviz cut is kept to its last whole word
         traceback.print_exc()
         print(f"Failed at {stage} with {line}" if stage == "convert" else f"Failed at {stage} with "
               f"{type(exc).__name__}: {line}")
@@ -265,7 +305,7 @@ LOWERING_MAIN = '''def main():
         head = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         line = type(exc).__name__ + ": " + head if head else type(exc).__name__
         names = [n.name for n in gm.graph.nodes]
-        words = re.findall(r"[A-Za-z_]\\w+", WANTED[2])
+        words = compared(WANTED[2])
         traceback.print_exc()
         print(f"The lowered graph failed in PyTorch with {line}")
         if type(exc).__name__ == WANTED[1] and all(w in masked(line, names) for w in words):
@@ -299,4 +339,5 @@ def run_script(folder: Path) -> tuple[int, str]:
     return code, text
 
 
-__all__ = ["WEIGHTS", "example_inputs", "exported", "made_inputs", "node_lines", "run_script", "script", "versions"]
+__all__ = ["EXPORT_ERRORS", "SIZE", "WEIGHTS", "example_inputs", "exported", "exported_keeping_dims", "made_inputs",
+           "node_lines", "run_script", "script", "versions"]

@@ -114,8 +114,7 @@ def write_repros(builds: Any, folder: Path) -> list[Path]:
     for name, repro in found:
         out = folder / name.replace("/", "_")
         saved = repro.save(out)
-        said = ("verified: repro.py fails the same way in a fresh process" if saved.verified
-                else f"not verified: repro.py did not fail the same way in a fresh process (see {out / 'repro.log'})")
+        said = saved.outcome(log=str(out / "repro.log"))
         print(f"repro of {name}: {len(saved.nodes)} of {saved.of} nodes fail at {saved.stage}, "
               f"written to {out} (repro.py, repro.pt2, README.md); {said}")
         written.append(out)

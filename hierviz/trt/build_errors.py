@@ -3,7 +3,8 @@ raising, the builder giving no engine: its informative line and whole text), or 
 memory, an interrupt, hierviz failing to call Torch-TensorRT: a BuildError).
 
 `error_line` is the line a failure's row shows, `error_details` the whole text, `telling_error`
-the one of TensorRT's logged errors that says most, `warning_texts` what Torch-TensorRT warned.
+the one of TensorRT's logged errors that says most (`logged_cause`: that one, where it says what
+failed), `warning_texts` what Torch-TensorRT warned.
 """
 
 from __future__ import annotations
@@ -86,6 +87,18 @@ def telling_error(errors: list[str]) -> str:
     return candidates[-1] if candidates else ""
 
 
+def logged_cause(errors: list[str]) -> str | None:
+    """TensorRT's logged error that says why a conversion failed, on one line: the telling one
+    (telling_error) when it names an Error Code, a CHECK or an Exception and is no CUDA runtime
+    report; None when TensorRT logged no such error. A converter that misuses TensorRT's API
+    gets its cause logged ("[TOPK]...: at least 2 dimensions are required for input") and an
+    exception that says less ("Could not get tensor shape.")."""
+    said = telling_error(errors)
+    if any(w in said for w in ("Exception", "CHECK", "Error Code")) and not _CUDA_RUNTIME.search(said):
+        return said
+    return None
+
+
 # TensorRT's logged out-of-memory errors: its OutOfMemory and allocation-failure codes, CUDA's
 # "out of memory", the host allocator's "heap memory may be exhausted" and "could not be allocated".
 OUT_OF_MEMORY = re.compile(r"out ?of ?memory|Error Code 5\b|FAILED_ALLOCATION|could not be allocated|"
@@ -159,5 +172,5 @@ def not_the_subgraphs(doing: str, gm: torch.fx.GraphModule) -> Iterator[None]:
         raise out_of_memory_error(doing, gm, first_line(exc)) from exc
 
 
-__all__ = ["ERROR_LINE_LIMIT", "OUT_OF_MEMORY", "error_details", "error_line", "hierviz_failed", "not_supported_error",
-           "not_the_subgraphs", "out_of_memory_error", "telling_error", "warning_texts"]
+__all__ = ["ERROR_LINE_LIMIT", "OUT_OF_MEMORY", "error_details", "error_line", "hierviz_failed", "logged_cause",
+           "not_supported_error", "not_the_subgraphs", "out_of_memory_error", "telling_error", "warning_texts"]

@@ -19,8 +19,10 @@ class EngineBuild:
     `stage`: "convert" (a converter failed), "build" (TensorRT's builder failed) or "built".
     `exception`: the class name of what Torch-TensorRT raises there ("RuntimeError" for a
     builder that returns no engine, as `TRTInterpreter.run` raises); `error`: the informative
-    line of what it said (error_line, at most 200 characters), `details`: the whole text (the
-    exception's message, or every error TensorRT logged). The serialized engine (built only) is
+    line of what it said (error_line, at most 200 characters: for a conversion, the error
+    TensorRT logged where it logged one naming an Error Code, a CHECK or an Exception, else the
+    exception's), `details`: the whole text (the errors logged and the exception's message, or
+    every error TensorRT logged). The serialized engine (built only) is
     `engine_file` (written to a file as it was built) or `engine` (in memory, from a TensorRT
     without the stream API); neither when read back from the build cache, which keeps it on disk;
     `engine_size` its length. `warnings`: what Torch-TensorRT warned while it converted and built, each once (held

@@ -5,7 +5,8 @@ with no GPU: the two steps `TRTInterpreter.run()` takes before it deserializes t
 `convert_and_build(gm)` runs every converter of `gm` into a TensorRT network
 (`TRTInterpreter._construct_trt_network_def`), then TensorRT's builder on it
 (`builder.build_serialized_network`), and says where it stopped: `convert` (a converter
-raised; the node it was converting), `build` (the builder returned no engine; TensorRT's own
+raised; the node it was converting; the error TensorRT logged, where it logged one that says
+what failed, else the exception's), `build` (the builder returned no engine; TensorRT's own
 error from its log), or `built` (the serialized engine). TensorRT-RTX builds ahead of time on
 a CPU; standard TensorRT needs its GPU for a build.
 
@@ -31,8 +32,9 @@ import torch
 from hierviz.errors import BuildError
 from hierviz.foundation.error_text import first_line
 from hierviz.foundation.torch_output import native_output
-from hierviz.trt.build_errors import (OUT_OF_MEMORY, error_details, error_line, hierviz_failed, not_supported_error,
-                                      not_the_subgraphs, out_of_memory_error, telling_error, warning_texts)
+from hierviz.trt.build_errors import (OUT_OF_MEMORY, error_details, error_line, hierviz_failed, logged_cause,
+                                      not_supported_error, not_the_subgraphs, out_of_memory_error, telling_error,
+                                      warning_texts)
 from hierviz.trt.compilation_settings import conversion_settings
 from hierviz.trt.engine_build import EngineBuild
 from hierviz.trt.engine_file import TMP_PREFIX, EngineFile, serialize_engine
@@ -111,8 +113,9 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                 raise not_supported_error(exc) from exc
             logger.debug("Torch-TensorRT could not convert the subgraph", exc_info=True)
             node = getattr(interpreter, "_cur_node_name", None) if interpreter is not None else None
+            cause = logged_cause(held.tensorrt_lines)  # TensorRT's own line says more than the exception
             return EngineBuild("convert", None, time.perf_counter() - start, None, node=node,
-                               exception=type(exc).__name__, error=error_line(exc),
+                               exception=type(exc).__name__, error=error_line(cause or exc),
                                details=error_details([*held.lines, error_details(exc)]),
                                warnings=warning_texts(heard))
         convert_s = time.perf_counter() - start

@@ -1,4 +1,4 @@
-"""Engines that fail because the test says so, on any TensorRT: three converters registered with
+"""Engines that fail because the test says so, on any TensorRT: converters registered with
 Torch-TensorRT's converter registry for aten.clamp, each taking only a clamp whose min is its
 own marker value (every other clamp keeps Torch-TensorRT's converter).
 
@@ -10,6 +10,11 @@ own marker value (every other clamp keeps Torch-TensorRT's converter).
   another layer of the engine (not the engine's own input): like a builder failure of a fused
   pattern, it needs more than one node, so the smallest failing part is the clamp and the node
   before it (`clamped_after` puts such a clamp after any module of a model).
+- `LogsATensorRTError`: the converter adds a TopK on the clamp's input flattened to 1-D, as
+  Torch-TensorRT's sort converter does on a 1-D tensor: TensorRT logs LOGGED_ERROR and reading
+  the TopK's shape raises "RuntimeError: Could not get tensor shape." (stage "convert").
+- `RefusesADynamicInput`: the converter raises DYNAMIC_ERROR for an input with a dynamic
+  dimension and is an identity otherwise: only a graph whose dynamic dimensions were kept fails.
 
 Moving aten.clamp to PyTorch (torch_executed_ops) leaves engines that build. `register()` runs
 on import, once per process; it needs torch_tensorrt to import (tests skip without TensorRT-RTX).
@@ -29,8 +34,13 @@ from torch import nn
 from hierviz import trt
 
 CONVERT_MARK, BUILD_MARK, PAIR_MARK = -1234.5, -2345.5, -3456.5  # no model clamps at these by chance
+LOGGED_MARK, DYNAMIC_MARK = -4567.5, -5678.5
 CONVERT_ERROR = "RuntimeError: the test's converter refuses this clamp"
 BUILD_ERROR = "the test's assertion: this engine never builds"
+# what TensorRT logs for LogsATensorRTError's TopK (its layer named refused_topk)
+LOGGED_ERROR = ("ITensor::getDimensions: Error Code 3: API Usage Error (refused_topk: at least 2 dimensions are "
+                "required for input.")
+DYNAMIC_ERROR = "the test's converter refuses a clamp of a dynamic shape"
 
 
 def _marked(value: float):
@@ -70,6 +80,23 @@ def register() -> None:
             ctx.net.add_assertion(false, BUILD_ERROR).name = "refused"
         return ctx.net.add_identity(args[0]).get_output(0)
 
+    @dynamo_tensorrt_converter(clamp, capability_validator=_marked(LOGGED_MARK), priority=ConverterPriority.HIGH,
+                               supports_dynamic_shapes=True)
+    def refuse_with_a_logged_error(ctx, target, args, kwargs, name):
+        flat = ctx.net.add_shuffle(args[0])
+        flat.reshape_dims = (-1,)
+        topk = ctx.net.add_topk(flat.get_output(0), trt.tensorrt_library().TopKOperation.MAX, 1, 1)
+        topk.name = "refused_topk"
+        _ = topk.get_output(0).shape  # TensorRT logs LOGGED_ERROR; its binding raises "Could not get tensor shape."
+        return ctx.net.add_identity(args[0]).get_output(0)
+
+    @dynamo_tensorrt_converter(clamp, capability_validator=_marked(DYNAMIC_MARK), priority=ConverterPriority.HIGH,
+                               supports_dynamic_shapes=True)
+    def refuse_a_dynamic_input(ctx, target, args, kwargs, name):
+        if any(d < 0 for d in args[0].shape):
+            raise RuntimeError(DYNAMIC_ERROR)
+        return ctx.net.add_identity(args[0]).get_output(0)
+
     register.done = True  # type: ignore[attr-defined]
 
 
@@ -92,6 +119,14 @@ class RefusesToConvert(_Clamped):
 
 class RefusesToBuild(_Clamped):
     MARK = BUILD_MARK
+
+
+class LogsATensorRTError(_Clamped):
+    MARK = LOGGED_MARK
+
+
+class RefusesADynamicInput(_Clamped):
+    MARK = DYNAMIC_MARK
 
 
 class RefusesToBuildAfterALayer(nn.Module):
