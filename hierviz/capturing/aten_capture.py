@@ -32,7 +32,7 @@ from hierviz.capturing.export_failure import export_error, specialised_dims
 from hierviz.capturing.inputs import as_args, check_capture_extras
 from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.capturing.target_device import (DEFAULT_TARGET, TARGET_META, check_lowered, check_target_device, mark,
-                                             retrace_rules, target_key, with_target_rules)
+                                             retraced_as_on, target_key, with_target_rules)
 from hierviz.errors import CaptureError, ConfigError, checked_arguments, user_stacklevel
 from hierviz.foundation import torch_output
 from hierviz.support import stored_verdicts
@@ -215,11 +215,10 @@ def _lower(ep: torch.export.ExportedProgram, name: str, target: str = DEFAULT_TA
         try:
             with trt.lowering_device():
                 ep = lowering.pre_export_lowering(ep, settings)
-                ep = ep.run_decompositions(with_target_rules(lowering.get_decompositions(False), target, True))
+                ep = ep.run_decompositions(with_target_rules(lowering.get_decompositions(False), target))
                 state, inputs = _mutations(ep)
                 _unshare(ep, state)
-                with trt.adjusted_decompositions(retrace_rules(target)):
-                    gm = lowering.post_lowering(ep.module(), settings)
+                gm = retraced_as_on(ep.module(), target, lambda module: lowering.post_lowering(module, settings))
         except Exception as exc:
             raise CaptureError(
                 f"Torch-TensorRT's lowering failed: {type(exc).__name__}: {exc}\n"
@@ -228,7 +227,7 @@ def _lower(ep: torch.export.ExportedProgram, name: str, target: str = DEFAULT_TA
             ) from exc
     else:
         try:
-            ep = ep.run_decompositions(with_target_rules(torch.export.default_decompositions(), target, True))
+            ep = ep.run_decompositions(with_target_rules(torch.export.default_decompositions(), target))
             state, inputs = _mutations(ep)
             gm = _drop_updates(ep.module()) if state or inputs else ep.module()
         except Exception as exc:

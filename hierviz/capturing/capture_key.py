@@ -5,11 +5,12 @@ The key (`capture_key`) is made of: the class and `forward` source of every subm
 contents of the file each class is defined in), their other attributes (a transformers config's
 flags, say), their hooks, the values of every parameter, buffer and tensor attribute, the
 train/eval flags, the example inputs' structure, shapes and dtypes (and non-tensor values),
-`dynamic_shapes`, the entry format, the versions of torch and hierviz, and the installed
-Torch-TensorRT distribution (its name and version, read from its metadata: torch_tensorrt is not
-imported). A model it cannot describe (a parameter on the meta device, a forward with no code) is
-not keyed, so not cached. `file_digest` is also what a kept torch.compile capture checks its traced
-source files by.
+`dynamic_shapes`, the device the capture lowers for (hierviz.capturing.target_device.target_key:
+the reference GPU with torch's SDPA settings, or the CPU), the entry format, the versions of torch
+and hierviz, and the installed Torch-TensorRT distribution (its name and version, read from its
+metadata: torch_tensorrt is not imported). A model it cannot describe (a parameter on the meta
+device, a forward with no code) is not keyed, so not cached. `file_digest` is also what a kept
+torch.compile capture checks its traced source files by.
 """
 
 from __future__ import annotations
@@ -34,11 +35,12 @@ class _NotCacheable(Exception):
     """The model has something the key cannot describe."""
 
 
-def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any) -> str | None:
+def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any, target: Any) -> str | None:
     """The cache key of capturing `model` with `inputs` (a hashable description of the example
-    inputs) and `dynamic_shapes` (the same of those), or None when the model cannot be keyed."""
+    inputs) and `dynamic_shapes` (the same of those) for `target` (the target device's key), or
+    None when the model cannot be keyed."""
     h = PartsDigest()
-    h.add((FORMAT, __version__, torch.__version__, lowering(), inputs, dynamic_shapes))
+    h.add((FORMAT, __version__, torch.__version__, lowering(), inputs, dynamic_shapes, target))
     _hash_side_by_side(model)
     try:
         seen: dict[int, str] = {}

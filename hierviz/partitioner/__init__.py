@@ -26,6 +26,7 @@ from hierviz.settings.config import Config
 from hierviz.settings.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.capturing.inputs import check_capture_extras
+from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.partitioner import handoff
 from hierviz.partitioner.engine.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
@@ -64,10 +65,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
-             kwargs: dict | None = None) -> GraphModule:
+             kwargs: dict | None = None, target_device: str = DEFAULT_TARGET) -> GraphModule:
     """The graph to partition: an aten-level GraphModule as given; a model, an ExportedProgram
     or any other GraphModule (symbolic_trace, ExportedProgram.module()) captured first, with
-    `dynamic_shapes` and `kwargs` passed to hv.capture."""
+    `dynamic_shapes`, `kwargs` and `target_device` passed to hv.capture."""
     captured = isinstance(model_or_graph, Partition) or (
         isinstance(model_or_graph, GraphModule) and is_aten_graph(model_or_graph))
     if captured and (dynamic_shapes is not None or kwargs is not None):
@@ -79,8 +80,9 @@ def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes:
         return model_or_graph
     # ir="dynamo" (capture's default) captures one GraphModule; only ir="torch_compile" gives a DynamoCapture
     if dynamic_shapes is None and kwargs is None:
-        return cast(GraphModule, capture(model_or_graph, example_inputs))
-    return cast(GraphModule, capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs))
+        return cast(GraphModule, capture(model_or_graph, example_inputs, target_device=target_device))
+    return cast(GraphModule, capture(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs,
+                                     target_device=target_device))
 
 
 def make_config(config: Config | Mapping[str, Any] | None = None, overrides: dict[str, Any] | None = None) -> Config:
@@ -99,11 +101,14 @@ def make_config(config: Config | Mapping[str, Any] | None = None, overrides: dic
 @checked_arguments
 def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None,
               *, engine: str | None = None, dynamic_shapes: Any = None, kwargs: dict | None = None,
-              ir: str = "dynamo", **overrides: Any) -> Partition | MultiGraphPartition:
+              ir: str = "dynamo", target_device: str = DEFAULT_TARGET, **overrides: Any
+              ) -> Partition | MultiGraphPartition:
     """Partition a model (captured first) or an aten GraphModule with `config`.
 
-    `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes` and
-    `kwargs` go to hv.capture when a model is captured. The input is never
+    `overrides` are Config fields: `hv.partition(gm, min_block_size=3)`; `dynamic_shapes`,
+    `kwargs` and `target_device` go to hv.capture when a model is captured ("cuda", the default:
+    lowered as Torch-TensorRT lowers it on a CUDA GPU, on any machine; "cpu": as on a CPU; the
+    report says which). The input is never
     modified and the result is the same in every process. `engine` (a Config field, given
     here it overrides the config's; default "hierviz") = "torch_tensorrt" (or "hierarchical")
     runs upstream's hierarchical partitioner on a copy instead, for comparison;
@@ -120,6 +125,7 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
     """
     check_ir(ir)
     check_capture_extras(dynamic_shapes, kwargs)
+    check_target_device(target_device)
     if isinstance(example_inputs, Config):
         if config is not None:
             raise ConfigError("two configs given: pass example inputs second and the Config as config=...")
@@ -132,13 +138,14 @@ def partition(model_or_graph: Any, example_inputs: Any = None, config: Config | 
 
         check_available(cfg.engine)  # before capturing: a missing torch_tensorrt fails at once
     if runs_by_graph(model_or_graph, ir):
-        return _partition_by_graph(model_or_graph, example_inputs, cfg, dynamic_shapes, kwargs)
-    gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs)
+        return _partition_by_graph(model_or_graph, example_inputs, cfg, dynamic_shapes, kwargs, target_device)
+    gm = graph_of(model_or_graph, example_inputs, dynamic_shapes=dynamic_shapes, kwargs=kwargs,
+                  target_device=target_device)
     return partition_graph(gm, cfg)
 
 
 def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_shapes: Any,
-                        kwargs: dict | None) -> MultiGraphPartition:
+                        kwargs: dict | None, target_device: str = DEFAULT_TARGET) -> MultiGraphPartition:
     """hv.partition(..., ir="torch_compile"): the model captured graph by graph (or a capture
     given), each graph partitioned with `cfg`."""
     if isinstance(model, MultiGraphPartition):
@@ -151,7 +158,7 @@ def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_sh
         if dynamic_shapes is not None:
             raise ConfigError("ir='torch_compile' captures with dynamic=False, as torch_tensorrt.compile("
                               "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
-        model = capture(model, example_inputs, kwargs=kwargs, ir="torch_compile")
+        model = capture(model, example_inputs, kwargs=kwargs, ir="torch_compile", target_device=target_device)
     return partition_graphs(model, cfg)
 
 

@@ -20,6 +20,7 @@ from torch.fx import GraphModule
 
 from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.aten_capture import capture_notes, source_of
+from hierviz.capturing.target_device import target_of
 from hierviz.settings.config import Config, derive
 from hierviz.settings.setting_values import parse_min_block_size
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
@@ -59,6 +60,8 @@ class Partition:
     dynamo_graph: tuple[str, tuple] | None = None
     # graph by graph: why Torch-TensorRT's backend runs this graph eagerly (it failed on it); "" when it does not
     backend_failed: str = ""
+    # (device, the report's line on it) the graph was lowered for: hv.capture(target_device=...); None: not known
+    traced_for: tuple[str, str] | None = None
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         """Not for users: a Partition comes from hv.partition (or hv.load_partition); inside
@@ -79,6 +82,7 @@ class Partition:
         # what the engine did besides partitioning (e.g. compile's fallback), and what the
         # capture says of itself (it came from the disk cache)
         self.notes = tuple(notes) + capture_notes(graph)
+        self.traced_for = target_of(graph)
         self._blockers: "pd.DataFrame | None" = None  # blockers() with its defaults, once computed
         self._result = result
         self._module = module
@@ -151,6 +155,12 @@ class Partition:
             raise ConfigError(f"no node named {node_name!r} in this graph; node names are listed in "
                               "Partition.nodes() and Partition.subgraphs[i].nodes.")
         return pos
+
+    @property
+    def target_device(self) -> str | None:
+        """The device the graph was lowered for ("cuda": as Torch-TensorRT lowers it on a CUDA GPU,
+        whatever machine captured it; "cpu"), as hv.capture(target_device=...) made it; None when not known."""
+        return None if self.traced_for is None else self.traced_for[0]
 
     @property
     def backends(self) -> tuple[str, ...]:

@@ -33,15 +33,19 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
     return "List[" + ", ".join(parts) + "]"
 
 
-def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None, builds: Any = None) -> str:
+def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None, builds: Any = None,
+           traced: bool = True) -> str:
     """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
     PyTorch, the graph's structure, then per backend its engines and min_block_size advice;
     then (`what_to_change`) the top 5 blockers with what fixing each saves. With
     `measurement` (an hv.Measurement of `p`), the engines that fell back say so and a
     "Measured" section follows the structure. With `builds` (p.build()), a "Built on this
-    machine" section follows it."""
+    machine" section follows it. `traced`: say the device the graph was lowered for (a report of several
+    graphs says it once)."""
     fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
+    if traced and p.traced_for is not None:
+        lines += [p.traced_for[1], ""]
     for note in getattr(p, "notes", ()):
         lines += [f"Note: {note}.", ""]
     if not p.stats["nodes"]:

@@ -21,8 +21,8 @@ def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inp
                    cache: bool, target: str = DEFAULT_TARGET) -> DynamoCapture:
     """torch.compile's capture of `model` (hierviz.capturing.by_graph.dynamo_capture), or the one kept on disk under
     the same key (hierviz.capturing.disk_cache: the model's code, weights, plain attributes, modes, the
-    inputs' structure, shapes and dtypes, the device it is lowered for, the versions). An entry that cannot be read is a
-    CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
+    inputs' structure, shapes and dtypes, the device it is lowered for, the versions). An entry that
+    cannot be read is a CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
     function the forward calls, in a file the key does not cover) is stale: captured again, as
     its `notes` say. A capture that fails is not kept."""
     key = capture_key(model, ("torch_compile", inputs_key), None, target_key(target)) if capture_cache.enabled(cache) \

@@ -41,6 +41,7 @@ from hierviz.capturing.by_graph.graph_break import GraphBreak, is_resumed, parse
 from hierviz.capturing.by_graph.graph_value import GraphValue, describe
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.capturing.model_copy import private_copy, rng_preserved
+from hierviz.capturing.target_device import DEFAULT_TARGET, cpu_only_error, lowering_for, mark, target_text
 from hierviz.foundation.error_text import first_line, message_line
 from hierviz.foundation.opnames import qualname
 from hierviz.foundation.stack_traces import Frame, frames
@@ -67,16 +68,24 @@ class DynamoCapture(GraphsAndBreaks[DynamoGraph]):
     input_specs: tuple = ()
     # what the capture says of itself: it came from the disk cache (hierviz.capturing.aten_capture)
     notes: tuple[str, ...] = ()
+    # (device, the report's line on it) its graphs were lowered for (hierviz.capturing.target_device)
+    traced_for: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return (f"<hv.DynamoCapture of {self.model}: {len(self.graphs)} graph(s), "
                 f"{len(self.breaks)} graph break(s), {sum(len(g.ops) for g in self.graphs)} ops>")
 
 
-def lowered(gm: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
-    """The aten graph of dynamo's graph `gm` (a copy is lowered): Torch-TensorRT's backend's
-    front half, or without torch_tensorrt the same AOT export with torch's core decompositions."""
+def lowered(gm: GraphModule, sample_inputs: Sequence[Any], target: str = DEFAULT_TARGET) -> GraphModule:
+    """The aten graph of dynamo's graph `gm` (a copy is lowered) for `target`: Torch-TensorRT's
+    backend's front half, or without torch_tensorrt the same AOT export with torch's core
+    decompositions; its composite ops decomposed as on the target (hierviz.capturing.target_device)."""
     work = copy.deepcopy(gm)
+    with lowering_for(target):
+        return _lowered(work, sample_inputs)
+
+
+def _lowered(work: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
     if trt.available():
         return trt.lower_dynamo_graph(work, sample_inputs)
     from torch._decomp import core_aten_decompositions
@@ -273,9 +282,11 @@ def _backend_failed(model: torch.nn.Module, events: list, k: int, failure: BaseE
     )
 
 
-def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | None) -> DynamoCapture:
+def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | None,
+                           target: str = DEFAULT_TARGET) -> DynamoCapture:
     """Run a private copy of `model` once on (args, kwargs) under torch.compile(dynamic=False)
-    with a recording backend; the graphs and breaks it saw. CaptureError when the run fails."""
+    with a recording backend; the graphs and breaks it saw, each graph lowered for `target`.
+    CaptureError when the run fails."""
     work = private_copy(model)
     weights = {id(t) for t in (*work.parameters(), *work.buffers())}
     events: list = []
@@ -287,15 +298,17 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
 
     def backend(gm: GraphModule, sample_inputs: list) -> Any:
         k = sum(1 for kind, _ in events if kind == "graph")
+        cpu_only: CaptureError | None = None
         record: dict = {"reason": getattr(gm, "compile_subgraph_reason", None), "calls": 0, "example": (),
                         "sources": (), "inputs": _values(gm, "placeholder"), "outputs": _values(gm, "output"),
                         "frame": _frame_of(gm), "resumed": _resumed(gm), "ended_by": None,
                         "files": _files_of(gm)}
         try:
-            record["graph"] = lowered(gm, sample_inputs)
+            record["graph"] = mark(lowered(gm, sample_inputs, target), target)
+            cpu_only = cpu_only_error(record["graph"], target, f"graph {k} of {type(model).__name__}")
         except trt.BACKEND_CATCHES as exc:  # that graph runs eagerly, as dynamo gave it; the run goes on
             record["fell_back"] = f"{BACKEND_FAILED} ({first_line(exc, LINE_LIMIT)})"
-            record["graph"] = _eager_graph(gm, record["fell_back"])
+            record["graph"] = mark(_eager_graph(gm, record["fell_back"]), target)
         except Exception as exc:
             # Torch-TensorRT's backend lets it through: torch.compile raises BackendCompilerFailed,
             # and the CaptureError below names this graph
@@ -304,6 +317,9 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
             raise
         finally:
             events.append(("graph", record))
+        if cpu_only is not None:  # lowered for the GPU, it holds a CPU-only op: no partition of it is shown
+            failures.append((k, cpu_only))
+            raise cpu_only
         placeholders = sum(1 for n in gm.graph.nodes if n.op == "placeholder")
 
         def run(*call_args: Any) -> Any:
@@ -334,6 +350,8 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
             compiled(*args, **(kwargs or {}))
     except Exception as exc:
         if failures:  # the backend's failure stopped the run
+            if isinstance(failures[0][1], CaptureError):  # hierviz's own, about the graph as lowered
+                raise failures[0][1] from None
             raise _backend_failed(model, events, *failures[0]) from failures[0][1]
         raise CaptureError(
             f"running {type(model).__name__} under torch.compile (as torch_tensorrt.compile(ir='torch_compile') "
@@ -345,10 +363,13 @@ def capture_by_graph_break(model: torch.nn.Module, args: tuple, kwargs: dict | N
         torch._dynamo.reset()
         torch_output.hold("torch.compile", said.text())
     if failures:  # torch.compile went on eagerly (torch._dynamo.config.suppress_errors)
+        if isinstance(failures[0][1], CaptureError):
+            raise failures[0][1]
         raise _backend_failed(model, events, *failures[0]) from failures[0][1]
     graphs, breaks = _assemble(events)
     return DynamoCapture(tuple(_graph(k, item, graphs[k - 1] if k else None) for k, item in enumerate(graphs)),
-                         tuple(breaks), type(model).__name__, input_specs=input_specs((args, kwargs or {})))
+                         tuple(breaks), type(model).__name__, input_specs=input_specs((args, kwargs or {})),
+                         traced_for=target_text(target))
 
 
 def _eager_graph(gm: GraphModule, why: str) -> GraphModule:

@@ -8,6 +8,8 @@ A cause is one of:
   same what-if);
 - `no backend`: no backend in priority takes the op, and TensorRT is not the one to ask (not in
   priority, or its support is your own): the op is added to the first backend's support;
+  an op that exists only in a CPU lowering (`_for_cpu`, `mkldnn`: hierviz.capturing.target_device)
+  is not offered to any backend, since no GPU runs it: its change says to capture for the GPU;
 - `forced`: an entry of torch_executed_ops (an op, or a source op through the lowering;
   what-if: drop the entry);
 - `demoted`: accelerated blocks smaller than min_block_size (one cause per block size;
@@ -38,6 +40,7 @@ from hierviz.settings.config import Config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.foundation.opnames import SOURCE_PREFIX, in_op_set, names_as_saved, packets_in
 from hierviz.capturing.provenance import short_op, source_op, split_sources
+from hierviz.capturing.target_device import is_cpu_only_op
 from hierviz.partitioner import handoff
 from hierviz.partitioner.partition_result import DEFAULT_TOP
 from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
@@ -69,6 +72,9 @@ VERDICT_WORDS = {IMPROVEMENT: "fewer subgraphs without fewer ops accelerated, or
                  NO_GAIN: "neither fewer subgraphs nor more ops accelerated",
                  REQUIRED: "an engine that does not build on this machine: without the change Torch-TensorRT raises, "
                            "or runs the graph eagerly"}
+# the change offered for an op that exists only in a CPU lowering: no setting adds it on a GPU
+CPU_LOWERING_CHANGE = ("capture for the GPU: hv.partition(model, inputs, target_device='cuda') shows the op a CUDA "
+                       "GPU runs in its place")
 COLUMNS = ("op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
            "change", "note", "config")
 
@@ -177,8 +183,12 @@ def find_causes(p: "Partition") -> list[Cause]:
             demoted.setdefault(size, []).append(i)
     causes = []
     for (op, kind), members in unsupported.items():
-        what = f"add {op} to {backend}'s support"
-        causes.append(Cause(op, kind, len(members), what, None, members=[t.name[i] for i in members],
+        names = [t.name[i] for i in members]
+        if is_cpu_only_op(op):  # no GPU runs it: the graph was lowered for a CPU
+            causes.append(Cause(op, kind, len(members), CPU_LOWERING_CHANGE, None, members=names,
+                                note="an op of a CPU lowering: a CUDA GPU runs another op in its place"))
+            continue
+        causes.append(Cause(op, kind, len(members), f"add {op} to {backend}'s support", None, members=names,
                             support={backend: {op}}))
     causes += _forced_causes(p, forced, graph_nodes)
     for size, members in sorted(demoted.items()):

@@ -35,7 +35,7 @@ from hierviz.partitioner.last_build import last_build, remember
 from hierviz.partitioner.blockers.blocker_causes import DEFAULT_TOP
 from hierviz.partitioner.blockers.multi_blockers import multi_blockers_table, refuse_measure
 from hierviz.partitioner.reasons import FALLBACK
-from hierviz.partitioner.report import built_here
+from hierviz.partitioner.report import built_here, report as report_text
 from hierviz.partitioner.partition_result import Partition, outline
 from hierviz.partitioner.counts import count_text
 
@@ -94,7 +94,14 @@ class MultiGraphPartition:
         self.config = config
         self.engine = config.engine
         self.notes = tuple(notes)
+        # (device, the report's line on it) the graphs were lowered for; None: not known (a file saved before)
+        self.traced_for: tuple[str, ...] | None = tuple(getattr(capture, "traced_for", ())) or None
         self._blockers: "pd.DataFrame | None" = None
+
+    @property
+    def target_device(self) -> str | None:
+        """The device the graphs were lowered for ("cuda" or "cpu", as Partition.target_device); None when not known."""
+        return None if self.traced_for is None else self.traced_for[0]
 
     @property
     def backends(self) -> tuple[str, ...]:
@@ -320,6 +327,7 @@ class MultiGraphPartition:
                  f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) "
                  f"({self.engine} engine) {RULE}",
                  ""]
+        lines += [self.traced_for[1], ""] if self.traced_for is not None else []
         lines += [f"Note: {note}." for note in self.notes]
         if s["nothing_captured"]:
             lines += [f"{NOTHING_CAPTURED[0].upper()}{NOTHING_CAPTURED[1:]}: dynamo made no graph, so nothing is "
@@ -338,7 +346,7 @@ class MultiGraphPartition:
                     lines += [f"Left whole in PyTorch: {p.stats['supported_ops']} supported op(s) < min_block_size "
                               f"{self.config.min_block_size}, so torch.compile's backend returns this graph "
                               "unchanged.", ""]
-                lines.append(p.report(what_to_change=False).rstrip("\n"))
+                lines.append(report_text(p, False, builds=last_build(p), traced=False).rstrip("\n"))
                 lines.append("")
             for b in breaks_after.get(k, []):
                 lines += self._break_text(b) + [""]

@@ -23,7 +23,7 @@ from hierviz.capturing.by_graph.graph_value import GraphValue
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 from hierviz.partitioner.saved.saved_partition import (SavedPartition, checked_document, config_of, document,
-                                                       format_version)
+                                                       format_version, traced_for)
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,6 +48,7 @@ def document_graphs(mp: MultiGraphPartition) -> dict:
     breaks = [{**asdict(b), "hints": list(b.hints), "stack": list(b.stack)} for b in mp.breaks]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "model": mp.capture.model,
             "engine": mp.engine, "config": mp.config.to_dict(), "notes": list(mp.notes), "stats": mp.stats,
+            "traced_for": None if mp.traced_for is None else list(mp.traced_for),
             "graphs": graphs, "breaks": breaks}
 
 
@@ -120,6 +121,7 @@ class SavedMultiGraphPartition(MultiGraphPartition):
         notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
         # a SavedCapture and SavedPartitions stand in for the DynamoCapture and Partitions: no graph to run
         self._setup(capture, parts, config, notes)  # type: ignore[arg-type]  # saved stand-ins (above)
+        self.traced_for = traced_for(doc)
         self.engine = str(doc["engine"])
         self.saved_from = path
         self.versions = dict(doc["graphs"][0]["partition"].get("versions") or {}) if doc["graphs"] else {}

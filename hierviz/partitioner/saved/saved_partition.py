@@ -56,6 +56,7 @@ def document(p: Partition) -> dict:
                   "outputs": [_spec(x) for x in sg.outputs]} for sg in p.subgraphs]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "versions": p.versions,
             "engine": p.engine, "config": p.config.to_dict(), "notes": list(getattr(p, "notes", ())),
+            "traced_for": None if p.traced_for is None else list(p.traced_for),
             "stats": p.stats, "subgraphs": subgraphs, "nodes": nodes}
 
 
@@ -132,6 +133,14 @@ def _saved_fact(read: Callable[["SavedPartition"], Any]) -> Any:
     return functools.cached_property(checked)
 
 
+def traced_for(doc: dict) -> tuple[str, str] | None:
+    """The (device, the report's line on it) a saved document records; None for a file saved before it did."""
+    saved = doc.get("traced_for")
+    if isinstance(saved, list) and len(saved) == 2 and all(isinstance(x, str) for x in saved):
+        return saved[0], saved[1]
+    return None
+
+
 class SavedPartition(Partition):
     """A partition read back from its saved JSON: the record, subgraphs and stats as they were
     saved (`.versions` says what made it, `.saved_from` the file); no graph."""
@@ -144,6 +153,7 @@ class SavedPartition(Partition):
         self.config = (config if config.engine == self.engine
                        else derive(config, {"engine": self.engine}, together=False))
         self.notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
+        self.traced_for = traced_for(doc)
         self.saved_from = path
         self.versions = dict(doc.get("versions") or {})
         self._doc = doc
