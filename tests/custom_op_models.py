@@ -3,10 +3,15 @@ such graphs back in another process: a user's `torch.library.custom_op` defined 
 importable module, as a user's own package would be), and a pad before a conv, which
 Torch-TensorRT's lowering turns into its own `tensorrt::conv_asym_pad`.
 
+`main_cell_model()` defines an op as a notebook cell or a script does (its functions' module is
+`__main__`: no other process can import it).
+
 Import it as `tests.custom_op_models` only: a second import under another name would register
 its op twice."""
 
 from __future__ import annotations
+
+import functools
 
 import torch
 import torch.nn.functional as F
@@ -60,3 +65,40 @@ def example(cls: type[nn.Module]) -> tuple[torch.Tensor, ...]:
     """The example inputs of `cls`, the same in every process."""
     shape = (2, 6) if cls is SinNet else (1, 3, 8, 8)
     return (torch.randn(*shape, generator=torch.Generator().manual_seed(1)),)
+
+
+MAIN_OP = "hvtest_main::twice"
+MAIN_CELL = f"""
+import torch
+
+@torch.library.custom_op({MAIN_OP!r}, mutates_args=())
+def twice(x: torch.Tensor) -> torch.Tensor:
+    return x * 2
+
+@twice.register_fake
+def _(x):
+    return torch.empty_like(x)
+
+class Twice(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(4, 4)
+
+    def forward(self, x):
+        return self.fc(twice(x))
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def _main_cell() -> dict:
+    """MAIN_CELL's namespace, run once as `__main__` (an op is registered once per process)."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(MAIN_CELL, "<cell>", "exec"), namespace)
+    return namespace
+
+
+def main_cell_model() -> tuple[nn.Module, tuple[torch.Tensor, ...]]:
+    """A model calling MAIN_OP, an op defined in `__main__`, and its example inputs."""
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        return _main_cell()["Twice"]().eval(), (torch.ones(2, 4),)

@@ -18,34 +18,11 @@ from hierviz.capturing.aten_capture import capture_notes
 from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
 from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 from hierviz.errors import CustomOpUnavailable
-from tests.custom_op_models import MYSIN, PadConv, SinNet, example, seeded
+from tests.custom_op_models import MAIN_OP, MYSIN, PadConv, SinNet, example, main_cell_model, seeded
 
 ROOT = Path(__file__).resolve().parents[1]
 FROM_CACHE = "from the disk cache"
 needs_trt = pytest.mark.skipif(not trt.available(), reason="Torch-TensorRT's lowering makes tensorrt::conv_asym_pad")
-
-# defined as a user's notebook cell or script defines it: its functions' module is __main__
-MAIN_OP = "hvtest_main::twice"
-MAIN_CELL = f"""
-import torch
-
-@torch.library.custom_op({MAIN_OP!r}, mutates_args=())
-def twice(x: torch.Tensor) -> torch.Tensor:
-    return x * 2
-
-@twice.register_fake
-def _(x):
-    return torch.empty_like(x)
-
-class Twice(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.fc = torch.nn.Linear(4, 4)
-
-    def forward(self, x):
-        return self.fc(twice(x))
-"""
-
 
 @pytest.fixture()
 def cache_dir(tmp_path, monkeypatch):
@@ -54,25 +31,14 @@ def cache_dir(tmp_path, monkeypatch):
     return tmp_path
 
 
-@pytest.fixture(scope="module")
-def main_cell():
-    """The namespace of MAIN_CELL run as `__main__` (once: an op is registered once per process)."""
-    namespace = {"__name__": "__main__"}
-    exec(compile(MAIN_CELL, "<cell>", "exec"), namespace)
-    return namespace
-
-
 def _ops(gm: torch.fx.GraphModule) -> set[str]:
     return {str(n.target) for n in gm.graph.nodes if n.op == "call_function"}
 
 
-def test_the_packed_graph_names_the_module_that_registers_each_custom_op(main_cell) -> None:
+def test_the_packed_graph_names_the_module_that_registers_each_custom_op() -> None:
     gm = hv.capture(seeded(SinNet), example(SinNet), cache=False)
     assert pack_graph(gm)["ops"] == {MYSIN: ("tests.custom_op_models", str(ROOT))}
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        twice = main_cell["Twice"]().eval()
-    packed = pack_graph(hv.capture(twice, (torch.ones(2, 4),), cache=False))
+    packed = pack_graph(hv.capture(*main_cell_model(), cache=False))
     assert packed["ops"] == {MAIN_OP: (None, None)}  # __main__: no other process can import it
 
 
@@ -120,12 +86,8 @@ def test_a_custom_op_graph_comes_back_from_the_disk_cache_in_a_fresh_process(cac
 
 
 @pytest.mark.slow  # a fresh interpreter: seconds of CPU
-def test_an_op_defined_in_main_is_named_where_it_cannot_be_had(main_cell, run_python, tmp_path) -> None:
-    with torch.random.fork_rng(devices=[]):
-        torch.manual_seed(0)
-        twice = main_cell["Twice"]().eval()
-    (tmp_path / "graph.pkl").write_bytes(pickle.dumps(pack_graph(hv.capture(twice, (torch.ones(2, 4),),
-                                                                             cache=False))))
+def test_an_op_defined_in_main_is_named_where_it_cannot_be_had(run_python, tmp_path) -> None:
+    (tmp_path / "graph.pkl").write_bytes(pickle.dumps(pack_graph(hv.capture(*main_cell_model(), cache=False))))
     code = f"""
         import pickle
         from hierviz.capturing.graph_codec import unpack_graph

@@ -176,8 +176,9 @@ class Worker:
             raise Unsendable(f"its settings do not pickle ({type(exc).__name__}: {exc})") from None
         job = _Job(progress, self)
         with self._lock:
-            self._ensure_started()
-            subject = self._subject(graph, example_inputs)
+            data = None if (id(graph), id(example_inputs)) in self._subjects else self._packed(graph, example_inputs)
+            self._ensure_started()  # (after the graph is found sendable: no child is started for nothing)
+            subject = self._subject(graph, example_inputs, data)
             job.key = key = next(self._ids)
             job.proc = self._proc
             self._jobs[key] = job
@@ -243,23 +244,28 @@ class Worker:
         threading.Thread(target=self._read, args=(self._proc,), name="hierviz-worker-reader", daemon=True).start()
         self._write((0, "path", list(sys.path)))
 
-    def _subject(self, graph: Any, example_inputs: Any) -> int:
-        """The child's number for (graph, example inputs), sent first when new to this child."""
+    def _packed(self, graph: Any, example_inputs: Any) -> bytes:
+        """The message data of (graph, example inputs); Unsendable when the child could not
+        read it: a custom op defined in `__main__` (its `op`), or what does not pickle."""
+        packed = pack_graph(graph)
+        lost = not_importable(packed["ops"])
+        if lost:
+            raise Unsendable(unavailable_text(lost), op=lost[0])
+        try:
+            return pickle.dumps((packed, example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
+        except PICKLING_ERRORS as exc:  # e.g. inputs holding an object that does not pickle
+            raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
+
+    def _subject(self, graph: Any, example_inputs: Any, data: bytes | None = None) -> int:
+        """The child's number for (graph, example inputs), sent first (`data`, else packed now)
+        when new to this child."""
         while self._dropped:
             self._write((0, "drop", self._dropped.pop()))
         key = (id(graph), id(example_inputs))
         if key in self._subjects:
             return self._subjects[key][0]
         number = next(self._ids)
-        packed = pack_graph(graph)
-        lost = not_importable(packed["ops"])
-        if lost:  # the child could not read the graph: said before it is sent
-            raise Unsendable(unavailable_text(lost), op=lost[0])
-        try:
-            data = pickle.dumps((packed, example_inputs), protocol=pickle.HIGHEST_PROTOCOL)
-        except PICKLING_ERRORS as exc:  # e.g. inputs holding an object that does not pickle
-            raise Unsendable(f"the graph or example inputs do not pickle ({type(exc).__name__}: {exc})") from None
-        self._write((number, "graph", data))
+        self._write((number, "graph", self._packed(graph, example_inputs) if data is None else data))
         self._subjects[key] = (number, example_inputs)
         self._finalizers.append(weakref.finalize(graph, self._forget, key, number))
         return number

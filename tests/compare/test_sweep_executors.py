@@ -1,5 +1,6 @@
 """hv.sweep with an executor (issue 37): a ProcessPoolExecutor partitions the rows in other
-processes (the graph sent as plain data) and gives the rows a local sweep gives; Ctrl-C, a real
+processes (the graph sent as plain data) and gives the rows a local sweep gives, in a spawned
+process too for a model with custom ops (their modules imported there); Ctrl-C, a real
 SIGINT arriving while the sweep waits for a row of a thread or a process executor, returns the
 rows finished so far with a note, as the docstring promises, instead of no rows."""
 
@@ -16,6 +17,8 @@ from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 import pytest
 
 import hierviz as hv
+from hierviz import trt
+from tests.custom_op_models import PadConv, SinNet, example, seeded
 
 sweep_mod = importlib.import_module("hierviz.compare.sweep")
 rows_mod = importlib.import_module("hierviz.compare.rows")
@@ -85,6 +88,20 @@ def test_process_executor_gives_the_rows_of_a_local_sweep(small):
         remote, notes = _sweep(small, executor=pool)
     assert notes == [] and remote["error"].isna().all()
     assert remote.equals(local)
+
+
+@pytest.mark.slow  # a spawned process imports torch and hierviz: seconds of CPU
+def test_a_spawned_process_sweeps_models_with_custom_ops():
+    """A fresh interpreter (spawn: not a fork of this process, which has the ops already) reads
+    a user's op (tests.custom_op_models) and Torch-TensorRT's tensorrt::conv_asym_pad."""
+    models = [SinNet, PadConv] if trt.available() else [SinNet]
+    with ProcessPoolExecutor(max_workers=1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        for cls in models:
+            model, inputs = seeded(cls), example(cls)
+            local = hv.sweep(model, inputs, {"min_block_size": [1, 2]}, progress=False)
+            remote = hv.sweep(model, inputs, {"min_block_size": [1, 2]}, progress=False, executor=pool)
+            assert remote["error"].isna().all(), list(remote["error"])
+            assert remote.equals(local)
 
 
 def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
