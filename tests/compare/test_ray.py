@@ -1,6 +1,7 @@
 """hv.sweep and hv.tune on a real local Ray (2 CPUs, started once for this module): the same
-rows as a local sweep, a killed worker is a failed row and the rest go on; and the packed
-graph that travels to the workers partitions and runs like the original."""
+rows as a local sweep (for a model with a custom op too: its module is imported in the
+workers), a killed worker is a failed row and the rest go on; and the packed graph that travels
+to the workers partitions and runs like the original."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import torch
 
 import hierviz as hv
 from hierviz.capturing.graph_codec import pack_graph, unpack_graph
+from tests.custom_op_models import SinNet, example, seeded
 
 RELU = "torch.ops.aten.relu.default"
 TANH = "torch.ops.aten.tanh.default"
@@ -72,6 +74,22 @@ def test_ray_sweep_rows_equal_the_local_sweep(small, ray_local) -> None:
     assert (remote["median_ms"] > 0).all()
     assert remote.attrs["compile_cache_misses"] >= 1
     assert builtins.print is PRINT
+
+
+@pytest.mark.slow
+def test_ray_sweeps_a_model_with_a_custom_op(ray_local) -> None:
+    """The workers import tests.custom_op_models, which registers the graph's op, before they
+    read the graph (from the folder it was imported from here, where Ray's path lacks it)."""
+    model, inputs = seeded(SinNet), example(SinNet)
+    support, exact = _own_backend()
+    base = hv.Config(priority=("exact",), support={"exact": support})
+    grid = {"min_block_size": [1, 2]}
+    measure = {**FAST, "compilers": {"exact": exact}}
+    local = hv.sweep(model, inputs, grid, base=base, progress=False)
+    remote = hv.sweep(model, inputs, grid, base=base, measure=measure, executor="ray", progress=False)
+    assert remote["error"].isna().all(), list(remote["error"])
+    assert remote["outputs_match"].all()
+    assert remote[list(local.columns)].drop(columns="error").equals(local.drop(columns="error"))
 
 
 @pytest.mark.slow
