@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from hierviz.foundation.error_text import first_line, message_line
+from hierviz.foundation.error_text import first_line, message_line, short_error
 
 
 def test_first_line_names_the_type_and_leaves_addresses_out() -> None:
@@ -18,3 +18,9 @@ def test_a_long_line_is_cut_at_the_limit() -> None:
     assert message_line(exc, 300) == "x" * 297 + "..."
     assert first_line(exc, 300) == "RuntimeError: " + "x" * 297 + "..."
     assert message_line(exc) == "x" * 400
+
+
+def test_a_tensorrt_layer_error_is_summed_up_by_the_layer_type_and_what_tensorrt_said() -> None:
+    line = ("ITensor::getDimensions: Error Code 3: API Usage Error ([TOPK]-[aten_ops.sort.default]-[model.layers.0.mlp."
+            "experts/sort_topk]: at least 2 dimensions are required for input. In checkNOrMoreDims at /_src/optim…")
+    assert short_error(line) == "[TOPK] at least 2 dimensions are required for input"

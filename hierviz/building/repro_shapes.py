@@ -2,13 +2,14 @@
 dimensions as torch.export Dims, so that repro.pt2 keeps the ranges its engine was built for.
 
 A part's placeholders carry the capture's sizes in `meta['val']`: a dynamic size is a SymInt
-whose expression is a symbol of the capture (`s77`), a multiple of one (`2*s77 + 1`), or
-something else (`s77*s24`). Each symbol becomes one Dim, named as the user named it
-(`Dim("seq")`, where the capture's ShapeEnv remembers it) and ranging as the capture's range;
-a multiple becomes that Dim's derived Dim (`2*seq + 1`); anything else gets a Dim of its own,
-ranging over the values the expression takes (`size0`, which the README says it stands for).
-A size given to the part as an int (a SymInt placeholder) is `Dim.DYNAMIC`: torch.export takes
-no named Dim for an int. TensorRT's profile for each input is optimization_profiles'.
+whose expression is a symbol of the capture (`s77`) or something made of them (`2*s77`,
+`s77*s24`). Each symbol becomes one Dim, named as the user named it (`Dim("seq")`, where the
+capture's ShapeEnv remembers it) and ranging as the capture's range. Any other expression gets a
+Dim of its own (`size0`, which the README says it stands for), ranging over the values it takes:
+torch 2.14 saves a derived Dim (`2*seq`) in a program that it then cannot load and decompose
+again ("expected sympy.Symbol"), as torch_tensorrt.dynamo.compile does. A size given to the part
+as an int (a SymInt placeholder) is `Dim.DYNAMIC`: torch.export takes no named Dim for an int.
+TensorRT's profile for each input is optimization_profiles'.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ class ReproShapes:
         for name, low, high, example, stands_for in self.dims:
             top = f"{low} to {high}" if high is not None else f"{low} up (no upper bound)"
             said = f" (the example's {example})"
-            lines.append(f"- `{name}`: {top}{said}" + (f"; it stands for `{stands_for}`, which torch.export's Dims "
-                                                         "cannot say" if stands_for else ""))
+            lines.append(f"- `{name}`: {top}{said}" + (f"; it stands for `{stands_for}`, here a Dim of its own"
+                                                         if stands_for else ""))
         return lines
 
 
@@ -112,24 +113,15 @@ def _root(made: _Made, sym: sympy.Symbol, env: Any) -> tuple[Any, str]:
 
 
 def _dim_of(made: _Made, size: torch.SymInt) -> tuple[Any, str]:
-    """(the Dim or derived Dim for `size`, the size in words: 'seq', '2*seq + 1', 'size0')."""
+    """(the Dim for `size`, its name: 'seq', or 'size0' for an expression of the capture's symbols)."""
     node: Any = size.node
     env, expr = node.shape_env, node.expr
-    symbols = sorted(expr.free_symbols, key=str)
-    if len(symbols) == 1:
-        sym = symbols[0]
-        try:
-            poly: sympy.Poly | None = sympy.Poly(expr, sym)
-        except sympy.PolynomialError:
-            poly = None
-        coeffs = poly.all_coeffs() if poly is not None and poly.degree() <= 1 else []
-        if len(coeffs) == 2 and all(c.is_integer for c in coeffs) and int(coeffs[0]) >= 1:
-            root, name = _root(made, sym, env)
-            a, b = int(coeffs[0]), int(coeffs[1])
-            return (root * a + b if (a, b) != (1, 0) else root), str(sympy.Symbol(name) * a + b)
+    if isinstance(expr, sympy.Symbol):
+        return _root(made, expr, env)
     if expr not in made[0]:
         bounds = env.bound_sympy(expr)
-        named = expr.xreplace({s: sympy.Symbol(_root(made, s, env)[1]) for s in symbols})
+        named = expr.xreplace({s: sympy.Symbol(made[0][s][1] if s in made[0] else _user_name(s, env))
+                               for s in expr.free_symbols})
         _new_dim(made, expr, f"size{sum(1 for row in made[1] if row[4])}", max(_bound(bounds.lower) or 0, 0),
                  _bound(bounds.upper), int(optimization_hint(size)), str(named))
     return made[0][expr]

@@ -33,12 +33,22 @@ def first_line(exc: BaseException | str, limit: int | None = None) -> str:
 TENSORRT_CHECK = re.compile(r"(?:[\w./-]+:\d+:\s*)?(?P<check>CHECK\((?:[^()]|\([^()]*\))*\))")
 
 
+# TensorRT's error about a layer Torch-TensorRT named '[TYPE]-[target]-[node]': '... API Usage Error
+# ([TOPK]-[aten_ops.sort.default]-[model.layers.0.mlp/sort_topk]: at least 2 dimensions are required for input. ...'
+TENSORRT_LAYER_ERROR = re.compile(r"\((?P<layer>\[[A-Z_]+\])-\[[^\]]*\]-\[[^\]]*\]: (?P<message>[^.…]+)")
+
+
 def short_error(error: str) -> str:
-    """The error in a few words for a one-line summary: a Myelin check's condition, or the line's start."""
+    """The error in a few words for a one-line summary: a Myelin check's condition, a layer's
+    type and what TensorRT said of it ('[TOPK] at least 2 dimensions are required for input'),
+    or the line's start."""
     check = TENSORRT_CHECK.search(error)
     if check:
         return ("Myelin " if "Myelin" in error else "") + check["check"]
+    layer = TENSORRT_LAYER_ERROR.search(error)
+    if layer:
+        error = f"{layer['layer']} {layer['message'].strip()}"
     return error if len(error) <= 60 else error[:57] + "..."
 
 
-__all__ = ["OBJECT_ADDRESS", "TENSORRT_CHECK", "first_line", "message_line", "short_error"]
+__all__ = ["OBJECT_ADDRESS", "TENSORRT_CHECK", "TENSORRT_LAYER_ERROR", "first_line", "message_line", "short_error"]

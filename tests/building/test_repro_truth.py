@@ -16,8 +16,8 @@ from hierviz import trt
 from hierviz.building.reduction import part_of
 from hierviz.building.repro import repro_of
 from hierviz.trt.build_errors import logged_cause
-from tests.building.failing_converters import (BUILD_ERROR, DYNAMIC_ERROR, LOGGED_ERROR, LogsATensorRTError,
-                                               RefusesADynamicInput, RefusesToBuildAfterALayer,
+from tests.building.failing_converters import (BUILD_ERROR, DYNAMIC_ERROR, DYNAMIC_MARK, LOGGED_ERROR,
+                                               LogsATensorRTError, RefusesADynamicInput, RefusesToBuildAfterALayer,
                                                registered_in_new_processes)
 from tests.building.models import AddsRowOne, made
 
@@ -103,6 +103,30 @@ def test_a_dynamic_graphs_repro_keeps_its_dim_range_and_fails_the_same_way(tmp_p
     assert "`repro.py` fails the same way in a fresh process" in readme
     assert "| `relu` | float32 | (batch, 8) | (1,8) → (4,8) → (64,8) |" in readme
     assert "- `batch`: 2 to 64 (the example's 4)" in readme
+
+
+class Doubled(torch.nn.Module):
+    """cat([x, x]) run in PyTorch, then relu and the test's clamp refusing a dynamic input: the
+    engine's input is (2*batch, 8), a size that is no symbol of the capture's own."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.clamp(torch.cat([x, x]).relu(), min=DYNAMIC_MARK) * 2
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_a_size_that_is_a_multiple_of_a_dim_keeps_its_range_and_fails_the_same_way(tmp_path, monkeypatch):
+    registered_in_new_processes(monkeypatch, tmp_path / "site")
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    part = hv.partition(Doubled().eval(), (torch.randn(4, 8),), min_block_size=1, torch_executed_ops={"aten.cat"},
+                        dynamic_shapes=({0: Dim("batch", min=2, max=64)},))
+    saved = repro_of(part.build(fix=False), part).save(tmp_path / "repro")
+    assert saved.exit_status == 1 and saved.static_shapes == "", (tmp_path / "repro" / "repro.log").read_text()[-3000:]
+    ep = torch.export.load(str(tmp_path / "repro" / "repro.pt2"))
+    assert [(int(r.lower), int(r.upper)) for r in ep.range_constraints.values()] == [(4, 128)]
+    readme = (tmp_path / "repro" / "README.md").read_text()
+    assert "| `relu` | float32 | (size0, 8) | (4,8) → (8,8) → (128,8) |" in readme
+    assert "- `size0`: 4 to 128 (the example's 8); it stands for `2*batch`, here a Dim of its own" in readme
 
 
 @needs_rtx
