@@ -24,3 +24,6 @@ def test_a_tensorrt_layer_error_is_summed_up_by_the_layer_type_and_what_tensorrt
     line = ("ITensor::getDimensions: Error Code 3: API Usage Error ([TOPK]-[aten_ops.sort.default]-[model.layers.0.mlp."
             "experts/sort_topk]: at least 2 dimensions are required for input. In checkNOrMoreDims at /_src/optim…")
     assert short_error(line) == "[TOPK] at least 2 dimensions are required for input"
+    unnamed = ("ITensor::getDimensions: Error Code 3: API Usage Error ((Unnamed Layer* 421) [AttentionInput]: Key and "
+               "Value must have the same shape In validate at /_src/optimizer/api/layers/attentionInputLayer.cpp:…")
+    assert short_error(unnamed) == "[AttentionInput] Key and Value must have the same shape"

@@ -33,9 +33,12 @@ def first_line(exc: BaseException | str, limit: int | None = None) -> str:
 TENSORRT_CHECK = re.compile(r"(?:[\w./-]+:\d+:\s*)?(?P<check>CHECK\((?:[^()]|\([^()]*\))*\))")
 
 
-# TensorRT's error about a layer Torch-TensorRT named '[TYPE]-[target]-[node]': '... API Usage Error
-# ([TOPK]-[aten_ops.sort.default]-[model.layers.0.mlp/sort_topk]: at least 2 dimensions are required for input. ...'
-TENSORRT_LAYER_ERROR = re.compile(r"\((?P<layer>\[[A-Z_]+\])-\[[^\]]*\]-\[[^\]]*\]: (?P<message>[^.…]+)")
+# TensorRT's error about a layer Torch-TensorRT named '[TYPE]-[target]-[node]', or one left unnamed: '... API Usage
+# Error ([TOPK]-[aten_ops.sort.default]-[model.layers.0.mlp/sort_topk]: at least 2 dimensions are required for input.
+# In checkNOrMoreDims at ...', '... ((Unnamed Layer* 421) [AttentionInput]: Key and Value must have the same shape In
+# validate at ...'; group "layer" is '[TOPK]', "message" what TensorRT said of it
+TENSORRT_LAYER_ERROR = re.compile(r"\((?:(?P<layer>\[\w+\])-\[[^\]]*\]-\[[^\]]*\]|\(Unnamed Layer\* \d+\) "
+                                  r"(?P<unnamed>\[\w+\])): (?P<message>.+?)(?:\.|\s+In \w+ at |…|\)$|$)")
 
 
 def short_error(error: str) -> str:
@@ -47,7 +50,7 @@ def short_error(error: str) -> str:
         return ("Myelin " if "Myelin" in error else "") + check["check"]
     layer = TENSORRT_LAYER_ERROR.search(error)
     if layer:
-        error = f"{layer['layer']} {layer['message'].strip()}"
+        error = f"{layer['layer'] or layer['unnamed']} {layer['message'].strip()}"
     return error if len(error) <= 60 else error[:57] + "..."
 
 
