@@ -14,7 +14,8 @@
     fix_cost.py        what a fix costs: ops moved out of TensorRT, accelerated ops, subgraphs
     named_settings.py  the setting a Torch-TensorRT error names as its remedy (truncate_double)
     reduction.py       the smallest part of a failed subgraph that fails the same way
-    repro.py           hv.Repro: that part, saved as a standalone repro (repro_files.py)
+    repro.py           hv.Repro: that part, saved as a standalone repro (repro_files.py; its inputs
+                       and their Dims: repro_shapes.py)
 """
 
 from __future__ import annotations
