@@ -138,3 +138,35 @@ def test_a_cache_entry_whose_op_cannot_be_had_is_a_note_not_a_warning(cache_dir,
                            "registered by module hvtest_no_such_module")
     assert note.endswith("so the model was captured again")
     torch.testing.assert_close(again(*x)[0] if isinstance(again(*x), tuple) else again(*x), model(*x))
+
+
+@pytest.mark.slow  # a transformers MoE capture and a fresh interpreter: seconds of CPU
+def test_a_library_s_op_is_read_back_where_the_library_was_not_imported(run_python, tmp_path) -> None:
+    """transformers' MoE experts call its own op transformers::grouped_mm_fallback (registered by
+    transformers.integrations.moe): a process that never imported transformers reads and runs the graph."""
+    transformers = pytest.importorskip("transformers")
+    config = transformers.MixtralConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=1,
+                                        num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
+                                        num_experts_per_tok=2, max_position_embeddings=64, use_cache=False)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model = transformers.MixtralForCausalLM(config).eval()
+    ids = torch.randint(0, 64, (1, 8), generator=torch.Generator().manual_seed(0))
+    gm = hv.capture(model, (ids,), cache=False)
+    packed = pack_graph(gm)
+    assert packed["ops"]["transformers::grouped_mm_fallback"][0] == "transformers.integrations.moe"
+    (tmp_path / "graph.pkl").write_bytes(pickle.dumps(packed))
+    torch.save((ids, model(ids).logits), tmp_path / "io.pt")
+    code = f"""
+        import pickle, sys
+        import torch
+        from hierviz.capturing.graph_codec import unpack_graph
+        print("BEFORE", "transformers" in sys.modules)
+        gm = unpack_graph(pickle.load(open({str(tmp_path / "graph.pkl")!r}, "rb")))
+        ids, expected = torch.load({str(tmp_path / "io.pt")!r})
+        torch.testing.assert_close(gm(ids).logits, expected)  # the model's own output type
+        print("SAME")
+    """
+    proc = run_python(code)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.split() == ["BEFORE", "False", "SAME"]
