@@ -5,12 +5,14 @@ subgraph's call nodes made into its own GraphModule (`part_of`): a value from ou
 becomes a placeholder carrying its producer's `meta['val']` (a weight stays a get_attr, copied
 in), and a value some node outside the part (or the output) uses becomes an output. The search
 (`smallest_failing`) bisects the topological order to the shortest failing block, then removes
-nodes inside it (delta debugging) while the part still fails with the same signature
-(docs/repro.md says the rule).
+nodes between its ends (delta debugging) while the part still fails with the same signature
+(docs/repro.md says the rule), in at most 2*log2(N) + 8 builds in all for N nodes
+(`max_builds`): the shrink stops there with the smallest failing part it has.
 """
 
 from __future__ import annotations
 
+import math
 import operator
 import re
 import time
@@ -166,32 +168,64 @@ class _Trials:
         return same_failure(signature(made.stage, made.exception, made.error, self.names), self.wanted)
 
 
-def _bisect(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
+def _starts(gm: torch.fx.GraphModule, nodes: list[str], end: int) -> list[int]:
+    """The positions i < end where nodes[i:end] can start a part: none of its nodes reads, from a
+    node before i, a value that cannot be a placeholder (the tuple of a native_layer_norm that a
+    getitem reads). 0 is one: the whole reads only the subgraph's own inputs."""
+    at = {name: i for i, name in enumerate(nodes)}
+    named = {n.name: n for n in gm.graph.nodes}
+    blocked: set[int] = set()
+    for j in range(end):
+        for a in named[nodes[j]].all_input_nodes:
+            if a.name in at and not _input_value(a):
+                blocked.update(range(at[a.name] + 1, j + 1))
+    return [i for i in range(end) if i not in blocked]
+
+
+def _bisect(nodes: list[str], fails: Callable[[Sequence[str]], bool],
+            starts: Callable[[int], list[int]]) -> list[str]:
     """The shortest block of `nodes` found by bisection that still fails: the fewest leading
-    nodes first, then the fewest of those counted from the end. `nodes` as a whole fails."""
+    nodes first, then the fewest of those counted from the end, cut only where a part can start
+    (`starts(end)`). `nodes` as a whole fails."""
     lo, hi = 0, len(nodes)  # nodes[:hi] fails, nodes[:lo] does not
     while hi - lo > 1:
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if fails(nodes[:mid]) else (mid, hi)
     end = hi
-    lo, hi = 0, end  # nodes[lo:end] fails, nodes[hi:end] does not
+    cuts = starts(end)
+    lo, hi = 0, len(cuts)  # nodes[cuts[lo]:end] fails, nodes[cuts[hi]:end] does not (none past the last)
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        lo, hi = (mid, hi) if fails(nodes[mid:end]) else (lo, mid)
-    return nodes[lo:end]
+        lo, hi = (mid, hi) if fails(nodes[cuts[mid]:end]) else (lo, mid)
+    return nodes[cuts[lo]:end]
 
 
-def _delta(nodes: list[str], fails: Callable[[Sequence[str]], bool]) -> list[str]:
-    """Delta debugging (ddmin): drop chunks of `nodes` while the rest still fails, the chunks
-    halving until single nodes; the result fails, and removing any one node of it does not."""
-    return ddmin(nodes, fails)
+def max_builds(n: int) -> int:
+    """The most builds the search makes on a subgraph of `n` call nodes, its own build included:
+    2*log2(n) + 8. Bisection takes at most 2*ceil(log2(n)) of them; the shrink has the rest."""
+    return math.floor(2 * math.log2(max(n, 1)) + 8)
+
+
+def _shrink(block: list[str], fails: Callable[[Sequence[str]], bool], budget: Callable[[], bool]) -> list[str]:
+    """`block` (it fails) less the nodes between its ends that the failure does not need, by
+    delta debugging (ddmin) while `budget()` allows. Its ends stay: bisection found that the
+    block fails and that it does not without its last node, nor from the next node a part can
+    start at."""
+    if len(block) <= 2:
+        return block
+    first, inner, last = block[0], block[1:-1], block[-1]
+    kept = ddmin(inner, lambda some: fails([first, *some, last]), budget)
+    if len(kept) == 1 and budget() and fails([first, last]):  # ddmin never drops the last one
+        kept = []
+    return [first, *kept, last]
 
 
 def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphModule], tuple[Any, bool]],
                      ) -> Reduction:
-    """The smallest part of `gm` that fails as `gm` does, building parts with `build(part) ->
-    (EngineBuild, from the cache)` (a SubgraphBuilder's build, so trials are cached on disk; or
-    anything with `.stage`, `.exception` and `.error`, as a lowering run in PyTorch gives)."""
+    """The smallest part of `gm` that fails as `gm` does, found in at most max_builds(N) builds
+    of its N call nodes, building parts with `build(part) -> (EngineBuild, from the cache)` (a
+    SubgraphBuilder's build, so trials are cached on disk; or anything with `.stage`,
+    `.exception` and `.error`, as a lowering run in PyTorch gives)."""
     start = time.perf_counter()
     made, cached = build(gm)
     names = [n.name for n in gm.graph.nodes]
@@ -199,12 +233,13 @@ def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphMo
     trials.builds, trials.cached = 1, int(cached)
     everything = call_nodes(gm)
     trials.known[frozenset(everything)] = made.stage in FAILING
-    block = _bisect(everything, trials.fails)
-    nodes = _delta(block, trials.fails)
+    limit = max_builds(len(everything))
+    block = _bisect(everything, trials.fails, lambda end: _starts(gm, everything, end))
+    nodes = _shrink(block, trials.fails, lambda: trials.builds < limit)
     graph = part_of(gm, nodes)
     if graph is None or not trials.fails(nodes):  # never: the whole fails, so some part of it does
         nodes, graph = everything, gm
     return Reduction(tuple(nodes), graph, trials.builds, trials.cached, time.perf_counter() - start)
 
 
-__all__ = ["CALLS", "FAILING", "Reduction", "call_nodes", "part_of", "signature", "smallest_failing"]
+__all__ = ["CALLS", "FAILING", "Reduction", "call_nodes", "max_builds", "part_of", "signature", "smallest_failing"]
