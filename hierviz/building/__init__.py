@@ -3,7 +3,7 @@
     build_partition.py  Partition.build / MultiGraphPartition.build: run, convert, build, fix
     builds.py          hv.Builds, what they found (.df, .ok, the words)
     build_row.py       hv.BuildRow, one engine's build (a row of Builds.df)
-    graph_run.py       the lowered graph run once in PyTorch, node by node (stage "run")
+    graph_run.py       the lowered graph run once in PyTorch, node by node only where it fails (stage "run")
     subgraph_builds.py each subgraph built once, through the engine store
     build_keys.py      what makes two builds the same engine: content, profile, settings, versions
     engine_store.py    built engines on disk under those keys, bounded and checked on read
