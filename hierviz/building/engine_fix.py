@@ -97,9 +97,9 @@ def candidates(part: Partition, tags: Sequence[str], first: Sequence[str] = ()) 
 def _through_smallest_part(search: FixSearch, ops: frozenset[str], settings: dict[str, Any], failure: EngineFailure,
                            seen: Signature) -> frozenset[str] | None:
     """The ops to move next for `failure` (signature `seen`) from its engine's smallest failing
-    part: the first of its ops (the one keeping the most first) whose move builds or changes
-    the failure; else its one op (the failure left may be another part's with the same words),
-    or all of its ops together; None when there is no part to search or no op to move."""
+    part: of its ops alone, the one keeping the most whose move builds; else the first whose
+    move changes the failure; else its one op (the failure left may be another part's with the
+    same words), or all of its ops together; None when there is no part to search or no op to move."""
     if search.trials.reductions >= MAX_REDUCTIONS or not search.can_test():
         return None
     tag = failure[0]
@@ -107,12 +107,17 @@ def _through_smallest_part(search: FixSearch, ops: frozenset[str], settings: dic
     found = search.ops_of(ops, tag, nodes)
     tries = sorted((o for o in found if keeps_tensorrt(search.partition(ops | {o}))),
                    key=lambda o: search.rank(ops | {o}, settings))
+    changed: frozenset[str] | None = None
     for op in tries:
         if not search.can_test() and not search.known(ops | {op}, settings):
-            return None
+            break
         after = search.failure(ops | {op}, settings)
-        if after is None or not same_failure(search.signature(after, ops | {op}), seen):
+        if after is None:
             return ops | {op}
+        if changed is None and not same_failure(search.signature(after, ops | {op}), seen):
+            changed = ops | {op}
+    if changed is not None:
+        return changed
     if len(tries) == 1:
         return ops | {tries[0]}
     return ops | found if found and keeps_tensorrt(search.partition(ops | found)) else None

@@ -14,9 +14,10 @@ TENSORRT = "tensorrt"
 
 def tensorrt_ops(part: Partition | MultiGraphPartition) -> int:
     """The compute ops the partition's TensorRT subgraphs run (every graph's, across graphs)."""
-    graphs = getattr(part, "graphs", None)
-    if graphs is not None:
-        return sum(tensorrt_ops(g) for g in graphs)
+    from hierviz.partitioner import MultiGraphPartition
+
+    if isinstance(part, MultiGraphPartition):
+        return sum(tensorrt_ops(g) for g in part.graphs)
     return sum(sg.compute_ops for sg in part.subgraphs if sg.backend == TENSORRT)
 
 

@@ -206,3 +206,28 @@ def test_every_graphs_fix_together_is_shown_to_build_and_says_its_cost():
                                f"every engine of every graph builds; it moves 1 compute op out of TensorRT: "
                                f"accelerated ops {before['accelerated_ops']} → {after['accelerated_ops']}, subgraphs "
                                f"{before['subgraphs']} → {after['subgraphs']} (tensorrt=3, torch=1)")
+
+
+def test_of_the_smallest_failing_parts_ops_one_that_builds_is_taken_before_one_that_fails_otherwise(monkeypatch):
+    """The builder (the test's) refuses an engine holding a split, a getitem and a permute: the
+    smallest failing part is the three. Moving getitem, which keeps every compute op, fails to
+    convert instead; moving split or permute builds, and is the fix, without a second
+    smallest-part search down getitem's failure."""
+    from tests.building.models import FusedQKV, made
+
+    real = trt.convert_and_build
+
+    def refuses_the_three(gm, settings=None, **options):
+        held = {getattr(n.target, "__name__", "").split(".")[0] for n in gm.graph.nodes if n.op == "call_function"}
+        if {"split", "getitem", "permute"} <= held:
+            return trt.EngineBuild("build", 1, 0.0, 0.0, exception="RuntimeError",
+                                   error="the test's builder refuses split, getitem and permute together")
+        return real(gm, settings, **options)
+
+    monkeypatch.setattr(trt, "convert_and_build", refuses_the_three)
+    part = hv.partition(*made(FusedQKV, 1, 16, 64), min_block_size=2)
+    builds = part.build()
+    assert builds.fix_reductions == 1
+    (moved,) = builds.fix
+    assert moved in ("aten.split.Tensor", "aten.permute")
+    assert builds.fixed().build().ok
