@@ -2,12 +2,13 @@
 
 Torch-TensorRT gives some remedies only in words: a float64 constant makes `get_trt_tensor` raise
 "TensorRT does not support float64 (double) precision. To resolve this, please set
-truncate_double=True in your compilation settings and re-run the model." (converter_utils.py,
-2.14). Its exception has no field for it, so the words are read here, once, into typed settings:
-`name=True` or `name=False` where `name` is a CompilationSettings field that acts at conversion
-(what part.build() and hv.measure take as `trt_settings`) and the value is one it takes. A setting
-of another stage is not offered: `decompose_attention=True`, which Torch-TensorRT's attention
-converters suggest, acts in its lowering, which part.build() does not run again.
+truncate_double=True in your compilation settings and re-run the model."
+(torch_tensorrt/dynamo/conversion/converter_utils.py, 2.14). Its exception has no field for it, so
+the words are read here, once, into typed settings: `name=True` or `name=False` where `name` is a
+CompilationSettings field that acts at conversion (what part.build() and hv.measure take as
+`trt_settings`) and the value is one it takes. A setting of another stage is not offered:
+`decompose_attention=True`, which Torch-TensorRT's attention converters suggest, acts in its
+lowering, which part.build() does not run again.
 """
 
 from __future__ import annotations

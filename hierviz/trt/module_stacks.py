@@ -1,8 +1,8 @@
 """Converting a subgraph leaves its nodes' module stacks as they were.
 
-Torch-TensorRT 2.14's `get_node_name` (conversion/converter_utils.py) names a node by popping
-the last entry of `node.meta['nn_module_stack']`, and it names a node more than once as it
-converts it. A partition's subgraphs share their nodes' meta with the partition's graph (and the
+Torch-TensorRT 2.14's `get_node_name` (torch_tensorrt/dynamo/conversion/converter_utils.py) names
+a node by popping the last entry of `node.meta['nn_module_stack']`, and it names a node more than
+once as it converts it. A partition's subgraphs share their nodes' meta with the partition's graph (and the
 capture's), so every conversion cut modules off every node: the modules view, each record's
 module_path and the next failure's node name changed with each build.
 """
