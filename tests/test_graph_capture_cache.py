@@ -130,11 +130,11 @@ def test_a_graph_run_eagerly_is_kept_on_disk(cache_dir, counted, monkeypatch) ->
     real = dynamo_capture.lowered
     calls = {"n": 0}
 
-    def lowered(gm, sample_inputs):
+    def lowered(gm, sample_inputs, target):
         calls["n"] += 1
         if calls["n"] == 2:
             raise RuntimeError("no lowering for this op")
-        return real(gm, sample_inputs)
+        return real(gm, sample_inputs, target)
 
     monkeypatch.setattr(dynamo_capture, "lowered", lowered)
     model, x = _model()

@@ -24,6 +24,7 @@ import torch
 
 from hierviz import trt
 from hierviz.capturing.disk_cache import FORMAT
+from hierviz.capturing.target_device import DEFAULT_TARGET, target_key
 from hierviz.foundation.digests import PartsDigest, data_digest, tensor_digest, tensor_digests
 from hierviz.support.support_key import plain
 from hierviz.version import __version__
@@ -35,10 +36,12 @@ class _NotCacheable(Exception):
     """The model has something the key cannot describe."""
 
 
-def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any, target: Any) -> str | None:
+def capture_key(model: torch.nn.Module, inputs: Any, dynamic_shapes: Any, target: Any = None) -> str | None:
     """The cache key of capturing `model` with `inputs` (a hashable description of the example
-    inputs) and `dynamic_shapes` (the same of those) for `target` (the target device's key), or
-    None when the model cannot be keyed."""
+    inputs) and `dynamic_shapes` (the same of those) for `target` (the target device's key,
+    hierviz.capturing.target_device.target_key; None: the default target's), or None when the
+    model cannot be keyed."""
+    target = target if target is not None else target_key(DEFAULT_TARGET)
     h = PartsDigest()
     h.add((FORMAT, __version__, torch.__version__, lowering(), inputs, dynamic_shapes, target))
     _hash_side_by_side(model)
