@@ -6,6 +6,7 @@ the same build read back from the build cache in a new process.
     python benchmarks/builds.py --llm              # the 1.1B Llama-style bf16 model (issue 49), ~3 min
     python benchmarks/builds.py --llm --llm-layers 2   # the same model, 2 layers: a quick try
     python benchmarks/builds.py --fix              # the fix search on models whose engine fails (issue 50)
+    python benchmarks/builds.py --first            # a first build beside the raw convert + build (issue 55)
 
 For each model, in one process with an empty build cache: `hv.partition` (its time beside the
 build's, for scale), then `part.build(fix=False)`: per TensorRT subgraph its stage, layers,
@@ -36,6 +37,20 @@ search to compare with. Target (issue 55, which made the search follow each fail
 failing node's op and the smallest failing part): on gpt2 and the 4-layer GPT-2 fewer builder
 calls than the exhaustive search and at least as many accelerated ops kept; a multi-op fix for
 the two-failure model; every fix shown to build.
+
+`--first`: resnet50 and vit_b_16 (min_block_size=3), each in `--repeats` new processes: a first
+`part.build(fix=False)` (the build cache empty: a new folder) beside upstream's raw path on the
+same TensorRT subgraphs in the same process: Torch-TensorRT's `TRTInterpreter`
+(`_construct_trt_network_def`) and TensorRT's `build_serialized_network` on the config
+`TRTInterpreter.run` makes, which then deserializes the engine (that needs a GPU: not timed).
+Each process first builds the zoo's tiny_conv both ways (imports, TensorRT's start), then times
+the two on the model, in an order that alternates by process; the medians are compared. Then
+the zoo's gpt2, whose engine fails in the builder: its smallest failing part (`Builds.repro()`,
+a new empty build cache), N (the failed subgraph's call nodes), the builds it took and the bound
+2*log2(N) + 8, beside the search before issue 55 (bisection cutting anywhere, then delta
+debugging until no node can be dropped) in the same run.
+Targets (issue 55): a first build at most 1.25x the raw path; gpt2's part within the bound, the
+same failure, no larger than before.
 """
 
 from __future__ import annotations
@@ -43,6 +58,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -50,6 +66,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.1
+FIRST_TARGET = 1.25
 LLM_TARGETS = {"cached build / first build": 0.1, "second partition / first partition": 0.25,
                "peak RSS / weights' bytes": 3.0}
 
@@ -167,6 +184,144 @@ def main_fix() -> int:
     return 0 if met else 1
 
 
+FIRST_CHILD = r"""
+import json, os, sys, tempfile, time
+import hierviz as hv
+from hierviz import trt, zoo
+from hierviz.building.subgraph_builds import tensorrt_tags
+name, order = sys.argv[1], sys.argv[2].split(",")
+trt.load()
+from torch_tensorrt.dynamo.conversion._conversion import infer_module_output_dtypes
+from torch_tensorrt.dynamo.conversion._symbolic_shape_capture import extract_symbolic_shape_expressions
+from torch_tensorrt.dynamo.conversion._TRTInterpreter import TRTInterpreter
+from torch_tensorrt.dynamo.partitioning import construct_submodule_inputs
+settings = trt.conversion_settings()
+
+
+def raw(part):  # upstream's interpret_module_to_result and TRTInterpreter.run, up to the serialized engine
+    start = time.perf_counter()
+    with trt.answer_cuda_queries():
+        for tag in tensorrt_tags(part):
+            gm = getattr(part.module, tag)
+            extract_symbolic_shape_expressions(gm)
+            dtypes = infer_module_output_dtypes(gm, truncate_double=settings.truncate_double)
+            interpreter = TRTInterpreter(gm, list(construct_submodule_inputs(gm)), output_dtypes=dtypes,
+                                         compilation_settings=settings)
+            interpreter._construct_trt_network_def()
+            config = interpreter._populate_trt_builder_config(False, None)
+            assert interpreter.builder.build_serialized_network(interpreter.ctx.net, config) is not None
+    return time.perf_counter() - start
+
+
+def hierviz(part):  # part.build() with an empty build cache
+    with tempfile.TemporaryDirectory(prefix="hierviz-first-") as cache:
+        os.environ["HIERVIZ_CACHE_DIR"] = cache
+        start = time.perf_counter()
+        builds = part.build(fix=False)
+        took = time.perf_counter() - start
+        assert builds.ok and not any(builds.df["cached"]), builds
+    return took
+
+
+tiny = hv.partition(*zoo.load("tiny_conv"), min_block_size=1)  # the process's first of each, on another model
+raw(tiny), hierviz(tiny)
+part = hv.partition(*zoo.load(name), min_block_size=3)
+times = {way: (raw if way == "raw" else hierviz)(part) for way in order}
+print(json.dumps({"subgraphs": len(tensorrt_tags(part)), "times": times, "builder": trt.builder_name(),
+                  "threads": __import__("torch").get_num_threads()}))
+"""
+
+
+REDUCE_CHILD = r"""
+import json, os, sys, tempfile, time
+import hierviz as hv
+from hierviz import zoo
+from hierviz.building import reduction
+from hierviz.building.reduction import call_nodes, max_builds, part_of, signature, same_failure
+from hierviz.building.subgraph_builds import SubgraphBuilder
+from hierviz.foundation.delta_debugging import ddmin
+search = sys.argv[1]
+model, inputs = zoo.load("gpt2")
+part = hv.partition(model, inputs, min_block_size=3)
+builds = part.build(fix=False)
+(row,) = [r for r in builds.rows if r.stage in ("convert", "build")][:1]
+gm = getattr(part.module, row.subgraph)
+start = time.perf_counter()
+if search == "hierviz":
+    repro = builds.repro()
+    nodes, made, stage, exception, error = repro.nodes, repro.builds, repro.stage, repro.exception, repro.error
+else:  # before issue 55: bisection (cut anywhere), then ddmin until no node can be dropped
+    def bisect(nodes, fails):
+        lo, hi = 0, len(nodes)
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if fails(nodes[:mid]) else (mid, hi)
+        end, lo, hi = hi, 0, hi
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if fails(nodes[mid:end]) else (lo, mid)
+        return nodes[lo:end]
+
+    builder = SubgraphBuilder()
+    build = lambda g: builder.build(g, label=row.subgraph)
+    whole, _ = build(gm)
+    trials = reduction._Trials(gm, build, signature(whole.stage, whole.exception, whole.error,
+                                                    [n.name for n in gm.graph.nodes]))
+    trials.builds = 1
+    trials.known[frozenset(call_nodes(gm))] = True
+    nodes = ddmin(bisect(call_nodes(gm), trials.fails), trials.fails)
+    found, _ = build(part_of(gm, nodes))
+    made, stage, exception, error = trials.builds, found.stage, found.exception, found.error
+names = [n.name for n in gm.graph.nodes]
+same = same_failure(signature(stage, exception, error, names), signature(row.stage, row.exception, row.error, names))
+print(json.dumps({"n": len(call_nodes(gm)), "builds": made, "bound": max_builds(len(call_nodes(gm))),
+                  "nodes": list(nodes), "same": same, "seconds": time.perf_counter() - start, "error": error}))
+"""
+
+
+def run_first(script: str, *args: str) -> dict:
+    """One new process running `script` with `args`, its caches in a new empty folder."""
+    with tempfile.TemporaryDirectory(prefix="hierviz-builds-first-") as cache:
+        env = {k: v for k, v in os.environ.items() if k not in ("PYTHONDONTWRITEBYTECODE", "HIERVIZ_CACHE")}
+        env.update(HIERVIZ_CACHE_DIR=cache, PYTHONPATH=str(ROOT))
+        proc = subprocess.run([sys.executable, "-c", script, *args], capture_output=True, text=True, env=env,
+                              cwd=ROOT, timeout=3600)
+    if proc.returncode != 0:
+        raise SystemExit(f"{args}: {proc.stderr[-3000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main_first(repeats: int) -> int:
+    """`--first`: a first build beside the raw convert + build, and gpt2's smallest failing part
+    (module docstring)."""
+    met = True
+    print(f"{'model':<10} {'engines':>7} {'raw convert+build s':>19} {'hierviz first build s':>21} {'ratio':>6}  "
+          f"(medians of {repeats} processes; each process's pair)")
+    for model in ("resnet50", "vit_b_16"):
+        runs = [run_first(FIRST_CHILD, model, "raw,hierviz" if k % 2 == 0 else "hierviz,raw") for k in range(repeats)]
+        raw = statistics.median(r["times"]["raw"] for r in runs)
+        hv = statistics.median(r["times"]["hierviz"] for r in runs)
+        ratio = hv / raw
+        met = met and ratio <= FIRST_TARGET
+        pairs = ", ".join(f"{r['times']['raw']:.2f}/{r['times']['hierviz']:.2f}" for r in runs)
+        print(f"{model:<10} {runs[0]['subgraphs']:>7} {raw:>19.2f} {hv:>21.2f} {ratio:>6.2f}  ({pairs})")
+        print(f"  target: first build <= {FIRST_TARGET}x the raw path: {'met' if ratio <= FIRST_TARGET else 'not met'}")
+    print(f"built with {runs[0]['builder']}; torch threads {runs[0]['threads']}; in each process, tiny_conv built "
+          "both ways first; the order alternates by process")
+    print()
+    print("gpt2's smallest failing part (a new process each, empty build cache)")
+    got = {search: run_first(REDUCE_CHILD, search) for search in ("before", "hierviz")}
+    for search, r in got.items():
+        print(f"  {search:<8} N={r['n']} builds={r['builds']} bound 2*log2(N)+8={r['bound']} "
+              f"part={len(r['nodes'])} nodes, same failure={r['same']}, {r['seconds']:.1f} s: {r['nodes']}")
+    new, old = got["hierviz"], got["before"]
+    ok = new["builds"] <= new["bound"] and new["same"] and len(new["nodes"]) <= len(old["nodes"])
+    print(f"  error: {new['error']}")
+    print(f"  target: at most {new['bound']} builds, the same failure, no more nodes than before "
+          f"({new['builds']} builds, {len(new['nodes'])} vs {len(old['nodes'])} nodes): {'met' if ok else 'not met'}")
+    return 0 if met and ok else 1
+
+
 def run(model: str, cache: str) -> dict:
     # Python's own bytecode cache as a normal install has it (this machine sets PYTHONDONTWRITEBYTECODE,
     # which makes every process compile hierviz's sources again, about 10 ms of a cached build)
@@ -231,9 +386,14 @@ def main() -> int:
     ap.add_argument("--llm", action="store_true", help="the 1.1B Llama-style bf16 model instead of the zoo")
     ap.add_argument("--llm-layers", type=int, default=16, help="--llm's layers (16: 1.1B parameters)")
     ap.add_argument("--fix", action="store_true", help="the fix search on models whose engine fails (issue 50)")
+    ap.add_argument("--first", action="store_true",
+                    help="a first build beside the raw convert + build, and gpt2's smallest failing part (issue 55)")
+    ap.add_argument("--repeats", type=int, default=3, help="--first's timed runs of each")
     args = ap.parse_args()
     if args.fix:
         return main_fix()
+    if args.first:
+        return main_first(args.repeats)
     if args.llm:
         return main_llm(args.llm_layers)
     worst = 0.0
