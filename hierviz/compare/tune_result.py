@@ -11,12 +11,16 @@ import pandas as pd
 from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 from hierviz.compare.rows import partition_of
+from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS
 from hierviz.latency.measurement import ci_text
 from hierviz.latency.speedup_claim import clear_gain
 from hierviz.partitioner import MultiGraphPartition, Partition
 
-STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", "failed", "invalid")
-NO_WINNER = "no setting beat eager nn.Module here"
+STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", KEPT_STATUS, "failed",
+            "invalid")
+EAGER_MODULE = "eager nn.Module"              # the baseline: the user's nn.Module run eagerly
+GRAPH_EAGER = "the captured graph run eagerly"  # the baseline when there is no nn.Module (a bare graph)
+NO_WINNER = f"no setting beat {EAGER_MODULE} here"
 
 
 def pick_best(trials: pd.DataFrame) -> tuple[int | None, int | None]:
@@ -45,9 +49,13 @@ class TuneResult:
 
     `best` is the fastest setting that beats eager: outputs match the model's, nothing fell
     back, something is accelerated, and its speed-up interval against your nn.Module run
-    eagerly (`speedup_ci`, 95%, bootstrap over the timed samples) lies above 1.0, confirmed
-    by the full measurement of `best_measurement` (the setting and the eager model timed
-    interleaved). When no setting does, `best` is the default setting and `verdict` says "no
+    eagerly (`speedup_ci`, 95%, bootstrap over the timed samples) claims a speed-up (narrow and
+    clear of 1.0: hierviz.latency.speedup_claim), confirmed by the full measurement of
+    `best_measurement` (the setting and the eager model timed interleaved). `against` names that
+    baseline ("eager nn.Module", or "the captured graph run eagerly" for a bare graph). Where the
+    default setting has TensorRT and it cannot be timed here, every setting proposed keeps
+    TensorRT's engines (compare/tensorrt_kept.py) and `not_timed` says what was not timed and
+    why; the verdict ends with it. When no setting does, `best` is the default setting and `verdict` says "no
     setting beat eager nn.Module here" (None only when the default's outputs differ from the
     model's too). `verdict`, `beat_eager` and the best line of the repr all come from
     `best_measurement`, so they never disagree; a baseline whose own spread was wide is
@@ -81,6 +89,8 @@ class TuneResult:
     fastest_trial: int | None = None
     beat_eager: bool = False
     verdict: str = ""
+    against: str = EAGER_MODULE
+    not_timed: str | None = None
 
     # -------------------------------------------------------------- figures
     @property
@@ -129,7 +139,7 @@ class TuneResult:
         speed = row.get("speedup") if measured is None else measured.speedup
         if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
             ci = row.get("speedup_ci") if measured is None else measured.speedup_ci
-            figure += f", {speed:.2f}x vs eager" + (f" ({ci_text(ci)})" if isinstance(ci, tuple) else "")
+            figure += f", {speed:.2f}x vs {self.against}" + (f" ({ci_text(ci)})" if isinstance(ci, tuple) else "")
         status = row["status"]
         if status != "measured":
             figure += f" ({status}{': ' + str(row['error'])[:80] if isinstance(row['error'], str) else ''})"
@@ -148,8 +158,7 @@ class TuneResult:
             lines.append(f"  verdict: {self.verdict}")
         lines.append(self._line("default", self.default_trial, self.default))
         b = self.baselines
-        base = [f"eager nn.Module {_ms(b.get('eager_ms'))} ms",
-                f"captured graph eager {_ms(b.get('graph_eager_ms'))} ms"]
+        base = [f"{EAGER_MODULE} {_ms(b.get('eager_ms'))} ms", f"{GRAPH_EAGER} {_ms(b.get('graph_eager_ms'))} ms"]
         if "torch_compile_ms" in b:
             base.append(f"torch.compile {_ms(b.get('torch_compile_ms'))} ms")
         if b.get("compile_ms") is not None:
@@ -207,4 +216,4 @@ def _ms(x: Any) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
-__all__ = ["TuneResult", "STATUSES", "NO_WINNER", "pick_best"]
+__all__ = ["TuneResult", "STATUSES", "NO_WINNER", "EAGER_MODULE", "GRAPH_EAGER", "pick_best"]

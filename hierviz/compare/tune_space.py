@@ -13,6 +13,7 @@ from hierviz.settings.setting_values import BUILTIN_BACKENDS
 from hierviz.support.support_map import SupportMap
 from hierviz.errors import HiervizError, MeasureError
 from hierviz.compare.partition_cache import cached_partition
+from hierviz.compare.tensorrt_kept import STATUS, KeptTensorRT
 from hierviz.foundation.opnames import qualname
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, Partition, graph_of, make_config
@@ -46,10 +47,13 @@ def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | N
         return no_device.available()
 
 
-def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None) -> tuple[Config, list[str]]:
+def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = None,
+              kept: KeptTensorRT | None = None) -> tuple[Config, list[str]]:
     """The Config trials start from: `base`, with TorchInductor allowed every op when `base`
     gives inductor no support of its own (Torch-TensorRT's default, no ops, would make it a no-op)
-    and its priority restricted to the backends measurable here."""
+    and its priority restricted to the backends measurable here; but TensorRT `kept` (in `base`,
+    not timeable here) stays, and inductor's support is widened only where TensorRT's engines
+    stay as they are (see compare/tensorrt_kept.py)."""
     notes = []
     if base.engine != DEFAULT_ENGINE:
         notes.append(f"tune searches hierviz's partitioner, not engine {base.engine!r} (what torch_tensorrt.compile "
@@ -58,9 +62,18 @@ def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = N
     if "inductor" not in (base.support or {}):
         sup = dict(base.support or {})
         sup["inductor"] = support.inductor()
-        base = derive(base, {"support": SupportMap(sup)})
-        notes.append("inductor may take every op TorchInductor compiles (hv.support.inductor())")
-    keep = tuple(b for b in base.priority if why_unmeasurable(b, device, compilers) is None)
+        wider = derive(base, {"support": SupportMap(sup)})
+        if kept is None or kept.keeps(wider):
+            base = wider
+            notes.append("inductor may take every op TorchInductor compiles (hv.support.inductor())")
+        else:
+            notes.append("inductor keeps the support given: with every op TorchInductor compiles it would take ops "
+                         "from TensorRT's engines, which cannot be timed here")
+    if kept is not None:
+        notes.append(f"tensorrt kept in every setting searched, though it cannot be timed here ({kept.why}): a setting "
+                     f"that changes TensorRT's engines is not measured (status {STATUS!r})")
+    keep = tuple(b for b in base.priority
+                 if why_unmeasurable(b, device, compilers) is None or (kept is not None and b == "tensorrt"))
     dropped = [b for b in base.priority if b not in keep]
     for b in dropped:
         notes.append(f"{b} left out: {why_unmeasurable(b, device, compilers)}")
@@ -123,9 +136,10 @@ def _boundary_ops(part: Partition) -> list[str]:
     return sorted(counts, key=lambda op: (-counts[op], op))
 
 
-def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
+def _ops_changing(gm: Any, cfg: Config, part: Partition, trt: KeptTensorRT | None = None) -> list[str]:
     """Candidate torch_executed_ops: boundary ops first, then the other accelerated ops,
-    keeping those whose forcing changes the partition into one no other op gives."""
+    keeping those whose forcing changes the partition into one no other op gives (and, with
+    TensorRT kept, `trt`, keeps TensorRT's engines)."""
     nodes = {n.name: n for n in part.graph.graph.nodes}
     acc_ops: list[str] = []
     for sg in part.subgraphs:
@@ -141,9 +155,12 @@ def _ops_changing(gm: Any, cfg: Config, part: Partition) -> list[str]:
     kept: list[str] = []
     seen = {base_fp}
     for op in ranked:
+        changed = derive(cfg, {"torch_executed_ops": cfg.torch_executed_ops | {op}})
         try:
-            forced = cached_partition(gm, derive(cfg, {"torch_executed_ops": cfg.torch_executed_ops | {op}}))
+            forced = cached_partition(gm, changed)
         except HiervizError:
+            continue
+        if trt is not None and not trt.keeps(changed):
             continue
         fp = fingerprint(forced)
         if fp not in seen:
@@ -159,7 +176,9 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
     """The space `hv.tune` searches when none is given, derived from the graph:
 
     - `priority`: every order of the backends that can be measured on `device` (TensorRT
-      only with a CUDA GPU), from the base priority and inductor;
+      only with a CUDA GPU), from the base priority and inductor; where the base has TensorRT
+      and it cannot be timed here, the orders that keep TensorRT's engines (and every other
+      value below keeps them too: compare/tensorrt_kept.py);
     - `min_block_size`: the sizes that change the partition (from `Partition.recommend()`),
       for each of those priorities, and the base size;
     - `torch_executed_ops`: none, or one more op forced to PyTorch, among the ops at subgraph
@@ -171,21 +190,26 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
     from hierviz.latency.compiling.compile_plan import resolve_device
 
     dev = resolve_device(device)
-    base_cfg, _ = tune_base(make_config(base), dev, compilers)
     if isinstance(model, DynamoCapture):
         graphs = [g.graph for g in model.graphs if not g.fell_back and g.has_compute]
     else:
         graphs = [graph_of(model, example_inputs)]
+    kept = KeptTensorRT.of(make_config(base), dev, compilers, lambda cfg: [cached_partition(gm, cfg) for gm in graphs])
+    base_cfg, _ = tune_base(make_config(base), dev, compilers, kept)
     backends = list(dict.fromkeys([*base_cfg.priority, "inductor", "tensorrt"]))
-    backends = [b for b in backends if why_unmeasurable(b, dev, compilers) is None]
+    backends = [b for b in backends
+                if why_unmeasurable(b, dev, compilers) is None or (kept is not None and b == "tensorrt")]
     if not backends:
         raise MeasureError(f"no backend can be measured on {dev}: tensorrt needs a CUDA GPU and inductor "
                            "is not usable here; give space= with backends that are.")
     priorities = _orders(backends)
+    if kept is not None:  # only orders that keep TensorRT's engines, the base's own first
+        priorities = [base_cfg.priority] + [p for p in priorities if p != base_cfg.priority
+                                            and kept.keeps(apply_changes(base_cfg, {"priority": p}))]
     first = apply_changes(base_cfg, {"priority": priorities[0]})
     ops: list[str] = []
     for gm in graphs:
-        ops += [op for op in _ops_changing(gm, first, cached_partition(gm, first)) if op not in ops]
+        ops += [op for op in _ops_changing(gm, first, cached_partition(gm, first), kept) if op not in ops]
     ops = ops[:MAX_OPS]
     forced = [base_cfg.torch_executed_ops] + [base_cfg.torch_executed_ops | {op} for op in ops]
     sizes = {base_cfg.min_block_size}
@@ -194,6 +218,9 @@ def default_space(model: Any, example_inputs: Any = None, *, base: Config | Mapp
             for gm in graphs:
                 sizes.update(_sizes_changing(cached_partition(gm, apply_changes(base_cfg, {"priority": p,
                                                                                     "torch_executed_ops": f}))))
+    if kept is not None:  # a size is kept when some priority keeps TensorRT's engines with it
+        sizes = {n for n in sizes if n == base_cfg.min_block_size or any(
+            kept.keeps(apply_changes(base_cfg, {"priority": p, "min_block_size": n})) for p in priorities)}
     sizes_list = sorted(sizes)
     if len(sizes_list) > MAX_SIZES:  # keep the base size, the smallest and an even spread
         step = (len(sizes_list) - 1) / (MAX_SIZES - 1)

@@ -14,6 +14,7 @@ import torch
 from torch.utils._pytree import tree_leaves
 
 from hierviz.compare.rows import partition_of
+from hierviz.compare.tensorrt_kept import own_fallbacks
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency import measure
@@ -43,9 +44,11 @@ class Outcome:
 
 
 def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Mapping[str, Any],
-                   prune: Any = None) -> Outcome:
+                   prune: Any = None, untimed: bool = False) -> Outcome:
     """Measure one partition: a quick timing (checked against eager), `prune(median_ms)` asked
-    whether to stop there, then the full timing. Never raises for a HiervizError."""
+    whether to stop there, then the full timing. Never raises for a HiervizError. `untimed`:
+    TensorRT is kept but cannot be timed here (compare/tensorrt_kept.py): its subgraphs running
+    in eager PyTorch is no fallback of the trial's."""
     start = time.perf_counter()
     quick_opts = {**options, **QUICK, "check": True, "baseline": False, "per_subgraph": False}
     full_opts = {**FULL, **options, "check": False, "baseline": False, "per_subgraph": False}
@@ -61,12 +64,14 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
                 text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
                 return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
                                 time.perf_counter() - start)
-            if quick.nothing_accelerated:  # every accelerated subgraph fell back: the eager model in pieces
+            fell = own_fallbacks(quick, untimed)
+            if quick.nothing_accelerated and len(fell) == len(quick.fallbacks):
+                # every accelerated subgraph fell back: the eager model in pieces
                 return Outcome("nothing accelerated", quick, None, quick.nothing_accelerated_text() + ": "
                                f"{', '.join(quick.fallbacks)[:200]}", time.perf_counter() - start)
-            if quick.fallbacks:
-                return Outcome("fallback", quick, None, f"{len(quick.fallbacks)} subgraph(s) fell back to eager: "
-                                f"{', '.join(quick.fallbacks)[:200]}", time.perf_counter() - start)
+            if fell:
+                return Outcome("fallback", quick, None, f"{len(fell)} subgraph(s) fell back to eager: "
+                                f"{', '.join(fell)[:200]}", time.perf_counter() - start)
             if prune is not None and prune(quick.median_ms):
                 return Outcome("pruned", quick, None, None, time.perf_counter() - start)
             full = measure(part, example_inputs, device=device, **full_opts)
@@ -75,13 +80,14 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
     return Outcome("measured", quick, full, None, time.perf_counter() - start)
 
 
-def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, options: Mapping[str, Any]) -> Outcome:
+def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, options: Mapping[str, Any],
+                 untimed: bool = False) -> Outcome:
     """A trial as a Ray task: partition the worker's copy of the graph, measure (no pruning)."""
     try:
         part = partition_of(gm, config)
     except HiervizError as exc:
         return Outcome("invalid", error=str(exc))
-    return measure_trial(part, example_inputs, device, options)
+    return measure_trial(part, example_inputs, device, options, untimed=untimed)
 
 
 def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],

@@ -9,9 +9,12 @@ first, reported to Optuna's pruner (median rule), which stops slow trials there
 (`status="pruned"`), then the full timing. A trial whose outputs differ from the model's,
 in which a subgraph fell back to eager because its backend failed, or whose partition
 accelerates nothing (`status="nothing accelerated"`: not measured), is never `best`; nor is
-a setting whose speed-up over the eager nn.Module has a 95% interval reaching down to 1.0
-(see tune_result.pick_best): then the default setting is `best`, with the verdict "no setting
-beat eager nn.Module here".
+a setting whose speed-up over the eager nn.Module is not claimed by its 95% interval (narrow
+and clear of 1.0: hierviz.latency.speedup_claim; see tune_result.pick_best): then the default
+setting is `best`, with the verdict "no setting beat eager nn.Module here". Where the default
+setting has TensorRT and TensorRT cannot be timed here (no CUDA GPU), every setting searched
+keeps TensorRT's engines; one that changes them is not measured (`status="changes tensorrt"`),
+and the verdict says what was not timed (tensorrt_kept.py).
 
 With `executor="ray"` (or a Ray address) trials run as Ray tasks, several at a time
 (TPE proposes a batch while earlier ones run; no pruning there). The default space is
@@ -42,7 +45,8 @@ from hierviz.compare.grid import check_grid
 from hierviz.compare.ray_executor import RayRunner, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_options import check_tune_options
-from hierviz.compare.tune_result import TuneResult, pick_best
+from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS, KeptTensorRT, own_fallbacks, parts_of
+from hierviz.compare.tune_result import EAGER_MODULE, GRAPH_EAGER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_verdict import judge
@@ -50,7 +54,7 @@ from hierviz.compare.tune_trial import (FULL, Outcome, copy_outcome, final_measu
                                         remote_trial)
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compiling.compile_plan import resolve_device
-from hierviz.latency.measurement import ci_text, wide_baseline_note
+from hierviz.latency.measurement import ci_text, verdict, wide_baseline_note
 from hierviz.latency.speedup_claim import clear_gain
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
@@ -134,7 +138,11 @@ class _TuneRun:
         self.measure_s = 0.0
         compilers = self.options.get("compilers")
         self.base_config = make_config(base)
-        self.default, self.notes = tune_base(self.base_config, self.dev, compilers)
+        self.kept = KeptTensorRT.of(self.base_config, self.dev, compilers,
+                                    lambda cfg: parts_of(partition_of(self.gm, cfg)))
+        if self.kept is not None:  # its subgraphs run in eager PyTorch, the same in every setting timed
+            self.options.setdefault("on_error", "fallback")
+        self.default, self.notes = tune_base(self.base_config, self.dev, compilers, self.kept)
         if self.by_graph:
             self.notes.append(f"graph by graph (ir='torch_compile'): each trial partitions all {len(self.gm.graphs)} "
                               f"graph(s) dynamo made ({len(self.gm.breaks)} graph break(s)) and times the whole model")
@@ -182,10 +190,10 @@ class _TuneRun:
         if self.eager_stats is not None and self.eager_stats.wide:
             self.notes.append(f"at the start, {wide_baseline_note(self.eager_stats)}; the trials' speed-ups use it, "
                               "the verdict uses the final measurement")
-        self.against = "eager nn.Module"
+        self.against = EAGER_MODULE
         if self.eager_stats is None:  # no nn.Module to run (a bare graph): the captured graph eagerly is the baseline
             self.eager_stats = graph_eager(self.gm, self.example_inputs, self.dev, timing, self.notes)
-            self.against = "the captured graph run eagerly"
+            self.against = GRAPH_EAGER
             self.baselines["graph_eager_ms"] = self.eager_stats.median_ms if self.eager_stats is not None else None
         for name, b in own.items():
             self.baselines[f"{name}_ms"] = b.median_ms
@@ -221,13 +229,15 @@ class _TuneRun:
             first = o.quick if o.quick is not None else m  # it compiled and checked; the full run reuses it
             for name in ("outputs_match", "max_abs_error", "compile_s", "cache_hits", "cache_misses"):
                 row[name] = getattr(first, name)
-            row["fallbacks"] = len(m.fallbacks)
+            row["fallbacks"] = len(own_fallbacks(m, self.kept is not None))
             eager = self.eager_stats.median_ms if self.eager_stats is not None else None
             row["speedup"] = eager / m.median_ms if eager and m.median_ms else None
             samples = getattr(getattr(m, "timing", None), "samples_ms", None)
             row["speedup_ci"] = speedup_interval(self.eager_stats.samples_ms, samples) \
                 if self.eager_stats is not None and samples else None
-            row["verdict"] = m.verdict_for(row["speedup_ci"])
+            # with TensorRT kept and not timed, its subgraphs ran eagerly: no "nothing accelerated" lead
+            row["verdict"] = verdict(row["speedup_ci"], wide=m.baseline_wide) if self.kept is not None \
+                else m.verdict_for(row["speedup_ci"])
         row["status"] = o.status
         row["error"] = o.error
         row["seconds"] = round(o.seconds, 3)
@@ -352,6 +362,10 @@ class _TuneRun:
         row = self.new_row(k, cfg, changes)
         row.update(columns.stat_columns(part))
         self.rows.append(row)
+        changed = self.kept.why_not_measured(cfg, parts_of(part)) if self.kept is not None else None
+        if changed is not None:  # TensorRT cannot be timed here: a setting that changes its engines is not compared
+            self.finish(trial, k, Outcome(KEPT_STATUS, error=changed))
+            return True
         if not accelerates(part):  # all PyTorch: nothing to compile or crown
             self.finish(trial, k, Outcome("nothing accelerated", error="no subgraph is accelerated: every node "
                                            "runs in PyTorch, as in the eager model"))
@@ -368,7 +382,8 @@ class _TuneRun:
             return True
         self.by_print[fp] = k
         if self.runner is not None:
-            self.pending[self.runner.submit(remote_trial, cfg, self.device, self.options)] = (k, trial)
+            self.pending[self.runner.submit(remote_trial, cfg, self.device, self.options,
+                                            self.kept is not None)] = (k, trial)
             return True
         t1 = time.perf_counter()
 
@@ -376,7 +391,7 @@ class _TuneRun:
             trial.report(ms, step=0)
             return bool(self.pruning and trial.should_prune())
 
-        outcome = measure_trial(part, self.example_inputs, self.dev, self.options, prune)
+        outcome = measure_trial(part, self.example_inputs, self.dev, self.options, prune, self.kept is not None)
         self.measure_s += time.perf_counter() - t1
         self.finish(trial, k, outcome)
         self.bar.set_postfix_str(best_text(self.rows))
@@ -421,7 +436,8 @@ class _TuneRun:
                             baselines=self.baselines,
                             space={k: [v for _, v in pairs] for k, pairs in self.space.fields.items()},
                             device=str(self.dev), notes=self.notes, stopped=self.stopped, study=self.study,
-                            capture_s=self.capture_s, graph=self.gm)
+                            capture_s=self.capture_s, graph=self.gm, against=self.against,
+                            not_timed=self.kept.note if self.kept is not None else None)
         crowned, result.fastest_trial = pick_best(trials)
         t1 = time.perf_counter()
         if crowned is not None:
@@ -429,7 +445,7 @@ class _TuneRun:
         if crowned is None:
             self.fall_back_to_default(result)
         self.measure_s += time.perf_counter() - t1
-        judge(result, self.against, self.baselines)
+        judge(result, self.baselines)
         self.baselines["graph_eager_ms"] = getattr(result.best_measurement, "graph_eager_ms", None) or \
             self.baselines.get("graph_eager_ms")
         result.measure_s = self.measure_s
@@ -451,7 +467,7 @@ class _TuneRun:
     def fall_back_to_default(self, result: TuneResult) -> None:
         """No trial was confirmed faster: the default setting is best, unless its outputs differ."""
         default_row = result.trials[result.trials["trial"] == 0]
-        if len(default_row) and default_row["status"].iloc[0] != "mismatch":
+        if len(default_row) and default_row["status"].iloc[0] not in ("mismatch", KEPT_STATUS):
             result.best, result.best_trial = self.default, 0
             result.best_measurement = final_measure(self.gm, self.default, self.example_inputs, self.dev,
                                                      self.options, self.notes)

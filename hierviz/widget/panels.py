@@ -296,6 +296,7 @@ def _fastest_text(result: Any) -> str:
                 f"(from {html.escape(result.default.label())}: {_num(start['median_ms'])} ms); "
                 f"{html.escape(verdict)}; {done}. Press <i>apply best</i> to show it.")
     else:
-        text = (f"fastest: <b>{html.escape(verdict or 'no setting beat eager')}</b>: keep "
+        against = getattr(result, "against", "eager")
+        text = (f"fastest: <b>{html.escape(verdict or f'no setting beat {against} here')}</b>: keep "
                 f"{html.escape(result.best.label())}; {done}.")
     return f"<div style='color:#333'>{text}</div>"
