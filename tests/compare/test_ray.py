@@ -133,3 +133,20 @@ def test_tune_on_ray(small, ray_local) -> None:
     for _, row in dup.iterrows():   # a duplicate carries its source's figures
         src = t[t["trial"] == row["duplicate_of"]].iloc[0]
         assert row["median_ms"] == src["median_ms"] and row["subgraphs"] == src["subgraphs"]
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(torch.cuda.is_available(), reason="with a CUDA GPU TensorRT is timed like any backend")
+def test_tune_on_ray_keeps_tensorrt_where_it_cannot_be_timed(small, ray_local) -> None:
+    """A trial measured as a Ray task from a setting with TensorRT, on a machine without a GPU: its
+    TensorRT subgraphs run eagerly there, which is no fallback of the trial's; a setting without
+    TensorRT is not sent to be measured (tests/compare/test_tune_keeps_tensorrt.py has the rest)."""
+    model, inputs, _ = small
+    support, exact = _own_backend()
+    base = hv.Config(priority=("tensorrt", "exact"), support={"exact": support}, min_block_size=1)
+    res = hv.tune(model, inputs, {"priority": [("tensorrt", "exact"), ("exact",)]}, base=base, budget=2,
+                  measure={**FAST, "compilers": {"exact": exact}}, executor="ray", progress=False)
+    rows = res.trials.set_index("priority")
+    assert rows.loc["tensorrt>exact", "status"] == "measured" and rows.loc["tensorrt>exact", "fallbacks"] == 0
+    assert rows.loc["exact", "status"] == "changes tensorrt"
+    assert "tensorrt" in res.best.priority and res.not_timed and res.not_timed in res.verdict
