@@ -274,3 +274,69 @@ def test_hooks_are_keyed_by_their_function_not_their_handle_number() -> None:
     first = capture_key(hooked(), ("x",), None)
     torch.nn.ReLU().register_forward_hook(hook)  # another module's hook, made in between
     assert capture_key(hooked(), ("x",), None) == first is not None
+
+
+# ---------------------------------------------------------------------------- temp files and the folder itself
+@pytest.fixture
+def writers():
+    """(the pid of a writer that was killed, the pid of one still writing)."""
+    import subprocess
+
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    killed.kill()
+    killed.wait()
+    writing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
+    yield killed.pid, writing.pid
+    writing.kill()
+    writing.wait()
+
+
+def _temp(folder, pid: int):
+    """A half-written entry of `pid`, untouched for longer than a writer leaves its file."""
+    import os
+    import time
+
+    from hierviz.foundation import temp_files
+
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{temp_files.prefix(pid)}w1x2.capture"
+    path.write_bytes(b"half an entry")
+    when = time.time() - temp_files.STALE_S - 60
+    os.utime(path, (when, when))
+    return path
+
+
+def test_a_killed_captures_temp_file_is_removed_by_the_next_run_a_running_ones_left(cache_dir, writers) -> None:
+    killed, writing = writers
+    left, busy = _temp(cache_dir / "captures", killed), _temp(cache_dir / "captures", writing)
+    hv.capture(small(), X)
+    assert not left.exists() and busy.exists()
+    assert entries() == 1
+
+
+def test_cache_info_counts_a_killed_captures_temp_file_and_clear_removes_it(cache_dir, writers, capsys) -> None:
+    from hierviz.cli.commands import main
+
+    killed, writing = writers
+    left, busy = _temp(cache_dir / "captures", killed), _temp(cache_dir / "captures", writing)
+    assert main(["cache", "info"]) == 0
+    assert "temp files: 2 temp files (0.0 MiB), 1 of them left by runs that ended mid-write" in capsys.readouterr().out
+    assert left.exists()  # info counts, it removes nothing
+    assert main(["cache", "clear"]) == 0
+    assert not left.exists() and busy.exists()
+
+
+def test_a_cache_folder_that_is_a_file_is_one_warning_and_captures_go_on(tmp_path, monkeypatch) -> None:
+    taken = tmp_path / "cache"
+    taken.write_text("not a folder")
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(taken))
+    monkeypatch.delenv("HIERVIZ_CACHE", raising=False)
+    monkeypatch.setattr(capture_cache, "_SAID", set(), raising=False)  # (said once per process)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        first = hv.partition(small(), X, min_block_size=1)
+        second = hv.partition(small(), X, min_block_size=1)
+    said = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert said == [f"hierviz's cache is off: HIERVIZ_CACHE_DIR={str(taken)!r} is a file, not a folder; set "
+                    "HIERVIZ_CACHE_DIR to a folder (or unset it for the default ~/.cache/hierviz)"]
+    assert facts(first) == facts(second) and taken.read_text() == "not a folder"

@@ -6,24 +6,30 @@ It holds what the build gave (`EngineBuild`'s fields, as JSON), the serialized e
 what Torch-TensorRT's runtime module needs beside it (binding names, flags), so that on a GPU
 hv.measure and part.compile() load a built engine instead of building it again
 (`stored_engine`). The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
-turns it off. It is bounded like the capture cache (`disk_cache.limit`): the least recently used
-entries go first, and an entry larger than the bound is not kept (`EngineStore.notes` says so).
+turns it off. It is bounded like the capture cache (`disk_cache.limit`: on a small disk, its free space): the
+least recently used entries go first, and an entry larger than the bound is not kept
+(`EngineStore.notes` says so). A folder that cannot hold an engine (full, read-only) keeps
+nothing and the build goes on: `notes` says so once, whatever number of engines it refused.
 
 Entries are checked when read: the record keeps the engine's and the runtime record's length and
-SHA-256. `load` compares the engine file's length (a stat: a cached build of a 2.2 GB engine must
-stay well under a second) and the runtime record's bytes; `engine` compares the digest of the
-bytes it reads (about 1.2 s for 2 GiB here, paid only where the engine is used: hv.measure,
-part.compile()). A damaged entry is removed with one CacheWarning and built again.
+SHA-256, and `load` (a cached build, on any machine) and `engine` (the bytes hv.measure and
+part.compile() load) compare both with the files: a byte changed in place is found, not served.
+A 2.2 GB engine's check is a read and a hash of 2.2 GB (`benchmarks/engine_digest.py`: about
+1-3 s on a 2-core machine, where building it took minutes). A damaged entry is removed with one
+CacheWarning and a note, and built again.
+
+Temp files (an engine or a record being written) are named for their writer
+(hierviz.foundation.temp_files): one a killed writer left is removed when a store opens, when it
+prunes and by `clear()`; one another process is writing now is left alone.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
 import os
 import pickle
-import tempfile
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -32,15 +38,17 @@ import torch
 
 from hierviz.building.build_keys import build_key
 from hierviz.capturing import disk_cache as capture_cache
+from hierviz.capturing.cache_limit import CacheLimit, cache_limit
 from hierviz.errors import user_stacklevel
-from hierviz.foundation.digests import data_digest
+from hierviz.foundation import temp_files
+from hierviz.foundation.digests import data_digest, file_digest
 from hierviz.trt.engine_build import EngineBuild
-from hierviz.trt.engine_file import TMP_PREFIX
 
 FOLDER = "builds"
-TMP = TMP_PREFIX  # a file being written (an engine as it is built); one older than STALE_TMP_S: a killed writer's
-STALE_TMP_S = 600
+TMP = temp_files.PREFIX  # a file being written (an engine as it is built, a record)
+STALE_TMP_S = temp_files.STALE_S  # a temp file untouched this long, whose writer is gone, is removed
 _BUILD_FILES = (".json", ".engine", ".runtime")
+_FULL = (errno.ENOSPC, errno.EDQUOT)  # the disk (or the user's quota) takes no more
 
 
 def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict] | None:
@@ -52,7 +60,7 @@ def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict]
         return None
     store = EngineStore()
     key = build_key(gm, settings)
-    found = store.load(key)
+    found = store.load(key, check_engine=False)  # engine() checks the very bytes it hands over
     if found is None or found.stage != "built":
         return None
     engine, runtime = store.engine(key), store.runtime(key)
@@ -72,11 +80,27 @@ class EngineStore:
     runs (`run-<key>.json`), bounded by `max_bytes`. `notes`: what a user should know of what it
     did not keep."""
 
-    def __init__(self, where: Path | None = None, max_bytes: int | None = None) -> None:
-        self.folder = (where if where is not None else capture_cache.folder()) / FOLDER
-        self.max_bytes = capture_cache.limit() if max_bytes is None else max_bytes
-        self.notes: list[str] = []
-        self._remove_stale_tmp()
+    def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
+        """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
+        base = where if where is not None else capture_cache.folder()
+        self.folder = base / FOLDER
+        self.limit = cache_limit(base) if max_bytes is None else CacheLimit(max_bytes)
+        self.max_bytes = self.limit.bytes
+        self._notes: list[str] = []
+        self._refused: dict[str, list[str]] = {}  # why the folder took no engine -> the engines it refused
+        if sweep:
+            self._remove_stale_tmp()
+
+    @property
+    def notes(self) -> list[str]:
+        """What a user should know of what this store did not keep, each said once: an engine
+        larger than the bound; a folder that could not take engines (one note, however many)."""
+        said = list(self._notes)
+        for why, engines in self._refused.items():
+            more = len(engines) - 1
+            who = engines[0] if not more else f"{engines[0]} and {more} other engine{'s' if more > 1 else ''}"
+            said.append(f"{who} {'was' if not more else 'were'} not kept in the build cache: {why}")
+        return said
 
     # ------------------------------------------------------------------ reading
     def _record(self, key: str) -> dict:
@@ -90,34 +114,41 @@ class EngineStore:
             raise _Stale("its record is not this key's")
         return fields
 
-    def load(self, key: str) -> EngineBuild | None:
+    def load(self, key: str, *, label: str = "", check_engine: bool = True) -> EngineBuild | None:
         """The build kept under `key` (its engine left on disk: `engine(key)` reads it), or None
-        when there is none, or it is damaged (its engine file's length or its runtime record
-        disagrees with the record: then it is removed, with a CacheWarning)."""
+        when there is none, or it is damaged (its engine file's length or digest, or its runtime
+        record, disagrees with the record: then it is removed, with a CacheWarning and a note
+        naming `label`, the subgraph's tag). `check_engine=False` leaves the engine's digest to
+        `engine(key)`, which checks the bytes it reads."""
         try:
             fields = self._record(key)
             check = fields.pop("check")
             fields.pop("key")
             if check.get("engine_bytes") is not None:
-                self._check_length(key, check["engine_bytes"])
+                self._check_engine(key, check["engine_bytes"], check["engine_digest"] if check_engine else None)
             if check.get("runtime_bytes") is not None:
                 self._check_bytes(self.folder / f"{key}.runtime", check["runtime_bytes"], check["runtime_digest"])
             build = self._build(fields)
         except FileNotFoundError:
             return None
         except (_Stale, OSError, TypeError, ValueError) as exc:
-            self.stale(key, exc)
+            self.stale(key, exc, label)
             return None
         self._used(key)
         return build
 
-    def _check_length(self, key: str, expected: int) -> None:
+    def _check_engine(self, key: str, expected: int, digest: str | None) -> None:
+        """The engine file's length (a stat, first) and, unless `digest` is None, its digest (read
+        in pieces) against the record's."""
+        path = self.folder / f"{key}.engine"
         try:
-            size = (self.folder / f"{key}.engine").stat().st_size
+            size = path.stat().st_size
+            if size != expected:
+                raise _Stale(f"its engine file is {size} bytes, the record says {expected}")
+            if digest is not None and file_digest(path) != digest:
+                raise _Stale("its engine file's digest disagrees with the record")
         except FileNotFoundError:
             raise _Stale("its engine file is gone") from None
-        if size != expected:
-            raise _Stale(f"its engine file is {size} bytes, the record says {expected}")
 
     def _check_bytes(self, path: Path, size: int, digest: str) -> bytes:
         """The bytes of `path`, checked against the record's length and digest."""
@@ -140,20 +171,21 @@ class EngineStore:
                 fields[name] = tuple(value)
         return EngineBuild(**fields)
 
-    def stale(self, key: str, why: BaseException | str) -> None:
-        """Say (one CacheWarning) that the build kept under `key` is damaged, and remove it: it is
-        built again."""
+    def stale(self, key: str, why: BaseException | str, label: str = "") -> None:
+        """Say (one CacheWarning, and a note naming `label` when given) that the build kept under
+        `key` is damaged, and remove it: it is built again."""
         warnings.warn(f"part.build(): the cached build {self.folder / key}.* is damaged ({why}); it is removed "
                       "and will be built again. `hierviz cache clear` empties the cache.",
                       capture_cache.CacheWarning, stacklevel=user_stacklevel())
+        if label:
+            self._note(f"{label}'s cached build was damaged ({why}): it was removed and built again")
         self.remove(key)
 
     def _used(self, key: str) -> None:
-        for suffix in _BUILD_FILES:
-            try:
-                os.utime(self.folder / f"{key}{suffix}")  # recently used: evicted last
-            except OSError:
-                pass
+        try:
+            os.utime(self.folder / f"{key}.json")  # recently used: evicted last (an entry's time is its newest file's)
+        except OSError:
+            pass
 
     def engine(self, key: str) -> bytes | None:
         """The serialized engine kept under `key`, checked against its record's length and digest;
@@ -227,10 +259,7 @@ class EngineStore:
         what = f"{label}'s engine" if label else "an engine"
         try:
             if size > self.max_bytes:
-                room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
-                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: it is larger than the "
-                                  f"cache limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<bytes> to "
-                                  f"keep it (e.g. {capture_cache.ENV_LIMIT}={room})")
+                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}")
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
                 if build.engine is not None:
@@ -241,23 +270,49 @@ class EngineStore:
                     self._write(self.folder / f"{key}.runtime", runtime)
                 self._write(self.folder / f"{key}.json", record)
             except OSError as exc:
-                return self._note(f"{what} was not kept in the build cache: {self.folder} cannot be written ({exc})")
+                self.remove(key)  # none of its files stays: an engine without its record is no entry
+                return self._refuse(what, exc)
         finally:
             if engine_file is not None:
                 engine_file.discard()  # not moved into place: not kept
         self._prune(keep=key)
         return None
 
+    def _too_big(self, size: int) -> str:
+        """Why an entry of `size` bytes is not kept, and what to do."""
+        if self.limit.small_disk:
+            return (f"it is larger than the cache limit ({_size(self.max_bytes)}), which is all the free space on the "
+                    f"disk of {self.folder}; free space there or set {capture_cache.ENV_DIR} to a folder on a larger "
+                    "disk to keep it")
+        room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
+        return (f"it is larger than the cache limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<size> to "
+                f"keep it (e.g. {capture_cache.ENV_LIMIT}={room // 1024**3}GiB)")
+
+    def _refuse(self, what: str, exc: OSError) -> str:
+        """Note that the folder did not take `what` (said once per reason, for every engine it
+        refused); the words for this one."""
+        if exc.errno in _FULL:
+            why = (f"the disk of {self.folder} is full ({exc.strerror}); free space there or set "
+                   f"{capture_cache.ENV_DIR} to a folder on another disk")
+        elif self.folder.exists() and not self.folder.is_dir():
+            why = f"{self.folder} is a file, not a folder; remove it (`hierviz cache clear` does not)"
+        else:
+            why = f"{self.folder} cannot be written ({exc.strerror or exc})"
+        self._refused.setdefault(why, []).append(what)
+        return f"{what} was not kept in the build cache: {why}"
+
     def _note(self, text: str) -> str:
-        if text not in self.notes:
-            self.notes.append(text)
+        if text not in self._notes:
+            self._notes.append(text)
         return text
 
-    def _write(self, path: Path, data: bytes) -> None:
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=TMP)
+    def _write(self, path: Path, data: Any) -> None:
+        fd, tmp = temp_files.make(self.folder)
         try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
+            try:
+                temp_files.write_all(fd, data)
+            finally:
+                os.close(fd)
             os.replace(tmp, path)
         except BaseException:
             os.unlink(tmp)
@@ -287,14 +342,21 @@ class EngineStore:
             return 0
 
     def clear(self) -> int:
-        """Remove every entry (builds and runs); how many builds there were."""
+        """Remove every entry (builds and runs) and the temp files killed writers left (one
+        another process is writing now stays: its build keeps its engine); how many builds there were."""
         count = len(self.builds())
-        try:
-            for path in self.folder.iterdir():
-                path.unlink()
-        except OSError:
-            pass
+        for _, _, _, files in self.entries():
+            for path in files:
+                try:
+                    path.unlink()
+                except OSError:
+                    pass
+        self._remove_stale_tmp()
         return count
+
+    def temp_survey(self) -> temp_files.Survey:
+        """The temp files in the folder: being written now, or left by killed writers."""
+        return temp_files.survey(temp_files.temp_paths(self.folder))
 
     def entries(self) -> list[tuple[str, int, float, list[Path]]]:
         """(name, bytes, last used, files) of every entry, least recently used first: a build is
@@ -334,19 +396,9 @@ class EngineStore:
             total -= size
 
     def _remove_stale_tmp(self) -> None:
-        """Remove `.tmp-*` files older than STALE_TMP_S (a writer killed mid-file); a fresh one
-        is another process writing now, and is left."""
-        old = time.time() - STALE_TMP_S
-        try:
-            paths = list(self.folder.glob(f"{TMP}*"))
-        except OSError:
-            return
-        for path in paths:
-            try:
-                if path.stat().st_mtime < old:
-                    path.unlink()
-            except OSError:
-                pass
+        """Remove the temp files a killed writer left (hierviz.foundation.temp_files.stale); one
+        another process is writing now is left."""
+        temp_files.sweep(temp_files.temp_paths(self.folder))
 
 
 __all__ = ["EngineStore", "stored_engine", "STALE_TMP_S"]

@@ -109,7 +109,7 @@ class SubgraphBuilder:
         key = build_key(gm, self.trt_settings, self.tf32)
         if key in self._seen:
             return self._seen[key]
-        found = self.store.load(key) if self.store is not None else None
+        found = self.store.load(key, label=label) if self.store is not None else None
         if found is not None:
             self.from_store += 1
             self._heard(found)

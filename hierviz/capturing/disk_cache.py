@@ -16,33 +16,36 @@ folder (hierviz.capturing.by_graph.cached_graphs).
 `CaptureStore` keeps one file per key (the graph as plain data, `hierviz.capturing.graph_codec`), written
 atomically (a temporary file, then `os.replace`, so that no process reads half an entry),
 bounded in size with the least recently used entries removed first (`limit()`: a quarter of
-the disk's free space, 2-20 GiB). The folder
+the disk's free space, 2-20 GiB, or all of it below 2 GiB: hierviz.capturing.cache_limit). The
+temp file a writer killed mid-entry leaves is removed by the next store opened, and by `clear()`
+(hierviz.foundation.temp_files: a fresh one of another process is left alone). The folder
 is `$HIERVIZ_CACHE_DIR`, else `$XDG_CACHE_HOME/hierviz`, else `~/.cache/hierviz`; `HIERVIZ_CACHE=0`
-(or `hv.capture(..., cache=False)`) turns the cache off. Entries are pickles: only a folder
-the user owns should be used.
+(or `hv.capture(..., cache=False)`) turns the cache off, and so does a folder that is a file
+(said once: `folder_problem`). Entries are pickles: only a folder the user owns should be used.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
-import tempfile
 import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
+from hierviz.capturing.cache_limit import DEFAULT_LIMIT, ENV_LIMIT, cache_limit
 from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.capturing.model_references import referenced, resolved
 from hierviz.errors import CustomOpUnavailable, user_stacklevel
+from hierviz.foundation import temp_files
 
 FORMAT = "hierviz-capture/2"  # /2: the modules moved into packages (pickled class paths changed)
 GRAPHS_FORMAT = "hierviz-graphs-capture/2"  # torch.compile's capture: several graphs and their values
-DEFAULT_LIMIT = 2 * 1024**3  # bytes: the least the cache may hold (`limit`)
-ENV_DIR, ENV_SWITCH, ENV_LIMIT = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE", "HIERVIZ_CACHE_LIMIT"
+ENV_DIR, ENV_SWITCH = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE"
 SUFFIX = ".capture"
 _OFF = {"0", "false", "no", "off"}
+_SAID: set[str] = set()  # cache folders said in this process to be files
 
 
 # what reading a damaged, foreign or outdated entry raises: the file (OSError), pickle (truncated:
@@ -68,29 +71,39 @@ def folder() -> Path:
     return Path(base) / "hierviz"
 
 
+def folder_problem() -> str | None:
+    """Why the cache folder cannot be one (it, or a folder above it, is a file), in one
+    sentence saying what to do; None when it can."""
+    where = folder()
+    at = where
+    while not at.exists() and at.parent != at:
+        at = at.parent
+    if at.is_dir():
+        return None
+    named = f"{ENV_DIR}={str(where)!r}" if os.environ.get(ENV_DIR) else f"the cache folder {where}"
+    what = "is a file" if at == where else f"is inside {at}, which is a file"
+    return (f"hierviz's cache is off: {named} {what}, not a folder; set {ENV_DIR} to a folder (or unset it for "
+            "the default ~/.cache/hierviz)")
+
+
 def enabled(cache: bool = True) -> bool:
-    """Whether captures are cached: `cache` and not HIERVIZ_CACHE=0."""
-    return bool(cache) and os.environ.get(ENV_SWITCH, "1").strip().lower() not in _OFF
+    """Whether captures (and builds) are cached: `cache`, not HIERVIZ_CACHE=0, and a cache folder
+    that can be one (else one CacheWarning says why: `folder_problem`)."""
+    if not cache or os.environ.get(ENV_SWITCH, "1").strip().lower() in _OFF:
+        return False
+    problem = folder_problem()
+    if problem is None:
+        return True
+    if problem not in _SAID:
+        _SAID.add(problem)
+        warnings.warn(problem, CacheWarning, stacklevel=user_stacklevel())
+    return False
 
 
 def limit() -> int:
-    """The size bound in bytes of the capture cache, and of the build cache (each): $HIERVIZ_CACHE_LIMIT
-    when it is a whole number of bytes; else a quarter of the free space on the cache folder's disk,
-    at least DEFAULT_LIMIT (2 GiB) and at most 20 GiB, so that a billion-parameter engine (2.2 GB in
-    bf16) is kept with room for others wherever the disk has 10 GB free. Read when a store opens."""
-    explicit = os.environ.get(ENV_LIMIT, "").strip()
-    if explicit.isdecimal():
-        return int(explicit)
-    import shutil
-
-    where = folder()
-    while not where.exists() and where.parent != where:  # the folder may not be made yet
-        where = where.parent
-    try:
-        free = shutil.disk_usage(where).free
-    except OSError:
-        return DEFAULT_LIMIT
-    return max(DEFAULT_LIMIT, min(free // 4, 20 * 1024**3))
+    """The size bound in bytes of the capture cache, and of the build cache (each): see
+    hierviz.capturing.cache_limit. Read when a store opens."""
+    return cache_limit(folder()).bytes
 
 
 def storable(gm: torch.fx.GraphModule) -> bool:
@@ -112,10 +125,13 @@ def _symbolic(value: Any) -> bool:
 class CaptureStore:
     """The cache's folder of entries (one file per key), bounded by `limit` bytes."""
 
-    def __init__(self, where: Path | None = None, max_bytes: int | None = None) -> None:
+    def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
+        """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
         self.folder = (where if where is not None else folder()) / "captures"
         self.max_bytes = limit() if max_bytes is None else max_bytes
         self.not_read: str | None = None  # the capture's note when the last entry named a custom op not had here
+        if sweep:
+            temp_files.sweep(temp_files.temp_paths(self.folder))
 
     def _path(self, key: str) -> Path:
         return self.folder / f"{key}{SUFFIX}"
@@ -210,7 +226,7 @@ class CaptureStore:
     def _write(self, key: str, entry: dict) -> bool:
         """Write `entry` under `key` atomically (a temporary file renamed), then evict beyond the bound."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.folder, prefix=".tmp-", suffix=SUFFIX)
+        fd, tmp = temp_files.make(self.folder, SUFFIX)
         try:
             with os.fdopen(fd, "wb") as f:
                 pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -244,7 +260,7 @@ class CaptureStore:
         except OSError:
             return []
         for path in paths:
-            if path.name.startswith(".tmp-"):
+            if path.name.startswith(temp_files.PREFIX):
                 continue
             try:
                 st = path.stat()
@@ -276,19 +292,24 @@ class CaptureStore:
             pass
 
     def clear(self) -> int:
-        """Remove every entry; how many there were."""
+        """Remove every entry, and the temp files killed writers left (one another process is
+        writing now stays); how many entries there were."""
         entries = self.entries()
         for path, _, _ in entries:
             try:
                 path.unlink()
             except OSError:
                 pass
+        temp_files.sweep(temp_files.temp_paths(self.folder))
         return len(entries)
 
     def info(self) -> dict[str, Any]:
+        """The folder, its entries and their bytes, the limit, whether the cache is on, and its
+        temp files (`temp`: a temp_files.Survey)."""
         entries = self.entries()
         return {"folder": str(self.folder), "entries": len(entries), "bytes": sum(e[1] for e in entries),
-                "limit": self.max_bytes, "enabled": enabled()}
+                "limit": self.max_bytes, "enabled": enabled(),
+                "temp": temp_files.survey(temp_files.temp_paths(self.folder))}
 
 
 __all__ = ["CaptureStore", "CacheWarning", "GRAPHS_FORMAT", "storable", "folder", "enabled", "limit", "FORMAT",

@@ -14,7 +14,7 @@ from typing import Any, NoReturn, Sequence
 import hierviz as hv
 from hierviz import trt
 from hierviz.foundation import torch_output
-from hierviz.capturing.disk_cache import ENV_LIMIT, CaptureStore
+from hierviz.capturing.disk_cache import CaptureStore, folder_problem
 from hierviz.cli.args import (  # also hierviz.cli.commands.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -77,16 +77,29 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 
 def cmd_cache(args: argparse.Namespace) -> int:
-    """`hierviz cache info|clear`: the capture cache's and the build cache's folders, entries and
-    sizes and their limit (`disk_cache.limit`), or empty them."""
-    import os
+    """`hierviz cache info|clear`: the capture cache's and the build cache's folders, entries,
+    sizes, temp files and their limit (hierviz.capturing.cache_limit), or empty them (a temp
+    file another process is writing now stays). A cache folder that is a file: that, once."""
+    import tempfile
 
     from hierviz.building.engine_store import EngineStore
+    from hierviz.foundation import temp_files
+    from hierviz.trt.engine_file import SUFFIX
 
-    store, engines = CaptureStore(), EngineStore()
+    problem = folder_problem()
+    if problem is not None:
+        print(f"hierviz cache {args.action}: {problem}", file=sys.stderr)
+        return 1
+    sweep = args.action == "clear"
+    store, engines = CaptureStore(sweep=sweep), EngineStore(sweep=sweep)
+    loose = temp_files.temp_paths(Path(tempfile.gettempdir()), SUFFIX)  # engines built with the cache off
     if args.action == "clear":
         print(f"removed {store.clear()} cached capture(s) from {store.folder}")
         print(f"removed {engines.clear()} cached build(s) from {engines.folder}")
+        temp_files.sweep(loose)
+        left = store.info()["temp"].plus(engines.temp_survey())
+        if left.count:
+            print(f"left {left.count} temp file(s) other processes are writing now")
         return 0
     info = store.info()
     state = "on" if info["enabled"] else "off (HIERVIZ_CACHE=0)"
@@ -95,10 +108,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
     built = len(engines.builds())
     print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
           f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
-    chosen = (f"set by {ENV_LIMIT}" if os.environ.get(ENV_LIMIT, "").strip().isdecimal() else
-              "a quarter of the free space on its disk, at least 2 GiB and at most 20 GiB; "
-              f"{ENV_LIMIT}=<bytes> sets it")
-    print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache ({chosen})")
+    temps = info["temp"].plus(engines.temp_survey()).plus(temp_files.survey(loose))
+    if temps.count:
+        print(f"temp files: {temps.text()}")
+    print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache "
+          f"({engines.limit.why()})")
     return 0
 
 

@@ -4,7 +4,11 @@ file, the caller's to move into place, deleted once dropped.
 
 `build_serialized_network_to_stream`, where the installed TensorRT has it: a 2.2 GB engine then
 never lies whole in memory beside the builder's own copy of the weights. Without it (or with a
-folder that cannot be written) the builder's serialized engine in memory is the answer.
+folder that cannot be written) the builder's serialized engine in memory is the answer; so is
+an engine the folder stops taking part-way (a full disk): what was written is read back and the
+rest kept in memory, the build goes on and the build cache says it could not keep it. The temp
+file is named for its writer (hierviz.foundation.temp_files): one a killed build left is removed
+by the next build cache opened, or, in the system's temp folder, by the next build written there.
 """
 
 from __future__ import annotations
@@ -18,10 +22,13 @@ from pathlib import Path
 from typing import Any
 
 from hierviz.errors import BuildError
+from hierviz.foundation import temp_files
 from hierviz.foundation.digests import data_hasher
 from hierviz.trt.loading import tensorrt_library
 
-TMP_PREFIX = ".tmp-"  # an engine being written (the engine store's name for a file not yet in place)
+TMP_PREFIX = temp_files.PREFIX  # an engine being written (the engine store's name for a file not yet in place)
+SUFFIX = ".engine"
+_SWEPT: set[str] = set()  # system temp folders whose stale engines this process removed
 
 
 def _unlink(path: Path) -> None:
@@ -65,8 +72,9 @@ class EngineFile:
 def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -> Any:
     """TensorRT's build of `net`: an EngineFile written into `folder` (the system's temp folder
     when None) as it is serialized, where the builder has the stream API and the folder can be
-    written; else the builder's serialized engine in memory. None when the builder gives no
-    engine (no file is left then, nor on an error or an interrupt)."""
+    written; else the builder's serialized engine in memory (also when the folder stops taking
+    it part-way: a full disk). None when the builder gives no engine (no file is left then, nor
+    on an error or an interrupt)."""
     stream = getattr(builder, "build_serialized_network_to_stream", None)
     where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     try:
@@ -75,21 +83,28 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
         stream = None
     if stream is None or not os.access(where, os.W_OK | os.X_OK):
         return builder.build_serialized_network(net, config)
+    if folder is None and str(where) not in _SWEPT:  # the build cache sweeps its own folder
+        _SWEPT.add(str(where))
+        temp_files.sweep(temp_files.temp_paths(where, SUFFIX))
     writer = _writer(where)
     try:
         built = stream(net, config, writer)
         writer.close()
-        if isinstance(writer.failed, OSError):
-            raise BuildError(f"part.build(): the engine could not be written to {where} ({writer.failed}): free "
-                             "disk space there (or set HIERVIZ_CACHE_DIR to another folder), then build() again; "
-                             "nothing was stored") from writer.failed
+        if isinstance(writer.failed, OSError):  # the folder stopped taking it, and what it took could not be read back
+            raise BuildError(f"part.build(): the engine could not be written to {where} nor read back from it "
+                             f"({writer.failed}); check that disk, or set HIERVIZ_CACHE_DIR to another folder, then "
+                             "build() again; nothing was stored") from writer.failed
         if writer.failed is not None:
             raise writer.failed
     except BaseException:
         writer.remove()
         raise
-    if not built or writer.path is None:
+    if not built:
         writer.remove()
+        return None
+    if writer.memory is not None:  # the folder could not hold it: the engine, in memory
+        return writer.memory
+    if writer.path is None:
         return None
     return EngineFile(writer.path, writer.size, writer.sha256.hexdigest())
 
@@ -97,28 +112,34 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
 def _writer(folder: Path) -> Any:
     """A TensorRT stream writer into a new temp file in `folder` (made at the first write, so
     that none is there while the builder works, nor after a build that wrote nothing), hashing
-    what it writes (the digest data_digest gives of the whole). What writing raises is kept on
-    `.failed` (TensorRT is told nothing was written and stops), to be raised once the builder
-    returns."""
+    what it writes (the digest data_digest gives of the whole). Where the folder stops taking
+    it (a full disk, a folder that cannot be written), what was written is read back and the
+    engine goes on in `.memory` (the file removed). What else writing raises (out of memory, an
+    interrupt) is kept on `.failed` (TensorRT is told nothing was written and stops), to be
+    raised once the builder returns."""
     trt = tensorrt_library()
 
     class Writer(trt.IStreamWriter):  # type: ignore[misc, name-defined]
         def __init__(self) -> None:
             trt.IStreamWriter.__init__(self)
             self.path: Path | None = None
-            self.file: Any = None
+            self.fd: int | None = None
             self.size = 0
             self.sha256 = data_hasher()
             self.failed: BaseException | None = None
+            self.memory: bytearray | None = None  # the engine, where the folder could not take it
 
         def write(self, data: Any) -> int:
             if self.failed is not None:
                 return 0
             try:
-                if self.file is None:
-                    fd, name = tempfile.mkstemp(dir=folder, prefix=TMP_PREFIX, suffix=".engine")
-                    self.path, self.file = Path(name), open(fd, "wb")
-                self.file.write(data)
+                if self.memory is None:
+                    try:
+                        self._to_file(data)
+                    except OSError:
+                        self._to_memory()
+                if self.memory is not None:
+                    self.memory += data
                 self.sha256.update(data)
             except (OSError, MemoryError, KeyboardInterrupt) as exc:  # raised here it would cross TensorRT's C++ frames
                 self.failed = exc
@@ -126,16 +147,36 @@ def _writer(folder: Path) -> Any:
             self.size += len(data)
             return len(data)
 
+        def _to_file(self, data: Any) -> None:
+            if self.fd is None:
+                self.fd, name = temp_files.make(folder, SUFFIX)
+                self.path = Path(name)
+            temp_files.write_all(self.fd, data)
+
+        def _to_memory(self) -> None:
+            """Go on in memory: the bytes written so far read back, the file removed."""
+            self.memory = bytearray()
+            if self.fd is not None:
+                os.lseek(self.fd, 0, os.SEEK_SET)
+                while len(self.memory) < self.size:
+                    piece = os.read(self.fd, min(self.size - len(self.memory), 1 << 24))
+                    if not piece:
+                        raise OSError(f"{self.path} holds {len(self.memory)} of the {self.size} bytes written")
+                    self.memory += piece
+            self.remove()
+
         def close(self) -> None:
-            if self.file is not None:
-                self.file.close()
+            if self.fd is not None:
+                fd, self.fd = self.fd, None
+                os.close(fd)
 
         def remove(self) -> None:
             self.close()
             if self.path is not None:
                 _unlink(self.path)
+                self.path = None
 
     return Writer()
 
 
-__all__ = ["TMP_PREFIX", "EngineFile", "serialize_engine"]
+__all__ = ["TMP_PREFIX", "SUFFIX", "EngineFile", "serialize_engine"]

@@ -36,7 +36,7 @@ def test_an_engine_larger_than_the_cache_limit_is_said_and_not_kept(tmp_path, mo
     said = [n for n in builds.notes if "was not kept in the build cache" in n]
     assert len(said) == 1, builds.notes
     assert said[0].startswith("_run_on_acc_tensorrt_0's engine (")
-    assert "it is larger than the cache limit (4000 bytes); set HIERVIZ_CACHE_LIMIT=<bytes> to keep it" in said[0]
+    assert "it is larger than the cache limit (4000 bytes); set HIERVIZ_CACHE_LIMIT=<size> to keep it" in said[0]
     assert said[0] in "\n".join(builds.lines())
     again = part.build()
     assert list(again.df["cached"]) == [False]  # not kept, so built again
@@ -96,3 +96,88 @@ def test_a_failing_build_prints_nothing_and_keeps_torch_tensorrts_logged_errors_
     assert row.stage == "build" and row.details and row.error.split(":")[0] in row.details
     assert BUILD_ERROR in row.details  # TensorRT logged it through Torch-TensorRT's logger
     assert "torch_tensorrt" not in capfd.readouterr().err
+
+
+# ---------------------------------------------------------------------------- a cache that takes no engine
+def _two_engines() -> hv.Partition:
+    """ConvNet with its ReLUs run in PyTorch: two TensorRT engines."""
+    model, x = made(ConvNet, 1, 3, 8, 8)
+    part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"aten.relu.default"})
+    assert part.stats["subgraphs_by_backend"]["tensorrt"] == 2
+    return part
+
+
+def _not_kept(builds) -> list[str]:
+    return [n for n in builds.notes if "not kept in the build cache" in n]
+
+
+def test_a_full_disk_builds_keeps_nothing_and_says_so_once(tmp_path, monkeypatch):
+    """The disk has 5000 bytes left: the first engine's file takes them, then ENOSPC. The build
+    goes on with the engine in memory, nothing is left in the folder, one note says why."""
+    import errno
+    import os
+
+    from hierviz.foundation import temp_files
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HIERVIZ_CACHE_LIMIT", raising=False)
+    part = _two_engines()
+    written, left = temp_files.write_all, [5000]
+
+    def fills(fd, data):
+        piece = bytes(memoryview(data).cast("B")[:left[0]])
+        written(fd, piece)
+        left[0] -= len(piece)
+        if len(piece) < len(data):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(temp_files, "write_all", fills)
+    builds = part.build()
+    assert builds.ok and list(builds.df["stage"]) == ["built", "built"]
+    folder = tmp_path / "builds"
+    assert _not_kept(builds) == [f"_run_on_acc_tensorrt_0's engine and 1 other engine were not kept in the build "
+                                 f"cache: the disk of {folder} is full (No space left on device); free space there or "
+                                 "set HIERVIZ_CACHE_DIR to a folder on another disk"]
+    assert _not_kept(builds)[0] in builds.lines()
+    assert [p.name for p in folder.iterdir() if not p.name.startswith("run-")] == []  # no engine, no temp file
+    monkeypatch.setattr(temp_files, "write_all", written)
+    assert list(part.build().df["cached"]) == [False, False]  # not kept, so built again
+
+
+def test_a_build_cache_folder_that_cannot_be_made_builds_keeps_nothing_and_says_so_once(tmp_path, monkeypatch):
+    """The build cache's folder is a file (root writes through chmod, not through a file)."""
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    part = _two_engines()
+    (tmp_path / "builds").write_text("not a folder")
+    builds = part.build()
+    assert builds.ok and list(builds.df["stage"]) == ["built", "built"]
+    assert _not_kept(builds) == [f"_run_on_acc_tensorrt_0's engine and 1 other engine were not kept in the build "
+                                 f"cache: {tmp_path / 'builds'} is a file, not a folder; remove it (`hierviz cache "
+                                 "clear` does not)"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["builds", "captures"]
+
+
+def test_a_cached_engine_with_a_flipped_byte_is_built_again_with_a_note(tmp_path, monkeypatch):
+    """No GPU reads the engine here: part.build()'s cache read checks its digest itself."""
+    import warnings
+
+    from hierviz.capturing.disk_cache import CacheWarning
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    monkeypatch.delenv("HIERVIZ_CACHE_LIMIT", raising=False)
+    model, x = made(ConvNet, 1, 3, 8, 8)
+    assert list(hv.partition(model, x, min_block_size=1).build().df["cached"]) == [False]
+    engine, = (tmp_path / "builds").glob("*.engine")
+    data = bytearray(engine.read_bytes())
+    data[len(data) // 2] ^= 1  # the same length
+    engine.write_bytes(bytes(data))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        again = hv.partition(model, x, min_block_size=1).build()
+    assert list(again.df["cached"]) == [False] and again.ok  # built again, not served
+    assert [n for n in again.notes if "cached build was damaged" in n] == [
+        "_run_on_acc_tensorrt_0's cached build was damaged (its engine file's digest disagrees with the record): it "
+        "was removed and built again"]
+    assert sum(issubclass(w.category, CacheWarning) for w in caught) == 1
+    assert engine.read_bytes() != bytes(data)  # the new build kept its own
+    assert list(hv.partition(model, x, min_block_size=1).build().df["cached"]) == [True]

@@ -4,6 +4,7 @@ file is left: not by a build the cache does not keep, nor by one that fails or i
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tempfile
@@ -16,6 +17,7 @@ from hierviz import trt
 from hierviz.building.engine_store import EngineStore, stored_engine
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.errors import BuildInterrupted
+from hierviz.foundation import temp_files
 from hierviz.foundation.digests import data_digest
 from hierviz.latency.compiling.lift import bake, lift
 from hierviz.trt import engine_file
@@ -46,7 +48,7 @@ def test_the_engine_is_written_into_the_folder_given_and_the_store_moves_it_into
     built = trt.convert_and_build(gm, engine_folder=store.folder)
     assert built.stage == "built" and built.engine is None and built.engine_file is not None
     written = built.engine_file.path
-    assert written.parent == store.folder and written.name.startswith(".tmp-")
+    assert written.parent == store.folder and written.name.startswith(temp_files.prefix())
     engine = written.read_bytes()
     assert len(engine) == built.engine_bytes == built.engine_file.size > 1000
     assert data_digest(engine) == built.engine_file.digest
@@ -114,13 +116,35 @@ class _Unwritable:
         return os.open(path, os.O_RDONLY | os.O_CREAT), path
 
 
-def test_an_engine_that_cannot_be_written_is_a_build_error_and_leaves_no_file(tmp_path, monkeypatch) -> None:
+def test_an_engine_that_cannot_be_written_is_built_in_memory_and_leaves_no_file(tmp_path, monkeypatch) -> None:
     _, gm = _subgraph()
     monkeypatch.setattr(engine_file.tempfile, "mkstemp", _Unwritable(str(tmp_path)).mkstemp)
-    with pytest.raises(hv.BuildError) as caught:
-        trt.convert_and_build(gm, engine_folder=tmp_path)
-    assert str(caught.value).startswith(f"part.build(): the engine could not be written to {tmp_path} (")
-    assert "free disk space there" in str(caught.value) and str(caught.value).endswith("nothing was stored")
+    built = trt.convert_and_build(gm, engine_folder=tmp_path)
+    assert built.stage == "built" and built.engine_file is None
+    assert len(built.engine) == built.engine_bytes > 1000
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_disk_that_fills_while_the_engine_is_written_gives_the_whole_engine_in_memory(tmp_path, monkeypatch):
+    """The disk takes 1000 bytes, part of a piece: what the file took of whole pieces is read
+    back and the rest kept in memory; the engine is the bytes TensorRT wrote, in order, and no
+    file is left."""
+    _, gm = _subgraph()
+    pieces: list[bytes] = []
+    written, left = temp_files.write_all, [1000]
+
+    def fills(fd, data):
+        pieces.append(bytes(memoryview(data).cast("B")))
+        taken = pieces[-1][:left[0]]
+        written(fd, taken)
+        left[0] -= len(taken)
+        if len(taken) < len(pieces[-1]):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(temp_files, "write_all", fills)
+    built = trt.convert_and_build(gm, engine_folder=tmp_path)
+    assert built.stage == "built" and built.engine_file is None and pieces
+    assert bytes(built.engine) == b"".join(pieces) and built.engine_bytes == len(b"".join(pieces)) > 1000
     assert os.listdir(tmp_path) == []
 
 

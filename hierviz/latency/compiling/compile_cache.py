@@ -17,6 +17,11 @@ Compile failures are remembered too (in memory only), so a sweep does not retry 
 
 The cache is bounded (least recently used first out): by entries and by the bytes of TensorRT
 engines it holds. `clear()` drops every entry and frees the GPU memory their engines held.
+
+On disk (`cache_dir=`) an artifact is written into a temp file named for its writer, then
+renamed into place; the temp files killed writers left under a folder are removed the first
+time a process reads or writes there (`remove_stale_temp`; hierviz.foundation.temp_files: a
+fresh one of another process is left alone).
 """
 
 from __future__ import annotations
@@ -26,7 +31,6 @@ import json
 import logging
 import os
 import platform
-import tempfile
 import threading
 import time
 from collections import OrderedDict
@@ -38,6 +42,7 @@ import torch
 
 from hierviz.settings.setting_values import whole_number
 from hierviz.errors import ConfigError
+from hierviz.foundation import temp_files
 from hierviz.latency.compiling.backend_compilers import Compiler
 from hierviz.latency.compiling.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key
 from hierviz.latency.precision import precision_key
@@ -229,7 +234,28 @@ def _paths(key: str, backend: str, directory: Path) -> tuple[Path, Path]:
     return folder / f"{key}.bin", folder / f"{key}.json"
 
 
+_SWEPT: set[str] = set()  # folders whose stale temp files this process removed
+
+
+def remove_stale_temp(directory: Path) -> int:
+    """Remove the temp files killed writers left under `directory` (every backend's folders,
+    names of older hierviz versions too); how many were removed."""
+    try:
+        paths = [*directory.glob(f"*/*/{temp_files.PREFIX}*"), *directory.glob("*/*/tmp*.tmp")]
+    except OSError:
+        return 0
+    return temp_files.sweep(paths)
+
+
+def _swept(directory: Path) -> None:
+    """`remove_stale_temp(directory)`, the first time this process uses it."""
+    if str(directory) not in _SWEPT:
+        _SWEPT.add(str(directory))
+        remove_stale_temp(directory)
+
+
 def load_entry(key: str, compiler: Compiler, directory: Path) -> Entry | None:
+    _swept(directory)
     if compiler.load is None:
         return None
     artifact_path, meta_path = _paths(key, compiler.backend, directory)
@@ -249,10 +275,11 @@ def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path)
     """Write a compiled artifact under `directory`; returns why not, or None when written."""
     if compiler.save is None:
         return f"the {compiler.backend} compiler cannot save its artifacts"
+    _swept(directory)
     artifact_path, meta_path = _paths(entry.key, compiler.backend, directory)
     try:
         artifact_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=artifact_path.parent, suffix=".tmp")
+        fd, tmp = temp_files.make(artifact_path.parent, ".tmp")
         os.close(fd)
         try:
             if not compiler.save(artifact, Path(tmp)):
@@ -272,4 +299,4 @@ def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path)
 
 
 __all__ = ["CompileCache", "Entry", "cache_key", "default_cache", "clear_cache", "release_memory", "KEY_VERSION",
-           "MAX_ENTRIES", "MAX_BYTES"]
+           "MAX_ENTRIES", "MAX_BYTES", "remove_stale_temp"]
