@@ -2,19 +2,27 @@
 (the very module `hv.measure` times), which saves to a folder and loads back.
 
 A split mixes backends, and no single format holds a TensorRT engine, TorchInductor code and
-eager PyTorch together, so `save(folder)` writes what rebuilds the same module: the captured
-graph (as plain data, see graphdata.pack_graph), the Config, example inputs, and
-each compiled subgraph's artifact through the compile cache's disk format (TensorRT engines
-through their state_dict, TorchInductor code through `torch._inductor.standalone_compile`).
-`load(folder)` re-partitions (deterministic: the same subgraphs) and takes every subgraph
-from those artifacts instead of compiling it. Subgraphs whose backend cannot save an artifact
-are compiled again at load; `save` says which.
+eager PyTorch together, so `save(folder)` writes what rebuilds the same module, all of it data
+that loading cannot run (a folder may be sent to someone else):
+  hierviz.json  the format, the Config (as `Config.to_dict`) and what ran where (JSON)
+  graph.json    the captured graph (hierviz.capturing.graph_json: ops by name, no code)
+  weights.pt    its weights, inputs.pt the example inputs (tensors, read with weights_only=True)
+  inputs.json   what the graph accepts (InputSpec: shapes, dynamic ranges)
+  artifacts/    each compiled subgraph through the compile cache's disk format: TensorRT engines
+                (data, their pickled settings checked before Torch-TensorRT reads them) and
+                TorchInductor's `standalone_compile` artifacts (code)
+`load(folder)` re-partitions (deterministic: the same subgraphs; `save` checks that) and takes
+every TensorRT subgraph from its engine instead of building it; TorchInductor's artifacts are
+used only with `load(folder, trusted=True)`, otherwise those subgraphs are compiled again.
+Subgraphs whose backend cannot save an artifact are compiled again at load; `save` says which.
+A folder of the first format (pickles, which run code when loaded) is refused unopened.
 """
 
 from __future__ import annotations
 
+import dataclasses
+import io
 import json
-import pickle
 import warnings
 from pathlib import Path
 from typing import Any
@@ -23,17 +31,24 @@ import torch
 from torch.utils._pytree import tree_leaves, tree_map, tree_unflatten
 
 from hierviz.errors import (ConfigError, MeasureError, SavedModelNotFoundError, checked_arguments, parameter_names,
-                            unknown_arguments)
+                            unknown_arguments, user_stacklevel)
 from hierviz.capturing.example_inputs import example_from_graph
+from hierviz.capturing.graph_json import graph_from_json, graph_json, restore_tensor_meta
 from hierviz.capturing.input_spec import DIM_NAMES, InputSpec, spec_of
 from hierviz.capturing.input_structure import check_structure
-from hierviz.capturing.graph_codec import pack_graph, unpack_graph
+from hierviz.capturing.inputs import mismatch
+from hierviz.latency import saved_model_files as files
+from hierviz.latency.compiling.backend_compilers import Compiler, get_compiler
 from hierviz.latency.compiling.compile_cache import CompileCache
 from hierviz.latency.measurement import MeasureWarning
 from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_split
 from hierviz.partitioner import Partition, partition
+from hierviz.settings.config import Config
 
-FORMAT = "hierviz-compiled-v1"
+FORMAT = "hierviz-compiled-v2"
+PICKLED_FORMAT = "hierviz-compiled-v1"  # its config, graph and inputs were pickles: never opened
+META, GRAPH, WEIGHTS, SPEC, INPUTS, ARTIFACTS = (
+    "hierviz.json", "graph.json", "weights.pt", "inputs.json", "inputs.pt", "artifacts")
 
 
 class CompiledModel(torch.nn.Module):
@@ -74,39 +89,97 @@ class CompiledModel(torch.nn.Module):
         return f"{self.config.label()} on {self.device}: {len(self.records)} subgraphs ({by})"
 
     def save(self, folder: str | Path) -> Path:
-        """Write this model to `folder` (created); `hierviz.latency.deploy.load(folder)` rebuilds it.
-        Warns (MeasureWarning) naming the subgraphs that will be compiled again at load."""
+        """Write this model to `folder` (created) as data that loading cannot run (see the module
+        docstring); `hierviz.latency.deploy.load(folder)` rebuilds it. Warns (MeasureWarning)
+        naming the subgraphs that will be compiled again at load."""
         folder = Path(folder).expanduser()
+        config = config_document(self.config)
+        try:
+            graph, weights = graph_json(self._partition.graph)
+        except ValueError as exc:
+            raise MeasureError(f"this model cannot be saved: {exc}.") from None
+        inputs = files.tensors_as_data(tree_map(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x,
+                                                self._example_inputs), "the example inputs")
+        spec = spec_of(self._partition.graph)
+        same_partition(self._partition, rebuilt(graph, weights, spec, torch.load(io.BytesIO(inputs), weights_only=True),
+                                                self.config, folder))
         try:
             folder.mkdir(parents=True, exist_ok=True)
-            config = pickle.dumps(self.config)
         except OSError as exc:
             raise MeasureError(f"cannot write {folder}: {exc.strerror or exc}") from None
-        except (pickle.PicklingError, TypeError, AttributeError) as exc:  # e.g. hv.support.where(lambda ...)
-            raise MeasureError(f"this Config cannot be saved ({type(exc).__name__}: {exc}); a support given as "
-                               "hv.support.where(lambda ...) does not pickle: use a module-level function.") from None
         # compile once more into the folder: a fresh cache, so every artifact is written there
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             split = compile_split(self._partition, self._example_inputs, self.device, cache=CompileCache(),
-                                  cache_dir=folder / "artifacts", who="CompiledModel.save")
+                                  cache_dir=folder / ARTIFACTS, who="CompiledModel.save")
         not_saved = [w for w in split.warnings if "not written" in w] + \
                     [str(w.message) for w in caught if "not written" in str(w.message)]
-        (folder / "graph.pkl").write_bytes(pickle.dumps(pack_graph(self._partition.graph)))
-        (folder / "inputs.json").write_text(spec_of(self._partition.graph).to_json())
-        (folder / "config.pkl").write_bytes(config)
+        files.write(folder / GRAPH, json.dumps(graph))
+        files.write(folder / WEIGHTS, files.tensors_as_data(weights, "the graph's weights"))
+        files.write(folder / SPEC, spec.to_json())
         # the inputs as the model takes them (nested dicts and lists kept): load checks them against the graph
-        torch.save(tree_map(lambda x: x.detach().cpu() if isinstance(x, torch.Tensor) else x, self._example_inputs),
-                   folder / "inputs.pt")
+        files.write(folder / INPUTS, inputs)
         eager = [t for t, r in split.records.items() if r.status == "eager"]
-        (folder / "hierviz.json").write_text(json.dumps({
-            "format": FORMAT, "config": self.config.label(), "device": str(self.device),
+        files.write(folder / META, json.dumps({
+            "format": FORMAT, "config": config, "label": self.config.label(), "device": str(self.device),
             "subgraphs": {t: r.ran for t, r in split.records.items()}, "eager": eager,
             "recompiled_at_load": not_saved, "torch": torch.__version__}, indent=1))
         if not_saved:
             warnings.warn(f"{len(not_saved)} subgraph(s) have no savable artifact and will be compiled again "
                           f"when loaded: {'; '.join(not_saved[:3])}", MeasureWarning, stacklevel=2)
         return folder
+
+
+def config_document(config: Config) -> dict:
+    """The Config as JSON-safe data that reads back equal; MeasureError for one that cannot be
+    written as data (a support given as a Python function)."""
+    data = config.to_dict()
+    try:
+        same = Config.from_dict(json.loads(json.dumps(data))) == config
+    except ConfigError:
+        same = False
+    if not same:
+        raise MeasureError(f"this Config cannot be saved: a saved model holds no code, and its support "
+                           f"({data.get('support')}) is a Python function (hv.support.where) or cannot be rebuilt from "
+                           "its description. Save a partition whose support is made of hv.support.ops, .inductor, "
+                           ".tensorrt and .none (combined with | & -).")
+    return data
+
+
+def rebuilt(graph: Any, weights: Any, spec: InputSpec, inputs: Any, config: Config, folder: Path) -> Partition:
+    """The partition a saved model's files describe: the graph read from its JSON and weights,
+    its values propagated again from the example inputs, partitioned with the saved config
+    (deterministic: the saved subgraphs). MeasureError naming the file that does not fit."""
+    try:
+        gm = graph_from_json(graph, weights)
+    except (ValueError, KeyError, TypeError, IndexError, AttributeError, RuntimeError) as exc:
+        raise files.damaged(folder / GRAPH, str(exc)) from None
+    leaves = tree_leaves(inputs)
+    problem = mismatch(spec, leaves) if len(leaves) == len(spec.args) else (
+        f"{len(leaves)} input(s) where the graph takes {len(spec.args)}", "")
+    if problem is not None:
+        raise files.damaged(folder / INPUTS, f"its inputs do not fit the graph: {problem[0]}")
+    try:
+        recorded_meta(gm, spec, inputs)
+    except Exception as exc:  # torch's fake-tensor propagation of a graph that does not fit its ops' schemas
+        raise files.damaged(folder / GRAPH, f"its ops do not run on the saved inputs: {type(exc).__name__}: "
+                            f"{str(exc).splitlines()[0][:200] if str(exc) else ''}") from exc
+    restore_tensor_meta(gm)
+    part = partition(gm, config=config)
+    if not isinstance(part, Partition):  # a saved model is one aten graph: never graph by graph
+        raise MeasureError(f"{folder} does not hold one graph's model; {files.AGAIN}.")
+    return part
+
+
+def same_partition(original: Partition, again: Partition) -> None:
+    """MeasureError unless the partition rebuilt from the files is the one that was saved."""
+    def subgraphs(p: Partition) -> list[tuple[str, str, tuple[str, ...]]]:
+        return [(s.tag, s.backend, tuple(s.nodes)) for s in p.subgraphs]
+
+    if subgraphs(original) != subgraphs(again):
+        raise MeasureError("this model cannot be saved faithfully: its graph, read back from the saved data, "
+                           f"partitions into {len(again.subgraphs)} subgraphs where the model has "
+                           f"{len(original.subgraphs)}; please report it with the model.")
 
 
 def compiled_model(partition: Partition, device: Any = None, *, example_inputs: Any = None,
@@ -171,33 +244,77 @@ def recorded_meta(graph: torch.fx.GraphModule, spec: InputSpec, example_inputs: 
 
 
 @checked_arguments
-def load(folder: str | Path, device: Any = None) -> CompiledModel:
-    """The CompiledModel saved in `folder`, its subgraphs taken from the saved artifacts."""
+def load(folder: str | Path, device: Any = None, *, trusted: bool = False) -> CompiledModel:
+    """The CompiledModel saved in `folder`. Nothing in the folder runs while it loads: the graph,
+    settings and inputs are data, TensorRT engines are data. TorchInductor's saved artifacts are
+    compiled code, so they are used only with `trusted=True` (a folder you saved yourself, or got
+    from someone you trust); otherwise those subgraphs are compiled again here (slower to load,
+    same outputs). A missing or damaged file is one error naming it."""
     if not isinstance(folder, (str, Path)):
         raise ConfigError(f"load takes the folder a compiled model was saved in (str or Path), "
                           f"not {type(folder).__name__}.")
+    if not isinstance(trusted, bool):
+        raise ConfigError(f"trusted= is True or False (whether to run the TorchInductor code saved in the folder), "
+                          f"not {trusted!r}.")
     folder = Path(folder).expanduser()
-    meta_path = folder / "hierviz.json"
     if not folder.exists():
         raise SavedModelNotFoundError(f"no saved hierviz model at {folder}: the folder does not exist; save one "
                                       "with part.compile().save(folder).", str(folder))
-    if not meta_path.is_file():
-        raise SavedModelNotFoundError(f"{folder} holds no saved hierviz model (no hierviz.json); save one with "
+    if not (folder / META).is_file():
+        raise SavedModelNotFoundError(f"{folder} holds no saved hierviz model (no {META}); save one with "
                                       "part.compile().save(folder).", str(folder))
-    meta = json.loads(meta_path.read_text())
+    meta = files.read_json(folder / META)
+    if not isinstance(meta, dict):
+        raise files.damaged(folder / META, "not a JSON object")
+    if meta.get("format") == PICKLED_FORMAT:
+        raise MeasureError(f"{folder} was saved by an older hierviz ({PICKLED_FORMAT}), whose files are pickles that "
+                           f"run code when loaded; this hierviz does not open them. Compile the partition and save "
+                           f"it again (part.compile().save(folder)).")
     if meta.get("format") != FORMAT:
         raise MeasureError(f"{folder} was saved in format {meta.get('format')!r}; this hierviz reads {FORMAT!r}.")
-    inputs = torch.load(folder / "inputs.pt", weights_only=False)
-    graph = unpack_graph(pickle.loads((folder / "graph.pkl").read_bytes()))
-    spec = folder / "inputs.json"
-    recorded_meta(graph, InputSpec.from_json(spec.read_text()) if spec.is_file() else spec_of(graph), inputs)
-    config = pickle.loads((folder / "config.pkl").read_bytes())
-    part = partition(graph, config=config)
-    if not isinstance(part, Partition):  # a saved model is one aten graph: never graph by graph
-        raise MeasureError(f"{folder} does not hold one graph's model; save it again with part.compile().save(folder).")
-    split = compile_split(part, inputs, device if device is not None else meta.get("device"), cache=CompileCache(),
-                          cache_dir=folder / "artifacts", who="hierviz.latency.deploy.load")
+    config = _saved_config(meta.get("config"), folder / META)
+    inputs = files.read_tensors(folder / INPUTS)
+    try:
+        spec = InputSpec.from_json(files.read_bytes(folder / SPEC).decode("utf-8"))
+    except (ValueError, KeyError, TypeError) as exc:
+        raise files.damaged(folder / SPEC, f"not an input description: {type(exc).__name__}: {exc}") from None
+    part = rebuilt(files.read_json(folder / GRAPH), files.read_tensors(folder / WEIGHTS), spec, inputs, config,
+                   folder)
+    compilers, skipped = (None, []) if trusted else _without_code(part, folder / ARTIFACTS)
+    saved_device = meta.get("device")
+    split = compile_split(part, inputs, device if device is not None else
+                          saved_device if isinstance(saved_device, str) else None,
+                          cache=CompileCache(), cache_dir=folder / ARTIFACTS, compilers=compilers,
+                          who="hierviz.latency.deploy.load")
+    if skipped:
+        warnings.warn(f"{folder}: the saved {' and '.join(skipped)} artifacts are code and were not run; those "
+                      "subgraphs were compiled again. Pass trusted=True to use them for a folder you saved yourself "
+                      "or got from someone you trust.", MeasureWarning, stacklevel=user_stacklevel())
     return CompiledModel(part, split, inputs)
+
+
+def _saved_config(data: Any, where: Path) -> Config:
+    if not isinstance(data, dict):
+        raise files.damaged(where, "its config is not a JSON object")
+    try:
+        return Config.from_dict(data)
+    except ConfigError as exc:
+        raise files.damaged(where, f"its config cannot be read: {str(exc).splitlines()[0]}") from None
+
+
+def _without_code(part: Partition, artifacts: Path) -> tuple[dict[str, Compiler], list[str]]:
+    """The compilers of `part`'s backends whose saved artifacts are code, neither reading nor
+    writing the folder's artifacts, and those backends that have artifacts there."""
+    overrides: dict[str, Compiler] = {}
+    skipped: list[str] = []
+    for backend in dict.fromkeys(s.backend for s in part.subgraphs):
+        compiler = get_compiler(backend)
+        if compiler is None or compiler.load is None or not compiler.artifacts_run_code:
+            continue
+        overrides[backend] = dataclasses.replace(compiler, load=None, save=None)
+        if (artifacts / backend).is_dir() and any((artifacts / backend).iterdir()):
+            skipped.append(backend)
+    return overrides, skipped
 
 
 __all__ = ["CompiledModel", "compiled_model", "load", "example_from_graph"]

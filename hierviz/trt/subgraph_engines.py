@@ -10,6 +10,7 @@ from typing import Any
 
 import torch
 
+from hierviz.trt.engine_metadata import check_engine_state
 from hierviz.trt.loading import require
 from hierviz.trt.registry_lock import registry_held
 from hierviz.trt.compilation_settings import conversion_settings
@@ -74,13 +75,18 @@ def save_engine(module: Any, path: str | Path) -> None:
 
 
 def load_engine(path: str | Path) -> Any:
-    """A TorchTensorRTModule read back from `save_engine`'s file (needs a CUDA GPU)."""
+    """A TorchTensorRTModule read back from `save_engine`'s file (needs a CUDA GPU). Nothing in
+    the file runs: it is read as tensors and plain data, and the settings Torch-TensorRT pickled
+    into the engine's state are checked before it unpickles them (engine_metadata.py);
+    pickle.UnpicklingError for a file that holds anything else."""
     require()
     from torch_tensorrt.dynamo.runtime import TorchTensorRTModule
+    from torch_tensorrt.dynamo.runtime import _TorchTensorRTModule as upstream
 
-    data = torch.load(str(path), weights_only=False)
+    data = torch.load(str(path), weights_only=True, map_location="cpu")
     if not isinstance(data, dict) or data.get("format") != "hierviz-tensorrt-v1":
         raise ValueError(f"{path} is not a hierviz TensorRT engine file")
+    check_engine_state(data.get("state"), upstream.SERIALIZED_METADATA_IDX)
     module = TorchTensorRTModule()
     module.load_state_dict(data["state"])
     return module

@@ -39,6 +39,9 @@ class Compiler:
     `available(device)` is None when the backend can compile for `device`, else why not.
     `named`: `compile` also takes `name=` (the subgraph's tag, e.g. to name TensorRT engines).
     `state()` says whether a compile now is "cold" or "warm" (the backend's own disk caches exist).
+    `artifacts_run_code`: loading a saved artifact runs code from it (TorchInductor's do, a user
+    compiler's may; a TensorRT engine file is data), so `deploy.load` takes such artifacts from a
+    folder only when told the folder is trusted.
     """
 
     backend: str
@@ -53,6 +56,7 @@ class Compiler:
     description: str = ""
     named: bool = False
     state: Callable[[], str] = lambda: "cold"
+    artifacts_run_code: bool = True
 
 
 _REGISTRY: dict[str, Compiler] = {}
@@ -258,7 +262,7 @@ def _trt_available(device: torch.device) -> str | None:
 TENSORRT = Compiler(
     backend="tensorrt", compile=_trt_compile, lifts_weights=False, needs_cuda=True,
     save=_trt_save, load=_trt_load, options_key=_trt_options_key, version=_trt_version,
-    available=_trt_available, named=True, state=_trt_state,
+    available=_trt_available, named=True, state=_trt_state, artifacts_run_code=False,
     description="Torch-TensorRT construct_submodule_inputs + convert_module (weights in the engine)",
 )
 
