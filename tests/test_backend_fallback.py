@@ -27,11 +27,11 @@ def _failing_second_graph(monkeypatch: pytest.MonkeyPatch, exc: BaseException) -
     real = dynamo_capture.lowered
     calls = {"n": 0}
 
-    def lowered(gm, sample_inputs):
+    def lowered(gm, sample_inputs, target):
         calls["n"] += 1
         if calls["n"] == 2:
             raise exc
-        return real(gm, sample_inputs)
+        return real(gm, sample_inputs, target)
 
     monkeypatch.setattr(dynamo_capture, "lowered", lowered)
 

@@ -115,6 +115,16 @@ def test_the_report_says_which_device_the_graph_was_traced_for(rotary) -> None:
     assert "Traced for cpu" in cpu.report() and "Traced for cuda" not in cpu.report()
 
 
+def test_a_saved_partition_says_what_it_was_traced_for(rotary, tmp_path) -> None:
+    model, x = rotary
+    for ir, target in (("dynamo", "cpu"), ("torch_compile", "cuda")):
+        part = hv.partition(model, x, ir=ir, target_device=target)
+        path = part.save(tmp_path / f"{ir}.json")
+        loaded = hv.load_partition(path)
+        assert loaded.target_device == target
+        assert loaded.report().count(f"Traced for {target}") == 1
+
+
 def test_the_capture_caches_tell_the_targets_apart(rotary, tmp_path, monkeypatch) -> None:
     model, x = rotary
     assert capture_key(model, ("x",), None, target_key("cuda")) != capture_key(model, ("x",), None, target_key("cpu"))
