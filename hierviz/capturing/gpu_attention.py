@@ -20,7 +20,6 @@ import math
 from typing import Any, Callable
 
 import torch
-from torch.fx.experimental.symbolic_shapes import guard_or_false, guard_or_true
 
 from hierviz.capturing.gpu_target import GpuTarget
 
@@ -29,8 +28,28 @@ HALF = (torch.float16, torch.bfloat16)
 NO_KERNEL = "No available kernel"  # the start of torch's error when no SDPA backend may run
 
 
+def guard_or_false(condition: Any) -> bool:
+    """`condition` as torch's filters read it (TORCH_GUARD_OR_FALSE): a symbolic one that is not known
+    counts as false. torch's symbolic-shapes module is imported only for a symbolic condition (it takes
+    a quarter of a second, and `import hierviz` stays cheap)."""
+    if isinstance(condition, bool):
+        return condition
+    from torch.fx.experimental.symbolic_shapes import guard_or_false as guarded
+
+    return bool(guarded(condition))
+
+
+def guard_or_true(condition: Any) -> bool:
+    """As guard_or_false, a symbolic condition that is not known counting as true (TORCH_GUARD_OR_TRUE)."""
+    if isinstance(condition, bool):
+        return condition
+    from torch.fx.experimental.symbolic_shapes import guard_or_true as guarded
+
+    return bool(guarded(condition))
+
+
 def _same(a: Any, b: Any) -> bool:
-    return bool(guard_or_false(a == b))
+    return guard_or_false(a == b)
 
 
 def _requires_grad(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> bool:
