@@ -111,8 +111,8 @@ class KeptTensorRT:
         change = self.change(config, parts)
         if change is None:
             return None
-        return (f"not measured: it {change}; TensorRT cannot be timed here ({self.why}), so only settings that "
-                "keep TensorRT's engines are compared")
+        return (f"not measured: it {change}; TensorRT cannot be timed ({self.why}), so only settings that keep "
+                "TensorRT's engines are compared")
 
 
 def own_fallbacks(measurement: Any, untimed: bool) -> list[str]:

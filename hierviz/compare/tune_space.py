@@ -70,7 +70,7 @@ def tune_base(base: Config, device: Any, compilers: Mapping[str, Any] | None = N
             notes.append("inductor keeps the support given: with every op TorchInductor compiles it would take ops "
                          "from TensorRT's engines, which cannot be timed here")
     if kept is not None:
-        notes.append(f"tensorrt kept in every setting searched, though it cannot be timed here ({kept.why}): a setting "
+        notes.append(f"tensorrt kept in every setting searched, though it cannot be timed ({kept.why}): a setting "
                      f"that changes TensorRT's engines is not measured (status {STATUS!r})")
     keep = tuple(b for b in base.priority
                  if why_unmeasurable(b, device, compilers) is None or (kept is not None and b == "tensorrt"))

@@ -225,7 +225,10 @@ class _TuneRun:
     def fill(self, row: dict[str, Any], o: Outcome) -> None:
         m = o.full or o.quick
         if m is not None:
+            planned = row.get("nothing_accelerated")
             row.update(columns.latency_columns(m))
+            if self.kept is not None:  # TensorRT's subgraphs ran eagerly only because they cannot be timed here
+                row["nothing_accelerated"] = planned
             first = o.quick if o.quick is not None else m  # it compiled and checked; the full run reuses it
             for name in ("outputs_match", "max_abs_error", "compile_s", "cache_hits", "cache_misses"):
                 row[name] = getattr(first, name)

@@ -46,6 +46,9 @@ def test_a_search_from_tensorrt_never_drops_it(small, scripted_timing):
         assert rows.loc[changed, "status"] == "changes tensorrt", changed
         assert rows.loc[changed, "median_ms"] != rows.loc[changed, "median_ms"]      # not timed
     assert "TensorRT" in rows.loc[("fast", 1), "error"]
+    # TensorRT alone: measured, and its subgraphs count as accelerated (they are, on the GPU)
+    assert rows.loc[("tensorrt", 1), "status"] == "measured"
+    assert not rows.loc[("tensorrt", 1), "nothing_accelerated"] and rows.loc[("tensorrt", 1), "fallbacks"] == 0
     assert res.best.priority == ("tensorrt", "fast") and res.best.min_block_size == 1
     assert engines(hv.partition(gm, config=res.best)) == engines(hv.partition(gm, config=base))
     assert res.beat_eager and NOT_TIMED in res.verdict
