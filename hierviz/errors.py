@@ -73,7 +73,7 @@ class SavedModelNotFoundError(HiervizError, FileNotFoundError):
 
 class CustomOpUnavailable(HiervizError, ImportError):
     """A graph read back as data (the capture cache, the explorer's worker, a sweep's process, a
-    Ray task, a saved model) names a custom op this process cannot register: `op` its name
+    Ray task) names a custom op this process cannot register: `op` its name
     ('ns::op'), `module` the module that registered it where the graph was made (None: it was
     defined in `__main__`). An ImportError too, as unpickling a class that is not there is."""
 

@@ -8,7 +8,8 @@ names, same partitions, the same dynamic dimensions in a ShapeEnv of its own). T
 the module that registers each custom op of the graph, and `unpack_graph` imports it first
 (hierviz.capturing.custom_op_sources: Torch-TensorRT's, a library's or the user's ops read back in
 another process). The capture cache, the Ray executor, a sweep's processes and the explorer's
-worker get graphs this way, and `CompiledModel.save` / `deploy.load` write and read them.
+worker get graphs this way (a saved compiled model's folder does not: it holds JSON,
+hierviz.capturing.graph_json, and runs no code when loaded).
 
 `fetch_attr`, `owner_of` and `set_path` read and build attributes along a dotted path
 (`"layer1.0.weight"`), creating the nested modules on the way. This module imports only torch,
