@@ -34,6 +34,26 @@ class SliceScatterBreaks(nn.Module):
         return torch.ops.aten.mul.Tensor(out, 2)
 
 
+THREADS_SEEN: list[int] = []
+
+
+@torch.fx.wrap
+def threads_seen(x: torch.Tensor) -> torch.Tensor:
+    """x, noting how many threads PyTorch's kernels would use here."""
+    THREADS_SEEN.append(torch.get_num_threads())
+    return x
+
+
+class NotesThreads(nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return threads_seen(x).relu()
+
+
+class NotesThreadsThenBreaks(SliceScatterBreaks):
+    def forward(self, h: torch.Tensor) -> torch.Tensor:
+        return super().forward(threads_seen(h))
+
+
 @pytest.fixture
 def interpreted(monkeypatch: pytest.MonkeyPatch) -> list[torch.nn.Module]:
     """The modules torch.fx's Interpreter ran, in order."""
@@ -77,3 +97,19 @@ def test_the_run_does_not_change_the_graph_or_its_inputs():
     before = x.clone()
     assert first_failure(graph, [x]) is None
     assert graph.code == code and torch.equal(x, before)
+
+
+@pytest.mark.parametrize(("model", "fails"), [(NotesThreads(), False), (NotesThreadsThenBreaks(), True)])
+def test_the_graph_runs_on_one_thread_and_leaves_pytorchs_threads_as_they_were(model, fails):
+    """One pass whose cost on one thread is a tenth of the engine's build: PyTorch's threads on a
+    busy machine wait for each other (resnet50: 0.25 s on one thread, 0.6 to 0.9 s on two)."""
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        THREADS_SEEN.clear()
+        failure = first_failure(torch.fx.symbolic_trace(model), [torch.randn(2, 3, 4)])
+        assert (failure is not None) == fails
+        assert THREADS_SEEN == ([1, 1] if fails else [1])  # the node-by-node run of a failure too
+        assert torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
