@@ -44,7 +44,9 @@ same TensorRT subgraphs in the same process: Torch-TensorRT's `TRTInterpreter`
 (`_construct_trt_network_def`) and TensorRT's `build_serialized_network` on the config
 `TRTInterpreter.run` makes, which then deserializes the engine (that needs a GPU: not timed).
 Each process first builds the zoo's tiny_conv both ways (imports, TensorRT's start), then times
-the two on the model, in an order that alternates by process; the medians are compared. Then
+the two on the model, in an order that alternates by process; the medians are compared, and
+each process's wall and CPU seconds are printed with the run stage's share and the load average
+(PyTorch's kernels run on every core: on a busy machine they wait for each other). Then
 the zoo's gpt2, whose engine fails in the builder: its smallest failing part (`Builds.repro()`,
 a new empty build cache), N (the failed subgraph's call nodes), the builds it took and the bound
 2*log2(N) + 8, beside the search before issue 55 (bisection cutting anywhere, then delta
@@ -188,8 +190,21 @@ FIRST_CHILD = r"""
 import json, os, sys, tempfile, time
 import hierviz as hv
 from hierviz import trt, zoo
-from hierviz.building.subgraph_builds import tensorrt_tags
+from hierviz.building.subgraph_builds import SubgraphBuilder, tensorrt_tags
 name, order = sys.argv[1], sys.argv[2].split(",")
+ran = []  # the run stage's seconds (the lowered graph once in PyTorch), wall and CPU
+real_run = SubgraphBuilder.run
+
+
+def timed_run(self, graph, inputs):
+    start, cpu = time.perf_counter(), time.process_time()
+    try:
+        return real_run(self, graph, inputs)
+    finally:
+        ran.append((time.perf_counter() - start, time.process_time() - cpu))
+
+
+SubgraphBuilder.run = timed_run
 trt.load()
 from torch_tensorrt.dynamo.conversion._conversion import infer_module_output_dtypes
 from torch_tensorrt.dynamo.conversion._symbolic_shape_capture import extract_symbolic_shape_expressions
@@ -199,7 +214,7 @@ settings = trt.conversion_settings()
 
 
 def raw(part):  # upstream's interpret_module_to_result and TRTInterpreter.run, up to the serialized engine
-    start = time.perf_counter()
+    start, cpu = time.perf_counter(), time.process_time()
     with trt.answer_cuda_queries():
         for tag in tensorrt_tags(part):
             gm = getattr(part.module, tag)
@@ -210,15 +225,15 @@ def raw(part):  # upstream's interpret_module_to_result and TRTInterpreter.run, 
             interpreter._construct_trt_network_def()
             config = interpreter._populate_trt_builder_config(False, None)
             assert interpreter.builder.build_serialized_network(interpreter.ctx.net, config) is not None
-    return time.perf_counter() - start
+    return time.perf_counter() - start, time.process_time() - cpu
 
 
 def hierviz(part):  # part.build() with an empty build cache
     with tempfile.TemporaryDirectory(prefix="hierviz-first-") as cache:
         os.environ["HIERVIZ_CACHE_DIR"] = cache
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         builds = part.build(fix=False)
-        took = time.perf_counter() - start
+        took = time.perf_counter() - start, time.process_time() - cpu
         assert builds.ok and not any(builds.df["cached"]), builds
     return took
 
@@ -226,9 +241,10 @@ def hierviz(part):  # part.build() with an empty build cache
 tiny = hv.partition(*zoo.load("tiny_conv"), min_block_size=1)  # the process's first of each, on another model
 raw(tiny), hierviz(tiny)
 part = hv.partition(*zoo.load(name), min_block_size=3)
+ran.clear()
 times = {way: (raw if way == "raw" else hierviz)(part) for way in order}
-print(json.dumps({"subgraphs": len(tensorrt_tags(part)), "times": times, "builder": trt.builder_name(),
-                  "threads": __import__("torch").get_num_threads()}))
+print(json.dumps({"subgraphs": len(tensorrt_tags(part)), "times": times, "run": ran[0], "builder": trt.builder_name(),
+                  "threads": __import__("torch").get_num_threads(), "load": os.getloadavg()[0]}))
 """
 
 
@@ -296,18 +312,21 @@ def main_first(repeats: int) -> int:
     (module docstring)."""
     met = True
     print(f"{'model':<10} {'engines':>7} {'raw convert+build s':>19} {'hierviz first build s':>21} {'ratio':>6}  "
-          f"(medians of {repeats} processes; each process's pair)")
+          f"(medians of {repeats} processes)")
     for model in ("resnet50", "vit_b_16"):
         runs = [run_first(FIRST_CHILD, model, "raw,hierviz" if k % 2 == 0 else "hierviz,raw") for k in range(repeats)]
-        raw = statistics.median(r["times"]["raw"] for r in runs)
-        hv = statistics.median(r["times"]["hierviz"] for r in runs)
+        raw = statistics.median(r["times"]["raw"][0] for r in runs)
+        hv = statistics.median(r["times"]["hierviz"][0] for r in runs)
         ratio = hv / raw
         met = met and ratio <= FIRST_TARGET
-        pairs = ", ".join(f"{r['times']['raw']:.2f}/{r['times']['hierviz']:.2f}" for r in runs)
-        print(f"{model:<10} {runs[0]['subgraphs']:>7} {raw:>19.2f} {hv:>21.2f} {ratio:>6.2f}  ({pairs})")
+        print(f"{model:<10} {runs[0]['subgraphs']:>7} {raw:>19.2f} {hv:>21.2f} {ratio:>6.2f}")
+        for r in runs:
+            (raw_s, raw_cpu), (hv_s, hv_cpu), (run_s, run_cpu) = r["times"]["raw"], r["times"]["hierviz"], r["run"]
+            print(f"  process: raw {raw_s:.2f} s ({raw_cpu:.2f} s CPU), hierviz {hv_s:.2f} s ({hv_cpu:.2f} s CPU), "
+                  f"of which the run stage {run_s:.2f} s ({run_cpu:.2f} s CPU); load average {r['load']:.1f}")
         print(f"  target: first build <= {FIRST_TARGET}x the raw path: {'met' if ratio <= FIRST_TARGET else 'not met'}")
-    print(f"built with {runs[0]['builder']}; torch threads {runs[0]['threads']}; in each process, tiny_conv built "
-          "both ways first; the order alternates by process")
+    print(f"built with {runs[0]['builder']}; torch threads {runs[0]['threads']}, {os.cpu_count()} CPUs; in each "
+          "process, tiny_conv built both ways first; the order alternates by process")
     print()
     print("gpt2's smallest failing part (a new process each, empty build cache)")
     got = {search: run_first(REDUCE_CHILD, search) for search in ("before", "hierviz")}
