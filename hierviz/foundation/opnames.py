@@ -7,6 +7,7 @@ import contextlib
 import contextvars
 import difflib
 import functools
+import sys
 from typing import Any, Iterable, Iterator
 
 import torch
@@ -76,6 +77,8 @@ def _resolve(name: str) -> Any:
     module, _, attr = name.rpartition(".")
     if not module:
         return None
+    if _AS_SAVED.get():  # a name read from a file imports nothing: only modules already imported answer
+        return getattr(sys.modules.get(module), attr, None)
     import importlib
 
     try:
@@ -156,10 +159,11 @@ _AS_SAVED: contextvars.ContextVar[bool] = contextvars.ContextVar("hierviz_names_
 
 @contextlib.contextmanager
 def names_as_saved() -> Iterator[None]:
-    """Inside it, qualified op names ('torch.ops.<namespace>.<op>.<overload>') are taken as
-    written, never looked up in this process: reading a saved partition, whose ops may have
-    been registered only in the process that saved it (transformers registers
-    torch.ops.transformers.grouped_mm_fallback when Mixtral runs)."""
+    """Inside it, qualified op names ('torch.ops.<namespace>.<op>.<overload>', '_operator.getitem')
+    are taken as written, never looked up in this process, and no name imports a module: reading
+    a saved partition, whose ops may have been registered only in the process that saved it
+    (transformers registers torch.ops.transformers.grouped_mm_fallback when Mixtral runs), and
+    which may come from someone else (a name in it must not run a module's import-time code)."""
     token = _AS_SAVED.set(True)
     try:
         yield
@@ -184,8 +188,8 @@ def normalize(op: Any, field: str = "torch_executed_ops") -> str:
     name = op.strip()
     if not name:
         raise ConfigError(f"{field}: an empty op name; use qualified names such as 'torch.ops.aten.add.Tensor'.")
-    if _AS_SAVED.get() and name.startswith("torch.ops."):  # a saved name: as written (names_as_saved)
-        return name
+    if _AS_SAVED.get() and "." in name and all(p.isidentifier() for p in name.split(".")):
+        return name  # a saved name: as written, never looked up (names_as_saved)
     if name.startswith("aten."):
         name = "torch.ops." + name
     elif not name.startswith("torch.ops.") and _resolve(name) is None and \

@@ -20,6 +20,7 @@ from hierviz.settings.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError
 from hierviz.foundation.opnames import names_as_saved
 from hierviz.partitioner.record import NodeTable, TensorSpec
+from hierviz.partitioner.saved.document_check import check_fields
 from hierviz.partitioner.partition_result import Partition
 from hierviz.partitioner.subgraph import Subgraph
 from hierviz.version import __version__
@@ -89,8 +90,9 @@ def format_version(doc: dict, where: str, name: str, newest: int) -> int:
 
 
 def checked_document(doc: Any, where: str) -> dict:
-    """`doc` when it is a saved partition this hierviz reads (format, version, its parts),
-    else the SavedPartitionError saying why not (`where`: the file, for the message)."""
+    """`doc` when it is a saved partition this hierviz reads (format, version, its parts, each
+    field checked: document_check.py), else the SavedPartitionError saying why not (`where`: the
+    file, for the message)."""
     fmt = doc.get("format") if isinstance(doc, dict) else None
     if not isinstance(fmt, str) or not fmt.startswith(FORMAT + "/"):
         raise SavedPartitionError(f"{where} is not a saved partition (no \"format\": \"{FORMAT}/{VERSION}\"); "
@@ -102,6 +104,7 @@ def checked_document(doc: Any, where: str) -> dict:
     missing = [k for k in ("engine", "config", "stats", "subgraphs", "nodes") if k not in doc]
     if missing:
         raise SavedPartitionError(f"{where} is not a complete saved partition: {', '.join(missing)} missing.")
+    check_fields(doc, where)
     return doc
 
 
@@ -117,7 +120,8 @@ def config_of(d: dict, where: str) -> tuple[Config, str]:
                 return Config.from_dict({k: v for k, v in d.items() if k != "support"}), (
                     f"its support setting cannot be rebuilt here ({str(exc).splitlines()[0]}); shown with the defaults")
         except ConfigError as exc2:
-            raise SavedPartitionError(f"{where}: its config cannot be read here: {exc2}") from None
+            raise SavedPartitionError(f"{where}: its config cannot be read here ({str(exc2).splitlines()[0]}); "
+                                      "save the partition again (part.save('x.json')).") from None
 
 
 def _saved_fact(read: Callable[["SavedPartition"], Any]) -> Any:
