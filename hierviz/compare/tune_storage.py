@@ -8,11 +8,14 @@ other settings is refused rather than mixed in.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
+from pathlib import Path
 from typing import Any
 
 from hierviz.errors import ConfigError
+from hierviz.foundation.file_lock import locked
 
 ROW = "hierviz_row"  # the user attribute holding a finished trial's row (JSON)
 SETUP = "hierviz_setup"  # the study's user attribute: the base setting and the space it was started with
@@ -32,15 +35,33 @@ def check_storage(storage: Any, study_name: Any) -> None:
         raise ConfigError(f"study_name must be a non-empty string, not {study_name!r}.")
 
 
+def database_file(storage: str) -> Path | None:
+    """The file of an SQLite storage URL, else None (another database, or SQLite in memory)."""
+    from sqlalchemy.engine import make_url
+    from sqlalchemy.exc import ArgumentError
+
+    try:
+        url = make_url(storage)
+    except ArgumentError:  # Optuna says what is wrong with the URL
+        return None
+    if url.get_backend_name() != "sqlite" or url.database in (None, "", ":memory:"):
+        return None
+    return Path(url.database).expanduser()
+
+
 def open_study(optuna: Any, storage: str | None, study_name: str | None, sampler: Any, pruner: Any) -> Any:
-    """The study: in memory, or in `storage` (created, or loaded when it exists)."""
+    """The study: in memory, or in `storage` (created, or loaded when it exists). An SQLite file
+    is opened under its lock (hierviz.foundation.file_lock): two tunes that open a new one at once
+    would otherwise both make its tables, and one would fail."""
     if storage is None:
         return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner)
     from sqlalchemy.exc import SQLAlchemyError  # Optuna's RDB storage is SQLAlchemy's
 
+    file = database_file(storage)
     try:
-        return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner, storage=storage,
-                                   study_name=study_name or DEFAULT_STUDY, load_if_exists=True)
+        with locked(file) if file is not None else contextlib.nullcontext():
+            return optuna.create_study(direction="minimize", sampler=sampler, pruner=pruner, storage=storage,
+                                       study_name=study_name or DEFAULT_STUDY, load_if_exists=True)
     # SQLAlchemy's errors for a bad URL, a locked file ...; Optuna's own (a schema of another version);
     # a database driver that is not installed; a file that cannot be made
     except (SQLAlchemyError, optuna.exceptions.OptunaError, ImportError, OSError, ValueError) as exc:

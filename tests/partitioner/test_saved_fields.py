@@ -63,7 +63,7 @@ def test_a_count_given_as_text_is_refused_at_load(saved_doc, tmp_path) -> None:
                                "not a whole number; save the partition again (part.save('x.json')).")
 
 
-@pytest.mark.slow  # some 3,000 loads, each rendered and reported when it loads
+@pytest.mark.slow  # 1,250 single-field edits (125 fields x 10 values), each rendered and reported when it loads
 def test_every_field_of_another_kind_is_refused_or_harmless(saved_doc, tmp_path) -> None:
     refused = 0
     for path in _field_paths(saved_doc):
@@ -82,7 +82,7 @@ def test_every_field_of_another_kind_is_refused_or_harmless(saved_doc, tmp_path)
             part.render("full")  # a file that loads renders and reports: no TypeError / ValueError after the load
             part.report()
             hv.check(part)
-    assert refused > 300
+    assert refused > 1000  # 1,114 of the 1,250 today
 
 
 @pytest.mark.parametrize("edit, says", [

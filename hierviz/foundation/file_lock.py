@@ -1,0 +1,36 @@
+"""One writer at a time across processes: `locked(path)` holds an exclusive lock on the sidecar
+file `.<name>.lock` beside `path` (fcntl.flock) while its block runs. The operating system
+releases it when the process ends however it ends, so a killed writer never leaves the next one
+waiting. Where there is no fcntl (Windows) the block runs unlocked."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from pathlib import Path
+from typing import Iterator
+
+
+def lock_path(path: Path) -> Path:
+    """The sidecar lock file of `path`."""
+    return path.with_name(f".{path.name}.lock")
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """An exclusive lock on `path`'s sidecar lock file while the block runs; OSError when the
+    lock file cannot be made (the caller says what it was writing)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    fd = os.open(lock_path(path), os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+__all__ = ["locked", "lock_path"]
