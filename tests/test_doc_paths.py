@@ -24,7 +24,8 @@ NOT_OURS = {
     "graph_builder.py",         # Model Explorer's graph format (google-ai-edge/model-explorer)
     "file.py", "path/to/file.py", "my_model.py", "model.py", "test_partition.py",  # a user's files
 }
-EXAMPLE_MODULES = {"hierviz.x"}  # docs/architecture.md's example of a forbidden import
+# docs/architecture.md's example of a forbidden import; the file a compiled model's folder holds (deploy.py)
+EXAMPLE_MODULES = {"hierviz.x", "hierviz.json"}
 
 
 def _texts() -> list[tuple[Path, str]]:

@@ -27,6 +27,7 @@ from torch.fx.graph import CodeGen, _PyTreeCodeGen, _PyTreeInfo
 from torch.utils import _pytree as pytree
 
 from hierviz.capturing.graph_codec import owner_of, tensor_meta_of
+from hierviz import trt
 
 FORMAT = "hierviz-graph/1"
 OPS = ("placeholder", "get_attr", "call_function", "output")
@@ -180,15 +181,27 @@ def _dotted(path: Any, what: str, dunder: bool = False) -> str:
     return path
 
 
-def _operator(name: str) -> Any:
-    """The operator `name` ('aten.add.Tensor', 'higher_order.cond') found in torch.ops."""
+def _lookup(name: str) -> Any:
+    """What `name` ('aten.add.Tensor', 'higher_order.cond') is in torch.ops, or None."""
     obj: Any = torch.ops
     for part in _dotted(name, "op", dunder=True).split("."):
         try:
             obj = getattr(obj, part)
         except (AttributeError, RuntimeError):
-            raise ValueError(f"op {name} is not registered in this process: import the library that defines it "
-                             "(for example torch_tensorrt, or your own torch.library ops) before loading") from None
+            return None
+    return obj
+
+
+def _operator(name: str) -> Any:
+    """The operator `name` names, registered in this process (Torch-TensorRT's own ops, such as
+    tensorrt.conv_asym_pad, once torch_tensorrt is imported through hierviz.trt); nothing the
+    document names is imported."""
+    obj = _lookup(name)
+    if obj is None and name.split(".")[0] == "tensorrt" and trt.load()[0] is not None:
+        obj = _lookup(name)
+    if obj is None:
+        raise ValueError(f"op {name} is not registered in this process: import the library that defines it "
+                         "(your own torch.library ops, or a library's) before loading")
     _check(isinstance(obj, (torch._ops.OpOverload, torch._ops.OpOverloadPacket, torch._ops.HigherOrderOperator)),
            f"{name} is not an operator")
     return obj

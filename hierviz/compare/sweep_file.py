@@ -90,7 +90,7 @@ def _number(name: str, value: Any) -> Any:
     if whole:
         if not float(value).is_integer():
             raise ValueError("a whole number")
-        return int(value)
+        return int(float(value))
     return value
 
 

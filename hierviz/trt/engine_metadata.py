@@ -19,7 +19,7 @@ import binascii
 import io
 import pickle
 import sys
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -28,7 +28,6 @@ _TORCH_TENSORRT = ("torch_tensorrt._Device", "torch_tensorrt._enums", "torch_ten
 # sympy's constructors that take a string as a name or a number, never as an expression to parse
 _NAMED = ("Symbol", "Dummy", "Integer", "Rational", "Float")
 _BUILTINS = ("set", "frozenset", "list", "tuple", "dict", "complex", "slice", "bytearray")
-_DISPATCH = pickle._Unpickler.dispatch  # type: ignore[attr-defined]  # the pure-Python unpickler's opcode table
 
 
 def _allowed(module: str, name: str) -> Any:
@@ -59,52 +58,49 @@ def _strings(value: Any) -> bool:
     return False
 
 
-class _Checked(pickle._Unpickler):  # type: ignore[name-defined]  # the pure-Python one: its opcodes can be checked
-    """An unpickler that makes only what `_allowed` names and checks each call before it."""
+def _check_call(made: list[Any], func: Any, args: Any, kwargs: Any) -> None:
+    """pickle.UnpicklingError unless `func` is a class the pickle named through `_allowed` (in
+    `made`) and, for a sympy function, none of its arguments is a string it would parse."""
+    if not any(func is m for m in made) or not isinstance(func, type):
+        raise pickle.UnpicklingError(f"it calls {func!r:.60}, which engine metadata does not")
+    if func.__module__.startswith(("sympy.", "torch.utils._sympy.")) and func.__name__ not in _NAMED \
+            and (_strings(args) or _strings(kwargs)):
+        raise pickle.UnpicklingError(f"it gives {func.__name__} a string to parse")
 
-    dispatch = dict(_DISPATCH)
 
-    def __init__(self, data: bytes) -> None:
-        super().__init__(io.BytesIO(data))
-        self.made: list[Any] = []
+def _checked_unpickler(data: bytes) -> Any:
+    """Python's pure-Python unpickler (its opcodes are a table that can be changed) that makes
+    only what `_allowed` names and checks every call (REDUCE, NEWOBJ, NEWOBJ_EX) before making
+    it; protocol 0/1 object opcodes and persistent references are refused."""
+    unpickler: Any = pickle._Unpickler(io.BytesIO(data))
+    made: list[Any] = []
+    base = dict(unpickler.dispatch)
 
-    def find_class(self, module: str, name: str) -> Any:
+    def find_class(module: str, name: str) -> Any:
         obj = _allowed(module, name)
         if obj is None:
             raise pickle.UnpicklingError(f"it names {module}.{name}, which engine metadata does not hold")
-        self.made.append(obj)
+        made.append(obj)
         return obj
 
-    def persistent_load(self, pid: Any) -> Any:
+    def persistent_load(pid: Any) -> Any:
         raise pickle.UnpicklingError("it holds a persistent reference, which engine metadata does not hold")
 
-    def check_call(self, func: Any, args: Any, kwargs: Any) -> None:
-        if not any(func is m for m in self.made) or not isinstance(func, type):
-            raise pickle.UnpicklingError(f"it calls {func!r:.60}, which engine metadata does not")
-        if func.__module__.startswith(("sympy.", "torch.utils._sympy.")) and func.__name__ not in _NAMED \
-                and (_strings(args) or _strings(kwargs)):
-            raise pickle.UnpicklingError(f"it gives {func.__name__} a string to parse")
+    def checked(opcode: bytes, arity: int) -> Callable[[Any], None]:
+        def run(self: Any) -> None:
+            func, *rest = self.stack[-arity:]
+            _check_call(made, func, rest[0], rest[1] if arity == 3 else {})
+            base[opcode[0]](self)
+        return run
 
-    def _reduce(self) -> None:
-        self.check_call(self.stack[-2], self.stack[-1], {})
-        _DISPATCH[pickle.REDUCE[0]](self)
-
-    def _newobj(self) -> None:
-        self.check_call(self.stack[-2], self.stack[-1], {})
-        _DISPATCH[pickle.NEWOBJ[0]](self)
-
-    def _newobj_ex(self) -> None:
-        self.check_call(self.stack[-3], self.stack[-2], self.stack[-1])
-        _DISPATCH[pickle.NEWOBJ_EX[0]](self)
-
-    def _refused(self) -> None:
+    def refused(self: Any) -> None:
         raise pickle.UnpicklingError("it uses pickle's protocol 0/1 object opcodes, which engine metadata does not")
 
-    dispatch[pickle.REDUCE[0]] = _reduce
-    dispatch[pickle.NEWOBJ[0]] = _newobj
-    dispatch[pickle.NEWOBJ_EX[0]] = _newobj_ex
-    dispatch[pickle.INST[0]] = _refused
-    dispatch[pickle.OBJ[0]] = _refused
+    unpickler.find_class, unpickler.persistent_load = find_class, persistent_load
+    unpickler.dispatch = {
+        **base, pickle.REDUCE[0]: checked(pickle.REDUCE, 2), pickle.NEWOBJ[0]: checked(pickle.NEWOBJ, 2),
+        pickle.NEWOBJ_EX[0]: checked(pickle.NEWOBJ_EX, 3), pickle.INST[0]: refused, pickle.OBJ[0]: refused}
+    return unpickler
 
 
 def check_metadata(encoded: Any) -> Any:
@@ -117,7 +113,7 @@ def check_metadata(encoded: Any) -> Any:
     except (binascii.Error, ValueError):
         raise pickle.UnpicklingError("its metadata is not base64") from None
     try:
-        return _Checked(data).load()
+        return _checked_unpickler(data).load()
     except pickle.UnpicklingError:
         raise
     except (EOFError, TypeError, ValueError, AttributeError, IndexError, KeyError) as exc:
