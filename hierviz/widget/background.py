@@ -27,7 +27,8 @@ class BackgroundJob:
     is wanted). An exception `work` raises goes to `on_error` (a background thread must not die
     loudly). `thread` is the thread running now, else the latest one (join it to wait; before
     any run, a thread that has ended); `wait()` waits until nothing runs or waits. `busy_here()`:
-    work runs in this process now (default: always), so the exit waits for it."""
+    work runs in this process now (default: always), so the exit waits for it. `close()` (the
+    Explorer's) drops the waiting work and starts none from then on."""
 
     def __init__(self, name: str, on_error: Callable[[Exception], None],
                  busy_here: Callable[[], bool] = lambda: True) -> None:
@@ -38,7 +39,7 @@ class BackgroundJob:
         self._next: Callable[[], None] | None = None
         self._active = False  # the thread's loop has not yet found nothing left to run
         self._lock = threading.Lock()
-        self._exiting = False  # the interpreter is ending: no new run starts
+        self._closed = False  # closed, or the interpreter is ending: no new run starts
         self.runs = 0  # works run so far (a replaced waiting one is not run)
         settle_at_exit(self)
 
@@ -53,7 +54,7 @@ class BackgroundJob:
 
     def start(self, work: Callable[[], None]) -> threading.Thread:
         with self._lock:
-            if self._exiting:  # the interpreter is ending: nothing new runs
+            if self._closed:  # closed, or the interpreter is ending: nothing new runs
                 return self.thread
             if self._active:  # runs when the current one ends
                 assert self._thread is not None
@@ -68,7 +69,7 @@ class BackgroundJob:
         while True:
             if work is None:
                 with self._lock:
-                    work, self._next = self._next, None
+                    work, self._next = (None if self._closed else self._next), None
                     if work is None:
                         self._active = False
                         return
@@ -83,10 +84,15 @@ class BackgroundJob:
     def settle_at_exit(self, timeout: float) -> None:
         """At the interpreter's exit: drop the waiting work and start none; wait (at most
         `timeout` s) for a run busy in this process (one waiting on the worker is not waited for)."""
-        with self._lock:
-            self._exiting, self._next = True, None
+        self.close()
         if self.running and self.busy_here():
             self.thread.join(timeout)
+
+    def close(self) -> None:
+        """Drop the waiting work and start none from now on (a run going ends as its work does:
+        the Explorer's close cancels its job in the worker)."""
+        with self._lock:
+            self._closed, self._next = True, None
 
     def wait(self, timeout: float | None = None) -> bool:
         """Wait until no work runs or waits (at most `timeout` s); whether it is so."""

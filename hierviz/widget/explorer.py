@@ -472,11 +472,16 @@ class Explorer(widgets.VBox):
         return best
 
     def close(self) -> None:
-        """Close the widget and cancel its work in the worker process (compile-today,
-        measuring, find fastest stop at once; their panels say so). Other Explorers' work goes
-        on; the worker process ends with the last Explorer. A change still waiting for its
-        debounce is dropped."""
+        """Close the widget and end its work: work waiting to start is dropped (a change still
+        waiting for its debounce, a build queued behind another), and its jobs in the worker
+        process are cancelled (compile-today, measuring, builds, find fastest stop at once;
+        their panels say so); nothing starts the worker again for this Explorer. Other
+        Explorers' work goes on; the worker process (and what it started) ends, killed, with
+        the last Explorer."""
         self._debouncer.cancel()
+        for job in (self.compile_today.job, self.build_toggle.job, self.measuring.job, self.numerics_check.job,
+                    self.what_if.job, self.fastest_search.job):
+            job.close()
         self.controller.long_work.close()
         super().close()
 

@@ -11,7 +11,9 @@ dies, is killed or hangs fails its jobs with a WorkerError (a HiervizError, show
 Explorer); the next job starts a fresh one. Each LongWork holds the worker through a handle of
 its own (`Worker.hold()`): `close()` (the Explorer's close) cancels only this LongWork's jobs, and
 the worker process ends when the last handle is closed, so closing one Explorer never stops
-another's search.
+another's search. A closed LongWork takes no job again: each raises JobCancelled at once (a
+build that was waiting to start would otherwise start the worker anew), and a build running in
+this process stops before its next conversion or build.
 
 Numerics, the Blockers tab's table and the HTML export's compile-today line are worker jobs
 too: no partitioner of a what-if and no compile runs in the kernel.
@@ -25,7 +27,7 @@ import weakref
 from typing import Any, Callable, Mapping
 
 from hierviz import trt
-from hierviz.widget.worker import Hold, Unsendable, Worker
+from hierviz.widget.worker import Hold, JobCancelled, Unsendable, Worker
 from hierviz.settings.compile_rules import compile_config
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
@@ -35,6 +37,7 @@ from hierviz.partitioner.upstream.todays_compile import (TodaysCompile, cached_c
 
 IN_WORKER = True  # False: every job runs in this process (tests that stand in for hv.measure or its clock)
 HERE = "ran in this process, not the worker: "
+CLOSED = "the Explorer was closed"
 
 
 class LongWork:
@@ -56,6 +59,7 @@ class LongWork:
         self._hold: Hold | None = None  # this LongWork's handle on the worker (made by its first job)
         self._hold_lock = threading.Lock()
         self.kernel_only: str | None = None  # why no job on this graph can go to the worker (its custom op)
+        self.closed = False
 
     @property
     def in_worker(self) -> bool:
@@ -80,6 +84,8 @@ class LongWork:
 
     def _held(self, worker: Worker) -> Hold:
         with self._hold_lock:
+            if self.closed:  # never a new hold (nor a new worker process) after close
+                raise JobCancelled(CLOSED)
             if self._hold is None or self._hold.closed or self._hold.worker is not worker:
                 self._hold = worker.hold()
                 weakref.finalize(self, self._hold.close)  # an Explorer dropped unclosed lets go too
@@ -87,7 +93,10 @@ class LongWork:
 
     def _in_worker(self, kind: str, payload: Any, here: Callable[[], Any],
                    progress: Callable[..., None] | None = None) -> Any:
-        """`payload`'s job in the worker; `here()` in this process when it cannot go there."""
+        """`payload`'s job in the worker; `here()` in this process when it cannot go there;
+        JobCancelled once closed."""
+        if self.closed:
+            raise JobCancelled(CLOSED)
         worker = self.worker
         if self.kernel_only is not None:
             self.notes[kind] = HERE + self.kernel_only
@@ -174,8 +183,10 @@ class LongWork:
 
         def here() -> Any:
             from hierviz.building.build_partition import build_one
+            from hierviz.building.subgraph_builds import between_builds
 
-            return build_one(part, graph, self.example_inputs)
+            with between_builds(self._stop_if_closed):
+                return build_one(part, graph, self.example_inputs)
 
         return self._in_worker("build", (part.config, graph), here)
 
@@ -205,10 +216,16 @@ class LongWork:
 
         return dataclasses.replace(self._in_worker("tune", kwargs, here), graph=self.graph)
 
+    def _stop_if_closed(self) -> None:
+        """A build running here, between two conversions or builds: stop once closed."""
+        if self.closed:
+            raise JobCancelled(CLOSED)
+
     def close(self) -> None:
-        """Cancel this LongWork's jobs and let go of the worker (it ends with its last user; a
-        later job here takes it again)."""
+        """Cancel this LongWork's jobs and let go of the worker (it ends with its last user);
+        no job is taken from now on."""
         with self._hold_lock:
+            self.closed = True
             hold, self._hold = self._hold, None
         if hold is not None:
             hold.close()

@@ -18,7 +18,9 @@ prints goes to its stderr, kept in a temporary file for the message when it dies
 
 A child that exits, is killed, or sends nothing for `hang_s` seconds (then it is killed) fails
 every job waiting on it with a WorkerError that says so; the next job starts a fresh child.
-`close()` (the interpreter's exit, the last hold closed) ends it at once.
+`close()` (the interpreter's exit, the last hold closed) ends it at once: its whole session is
+killed (a build inside TensorRT, its compilers) before `close()` returns, and a thread of its
+own reaps it (no zombie stays; nothing waits for a 1 GB process to tear down).
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ COMMAND = (sys.executable, "-c", _BOOT)
 SUPERSEDED = "a newer build of the same explorer took its place"
 HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
 START_S = 120.0  # the longest the child may take to import hierviz and read the graph
+EXIT_REAP_S = 2.0  # at the interpreter's exit, the longest it waits for killed children to be reaped
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
 
@@ -137,6 +140,7 @@ class Worker:
         self._finalizers: list[Any] = []
         self._dropped: list[int] = []  # subjects whose graph was collected here: the child drops them too
         self.starts = 0  # children started so far
+        self._ending: set[subprocess.Popen] = set()  # children killed and not yet reaped
         _LIVE.add(self)
 
     @classmethod
@@ -366,8 +370,8 @@ class Worker:
                     job.done.set()
 
     def _stop(self) -> None:
-        """End the child at once: its stdin closed (it exits), then its whole session killed
-        (its compilers too)."""
+        """End the child at once: its stdin closed and its whole session killed (its compilers
+        too); a thread reaps it."""
         proc, self._proc = self._proc, None
         for fin in self._finalizers:
             fin.detach()
@@ -382,20 +386,28 @@ class Worker:
         except OSError:
             pass
         try:
-            proc.wait(timeout=0.2)
-        except subprocess.TimeoutExpired:
-            pass
-        try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (OSError, AttributeError):
             try:
                 proc.kill()
             except OSError:
                 pass
-        try:
-            proc.wait(timeout=2.0)
-        except subprocess.TimeoutExpired:
-            pass
+        self._ending.add(proc)
+        threading.Thread(target=self._reap, args=(proc,), name="hierviz-worker-reaper", daemon=True).start()
+
+    def _reap(self, proc: subprocess.Popen) -> None:
+        proc.wait()
+        self._ending.discard(proc)
+
+    def wait_ended(self, timeout: float) -> bool:
+        """Wait (at most `timeout` s) until every child this worker killed is reaped; whether they are."""
+        end = time.monotonic() + timeout
+        for proc in list(self._ending):
+            try:
+                proc.wait(timeout=max(0.0, end - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                return False
+        return True
 
     def close(self) -> None:
         """End the child now; jobs waiting on it fail ("closed")."""
@@ -453,9 +465,14 @@ _shared_lock = threading.Lock()
 
 @atexit.register
 def _close_all() -> None:
-    """At exit: every worker process ends at once (nothing is waited for)."""
-    for worker in list(_LIVE):
+    """At exit: every worker process ends at once, killed; each is reaped if it is gone within
+    EXIT_REAP_S (a process that exits leaves no zombie to a parent that may never reap it)."""
+    workers = list(_LIVE)
+    for worker in workers:
         worker.close()
+    end = time.monotonic() + EXIT_REAP_S
+    for worker in workers:
+        worker.wait_ended(max(0.0, end - time.monotonic()))
 
 
 __all__ = ["Worker", "Hold", "WorkerError", "JobCancelled", "Unsendable", "COMMAND", "HANG_S", "SUPERSEDED"]

@@ -75,3 +75,29 @@ def test_importing_the_module_starts_no_thread(run_python) -> None:
         """)
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.split()[0] == "0", proc.stdout
+
+
+def test_closing_drops_the_waiting_work_and_starts_none() -> None:
+    """What the Explorer's close does to its jobs: the run going ends as its work does; the work
+    waiting behind it, and any started later, never runs."""
+    import threading
+
+    from hierviz.widget.background import BackgroundJob
+
+    gate, ran = threading.Event(), []
+
+    def work(name: str):
+        def run() -> None:
+            if name == "running":
+                assert gate.wait(60)
+            ran.append(name)
+        return run
+
+    job = BackgroundJob("hierviz-test-job", print)
+    first = job.start(work("running"))
+    job.start(work("waiting"))
+    job.close()
+    gate.set()
+    first.join(60)
+    job.start(work("after close")).join(60)
+    assert ran == ["running"] and not job.running

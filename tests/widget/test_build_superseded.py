@@ -16,7 +16,8 @@ def worker(monkeypatch):
     w = Worker()
     w.sent = []
     monkeypatch.setattr(w, "_ensure_started", lambda: None)
-    monkeypatch.setattr(w, "_subject", lambda graph, inputs: 0)
+    monkeypatch.setattr(w, "_packed", lambda graph, inputs: b"")
+    monkeypatch.setattr(w, "_subject", lambda graph, inputs, data=None: 0)
     monkeypatch.setattr(w, "_write", w.sent.append)
     return w
 

@@ -66,8 +66,9 @@ def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
     assert "fastest:" in ex.panels["fastest"].value and "in this process" not in ex.panels["fastest"].value
     assert work.notes == {} and work.pid is not None and work.pid != os.getpid() and not ex.internal_errors
     pid = work.pid
-    ex.close()  # its last user: ends the worker at once
+    ex.close()  # its last user: ends the worker at once (killed; a thread reaps it)
     assert work.pid is None
+    assert work._worker.wait_ended(60)  # a safety net: the reaper ends with the killed process
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 

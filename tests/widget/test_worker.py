@@ -112,6 +112,7 @@ def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path, monk
     got = job.exception()
     assert isinstance(got, WorkerError) and f"sent nothing for {HANG_S:.0f} s (hung): it was killed" in str(got)
     assert worker.pid is None
+    assert worker.wait_ended(WAIT_S)  # killed; a thread reaps it
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
 
