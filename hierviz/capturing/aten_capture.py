@@ -23,7 +23,7 @@ import torch
 from torch.fx import GraphModule
 
 from hierviz import trt
-from hierviz.capturing import disk_cache as capture_cache
+from hierviz.capturing import disk_cache as capture_cache, forced_causal
 from hierviz.capturing.by_graph.cached_graphs import capture_graphs
 from hierviz.capturing.capture_key import capture_key
 from hierviz.capturing.by_graph.dynamo_capture import NOTES as CAPTURE_NOTES, DynamoCapture
@@ -218,7 +218,9 @@ def _lower(ep: torch.export.ExportedProgram, name: str, target: str = DEFAULT_TA
                 ep = ep.run_decompositions(with_target_rules(lowering.get_decompositions(False), target))
                 state, inputs = _mutations(ep)
                 _unshare(ep, state)
-                gm = retraced_as_on(ep.module(), target, lambda module: lowering.post_lowering(module, settings))
+                with forced_causal.recorded() as forced:
+                    gm = retraced_as_on(ep.module(), target, lambda module: lowering.post_lowering(module, settings))
+                gm = forced_causal.mark(gm, forced)
         except Exception as exc:
             raise CaptureError(
                 f"Torch-TensorRT's lowering failed: {type(exc).__name__}: {exc}\n"
@@ -280,8 +282,20 @@ def source_of(graph: GraphModule | DynamoCapture) -> Any:
 
 def capture_notes(graph: GraphModule) -> tuple[str, ...]:
     """What the capture of `graph` says about itself (it came from the disk cache, or the
-    cached graph was stale and the model was captured again); () otherwise."""
-    return tuple(graph.meta.get(NOTES, ()))
+    cached graph was stale and the model was captured again; Torch-TensorRT's lowering made an
+    attention causal whose mask was not: hierviz.capturing.forced_causal); () otherwise."""
+    forced = forced_causal.note(graph)
+    return tuple(graph.meta.get(NOTES, ())) + ((forced,) if forced else ())
+
+
+def _warn_forced_causal(captured: GraphModule | DynamoCapture) -> None:
+    """One CaptureWarning for the attentions Torch-TensorRT's lowering of `captured` made causal although
+    their masks were not (hierviz.capturing.forced_causal), naming the graph of a DynamoCapture."""
+    graphs = [(f"graph {g.index}: ", g.graph) for g in captured.graphs] if isinstance(captured, DynamoCapture) \
+        else [("", captured)]
+    said = [f"{where}{text}" for where, gm in graphs if (text := forced_causal.note(gm))]
+    if said:
+        warnings.warn(f"hv.capture: {' '.join(said)}.", CaptureWarning, stacklevel=user_stacklevel())
 
 
 def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dynamic_shapes: Any,
@@ -314,6 +328,8 @@ def _capture_module(model: torch.nn.Module, args: tuple, kwargs: dict | None, dy
     if store is not None and key is not None and (trt.available() or trt.installed_distribution() is None):
         # (an install that does not import lowered with torch's decompositions: not kept under its key)
         record: dict[str, Any] = {UPDATES: updates_of(gm), TARGET_META: gm.meta[TARGET_META]}
+        if forced_causal.forced_of(gm):
+            record[forced_causal.FORCED_CAUSAL] = forced_causal.forced_of(gm)
         verdicts = record_verdicts(gm)
         if verdicts is not None:  # kept with the graph: a new process partitions it without importing torch_tensorrt
             stored_verdicts.attach(gm, verdicts)
@@ -419,6 +435,7 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
             raise CaptureError(
                 f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."
             )
+    _warn_forced_causal(gm)
     for stale in [k for k in per_model if k[3] != key[3]]:  # captured before the model changed
         del per_model[stale]
     per_model[key] = gm

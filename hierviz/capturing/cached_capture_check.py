@@ -1,7 +1,10 @@
 """The check of a cached capture: whether the graph a capture entry holds is still the model's
 capture. The record kept with an entry (the graph's digest, the model's computation digest, or the
 graph's outputs), and the check against it: the computations then and now compared, else the
-outputs of the model and the graph on the example inputs, within the dtype's rounding."""
+outputs of the model and the graph on the example inputs, within the dtype's rounding. A graph
+whose outputs differ from the model's by Torch-TensorRT's own lowering (an attention it made
+causal although its mask was not: hierviz.capturing.forced_causal) keeps the model's outputs
+instead, and the model's outputs now are checked against them."""
 
 from __future__ import annotations
 
@@ -12,6 +15,7 @@ from typing import Any
 import torch
 from torch.fx import GraphModule
 
+from hierviz.capturing import forced_causal
 from hierviz.capturing.computation_trace import computation_digest
 from hierviz.capturing.graph_codec import fetch_attr
 from hierviz.capturing.model_copy import private_copy
@@ -26,6 +30,8 @@ OUTPUTS_MAX_BYTES = 256 * 1024**2  # outputs larger than this are not kept (the 
 CHECK = "the capture cache's check"  # what torch printed meanwhile is held back under this name (--verbose)
 STALE = ("capture: the cached graph's outputs differed from the model's on the example inputs, "
          "so the model was captured again")
+MODEL_STALE = ("capture: the model's outputs on the example inputs differed from its outputs when it was captured, "
+               "so the model was captured again")
 
 
 # what running a cached graph that no longer fits the model or its inputs raises (torch's ops:
@@ -140,8 +146,10 @@ def checked_record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs:
     """What a capture entry keeps so that a new process checks it cheaply: the graph's digest
     (`graph_digest`) and the model's `computation_digest`; for a model that cannot be
     traced on fake tensors, the graph's outputs on the example inputs instead (on the CPU; not
-    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them). What torch prints or
-    logs meanwhile (a meta kernel that refuses the fake run) is held back, for --verbose."""
+    when they are over OUTPUTS_MAX_BYTES or the graph cannot run on them), or the model's own
+    ("model_outputs") where Torch-TensorRT's lowering made the graph's differ from them
+    (hierviz.capturing.forced_causal). What torch prints or logs meanwhile (a meta kernel that
+    refuses the fake run) is held back, for --verbose."""
     with torch_output.held_back(CHECK, native=False):
         return _record(model, gm, args, kwargs)
 
@@ -150,12 +158,14 @@ def _record(model: torch.nn.Module, gm: GraphModule, args: tuple, kwargs: dict |
     record: dict[str, Any] = {"graph": graph_digest(gm),
                               "computation": computation_digest(model, args, kwargs), "outputs": None}
     if record["computation"] is None:
+        differs = bool(forced_causal.forced_of(gm))
         try:
-            got = _graph_outputs(gm, args, kwargs)
+            got = _model_outputs(model, args, kwargs) if differs else _graph_outputs(gm, args, kwargs)
         except torch.cuda.OutOfMemoryError:  # the capture itself worked: kept without its outputs
             got = None
         if got is not None and sum(t.nbytes for t in got if isinstance(t, torch.Tensor)) <= OUTPUTS_MAX_BYTES:
-            record["outputs"] = [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in got]
+            record["model_outputs" if differs else "outputs"] = \
+                [t.detach().cpu() if isinstance(t, torch.Tensor) else t for t in got]
     return record
 
 
@@ -168,7 +178,9 @@ def cached_graph_holds(model: torch.nn.Module, gm: GraphModule, record: Any, arg
       it did when it was captured (the same ops on the same weights, constants and shapes), so
       the graph captured from it is still its capture, without a number computed; different,
       the graph is stale;
-    - else the graph's outputs then, against the model's now (one forward instead of two).
+    - else the graph's outputs then, against the model's now (one forward instead of two);
+    - else the model's outputs then (a graph whose outputs differ from the model's by Torch-TensorRT's
+      lowering), against the model's now: the same, so the graph captured from it is still its capture.
     Otherwise (an entry without a record, a graph changed since, a model that cannot be traced
     now) both are run on the example inputs and compared, as they always were. What torch prints
     or logs meanwhile is held back, for --verbose."""
@@ -192,6 +204,12 @@ def _holds(model: torch.nn.Module, gm: GraphModule, record: Any, args: tuple,
             held = expected is not None and _agree(expected, list(record["outputs"]))
             return held, ("the model's outputs on the example inputs were checked against the cached graph's "
                           "(computed when it was stored)") if held else STALE
+        elif record.get("model_outputs") is not None:
+            outputs_now = _model_outputs(model, args, kwargs)
+            held = outputs_now is not None and _agree(list(record["model_outputs"]), outputs_now)
+            return held, ("the model's outputs on the example inputs were checked against its outputs when it was "
+                          "captured (the graph's differ from them by Torch-TensorRT's lowering)") if held \
+                else MODEL_STALE
     held = _same_outputs(model, gm, args, kwargs)
     return held, "its outputs were checked against the model's on the example inputs" if held else STALE
 

@@ -6,6 +6,7 @@
     validation.py    `node in registry` for every node of a run, with what cannot change kept (Validator)
     compilation_settings.py      the CompilationSettings subgraphs are converted with, and their digest
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
+    causal_attention_pass.py  its force_causal_efficient_attention pass watched while hierviz lowers
     compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
     engine_builder.py  converting a subgraph and building its engine with no GPU (where it stops)
@@ -31,6 +32,7 @@ from hierviz.trt.compile_dryrun import (
 from hierviz.trt.build_errors import error_line
 from hierviz.trt.engine_build import EngineBuild
 from hierviz.trt.engine_builder import builder_name, builds_without_gpu, convert_and_build
+from hierviz.trt.causal_attention_pass import force_causal_watched
 from hierviz.trt.dynamo_lowering import (BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of,
                                          lower_dynamo_graph)
 from hierviz.trt.subgraph_engines import (
@@ -98,4 +100,4 @@ __all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", 
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
            "builds_without_gpu", "convert_and_build", "error_line", "first_line", "LIBRARY_DISTRIBUTIONS",
-           "library_version"]
+           "library_version", "force_causal_watched"]

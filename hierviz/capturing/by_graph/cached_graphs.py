@@ -14,6 +14,7 @@ from torch.fx import GraphModule
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.capture_key import capture_key, file_digest
 from hierviz.capturing.by_graph.dynamo_capture import NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
+from hierviz.capturing.forced_causal import FORCED_CAUSAL, forced_of
 from hierviz.capturing.target_device import DEFAULT_TARGET, TARGET_META, target_key
 
 
@@ -84,7 +85,8 @@ def _packed(cap: DynamoCapture) -> tuple[list[GraphModule], dict[str, Any], dict
         fields = {f.name: getattr(g, f.name) for f in dataclasses.fields(g) if f.name not in _OWN}
         graphs.append({"fields": fields, "values": values,
                        "graph_meta": {NOTES: tuple(g.graph.meta.get(NOTES, ())),
-                                      TARGET_META: g.graph.meta.get(TARGET_META, ())}})
+                                      TARGET_META: g.graph.meta.get(TARGET_META, ()),
+                                      FORCED_CAUSAL: forced_of(g.graph)}})
     payload = {"graphs": graphs, "breaks": cap.breaks, "model": cap.model, "input_specs": cap.input_specs,
                "files": _traced_files(cap), "traced_for": cap.traced_for}
     return [g.graph for g in cap.graphs], tensors, payload

@@ -40,6 +40,7 @@ from hierviz.capturing.by_graph.dynamo_graph import DynamoGraph
 from hierviz.capturing.by_graph.graph_break import GraphBreak, is_resumed, parse_reason, user_function
 from hierviz.capturing.by_graph.graph_value import GraphValue, describe
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
+from hierviz.capturing import forced_causal
 from hierviz.capturing.model_copy import private_copy, rng_preserved
 from hierviz.capturing.target_device import DEFAULT_TARGET, cpu_only_error, lowering_for, mark, target_text
 from hierviz.foundation.error_text import first_line, message_line
@@ -81,8 +82,26 @@ def lowered(gm: GraphModule, sample_inputs: Sequence[Any], target: str = DEFAULT
     backend's front half, or without torch_tensorrt the same AOT export with torch's core
     decompositions; its composite ops decomposed as on the target (hierviz.capturing.target_device)."""
     work = copy.deepcopy(gm)
-    with lowering_for(target):
-        return _lowered(work, sample_inputs)
+    with lowering_for(target), forced_causal.recorded(_model_state(gm)) as forced:
+        out = _lowered(work, sample_inputs)
+    return forced_causal.mark(out, forced)
+
+
+def _model_state(gm: GraphModule) -> list[torch.Tensor | None]:
+    """For each input of dynamo's graph `gm`, in order: the model's own tensor it is (a weight, a buffer, a
+    tensor attribute: dynamo lifts them into inputs, reached from the module), or None for an input the
+    model was called with or an earlier graph made."""
+    from torch._dynamo.source import is_from_unspecialized_nn_module_source
+
+    state: list[torch.Tensor | None] = []
+    for node in gm.graph.nodes:
+        if node.op == "placeholder":
+            arg = node.meta.get("grapharg")
+            source, example = getattr(arg, "source", None), getattr(arg, "example", None)
+            own = source is not None and isinstance(example, torch.Tensor) and \
+                is_from_unspecialized_nn_module_source(source)
+            state.append(example if own else None)
+    return state
 
 
 def _lowered(work: GraphModule, sample_inputs: Sequence[Any]) -> GraphModule:
