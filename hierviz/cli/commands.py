@@ -98,8 +98,8 @@ def cmd_cache(args: argparse.Namespace) -> int:
         print(f"removed {engines.clear()} cached build(s) from {engines.folder}")
         temp_files.sweep(loose)
         left = store.info()["temp"].plus(engines.temp_survey())
-        if left.count:
-            print(f"left {left.count} temp file(s) other processes are writing now")
+        if left.files:
+            print(f"left {left.files} temp file(s) other processes are writing now")
         return 0
     info = store.info()
     state = "on" if info["enabled"] else "off (HIERVIZ_CACHE=0)"
@@ -109,7 +109,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
           f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
     temps = info["temp"].plus(engines.temp_survey()).plus(temp_files.survey(loose))
-    if temps.count:
+    if temps.files:
         print(f"temp files: {temps.text()}")
     print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache "
           f"({engines.limit.why()})")

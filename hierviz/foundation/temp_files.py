@@ -126,19 +126,19 @@ def sweep(paths: Iterable[Path], now: float | None = None) -> int:
 class Survey(NamedTuple):
     """Temp files found: how many, their bytes, and how many of them are stale."""
 
-    count: int = 0
+    files: int = 0
     bytes: int = 0
     stale: int = 0
 
     def plus(self, other: "Survey") -> "Survey":
-        return Survey(self.count + other.count, self.bytes + other.bytes, self.stale + other.stale)
+        return Survey(self.files + other.files, self.bytes + other.bytes, self.stale + other.stale)
 
     def text(self) -> str:
         """`hierviz cache info`'s words for them (empty when there are none)."""
-        if not self.count:
+        if not self.files:
             return ""
-        files = "file" if self.count == 1 else "files"
-        return (f"{self.count} temp {files} ({self.bytes / 2**20:.1f} MiB), {self.stale} of them left by runs that "
+        files = "file" if self.files == 1 else "files"
+        return (f"{self.files} temp {files} ({self.bytes / 2**20:.1f} MiB), {self.stale} of them left by runs that "
                 "ended mid-write (removed by the next run or `hierviz cache clear`), the others being written now")
 
 
