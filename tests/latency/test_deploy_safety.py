@@ -106,26 +106,18 @@ def test_pickles_under_the_old_file_names_and_in_inputs_pt_run_nothing(saved, tm
     assert _live(markers["inputs.pt"], lambda: torch.load(old / "inputs.pt", weights_only=False))
 
 
-CRAFT_AND_LOAD = """
-    import dataclasses, json, pickle, sys, warnings
-    from pathlib import Path
+LOAD = """
+    import json, warnings
     import torch
     from hierviz.latency.deploy import load
-    sys.path.insert(0, {tests!r})
-    from test_deploy_safety import Payload, crafted_inductor_artifact
 
-    folder, marker = Path({folder!r}), Path({marker!r})
-    for artifact in sorted((folder / "artifacts" / "inductor").rglob("*.bin")):
-        crafted_inductor_artifact(artifact, marker)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        model = load(folder)
+        model = load({folder!r}, trusted={trusted})
     said = [str(w.message) for w in caught if "were not run" in str(w.message)]
     out = model(torch.ones(1, 3, 8, 8))["logits"]
-    print(json.dumps({{"untrusted_ran": marker.exists(), "said": said,
-                      "status": {{t: r.status for t, r in model.records.items()}}, "logits": out.tolist()}}))
-    load(folder, trusted=True)
-    print(json.dumps({{"trusted_ran": marker.exists()}}))
+    print(json.dumps({{"status": {{t: r.status for t, r in model.records.items()}}, "said": said,
+                      "logits": out.tolist()}}))
 """
 
 
@@ -150,23 +142,32 @@ def crafted_inductor_artifact(path: Path, marker: Path) -> None:
     path.write_bytes(writer.to_bytes())
 
 
-@pytest.mark.slow  # a fresh process compiles the TorchInductor subgraphs again (its own TorchInductor cache)
+def _load_in_a_fresh_process(run_python, folder: Path, trusted: bool, inductor_cache: Path) -> dict:
+    # TorchInductor's own cache is the child's: a trusted load fills it with the folder's code
+    proc = run_python(LOAD.format(folder=str(folder), trusted=trusted),
+                      env={"TORCHINDUCTOR_CACHE_DIR": str(inductor_cache)}, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.slow  # fresh processes compile the TorchInductor subgraphs again (their own TorchInductor caches)
 def test_a_crafted_torchinductor_artifact_runs_only_when_trusted(saved, tmp_path, run_python) -> None:
     model, _, folder = saved
     copy, marker = copy_of(folder, tmp_path), tmp_path / "ran-inductor"
-    code = CRAFT_AND_LOAD.format(tests=str(Path(__file__).parent), folder=str(copy), marker=str(marker))
-    # TorchInductor's own cache of the child is its own: the trusted load below fills it with the payload
-    proc = run_python(code, env={"TORCHINDUCTOR_CACHE_DIR": str(tmp_path / "inductor-cache")}, timeout=300)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    untrusted, trusted = (json.loads(line) for line in proc.stdout.strip().splitlines()[-2:])
-    assert untrusted["untrusted_ran"] is False
+    artifacts = sorted((copy / "artifacts" / "inductor").rglob("*.bin"))
+    assert len(artifacts) == 2
+    for artifact in artifacts:
+        crafted_inductor_artifact(artifact, marker)
+    untrusted = _load_in_a_fresh_process(run_python, copy, False, tmp_path / "cache-untrusted")
+    assert not marker.exists()
     assert untrusted["status"] == {"_run_on_acc_inductor_0": "compiled", "_run_on_gpu_1": "eager",
                                    "_run_on_acc_inductor_2": "compiled"}  # compiled again, not read
     assert len(untrusted["said"]) == 1 and "trusted=True" in untrusted["said"][0]
     with torch.no_grad():
         want = model(torch.ones(1, 3, 8, 8))["logits"]
     torch.testing.assert_close(torch.tensor(untrusted["logits"]), want, rtol=1e-4, atol=1e-5)
-    assert trusted["trusted_ran"] is True  # the payload is live: trusted=True does run the folder's code
+    _load_in_a_fresh_process(run_python, copy, True, tmp_path / "cache-trusted")
+    assert marker.exists()  # the payload is live: trusted=True does run the folder's code
 
 
 def _nodes_as_text(doc: dict) -> None:
