@@ -259,6 +259,10 @@ class EngineStore:
         what = f"{label}'s engine" if label else "an engine"
         try:
             if size > self.max_bytes:
+                if self.limit.small_disk:  # the disk is short, not the limit: one note for every engine it refuses
+                    return self._refuse(f"{what} ({_size(size)})", (
+                        f"the disk of {self.folder} has {_size(self.max_bytes)} free, the cache limit there; free "
+                        f"space there or set {capture_cache.ENV_DIR} to a folder on a larger disk"))
                 return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}")
             try:
                 self.folder.mkdir(parents=True, exist_ok=True)
@@ -271,7 +275,7 @@ class EngineStore:
                 self._write(self.folder / f"{key}.json", record)
             except OSError as exc:
                 self.remove(key)  # none of its files stays: an engine without its record is no entry
-                return self._refuse(what, exc)
+                return self._refuse(what, self._unwritable(exc))
         finally:
             if engine_file is not None:
                 engine_file.discard()  # not moved into place: not kept
@@ -279,25 +283,23 @@ class EngineStore:
         return None
 
     def _too_big(self, size: int) -> str:
-        """Why an entry of `size` bytes is not kept, and what to do."""
-        if self.limit.small_disk:
-            return (f"it is larger than the cache limit ({_size(self.max_bytes)}), which is all the free space on the "
-                    f"disk of {self.folder}; free space there or set {capture_cache.ENV_DIR} to a folder on a larger "
-                    "disk to keep it")
+        """Why an entry of `size` bytes, larger than the limit the user set, is not kept, and what to do."""
         room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
         return (f"it is larger than the cache limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<size> to "
                 f"keep it (e.g. {capture_cache.ENV_LIMIT}={room // 1024**3}GiB)")
 
-    def _refuse(self, what: str, exc: OSError) -> str:
-        """Note that the folder did not take `what` (said once per reason, for every engine it
-        refused); the words for this one."""
+    def _unwritable(self, exc: OSError) -> str:
+        """Why the folder took no entry (`exc`, what writing raised), and what to do."""
         if exc.errno in _FULL:
-            why = (f"the disk of {self.folder} is full ({exc.strerror}); free space there or set "
-                   f"{capture_cache.ENV_DIR} to a folder on another disk")
-        elif self.folder.exists() and not self.folder.is_dir():
-            why = f"{self.folder} is a file, not a folder; remove it (`hierviz cache clear` does not)"
-        else:
-            why = f"{self.folder} cannot be written ({exc.strerror or exc})"
+            return (f"the disk of {self.folder} is full ({exc.strerror}); free space there or set "
+                    f"{capture_cache.ENV_DIR} to a folder on another disk")
+        if self.folder.exists() and not self.folder.is_dir():
+            return f"{self.folder} is a file, not a folder; remove it (`hierviz cache clear` does not)"
+        return f"{self.folder} cannot be written ({exc.strerror or exc})"
+
+    def _refuse(self, what: str, why: str) -> str:
+        """Note that the folder did not take `what` because of `why` (one note per reason, for
+        every engine it refused); the words for this one."""
         self._refused.setdefault(why, []).append(what)
         return f"{what} was not kept in the build cache: {why}"
 

@@ -55,7 +55,8 @@ class CacheLimit:
                 f"most 20 GiB; {ENV_LIMIT}=<size> sets it (10GB, 10GiB or bytes)")
         if self.free is None:
             return f"its disk's free space could not be read, so 2 GiB; {ENV_LIMIT}=<size> sets it"
-        return f"{rule}; {self.free / GiB:.1f} GiB free now"
+        free = f"{self.free / GiB:.1f} GiB" if self.free >= GiB // 10 else f"{self.free / 2**20:.1f} MiB"
+        return f"{rule}; {free} free now"
 
     @property
     def small_disk(self) -> bool:

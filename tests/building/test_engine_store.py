@@ -63,10 +63,11 @@ def test_below_2_gib_free_the_limit_is_the_free_space(cache_dir, monkeypatch):
     assert disk_cache.limit() == 300 * 10**6
     store = EngineStore(max_bytes=None)
     why = store.save("big", _build(b"x" * (400 * 10**6 // 1000) * 1000, input_binding_names=["x"]), label="g0")
-    assert why == ("g0's engine (0.4 GB) was not kept in the build cache: it is larger than the cache limit (0.3 GB), "
-                   f"which is all the free space on the disk of {store.folder}; free space there or set "
-                   "HIERVIZ_CACHE_DIR to a folder on a larger disk to keep it")
+    assert why == (f"g0's engine (0.4 GB) was not kept in the build cache: the disk of {store.folder} has 0.3 GB free, "
+                   "the cache limit there; free space there or set HIERVIZ_CACHE_DIR to a folder on a larger disk")
     assert store.notes == [why] and not store.folder.exists()
+    store.save("bigger", _build(b"x" * (500 * 10**6 // 1000) * 1000, input_binding_names=["x"]), label="g1")
+    assert store.notes == [why.replace("g0's engine (0.4 GB) was", "g0's engine (0.4 GB) and 1 other engine were")]
 
 
 def _said(call) -> tuple[object, list[str]]:
