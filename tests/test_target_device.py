@@ -226,3 +226,28 @@ def test_lstm_unrolls_as_on_a_gpu_where_the_cpu_calls_mkldnn() -> None:
     graph = gpu.graphs[0]
     with torch.no_grad():
         torch.testing.assert_close(first_output(graph.graph(*graph.example_inputs)), wrapped(*x))
+
+
+class WeightAttention(nn.Module):
+    """Attention whose query, key and value are weights: Torch-TensorRT's constant folding leaves an op that may
+    draw random numbers (SDPA's dropout: torch's nondeterministic_seeded tag) unfolded, on any device."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        gen = torch.Generator().manual_seed(0)
+        self.q, self.k, self.v = (nn.Parameter(torch.randn(1, 2, 4, 8, generator=gen)) for _ in range(3))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return F.scaled_dot_product_attention(self.q, self.k, self.v) + x
+
+
+def test_an_attention_of_constants_is_left_unfolded_as_torch_tensorrt_leaves_it() -> None:
+    model, x = WeightAttention().eval(), (torch.randn(1, 2, 4, 8),)
+    for target in ("cuda", "cpu"):
+        gm = hv.capture(model, x, target_device=target, cache=False)
+        (node,) = attention_nodes(gm)
+        assert str(node.target) == "aten.scaled_dot_product_attention.default"  # kept, as torch.export keeps it
+        assert all(arg.op == "get_attr" for arg in node.args[:3])
+        assert not any("constant_fold" in str(key) for key in node.meta)  # nothing of hierviz's left on it
+        with torch.no_grad():
+            torch.testing.assert_close(gm(*x)[0] if isinstance(gm(*x), (tuple, list)) else gm(*x), model(*x))

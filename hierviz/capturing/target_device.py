@@ -37,6 +37,7 @@ from typing import Any, Callable, Iterator
 import torch
 from torch.fx import GraphModule
 
+from hierviz import trt
 from hierviz.capturing import gpu_kernels
 from hierviz.capturing.composite_overrides import CompositeOverrides
 from hierviz.capturing.gpu_attention import sdpa_as_on_gpu
@@ -87,12 +88,16 @@ def with_target_rules(table: Any, target: str) -> Any:
 def retraced_as_on(gm: GraphModule, target: str, lower: Callable[[GraphModule], GraphModule]) -> GraphModule:
     """`lower(gm)` (Torch-TensorRT's post_lowering; `gm` may be changed) where a pass that traces the graph
     again decomposes each op with a rule by it, as it would on `target`: the graph calls the rule while
-    `lower` runs, and the op again where its node is still there after."""
+    `lower` runs, and the op again where its node is still there after. A node whose op Torch-TensorRT's
+    constant folding leaves unfolded (attention of weights alone) is marked so that the folder leaves the
+    rule unfolded too (hierviz.trt.constant_folding)."""
     rules = gpu_rules(GpuTarget.current()) if target == "cuda" else {}
     ops: dict[Any, Any] = {}  # rule -> the op it stands for
     for node in gm.graph.nodes:
         if node.op == "call_function" and node.target in rules:
             ops[rules[node.target]] = node.target
+            if trt.left_unfolded(node.target):
+                trt.keep_unfolded(node)
             node.target = rules[node.target]
     if ops:
         gm.recompile()
@@ -101,6 +106,8 @@ def retraced_as_on(gm: GraphModule, target: str, lower: Callable[[GraphModule], 
     kept = [node for node in out.graph.nodes if node.op == "call_function" and node.target in ops]
     for node in kept:
         node.target = ops[node.target]
+        if trt.left_unfolded(node.target):
+            trt.unmark_unfolded(node)
     if kept:
         out.recompile()
     return out

@@ -7,6 +7,7 @@
     compilation_settings.py      the CompilationSettings subgraphs are converted with, and their digest
     dynamo_lowering.py  Torch-TensorRT's lowering of one dynamo graph (torch.compile's backend)
     causal_attention_pass.py  its force_causal_efficient_attention pass watched while hierviz lowers
+    constant_folding.py  its constant folding told to leave a node as it is
     compile_dryrun.py  its torch.compile backend run to its partitioner and stopped there (the reference)
     subgraph_engines.py  building a subgraph's engine, saving and loading it, build caches
     engine_builder.py  converting a subgraph and building its engine with no GPU (where it stops)
@@ -33,6 +34,7 @@ from hierviz.trt.build_errors import error_line
 from hierviz.trt.engine_build import EngineBuild
 from hierviz.trt.engine_builder import builder_name, builds_without_gpu, convert_and_build
 from hierviz.trt.causal_attention_pass import force_causal_watched
+from hierviz.trt.constant_folding import keep_unfolded, left_unfolded, unmark as unmark_unfolded
 from hierviz.trt.dynamo_lowering import (BACKEND_CATCHES, caught_by_backend, dynamo_settings, fake_mode_of,
                                          lower_dynamo_graph)
 from hierviz.trt.subgraph_engines import (
@@ -100,4 +102,4 @@ __all__ = ["BACKEND_CATCHES", "caught_by_backend", "FIX_DATACENTER", "FIX_RTX", 
            "dynamo_settings", "fake_mode_of", "lower_dynamo_graph", "COMPILE_CUDA_ANSWERS", "DryrunGraph",
            "compile_dryrun", "partition_again", "stopped_at_partitioner", "EngineBuild", "builder_name",
            "builds_without_gpu", "convert_and_build", "error_line", "first_line", "LIBRARY_DISTRIBUTIONS",
-           "library_version", "force_causal_watched"]
+           "library_version", "force_causal_watched", "keep_unfolded", "left_unfolded", "unmark_unfolded"]
