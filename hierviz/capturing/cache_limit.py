@@ -70,9 +70,9 @@ def cache_limit(folder: Path) -> CacheLimit:
     if explicit is not None:
         return CacheLimit(explicit, from_env=True)
     where = folder
-    while not where.exists() and where.parent != where:  # the folder may not be made yet
-        where = where.parent
     try:
+        while not where.exists() and where.parent != where:  # the folder may not be made yet
+            where = where.parent
         free = shutil.disk_usage(where).free
     except OSError:
         return CacheLimit(DEFAULT_LIMIT)

@@ -76,9 +76,12 @@ def folder_problem() -> str | None:
     sentence saying what to do; None when it can."""
     where = folder()
     at = where
-    while not at.exists() and at.parent != at:
-        at = at.parent
-    if at.is_dir():
+    try:
+        while not at.exists() and at.parent != at:
+            at = at.parent
+        if at.is_dir():
+            return None
+    except OSError:  # a folder above it that cannot be searched: writing there fails quietly, as for a read-only one
         return None
     named = f"{ENV_DIR}={str(where)!r}" if os.environ.get(ENV_DIR) else f"the cache folder {where}"
     what = "is a file" if at == where else f"is inside {at}, which is a file"
