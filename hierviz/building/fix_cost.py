@@ -4,18 +4,14 @@ before and after it (`Builds.fix_cost`, said in every fix's words)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import MultiGraphPartition, Partition
+from hierviz.partitioner import MultiGraphPartition, Partition
 
 TENSORRT = "tensorrt"
 
 
 def tensorrt_ops(part: Partition | MultiGraphPartition) -> int:
     """The compute ops the partition's TensorRT subgraphs run (every graph's, across graphs)."""
-    from hierviz.partitioner import MultiGraphPartition
-
     if isinstance(part, MultiGraphPartition):
         return sum(tensorrt_ops(g) for g in part.graphs)
     return sum(sg.compute_ops for sg in part.subgraphs if sg.backend == TENSORRT)
