@@ -20,6 +20,7 @@ from hierviz.settings.config import Config, derive
 from hierviz.settings.engine_table import COMPILE_ENGINES
 from hierviz.settings.setting_values import whole_number
 from hierviz.capturing.aten_capture import IRS
+from hierviz.capturing.target_device import DEFAULT_TARGET, TARGET_DEVICES
 from hierviz.errors import CaptureError, ConfigError
 from hierviz.partitioner import load_partition, partition
 
@@ -205,12 +206,20 @@ def non_negative(text: str) -> int:
 
 IR_HELP = ("how MODEL is captured: dynamo (default: torch.export, one graph, as torch_tensorrt.compile does) or "
            "torch_compile (graph by graph at dynamo's graph breaks, as torch.compile(backend='torch_tensorrt') does)")
+TARGET_HELP = ("the device MODEL is lowered for: cuda (default: as Torch-TensorRT lowers it on a CUDA GPU, whatever "
+               "machine runs hierviz) or cpu (as lowered on a CPU)")
 EXPORT_FAILED = "torch.export failed"  # how CaptureError's first line starts when the export is what failed
 
 
 def add_ir_option(p: argparse.ArgumentParser) -> None:
-    """--ir, for every command that partitions a MODEL."""
+    """--ir and --target-device, for every command that partitions a MODEL."""
     p.add_argument("--ir", choices=IRS, default=None, help=IR_HELP)
+    p.add_argument("--target-device", choices=TARGET_DEVICES, default=None, help=TARGET_HELP)
+
+
+def target_device(args: argparse.Namespace) -> str:
+    """--target-device, or the default target."""
+    return getattr(args, "target_device", None) or DEFAULT_TARGET
 
 
 def partition_from_args(args: argparse.Namespace) -> Any:
@@ -229,7 +238,7 @@ def partition_from_args(args: argparse.Namespace) -> Any:
     import_tensorrt_quietly(args)
     ir = getattr(args, "ir", None) or "dynamo"
     try:
-        return partition(model, inputs, config, ir=ir)
+        return partition(model, inputs, config, ir=ir, target_device=target_device(args))
     except CaptureError as exc:
         first = str(exc).strip().split("\n", 1)[0]
         if ir != "dynamo" or not first.startswith(EXPORT_FAILED):
@@ -249,7 +258,8 @@ def partition_or_saved(args: argparse.Namespace) -> Any:
         return partition_from_args(args)
     given = [row.option for row in settings.SETTINGS
              if row.flag is not None and getattr(args, row.name, None) not in (None, False)]
-    given += ["--ir"] if getattr(args, "ir", None) else []
+    given += [option for option, name in (("--ir", "ir"), ("--target-device", "target_device"))
+              if getattr(args, name, None)]
     if given:
         raise UsageError(f"{', '.join(given)}: {args.model} is a saved partition, made with the settings it "
                          f"was saved with; to try other settings give MODEL (a zoo name or file.py:function)")

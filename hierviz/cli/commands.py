@@ -26,6 +26,7 @@ from hierviz.cli.args import (  # also hierviz.cli.commands.load_model etc., as 
     parse_grid,
     partition_or_saved,
     positive,
+    target_device,
     writable,
 )
 from hierviz.settings.engine_table import DEFAULT_ENGINE
@@ -179,7 +180,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
     model, inputs = load_model(args.model)
     import_tensorrt_quietly(args)
     table = hv.sweep(model, inputs, grid, base=base, measure=measure, progress=not args.quiet,
-                     ir=args.ir or "dynamo")
+                     ir=args.ir or "dynamo", target_device=target_device(args))
     try:
         table.to_csv(out, index=False)
     except OSError as exc:
@@ -220,7 +221,7 @@ def cmd_tune(args: argparse.Namespace) -> int:
     result = hv.tune(model, inputs, base=base, budget=args.budget, timeout=args.timeout, seed=args.seed,
                      measure=measure or None, torch_compile=args.torch_compile, executor=args.executor,
                      progress=not args.quiet, storage=args.storage, study_name=args.study_name,
-                     ir=args.ir or "dynamo")
+                     ir=args.ir or "dynamo", target_device=target_device(args))
     import pandas as pd
 
     from hierviz.compare.columns import setting_columns
@@ -318,7 +319,8 @@ def _add_config_args(p: argparse.ArgumentParser) -> None:
 
 
 def _add_model_args(p: argparse.ArgumentParser) -> None:
-    """The setting flags and --ir: a command that partitions MODEL (report, sweep, blockers, check)."""
+    """The setting flags, --ir and --target-device: a command that partitions MODEL (report, sweep, blockers,
+    check)."""
     _add_config_args(p)
     add_ir_option(p)
 

@@ -18,6 +18,7 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cached_partition
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
+from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.partitioner import graph_of, make_config, runs_by_graph
 from hierviz.partitioner.upstream.todays_compile import compile_today
 
@@ -57,7 +58,8 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
 
 
 def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Config | dict | None = None, *,
-                    measure: bool | Mapping[str, Any] = False, ir: str = "dynamo", **overrides: Any) -> "Any":
+                    measure: bool | Mapping[str, Any] = False, ir: str = "dynamo",
+                    target_device: str = DEFAULT_TARGET, **overrides: Any) -> "Any":
     """One row per engine — fast (what torch_tensorrt.compile runs today), global, upstream's
     hierarchical partitioner, hierviz — partitioning the same captured graph: subgraphs per
     backend, accelerated ops, boundary tensors, and latency when `measure` (True, or a dict of
@@ -69,18 +71,20 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     `ir="torch_compile"` (or a DynamoCapture / MultiGraphPartition given): each engine partitions
     every graph dynamo made, as torch.compile(model, backend="torch_tensorrt") runs them (the
     fast row: that backend's own partition of each graph); the counts are summed over the
-    graphs, with `graphs`, `graph_breaks` and `graphs_left_whole`."""
+    graphs, with `graphs`, `graph_breaks` and `graphs_left_whole`. `target_device`: the device the
+    model is lowered for when it is captured, as in hv.partition ("cuda", the default; "cpu")."""
     from hierviz.compare.rows import measure_kwargs, partition_of, run_measure
 
     by_graph = runs_by_graph(model_or_graph, ir)
+    check_target_device(target_device)
     cfg = make_config(config, overrides)
     mkw = measure_kwargs(measure)
     if by_graph:
         from hierviz.compare.sweep import graphs_of  # (pandas: loaded on first use)
 
-        gm: Any = graphs_of(model_or_graph, example_inputs)
+        gm: Any = graphs_of(model_or_graph, example_inputs, target_device)
     else:
-        gm = graph_of(model_or_graph, example_inputs)
+        gm = graph_of(model_or_graph, example_inputs, target_device=target_device)
     if mkw is not None and example_inputs is None:
         raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
     rows = []

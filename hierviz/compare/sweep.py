@@ -24,6 +24,7 @@ from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key,
 from hierviz.capturing.aten_capture import capture
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.capturing.graph_codec import pack_graph
+from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -36,7 +37,7 @@ logger = logging.getLogger(__name__)
 def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Config | dict | None = None,
           measure: bool | Mapping[str, Any] = False, executor: Executor | str | None = None,
           progress: bool = True, out: str | Path | None = None, ir: str = "dynamo",
-          build: bool = False) -> pd.DataFrame:
+          target_device: str = DEFAULT_TARGET, build: bool = False) -> pd.DataFrame:
     """Partition `model` with every configuration in `grid` (the cartesian product of its
     values, applied on top of `base`); one row per configuration, in grid order.
 
@@ -74,6 +75,10 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     `graphs_left_whole`. Threads and `out=` work as above; Ray and processes do not take a
     graph-by-graph capture (a ConfigError).
 
+    `target_device`: the device the model is lowered for when it is captured, as in hv.partition
+    ("cuda", the default: as Torch-TensorRT lowers it on a CUDA GPU, on any machine; "cpu"); a
+    graph or capture given is kept as it was lowered.
+
     `build=True`: every row's TensorRT engines are converted and built here (`part.build()`,
     no GPU needed with TensorRT-RTX; built engines are cached on disk), adding `engines_built`
     (how many built), `engines` (how many there are), `engine_mb` (their size together) and
@@ -83,6 +88,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         raise ConfigError(f"hv.sweep(build=...) is True (build every row's TensorRT engines here) or False, not "
                           f"{build!r:.40}.")
     by_graph = runs_by_graph(model, ir)
+    check_target_device(target_device)
     if by_graph and executor is not None and is_ray(executor):
         raise ConfigError("hv.sweep(ir='torch_compile') runs in this process (threads: pass a ThreadPoolExecutor, "
                           "or none); Ray tasks take one captured graph, not a model's graphs.")
@@ -92,7 +98,8 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     before = cache_info()
     base_cfg = make_config(base)
     _, configs = check_grid(grid, base_cfg)  # every bad value, in one ConfigError, before anything runs
-    gm = graphs_of(model, example_inputs) if by_graph else graph_of(model, example_inputs)
+    gm = graphs_of(model, example_inputs, target_device) if by_graph else \
+        graph_of(model, example_inputs, target_device=target_device)
     store = SweepFile(out, captures_key(gm) if by_graph else model_key(gm)) if out is not None else None
     keys = [settings_key(cfg, mkw) for cfg in configs] if store is not None else []
     todo = [i for i in range(len(configs)) if store is None or keys[i] not in store.done]
@@ -172,14 +179,15 @@ def built_row(gm: Any, cfg: Config, part: "Partition | None", row: dict[str, Any
                   "engine_mb": round(builds.engine_bytes / 1e6, 3), "build_failed": failed}
 
 
-def graphs_of(model: Any, example_inputs: Any) -> DynamoCapture:
+def graphs_of(model: Any, example_inputs: Any, target_device: str = DEFAULT_TARGET) -> DynamoCapture:
     """The graph-by-graph capture a sweep partitions: a MultiGraphPartition's, a DynamoCapture
-    as given, or the model captured with ir="torch_compile"."""
+    as given, or the model captured with ir="torch_compile" for `target_device`."""
     if isinstance(model, MultiGraphPartition):
         return model.capture
     if isinstance(model, DynamoCapture):
         return model
-    return cast(DynamoCapture, capture(model, example_inputs, ir="torch_compile"))  # what ir="torch_compile" gives
+    return cast(DynamoCapture, capture(model, example_inputs, ir="torch_compile",  # what ir="torch_compile" gives
+                                       target_device=target_device))
 
 
 def check_executor(executor: Any) -> None:

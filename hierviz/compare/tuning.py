@@ -36,6 +36,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from torch.fx import GraphModule
 
 from hierviz.capturing.aten_capture import source_of, updates_of
+from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.settings.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
@@ -71,7 +72,7 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
          timeout: float | None = None, device: Any = None, executor: Any = None, seed: int = 0,
          measure: Mapping[str, Any] | None = None, torch_compile: bool = False, pruning: bool = True,
          progress: bool = True, storage: str | None = None, study_name: str | None = None,
-         ir: str = "dynamo") -> TuneResult:
+         ir: str = "dynamo", target_device: str = DEFAULT_TARGET) -> TuneResult:
     """Find the fastest partition setting for `model` by measuring it.
 
     - `space` maps Config fields to candidate values, like `hv.sweep`'s grid (settings as
@@ -94,6 +95,10 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
       every dynamo graph with its setting (hv.partition(..., ir="torch_compile")) and times the
       whole model through torch.compile (a DynamoCapture or MultiGraphPartition given as `model`
       is taken as it is). Not with a Ray executor.
+    - `target_device`: the device the model is lowered for when it is captured, as in
+      hv.partition ("cuda", the default: as Torch-TensorRT lowers it on a CUDA GPU, on any
+      machine; "cpu"); a graph or capture given is kept as it was lowered. `device` is where
+      trials are timed.
     - Ctrl-C (KeyboardInterrupt) stops the search: the result covers the trials finished so
       far, with a note.
 
@@ -101,7 +106,8 @@ def tune(model: Any, example_inputs: Any = None, space: Mapping[str, Iterable[An
     """
     check_storage(storage, study_name)
     run = _TuneRun(model, example_inputs, space, base=base, budget=budget, timeout=timeout, device=device,
-                   executor=executor, seed=seed, measure=measure, pruning=pruning, ir=ir)
+                   executor=executor, seed=seed, measure=measure, pruning=pruning, ir=ir,
+                   target_device=target_device)
     run.storage, run.study_name = storage, study_name
     run.open()  # before the baselines are timed: a stored study started with other settings is refused first
     run.time_baselines(torch_compile)
@@ -115,8 +121,9 @@ class _TuneRun:
 
     def __init__(self, model: Any, example_inputs: Any, space: Mapping[str, Iterable[Any]] | None, *,
                  base: Any, budget: Any, timeout: Any, device: Any, executor: Any, seed: Any, measure: Any,
-                 pruning: bool, ir: str = "dynamo") -> None:
+                 pruning: bool, ir: str = "dynamo", target_device: str = DEFAULT_TARGET) -> None:
         self.by_graph = runs_by_graph(model, ir)
+        check_target_device(target_device)
         if self.by_graph and executor is not None and is_ray(executor):
             raise ConfigError("hv.tune(ir='torch_compile') measures in this process: Ray tasks take one captured "
                               "graph, not a model's graphs; leave executor out, or use ir='dynamo'.")
@@ -131,9 +138,9 @@ class _TuneRun:
         if self.by_graph:
             from hierviz.compare.sweep import graphs_of  # (pandas: loaded on first use)
 
-            self.gm: Any = graphs_of(model, example_inputs)
+            self.gm: Any = graphs_of(model, example_inputs, target_device)
         else:
-            self.gm = graph_of(model, example_inputs)
+            self.gm = graph_of(model, example_inputs, target_device=target_device)
         self.capture_s = time.perf_counter() - self.started
         self.measure_s = 0.0
         compilers = self.options.get("compilers")
