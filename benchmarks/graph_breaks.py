@@ -13,7 +13,8 @@ The model is torchvision's, with random weights (weights=None, weights_backbone=
 - upstream: `torch.compile(model, backend="torch_tensorrt", dynamic=False, options={"dryrun":
   True})` on a CPU, the CUDA queries answered, each graph's `compile_module` run to its
   partitioner and stopped there (the partition recorded, the lowered graph run eagerly so the
-  model's run goes on): hierviz.trt.stopped_at_partitioner, as tests/partitioner use it. The
+  model's run goes on): hierviz.trt.stopped_at_partitioner, as tests/partitioner use it, traced
+  for the device hv.capture traces for (target_device, "cuda" by default). The
   graphs it reached, and those whose lowering failed on a CPU, are counted;
 - re-partitioning the captured multi-graph model for settings not seen before
   (`hv.partition(cap, min_block_size=...)`, engine hierviz and fast), each timed; target
@@ -50,10 +51,11 @@ def upstream_dryrun(model, inputs) -> tuple[float, list[dict], int]:
     """(seconds, per graph reached {partitioner, blocks}, graphs handed to the backend): the real
     torch.compile path with the torch_tensorrt backend, on a CPU, stopped at each partitioner."""
     from hierviz import trt
+    from hierviz.capturing.target_device import DEFAULT_TARGET, lowering_for
 
     with trt.stopped_at_partitioner() as graphs:
         start = time.perf_counter()
-        trt.compile_dryrun(model, inputs)
+        trt.compile_dryrun(model, inputs, lowering=lowering_for(DEFAULT_TARGET))
         seconds = time.perf_counter() - start
     reached = [{"partitioner": run[0] if run else None,
                 "blocks": sum(1 for n, _ in run[1].named_children() if n.startswith("_run_on_acc")) if run else 0}

@@ -18,6 +18,7 @@ import torch
 
 import hierviz as hv
 from hierviz.capturing.by_graph import dynamo_capture
+from hierviz.capturing.target_device import DEFAULT_TARGET, lowering_for
 
 sys.path.insert(0, str(Path(__file__).parent))
 from dynamo_models import Prints
@@ -128,13 +129,13 @@ def test_the_real_torch_compile_answers_the_same(monkeypatch, exc) -> None:
     model, x = _model()
     if exc is RuntimeError:
         with trt.stopped_at_partitioner() as graphs:
-            trt.compile_dryrun(model, x, min_block_size=1)
+            trt.compile_dryrun(model, x, lowering=lowering_for(DEFAULT_TARGET), min_block_size=1)
         assert [g.reached for g in graphs] == [True, False]
         cap = hv.capture(model, x, ir="torch_compile", cache=False)
         assert [g.fell_back for g in cap.graphs] == [
             "", "runs eagerly: Torch-TensorRT's backend failed on it (RuntimeError: this lowering refuses softmax)"]
     else:
         with pytest.raises(torch._dynamo.exc.BackendCompilerFailed), trt.stopped_at_partitioner():
-            trt.compile_dryrun(model, x, min_block_size=1)
+            trt.compile_dryrun(model, x, lowering=lowering_for(DEFAULT_TARGET), min_block_size=1)
         with pytest.raises(hv.CaptureError, match="BackendCompilerFailed"):
             hv.capture(model, x, ir="torch_compile", cache=False)

@@ -11,6 +11,12 @@ eagerly, so the model's run goes on to its next graph. `partition_again` runs co
 a recorded graph with other settings, stopped at its partitioner the same way. Upstream's
 functions are replaced for the duration with `patched` and put back after; dynamo's caches are
 reset on entry and on exit, so nothing stays compiled.
+
+The reference is what Torch-TensorRT's compile partitions on the device hierviz captures for,
+not on this machine's CPU: `compile_dryrun` runs the compile inside the caller's `lowering`
+context, hierviz.capturing.target_device.lowering_for(target) (the capturing layer's; this one
+is below it), under which torch.compile's AOT export decomposes attention as the GPU's kernel
+does, exactly as hv.capture's does.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from __future__ import annotations
 import contextlib
 import copy
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, ContextManager, Iterator
 
 import torch
 from torch.fx import GraphModule
@@ -114,12 +120,14 @@ def _stopped_run(compile_module: Any, found: list, gm: GraphModule, inputs: Any,
     return found.pop() if found else None
 
 
-def compile_dryrun(model: torch.nn.Module, inputs: tuple, **options: Any) -> None:
+def compile_dryrun(model: torch.nn.Module, inputs: tuple, *, lowering: ContextManager[Any], **options: Any) -> None:
     """Inside stopped_at_partitioner: `torch.compile(a copy of model, backend="torch_tensorrt",
-    dynamic=False, options={"dryrun": True, **options})` run once on `inputs`, without grad."""
+    dynamic=False, options={"dryrun": True, **options})` run once on `inputs`, without grad, inside
+    `lowering` (the target's: hierviz.capturing.target_device.lowering_for(target), as hv.capture
+    lowers for it)."""
     compiled = torch.compile(copy.deepcopy(model), backend="torch_tensorrt", dynamic=False,
                              options={"dryrun": True, **options})
-    with torch.no_grad():
+    with torch.no_grad(), lowering:
         compiled(*inputs)
 
 

@@ -7,11 +7,13 @@ The reference (hierviz.trt.stopped_at_partitioner) runs on CPU with the CUDA que
 whole torch.compile run once per model, with Torch-TensorRT's backend's `compile_module`
 intercepted at its partitioner (the partition recorded, then the lowered graph returned, so
 the run goes on to the next graph); the other settings run compile's own `compile_module` on
-the graphs the first run lowered. A graph the real path does not reach on a CPU (its lowering
-fails there) is left out, and counted."""
+the graphs the first run lowered. It traces for the device hierviz's capture was traced for
+(the GPU by default: attention as the GPU's kernel decomposes it). A graph the real path does
+not reach on a CPU (its lowering fails there) is left out, and counted."""
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 
 import pytest
@@ -19,6 +21,7 @@ import torch
 
 import hierviz as hv
 from hierviz import trt
+from hierviz.capturing.target_device import lowering_for
 from tests.dynamo_models import load
 from tests.partitioner.test_compile_dryrun import _ops
 
@@ -50,13 +53,14 @@ def configs_for(ops: list[str]) -> list[dict]:
             dict(min_block_size=5, torch_executed_ops=set(), use_fast_partitioner=True)]
 
 
-def torch_compile_partitions(model: torch.nn.Module, inputs: tuple, configs: list[dict]) -> list[dict]:
-    """Per graph Torch-TensorRT's torch.compile backend was handed, in order: `reached`
-    (its lowering got to compile_module), `ops` (the lowered graph's), and per configuration the
+def torch_compile_partitions(model: torch.nn.Module, inputs: tuple, configs: list[dict],
+                             target: str = "cuda") -> list[dict]:
+    """Per graph Torch-TensorRT's torch.compile backend was handed, traced for `target`, in order:
+    `reached` (its lowering got to compile_module), `ops` (the lowered graph's), and per configuration the
     TensorRT blocks its partitioner made, in order ([] when compile_module returned before
     partitioning: no supported op)."""
     with trt.stopped_at_partitioner() as graphs:
-        trt.compile_dryrun(model, inputs, **configs[0])
+        trt.compile_dryrun(model, inputs, lowering=lowering_for(target), **configs[0])
         for g in graphs:
             if g.reached:
                 for options in configs[1:]:
@@ -69,7 +73,7 @@ def torch_compile_partitions(model: torch.nn.Module, inputs: tuple, configs: lis
 def check_fidelity(model: torch.nn.Module, inputs: tuple, cap: hv.DynamoCapture) -> int:
     """Assert ours equals the real path on every graph it reaches; the number of graphs reached."""
     configs = configs_for([op for g in cap.graphs for op in g.ops])
-    theirs = torch_compile_partitions(model, inputs, configs)
+    theirs = torch_compile_partitions(model, inputs, configs, cap.traced_for[0])
     assert len(theirs) == len(cap.graphs)  # the same dynamo graphs, one backend call each
     reached = [k for k, g in enumerate(theirs) if g["reached"]]
     assert any(theirs[k]["runs"][0][1] for k in reached)  # min_block_size 1: TensorRT blocks to compare
@@ -99,6 +103,42 @@ def toys() -> dict:
 @pytest.mark.parametrize("name", ["if_on_sum", "prints", "item_arith"])
 def test_toys_partition_as_torch_compile_does(toys, name) -> None:
     model, inputs, cap = toys[name]
+    assert check_fidelity(model, inputs, cap) == len(cap.graphs) == 2
+
+
+class AttentionBreak(torch.nn.Module):
+    """A causal self-attention, a graph break, then a padded one (an attention_mask input): on a GPU torch
+    decomposes both into its efficient attention, and Torch-TensorRT's lowering makes the padded one causal."""
+
+    def __init__(self, dim: int = 16, heads: int = 2) -> None:
+        super().__init__()
+        self.heads, self.head = heads, dim // heads
+        self.qkv1, self.qkv2, self.out = (torch.nn.Linear(dim, n * dim) for n in (3, 3, 1))
+
+    def attend(self, qkv: torch.nn.Linear, x: torch.Tensor, **kwargs: object) -> torch.Tensor:
+        b, s, d = x.shape
+        q, k, v = qkv(x).view(b, s, 3, self.heads, self.head).permute(2, 0, 3, 1, 4)
+        return torch.nn.functional.scaled_dot_product_attention(q, k, v, **kwargs).transpose(1, 2).reshape(b, s, d)
+
+    def forward(self, x: torch.Tensor, attention_mask: torch.Tensor) -> torch.Tensor:
+        h = self.attend(self.qkv1, x, is_causal=True)
+        print("hidden", tuple(h.shape))  # break: print
+        return self.out(self.attend(self.qkv2, h, attn_mask=attention_mask[:, None, None, :].bool()))
+
+
+@pytest.mark.parametrize("target", ["cuda", "cpu"])
+def test_attention_partitions_as_torch_compile_does_for_the_target(target) -> None:
+    torch.manual_seed(0)
+    model, mask = AttentionBreak().eval(), torch.ones(2, 8, dtype=torch.long)
+    mask[1, 5:] = 0
+    inputs = (torch.randn(2, 8, 16), mask)
+    with pytest.warns(hv.CaptureWarning) if target == "cuda" else contextlib.nullcontext():
+        cap = hv.capture(model, inputs, ir="torch_compile", target_device=target, cache=False)
+    attention = [op for g in cap.graphs for op in g.ops if "dot_product" in op]
+    if target == "cuda":  # the GPU's, which Torch-TensorRT converts
+        assert attention == ["torch.ops.aten._scaled_dot_product_efficient_attention.default"] * 2
+    else:
+        assert attention == ["torch.ops.aten._scaled_dot_product_flash_attention_for_cpu.default"] * 2
     assert check_fidelity(model, inputs, cap) == len(cap.graphs) == 2
 
 
@@ -147,7 +187,7 @@ def test_the_reference_puts_upstream_and_cuda_back(toys) -> None:
     model, inputs, _ = toys["if_on_sum"]
     before = (partitioning.fast_partition, backends.compile_module, torch.cuda.device_count, torch.cuda.mem_get_info)
     with pytest.raises(RuntimeError, match="boom"), trt.stopped_at_partitioner() as graphs:
-        trt.compile_dryrun(model, inputs, min_block_size=1)
+        trt.compile_dryrun(model, inputs, lowering=lowering_for("cuda"), min_block_size=1)
         assert len(graphs) == 2 and all(g.reached and g.runs[0] for g in graphs)
         raise RuntimeError("boom")
     assert (partitioning.fast_partition, backends.compile_module, torch.cuda.device_count,
