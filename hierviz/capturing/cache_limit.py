@@ -18,6 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
+from hierviz.capturing.cache_warning import CacheWarning
 from hierviz.errors import user_stacklevel
 
 ENV_LIMIT = "HIERVIZ_CACHE_LIMIT"
@@ -88,8 +89,6 @@ def _from_env() -> int | None:
     size = parse_size(text)
     if size is None and text not in _SAID:
         _SAID.add(text)
-        from hierviz.capturing.disk_cache import CacheWarning
-
         warnings.warn(f"{ENV_LIMIT}={text!r} is not a size, so it is not used: give bytes (2000000000) or a number "
                       f"with a unit (10GB, 1.5GiB, 500MB); the cache limit follows the disk's free space meanwhile",
                       CacheWarning, stacklevel=user_stacklevel())

@@ -35,6 +35,7 @@ from typing import Any
 import torch
 
 from hierviz.capturing.cache_limit import DEFAULT_LIMIT, ENV_LIMIT, cache_limit
+from hierviz.capturing.cache_warning import CacheWarning
 from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.capturing.model_references import referenced, resolved
 from hierviz.errors import CustomOpUnavailable, user_stacklevel
@@ -56,10 +57,6 @@ UNREADABLE: tuple[type[Exception], ...] = (OSError, EOFError, pickle.UnpicklingE
 # what writing an entry raises: a full disk or a read-only folder (OSError), a value that does not
 # pickle (graph_codec.NOT_PICKLABLE)
 UNWRITABLE: tuple[type[Exception], ...] = (OSError, *NOT_PICKLABLE)
-
-
-class CacheWarning(UserWarning):
-    """A capture-cache entry could not be used (it is captured again)."""
 
 
 def folder() -> Path:

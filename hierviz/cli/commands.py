@@ -13,7 +13,8 @@ from typing import Any, NoReturn, Sequence
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.foundation import torch_output
+from hierviz.foundation import temp_files, torch_output
+from hierviz.trt.engine_file import SUFFIX
 from hierviz.capturing.disk_cache import CaptureStore, folder_problem
 from hierviz.cli.args import (  # also hierviz.cli.commands.load_model etc., as before
     UsageError,
@@ -84,8 +85,6 @@ def cmd_cache(args: argparse.Namespace) -> int:
     import tempfile
 
     from hierviz.building.engine_store import EngineStore
-    from hierviz.foundation import temp_files
-    from hierviz.trt.engine_file import SUFFIX
 
     problem = folder_problem()
     if problem is not None:
