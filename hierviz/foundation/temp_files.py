@@ -15,7 +15,6 @@ again by another process). `sweep` removes the stale ones of a folder, `survey` 
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import re
 import socket
@@ -23,6 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 from typing import Any, Iterable, NamedTuple
+
+from hierviz.foundation.digests import text_digest
 
 PREFIX = ".tmp-"
 STALE_S = 600  # a writer keeps its file's time fresh while it writes: untouched this long, it is done or gone
@@ -32,7 +33,7 @@ _NAMED = re.compile(r"^\.tmp-([0-9a-f]{8})-(\d+)-")
 
 def _host() -> str:
     """This machine, as temp names say it (a digest of its name: no character a file name refuses)."""
-    return hashlib.sha256(socket.gethostname().encode()).hexdigest()[:8]
+    return text_digest(socket.gethostname(), 8)
 
 
 _HOST = _host()
