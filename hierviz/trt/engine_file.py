@@ -24,6 +24,7 @@ from typing import Any
 from hierviz.errors import BuildError
 from hierviz.foundation import temp_files
 from hierviz.foundation.digests import data_hasher
+from hierviz.foundation.queued_writes import QueuedWrites
 from hierviz.trt.loading import tensorrt_library
 
 TMP_PREFIX = temp_files.PREFIX  # an engine being written (the engine store's name for a file not yet in place)
@@ -112,10 +113,12 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
 def _writer(folder: Path) -> Any:
     """A TensorRT stream writer into a new temp file in `folder` (made at the first write, so
     that none is there while the builder works, nor after a build that wrote nothing), hashing
-    what it writes (the digest data_digest gives of the whole). Where the folder stops taking
-    it (a full disk, a folder that cannot be written), what was written is read back and the
-    engine goes on in `.memory` (the file removed). What else writing raises (out of memory, an
-    interrupt) is kept on `.failed` (TensorRT is told nothing was written and stops), to be
+    each piece as TensorRT hands it over (the digest data_digest gives of the whole) and writing
+    it on a thread of its own (hierviz.foundation.queued_writes), so that the builder makes the
+    next piece meanwhile; `close()` waits until the file holds them all. Where the folder stops
+    taking it (a full disk, a folder that cannot be written), what was written is read back and
+    the engine goes on in `.memory` (the file removed). What else writing raises (out of memory,
+    an interrupt) is kept on `.failed` (TensorRT is told nothing was written and stops), to be
     raised once the builder returns."""
     trt = tensorrt_library()
 
@@ -124,6 +127,7 @@ def _writer(folder: Path) -> Any:
             trt.IStreamWriter.__init__(self)
             self.path: Path | None = None
             self.fd: int | None = None
+            self.queued: QueuedWrites | None = None
             self.size = 0
             self.sha256 = data_hasher()
             self.failed: BaseException | None = None
@@ -133,44 +137,72 @@ def _writer(folder: Path) -> Any:
             if self.failed is not None:
                 return 0
             try:
+                piece = data if isinstance(data, bytes) else bytes(data)  # the bindings' own copy, else one
+                self.sha256.update(piece)
                 if self.memory is None:
-                    try:
-                        self._to_file(data)
-                    except OSError:
-                        self._to_memory()
+                    self._to_file(piece)
                 if self.memory is not None:
-                    self.memory += data
-                self.sha256.update(data)
+                    self.memory += piece
             except (OSError, MemoryError, KeyboardInterrupt) as exc:  # raised here it would cross TensorRT's C++ frames
                 self.failed = exc
                 return 0
-            self.size += len(data)
-            return len(data)
+            self.size += len(piece)
+            return len(piece)
 
-        def _to_file(self, data: Any) -> None:
+        def _to_file(self, piece: bytes) -> None:
             if self.fd is None:
-                self.fd, name = temp_files.make(folder, SUFFIX)
+                try:
+                    self.fd, name = temp_files.make(folder, SUFFIX)
+                except OSError:  # the folder takes no file: the engine goes on in memory
+                    self.memory = bytearray()
+                    return
                 self.path = Path(name)
-            temp_files.write_all(self.fd, data)
+                self.queued = QueuedWrites(self.fd)
+            assert self.queued is not None
+            self.queued.put(piece)
 
-        def _to_memory(self) -> None:
-            """Go on in memory: the bytes written so far read back, the file removed."""
-            self.memory = bytearray()
-            if self.fd is not None:
-                os.lseek(self.fd, 0, os.SEEK_SET)
-                while len(self.memory) < self.size:
-                    piece = os.read(self.fd, min(self.size - len(self.memory), 1 << 24))
-                    if not piece:
-                        raise OSError(f"{self.path} holds {len(self.memory)} of the {self.size} bytes written")
-                    self.memory += piece
+        def _to_memory(self, queued: QueuedWrites) -> None:
+            """Go on in memory: what the file took read back, the pieces it refused after it, the
+            file removed."""
+            assert self.fd is not None
+            memory = bytearray()
+            os.lseek(self.fd, 0, os.SEEK_SET)
+            while len(memory) < queued.written:
+                piece = os.read(self.fd, min(queued.written - len(memory), 1 << 24))
+                if not piece:
+                    raise OSError(f"{self.path} holds {len(memory)} of the {queued.written} bytes written")
+                memory += piece
+            for piece in queued.unwritten:
+                memory += piece
+            self.memory = memory
             self.remove()
 
         def close(self) -> None:
+            """Wait until every piece is written (or, where the disk refused one, go on in memory:
+            an OSError reading back is kept on `.failed`), then close the file. Interrupted while
+            its thread still writes, the file stays open for `remove()`."""
+            queued = self.queued
+            if queued is not None:
+                try:
+                    queued.finish()
+                except (OSError, MemoryError, KeyboardInterrupt) as exc:
+                    self.failed = self.failed or exc
+                    if not queued.done:
+                        return
+                self.queued = None
+                if queued.refused is not None and self.failed is None:
+                    try:
+                        self._to_memory(queued)
+                    except (OSError, MemoryError, KeyboardInterrupt) as exc:
+                        self.failed = exc
             if self.fd is not None:
                 fd, self.fd = self.fd, None
                 os.close(fd)
 
         def remove(self) -> None:
+            queued, self.queued = self.queued, None
+            if queued is not None:
+                queued.finish()  # its thread writes no more to the file
             self.close()
             if self.path is not None:
                 _unlink(self.path)

@@ -5,9 +5,11 @@ file is left: not by a build the cache does not keep, nor by one that fails or i
 from __future__ import annotations
 
 import errno
+import hashlib
 import json
 import os
 import tempfile
+import threading
 
 import pytest
 import torch
@@ -18,7 +20,7 @@ from hierviz.building.engine_store import EngineStore, stored_engine
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.errors import BuildInterrupted
 from hierviz.foundation import temp_files
-from hierviz.foundation.digests import data_digest
+from hierviz.foundation.digests import data_digest, file_digest
 from hierviz.latency.compiling.lift import bake, lift
 from hierviz.trt import engine_file
 from tests.building.failing_converters import RefusesToBuild
@@ -160,4 +162,105 @@ def test_an_interrupt_while_the_engine_is_written_leaves_no_file(tmp_path, monke
     monkeypatch.setattr(engine_file, "data_hasher", _Interrupted)
     with pytest.raises(BuildInterrupted, match=r"^part.build\(\): interrupted while TensorRT built the subgraph"):
         trt.convert_and_build(gm, engine_folder=tmp_path)
+    assert os.listdir(tmp_path) == []
+
+
+class _CountingHasher:
+    """SHA-256, counting the pieces and bytes hashed; `second` is set once a second piece is."""
+
+    pieces: list[int] = []
+    second = threading.Event()
+    last: "_CountingHasher"
+
+    def __init__(self) -> None:
+        self._sha = hashlib.sha256()
+        type(self).last = self
+
+    def update(self, data: bytes) -> None:
+        self._sha.update(data)
+        self.pieces.append(len(data))
+        if len(self.pieces) >= 2:
+            self.second.set()
+
+    def hexdigest(self) -> str:
+        return self._sha.hexdigest()
+
+
+@pytest.fixture
+def counting_hasher(monkeypatch):
+    monkeypatch.setattr(_CountingHasher, "pieces", [])
+    monkeypatch.setattr(_CountingHasher, "second", threading.Event())
+    monkeypatch.setattr(engine_file, "data_hasher", _CountingHasher)
+    return _CountingHasher
+
+
+class _Wide(torch.nn.Module):
+    """One linear layer of 67 MB of weights: TensorRT hands its engine over in 64 MiB pieces."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(4100, 4100)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(self.fc(x))
+
+
+def test_the_builder_goes_on_while_the_disk_takes_the_engine(tmp_path, monkeypatch, counting_hasher) -> None:
+    """A piece still being written does not hold TensorRT's builder up: it hands over (and hashes)
+    its next piece meanwhile. The file is then whole, its digest and size the record's."""
+    part = hv.partition(_Wide().eval(), (torch.randn(2, 4100),), min_block_size=1)
+    written, waited = temp_files.write_all, []
+
+    def slow_disk(fd, data):
+        if not waited:  # the first piece is written only once the builder has handed over the second
+            waited.append(counting_hasher.second.wait(30))
+        written(fd, data)
+
+    monkeypatch.setattr(temp_files, "write_all", slow_disk)
+    built = trt.convert_and_build(getattr(part.module, part.subgraphs[0].tag), engine_folder=tmp_path)
+    assert waited == [True] and len(counting_hasher.pieces) > 1
+    assert built.stage == "built" and built.engine_file is not None
+    assert built.engine_file.size == built.engine_file.path.stat().st_size == sum(counting_hasher.pieces) > 1000
+    assert built.engine_file.digest == file_digest(built.engine_file.path)
+
+
+def test_a_first_build_hashes_its_engine_once_and_never_reads_it_back(tmp_path, monkeypatch, counting_hasher):
+    """The engine is hashed as it is written (each byte once), and part.build() neither reads
+    the file back nor hashes it again: the digest checked on read is the one taken then."""
+    from hierviz.building import engine_store
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    again: list[str] = []
+    for name in ("file_digest", "data_digest"):
+        real = getattr(engine_store, name)
+        monkeypatch.setattr(engine_store, name, lambda data, real=real, name=name: again.append(name) or real(data))
+    read = EngineStore._check_bytes
+    monkeypatch.setattr(EngineStore, "_check_bytes",
+                        lambda self, path, *a: again.append(path.name) or read(self, path, *a))
+    builds = _subgraph()[0].build()
+    (engine,) = (tmp_path / "builds").glob("*.engine")
+    assert builds.ok and sum(counting_hasher.pieces) == engine.stat().st_size == builds.df.engine_bytes[0]
+    assert again == ["data_digest"]  # the runtime record's, a few hundred bytes
+
+
+def test_a_disk_that_fills_while_later_pieces_wait_gives_the_whole_engine_in_memory(tmp_path, monkeypatch,
+                                                                                  counting_hasher) -> None:
+    """The disk refuses the second of several pieces: the first is read back, the refused one and
+    every piece after it are kept, in order: the engine is every byte TensorRT handed over."""
+    part = hv.partition(_Wide().eval(), (torch.randn(2, 4100),), min_block_size=1)
+    written, calls = temp_files.write_all, []
+
+    def fills(fd, data):
+        calls.append(len(data))
+        if len(calls) > 1:
+            written(fd, memoryview(data)[:1000])
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        written(fd, data)
+
+    monkeypatch.setattr(temp_files, "write_all", fills)
+    built = trt.convert_and_build(getattr(part.module, part.subgraphs[0].tag), engine_folder=tmp_path)
+    assert built.stage == "built" and built.engine_file is None and len(counting_hasher.pieces) > 2
+    assert len(calls) == 2  # nothing more is offered to a disk that refused
+    assert len(built.engine) == built.engine_bytes == sum(counting_hasher.pieces)
+    assert data_digest(built.engine) == counting_hasher.last.hexdigest()
     assert os.listdir(tmp_path) == []
