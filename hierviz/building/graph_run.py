@@ -8,17 +8,18 @@ generated forward) on the example inputs; only when that raises is it run again 
 that made it. A graph with dynamic dimensions is run at its optimization profile's min and max
 too, since the engine is built for the whole range (`first_failure_in_profile`).
 
-The graph runs on one thread (`_one_thread`): one pass whose cost there is about a tenth of the
-engine's build (resnet50: 0.13 s of CPU beside 1.0 s converting and building, vit_b_16 0.45 s
-beside 3.8 s), while PyTorch's threads on a busy machine wait for each other (resnet50 on two
-cores, load 4 to 6: 0.25 s on one thread, 0.6 to 0.9 s on two).
+The graph runs on one thread (hierviz.foundation.kernel_threads: this thread's OpenMP and MKL
+counts, never torch.set_num_threads, which would slow every small op of the process after it):
+one pass whose cost there is about a tenth of the engine's build (resnet50: 0.13 s of CPU beside
+1.0 s converting and building, vit_b_16 0.45 s beside 3.8 s), while PyTorch's threads on a busy
+machine wait for each other (resnet50 on two cores, load 4 to 6: 0.25 s on one thread, 0.6 to
+0.9 s on two).
 """
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, replace
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import torch
 import torch.utils._pytree as pytree
@@ -26,6 +27,7 @@ import torch.utils._pytree as pytree
 from hierviz.building.optimization_profiles import corner_inputs, corner_text
 from hierviz.errors import BuildError
 from hierviz.foundation.error_text import first_line
+from hierviz.foundation.kernel_threads import one_thread
 from hierviz.foundation.stack_traces import frames
 
 # what running a graph's node can raise: torch's C++ errors map to RuntimeError (out of memory and
@@ -69,17 +71,6 @@ def source_line(node: torch.fx.Node) -> str:
     return f"{inner.file}:{inner.line}: {inner.code}"
 
 
-@contextlib.contextmanager
-def _one_thread() -> Iterator[None]:
-    """PyTorch's kernels on one thread, and its thread count as it was after (also on an error)."""
-    before = torch.get_num_threads()
-    torch.set_num_threads(1)
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def _compiled(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> Callable[[], Any] | None:
     """`graph`'s generated forward called on `inputs` (one per placeholder; a forward made by
     torch.export takes them nested as its in_spec says), without its forward pre-hooks, as the
@@ -121,7 +112,7 @@ def _node_by_node(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
     """`graph` interpreted on `inputs`: the node that raised first, or None."""
     runner = _NodeByNode(graph)
     try:
-        with torch.no_grad(), _one_thread():
+        with torch.no_grad(), one_thread():
             runner.run(*inputs)
     except (MemoryError, torch.OutOfMemoryError) as exc:  # the machine's failure, not the graph's
         raise _out_of_memory(exc, runner.current) from exc
@@ -138,7 +129,7 @@ def first_failure(graph: torch.fx.GraphModule, inputs: Sequence[Any]) -> RunFail
     if run is None:
         return _node_by_node(graph, inputs)
     try:
-        with torch.no_grad(), _one_thread():
+        with torch.no_grad(), one_thread():
             run()
         return None
     except (MemoryError, torch.OutOfMemoryError) as exc:
