@@ -34,17 +34,26 @@ def _sweep(small, **kwargs):
     return df, [str(w.message) for w in seen if "hv.sweep" in str(w.message)]
 
 
-def _ctrl_c_during_the_second_row(real, target_pid, waiting, released):
+def _ctrl_c_during_the_second_row(real, ctrl_c, waiting, released):
     """partition_row whose second row, once the sweep waits for it (`waiting`: it has the first
-    row's then), sends SIGINT to `target_pid()` (the sweep's process: a user pressing Ctrl-C while
-    it waits for that row) and does not end before `released` (set once the sweep returned)."""
+    row's then), calls `ctrl_c()` (SIGINT to the sweep: a user pressing Ctrl-C while it waits for
+    that row) and does not end before `released` (set once the sweep returned)."""
     def row(gm, cfg):
         if cfg.min_block_size == 2:
             assert waiting.wait(60), "the sweep never waited for the second row"
-            os.kill(target_pid(), signal.SIGINT)
+            ctrl_c()
             released.wait(60)
         return real(gm, cfg)
     return row
+
+
+def _ctrl_c_to_the_main_thread() -> None:
+    """SIGINT to this process's main thread, the one waiting for the row, as a terminal's Ctrl-C
+    reaches it (sent to the process, the kernel may hand a signal to any thread not blocking it,
+    here the pool's, and the main thread's wait would then not be woken)."""
+    main = threading.main_thread().ident
+    assert main is not None
+    signal.pthread_kill(main, signal.SIGINT)
 
 
 def _telling_when_the_second_row_is_waited_for(pool, waiting):
@@ -107,7 +116,8 @@ def test_a_spawned_process_sweeps_models_with_custom_ops():
 def test_thread_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctrl_c_raises):
     waiting, released = threading.Event(), threading.Event()
     monkeypatch.setattr(sweep_mod, "partition_row",
-                        _ctrl_c_during_the_second_row(sweep_mod.partition_row, os.getpid, waiting, released))
+                        _ctrl_c_during_the_second_row(sweep_mod.partition_row, _ctrl_c_to_the_main_thread,
+                                                      waiting, released))
     with ThreadPoolExecutor(max_workers=1) as pool:
         try:
             df, notes = _sweep(small, executor=_telling_when_the_second_row_is_waited_for(pool, waiting))
@@ -122,7 +132,8 @@ def test_process_executor_ctrl_c_keeps_the_finished_rows(small, monkeypatch, ctr
     context = _fork()
     waiting, released = context.Event(), context.Event()  # shared with the worker process it forks
     monkeypatch.setattr(rows_mod, "partition_row",
-                        _ctrl_c_during_the_second_row(rows_mod.partition_row, os.getppid, waiting, released))
+                        _ctrl_c_during_the_second_row(rows_mod.partition_row,
+                                                      lambda: os.kill(os.getppid(), signal.SIGINT), waiting, released))
     with ProcessPoolExecutor(max_workers=1, mp_context=context) as pool:
         try:
             df, notes = _sweep(small, executor=_telling_when_the_second_row_is_waited_for(pool, waiting))
