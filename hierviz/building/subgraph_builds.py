@@ -104,8 +104,10 @@ class SubgraphBuilder:
         for text in made.warnings:
             self._warnings.setdefault(text, None)
 
-    def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
-        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes."""
+    def build(self, gm: Any, label: str = "",
+              meanwhile: Callable[[], Any] | None = None) -> tuple[trt.EngineBuild, bool]:
+        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes.
+        `meanwhile()` is called while the disk takes the engine it built (not for one it had)."""
         key = build_key(gm, self.trt_settings, self.tf32)
         if key in self._seen:
             return self._seen[key]
@@ -123,7 +125,7 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings, label=label,
+        made = trt.convert_and_build(gm, self._settings, label=label, meanwhile=meanwhile,
                                      engine_folder=self.store.folder if self.store is not None else None)
         self.made += 1
         self._heard(made)
