@@ -104,10 +104,8 @@ class SubgraphBuilder:
         for text in made.warnings:
             self._warnings.setdefault(text, None)
 
-    def build(self, gm: Any, label: str = "",
-              meanwhile: Callable[[], Any] | None = None) -> tuple[trt.EngineBuild, bool]:
-        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes.
-        `meanwhile()` is called while the disk takes the engine it built (not for one it had)."""
+    def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
+        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes."""
         key = build_key(gm, self.trt_settings, self.tf32)
         if key in self._seen:
             return self._seen[key]
@@ -125,7 +123,7 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings, label=label, meanwhile=meanwhile,
+        made = trt.convert_and_build(gm, self._settings, label=label,
                                      engine_folder=self.store.folder if self.store is not None else None)
         self.made += 1
         self._heard(made)

@@ -20,13 +20,12 @@ first_line are named here too.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import threading
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -68,7 +67,7 @@ def builds_without_gpu() -> bool:
 
 
 def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "",
-                      engine_folder: Path | None = None, meanwhile: Callable[[], Any] | None = None) -> EngineBuild:
+                      engine_folder: Path | None = None) -> EngineBuild:
     """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule, named `label`) with Torch-TensorRT's
     converters and build its engine, as `torch_tensorrt.compile` does (inputs from the
     placeholders' `meta['val']`, the settings hv.measure converts with), without deserializing
@@ -76,10 +75,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     what is not its doing (out of memory, an interrupt, hierviz failing to call Torch-TensorRT)
     raises BuildError. Torch-TensorRT's warnings are held back, on `.warnings`. The engine is
     written into a temp file in `engine_folder` (the build cache's, so that moving it there is a
-    rename; the system's temp folder when None): `.engine_file`. `meanwhile()` is called once
-    TensorRT has handed the engine over, while the disk still takes its last pieces (outside
-    every hold on Torch-TensorRT, its logging and warnings); not when no engine is being written.
-    The build returns once the file holds the engine."""
+    rename; the system's temp folder when None): `.engine_file`."""
     require()
     try:
         from torch_tensorrt.dynamo import CompilationSettings
@@ -129,8 +125,7 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         try:
             with not_the_subgraphs(doing, gm), TensorRTErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
-                serialized = serialize_engine(interpreter.builder, interpreter.ctx.net, config, engine_folder,
-                                              wait=meanwhile is None)
+                serialized = serialize_engine(interpreter.builder, interpreter.ctx.net, config, engine_folder)
         except BuildError:
             raise
         except Exception as exc:  # what TensorRT's builder raised is the answer
@@ -164,20 +159,9 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
                    "symbolic_shape_expressions": expressions}
         del interpreter
         logged = tuple(dict.fromkeys(f"logged an error: {e}" for e in held.lines))
-        made = EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime,
+        return EngineBuild("built", layers, convert_s, build_s, engine=engine, runtime=runtime,
                            warnings=warning_texts(heard) + logged,
                            engine_file=engine_file, engine_size=engine_file.size if engine_file is not None else None)
-    if engine_file is None or engine_file.written or meanwhile is None:
-        return made
-    try:
-        meanwhile()
-    except BaseException:
-        engine_file.discard()
-        raise
-    finished = engine_file.finish()
-    if isinstance(finished, EngineFile):
-        return made
-    return dataclasses.replace(made, engine=memoryview(finished).cast("B"), engine_file=None, engine_size=None)
 
 
 __all__ = ["EngineBuild", "EngineFile", "TMP_PREFIX", "builder_name", "builds_without_gpu", "convert_and_build",

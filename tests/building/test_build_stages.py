@@ -133,38 +133,3 @@ def test_one_graph_of_torch_compiles_path_answers_for_that_path():
     row = only_row(mp.graphs[0].build())
     assert (row["stage"], row["node"], row["error"]) == ("run", "slice_scatter", SLICE_ERROR)
     assert row["runs_instead"].startswith("torch.compile raises BackendCompilerFailed")
-
-
-def test_the_graph_runs_in_pytorch_while_the_disk_takes_the_engine(tmp_path, monkeypatch):
-    """The run stage uses the CPU a first build leaves: it runs once TensorRT has handed the
-    engine over, while the disk still takes it; the build returns with the engine kept."""
-    import threading
-
-    from hierviz.building.subgraph_builds import SubgraphBuilder
-    from hierviz.foundation import temp_files
-
-    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
-    writing, ran, seen = threading.Event(), threading.Event(), []
-    real_run, real_write = SubgraphBuilder.run, temp_files.write_all
-
-    def run(self, graph, inputs):
-        seen.append(writing.wait(30))  # the engine is being written now
-        try:
-            return real_run(self, graph, inputs)
-        finally:
-            ran.set()
-
-    def write_all(fd, data):
-        if threading.current_thread().name == "hierviz-file-writer":  # the engine's writes, not the records'
-            writing.set()
-            ran.wait(30)
-        real_write(fd, data)
-
-    monkeypatch.setattr(SubgraphBuilder, "run", run)
-    monkeypatch.setattr(temp_files, "write_all", write_all)
-    part = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
-    builds = part.build(fix=False)
-    assert seen == [True]
-    assert builds.ok and only_row(builds)["stage"] == "built"
-    (engine,) = (tmp_path / "builds").glob("*.engine")
-    assert engine.stat().st_size == builds.engine_bytes
