@@ -257,7 +257,7 @@ def measuring_bench(model_name: str, changes: int) -> None:
 
     import hierviz as hv
     from hierviz.compare import clear_cache
-    from hierviz.drawing.export import _layout_cached
+    from hierviz.drawing.graphviz_run import _layout_cached
     from hierviz.latency.timing import time_fn
 
     model, inputs, gm, n_nodes = torchvision_model(model_name)
@@ -319,7 +319,7 @@ def tuning_bench(model_name: str, changes: int, budget: int) -> None:
 
     import hierviz as hv
     from hierviz.compare import clear_cache
-    from hierviz.drawing.export import _layout_cached
+    from hierviz.drawing.graphviz_run import _layout_cached
     from hierviz.latency.compiling.compile_cache import clear_cache as clear_compiled
     from hierviz.widget.long_work import LongWork
 
@@ -389,7 +389,7 @@ def measure_on_bench(model_name: str, changes: int) -> None:
     import hierviz as hv
     from hierviz.compare import clear_cache
     from hierviz.compare.partition_cache import lookup
-    from hierviz.drawing.export import _layout_cached
+    from hierviz.drawing.graphviz_run import _layout_cached
 
     model, inputs, gm, n_nodes = torchvision_model(model_name)
     print(f"\n== {model_name}: {n_nodes} call nodes; min_block_size changes with \"measure\" on (hv.measure in the "

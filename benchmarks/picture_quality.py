@@ -158,16 +158,16 @@ def quality(layout_json: str | bytes) -> dict[str, Any]:
 def measure(part: hv.Partition, view: str, *, save: Path | None = None, name: str = "") -> dict[str, Any]:
     """One row: the view auto chose (for 'auto'), the quality figures, the layout time. The
     focus view is drawn around the middle subgraph."""
-    from hierviz.drawing import export
+    from hierviz.drawing import graphviz_run
 
     focus = part.subgraphs[len(part.subgraphs) // 2].tag if view == "focus" else None
     g = part.render(view, focus=focus)
     start = time.perf_counter()
-    out = export.layout(g, "json", timeout=600)
+    out = graphviz_run.layout(g, "json", timeout=600)
     row = {"view": view, "drawn": g.info["view"], "dot_s": round(time.perf_counter() - start, 2), **quality(out)}
     if save is not None:
         save.mkdir(parents=True, exist_ok=True)
-        (save / f"{name}-{view}.png").write_bytes(export.layout(g, "png", timeout=600))
+        (save / f"{name}-{view}.png").write_bytes(graphviz_run.layout(g, "png", timeout=600))
     return row
 
 

@@ -31,7 +31,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import hierviz as hv
 from hierviz.foundation.opnames import qualname
-from hierviz.drawing import budget, export, views
+from hierviz.drawing import budget, graphviz_run, views
 
 MIX_TO_INDUCTOR = ("torch.ops.aten.add.Tensor", "torch.ops.aten.gelu.default",
                    "torch.ops.aten.native_layer_norm.default")
@@ -50,7 +50,7 @@ def dot_svg(source: str, timeout: float) -> float | None:
     """Seconds dot takes to lay `source` out as SVG (uncached); None past `timeout`."""
     start = time.perf_counter()
     try:
-        subprocess.run([export.check_dot(), "-Tsvg"], input=source.encode("utf-8"), capture_output=True,
+        subprocess.run([graphviz_run.check_dot(), "-Tsvg"], input=source.encode("utf-8"), capture_output=True,
                        timeout=timeout, check=True)
     except subprocess.TimeoutExpired:
         return None
@@ -179,7 +179,7 @@ def upstream_drawer(parts: dict[str, "hv.Partition"]) -> None:
             print(f"  {name:26s} failed: {type(exc).__name__}: {str(exc)[:200]}")
         if name == "resnet50":
             start = time.perf_counter()
-            hv_svg = export._run_dot(export.check_dot(), part.render("full").source, "svg", 600)
+            hv_svg = graphviz_run._run_dot(graphviz_run.check_dot(), part.render("full").source, "svg", 600)
             print(f"  {'(hierviz full view, same)':26s} {'':>12s}  total {time.perf_counter() - start:6.2f} s "
                   f"({len(hv_svg) // 1024} KiB SVG)")
 
@@ -222,7 +222,7 @@ def module_view_rows(timeout: float) -> None:
         built = time.perf_counter() - start
         start = time.perf_counter()
         try:
-            proc = subprocess.run([export.check_dot(), "-Tsvg"], input=graph.source.encode("utf-8"),
+            proc = subprocess.run([graphviz_run.check_dot(), "-Tsvg"], input=graph.source.encode("utf-8"),
                                   capture_output=True, timeout=timeout, check=True)
         except subprocess.TimeoutExpired:
             print(f"{view:10s} dot > {timeout:.0f} s")
@@ -243,7 +243,7 @@ def main() -> None:
                         help="only the module-view rows (24-layer Llama) and the 200k-node auto view")
     args = parser.parse_args()
 
-    dot_version = subprocess.run([export.check_dot(), "-V"], capture_output=True, text=True).stderr.strip()
+    dot_version = subprocess.run([graphviz_run.check_dot(), "-V"], capture_output=True, text=True).stderr.strip()
     print(f"hierviz {hv.__version__}, {dot_version}, Python {platform.python_version()}, "
           f"{os.cpu_count()} CPUs; auto view: full up to max_nodes={views.DEFAULT_MAX_NODES} "
           f"(and layout work <= {budget.layout_budget(views.DEFAULT_MAX_NODES):,}), else collapsed\n")

@@ -81,12 +81,12 @@ def _render() -> handoff.Render:
 
 
 def _save() -> handoff.Save:
-    from hierviz.drawing.export import save
+    from hierviz.drawing.files import save
     return save
 
 
 def _html() -> Callable[[Partition], str]:
-    from hierviz.drawing.export import notebook_html
+    from hierviz.drawing.notebook import notebook_html
     return notebook_html
 
 

@@ -135,7 +135,7 @@ TEXT_SUFFIXES = ("", ".txt", ".md")  # -o FILE with these gets the text report
 def report_output(path_text: str) -> Path:
     """The -o FILE of `hierviz report`, refused before any work when its suffix is neither a
     format Partition.save writes nor text."""
-    from hierviz.drawing.export import FORMATS
+    from hierviz.drawing.files import FORMATS
 
     suffix = Path(path_text).suffix.lower()
     if suffix not in FORMATS + TEXT_SUFFIXES:

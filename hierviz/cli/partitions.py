@@ -124,7 +124,7 @@ def write_repros(builds: Any, folder: Path) -> list[Path]:
 def cmd_diff(args: argparse.Namespace) -> int:
     out = None
     if args.output:
-        from hierviz.drawing.export import FORMATS  # loaded only when a diagram is asked for
+        from hierviz.drawing.files import FORMATS  # loaded only when a diagram is asked for
 
         diagrams = [f for f in FORMATS if f != ".json"]  # Partition.save's formats that draw `against=`
         if Path(args.output).suffix.lower() not in diagrams:

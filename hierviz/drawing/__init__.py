@@ -9,24 +9,19 @@ modules, which draws the plan module_tree makes), context (what a render reads: 
 partition's public record), budget (the one layout/label budget), legend, text (label
 helpers), dot (escaping DOT writer), palette, diagram (the Digraph subclass), overlays (the
 one overlay interface: per-node values and per-subgraph decorations) with overlay, accuracy
-and difference (measurement=, numerics= and against=), export (running dot, files, HTML, JSON) and
-model_explorer (Model Explorer's graph JSON). Drawing imports
+and difference (measurement=, numerics= and against=), graphviz_run (running dot), files (writing
+.svg .png .pdf .dot .json .html), notebook (Jupyter's display), report_page (the HTML report),
+zoom_box (a diagram in a page) and model_explorer (Model Explorer's graph JSON). Drawing imports
 `hierviz.partitioner` (the Partition and its record), never the engine; graphviz is imported
 on first render.
 """
 
 from __future__ import annotations
 
-from hierviz.drawing.export import (
-    FORMATS,
-    check_dot,
-    layout,
-    notebook_html,
-    report_html,
-    save,
-    to_json,
-    to_svg,
-)
+from hierviz.drawing.files import FORMATS, save, to_json
+from hierviz.drawing.graphviz_run import check_dot, layout, to_svg
+from hierviz.drawing.notebook import notebook_html
+from hierviz.drawing.report_page import report_html
 from hierviz.drawing.views import DEFAULT_MAX_NODES, VIEWS, render
 
 __all__ = ["render", "save", "to_svg", "to_json", "notebook_html", "report_html", "check_dot", "layout",

@@ -11,7 +11,7 @@
                             without submodules), the title saying why
 
 Views read the partition's public record only (`Partition.records`, context.py); every view is
-linear in the graph size. No layout runs here: export.py runs `dot`.
+linear in the graph size. No layout runs here: graphviz_run.py runs `dot`.
 """
 
 from __future__ import annotations

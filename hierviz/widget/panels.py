@@ -46,7 +46,7 @@ def message_html(text: str, color: str = "#555") -> str:
 
 def diagram_html(svg: str) -> str:
     """The SVG in a scrollable box with zoom buttons (the notebook display's own container)."""
-    from hierviz.drawing.export import diagram_html as boxed
+    from hierviz.drawing.zoom_box import zoom_box as boxed
 
     uid = "hv-x" + text_digest(svg, 12)
     return boxed(svg, uid, height="640px")

@@ -13,7 +13,7 @@ import torch
 
 import hierviz as hv
 import hierviz.drawing
-from hierviz.drawing import export, palette, views
+from hierviz.drawing import graphviz_run, palette, views
 from hierviz.drawing import check_dot, notebook_html, to_svg
 from hierviz.partitioner import FALLBACK_REASONS
 
@@ -83,9 +83,9 @@ def no_dot(monkeypatch):
     monkeypatch.setenv("PATH", "/nonexistent")
     real_which = shutil.which
     monkeypatch.setattr(shutil, "which", lambda cmd, *a, **k: None if cmd == "dot" else real_which(cmd, *a, **k))
-    export._layout_cached.cache_clear()
+    graphviz_run._layout_cached.cache_clear()
     yield
-    export._layout_cached.cache_clear()
+    graphviz_run._layout_cached.cache_clear()
 
 
 def test_missing_dot_raises_with_install_commands(part, tmp_path, no_dot):
@@ -145,14 +145,14 @@ def test_edges_over_the_label_budget_keep_their_text_as_xlabels(part, needs_dot)
     edge_lines = [line for line in graph.source.splitlines() if "->" in line]
     assert any("xlabel=" in line for line in edge_lines)
     assert not any(re.search(r"(?<!x)label=", line) for line in edge_lines)
-    root, groups = parse_svg(export.layout(graph, "svg").decode())
+    root, groups = parse_svg(graphviz_run.layout(graph, "svg").decode())
     labelled = [g for g in groups if g.kind == "edge" and "hv-boundary" in g.classes]
     assert labelled and all(g.texts for g in labelled)
 
 
 def test_layout_timeout_is_a_render_error(part, needs_dot):
     with pytest.raises(hv.RenderError, match="longer than"):
-        export._run_dot(check_dot(), part.render("full").source, "svg", 1e-4)
+        graphviz_run._run_dot(check_dot(), part.render("full").source, "svg", 1e-4)
 
 
 # ---------------------------------------------------------------------------- auto view
@@ -180,7 +180,7 @@ class Deep(torch.nn.Module):
 
 def laid_out_px(graph) -> tuple[float, float]:
     """(width, height) of dot's layout in pixels at 96 dpi (a .png's size)."""
-    bb = json.loads(export.layout(graph, "json0"))["bb"].split(",")
+    bb = json.loads(graphviz_run.layout(graph, "json0"))["bb"].split(",")
     return float(bb[2]) * 96 / 72, float(bb[3]) * 96 / 72
 
 

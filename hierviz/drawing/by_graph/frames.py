@@ -16,7 +16,7 @@ is right above the frame, that marker says it ("then g2 starts: ..."): one box, 
 The picture opens with an overview under its legend (`overview`): one row per graph, its ops,
 a bar of its ops' backends and what follows it (its breaks, how the next graph starts); in an
 SVG each row links to its frame (`id="frame_g<k>"`). The frames are aligned on one axis, their
-left edges in one line (align.py: `info["aligned"]` asks export.layout for it).
+left edges in one line (align.py: `info["aligned"]` asks graphviz_run.layout for it).
 
 Frames are the views' own DOT bodies placed in a cluster (dot.nest: ids prefixed, each view's
 own legend left out); one legend at the top explains the backends, the node styles drawn, the

@@ -19,8 +19,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.export import (NOTEBOOK_TIMEOUT_S, DotMissing, IMAGE_FORMATS, diagram_html, json_text,
-                                    layout, measurement_section, page_head, strip_prolog, table_html, target, write)
+from hierviz.drawing.files import IMAGE_FORMATS, json_text, target, write
+from hierviz.drawing.graphviz_run import NOTEBOOK_TIMEOUT_S, DotMissing, layout, strip_prolog
+from hierviz.drawing.report_page import measurement_section, page_head, report_table
+from hierviz.drawing.zoom_box import zoom_box
 from hierviz.drawing.by_graph.breaks_and_starts import EAGER, short_path_text, where
 from hierviz.drawing.by_graph.frames import per_graph, render_graphs
 from hierviz.drawing.by_graph.graph_times import GraphTimes
@@ -123,7 +125,7 @@ def notebook_html_graphs(mp: "MultiGraphPartition") -> str:
     except RenderError as exc:
         return (head + f'<pre style="color:#a00;white-space:pre-wrap">{htmlmod.escape(str(exc))}</pre>'
                 + graphs_table(mp).to_html(index=False, border=0))
-    return head + diagram_html(svg, "hv-" + uuid.uuid4().hex[:12], height="560px")
+    return head + zoom_box(svg, "hv-" + uuid.uuid4().hex[:12], height="560px")
 
 
 def graphs_table(mp: "MultiGraphPartition") -> Any:
@@ -165,7 +167,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
     settings, the subgraphs and ops of every graph, and the text report."""
     esc = htmlmod.escape
     try:
-        diagram = diagram_html(_svg(mp, view, timeout, **kwargs), "hv-report", height="80vh")
+        diagram = zoom_box(_svg(mp, view, timeout, **kwargs), "hv-report", height="80vh")
     except DotMissing as exc:
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
@@ -181,7 +183,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
             measurement_section(one, f"<h3>g{k}</h3>") for k, one in enumerate(per_graph(mp, m, "measurement"))
             if one is not None)
     title = f"hierviz report: {mp.capture.model} graph by graph, {mp.config.label()}"
-    breaks = (table_html(breaks_table(mp), "graph breaks") if mp.breaks else "<p>No graph break: one graph.</p>")
+    breaks = (report_table(breaks_table(mp), "graph breaks") if mp.breaks else "<p>No graph break: one graph.</p>")
     return page_head(title) + f"""<h1>hierviz report: {esc(mp.capture.model)} graph by graph</h1>
 <div class="hv-stats">as torch.compile(model, backend="torch_tensorrt") runs it | {esc(mp.config.label())} |
 {esc(mp.engine)} engine | {esc(_totals_line(mp))}</div>
@@ -190,16 +192,16 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
 <h2 id="diagram">Diagram (graphs in execution order, graph breaks between them)</h2>
 {diagram}
 <h2 id="graphs">Graphs</h2>
-{table_html(graphs_table(mp), "graphs")}
+{report_table(graphs_table(mp), "graphs")}
 <h2 id="breaks">Graph breaks</h2>
 <p>{esc(EAGER[0].upper() + EAGER[1:].replace("here", "a break"))}.</p>
 {breaks}
 <h2 id="config">Configuration</h2>
 <table class="hv-table">{cfg_rows}</table>
 <h2 id="subgraphs">Subgraphs</h2>
-{table_html(mp.summary(), "subgraphs")}
+{report_table(mp.summary(), "subgraphs")}
 {measured}<h2 id="ops">Ops</h2>
-{table_html(mp.ops(), "ops")}
+{report_table(mp.ops(), "ops")}
 <h2 id="report">Report</h2>
 <pre>{esc(mp.report())}</pre>
 </body>
