@@ -7,7 +7,7 @@ STAMP := $(VENV)/.setup-stamp
 TEST_WORKERS ?= 2
 PYTEST := $(BIN)/python -m pytest -q -ra -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: setup demo test check lint typecheck test-zoo-compile clean snapshot api-snapshot
+.PHONY: setup demo test check lint typecheck test-zoo-compile clean snapshot api-snapshot docs
 
 setup: $(STAMP)
 	@bash scripts/system_deps.sh
@@ -41,6 +41,10 @@ check: setup lint typecheck
 test-zoo-compile: setup
 	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/test_support_inductor.py
 
+# the docs site and the API reference from the docstrings (mkdocs.yml) into site/; a warning fails it
+docs: setup
+	$(BIN)/mkdocs build --strict
+
 snapshot: setup
 	$(BIN)/python scripts/snapshot_converters.py
 
@@ -49,4 +53,4 @@ api-snapshot: setup
 	HIERVIZ_ACCEPT_API=1 $(BIN)/python -m pytest -q tests/test_public_api.py
 
 clean:
-	rm -rf $(VENV) hierviz-demo .pytest_cache build *.egg-info
+	rm -rf $(VENV) hierviz-demo .pytest_cache build site *.egg-info
