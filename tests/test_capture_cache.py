@@ -20,6 +20,7 @@ from hierviz import trt
 from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.capture_key import capture_key
 from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
+from hierviz.foundation import cache_folder
 from hierviz.capturing.aten_capture import capture_notes
 from inplace_models import EMA
 
@@ -146,7 +147,7 @@ def test_a_stale_entry_is_captured_again_and_the_notes_say_so(cache_dir) -> None
     changed = small().fc.weight.detach().clone()
     changed[0] += 1.0  # one class's logit: the stored graph is no longer the model's
     attrs["fc.weight"] = changed
-    path.write_bytes(pickle.dumps(entry))
+    store._write(entry["key"], entry)  # a sound file (its record agrees) holding a graph that is not the model's
     p = hv.partition(small(), X)
     assert any("differed from the model's" in n for n in p.notes)
     torch.testing.assert_close(p.module(*X), small()(*X))
@@ -331,7 +332,7 @@ def test_a_cache_folder_that_is_a_file_is_one_warning_and_captures_go_on(tmp_pat
     taken.write_text("not a folder")
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(taken))
     monkeypatch.delenv("HIERVIZ_CACHE", raising=False)
-    monkeypatch.setattr(capture_cache, "_SAID", set(), raising=False)  # (said once per process)
+    monkeypatch.setattr(cache_folder, "_SAID", set())  # (said once per process)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         first = hv.partition(small(), X, min_block_size=1)

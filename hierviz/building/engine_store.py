@@ -5,22 +5,24 @@ An entry is keyed as `build_keys` says (content, settings, versions).
 It holds what the build gave (`EngineBuild`'s fields, as JSON), the serialized engine and
 what Torch-TensorRT's runtime module needs beside it (binding names, flags), so that on a GPU
 hv.measure and part.compile() load a built engine instead of building it again
-(`stored_engine`). The folder is the capture cache's (`hierviz cache clear` empties both); HIERVIZ_CACHE=0
-turns it off. It is bounded like the capture cache (`disk_cache.limit`: on a small disk, its free space): the
-least recently used entries go first, and an entry larger than the bound is not kept
-(`EngineStore.notes` says so). A folder that cannot hold an engine (full, read-only) keeps
-nothing and the build goes on: `notes` says so once, whatever number of engines it refused.
+(`stored_engine`). It is a hierviz.foundation.disk_store.DiskStore in `builds/` of hierviz's
+cache folder (hierviz.foundation.cache_folder, beside the capture cache's: `hierviz cache clear`
+empties both); HIERVIZ_CACHE=0 turns it off. It is bounded like the capture cache
+(hierviz.foundation.cache_limit: on a small disk, its free space): the least recently used entries
+go first, and an entry larger than the bound is not kept (`EngineStore.notes` says so). A folder
+that cannot hold an engine (full, read-only) keeps nothing and the build goes on: `notes` says so
+once, whatever number of engines it refused.
 
-Entries are checked when read: the record keeps the engine's and the runtime record's length and
-SHA-256, and `load` (a cached build, on any machine) and `engine` (the bytes hv.measure and
-part.compile() load) compare both with the files: a byte changed in place is found, not served.
+Entries are checked when read: the store's record keeps the engine's and the runtime record's
+length and SHA-256, and `load` (a cached build, on any machine) and `engine` (the bytes hv.measure
+and part.compile() load) compare both with the files: a byte changed in place is found, not served.
 A 2.2 GB engine's check is a read and a hash of 2.2 GB (`benchmarks/engine_digest.py`: about
 1-3 s on a 2-core machine, where building it took minutes). A damaged entry is removed with one
 CacheWarning and a note, and built again.
 
 Temp files (an engine or a record being written) are named for their writer
 (hierviz.foundation.temp_files): one a killed writer left is removed when a store opens, when it
-prunes and by `clear()`; one another process is writing now is left alone.
+evicts and by `clear()`; one another process is writing now is left alone.
 """
 
 from __future__ import annotations
@@ -28,26 +30,23 @@ from __future__ import annotations
 import dataclasses
 import errno
 import json
-import os
 import pickle
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from hierviz.building.build_keys import build_key
-from hierviz.capturing import disk_cache as capture_cache
-from hierviz.capturing.cache_limit import CacheLimit, cache_limit
-from hierviz.errors import user_stacklevel
-from hierviz.foundation import temp_files
-from hierviz.foundation.digests import data_digest, file_digest
+from hierviz.foundation import cache_folder, temp_files
+from hierviz.foundation.cache_limit import ENV_LIMIT, CacheLimit, cache_limit
+from hierviz.foundation.damaged_entry import DamagedEntry
+from hierviz.foundation.disk_entry import DiskEntry
+from hierviz.foundation.disk_store import RECORD, DiskStore, FileSource
 from hierviz.trt.engine_build import EngineBuild
 
 FOLDER = "builds"
-TMP = temp_files.PREFIX  # a file being written (an engine as it is built, a record)
 STALE_TMP_S = temp_files.STALE_S  # a temp file untouched this long, whose writer is gone, is removed
-_BUILD_FILES = (".json", ".engine", ".runtime")
+ENGINE, RUNTIME = ".engine", ".runtime"
 _FULL = (errno.ENOSPC, errno.EDQUOT)  # the disk (or the user's quota) takes no more
 
 
@@ -56,7 +55,7 @@ def stored_engine(gm: torch.fx.GraphModule, settings: Any) -> tuple[bytes, dict]
     (hv.measure's CompilationSettings), or None: what hv.measure and part.compile() load instead
     of building the engine again. None when the build cache is off, or the entry is damaged
     (then it is removed, with a CacheWarning, and built again)."""
-    if not capture_cache.enabled():
+    if not cache_folder.enabled():
         return None
     store = EngineStore()
     key = build_key(gm, settings)
@@ -71,10 +70,6 @@ def _size(n: int) -> str:
     return f"{n / 1e9:.1f} GB" if n >= 1e8 else f"{n / 1e6:.1f} MB" if n >= 1e5 else f"{n} bytes"
 
 
-class _Stale(Exception):
-    """An entry whose files disagree with its record."""
-
-
 class EngineStore:
     """The folder of built engines (`<key>.json`, `<key>.engine`, `<key>.runtime`) and of graph
     runs (`run-<key>.json`), bounded by `max_bytes`. `notes`: what a user should know of what it
@@ -82,14 +77,21 @@ class EngineStore:
 
     def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
         """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
-        base = where if where is not None else capture_cache.folder()
-        self.folder = base / FOLDER
+        base = where if where is not None else cache_folder.folder()
         self.limit = cache_limit(base) if max_bytes is None else CacheLimit(max_bytes)
-        self.max_bytes = self.limit.bytes
+        self.store = DiskStore(base / FOLDER, self.limit.bytes, sweep=sweep)
+        self.folder = self.store.folder
         self._notes: list[str] = []
         self._refused: dict[str, list[str]] = {}  # why the folder took no engine -> the engines it refused
-        if sweep:
-            self._remove_stale_tmp()
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound in bytes."""
+        return self.store.max_bytes or 0
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self.store.max_bytes = value
 
     @property
     def notes(self) -> list[str]:
@@ -103,17 +105,6 @@ class EngineStore:
         return said
 
     # ------------------------------------------------------------------ reading
-    def _record(self, key: str) -> dict:
-        """The JSON record of `key`'s build (FileNotFoundError when there is none; _Stale when it is
-        not this key's, or not of this store's format)."""
-        try:
-            fields = json.loads((self.folder / f"{key}.json").read_text())
-        except ValueError as exc:
-            raise _Stale(f"its record is not JSON: {exc}") from None
-        if not isinstance(fields, dict) or fields.get("key") != key or not isinstance(fields.get("check"), dict):
-            raise _Stale("its record is not this key's")
-        return fields
-
     def load(self, key: str, *, label: str = "", check_engine: bool = True) -> EngineBuild | None:
         """The build kept under `key` (its engine left on disk: `engine(key)` reads it), or None
         when there is none, or it is damaged (its engine file's length or digest, or its runtime
@@ -121,46 +112,17 @@ class EngineStore:
         naming `label`, the subgraph's tag). `check_engine=False` leaves the engine's digest to
         `engine(key)`, which checks the bytes it reads."""
         try:
-            fields = self._record(key)
-            check = fields.pop("check")
-            fields.pop("key")
-            if check.get("engine_bytes") is not None:
-                self._check_engine(key, check["engine_bytes"], check["engine_digest"] if check_engine else None)
-            if check.get("runtime_bytes") is not None:
-                self._check_bytes(self.folder / f"{key}.runtime", check["runtime_bytes"], check["runtime_digest"])
+            fields = self.store.get(key)
+            if fields is None:
+                return None
+            if check_engine:
+                self.store.checked_path(key, ENGINE)
+            self.store.read(key, RUNTIME)
             build = self._build(fields)
-        except FileNotFoundError:
-            return None
-        except (_Stale, OSError, TypeError, ValueError) as exc:
+        except (DamagedEntry, OSError, TypeError, ValueError) as exc:
             self.stale(key, exc, label)
             return None
-        self._used(key)
         return build
-
-    def _check_engine(self, key: str, expected: int, digest: str | None) -> None:
-        """The engine file's length (a stat, first) and, unless `digest` is None, its digest (read
-        in pieces) against the record's."""
-        path = self.folder / f"{key}.engine"
-        try:
-            size = path.stat().st_size
-            if size != expected:
-                raise _Stale(f"its engine file is {size} bytes, the record says {expected}")
-            if digest is not None and file_digest(path) != digest:
-                raise _Stale("its engine file's digest disagrees with the record")
-        except FileNotFoundError:
-            raise _Stale("its engine file is gone") from None
-
-    def _check_bytes(self, path: Path, size: int, digest: str) -> bytes:
-        """The bytes of `path`, checked against the record's length and digest."""
-        try:
-            data = path.read_bytes()
-        except FileNotFoundError:
-            raise _Stale(f"its {path.suffix[1:]} file is gone") from None
-        if len(data) != size:
-            raise _Stale(f"its {path.suffix[1:]} file is {len(data)} bytes, the record says {size}")
-        if data_digest(data) != digest:
-            raise _Stale(f"its {path.suffix[1:]} file's digest disagrees with the record")
-        return data
 
     @staticmethod
     def _build(fields: dict) -> EngineBuild:
@@ -174,54 +136,40 @@ class EngineStore:
     def stale(self, key: str, why: BaseException | str, label: str = "") -> None:
         """Say (one CacheWarning, and a note naming `label` when given) that the build kept under
         `key` is damaged, and remove it: it is built again."""
-        warnings.warn(f"part.build(): the cached build {self.folder / key}.* is damaged ({why}); it is removed "
-                      "and will be built again. `hierviz cache clear` empties the cache.",
-                      capture_cache.CacheWarning, stacklevel=user_stacklevel())
+        self.store.damaged(key, f"part.build(): the cached build {self.folder / key}.* is damaged ({why}); it is "
+                                "removed and will be built again. `hierviz cache clear` empties the cache.")
         if label:
             self._note(f"{label}'s cached build was damaged ({why}): it was removed and built again")
-        self.remove(key)
-
-    def _used(self, key: str) -> None:
-        try:
-            os.utime(self.folder / f"{key}.json")  # recently used: evicted last (an entry's time is its newest file's)
-        except OSError:
-            pass
 
     def engine(self, key: str) -> bytes | None:
         """The serialized engine kept under `key`, checked against its record's length and digest;
         None when there is none or it is damaged (then removed, with a CacheWarning): a damaged
         engine never reaches hv.measure."""
         try:
-            check = self._record(key)["check"]
-            if check.get("engine_bytes") is None:
-                return None
-            return self._check_bytes(self.folder / f"{key}.engine", check["engine_bytes"], check["engine_digest"])
-        except FileNotFoundError:
-            return None
-        except (_Stale, OSError, KeyError, TypeError) as exc:
+            return self.store.read(key, ENGINE)
+        except (DamagedEntry, OSError) as exc:
             self.stale(key, exc)
             return None
 
     def runtime(self, key: str) -> dict | None:
-        """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, or None
-        (a damaged one is removed, with a CacheWarning)."""
+        """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, checked
+        against its record, or None (a damaged one is removed, with a CacheWarning)."""
         try:
-            with open(self.folder / f"{key}.runtime", "rb") as f:
-                value = pickle.load(f)
-        except FileNotFoundError:
-            return None
-        except (OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError, ValueError) as exc:
+            data = self.store.read(key, RUNTIME)
+            value = None if data is None else pickle.loads(data)
+        except (DamagedEntry, OSError, pickle.UnpicklingError, EOFError, AttributeError, ImportError,
+                ValueError) as exc:
             self.stale(key, f"its runtime file cannot be read: {type(exc).__name__}: {exc}")
             return None
         return value if isinstance(value, dict) else None
 
     def load_run(self, key: str) -> tuple[bool, dict | None]:
         """(known, the run failure's fields or None) of a graph's run in PyTorch kept under `key`."""
-        path = self.folder / f"run-{key}.json"
         try:
-            fields = json.loads(path.read_text())
-            os.utime(path)
-        except (OSError, ValueError):
+            fields = self.store.get(f"run-{key}")
+        except DamagedEntry:  # run again, and kept again
+            return False, None
+        if fields is None:
             return False, None
         return True, fields.get("failure")
 
@@ -229,11 +177,9 @@ class EngineStore:
     def save_run(self, key: str, failure: dict | None) -> None:
         """Keep what running a graph in PyTorch gave (None: it ran) under `key`."""
         try:
-            self.folder.mkdir(parents=True, exist_ok=True)
-            self._write(self.folder / f"run-{key}.json", json.dumps({"failure": failure}, sort_keys=True).encode())
+            self.store.put(f"run-{key}", {"failure": failure})
         except OSError:
             return
-        self._prune(keep=f"run-{key}")
 
     def save(self, key: str, build: EngineBuild, *, label: str = "") -> str | None:
         """Keep `build` under `key` (the engine first, then its runtime record, then its record,
@@ -245,54 +191,47 @@ class EngineStore:
         kept (nor its engine file)."""
         fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build)
                   if f.name not in ("engine", "engine_file", "runtime")}
+        fields.update(engine_size=build.engine_bytes)
         runtime = None if build.runtime is None else pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
         engine_file = build.engine_file if build.engine_file is not None and build.engine_file.kept else None
-        engine_bytes, engine_digest = ((len(build.engine), data_digest(build.engine)) if build.engine is not None else
-                                       (engine_file.size, engine_file.digest) if engine_file is not None else
-                                       (None, None))
-        fields.update(key=key, engine_size=build.engine_bytes, check={
-            "engine_bytes": engine_bytes, "engine_digest": engine_digest,
-            "runtime_bytes": None if runtime is None else len(runtime),
-            "runtime_digest": None if runtime is None else data_digest(runtime)})
-        record = json.dumps(fields, sort_keys=True).encode()
-        size = len(record) + (engine_bytes or 0) + len(runtime or b"")
+        files: dict[str, FileSource] = {}
+        if build.engine is not None:
+            files[ENGINE] = build.engine
+        elif engine_file is not None:
+            files[ENGINE] = engine_file
+        if runtime is not None:
+            files[RUNTIME] = runtime
+        size = (len(json.dumps(fields, sort_keys=True)) + len(runtime or b"")
+                + (memoryview(build.engine).nbytes if build.engine is not None else
+                   engine_file.size if engine_file is not None else 0))
         what = f"{label}'s engine" if label else "an engine"
         try:
             if size > self.max_bytes:
                 if self.limit.small_disk:  # the disk is short, not the limit: one note for every engine it refuses
                     return self._refuse(f"{what} ({_size(size)})", (
                         f"the disk of {self.folder} has {_size(self.max_bytes)} free, the cache limit there; free "
-                        f"space there or set {capture_cache.ENV_DIR} to a folder on a larger disk"))
+                        f"space there or set {cache_folder.ENV_DIR} to a folder on a larger disk"))
                 return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}")
             try:
-                self.folder.mkdir(parents=True, exist_ok=True)
-                if build.engine is not None:
-                    self._write(self.folder / f"{key}.engine", build.engine)
-                elif engine_file is not None:
-                    engine_file.move_to(self.folder / f"{key}.engine")
-                if runtime is not None:
-                    self._write(self.folder / f"{key}.runtime", runtime)
-                self._write(self.folder / f"{key}.json", record)
+                self.store.put(key, fields, files)
             except OSError as exc:
-                self.remove(key)  # none of its files stays: an engine without its record is no entry
                 return self._refuse(what, self._unwritable(exc))
         finally:
             if engine_file is not None:
                 engine_file.discard()  # not moved into place: not kept
-        self._prune(keep=key)
         return None
 
     def _too_big(self, size: int) -> str:
         """Why an entry of `size` bytes, larger than the limit the user set, is not kept, and what to do."""
         room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
-        return (f"it is larger than the cache limit ({_size(self.max_bytes)}); set {capture_cache.ENV_LIMIT}=<size> to "
-                f"keep it (e.g. {capture_cache.ENV_LIMIT}={room // 1024**3}GiB)")
+        return (f"it is larger than the cache limit ({_size(self.max_bytes)}); set {ENV_LIMIT}=<size> to "
+                f"keep it (e.g. {ENV_LIMIT}={room // 1024**3}GiB)")
 
     def _unwritable(self, exc: OSError) -> str:
         """Why the folder took no entry (`exc`, what writing raised), and what to do."""
         if exc.errno in _FULL:
             return (f"the disk of {self.folder} is full ({exc.strerror}); free space there or set "
-                    f"{capture_cache.ENV_DIR} to a folder on another disk")
+                    f"{cache_folder.ENV_DIR} to a folder on another disk")
         if self.folder.exists() and not self.folder.is_dir():
             return f"{self.folder} is a file, not a folder; remove it (`hierviz cache clear` does not)"
         return f"{self.folder} cannot be written ({exc.strerror or exc})"
@@ -308,99 +247,36 @@ class EngineStore:
             self._notes.append(text)
         return text
 
-    def _write(self, path: Path, data: Any) -> None:
-        fd, tmp = temp_files.make(self.folder)
-        try:
-            try:
-                temp_files.write_all(fd, data)
-            finally:
-                os.close(fd)
-            os.replace(tmp, path)
-        except BaseException:
-            os.unlink(tmp)
-            raise
-
     def remove(self, key: str) -> None:
         """Remove the build kept under `key` (its record, engine and runtime record)."""
-        for suffix in _BUILD_FILES:
-            try:
-                (self.folder / f"{key}{suffix}").unlink()
-            except OSError:
-                pass
+        self.store.remove(key)
 
     # ------------------------------------------------------------------ the folder
     def builds(self) -> list[Path]:
         """The record of every build kept (one `<key>.json` each)."""
-        try:
-            return sorted(p for p in self.folder.glob("*.json") if not p.name.startswith(("run-", ".")))
-        except OSError:
-            return []
+        return [self.store.path(e.name, RECORD) for e in self.store.entries()
+                if not e.name.startswith("run-") and self.store.path(e.name, RECORD) in e.files]
 
     def size(self) -> int:
         """The bytes the folder holds (engines, records, runs)."""
-        try:
-            return sum(p.stat().st_size for p in self.folder.iterdir())
-        except OSError:
-            return 0
+        return self.store.size()
 
     def clear(self) -> int:
         """Remove every entry (builds and runs) and the temp files killed writers left (one
         another process is writing now stays: its build keeps its engine); how many builds there were."""
         count = len(self.builds())
-        for _, _, _, files in self.entries():
-            for path in files:
-                try:
-                    path.unlink()
-                except OSError:
-                    pass
-        self._remove_stale_tmp()
+        self.store.clear()
         return count
 
     def temp_survey(self) -> temp_files.Survey:
         """The temp files in the folder: being written now, or left by killed writers."""
-        return temp_files.survey(temp_files.temp_paths(self.folder))
+        return self.store.temp_survey()
 
-    def entries(self) -> list[tuple[str, int, float, list[Path]]]:
+    def entries(self) -> list[DiskEntry]:
         """(name, bytes, last used, files) of every entry, least recently used first: a build is
         its `<key>.*` files together (name `<key>`), a graph run its `run-<key>.json` (name
         `run-<key>`). Files being written (`.tmp-*`) belong to none."""
-        grouped: dict[str, tuple[int, float, list[Path]]] = {}
-        try:
-            paths = [p for p in self.folder.iterdir() if not p.name.startswith(".")]
-        except OSError:
-            return []
-        for path in paths:
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            name = path.name.split(".", 1)[0]
-            size, used, files = grouped.get(name, (0, 0.0, []))
-            grouped[name] = (size + st.st_size, max(used, st.st_mtime), [*files, path])
-        return sorted(((name, *entry) for name, entry in grouped.items()), key=lambda e: (e[2], e[0]))
-
-    def _prune(self, keep: str) -> None:
-        """Remove least recently used entries until the total is within the bound (never `keep`,
-        the entry just written, which fits by itself), and temp files a killed writer left."""
-        self._remove_stale_tmp()
-        entries = self.entries()
-        total = sum(size for _, size, _, _ in entries)
-        for name, size, _, files in entries:
-            if total <= self.max_bytes:
-                break
-            if name == keep:
-                continue
-            for path in files:
-                try:
-                    path.unlink()
-                except OSError:
-                    pass
-            total -= size
-
-    def _remove_stale_tmp(self) -> None:
-        """Remove the temp files a killed writer left (hierviz.foundation.temp_files.stale); one
-        another process is writing now is left."""
-        temp_files.sweep(temp_files.temp_paths(self.folder))
+        return self.store.entries()
 
 
 __all__ = ["EngineStore", "stored_engine", "STALE_TMP_S"]

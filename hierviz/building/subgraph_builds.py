@@ -21,14 +21,14 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from hierviz import trt
 
-from hierviz.capturing import disk_cache as capture_cache
+from hierviz.foundation import cache_folder
 from hierviz.building.build_keys import build_key, run_key
 from hierviz.building.engine_store import EngineStore
 from hierviz.building.graph_run import RunFailure, first_failure_in_profile
 from hierviz.errors import TensorRTUnavailableError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
+    from hierviz.partitioner.partition_result import Partition
 
 TENSORRT = "tensorrt"
 WARNED = "Torch-TensorRT warned: "  # how a build's held-back warning starts in Builds.notes
@@ -72,7 +72,7 @@ class SubgraphBuilder:
     def __init__(self, trt_settings: Any = None, tf32: bool = False, cache: bool = True) -> None:
         self.trt_settings = trt_settings
         self.tf32 = tf32
-        self.store = EngineStore() if capture_cache.enabled(cache) else None
+        self.store = EngineStore() if cache_folder.enabled(cache) else None
         self._seen: dict[str, tuple[trt.EngineBuild, bool]] = {}
         self._settings: Any = None
         self._warnings: dict[str, None] = {}  # Torch-TensorRT's warnings, in the order first seen

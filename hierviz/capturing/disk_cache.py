@@ -13,40 +13,39 @@ calls' values and what the capture says of them) are kept the same way (`save_gr
 `load_graphs`), under the same kind of key with "torch_compile" in its inputs part, in the same
 folder (hierviz.capturing.by_graph.cached_graphs).
 
-`CaptureStore` keeps one file per key (the graph as plain data, `hierviz.capturing.graph_codec`), written
-atomically (a temporary file, then `os.replace`, so that no process reads half an entry),
-bounded in size with the least recently used entries removed first (`limit()`: a quarter of
-the disk's free space, 2-20 GiB, or all of it below 2 GiB: hierviz.capturing.cache_limit). The
-temp file a writer killed mid-entry leaves is removed by the next store opened, and by `clear()`
-(hierviz.foundation.temp_files: a fresh one of another process is left alone). The folder
-is `$HIERVIZ_CACHE_DIR`, else `$XDG_CACHE_HOME/hierviz`, else `~/.cache/hierviz`; `HIERVIZ_CACHE=0`
-(or `hv.capture(..., cache=False)`) turns the cache off, and so does a folder that is a file
-(said once: `folder_problem`). Entries are pickles: only a folder the user owns should be used.
+`CaptureStore` keeps one entry per key in a hierviz.foundation.disk_store.DiskStore (the graph as
+plain data, `hierviz.capturing.graph_codec`, pickled into `<key>.capture`, its length and SHA-256 in
+`<key>.json`): written atomically, checked when read (a damaged entry is one CacheWarning and a
+fresh capture), bounded in size with the least recently used entries removed first (`limit()`:
+a quarter of the disk's free space, 2-20 GiB, or all of it below 2 GiB:
+hierviz.foundation.cache_limit), its killed writers' temp files removed by the next store opened
+and by `clear()` (a fresh one of another process is left alone). The folder is
+hierviz.foundation.cache_folder's (`$HIERVIZ_CACHE_DIR`, else `$XDG_CACHE_HOME/hierviz`, else
+`~/.cache/hierviz`) + `/captures`; `HIERVIZ_CACHE=0` (or `hv.capture(..., cache=False)`) turns the
+cache off, and so does a folder that is a file. Entries are pickles: only a folder the user owns
+should be used.
 """
 
 from __future__ import annotations
 
-import os
 import pickle
-import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
-from hierviz.capturing.cache_limit import DEFAULT_LIMIT, ENV_LIMIT, cache_limit
-from hierviz.capturing.cache_warning import CacheWarning
 from hierviz.capturing.graph_codec import NOT_PICKLABLE, pack_graph, unpack_graph
 from hierviz.capturing.model_references import referenced, resolved
-from hierviz.errors import CustomOpUnavailable, user_stacklevel
-from hierviz.foundation import temp_files
+from hierviz.errors import CustomOpUnavailable
+from hierviz.foundation.cache_folder import ENV_DIR, ENV_SWITCH, enabled, folder, folder_problem
+from hierviz.foundation.cache_limit import DEFAULT_LIMIT, ENV_LIMIT, cache_limit
+from hierviz.foundation.cache_warning import CacheWarning
+from hierviz.foundation.damaged_entry import DamagedEntry
+from hierviz.foundation.disk_store import DiskStore
 
 FORMAT = "hierviz-capture/2"  # /2: the modules moved into packages (pickled class paths changed)
 GRAPHS_FORMAT = "hierviz-graphs-capture/2"  # torch.compile's capture: several graphs and their values
-ENV_DIR, ENV_SWITCH = "HIERVIZ_CACHE_DIR", "HIERVIZ_CACHE"
 SUFFIX = ".capture"
-_OFF = {"0", "false", "no", "off"}
-_SAID: set[str] = set()  # cache folders said in this process to be files
 
 
 # what reading a damaged, foreign or outdated entry raises: the file (OSError), pickle (truncated:
@@ -59,50 +58,9 @@ UNREADABLE: tuple[type[Exception], ...] = (OSError, EOFError, pickle.UnpicklingE
 UNWRITABLE: tuple[type[Exception], ...] = (OSError, *NOT_PICKLABLE)
 
 
-def folder() -> Path:
-    """Where captures are kept: $HIERVIZ_CACHE_DIR, else the user's cache folder + /hierviz."""
-    explicit = os.environ.get(ENV_DIR)
-    if explicit:
-        return Path(explicit).expanduser()
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "hierviz"
-
-
-def folder_problem() -> str | None:
-    """Why the cache folder cannot be one (it, or a folder above it, is a file), in one
-    sentence saying what to do; None when it can."""
-    where = folder()
-    at = where
-    try:
-        while not at.exists() and at.parent != at:
-            at = at.parent
-        if at.is_dir():
-            return None
-    except OSError:  # a folder above it that cannot be searched: writing there fails quietly, as for a read-only one
-        return None
-    named = f"{ENV_DIR}={str(where)!r}" if os.environ.get(ENV_DIR) else f"the cache folder {where}"
-    what = "is a file" if at == where else f"is inside {at}, which is a file"
-    return (f"hierviz's cache is off: {named} {what}, not a folder; set {ENV_DIR} to a folder (or unset it for "
-            "the default ~/.cache/hierviz)")
-
-
-def enabled(cache: bool = True) -> bool:
-    """Whether captures (and builds) are cached: `cache`, not HIERVIZ_CACHE=0, and a cache folder
-    that can be one (else one CacheWarning says why: `folder_problem`)."""
-    if not cache or os.environ.get(ENV_SWITCH, "1").strip().lower() in _OFF:
-        return False
-    problem = folder_problem()
-    if problem is None:
-        return True
-    if problem not in _SAID:
-        _SAID.add(problem)
-        warnings.warn(problem, CacheWarning, stacklevel=user_stacklevel())
-    return False
-
-
 def limit() -> int:
     """The size bound in bytes of the capture cache, and of the build cache (each): see
-    hierviz.capturing.cache_limit. Read when a store opens."""
+    hierviz.foundation.cache_limit. Read when a store opens."""
     return cache_limit(folder()).bytes
 
 
@@ -123,32 +81,37 @@ def _symbolic(value: Any) -> bool:
 
 
 class CaptureStore:
-    """The cache's folder of entries (one file per key), bounded by `limit` bytes."""
+    """The cache's entries (one per key), bounded by `max_bytes` (a DiskStore in `<folder>/captures`)."""
 
     def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
         """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
-        self.folder = (where if where is not None else folder()) / "captures"
-        self.max_bytes = limit() if max_bytes is None else max_bytes
+        self.store = DiskStore((where if where is not None else folder()) / "captures",
+                               limit() if max_bytes is None else max_bytes, sweep=sweep)
+        self.folder = self.store.folder
         self.not_read: str | None = None  # the capture's note when the last entry named a custom op not had here
-        if sweep:
-            temp_files.sweep(temp_files.temp_paths(self.folder))
+
+    @property
+    def max_bytes(self) -> int:
+        """The bound in bytes."""
+        return self.store.max_bytes or 0
+
+    @max_bytes.setter
+    def max_bytes(self, value: int) -> None:
+        self.store.max_bytes = value
 
     def _path(self, key: str) -> Path:
-        return self.folder / f"{key}{SUFFIX}"
+        return self.store.path(key, SUFFIX)
 
-    def _entry(self, key: str, fmt: str) -> dict:
-        """The entry kept under `key`, checked to be a `fmt` entry for that key (ValueError if not)."""
-        with open(self._path(key), "rb") as f:
-            entry = pickle.load(f)
+    def _entry(self, key: str, fmt: str) -> dict | None:
+        """The entry kept under `key`, checked to be a `fmt` entry for that key (ValueError if
+        not); None when there is none."""
+        data = self.store.read(key, SUFFIX)
+        if data is None:
+            return None
+        entry = pickle.loads(data)
         if not isinstance(entry, dict) or entry.get("format") != fmt or entry.get("key") != key:
             raise ValueError(f"not a {fmt} entry for this key")
         return entry
-
-    def _used(self, key: str) -> None:
-        try:
-            os.utime(self._path(key))  # recently used: evicted last
-        except OSError:
-            pass
 
     def load(self, key: str, model: torch.nn.Module | None = None) -> tuple[torch.fx.GraphModule | None, dict]:
         """The cached graph and its stored graph meta, or (None, {}) when there is no entry.
@@ -158,16 +121,16 @@ class CaptureStore:
         self.not_read = None
         try:
             entry = self._entry(key, FORMAT)
+            if entry is None:
+                return None, {}
             gm = unpack_graph(dict(entry["graph"], attrs=resolved(entry["graph"]["attrs"], model)))
-        except FileNotFoundError:
-            return None, {}
         except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
             self.not_read = self._op_note(exc)
             return None, {}
-        except UNREADABLE as exc:  # any unreadable entry is captured again
+        except (DamagedEntry, *UNREADABLE) as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None, {}
-        self._used(key)
+        self.store.used(key)
         return gm, dict(entry.get("meta", {}))
 
     def load_graphs(self, key: str, model: torch.nn.Module | None = None) -> tuple[list[torch.fx.GraphModule], dict,
@@ -179,18 +142,18 @@ class CaptureStore:
         self.not_read = None
         try:
             entry = self._entry(key, GRAPHS_FORMAT)
+            if entry is None:
+                return None
             graphs = [unpack_graph(dict(g, attrs=resolved(g["attrs"], model))) for g in entry["graphs"]]
             tensors = resolved(entry["tensors"], model)
             payload = entry["payload"]
-        except FileNotFoundError:
-            return None
         except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
             self.not_read = self._op_note(exc)
             return None
-        except UNREADABLE as exc:  # any unreadable entry is captured again
+        except (DamagedEntry, *UNREADABLE) as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None
-        self._used(key)
+        self.store.used(key)
         return graphs, tensors, payload
 
     def _op_note(self, exc: CustomOpUnavailable) -> str:
@@ -198,10 +161,9 @@ class CaptureStore:
 
     def unreadable(self, key: str, exc: BaseException) -> None:
         """Say (one CacheWarning) that the entry under `key` could not be used, and remove it."""
-        warnings.warn(f"hv.capture: the cached capture {self._path(key)} could not be read ({type(exc).__name__}: "
-                      f"{str(exc)[:200]}); capturing again. `hierviz cache clear` empties the cache.",
-                      CacheWarning, stacklevel=user_stacklevel())
-        self.remove(key)
+        why = exc.why if isinstance(exc, DamagedEntry) else f"{type(exc).__name__}: {str(exc)[:200]}"
+        self.store.damaged(key, f"hv.capture: the cached capture {self._path(key)} could not be read ({why}); "
+                                "capturing again. `hierviz cache clear` empties the cache.")
 
     def save_graphs(self, key: str, graphs: list[torch.fx.GraphModule], tensors: dict[str, Any], payload: Any,
                     model: torch.nn.Module | None = None) -> bool:
@@ -224,18 +186,9 @@ class CaptureStore:
             return False
 
     def _write(self, key: str, entry: dict) -> bool:
-        """Write `entry` under `key` atomically (a temporary file renamed), then evict beyond the bound."""
-        self.folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_files.make(self.folder, SUFFIX)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                pickle.dump(entry, f, protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self._path(key))
-        except BaseException:
-            os.unlink(tmp)
-            raise
-        self.evict()
-        return True
+        """Put `entry` under `key` (atomically; the least recently used beyond the bound go)."""
+        return self.store.put(key, {"format": entry["format"]},
+                              {SUFFIX: pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)})
 
     def save(self, key: str, gm: torch.fx.GraphModule, meta: dict, model: torch.nn.Module | None = None) -> bool:
         """Keep `gm` under `key` (atomically), then remove the least recently used entries
@@ -253,64 +206,28 @@ class CaptureStore:
             return False
 
     def entries(self) -> list[tuple[Path, int, float]]:
-        """(path, bytes, last used) of every entry, least recently used first."""
-        out = []
-        try:
-            paths = list(self.folder.glob(f"*{SUFFIX}"))
-        except OSError:
-            return []
-        for path in paths:
-            if path.name.startswith(temp_files.PREFIX):
-                continue
-            try:
-                st = path.stat()
-            except OSError:
-                continue
-            out.append((path, st.st_size, st.st_mtime))
-        return sorted(out, key=lambda e: e[2])
+        """(path of its graph, bytes, last used) of every entry, least recently used first."""
+        return [(self._path(e.name), e.bytes, e.used) for e in self.store.entries()]
 
     def evict(self) -> list[Path]:
         """Remove least recently used entries until the total is within the bound."""
-        entries = self.entries()
-        total = sum(size for _, size, _ in entries)
-        removed = []
-        for path, size, _ in entries:
-            if total <= self.max_bytes:
-                break
-            try:
-                path.unlink()
-            except OSError:
-                continue
-            total -= size
-            removed.append(path)
-        return removed
+        return [self._path(name) for name in self.store.evict()]
 
     def remove(self, key: str) -> None:
-        try:
-            self._path(key).unlink()
-        except OSError:
-            pass
+        self.store.remove(key)
 
     def clear(self) -> int:
         """Remove every entry, and the temp files killed writers left (one another process is
         writing now stays); how many entries there were."""
-        entries = self.entries()
-        for path, _, _ in entries:
-            try:
-                path.unlink()
-            except OSError:
-                pass
-        temp_files.sweep(temp_files.temp_paths(self.folder))
-        return len(entries)
+        return self.store.clear()
 
     def info(self) -> dict[str, Any]:
         """The folder, its entries and their bytes, the limit, whether the cache is on, and its
         temp files (`temp`: a temp_files.Survey)."""
-        entries = self.entries()
-        return {"folder": str(self.folder), "entries": len(entries), "bytes": sum(e[1] for e in entries),
-                "limit": self.max_bytes, "enabled": enabled(),
-                "temp": temp_files.survey(temp_files.temp_paths(self.folder))}
+        entries = self.store.entries()
+        return {"folder": str(self.folder), "entries": len(entries), "bytes": sum(e.bytes for e in entries),
+                "limit": self.max_bytes, "enabled": enabled(), "temp": self.store.temp_survey()}
 
 
-__all__ = ["CaptureStore", "CacheWarning", "GRAPHS_FORMAT", "storable", "folder", "enabled", "limit", "FORMAT",
-           "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]
+__all__ = ["CaptureStore", "CacheWarning", "GRAPHS_FORMAT", "storable", "folder", "folder_problem", "enabled", "limit",
+           "FORMAT", "DEFAULT_LIMIT", "ENV_DIR", "ENV_SWITCH", "ENV_LIMIT"]

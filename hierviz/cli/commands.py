@@ -13,9 +13,10 @@ from typing import Any, NoReturn, Sequence
 
 import hierviz as hv
 from hierviz import trt
-from hierviz.foundation import temp_files, torch_output
-from hierviz.trt.engine_file import SUFFIX
-from hierviz.capturing.disk_cache import CaptureStore, folder_problem
+from hierviz.foundation import torch_output
+from hierviz.foundation.cache_folder import folder_problem
+from hierviz.trt.engine_file import loose_engines
+from hierviz.capturing.disk_cache import CaptureStore
 from hierviz.cli.args import (  # also hierviz.cli.commands.load_model etc., as before
     UsageError,
     UserCodeError,
@@ -80,10 +81,8 @@ def cmd_zoo(args: argparse.Namespace) -> int:
 
 def cmd_cache(args: argparse.Namespace) -> int:
     """`hierviz cache info|clear`: the capture cache's and the build cache's folders, entries,
-    sizes, temp files and their limit (hierviz.capturing.cache_limit), or empty them (a temp
+    sizes, temp files and their limit (hierviz.foundation.cache_limit), or empty them (a temp
     file another process is writing now stays). A cache folder that is a file: that, once."""
-    import tempfile
-
     from hierviz.building.engine_store import EngineStore
 
     problem = folder_problem()
@@ -92,11 +91,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
         return 1
     sweep = args.action == "clear"
     store, engines = CaptureStore(sweep=sweep), EngineStore(sweep=sweep)
-    loose = temp_files.temp_paths(Path(tempfile.gettempdir()), SUFFIX)  # engines built with the cache off
+    loose = loose_engines()  # engines built with the cache off
     if args.action == "clear":
         print(f"removed {store.clear()} cached capture(s) from {store.folder}")
         print(f"removed {engines.clear()} cached build(s) from {engines.folder}")
-        temp_files.sweep(loose)
+        loose.sweep_temp()
         left = store.info()["temp"].plus(engines.temp_survey())
         if left.files:
             print(f"left {left.files} temp file(s) other processes are writing now")
@@ -108,7 +107,7 @@ def cmd_cache(args: argparse.Namespace) -> int:
     built = len(engines.builds())
     print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
           f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
-    temps = info["temp"].plus(engines.temp_survey()).plus(temp_files.survey(loose))
+    temps = info["temp"].plus(engines.temp_survey()).plus(loose.temp_survey())
     if temps.files:
         print(f"temp files: {temps.text()}")
     print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache "

@@ -1,7 +1,8 @@
 """One writer at a time across processes: `locked(path)` holds an exclusive lock on the sidecar
 file `.<name>.lock` beside `path` (fcntl.flock) while its block runs. The operating system
 releases it when the process ends however it ends, so a killed writer never leaves the next one
-waiting. Where there is no fcntl (Windows) the block runs unlocked."""
+waiting. `locked_folder(folder)` locks a folder itself (no file is made: a cache's folder holds
+only its entries). Where there is no fcntl (Windows) the block runs unlocked."""
 
 from __future__ import annotations
 
@@ -33,4 +34,21 @@ def locked(path: Path) -> Iterator[None]:
         os.close(fd)  # closing releases the lock
 
 
-__all__ = ["locked", "lock_path"]
+@contextlib.contextmanager
+def locked_folder(folder: Path) -> Iterator[None]:
+    """An exclusive lock on the folder `folder` itself while the block runs; OSError when the
+    folder cannot be opened (it is not there)."""
+    try:
+        import fcntl
+    except ImportError:  # Windows
+        yield
+        return
+    fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)  # closing releases the lock
+
+
+__all__ = ["locked", "locked_folder", "lock_path"]

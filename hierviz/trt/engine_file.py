@@ -7,8 +7,9 @@ never lies whole in memory beside the builder's own copy of the weights. Without
 folder that cannot be written) the builder's serialized engine in memory is the answer; so is
 an engine the folder stops taking part-way (a full disk): what was written is read back and the
 rest kept in memory, the build goes on and the build cache says it could not keep it. The temp
-file is named for its writer (hierviz.foundation.temp_files): one a killed build left is removed
-by the next build cache opened, or, in the system's temp folder, by the next build written there.
+file is the build cache's (a hierviz.foundation.disk_store.DiskStore: named for its writer, put
+into the store as a WrittenFile, by a rename); one a killed build left is removed by the next build
+cache opened, or, in the system's temp folder, by the next build written there.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from typing import Any
 from hierviz.errors import BuildError
 from hierviz.foundation import temp_files
 from hierviz.foundation.digests import data_hasher
+from hierviz.foundation.disk_store import DiskStore
 from hierviz.foundation.queued_writes import QueuedWrites
 from hierviz.trt.loading import tensorrt_library
 
@@ -84,10 +86,14 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
         stream = None
     if stream is None or not os.access(where, os.W_OK | os.X_OK):
         return builder.build_serialized_network(net, config)
-    if folder is None and str(where) not in _SWEPT:  # the build cache sweeps its own folder
-        _SWEPT.add(str(where))
-        temp_files.sweep(temp_files.temp_paths(where, SUFFIX))
-    writer = _writer(where)
+    if folder is None:
+        store = loose_engines(where)
+        if str(where) not in _SWEPT:
+            _SWEPT.add(str(where))
+            store.sweep_temp()
+    else:
+        store = DiskStore(where, sweep=False)  # the build cache's folder: it sweeps it when it opens
+    writer = _writer(store)
     try:
         built = stream(net, config, writer)
         writer.close()
@@ -110,8 +116,14 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
     return EngineFile(writer.path, writer.size, writer.sha256.hexdigest())
 
 
-def _writer(folder: Path) -> Any:
-    """A TensorRT stream writer into a new temp file in `folder` (made at the first write, so
+def loose_engines(folder: Path | None = None) -> DiskStore:
+    """The engines streamed into the system's temp folder (or `folder`) with the build cache off:
+    its temp files of this suffix only (it is everyone's folder)."""
+    return DiskStore(Path(tempfile.gettempdir()) if folder is None else folder, temp_suffix=SUFFIX, sweep=False)
+
+
+def _writer(store: DiskStore) -> Any:
+    """A TensorRT stream writer into a new temp file of `store` (made at the first write, so
     that none is there while the builder works, nor after a build that wrote nothing), hashing
     each piece as TensorRT hands it over (the digest data_digest gives of the whole) and writing
     it on a thread of its own (hierviz.foundation.queued_writes), so that the builder makes the
@@ -152,11 +164,10 @@ def _writer(folder: Path) -> Any:
         def _to_file(self, piece: bytes) -> None:
             if self.fd is None:
                 try:
-                    self.fd, name = temp_files.make(folder, SUFFIX)
+                    self.fd, self.path = store.new_temp(SUFFIX)
                 except OSError:  # the folder takes no file: the engine goes on in memory
                     self.memory = bytearray()
                     return
-                self.path = Path(name)
                 self.queued = QueuedWrites(self.fd)
             assert self.queued is not None
             self.queued.put(piece)
@@ -211,4 +222,4 @@ def _writer(folder: Path) -> Any:
     return Writer()
 
 
-__all__ = ["TMP_PREFIX", "SUFFIX", "EngineFile", "serialize_engine"]
+__all__ = ["TMP_PREFIX", "SUFFIX", "EngineFile", "loose_engines", "serialize_engine"]

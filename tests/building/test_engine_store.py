@@ -20,7 +20,8 @@ import torch
 from hierviz.building.build_keys import build_key
 from hierviz.building.engine_store import STALE_TMP_S, EngineStore, stored_engine
 from hierviz.capturing import disk_cache
-from hierviz.foundation import temp_files
+from hierviz.foundation import cache_folder, temp_files
+from hierviz.foundation.disk_store import DiskStore
 from hierviz.trt.engine_builder import EngineBuild
 
 GiB = 1024**3
@@ -89,7 +90,7 @@ def test_the_environment_sets_the_limit_in_bytes_or_with_a_unit(cache_dir, monke
 
 def test_a_limit_that_is_not_a_size_is_said_once_and_the_disk_decides(cache_dir, monkeypatch):
     _free_space(monkeypatch, 40 * GiB)
-    monkeypatch.setattr("hierviz.capturing.cache_limit._SAID", set())
+    monkeypatch.setattr("hierviz.foundation.cache_limit._SAID", set())
     for unreadable in ("lots", "-5", "1.5e9", "10 GB of it"):
         monkeypatch.setenv("HIERVIZ_CACHE_LIMIT", unreadable)
         assert _said(disk_cache.limit) == (10 * GiB, [
@@ -179,14 +180,15 @@ def test_the_entry_just_written_is_not_evicted_by_its_own_save(tmp_path, monkeyp
     store = EngineStore(tmp_path, max_bytes=10**6)
     store.save("old", _build())
     store.max_bytes = _entry_bytes(store, "old") + 10  # room for one entry
-    written = store._write
+    made = DiskStore._temp_with
 
-    def skewed(path, data):  # a file server whose clock is an hour behind: the new files look oldest
-        written(path, data)
+    def skewed(folder, suffix, data):  # a file server whose clock is an hour behind: the new files look oldest
+        path = made(folder, suffix, data)
         when = time.time() - 3600
         os.utime(path, (when, when))
+        return path
 
-    monkeypatch.setattr(store, "_write", skewed)
+    monkeypatch.setattr(DiskStore, "_temp_with", staticmethod(skewed))
     assert store.save("new", _build()) is None
     assert _kept(store) == {"new"}
     assert store.load("new") is not None and store.engine("new") == b"x" * 100
@@ -392,7 +394,7 @@ def test_a_cache_folder_that_is_a_file_is_one_message(tmp_path, monkeypatch, cap
     taken = tmp_path / "not-a-folder"
     taken.write_text("a file")
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(taken))
-    monkeypatch.setattr(disk_cache, "_SAID", set())
+    monkeypatch.setattr(cache_folder, "_SAID", set())
     said = (f"hierviz's cache is off: HIERVIZ_CACHE_DIR={str(taken)!r} is a file, not a folder; set HIERVIZ_CACHE_DIR "
             "to a folder (or unset it for the default ~/.cache/hierviz)")
     assert _said(lambda: (disk_cache.enabled(), disk_cache.enabled())) == ((False, False), [said])

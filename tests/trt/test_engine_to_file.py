@@ -59,7 +59,7 @@ def test_the_engine_is_written_into_the_folder_given_and_the_store_moves_it_into
     assert sorted(os.listdir(store.folder)) == ["k.engine", "k.json", "k.runtime"]  # moved: no temp file left
     assert not built.engine_file.kept
     record = json.loads((store.folder / "k.json").read_text())
-    assert record["check"]["engine_bytes"] == len(engine) and record["check"]["engine_digest"] == data_digest(engine)
+    assert record["files"][".engine"] == [len(engine), data_digest(engine)]
     assert store.load("k").engine_bytes == len(engine)
     assert store.engine("k") == engine  # read back with its digest checked
 
@@ -227,20 +227,24 @@ def test_the_builder_goes_on_while_the_disk_takes_the_engine(tmp_path, monkeypat
 def test_a_first_build_hashes_its_engine_once_and_never_reads_it_back(tmp_path, monkeypatch, counting_hasher):
     """The engine is hashed as it is written (each byte once), and part.build() neither reads
     the file back nor hashes it again: the digest checked on read is the one taken then."""
-    from hierviz.building import engine_store
+    from hierviz.foundation import disk_store
 
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
     again: list[str] = []
-    for name in ("file_digest", "data_digest"):
-        real = getattr(engine_store, name)
-        monkeypatch.setattr(engine_store, name, lambda data, real=real, name=name: again.append(name) or real(data))
-    read = EngineStore._check_bytes
-    monkeypatch.setattr(EngineStore, "_check_bytes",
-                        lambda self, path, *a: again.append(path.name) or read(self, path, *a))
+    hashed: list[int] = []  # the bytes of each digest the store took
+    real_data, real_file = disk_store.data_digest, disk_store.file_digest
+    monkeypatch.setattr(disk_store, "data_digest", lambda data: hashed.append(len(data)) or real_data(data))
+    monkeypatch.setattr(disk_store, "file_digest", lambda path: hashed.append(os.path.getsize(path)) or real_file(path))
+    for method in ("read", "checked_path"):
+        real_read = getattr(disk_store.DiskStore, method)
+        monkeypatch.setattr(disk_store.DiskStore, method, lambda self, name, suffix, real_read=real_read:
+                            again.append(suffix) or real_read(self, name, suffix))
     builds = _subgraph()[0].build()
     (engine,) = (tmp_path / "builds").glob("*.engine")
     assert builds.ok and sum(counting_hasher.pieces) == engine.stat().st_size == builds.df.engine_bytes[0]
-    assert again == ["data_digest"]  # the runtime record's, a few hundred bytes
+    assert ".engine" not in again  # never read back (the capture's own entry is)
+    # hashed: only the capture's and the runtime record's few bytes
+    assert engine.stat().st_size not in hashed and sum(hashed) < engine.stat().st_size / 4
 
 
 def test_a_disk_that_fills_while_later_pieces_wait_gives_the_whole_engine_in_memory(tmp_path, monkeypatch,

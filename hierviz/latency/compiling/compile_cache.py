@@ -18,18 +18,20 @@ Compile failures are remembered too (in memory only), so a sweep does not retry 
 The cache is bounded (least recently used first out): by entries and by the bytes of TensorRT
 engines it holds. `clear()` drops every entry and frees the GPU memory their engines held.
 
-On disk (`cache_dir=`) an artifact is written into a temp file named for its writer, then
-renamed into place; the temp files killed writers left under a folder are removed the first
-time a process reads or writes there (`remove_stale_temp`; hierviz.foundation.temp_files: a
-fresh one of another process is left alone).
+On disk (`cache_dir=`) each backend's artifacts are a hierviz.foundation.disk_store.DiskStore in
+`<cache_dir>/<backend>/` (an entry in a subfolder named for its key's first two characters: its
+artifact `<key>.bin` and its record `<key>.json`): written atomically through a temp file named
+for its writer, checked when read (an artifact whose length or SHA-256 differs from its record is
+one CacheWarning and compiled again: TorchInductor's artifacts are code, never loaded damaged), not
+bounded (the folder is the caller's, as TorchInductor's own cache is). The temp files killed
+writers left under a folder are removed the first time a process reads or writes there
+(`remove_stale_temp`; a fresh one of another process is left alone).
 """
 
 from __future__ import annotations
 
 import gc
-import json
 import logging
-import os
 import platform
 import threading
 import time
@@ -43,6 +45,8 @@ import torch
 from hierviz.settings.setting_values import whole_number
 from hierviz.errors import ConfigError
 from hierviz.foundation import temp_files
+from hierviz.foundation.damaged_entry import DamagedEntry
+from hierviz.foundation.disk_store import DiskStore
 from hierviz.latency.compiling.backend_compilers import Compiler
 from hierviz.latency.compiling.lift import Lifted, digest, graph_signature, tensor_digest, tensor_key
 from hierviz.latency.precision import precision_key
@@ -229,22 +233,24 @@ def cache_key(lifted: Lifted, inputs: Sequence[Any], compiler: Compiler, options
 
 
 # ----------------------------------------------------------------------------- disk
-def _paths(key: str, backend: str, directory: Path) -> tuple[Path, Path]:
-    folder = directory / backend / key[:2]
-    return folder / f"{key}.bin", folder / f"{key}.json"
-
-
+ARTIFACT = ".bin"
 _SWEPT: set[str] = set()  # folders whose stale temp files this process removed
+
+
+def _store(directory: Path, backend: str) -> DiskStore:
+    """The store of `backend`'s artifacts under `directory` (unbounded, not swept: `_swept`)."""
+    return DiskStore(directory / backend, None, shard=2, sweep=False)
 
 
 def remove_stale_temp(directory: Path) -> int:
     """Remove the temp files killed writers left under `directory` (every backend's folders,
     names of older hierviz versions too); how many were removed."""
     try:
-        paths = [*directory.glob(f"*/*/{temp_files.PREFIX}*"), *directory.glob("*/*/tmp*.tmp")]
+        backends = [p for p in directory.iterdir() if p.is_dir()]
+        older = list(directory.glob("*/*/tmp*.tmp"))
     except OSError:
         return 0
-    return temp_files.sweep(paths)
+    return sum(_store(directory, b.name).sweep_temp() for b in backends) + temp_files.sweep(older)
 
 
 def _swept(directory: Path) -> None:
@@ -255,17 +261,25 @@ def _swept(directory: Path) -> None:
 
 
 def load_entry(key: str, compiler: Compiler, directory: Path) -> Entry | None:
+    """The entry kept for `key` under `directory`, or None (none, damaged: removed with a
+    CacheWarning, or not loadable by this process's compiler: compiled again)."""
     _swept(directory)
     if compiler.load is None:
         return None
-    artifact_path, meta_path = _paths(key, compiler.backend, directory)
-    if not artifact_path.exists() or not meta_path.exists():
+    store = _store(directory, compiler.backend)
+    try:
+        meta = store.get(key)
+        artifact = store.checked_path(key, ARTIFACT) if meta is not None else None
+    except DamagedEntry as exc:
+        store.damaged(key, f"hv.measure: the cached {compiler.backend} artifact {store.path(key, '.*')} is damaged "
+                           f"({exc.why}); it is removed and compiled again.")
+        return None
+    if meta is None or artifact is None:
         return None
     try:
-        meta = json.loads(meta_path.read_text())
-        fn = compiler.load(artifact_path)
-    except Exception:  # the compiler's own loader: a stale or foreign file is a miss, not an error
-        logger.debug("%s could not be loaded; compiling again", artifact_path, exc_info=True)
+        fn = compiler.load(artifact)
+    except Exception:  # the compiler's own loader: an artifact of another version is a miss, not an error
+        logger.debug("%s could not be loaded; compiling again", artifact, exc_info=True)
         return None
     return Entry(key=key, backend=compiler.backend, fn=fn, compile_s=float(meta.get("compile_s", 0.0)),
                  lifts_weights=compiler.lifts_weights, origin="disk", first_tag=meta.get("tag", ""))
@@ -273,27 +287,18 @@ def load_entry(key: str, compiler: Compiler, directory: Path) -> Entry | None:
 
 def save_entry(entry: Entry, artifact: Any, compiler: Compiler, directory: Path) -> str | None:
     """Write a compiled artifact under `directory`; returns why not, or None when written."""
-    if compiler.save is None:
+    save = compiler.save
+    if save is None:
         return f"the {compiler.backend} compiler cannot save its artifacts"
     _swept(directory)
-    artifact_path, meta_path = _paths(entry.key, compiler.backend, directory)
+    meta = {"key": entry.key, "backend": entry.backend, "tag": entry.first_tag, "compile_s": entry.compile_s,
+            "created": entry.created, "version": compiler.version(), "torch": torch.__version__}
+    store = _store(directory, compiler.backend)
     try:
-        artifact_path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = temp_files.make(artifact_path.parent, ".tmp")
-        os.close(fd)
-        try:
-            if not compiler.save(artifact, Path(tmp)):
-                return f"this {compiler.backend} artifact cannot be saved"
-            os.replace(tmp, artifact_path)
-        finally:
-            if os.path.exists(tmp):
-                os.remove(tmp)
-        meta = {"key": entry.key, "backend": entry.backend, "tag": entry.first_tag,
-                "compile_s": entry.compile_s, "created": entry.created,
-                "version": compiler.version(), "torch": torch.__version__}
-        meta_path.write_text(json.dumps(meta, indent=1))
+        if not store.put(entry.key, meta, {ARTIFACT: lambda path: save(artifact, path)}):
+            return f"this {compiler.backend} artifact cannot be saved"
     except Exception as exc:  # the compiler's own saver: the in-memory entry still works; the caller warns
-        logger.debug("%s could not be saved", artifact_path, exc_info=True)
+        logger.debug("%s could not be saved", store.path(entry.key, ARTIFACT), exc_info=True)
         return f"{type(exc).__name__}: {exc}"
     return None
 

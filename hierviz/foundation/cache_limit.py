@@ -18,7 +18,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from hierviz.capturing.cache_warning import CacheWarning
+from hierviz.foundation.cache_warning import CacheWarning
 from hierviz.errors import user_stacklevel
 
 ENV_LIMIT = "HIERVIZ_CACHE_LIMIT"
