@@ -24,8 +24,8 @@ from hierviz.trt.compilation_settings import conversion_fields, settings_digest
 
 # v2: profile and effective settings; v3: upstream's shape check first; v4: a failed build names the
 # builder's error, not a CUDA runtime error logged after it; v5: a failed conversion names the error
-# TensorRT logged, where it logged one
-KEY_VERSION = "hierviz-build-v5"
+# TensorRT logged, where it logged one; v6: a line cut to fit says so (EngineBuild.error_cut), cut after a whole word
+KEY_VERSION = "hierviz-build-v6"
 
 
 def _value(value: Any) -> Any:

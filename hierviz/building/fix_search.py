@@ -90,7 +90,8 @@ class FixSearch:
     def signature(self, failure: EngineFailure, ops: frozenset[str]) -> Signature:
         """The failure as the smallest-part search compares failures (its node names masked)."""
         made = failure[1]
-        return signature(made.stage, made.exception, made.error, [r.name for r in self.partition(ops).records])
+        return signature(made.stage, made.exception, made.error, [r.name for r in self.partition(ops).records],
+                         made.error_cut)
 
     def rank(self, ops: frozenset[str], settings: Settings | Mapping[str, Any] = ()) -> tuple:
         """The preference between fixes, best first: the most accelerated ops kept, the most

@@ -84,8 +84,6 @@ def input_profile(name: str, val: Any) -> InputProfile | None:
     if isinstance(val, torch.SymInt):  # a shape input: one int64 value
         low, opt, high, unbounded = symbol_range(val)
         return InputProfile(name, "torch.int64", (low,), (opt,), (high,), unbounded)
-    if isinstance(val, (int, bool)) and not isinstance(val, torch.Tensor):
-        return None
     if not isinstance(val, torch.Tensor):
         return None
     mins, opts, maxs, unbounded = [], [], [], False

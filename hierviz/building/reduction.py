@@ -22,8 +22,9 @@ from typing import Any, Callable, Iterable, NamedTuple, Sequence
 import torch
 
 from hierviz.foundation.delta_debugging import ddmin
+from hierviz.foundation.opnames import CALLABLE_OPS
+from hierviz.trt.build_errors import CUT_MARK
 
-CALLS = ("call_function", "call_method", "call_module")
 FAILING = ("run", "convert", "build")  # a part failing at one of these may be the failure searched for
 
 _HEX = re.compile(r"0x[0-9a-fA-F]+")
@@ -32,8 +33,8 @@ _NUMBER = re.compile(r"\d+")
 
 class Signature(NamedTuple):
     """A failure as the search compares it: its stage, exception class and error line masked;
-    `cut`: the line was cut short (error_line keeps 200 characters), so `text` is what it kept
-    up to its last whole word."""
+    `cut`: the line was cut short (error_line keeps 200 characters, to its last whole word), so
+    `text` is what it kept."""
 
     stage: str
     exception: str
@@ -41,14 +42,15 @@ class Signature(NamedTuple):
     cut: bool = False
 
 
-def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = ()) -> Signature:
+def signature(stage: str, exception: str | None, error: str | None, names: Iterable[str] = (),
+              cut: bool = False) -> Signature:
     """The failure's Signature: its error line with every node name of `names` (as a whole word)
-    written <node>, every hex address <address>, every run of digits #. Two failures with one
-    signature are the same failure of (possibly) other nodes and sizes (same_failure)."""
+    written <node>, every hex address <address>, every run of digits #; `cut`: the line was cut
+    to fit (EngineBuild.error_cut). Two failures with one signature are the same failure of
+    (possibly) other nodes and sizes (same_failure)."""
     text = error or ""
-    cut = text.endswith("…")
-    if cut:  # where the cut fell depends on the digits before it: its last, partial word is dropped
-        text = text[:-1].rsplit(" ", 1)[0] if " " in text else ""
+    if cut:
+        text = text[:-len(CUT_MARK)].rstrip()
     for name in sorted(set(names), key=len, reverse=True):
         text = re.sub(rf"(?<![\w.]){re.escape(name)}(?![\w])", "<node>", text)
     return Signature(stage, exception or "", _NUMBER.sub("#", _HEX.sub("<address>", text)), cut)
@@ -62,11 +64,7 @@ def same_failure(a: Signature, b: Signature) -> bool:
     if not (a.cut or b.cut):
         return a.text == b.text
     short, long = sorted((a, b), key=lambda s: len(s.text))
-    return short.cut and long.text.startswith(short.text)
-
-
-class _NotAPart(Exception):
-    """A value crossing the part's edge that cannot be a placeholder (a tuple, a None)."""
+    return short.cut and (long.text == short.text or long.text.startswith(short.text + " "))
 
 
 def _input_value(node: torch.fx.Node) -> bool:
@@ -80,7 +78,7 @@ def part_of(gm: torch.fx.GraphModule, keep: Iterable[str]) -> torch.fx.GraphModu
     """The call nodes of `gm` named in `keep` as their own GraphModule (node names kept), or None
     when they make no part: none kept, a value from outside that is no tensor, or no output."""
     names = set(keep)
-    kept = [n for n in gm.graph.nodes if n.op in CALLS and n.name in names]
+    kept = [n for n in gm.graph.nodes if n.op in CALLABLE_OPS and n.name in names]
     if not kept:
         return None
     inside = set(kept)
@@ -128,7 +126,7 @@ def _taken(n: torch.fx.Node, inside: set[torch.fx.Node]) -> list[int] | None:
 
 def call_nodes(gm: torch.fx.GraphModule) -> list[str]:
     """The names of `gm`'s call nodes, in topological order: what a part is made of."""
-    return [n.name for n in gm.graph.nodes if n.op in CALLS]
+    return [n.name for n in gm.graph.nodes if n.op in CALLABLE_OPS]
 
 
 @dataclass(frozen=True)
@@ -165,7 +163,8 @@ class _Trials:
         made, cached = self.build(part)
         self.builds += 1
         self.cached += int(cached)
-        return same_failure(signature(made.stage, made.exception, made.error, self.names), self.wanted)
+        made_signature = signature(made.stage, made.exception, made.error, self.names, made.error_cut)
+        return same_failure(made_signature, self.wanted)
 
 
 def _starts(gm: torch.fx.GraphModule, nodes: list[str], end: int) -> list[int]:
@@ -225,11 +224,11 @@ def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphMo
     """The smallest part of `gm` that fails as `gm` does, found in at most max_builds(N) builds
     of its N call nodes, building parts with `build(part) -> (EngineBuild, from the cache)` (a
     SubgraphBuilder's build, so trials are cached on disk; or anything with `.stage`,
-    `.exception` and `.error`, as a lowering run in PyTorch gives)."""
+    `.exception`, `.error` and `.error_cut`, as a lowering run in PyTorch gives)."""
     start = time.perf_counter()
     made, cached = build(gm)
     names = [n.name for n in gm.graph.nodes]
-    trials = _Trials(gm, build, signature(made.stage, made.exception, made.error, names))
+    trials = _Trials(gm, build, signature(made.stage, made.exception, made.error, names, made.error_cut))
     trials.builds, trials.cached = 1, int(cached)
     everything = call_nodes(gm)
     trials.known[frozenset(everything)] = made.stage in FAILING
@@ -242,4 +241,4 @@ def smallest_failing(gm: torch.fx.GraphModule, build: Callable[[torch.fx.GraphMo
     return Reduction(tuple(nodes), graph, trials.builds, trials.cached, time.perf_counter() - start)
 
 
-__all__ = ["CALLS", "FAILING", "Reduction", "call_nodes", "max_builds", "part_of", "signature", "smallest_failing"]
+__all__ = ["FAILING", "Reduction", "call_nodes", "max_builds", "part_of", "signature", "smallest_failing"]

@@ -281,7 +281,7 @@ def repro_of(builds: "Builds", part: "Partition | MultiGraphPartition", subgraph
     row = _failed_row(builds, subgraph)
     if row.stage == "run":
         return _lowering_repro(part, row)
-    graph_part = part.graphs[int(row.graph[1:])] if isinstance(part, MultiGraphPartition) else part
+    graph_part = part[row.graph] if isinstance(part, MultiGraphPartition) else part  # its graph's name, 'g2'
     gm = getattr(graph_part.module, row.subgraph)
     builder = builder if builder is not None else SubgraphBuilder()
     made, _ = builder.build(gm, label=row.subgraph)
@@ -303,6 +303,7 @@ class _Ran:
     stage: str
     exception: str | None = None
     error: str | None = None
+    error_cut: bool = False  # first_line keeps the whole line
 
 
 def lowered(ep: torch.export.ExportedProgram) -> torch.fx.GraphModule:

@@ -24,6 +24,7 @@ from hierviz.building.reduction import call_nodes, part_of
 from hierviz.building.repro_shapes import ReproShapes
 from hierviz.errors import ConfigError
 from hierviz.foundation.error_text import first_line
+from hierviz.foundation.opnames import CALLABLE_OPS
 
 WEIGHTS = ("real", "random")
 # what torch.export and Torch-TensorRT's lowering raise on a part they cannot take (torch.export's
@@ -139,7 +140,7 @@ def node_lines(gm: torch.fx.GraphModule) -> list[str]:
     """One Markdown line per call node: its name, op and the user's line that made it."""
     lines = []
     for n in gm.graph.nodes:
-        if n.op in ("call_function", "call_method", "call_module"):
+        if n.op in CALLABLE_OPS:
             where = source_line(n)
             op = n.target if isinstance(n.target, str) or hasattr(n.target, "_schema") else \
                 f"{getattr(n.target, '__module__', '')}.{getattr(n.target, '__name__', n.target)}"

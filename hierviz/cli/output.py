@@ -55,6 +55,7 @@ def import_tensorrt_quietly(args: argparse.Namespace) -> None:
 
 def _show_warning(message: Any, category: type, filename: str, lineno: int, file: Any = None,
                   line: str | None = None) -> None:
+    del category, filename, lineno, line  # warnings.showwarning's signature: the message alone is printed
     text = " ".join(str(message).split())
     print(f"warning: {text}", file=sys.stderr if file is None else file)
 

@@ -7,7 +7,7 @@ built on these answers.
 from __future__ import annotations
 
 import functools
-from typing import Any
+from typing import Any, NamedTuple
 
 import torch
 
@@ -35,24 +35,34 @@ REFUSED_TAGS = {"dynamic_output_shape": "its output shape depends on the input's
                          "data_dependent_output": "its output is a Python value read from the tensor"}
 
 
+class Refusal(NamedTuple):
+    """Why TorchInductor does not run an op as a fallback kernel ('' when it does);
+    `by_inductor`: TorchInductor refuses the op itself (its tags, its aliasing), even where it
+    has a lowering for it, rather than the name being no OpOverload."""
+
+    why: str
+    by_inductor: bool = False
+
+
 @functools.lru_cache(maxsize=None)
-def fallback_refusal(name: str) -> str:
-    """'' when TorchInductor runs the op `name` as an implicit fallback kernel
-    (torch._inductor.config.implicit_fallbacks, on by default), else why not."""
+def fallback_refusal(name: str) -> Refusal:
+    """Whether TorchInductor runs the op `name` as an implicit fallback kernel
+    (torch._inductor.config.implicit_fallbacks, on by default), and why not."""
     parts = name.split(".")
     if len(parts) != 5 or parts[:2] != ["torch", "ops"]:
-        return "not an aten/custom OpOverload (TorchInductor compiles only those)"
+        return Refusal("not an aten/custom OpOverload (TorchInductor compiles only those)")
     try:
         op = getattr(getattr(getattr(torch.ops, parts[2]), parts[3]), parts[4])
     except (AttributeError, RuntimeError):
-        return "not a registered operator"
+        return Refusal("not a registered operator")
     if not isinstance(op, torch._ops.OpOverload):
-        return "not an OpOverload (TorchInductor compiles only those)"
+        return Refusal("not an OpOverload (TorchInductor compiles only those)")
     for tag in op.tags:
         why = REFUSED_TAGS.get(tag.name)
         if why:
-            return f"TorchInductor cannot compile it: {why} (tag {tag.name})"
-    return alias_refusal(op)
+            return Refusal(f"TorchInductor cannot compile it: {why} (tag {tag.name})", by_inductor=True)
+    aliasing = alias_refusal(op)
+    return Refusal(aliasing, by_inductor=bool(aliasing))
 
 
 def alias_refusal(op: Any) -> str:
@@ -70,4 +80,4 @@ def alias_refusal(op: Any) -> str:
     return ""
 
 
-__all__ = ["lowered_names", "REFUSED_TAGS", "fallback_refusal", "alias_refusal"]
+__all__ = ["lowered_names", "REFUSED_TAGS", "Refusal", "fallback_refusal", "alias_refusal"]

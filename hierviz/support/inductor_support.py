@@ -24,14 +24,14 @@ class InductorSupport(OpSetSupport):
         if name == "_operator.getitem":
             return True
         if not self.fallbacks:
-            return super().accepts_name(name) and not fallback_refusal(name)
-        return not fallback_refusal(name)  # also refuses lowered ops such as nonzero
+            return super().accepts_name(name) and not fallback_refusal(name).why
+        return not fallback_refusal(name).why  # also refuses lowered ops such as nonzero
 
     def rejection(self, name: str) -> str:
-        why = fallback_refusal(name)
-        if why.startswith("TorchInductor cannot"):
-            return why
-        return (why or "no TorchInductor lowering") if self.fallbacks \
+        refusal = fallback_refusal(name)
+        if refusal.by_inductor:
+            return refusal.why
+        return (refusal.why or "no TorchInductor lowering") if self.fallbacks \
             else "no TorchInductor lowering (fallback kernels left out: inductor(fallbacks=False))"
 
     def how(self, name: str) -> str:

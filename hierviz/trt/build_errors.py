@@ -2,9 +2,10 @@
 raising, the builder giving no engine: its informative line and whole text), or not (out of
 memory, an interrupt, hierviz failing to call Torch-TensorRT: a BuildError).
 
-`error_line` is the line a failure's row shows, `error_details` the whole text, `telling_error`
-the one of TensorRT's logged errors that says most (`logged_cause`: that one, where it says what
-failed), `warning_texts` what Torch-TensorRT warned.
+`error_line` is the line a failure's row shows (`informative_line`: that line and whether it was
+cut to fit), `error_details` the whole text, `telling_error` the one of TensorRT's logged errors
+that says most (`logged_cause`: that one, where it says what failed), `warning_texts` what
+Torch-TensorRT warned.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import re
 import warnings
 from pathlib import Path
 from types import ModuleType
-from typing import Iterator
+from typing import Iterator, NamedTuple
 
 import torch
 
@@ -25,10 +26,19 @@ from hierviz.trt.loading import FIX_DATACENTER, FIX_RTX, installed_distribution,
 
 
 ERROR_LINE_LIMIT = 200
+CUT_MARK = "\u2026"  # ends a line cut to ERROR_LINE_LIMIT
 
 # pybind's "f(): incompatible function arguments. The following argument types are supported: ... Invoked with: ..."
 _PYBIND = re.compile(r"^(?P<function>[\w.]*\(\)): incompatible function arguments\..*?Invoked with:\s*(?P<args>.*)",
                      re.DOTALL)
+
+
+class ErrorLine(NamedTuple):
+    """An error's informative line and whether it was cut to ERROR_LINE_LIMIT characters (after
+    its last whole word, then CUT_MARK): a cut line matches a longer one as far as it goes."""
+
+    text: str
+    cut: bool
 
 
 def error_line(error: BaseException | str) -> str:
@@ -36,6 +46,11 @@ def error_line(error: BaseException | str) -> str:
     200 characters, object addresses left out: for pybind's incompatible function arguments the
     function and what it was invoked with; for a failed CHECK (Myelin's), the message's head and
     the CHECK with its file:line; else the first line."""
+    return informative_line(error).text
+
+
+def informative_line(error: BaseException | str) -> ErrorLine:
+    """error_line's line, and whether it was cut to fit."""
     if isinstance(error, BaseException):
         text = f"{type(error).__name__}: {error}".strip() if str(error).strip() else type(error).__name__
     else:
@@ -54,7 +69,12 @@ def error_line(error: BaseException | str) -> str:
         line = rest.splitlines()[0] if rest else ""
     line = " ".join(_OBJECT.sub(r"<\1>", line).split())
     line = f"{prefix}: {line}" if prefix and line else prefix or line
-    return line if len(line) <= ERROR_LINE_LIMIT else line[:ERROR_LINE_LIMIT - 1].rstrip() + "…"
+    if len(line) <= ERROR_LINE_LIMIT:
+        return ErrorLine(line, False)
+    head = line[:ERROR_LINE_LIMIT - len(CUT_MARK)]
+    if line[len(head)] != " " and " " in head:  # a partial last word would change with the sizes before it
+        head = head.rsplit(" ", 1)[0]
+    return ErrorLine(head.rstrip() + CUT_MARK, True)
 
 
 def error_details(error: BaseException | list[str]) -> str:
@@ -172,5 +192,6 @@ def not_the_subgraphs(doing: str, gm: torch.fx.GraphModule) -> Iterator[None]:
         raise out_of_memory_error(doing, gm, first_line(exc)) from exc
 
 
-__all__ = ["ERROR_LINE_LIMIT", "OUT_OF_MEMORY", "error_details", "error_line", "hierviz_failed", "logged_cause",
+__all__ = ["ERROR_LINE_LIMIT", "CUT_MARK", "ErrorLine", "OUT_OF_MEMORY", "error_details", "error_line",
+           "informative_line", "hierviz_failed", "logged_cause",
            "not_supported_error", "not_the_subgraphs", "out_of_memory_error", "telling_error", "warning_texts"]

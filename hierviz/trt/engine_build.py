@@ -21,7 +21,8 @@ class EngineBuild:
     builder that returns no engine, as `TRTInterpreter.run` raises); `error`: the informative
     line of what it said (error_line, at most 200 characters: for a conversion, the error
     TensorRT logged where it logged one naming an Error Code, a CHECK or an Exception, else the
-    exception's), `details`: the whole text (the errors logged and the exception's message, or
+    exception's), `error_cut`: that line was cut to fit (so it matches a longer one as far as it
+    goes), `details`: the whole text (the errors logged and the exception's message, or
     every error TensorRT logged). The serialized engine (built only) is
     `engine_file` (written to a file as it was built) or `engine` (in memory, from a TensorRT
     without the stream API); neither when read back from the build cache, which keeps it on disk;
@@ -41,6 +42,7 @@ class EngineBuild:
     runtime: dict | None = None  # what Torch-TensorRT's runtime module needs beside the engine (built only)
     details: str | None = None
     warnings: tuple[str, ...] = ()
+    error_cut: bool = False
 
     def __post_init__(self) -> None:
         if not isinstance(self.warnings, tuple):  # a list read back from JSON

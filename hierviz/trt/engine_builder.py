@@ -32,9 +32,9 @@ import torch
 from hierviz.errors import BuildError
 from hierviz.foundation.error_text import first_line
 from hierviz.foundation.torch_output import native_output
-from hierviz.trt.build_errors import (OUT_OF_MEMORY, error_details, error_line, hierviz_failed, logged_cause,
-                                      not_supported_error, not_the_subgraphs, out_of_memory_error, telling_error,
-                                      warning_texts)
+from hierviz.trt.build_errors import (OUT_OF_MEMORY, ErrorLine, error_details, error_line, hierviz_failed,
+                                      informative_line, logged_cause, not_supported_error, not_the_subgraphs,
+                                      out_of_memory_error, telling_error, warning_texts)
 from hierviz.trt.compilation_settings import conversion_settings
 from hierviz.trt.engine_build import EngineBuild
 from hierviz.trt.engine_file import TMP_PREFIX, EngineFile, serialize_engine
@@ -114,8 +114,9 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
             logger.debug("Torch-TensorRT could not convert the subgraph", exc_info=True)
             node = getattr(interpreter, "_cur_node_name", None) if interpreter is not None else None
             cause = logged_cause(held.tensorrt_lines)  # TensorRT's own line says more than the exception
+            line = informative_line(cause or exc)
             return EngineBuild("convert", None, time.perf_counter() - start, None, node=node,
-                               exception=type(exc).__name__, error=error_line(cause or exc),
+                               exception=type(exc).__name__, error=line.text, error_cut=line.cut,
                                details=error_details([*held.lines, error_details(exc)]),
                                warnings=warning_texts(heard))
         convert_s = time.perf_counter() - start
@@ -132,8 +133,10 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
             if hierviz_failed(exc):
                 raise not_supported_error(exc) from exc
             logger.debug("TensorRT could not build the engine", exc_info=True)
+            line = informative_line(exc)
             return EngineBuild("build", layers, convert_s, time.perf_counter() - start, exception=type(exc).__name__,
-                               error=error_line(exc), details=error_details(exc), warnings=warning_texts(heard))
+                               error=line.text, error_cut=line.cut, details=error_details(exc),
+                               warnings=warning_texts(heard))
         build_s = time.perf_counter() - start
         if serialized is None:
             # named as upstream's build (build_serialized_network) names itself: the stream is hierviz's doing
@@ -143,9 +146,10 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
             if memory is not None:
                 raise out_of_memory_error(doing, gm, error_line(memory))
             said = telling_error(errors)
+            line = informative_line(said) if said else \
+                ErrorLine("TensorRT build_serialized_network returned None; engine build failed.", False)
             return EngineBuild("build", layers, convert_s, build_s, exception="RuntimeError",
-                               error=error_line(said) if said else
-                               "TensorRT build_serialized_network returned None; engine build failed.",
+                               error=line.text, error_cut=line.cut,
                                details=error_details([*held.lines, *errors]) or None, warnings=warning_texts(heard))
         engine_file = serialized if isinstance(serialized, EngineFile) else None
         # else TensorRT's buffer itself, not a copy of it (2.2 GB more for a 1.1B model): the build

@@ -181,6 +181,7 @@ def _unsplit(self: Any, remove_tag: bool = False) -> Any:
     """The fast partitioner's last step, building the split module, skipped: its blocks are
     recorded and tagged by then (tagging can still fail and send compile to the global
     partitioner), and hierviz builds its own split module from them. Saves most of the time."""
+    del remove_tag  # upstream calls split(remove_tag=True); skipped, the tags stay for hierviz to read
     return self.module
 
 

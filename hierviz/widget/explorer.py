@@ -358,9 +358,6 @@ class Explorer(widgets.VBox):
         take its setting; `undo_what_if()` (the tab's "back") restores the one before."""
         return self.what_if.apply_row(row)
 
-    def apply_what_if(self, config: Config, change: str) -> None:
-        self.what_if.apply(config, change)
-
     def undo_what_if(self) -> Config | None:
         """Back to the setting from before the first what-if (the Blockers tab's "back")."""
         return self.what_if.undo()

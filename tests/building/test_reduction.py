@@ -20,6 +20,7 @@ class Made:
     stage: str
     exception: str | None = None
     error: str | None = None
+    error_cut: bool = False
 
 
 def chain(n: int) -> torch.fx.GraphModule:

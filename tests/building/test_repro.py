@@ -262,17 +262,33 @@ def test_a_line_cut_short_is_the_same_failure_wherever_its_sizes_move_the_cut():
     """error_line keeps 200 characters: a size with more digits before the cut moves it, and two
     copies of one failure must still match (before, the search took them for two failures)."""
     from hierviz.building.reduction import same_failure
-    from hierviz.trt import error_line
+    from hierviz.trt.build_errors import informative_line
 
-    def line(size: int) -> str:
-        return error_line(f"RuntimeError: layer ({size}) refused: " + "the operand shapes disagree " * 10)
+    def line(size: int) -> tuple[str, bool]:
+        return informative_line(f"RuntimeError: layer ({size}) refused: " + "the operand shapes disagree " * 10)
 
-    small, big = line(7), line(12288)
-    assert small.endswith("…") and big.endswith("…") and small != big
-    a, b = signature("build", "RuntimeError", small, []), signature("build", "RuntimeError", big, [])
+    (small, small_cut), (big, big_cut) = line(7), line(12288)
+    assert small_cut and big_cut and small.endswith("…") and big.endswith("…") and small != big
+    a = signature("build", "RuntimeError", small, [], small_cut)
+    b = signature("build", "RuntimeError", big, [], big_cut)
     assert a.cut and b.cut and same_failure(a, b) and same_failure(b, a)
-    other = signature("build", "RuntimeError", error_line("RuntimeError: layer (7) refused: " + "x " * 150), [])
+    x_line, x_cut = informative_line("RuntimeError: layer (7) refused: " + "x " * 150)
+    other = signature("build", "RuntimeError", x_line, [], x_cut)
     assert not same_failure(a, other)
-    assert not same_failure(a, signature("convert", "RuntimeError", small, []))
+    assert not same_failure(a, signature("convert", "RuntimeError", small, [], small_cut))
     whole = signature("build", "RuntimeError", "RuntimeError: layer (7) refused", [])
     assert not whole.cut and not same_failure(whole, a)  # a whole line is not the start of a longer one
+
+
+def test_a_whole_line_that_ends_in_an_ellipsis_is_not_taken_for_a_cut_one():
+    """Whether a line was cut is the build's record (EngineBuild.error_cut), never read from its
+    text: a message of TensorRT's own that ends in "…" is whole, so a longer one that starts with
+    it is another failure, and a line is cut after its last whole word."""
+    from hierviz.building.reduction import same_failure
+    from hierviz.trt.build_errors import informative_line
+
+    waiting = signature("build", "RuntimeError", "RuntimeError: waiting for the tactic…", [])
+    longer = signature("build", "RuntimeError", "RuntimeError: waiting for the tactic… then layer 3 gave up", [])
+    assert not waiting.cut and not same_failure(waiting, longer)
+    text, cut = informative_line("RuntimeError: " + "abcdefghij " * 30)
+    assert cut and len(text) <= 200 and text.endswith("abcdefghij…")
