@@ -32,8 +32,9 @@ atexit.register(shutil.rmtree, TEST_CACHE_DIR, True)
 # plots draw off screen, in this process and in the ones tests start
 os.environ.setdefault("MPLBACKEND", "Agg")
 
-# the small model, its capture and the fake or scripted measuring of tests/widget and tests/compare
-pytest_plugins = ["tests.small_net"]
+# the small model, its capture and the fake or scripted measuring of tests/widget and tests/compare;
+# the writers (one killed, one running) of the tests of the caches' temp files
+pytest_plugins = ["tests.small_net", "tests.disk_helpers"]
 
 ROOT = Path(__file__).resolve().parents[1]
 

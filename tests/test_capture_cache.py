@@ -23,6 +23,7 @@ from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
 from hierviz.foundation import cache_folder
 from hierviz.capturing.aten_capture import capture_notes
 from inplace_models import EMA
+from tests.disk_helpers import left_temp
 
 FROM_CACHE = "from the disk cache"
 
@@ -168,6 +169,22 @@ def test_an_unreadable_entry_is_captured_again_with_one_warning(cache_dir, damag
     assert any(FROM_CACHE in n for n in capture_notes(hv.capture(small(), X)))
 
 
+def test_an_entry_changed_on_disk_is_never_served(cache_dir) -> None:
+    """A well-formed entry whose bytes are not the ones written (its meta edited here) is caught
+    by its length and SHA-256: one warning, captured again, the edit never reaches the graph."""
+    hv.capture(small(), X)
+    (path, _, _), = CaptureStore().entries()
+    entry = pickle.loads(path.read_bytes())
+    entry["meta"] = {"tampered": True}
+    path.write_bytes(pickle.dumps(entry))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        gm = hv.capture(small(), X)
+    said = [str(w.message) for w in caught if issubclass(w.category, CacheWarning)]
+    assert len(said) == 1 and "could not be read (its capture file" in said[0]
+    assert "tampered" not in gm.meta and capture_notes(gm) == ()
+
+
 def test_turned_off_by_argument_or_environment(cache_dir, monkeypatch) -> None:
     hv.capture(small(), X, cache=False)
     assert entries() == 0
@@ -278,33 +295,11 @@ def test_hooks_are_keyed_by_their_function_not_their_handle_number() -> None:
 
 
 # ---------------------------------------------------------------------------- temp files and the folder itself
-@pytest.fixture
-def writers():
-    """(the pid of a writer that was killed, the pid of one still writing)."""
-    import subprocess
-
-    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    killed.kill()
-    killed.wait()
-    writing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield killed.pid, writing.pid
-    writing.kill()
-    writing.wait()
-
-
 def _temp(folder, pid: int):
     """A half-written entry of `pid`, untouched for longer than a writer leaves its file."""
-    import os
-    import time
-
     from hierviz.foundation import temp_files
 
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{temp_files.prefix(pid)}w1x2.capture"
-    path.write_bytes(b"half an entry")
-    when = time.time() - temp_files.STALE_S - 60
-    os.utime(path, (when, when))
-    return path
+    return left_temp(folder, f"{temp_files.prefix(pid)}w1x2.capture")
 
 
 def test_a_killed_captures_temp_file_is_removed_by_the_next_run_a_running_ones_left(cache_dir, writers) -> None:

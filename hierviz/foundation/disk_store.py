@@ -3,9 +3,10 @@ compiled artifacts): entries under names, each one or more files `<name><suffix>
 `<name>.json` (the caller's fields, and the length and SHA-256 of each file).
 
 - **Atomic.** Each file is written into a temp file named for its writer (`.tmp-<host>-<pid>-…`,
-  hierviz.foundation.temp_files), then, under the folder's lock (hierviz.foundation.file_lock),
-  renamed into place, the record last: a reader sees a whole entry or none, and two processes
-  putting the same entry at once leave one of them whole.
+  hierviz.foundation.temp_files), then, under the folder's lock (hierviz.foundation.file_lock:
+  the folder itself is locked, no lock file is made), renamed into place, the record last. A
+  reader holds the lock shared while it reads a record and its files: it sees a whole entry or
+  none, and two processes putting the same entry at once leave one of them whole.
 - **Checked on read.** `get` compares each file's length with the record (a stat), `read` and
   `checked_path` its SHA-256 too: an entry that disagrees raises DamagedEntry, and
   `damaged` says so once (a CacheWarning) and removes it, unless another process has put it
@@ -79,11 +80,13 @@ class DiskStore:
         return fd, Path(tmp)
 
     @contextlib.contextmanager
-    def _locked(self) -> Iterator[None]:
-        """The folder's lock while the block runs (none where the folder is not there yet)."""
+    def _locked(self, shared: bool = False) -> Iterator[None]:
+        """The folder's lock while the block runs, exclusive (putting, removing) or `shared`
+        (reading a record and its files: no put lands in between); none where the folder is not
+        there yet."""
         with contextlib.ExitStack() as stack:
             with contextlib.suppress(OSError):
-                stack.enter_context(locked_folder(self.folder))
+                stack.enter_context(locked_folder(self.folder, shared=shared))
             yield
 
     # ------------------------------------------------------------------ writing
@@ -191,7 +194,8 @@ class DiskStore:
         """The record kept under `name`, its files' lengths checked (a stat each), or None when
         there is none; DamagedEntry when the record cannot be read or a file is gone or of
         another length. It marks the entry used."""
-        whole = self._record(name)
+        with self._locked(shared=True):
+            whole = self._record(name)
         if whole is None:
             return None
         self.used(name)
@@ -206,13 +210,14 @@ class DiskStore:
     def read(self, name: str, suffix: str) -> bytes | None:
         """The bytes of file `suffix` of `name`, checked against its record's length and SHA-256;
         None when there is no such entry or file; DamagedEntry when they disagree."""
-        listed = self._listed(name, suffix)
-        if listed is None:
-            return None
-        try:
-            data = self.path(name, suffix).read_bytes()
-        except FileNotFoundError:
-            raise DamagedEntry(f"its {suffix[1:]} file is gone") from None
+        with self._locked(shared=True):
+            listed = self._listed(name, suffix)
+            if listed is None:
+                return None
+            try:
+                data = self.path(name, suffix).read_bytes()
+            except FileNotFoundError:
+                raise DamagedEntry(f"its {suffix[1:]} file is gone") from None
         self._same(suffix, listed, len(data), data_digest(data))
         return data
 
@@ -220,14 +225,15 @@ class DiskStore:
         """The path of file `suffix` of `name` once its length and SHA-256 (read in pieces: a 2.2
         GB engine is never whole in memory) agree with its record; None when there is no such
         entry or file; DamagedEntry when they disagree."""
-        listed = self._listed(name, suffix)
-        if listed is None:
-            return None
         path = self.path(name, suffix)
-        try:
-            self._same(suffix, listed, path.stat().st_size, file_digest(path))
-        except FileNotFoundError:
-            raise DamagedEntry(f"its {suffix[1:]} file is gone") from None
+        with self._locked(shared=True):
+            listed = self._listed(name, suffix)
+            if listed is None:
+                return None
+            try:
+                self._same(suffix, listed, path.stat().st_size, file_digest(path))
+            except FileNotFoundError:
+                raise DamagedEntry(f"its {suffix[1:]} file is gone") from None
         return path
 
     @staticmethod

@@ -35,9 +35,10 @@ def locked(path: Path) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def locked_folder(folder: Path) -> Iterator[None]:
-    """An exclusive lock on the folder `folder` itself while the block runs; OSError when the
-    folder cannot be opened (it is not there)."""
+def locked_folder(folder: Path, *, shared: bool = False) -> Iterator[None]:
+    """A lock on the folder `folder` itself while the block runs, exclusive (a writer) or
+    `shared` (readers, side by side); OSError when the folder cannot be opened (it is not there).
+    Not to be taken again by the process that holds it: the second waits for the first."""
     try:
         import fcntl
     except ImportError:  # Windows
@@ -45,7 +46,7 @@ def locked_folder(folder: Path) -> Iterator[None]:
         return
     fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+        fcntl.flock(fd, fcntl.LOCK_SH if shared else fcntl.LOCK_EX)
         yield
     finally:
         os.close(fd)  # closing releases the lock

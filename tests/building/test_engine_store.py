@@ -8,8 +8,6 @@ from __future__ import annotations
 import errno
 import os
 import shutil
-import subprocess
-import sys
 import time
 import types
 import warnings
@@ -18,11 +16,12 @@ import pytest
 import torch
 
 from hierviz.building.build_keys import build_key
-from hierviz.building.engine_store import STALE_TMP_S, EngineStore, stored_engine
+from hierviz.building.engine_store import EngineStore, stored_engine
 from hierviz.capturing import disk_cache
 from hierviz.foundation import cache_folder, temp_files
 from hierviz.foundation.disk_store import DiskStore
 from hierviz.trt.engine_builder import EngineBuild
+from tests.disk_helpers import OLD, left_temp
 
 GiB = 1024**3
 
@@ -274,27 +273,10 @@ def test_a_cached_build_whose_engine_has_a_flipped_byte_is_not_served_on_any_mac
     assert _files(store) == {}
 
 
-@pytest.fixture
-def writers():
-    """(the pid of a writer that was killed, the pid of one still writing)."""
-    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    killed.kill()
-    killed.wait()
-    writing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield killed.pid, writing.pid
-    writing.kill()
-    writing.wait()
-
-
 def _temp(store: EngineStore, pid: int, age_s: float):
-    path = store.folder / f"{temp_files.prefix(pid)}abcd.engine"
-    path.write_bytes(b"part of an engine")
-    when = time.time() - age_s
-    os.utime(path, (when, when))
-    return path
+    return left_temp(store.folder, f"{temp_files.prefix(pid)}abcd.engine", age_s, b"part of an engine")
 
 
-OLD = STALE_TMP_S + 60
 
 
 def test_a_killed_writers_temp_files_are_removed_a_running_writers_left(tmp_path, writers):

@@ -6,48 +6,21 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import subprocess
-import sys
-import time
 
-import pytest
 
 from hierviz.foundation import temp_files
 from hierviz.latency.compiling import compile_cache
 from hierviz.latency.compiling.backend_compilers import INDUCTOR
 from hierviz.latency.compiling.compile_cache import Entry, load_entry, save_entry
-
-OLD = temp_files.STALE_S + 60
-
-
-@pytest.fixture
-def writers():
-    """(the pid of a writer that was killed, the pid of one still writing)."""
-    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    killed.kill()
-    killed.wait()
-    writing = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(600)"])
-    yield killed.pid, writing.pid
-    writing.kill()
-    writing.wait()
-
-
-def _left(folder, name: str):
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / name
-    path.write_bytes(b"half an artifact")
-    when = time.time() - OLD
-    os.utime(path, (when, when))
-    return path
-
+from tests.disk_helpers import left_temp
 
 def test_the_first_use_of_a_folder_removes_what_killed_writers_left(tmp_path, writers, monkeypatch) -> None:
     killed, writing = writers
     monkeypatch.setattr(compile_cache, "_SWEPT", set())
     folder = tmp_path / "inductor" / "ab"
-    left = _left(folder, f"{temp_files.prefix(killed)}x.tmp")
-    busy = _left(folder, f"{temp_files.prefix(writing)}y.tmp")
-    older = _left(folder, "tmpk3j4h5.tmp")  # an older hierviz's name: by its age alone
+    left = left_temp(folder, f"{temp_files.prefix(killed)}x.tmp")
+    busy = left_temp(folder, f"{temp_files.prefix(writing)}y.tmp")
+    older = left_temp(folder, "tmpk3j4h5.tmp")  # an older hierviz's name: by its age alone
     assert load_entry("ab" + "0" * 62, INDUCTOR, tmp_path) is None
     assert sorted(p.name for p in folder.iterdir()) == [busy.name]
     assert not left.exists() and not older.exists()
