@@ -1,17 +1,51 @@
-"""Partitioning: hv.partition, the Partition result and its per-node record, hv.diff and
-the upstream adapter.
+"""Partitioning: hv.partition, the Partition result and its per-node record, hv.diff, and
+Torch-TensorRT's partitioners run on the same graph.
 
-Modules: graph_index (the integer-indexed graph every engine reads), plan (the result types
-every engine builds: Assignment, RawSubgraph, EngineResult), engine (hierviz's engine: the
-passes/ package run in order), partition_result (Partition: the questions asked of an engine's
-result), subgraph (Subgraph), record_building (the per-node record built from an engine's result),
-reason_texts (a node's reason text, built on demand), graph_copy (a graph copied for the passes
-that write to it), record (the per-node record), reasons (the names everything
-downstream shares: reason codes and texts, FALLBACK, GRAPH, tags), report (the dryrun-style
-text, ops(), summary()), differences (hv.diff), split (the split GraphModule), upstream
-(engine="torch_tensorrt"), compiled (engine="fast" / "global": torch_tensorrt.compile's
-partitioners). Downstream packages import from here, never from graph_index, plan, engine or
-passes.
+A worked example. Five ops in a row, a TensorRT that takes four of them and a TorchInductor
+that takes the fifth; `priority` says which backend a node goes to first, `min_block_size`
+the fewest nodes an accelerated subgraph may have (a smaller one runs in PyTorch):
+
+    >>> import torch
+    >>> import hierviz as hv
+    >>> class Net(torch.nn.Module):
+    ...     def forward(self, x):
+    ...         a = torch.relu(x + 1)
+    ...         b = torch.sigmoid(a) * 2
+    ...         return torch.tanh(b)
+    >>> support = {"tensorrt": hv.support.ops(["aten.add", "aten.relu", "aten.mul", "aten.tanh"]),
+    ...            "inductor": hv.support.ops(["aten.sigmoid"])}
+    >>> def split(min_block_size):
+    ...     part = hv.partition(Net(), (torch.randn(2, 3),), priority=("tensorrt", "inductor"),
+    ...                         support=support, min_block_size=min_block_size)
+    ...     for s in part.subgraphs:
+    ...         print(s.tag, s.nodes)
+    >>> split(min_block_size=1)
+    _run_on_acc_tensorrt_0 ('add', 'relu')
+    _run_on_acc_inductor_1 ('sigmoid',)
+    _run_on_acc_tensorrt_2 ('mul', 'tanh')
+    >>> split(min_block_size=2)  # sigmoid's block of one is too small: it runs in PyTorch
+    _run_on_acc_tensorrt_0 ('add', 'relu')
+    _run_on_gpu_1 ('sigmoid',)
+    _run_on_acc_tensorrt_2 ('mul', 'tanh')
+    >>> split(min_block_size=3)  # every block is too small: the whole graph runs in PyTorch
+    _run_on_gpu_0 ('add', 'relu', 'sigmoid', 'mul', 'tanh')
+
+`part.reason_of("sigmoid")` says why a node runs where it runs ("demoted to PyTorch: its
+inductor subgraph had 1 node(s) < min_block_size 2").
+
+Modules: partition_result (Partition: the questions asked of an engine's result), subgraph
+(Subgraph), record (the per-node record) built by record_building, reason_texts (a node's
+reason text, built on demand), reasons (the names everything downstream shares: reason codes
+and texts, FALLBACK, GRAPH, tags), report (the dryrun-style text, ops(), summary()), counts
+(each count defined once, with its words), check (hv.check), lowered (torch_executed_ops
+entries that match no node), partition_diff (hv.diff), splitter and split_module (the split
+GraphModule), graph_copy (a graph copied for the passes that write to it). Packages: engine
+(hierviz's engine: graph_index, the integer-indexed graph every engine reads; plan, the result
+types every engine builds; support_verdicts; its passes/ run in order by hierviz_engine),
+upstream (engine="torch_tensorrt", "fast", "global": Torch-TensorRT's partitioners, and what
+torch_tensorrt.compile runs today), blockers (what keeps nodes out of the accelerated
+backends), by_graph (the graph-by-graph MultiGraphPartition), saved (saved partitions).
+The packages above never import engine: they ask partition().
 """
 
 from __future__ import annotations
