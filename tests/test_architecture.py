@@ -1,8 +1,11 @@
 """The package's shape, checked: data goes one way (imports follow the layer order of
 docs/architecture.md, function-local ones included; below the CLI no module reads the package
-facade; no import cycle between the parts; nothing outside the partitioner imports the engine or
-reads another module's private names), heavy optional dependencies load on first use, and every
-module's docstring names its one job."""
+facade; no import cycle between the parts, nor between modules with `if TYPE_CHECKING:` imports
+counted; nothing outside the partitioner imports the engine or reads another module's private
+names), heavy optional dependencies load on first use, and every module's docstring names its one
+job. The one sanctioned upward import is a result's convenience (`Partition.render`) importing the
+function of the layer that does its work inside the method, as pandas' DataFrame.to_parquet
+imports pandas.io.parquet."""
 
 from __future__ import annotations
 
@@ -159,13 +162,20 @@ def test_every_module_says_what_it_is_for(path):
 # docs/architecture.md: foundation < trt < support < settings < capturing < partitioner < building <
 # drawing, latency < compare < widget < cli. A
 # module imports only its own layer and those below (drawing and latency not each other); every
-# import counts, function-local ones included (only `if TYPE_CHECKING:` blocks are skipped). The
+# import counts, function-local ones included (only `if TYPE_CHECKING:` blocks are skipped), except
+# a convenience's: an import inside a method of a result class below (CONVENIENCES), which hands
+# the result to the layer doing the work when the method is called. The
 # package facade hierviz/__init__.py, which names everything public, is above them all: only the
 # CLI may import it (`import hierviz`, `from hierviz import <public name>`).
 LAYERS = {"trt": 1, "support": 2, "settings": 3, "capturing": 4, "partitioner": 5, "building": 6, "drawing": 7,
           "latency": 7, "compare": 8, "widget": 9, "cli": 10}
 FACADE = "hierviz"
 MODULE_NAMES = {module_name(p) for p in MODULES}
+# module -> its result class whose methods are conveniences (`part.render()`, `part.build()`): each imports
+# the function of the layer that does the work inside the method, so the module imports nothing above it
+CONVENIENCES = {"hierviz.partitioner.partition_result": "Partition",
+                "hierviz.partitioner.by_graph.multi_graph": "MultiGraphPartition"}
+TYPE_CHECKING_BLOCK = "TYPE_CHECKING"  # where an import under `if TYPE_CHECKING:` at module level is
 
 
 def layer_of(module: str) -> tuple[int, str]:
@@ -185,21 +195,24 @@ def part_of(module: str) -> str:
     return module.split(".")[1]
 
 
-def imports(path: Path) -> list[tuple[str, str, int]]:
+def imports(path: Path, type_checking: bool = False) -> list[tuple[str, str, int]]:
     """(module imported, where: 'module' or the enclosing Class.function, line) for every hierviz
-    import of a module, function-local ones included; `if TYPE_CHECKING:` blocks are skipped.
+    import of a module, function-local ones included; `if TYPE_CHECKING:` blocks are skipped, or
+    with `type_checking` counted too (where: 'TYPE_CHECKING' at module level).
     `from hierviz import x` is the submodule hierviz.x when there is one, else the facade."""
     found: list[tuple[str, str, int]] = []
 
-    def visit(node: ast.AST, scope: tuple[str, ...]) -> None:
+    def visit(node: ast.AST, scope: tuple[str, ...], checking: bool = False) -> None:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
-                visit(ast.Module(body=child.orelse, type_ignores=[]), scope)
+                if type_checking:
+                    visit(ast.Module(body=child.body, type_ignores=[]), scope, True)
+                visit(ast.Module(body=child.orelse, type_ignores=[]), scope, checking)
                 continue
             inner = scope
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 inner = (*scope, child.name)
-            where = ".".join(scope) or "module"
+            where = ".".join(scope) or (TYPE_CHECKING_BLOCK if checking else "module")
             if isinstance(child, ast.Import):
                 found.extend((a.name, where, child.lineno) for a in child.names
                              if a.name == FACADE or a.name.startswith(FACADE + "."))
@@ -208,10 +221,15 @@ def imports(path: Path) -> list[tuple[str, str, int]]:
                 for a in child.names:
                     sub = f"{child.module}.{a.name}"
                     found.append((sub if sub in MODULE_NAMES else child.module, where, child.lineno))
-            visit(child, inner)
+            visit(child, inner, checking)
 
     visit(tree(path), ())
     return found
+
+
+def is_convenience(module: str, where: str) -> bool:
+    """Whether an import at `where` in `module` is a convenience's: inside a method of its result class."""
+    return "." in where and where.split(".")[0] == CONVENIENCES.get(module)
 
 
 def upward_imports(path: Path) -> list[str]:
@@ -222,6 +240,8 @@ def upward_imports(path: Path) -> list[str]:
     rank, layer = layer_of(me)
     bad = []
     for target, where, line in imports(path):
+        if is_convenience(me, where):
+            continue
         them = layer_of(target)
         if target == FACADE and layer != "cli":
             bad.append(f"{path.relative_to(ROOT)}:{line} ({where}) imports the package facade; below the CLI "
@@ -276,16 +296,17 @@ def test_the_layer_check_catches_a_facade_import(tmp_path):
     assert checked_source(tmp_path, "cli/args.py", '"""x."""\nimport hierviz as hv\n') == []
 
 
-def module_graph(modules: list[Path]) -> dict[str, set[str]]:
+def module_graph(modules: list[Path], type_checking: bool = False) -> dict[str, set[str]]:
     """module -> the hierviz modules it imports (a package's __init__ is the package's module),
-    every import counted (function-local ones too), the facade left out."""
+    every import counted (function-local ones too; `if TYPE_CHECKING:` ones with `type_checking`)
+    but a convenience's, the facade left out."""
     graph: dict[str, set[str]] = {}
     for path in modules:
         me = module_name(path)
         if me == FACADE:
             continue
-        for target, _, _ in imports(path):
-            if target not in (FACADE, me):
+        for target, where, _ in imports(path, type_checking):
+            if target not in (FACADE, me) and not is_convenience(me, where):
                 graph.setdefault(me, set()).add(target)
     return graph
 
@@ -341,10 +362,8 @@ def test_no_import_cycle_between_parts():
     assert cycles(graph) == []
 
 
-# Modules that still name a convenience by string (handoff.handler("repartition")); each can import
-# hierviz.partitioner.partition_graph instead. The list only shrinks.
 def string_lookups(path: Path) -> list[str]:
-    """Calls of handoff.handler("...") / handler("..."): a convenience named by a string mypy cannot follow."""
+    """Calls of handler("..."): a convenience named by a string mypy cannot follow."""
     found = []
     for node in ast.walk(tree(path)):
         if isinstance(node, ast.Call) and ast.unparse(node.func).split(".")[-1] == "handler" and node.args \
@@ -354,17 +373,16 @@ def string_lookups(path: Path) -> list[str]:
 
 
 @pytest.mark.parametrize("path", MODULES, ids=lambda p: str(p.relative_to(ROOT)))
-def test_the_partitions_conveniences_are_typed_slots_not_strings(path):
-    """A Partition's conveniences are read from partitioner/handoff.py's typed seam (`handoff.seam.render`),
-    never looked up by a string."""
+def test_the_partitions_conveniences_are_imports_not_strings(path):
+    """A Partition's conveniences import the function doing their work, never look it up by a string."""
     assert string_lookups(path) == []
 
 
 def test_the_string_lookup_check_catches_one(tmp_path):
     bad = tmp_path / "hierviz" / "drawing" / "bad.py"
     bad.parent.mkdir(parents=True)
-    bad.write_text('"""x."""\nfrom hierviz.partitioner import handoff\n'
-                   'def f(p):\n    return handoff.handler("render")(p)\n', encoding="utf-8")
+    bad.write_text('"""x."""\nfrom hierviz.partitioner import registry\n'
+                   'def f(p):\n    return registry.handler("render")(p)\n', encoding="utf-8")
     global ROOT
     saved, ROOT = ROOT, tmp_path
     try:
@@ -377,11 +395,54 @@ def test_the_string_lookup_check_catches_one(tmp_path):
 
 def test_no_import_cycle_between_modules():
     """Not even inside a part: no module imports one that imports it back, directly or through
-    others, counting function-local imports (a cycle hidden behind one is still a cycle). A
-    Partition reaches what is above result.py through partitioner/handoff.py."""
-    graph = module_graph(MODULES)
+    others, counting function-local imports (a cycle hidden behind one is still a cycle) and those
+    under `if TYPE_CHECKING:` (a cycle only mypy follows is still one). A Partition's conveniences
+    import the layer doing their work inside the method (CONVENIENCES), so partition_result.py
+    imports nothing above it."""
+    graph = module_graph(MODULES, type_checking=True)
     assert "hierviz.partitioner.partition_result" in graph
     assert cycles(graph) == []
+
+
+def test_builds_import_repro_and_not_back():
+    """hv.Builds makes its repros (Builds.repro() imports repro.py); repro.py makes a repro of one
+    failed row and knows nothing of Builds: one direction, `if TYPE_CHECKING:` imports included."""
+    builds, repro = PACKAGE / "building" / "builds.py", PACKAGE / "building" / "repro.py"
+    assert "hierviz.building.repro" in {t for t, _, _ in imports(builds, type_checking=True)}
+    assert "hierviz.building.builds" not in {t for t, _, _ in imports(repro, type_checking=True)}
+
+
+def test_a_partition_imports_nothing_above_it_at_module_level():
+    """partition_result.py and multi_graph.py reach drawing, latency and building only from inside
+    a convenience: never at module level, nor under `if TYPE_CHECKING:`."""
+    for module, cls in CONVENIENCES.items():
+        path = ROOT / (module.replace(".", "/") + ".py")
+        above = [(t, where) for t, where, _ in imports(path, type_checking=True)
+                 if layer_of(t)[0] > layer_of(module)[0] and not is_convenience(module, where)]
+        assert above == [], f"{module} imports a layer above it outside {cls}'s methods: {above}"
+
+
+def test_the_module_cycle_check_counts_type_checking_imports(tmp_path):
+    """Not vacuous: a cycle through an `if TYPE_CHECKING:` import is one; a convenience's import is not."""
+    pkg = tmp_path / "hierviz" / "partitioner"
+    pkg.mkdir(parents=True)
+    (pkg / "partition_result.py").write_text('"""x."""\nfrom typing import TYPE_CHECKING\n'
+                                             "if TYPE_CHECKING:\n    from hierviz.partitioner.report import r\n"
+                                             "class Partition:\n    def report(self):\n"
+                                             "        from hierviz.partitioner.tables import t\n")
+    (pkg / "report.py").write_text('"""x."""\nfrom hierviz.partitioner.partition_result import Partition\n')
+    (pkg / "tables.py").write_text('"""x."""\nfrom hierviz.partitioner.partition_result import Partition\n')
+    global ROOT
+    saved, ROOT = ROOT, tmp_path
+    try:
+        tree.cache_clear()
+        paths = sorted(pkg.glob("*.py"))
+        with_checking, without = cycles(module_graph(paths, type_checking=True)), cycles(module_graph(paths))
+    finally:
+        ROOT = saved
+        tree.cache_clear()
+    assert with_checking == [["hierviz.partitioner.partition_result", "hierviz.partitioner.report"]]
+    assert without == []
 
 
 def test_the_module_cycle_check_catches_a_function_local_one(tmp_path):
@@ -407,7 +468,10 @@ def test_the_cycle_check_catches_a_cycle():
 
 @functools.lru_cache(maxsize=None)
 def top_level_imports() -> dict[str, set[str]]:
-    return {module_name(p): {t for t, where, _ in imports(p) if where == "module"} for p in MODULES}
+    """module -> what it imports at module level, `if TYPE_CHECKING:` blocks included (an import
+    there names a module that importing this one at the top would make a cycle with)."""
+    return {module_name(p): {t for t, where, _ in imports(p, type_checking=True)
+                             if where in ("module", TYPE_CHECKING_BLOCK)} for p in MODULES}
 
 
 def reachable(start: str, graph: dict[str, set[str]]) -> set[str]:

@@ -23,9 +23,11 @@ if TYPE_CHECKING:  # pragma: no cover
     from hierviz.building.fix_cost import FixCost
     from hierviz.building.repro import Repro
     from hierviz.building.subgraph_builds import SubgraphBuilder
-    from hierviz.partitioner import MultiGraphPartition, Partition
+    from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
+    from hierviz.partitioner.partition_result import Partition
 
 STAGES = ("run", "convert", "build", "built")
+REPRODUCED = ("run", "convert", "build")  # the stages a repro is made for ("run": Torch-TensorRT's lowering broke it)
 COLUMNS = ("subgraph", "ops", "stage", "profile", "layers", "engine_bytes", "convert_s", "build_s", "node", "error",
            "details", "source", "runs_instead", "fix", "cached")
 
@@ -148,6 +150,23 @@ class Builds:
                 return r
         return None
 
+    def failed_row(self, subgraph: str | None = None) -> BuildRow:
+        """The row of the failed subgraph a repro is made of: `subgraph` ('_run_on_acc_tensorrt_0', or
+        'g1/_run_on_acc_tensorrt_0' across graphs), else the first that failed to convert or build
+        (or whose lowered graph failed in PyTorch)."""
+        failed = [r for r in self.rows if r.stage in REPRODUCED]
+        named = [r.name for r in failed]
+        if subgraph is None:
+            if not failed:
+                raise ConfigError("Builds.repro(): no engine failed to convert or build, and no lowered graph failed "
+                                  f"in PyTorch, so there is nothing to reproduce ({self.headline()}).")
+            return failed[0]
+        for name, row in zip(named, failed):
+            if subgraph in (name, row.subgraph):
+                return row
+        raise ConfigError(f"Builds.repro({subgraph!r}): that subgraph did not fail to convert or build, nor in "
+                          f"PyTorch; the ones that did: {', '.join(named) or 'none'}.")
+
     def repro(self, subgraph: str | None = None) -> "Repro":
         """hv.Repro: the smallest part of the failed subgraph `subgraph` (default: the first
         failed at convert or build; 'g1/<tag>' across graphs) that fails the same way, found by
@@ -158,7 +177,7 @@ class Builds:
         if self.partition is None:
             raise ConfigError("Builds.repro(): these builds came from another process without their partition; "
                               "build it here (part.build()) and call repro() on that.")
-        return repro_of(self, self.partition, subgraph, self.subgraph_builder)
+        return repro_of(self.failed_row(subgraph), self.partition, self.subgraph_builder)
 
     def with_repros(self) -> "Builds":
         """These Builds with the smallest failing part of every engine that failed to convert or

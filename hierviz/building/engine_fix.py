@@ -36,7 +36,7 @@ from hierviz.building.reduction import Signature, same_failure
 from hierviz.foundation.delta_debugging import ddmin
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
+    from hierviz.partitioner.partition_result import Partition
     from hierviz.settings.config import Config
 
 MAX_TRIES = 40  # single ops partitioned at most when following the failures finds nothing

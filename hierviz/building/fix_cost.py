@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from hierviz.partitioner import MultiGraphPartition, Partition
+from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
+from hierviz.partitioner.partition_result import Partition
 
 TENSORRT = "tensorrt"
 

@@ -17,7 +17,7 @@ from hierviz.building.reduction import Signature, signature
 from hierviz.capturing.provenance import short_op as _short
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
+    from hierviz.partitioner.partition_result import Partition
     from hierviz.settings.config import Config
 
 TENSORRT = "tensorrt"

@@ -15,7 +15,7 @@ from hierviz.building.subgraph_builds import SubgraphBuilder, tensorrt_tags
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz import trt
-    from hierviz.partitioner import Partition
+    from hierviz.partitioner.partition_result import Partition
 
 EngineFailure = tuple[str, "trt.EngineBuild"]  # (the failed subgraph's tag, what building it gave)
 

@@ -31,16 +31,14 @@ from hierviz.capturing.model_copy import private_copy
 from hierviz.errors import ConfigError, MeasureError
 from hierviz.foundation.error_text import first_line, short_error
 from hierviz.foundation.opnames import overload_names
-from hierviz.partitioner import MultiGraphPartition
+from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.building.builds import Builds
-    from hierviz.partitioner import Partition
+    from hierviz.partitioner.partition_result import Partition
 
 FAILED = ("convert", "build")
 # why a lowering's repro holds static shapes where the model's graph had dynamic dimensions
 RUN_STATIC = "a lowering's failure is searched for, and shown, at the example's sizes"
-REDUCED = ("run", "convert", "build")  # the stages a repro is made for ("run": Torch-TensorRT's lowering broke it)
 
 
 def _nodes(count: int) -> str:
@@ -242,23 +240,6 @@ class Repro:
         return saved
 
 
-def _failed_row(builds: "Builds", subgraph: str | None) -> BuildRow:
-    """The row of the failed subgraph to reduce: `subgraph` ('_run_on_acc_tensorrt_0', or
-    'g1/_run_on_acc_tensorrt_0' across graphs), else the first that failed to convert or build."""
-    failed = [r for r in builds.rows if r.stage in REDUCED]
-    named = [r.name for r in failed]
-    if subgraph is None:
-        if not failed:
-            raise ConfigError("Builds.repro(): no engine failed to convert or build, and no lowered graph failed in "
-                              f"PyTorch, so there is nothing to reproduce ({builds.headline()}).")
-        return failed[0]
-    for name, row in zip(named, failed):
-        if subgraph in (name, row.subgraph):
-            return row
-    raise ConfigError(f"Builds.repro({subgraph!r}): that subgraph did not fail to convert or build, nor in PyTorch; "
-                      f"the ones that did: {', '.join(named) or 'none'}.")
-
-
 def _compile_settings(part: "Partition", builder: SubgraphBuilder) -> dict:
     """What repro.py passes to torch_tensorrt.dynamo.compile: every op in a TensorRT engine
     (min_block_size=1), the builder's own error raised, and the settings the part was built with."""
@@ -272,13 +253,10 @@ def _compile_settings(part: "Partition", builder: SubgraphBuilder) -> dict:
     return settings
 
 
-def repro_of(builds: "Builds", part: "Partition | MultiGraphPartition", subgraph: str | None = None,
-             builder: SubgraphBuilder | None = None) -> Repro:
-    """The smallest failing part of a failed subgraph of `part` (`builds` = part.build()):
-    `subgraph` names it (default: the first that failed to convert or build); `builder` builds
-    the trials (default: one with default settings; give the one `builds` was made with when
-    it had trt_settings or tf32)."""
-    row = _failed_row(builds, subgraph)
+def repro_of(row: BuildRow, part: "Partition | MultiGraphPartition", builder: SubgraphBuilder | None = None) -> Repro:
+    """The smallest failing part of the failed subgraph `row` of `part`'s build (`Builds.failed_row`,
+    for `Builds.repro()`); `builder` builds the trials (default: one with default settings; give
+    the one the build was made with when it had trt_settings or tf32)."""
     if row.stage == "run":
         return _lowering_repro(part, row)
     graph_part = part[row.graph] if isinstance(part, MultiGraphPartition) else part  # its graph's name, 'g2'

@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 import hierviz as hv
 from hierviz.cli.args import UsageError, non_negative, partition_or_saved, writable
-from hierviz.partitioner.check import failure_text, passed_text, violations
+from hierviz.partitioner.check import build_violations, failure_text, passed_text, violations
 from hierviz.partitioner.counts import by_backend_text, count_text
-from hierviz.partitioner.last_build import last_build
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
 
 EXIT_CHECK_FAILED = 1
 TABLE_COLUMNS = ["op", "kind", "nodes", "subgraphs_if_fixed", "subgraphs_saved", "accelerated_ops_gained", "verdict",
@@ -87,9 +89,12 @@ def cmd_check(args: argparse.Namespace) -> int:
     part = partition_or_saved(args)
     broken, kept = violations(part, max_subgraphs=args.max_subgraphs, min_coverage=args.min_coverage,
                               max_boundary_tensors=args.max_boundary_tensors,
-                              max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like,
-                              build=args.build)
-    builds = last_build(part) if args.build else None  # the build check's: what it held back (cache notes, warnings)
+                              max_subgraphs_by_backend=_by_backend(args.max_subgraphs_by_backend), like=like)
+    builds = part.build() if args.build else None  # the build check's, kept for its notes and repros
+    if builds is not None:
+        built_broken, built_kept = build_violations(builds)
+        broken += built_broken
+        kept += built_kept
     if builds is not None and getattr(args, "verbose", False):
         for note in builds.notes:
             print(f"note: {note}")
@@ -102,7 +107,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     return EXIT_CHECK_FAILED if broken else 0
 
 
-def write_repros(builds: Any, folder: Path) -> list[Path]:
+def write_repros(builds: Builds, folder: Path) -> list[Path]:
     """`--repro DIR`: the smallest failing part of every engine that failed to convert or build,
     saved into DIR/<subgraph> (DIR/<graph>_<subgraph> across graphs) and run there in a fresh
     process; says where each went and whether it reproduced."""

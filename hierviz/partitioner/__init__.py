@@ -50,7 +50,7 @@ The packages above never import engine: they ask partition().
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable, Mapping, cast
+from typing import Any, Mapping, cast
 
 from torch.fx import GraphModule
 
@@ -61,8 +61,6 @@ from hierviz.settings.engine_table import COMPILE_ENGINES, ENGINES, parse_engine
 from hierviz.errors import ConfigError, SavedPartitionError, checked_arguments
 from hierviz.capturing.inputs import check_capture_extras
 from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
-from hierviz.partitioner import handoff
-from hierviz.partitioner.engine.hierviz_engine import run as run_engine  # `engine` is partition()'s argument
 from hierviz.partitioner.reasons import (
     CALLABLE_OPS,
     DEAD_CODE,
@@ -84,18 +82,13 @@ from hierviz.partitioner.reasons import (
 )
 from hierviz.partitioner.record import NODE_COLUMNS, NodeRecord, NodeTable, TensorSpec, tensor_spec
 from hierviz.partitioner.partition_diff import diff
-from hierviz.partitioner.partition_result import Partition, from_engine_result
+from hierviz.partitioner.partition_result import Partition
+from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.subgraph import Subgraph
 from hierviz.partitioner.saved.saved_partition import SavedPartition
 from hierviz.partitioner.saved.load import load_partition
 from hierviz.partitioner.check import check
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition, partition_graphs, runs_by_graph
-from hierviz.partitioner.report import ops_table, summary_table
-from hierviz.partitioner.report import report as report_text  # the package's `report` stays the module
-from hierviz.partitioner.blockers.blocker_causes import blockers_table, with_build_failures
-
-if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner.upstream.todays_compile import TodaysCompile
 
 
 def graph_of(model_or_graph: Any, example_inputs: Any = None, *, dynamic_shapes: Any = None,
@@ -194,43 +187,6 @@ def _partition_by_graph(model: Any, example_inputs: Any, cfg: Config, dynamic_sh
                               "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
         model = capture(model, example_inputs, kwargs=kwargs, ir="torch_compile", target_device=target_device)
     return partition_graphs(model, cfg)
-
-
-def _compile_today() -> Callable[[Partition], TodaysCompile]:
-    """compile_today's work (Partition.compile_today), its module loaded on first use: it loads Torch-TensorRT."""
-    from hierviz.partitioner.upstream.todays_compile import compile_today_of
-
-    return compile_today_of
-
-
-def partition_graph(gm: GraphModule, cfg: Config) -> Partition:
-    """The partition of an aten graph with a Config (valid as every Config is): the engine
-    `cfg.engine` names, run once; nothing is checked again."""
-    if cfg.engine in COMPILE_ENGINES:
-        from hierviz.partitioner.upstream.compile_partitioners import partition_compiled
-
-        return partition_compiled(gm, cfg)
-    if cfg.torch_executed_ops:
-        from hierviz.partitioner.lowered import warn_lowered_away
-
-        warn_lowered_away(gm, cfg)  # an op the lowering removed would force nothing, silently
-    if cfg.engine == "hierviz":
-        return from_engine_result(gm, cfg, run_engine(gm, cfg))
-    from hierviz.partitioner.upstream.hierarchical import partition_upstream  # engine == "torch_tensorrt"
-
-    return partition_upstream(gm, cfg)
-
-
-# A Partition re-partitions (what-ifs, recommend() for engines other than hierviz's) and runs
-# compile_today through the seam: the modules doing it make Partitions, so partition_result.py cannot import
-# them. Its tables and text are read from the Partition by report.py and blocker_causes.py, which import it.
-handoff.seam.repartition = partition_graph
-handoff.seam.compile_today = handoff.lazily(_compile_today)
-handoff.seam.report = report_text
-handoff.seam.ops_table = ops_table
-handoff.seam.summary_table = summary_table
-handoff.seam.blockers_table = blockers_table
-handoff.seam.with_build_failures = with_build_failures
 
 
 __all__ = ["partition", "Partition", "Subgraph", "MultiGraphPartition", "partition_graphs", "TensorSpec",

@@ -10,7 +10,7 @@ top blockers include graph breaks, and `like=` a saved one of those also fails m
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hierviz.errors import ConfigError, PartitionCheckError, checked_arguments
 from hierviz.partitioner.blockers.blocker_causes import blockers_table
@@ -18,6 +18,9 @@ from hierviz.partitioner.blockers.blocker_text import saves_text
 from hierviz.partitioner.by_graph.multi_graph import NOTHING_CAPTURED, MultiGraphPartition
 from hierviz.partitioner.partition_result import Partition
 from hierviz.partitioner.saved.load import load_partition
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
 
 TOP_BLOCKERS = 3
 
@@ -112,15 +115,23 @@ def violations(part: Partition | MultiGraphPartition, *, max_subgraphs: Any = No
         broken.append(f"{NOTHING_CAPTURED}: dynamo made no graph ({s['graph_breaks']} graph break(s)), "
                       "so accelerated 0%")
     if build:
-        builds = part.build()
-        if builds.ok:
-            kept.append(f"engines: {builds.headline()}")
-        for row in builds.failed:
-            at = f" at node {row.node}" if row.node else ""
-            broken.append(f"engine {row.name} failed at {row.stage}{at}: {row.error}; then {row.runs_instead}"
-                          + (f"; fix: {row.fix}" if row.fix else ""))
-        for graph, failure in builds.run_failures:
-            broken.append(f"{graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}")
+        built_broken, built_kept = build_violations(part.build())
+        broken += built_broken
+        kept += built_kept
+    return broken, kept
+
+
+def build_violations(builds: Builds) -> tuple[list[str], list[str]]:
+    """(broken, kept) lines of the build check: each engine that failed to build or graph that
+    failed in PyTorch broken; all engines built kept."""
+    broken: list[str] = []
+    kept = [f"engines: {builds.headline()}"] if builds.ok else []
+    for row in builds.failed:
+        at = f" at node {row.node}" if row.node else ""
+        broken.append(f"engine {row.name} failed at {row.stage}{at}: {row.error}; then {row.runs_instead}"
+                      + (f"; fix: {row.fix}" if row.fix else ""))
+    for graph, failure in builds.run_failures:
+        broken.append(f"{graph or 'the graph'} fails in PyTorch at node {failure.node}: {failure.error}")
     return broken, kept
 
 
@@ -175,4 +186,4 @@ def check(part: Partition | MultiGraphPartition, *, max_subgraphs: int | None = 
         raise PartitionCheckError(failure_text(part, broken))
 
 
-__all__ = ["check", "violations", "failure_text", "passed_text", "top_blockers"]
+__all__ = ["check", "violations", "build_violations", "failure_text", "passed_text", "top_blockers"]

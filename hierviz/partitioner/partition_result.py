@@ -28,8 +28,6 @@ from hierviz.foundation.gcpause import gc_paused
 from hierviz.support.tensorrt_support import tensorrt_version
 from hierviz.version import __version__
 from hierviz.partitioner.counts import nodes_text
-from hierviz.partitioner import handoff
-from hierviz.partitioner.last_build import last_build, remember
 from hierviz.partitioner.splitter import build_split_module
 from hierviz.partitioner.engine.passes.demotion import at_min_block_size
 from hierviz.partitioner.engine.plan import EngineResult
@@ -42,8 +40,6 @@ if TYPE_CHECKING:  # pragma: no cover
     import graphviz
     import pandas as pd
 
-    from hierviz.partitioner.upstream.todays_compile import TodaysCompile
-
 
 DEFAULT_TOP = 3  # the blockers a default `blockers()` table joins in its last row
 
@@ -55,7 +51,6 @@ class Partition:
     """
 
     saved_from: Path | None = None  # the file a loaded partition came from (hv.load_partition)
-    _todays_compile: "TodaysCompile | None" = None  # Partition.compile_today(), once computed
     # ("g3", its first call's values): this is dynamo graph 3 of torch.compile's path (MultiGraphPartition.graphs)
     dynamo_graph: tuple[str, tuple] | None = None
     # graph by graph: why Torch-TensorRT's backend runs this graph eagerly (it failed on it); "" when it does not
@@ -83,7 +78,6 @@ class Partition:
         # capture says of itself (it came from the disk cache)
         self.notes = tuple(notes) + capture_notes(graph)
         self.traced_for = target_of(graph)
-        self._blockers: "pd.DataFrame | None" = None  # blockers() with its defaults, once computed
         self._result = result
         self._module = module
         self._tag_of: dict[int, int] = {}
@@ -238,12 +232,16 @@ class Partition:
     @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """One row per op target: how many, where they run, and why."""
-        return handoff.seam.ops_table(self)
+        from hierviz.partitioner.report import ops_table
+
+        return ops_table(self)
 
     @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """One row per subgraph: tag, backend, op counts, boundary tensors and their shapes."""
-        return handoff.seam.summary_table(self)
+        from hierviz.partitioner.report import summary_table
+
+        return summary_table(self)
 
     @checked_arguments
     def report(self, *, what_to_change: bool = True, measurement: Any = None, builds: Any = None) -> str:
@@ -251,10 +249,12 @@ class Partition:
         change": the top 5 blockers (`blockers()`), each with what fixing it saves. With
         `measurement=` (hv.measure of this partition) each engine says what ran it (a subgraph
         that fell back ran in eager PyTorch, and why), and a "Measured" section its times.
-        A "Built on this machine" section follows when builds are known (`builds=`, or this
-        partition's last `build()`: hierviz.partitioner.last_build)."""
-        return handoff.seam.report(self, what_to_change, measurement=measurement,
-                                   builds=builds if builds is not None else last_build(self))
+        With `builds=` (what `build()` returned) a "Built on this machine" section follows, and
+        each engine that failed to build leads "What to change"; without it the report is the
+        same whether or not the partition was built."""
+        from hierviz.partitioner.report import report
+
+        return report(self, what_to_change, measurement=measurement, builds=builds)
 
     @checked_arguments
     def subgraph_counts(self, min_block_size: int) -> dict[str, int]:
@@ -274,7 +274,9 @@ class Partition:
         if self.engine == "hierviz":
             merged, _ = at_min_block_size(self._result, min_block_size, self.config.require_full_compilation)
             return merged
-        again = handoff.seam.repartition(self.graph, derive(self.config, {"min_block_size": min_block_size}))
+        from hierviz.partitioner.engine_dispatch import partition_graph
+
+        again = partition_graph(self.graph, derive(self.config, {"min_block_size": min_block_size}))
         return again._result.subgraphs
 
     @checked_arguments
@@ -336,35 +338,28 @@ class Partition:
         this setting: median_ms, speedup and its interval (speedup_low, speedup_high), or in
         `measured` why a row cannot run (no converter); `example_inputs` (default: random,
         shaped like the graph's) and `measure_options` (hv.measure's warmup, iters, ...) go to
-        hv.measure. The default table is kept with the partition (a copy is returned);
-        `compute=False` returns it only when known, else None (the HTML report's rule).
-        With `builds=` (what `build()` returned; default: this partition's last `build()`,
-        hierviz.partitioner.last_build), each engine that failed to build here comes first (kind
-        "engine fails to build", verdict "required"), its change the fix shown to build."""
-        for name, flag in (("measure", measure), ("compute", compute)):
-            check_bool(flag, f"blockers({name}=...)")
-        default = kind is None and top == DEFAULT_TOP
-        known = self._blockers if default else None
-        if known is None and not compute:
-            return None
-        table = known if known is not None else handoff.seam.blockers_table(self, kind=kind, top=top)
-        if default:
-            self._blockers = table
-        table = table.copy()
-        builds = builds if builds is not None else last_build(self)
-        if builds is not None and kind is None:
-            table = handoff.seam.with_build_failures(table, self, builds)
-        if not measure:
+        hv.measure. The default table, once made, is kept beside the partition (a copy is
+        returned; hierviz.partitioner.blockers.known_tables); `compute=False` returns it only when
+        known, else None (the HTML report's rule). With `builds=` (what `build()` returned), each
+        engine that failed to build here comes first (kind "engine fails to build", verdict
+        "required"), its change the fix shown to build."""
+        from hierviz.partitioner.blockers.blocker_causes import blockers_of
+
+        check_bool(measure, "blockers(measure=...)")
+        table = blockers_of(self, kind=kind, top=top, compute=compute, builds=builds)
+        if not measure or table is None:
             return table
-        return handoff.seam.measure_blockers(self, table, device=device, example_inputs=example_inputs,
-                                                   **(measure_options or {}))
+        from hierviz.latency.whatif import measure_blockers
+
+        return measure_blockers(self, table, device=device, example_inputs=example_inputs, **(measure_options or {}))
 
     def keep_blockers(self, table: pd.DataFrame) -> None:
         """Keep `table`, this partition's default `blockers()` made elsewhere (the explorer's
         worker makes it), so the report and `blockers(compute=False)` show it; a table already
         known is kept as it is (both are the same function of this partition)."""
-        if self._blockers is None:
-            self._blockers = table.copy()
+        from hierviz.partitioner.blockers.known_tables import keep_table
+
+        keep_table(self, table)
 
     def as_dynamo_graph(self, name: str, example_inputs: tuple, backend_failed: str = "") -> Partition:
         """This partition as dynamo graph `name` ("g3") of torch.compile's path, called first with
@@ -387,14 +382,20 @@ class Partition:
         partition does differently (a loaded one too); `numerics=` (hv.numerics) colours each
         subgraph by its error; `highlight="blockers"` marks the nodes of the top causes of
         `blockers()` in red; `weights=True` also draws weights."""
-        render = handoff.seam.render
+        from hierviz.drawing.views import render
+
         unknown_arguments("Partition.render", kwargs, parameter_names(render, skip=("p",)))
         return render(self, view=view, focus=focus, max_nodes=max_nodes, measurement=measurement, against=against,
                       depth=depth, radius=radius, **kwargs)
 
     @checked_arguments
     def save(self, path: str | Path, **kwargs: Any) -> Path:
-        render, save = handoff.seam.render, handoff.seam.save
+        """Write the partition to `path`, the format from its suffix: .svg .png .pdf (the
+        picture), .dot, .json (what hv.load_partition reads), .html (a standalone report);
+        format="model_explorer" (Google's Model Explorer). Takes render()'s arguments."""
+        from hierviz.drawing.files import save
+        from hierviz.drawing.views import render
+
         unknown_arguments("Partition.save", kwargs, [*parameter_names(save, skip=("p", "path")),
                                                      *parameter_names(render, skip=("p", "view"))])
         return save(self, path, **kwargs)
@@ -404,12 +405,13 @@ class Partition:
         """What torch_tensorrt.compile runs with these settings, as a TodaysCompile
         (hierviz.partitioner.upstream.todays_compile): `.partition` and its `.stats` (its fast partition,
         or None with `.why` it is left out) and `.seconds` it took. The first call runs Torch-TensorRT's fast
-        partitioner on this graph (about as long as partitioning it); the answer is kept with
-        this partition. The HTML report shows it, with its cost, once computed, and never
+        partitioner on this graph (about as long as partitioning it); the answer is kept in
+        the process's cache of them (hierviz.partitioner.upstream.todays_compile), keyed by the graph
+        and compile's settings. The HTML report shows it, with its cost, once computed, and never
         computes it itself. `compute=False` returns it only when known (else None)."""
-        if self._todays_compile is None and (compute or self.engine == "fast" or self.graph is None):
-            self._todays_compile = handoff.seam.compile_today(self)
-        return self._todays_compile
+        from hierviz.partitioner.upstream.todays_compile import compile_today_of
+
+        return compile_today_of(self, compute=compute)
 
     # ------------------------------------------------------------------ built on this machine
     @checked_arguments
@@ -423,10 +425,11 @@ class Partition:
         run/convert/build/built, layers, engine_bytes, node, error, runs_instead, fix), `.ok`.
         `fix`: for a failed conversion or build, search the ops that moved to PyTorch make every
         engine build (each shown to build). `cache`: builds are kept on disk (hierviz's cache
-        folder) and read back in any process. The result is this partition's last build
-        (hierviz.partitioner.last_build): report() and blockers() show it when given no `builds=`."""
-        return remember(self, handoff.seam.build(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache,
-                                                 example_inputs=example_inputs))
+        folder) and read back in any process. The partition is left as it was: pass the Builds
+        to report(builds=...), blockers(builds=...), render(builds=...) to show them there."""
+        from hierviz.building.build_partition import build
+
+        return build(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache, example_inputs=example_inputs)
 
     # ------------------------------------------------------------------ deploying
     @checked_arguments
@@ -437,10 +440,14 @@ class Partition:
         shaped like the graph's) are what each subgraph is compiled with; `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, tf32, cache_dir).
         `.save(folder)` writes it, `hierviz.latency.deploy.load(folder)` reads it back."""
-        return handoff.seam.compile(self, device, example_inputs=example_inputs, **options)
+        from hierviz.latency.deploy import compiled_model
+
+        return compiled_model(self, device, example_inputs=example_inputs, **options)
 
     def _repr_html_(self) -> str:
-        return handoff.seam.html(self)
+        from hierviz.drawing.notebook import notebook_html
+
+        return notebook_html(self)
 
     def __repr__(self) -> str:
         if not self.stats["nodes"]:

@@ -21,6 +21,7 @@ from hierviz.partitioner.record import TensorSpec
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.building.builds import Builds
     from hierviz.partitioner.partition_result import Partition
 
 RULE = "+" * 40
@@ -33,15 +34,15 @@ def _specs(specs: Sequence[TensorSpec]) -> str:
     return "List[" + ", ".join(parts) + "]"
 
 
-def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None, builds: Any = None,
+def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = None, builds: "Builds | None" = None,
            traced: bool = True) -> str:
     """Torch-TensorRT's dryrun report for every backend: coverage, the ops and nodes left to
     PyTorch, the graph's structure, then per backend its engines and min_block_size advice;
     then (`what_to_change`) the top 5 blockers with what fixing each saves. With
     `measurement` (an hv.Measurement of `p`), the engines that fell back say so and a
     "Measured" section follows the structure. With `builds` (p.build()), a "Built on this
-    machine" section follows it. `traced`: say the device the graph was lowered for (a report of several
-    graphs says it once)."""
+    machine" section follows it, and each engine that failed to build leads "What to change".
+    `traced`: say the device the graph was lowered for (a report of several graphs says it once)."""
     fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     if traced and p.traced_for is not None:
@@ -58,11 +59,11 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
     for b in p.config.priority:
         lines += _aggregate(p, b)
     if what_to_change:
-        lines += _what_to_change(p)
+        lines += _what_to_change(p, builds)
     return "\n".join(lines) + "\n"
 
 
-def built_here(builds: Any) -> list[str]:
+def built_here(builds: "Builds") -> list[str]:
     """The "Built on this machine" section: what `part.build()` found, in its words."""
     if not hasattr(builds, "lines"):
         raise ConfigError(f"builds= takes what part.build() returned (hv.Builds), not {type(builds).__name__}.")
@@ -104,10 +105,10 @@ def _measured(m: Any, fell: dict[str, str]) -> list[str]:
     return lines
 
 
-def _what_to_change(p: "Partition") -> list[str]:
-    """The top blockers (Partition.blockers), each with what fixing it saves."""
+def _what_to_change(p: "Partition", builds: "Builds | None" = None) -> list[str]:
+    """The top blockers (Partition.blockers, with `builds`' failures first), each with what fixing it saves."""
     head = f"  {'-' * 20} What to change {'-' * 20}"
-    table = for_reports(p)
+    table = for_reports(p, builds)
     if table is None:
         return ["", head, "", f"   {not_computed_text(p)}"]
     causes = int((table.kind != "combined").sum())

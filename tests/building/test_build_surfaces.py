@@ -57,10 +57,11 @@ def test_the_picture_report_and_blockers_show_a_failed_build(tmp_path):
     assert "engine fails at build" in source
     html = part.save(tmp_path / "p.html", builds=builds).read_text()
     assert 'id="built"' in html and "0/1 engines built; _run_on_acc_tensorrt_0 failed at build" in html
-    text = part.report()
+    text = part.report(builds=builds)
     assert "Built on this machine:\n  0/1 engines built; _run_on_acc_tensorrt_0 failed at build: " in text
     assert "then: torch_tensorrt.compile raises RuntimeError" in text
-    first = part.blockers().iloc[0]
+    assert "Built on this machine" not in part.report()  # the build is passed, not kept with the partition
+    first = part.blockers(builds=builds).iloc[0]
     assert (first.op, first.kind, first.verdict) == ("_run_on_acc_tensorrt_0", "engine fails to build", "required")
     assert first.change == f"torch_executed_ops={sorted(builds.fix)}"
     assert first.subgraphs_if_fixed == hv.partition(model, x, min_block_size=1,
@@ -74,7 +75,7 @@ def test_a_built_engine_is_marked_with_its_size():
     source = part.render(view="collapsed", builds=builds).source
     size = megabytes(int(builds.df.engine_bytes[0]))
     assert f"engine built here · {size}" in source and "engine fails at" not in source
-    assert "Required" not in part.report()
+    assert "Required" not in part.report(builds=builds)
     with pytest.raises(hv.RenderError, match=r"builds= takes what part.build\(\) returned"):
         part.render(builds="nope")
 
@@ -99,8 +100,9 @@ def test_graph_by_graph_builds_show_in_the_report_and_picture(tmp_path):
     assert "Built on this machine" not in mp.report()
     builds = mp.build()
     assert list(builds.df.columns[:2]) == ["graph", "subgraph"] and set(builds.df.graph) == {"g0"}
-    assert "Built on this machine:\n  1/1 engines built, " in mp.report()
-    assert "g0/_run_on_acc_tensorrt_0: built, " in mp.report()
+    assert "Built on this machine:\n  1/1 engines built, " in mp.report(builds=builds)
+    assert "g0/_run_on_acc_tensorrt_0: built, " in mp.report(builds=builds)
+    assert "Built on this machine" not in mp.report()
     assert "engine built here" in mp.render(builds=builds).source
     assert builds.of_graph("g0").rows[0].subgraph == builds.rows[0].subgraph
     with pytest.raises(hv.RenderError, match=r"builds= of one graph's drawing takes that graph's builds"):

@@ -63,7 +63,7 @@ def test_a_refused_split_reduces_to_the_split_node_and_a_second_search_builds_no
     part = hv.partition(model, x, min_block_size=1)
     builds = part.build(fix=False)
     assert builds.rows[0].stage == "convert"
-    repro = repro_of(builds, part)
+    repro = repro_of(builds.failed_row(), part)
     assert repro.nodes == ("split",)
     assert [n.op for n in repro.graph.graph.nodes] == ["placeholder", "call_function", "output"]
     assert (repro.stage, repro.exception, repro.error) == ("convert", "RuntimeError",
@@ -72,7 +72,7 @@ def test_a_refused_split_reduces_to_the_split_node_and_a_second_search_builds_no
                            f"at node split_3), found in {repro.builds} builds ({repro.cached} from the build cache)>")
     assert repro.verified is None and 1 < repro.builds < 40
     before = len(calls)
-    again = repro_of(builds, part)  # every trial is in the build cache
+    again = repro_of(builds.failed_row(), part)  # every trial is in the build cache
     assert len(calls) == before and again.nodes == repro.nodes and again.cached == again.builds == repro.builds
 
 
@@ -80,7 +80,7 @@ def test_a_refused_split_reduces_to_the_split_node_and_a_second_search_builds_no
 def test_a_builder_failure_reduces_to_the_nodes_it_needs():
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     assert repro.nodes == ("addmm", "clamp")  # the clamp alone builds: the failure needs the addmm too
     assert repro.stage == "build" and BUILD_ERROR in repro.error and "IAssertionLayer" in repro.error
     assert repr(repro).startswith(f"<hv.Repro: 2 of 4 nodes of _run_on_acc_tensorrt_0 fail at build ({ASSERTION}), "
@@ -95,14 +95,14 @@ def test_repro_of_says_what_it_needs():
     part = hv.partition(model, x, min_block_size=1)
     with pytest.raises(hv.ConfigError, match="no engine failed to convert or build, and no lowered graph failed "
                                              "in PyTorch, so there is nothing to reproduce"):
-        repro_of(part.build(), part)
+        repro_of(part.build().failed_row(), part)
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
     builds = part.build(fix=False)
     with pytest.raises(hv.ConfigError, match=r"'_run_on_acc_tensorrt_9'\): that subgraph did not fail .* "
                                              r"the ones that did: _run_on_acc_tensorrt_0"):
-        repro_of(builds, part, "_run_on_acc_tensorrt_9")
-    repro = repro_of(builds, part)
+        repro_of(builds.failed_row("_run_on_acc_tensorrt_9"), part)
+    repro = repro_of(builds.failed_row(), part)
     with pytest.raises(hv.ConfigError, match=r"weights=...\) is 'real' .* or 'random'"):
         repro.save("unused", weights="zeros")
 
@@ -119,7 +119,7 @@ def test_the_saved_repro_of_a_builder_failure_fails_the_same_way_in_a_fresh_proc
     registered_in_new_processes(monkeypatch, tmp_path / "site")
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     saved = repro.save(tmp_path / "pair")
     assert saved.verified is True and repro.verified is None  # save returns the verified one
     assert repr(saved).endswith("; verified: repro.py fails the same way in a fresh process>")
@@ -143,7 +143,7 @@ def test_random_weights_keep_shapes_and_the_failure_and_leave_the_models_alone(t
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     kept = model.w.detach().clone()
     part = hv.partition(model, x, min_block_size=1)
-    saved = repro_of(part.build(fix=False), part).save(tmp_path / "repro", weights="random")
+    saved = repro_of(part.build(fix=False).failed_row(), part).save(tmp_path / "repro", weights="random")
     assert saved.verified is True
     w = torch.export.load(str(tmp_path / "repro" / "repro.pt2")).state_dict["part.w"]
     assert w.shape == model.w.shape and w.dtype == model.w.dtype and not torch.equal(w, kept)
@@ -155,7 +155,7 @@ def test_random_weights_keep_shapes_and_the_failure_and_leave_the_models_alone(t
 def test_a_part_that_builds_exits_0_without_a_gpu(tmp_path):
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     builds = part_of(part.module._run_on_acc_tensorrt_0, ["add", "relu"])  # after the failing pair
     assert builds is not None
     saved = dataclasses.replace(repro, nodes=("add", "relu"), graph=builds).save(tmp_path)
@@ -171,7 +171,7 @@ def test_a_part_that_builds_exits_0_without_a_gpu(tmp_path):
 def test_a_converter_failure_on_a_layernorms_tuple_reduces_to_the_layernorm():
     model, x = made(NormBetween, 2, 16)
     part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     assert (repro.stage, repro.error) == ("convert", "RuntimeError: Failed to extract symbolic shape expressions "
                                                      "from source FX graph partition")
     assert repro.nodes == ("native_layer_norm",)
@@ -190,7 +190,7 @@ def test_a_builder_failure_inside_gpt2_reduces_to_the_two_nodes_it_needs_and_is_
     (row,) = [r for r in builds.rows if r.stage != "built"]
     gm = getattr(part.module, row.subgraph)
     (clamp,) = [n for n in gm.graph.nodes if n.target is torch.ops.aten.clamp.default and n.args[1] == PAIR_MARK]
-    repro = repro_of(builds, part)
+    repro = repro_of(builds.failed_row(), part)
     assert repro.stage == "build" and BUILD_ERROR in repro.error and repro.of > 50
     assert repro.nodes == (clamp.args[0].name, clamp.name)  # the clamp and the reshape ending the MLP's c_proj
     assert repro.save(tmp_path / "repro").verified is True
@@ -222,7 +222,7 @@ def test_a_layernorms_tuple_at_an_engines_edge_is_verified_as_torch_tensorrts_co
     _refusing_tuple_outputs(monkeypatch)
     model, x = made(NormBetween, 2, 16)
     part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"_operator.getitem"})
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     assert repro.nodes == ("native_layer_norm",) and repro.error == TUPLE
     out = repro.graph.graph.output_node().args[0]  # the tuple whole, as the subgraph returns it
     assert isinstance(out, torch.fx.Node) and out.name == "native_layer_norm"
@@ -250,7 +250,7 @@ class ConstAttention(torch.nn.Module):
 @pytest.mark.slow
 def test_a_pybind_argument_failure_is_verified_by_the_words_below_its_first_line(tmp_path):
     part = hv.partition(ConstAttention().eval(), (torch.randn(1, 2, 4, 8),), min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     assert repro.nodes == ("scaled_dot_product_attention",) and repro.exception == "TypeError"
     assert "incompatible function arguments; invoked with: <INetworkDefinition>" in repro.error
     assert repro.save(tmp_path).verified is True

@@ -52,7 +52,7 @@ def test_a_convert_failure_whose_tensorrt_log_names_the_cause_gets_that_line_as_
 def test_the_readme_lists_each_inputs_shape_and_dtype():
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    text = repro_of(part.build(fix=False), part).issue_text()
+    text = repro_of(part.build(fix=False).failed_row(), part).issue_text()
     assert "| input | dtype | shape | TensorRT's profile (min → opt → max) |" in text
     assert "| `x` | float32 | (2, 8) | (2,8) |" in text
 
@@ -61,7 +61,7 @@ def test_the_readme_lists_each_inputs_shape_and_dtype():
 def test_an_unsaved_repro_claims_no_failure_it_has_not_shown():
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     text = repro.issue_text()
     assert "Torch-TensorRT fails to" not in text
     assert "Not verified: `repro.py` has not been run" in text
@@ -89,7 +89,7 @@ def test_a_dynamic_graphs_repro_keeps_its_dim_range_and_fails_the_same_way(tmp_p
     part = hv.partition(model, x, min_block_size=1, dynamic_shapes=({0: Dim("batch", min=2, max=64)},))
     builds = part.build(fix=False)
     assert builds.rows[0].error == f"RuntimeError: {DYNAMIC_ERROR}"
-    repro = repro_of(builds, part)
+    repro = repro_of(builds.failed_row(), part)
     assert repro.nodes == ("clamp",)
     saved = repro.save(tmp_path / "repro")
     assert saved.verified is True and saved.exit_status == 1 and saved.static_shapes == ""
@@ -120,7 +120,7 @@ def test_a_size_that_is_a_multiple_of_a_dim_keeps_its_range_and_fails_the_same_w
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
     part = hv.partition(Doubled().eval(), (torch.randn(4, 8),), min_block_size=1, torch_executed_ops={"aten.cat"},
                         dynamic_shapes=({0: Dim("batch", min=2, max=64)},))
-    saved = repro_of(part.build(fix=False), part).save(tmp_path / "repro")
+    saved = repro_of(part.build(fix=False).failed_row(), part).save(tmp_path / "repro")
     assert saved.exit_status == 1 and saved.static_shapes == "", (tmp_path / "repro" / "repro.log").read_text()[-3000:]
     ep = torch.export.load(str(tmp_path / "repro" / "repro.pt2"))
     assert [(int(r.lower), int(r.upper)) for r in ep.range_constraints.values()] == [(4, 128)]
@@ -145,7 +145,7 @@ def test_a_dynamic_part_torch_export_cannot_keep_is_saved_static_and_says_it_did
 
     model, x = made(RefusesADynamicInput, 4, 8)
     part = hv.partition(model, x, min_block_size=1, dynamic_shapes=({0: Dim("batch", min=2, max=64)},))
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     monkeypatch.setattr(torch.export, "export", refusing)  # from here on: the capture above used torch.export too
     saved = repro.save(tmp_path / "repro")
     assert saved.verified is False and saved.exit_status == 0
@@ -166,7 +166,7 @@ def test_a_dynamic_part_torch_export_cannot_keep_is_saved_static_and_says_it_did
 def test_a_repro_that_did_not_fail_says_so_and_never_claims_the_failure(tmp_path):
     model, x = made(RefusesToBuildAfterALayer, 2, 8)
     part = hv.partition(model, x, min_block_size=1)
-    repro = repro_of(part.build(fix=False), part)
+    repro = repro_of(part.build(fix=False).failed_row(), part)
     builds = part_of(part.module._run_on_acc_tensorrt_0, ["add", "relu"])  # after the failing pair
     assert builds is not None
     saved = dataclasses.replace(repro, nodes=("add", "relu"), graph=builds).save(tmp_path)

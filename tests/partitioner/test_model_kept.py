@@ -10,7 +10,6 @@ import torch
 from torch import nn
 
 import hierviz as hv
-from hierviz.partitioner.last_build import remember
 
 
 class Small(nn.Module):
@@ -75,8 +74,8 @@ def test_the_kept_model_shares_its_weights_with_the_graph():
 def test_a_built_partition_lets_its_model_go():
     model, held = _model_and_ref(Small)
     part = hv.partition(model, X, min_block_size=1)
-    remember(part, FakeBuilds(part))  # as part.build() does: the builds refer back to the partition
-    del model, part
+    builds = FakeBuilds(part)  # as part.build()'s: the builds refer back to the partition
+    del model, part, builds
     gc.collect()
     assert held() is None
 
@@ -100,7 +99,7 @@ def test_a_graph_by_graph_partition_keeps_its_model_and_lets_it_go():
     del model
     gc.collect()
     assert held() is not None
-    remember(part, FakeBuilds(part))
-    del part
+    builds = FakeBuilds(part)
+    del part, builds
     gc.collect()
     assert held() is None

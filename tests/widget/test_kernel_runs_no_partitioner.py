@@ -14,10 +14,13 @@ from hierviz.widget import controls as ctl
 
 from . import worker_helpers as helpers
 
-COUNTED = [("hierviz.trt.partitioners", "run_compile_partitioner"),
-           ("hierviz.trt.partitioners", "run_upstream_partitioner"),
+# each patched where its callers look it up: compile_partitioners.py and hierarchical.py call
+# `trt.run_compile_partitioner` / `trt.run_upstream_partitioner` on the package hierviz.trt, and
+# Partition.blockers() imports blockers_table from blocker_causes when called
+COUNTED = [("hierviz.trt", "run_compile_partitioner"),
+           ("hierviz.trt", "run_upstream_partitioner"),
            ("hierviz.partitioner.upstream.compile_partitioners", "partition_compiled"),
-           ("hierviz.partitioner.handoff", "seam.blockers_table"),  # Partition.blockers()'s what-ifs (its slot)
+           ("hierviz.partitioner.blockers.blocker_causes", "blockers_table"),  # Partition.blockers()'s what-ifs
            ("hierviz.latency", "numerics"),
            ("hierviz.latency", "measure")]
 
@@ -71,10 +74,10 @@ def test_the_count_is_not_vacuous_with_the_worker_off(kind, monkeypatch) -> None
     ex = hv.explore(model, inputs, config, debounce=0, measure_options={"compilers": helpers.QUICK["compilers"]})
     calls: list[str] = []
     if kind == "blockers":
-        from hierviz.partitioner import handoff
+        from hierviz.partitioner.blockers import blocker_causes
 
-        original = handoff.seam.blockers_table
-        monkeypatch.setattr(handoff.seam, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
+        original = blocker_causes.blockers_table
+        monkeypatch.setattr(blocker_causes, "blockers_table", lambda *a, **k: calls.append(kind) or original(*a, **k))
         assert ex.blockers is not None
     else:
         import hierviz.latency as package

@@ -41,13 +41,16 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.foundation.opnames import SOURCE_PREFIX, in_op_set, names_as_saved, packets_in
 from hierviz.capturing.provenance import short_op, source_op, split_sources
 from hierviz.capturing.target_device import is_cpu_only_op
-from hierviz.partitioner import handoff
+from hierviz.foundation.arguments import check_bool
+from hierviz.partitioner.blockers.known_tables import keep_table, known_table
+from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.partition_result import DEFAULT_TOP
 from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.building.builds import Builds
     from hierviz.partitioner.partition_result import Partition
 
 NO_CONVERTER = "no converter"
@@ -112,7 +115,7 @@ def parse_kinds(kind: Any, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...] | 
     return tuple(out)
 
 
-def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: Any) -> "pd.DataFrame":
+def with_build_failures(table: "pd.DataFrame", p: "Partition", builds: "Builds") -> "pd.DataFrame":
     """`table` with one row first per engine that failed to build (part.build()): its change
     the fix shown to build (or that none was found), its verdict "required"."""
     import pandas as pd
@@ -279,7 +282,7 @@ def repartition(p: "Partition", config: Config) -> "Partition":
     """`p`'s graph partitioned with `config` by `p`'s engine: the what-if, as a user runs it."""
     with warnings.catch_warnings():  # the user saw the current setting's warnings already
         warnings.simplefilter("ignore")
-        return handoff.seam.repartition(p.graph, derive(config, {"engine": p.engine}))
+        return partition_graph(p.graph, derive(config, {"engine": p.engine}))
 
 
 def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) -> "pd.DataFrame":
@@ -293,6 +296,25 @@ def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) 
         causes = [c for c in find_causes(p) if kinds is None or c.kind in kinds]
     fixed = None if p.graph is None else (lambda cfg: repartition(p, cfg))
     return pd.DataFrame(ranked_rows(causes, p.stats, p.config, fixed, top), columns=list(COLUMNS))
+
+
+def blockers_of(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP, compute: bool = True,
+                builds: "Builds | None" = None) -> "pd.DataFrame | None":
+    """`p.blockers()` without measuring: the default table (kind None, top DEFAULT_TOP) made once
+    and kept beside `p` (known_tables.py), another made each time; None when `compute` is False
+    and the default table was not made; with `builds`, each engine that failed to build first."""
+    check_bool(compute, "blockers(compute=...)")
+    default = kind is None and top == DEFAULT_TOP
+    known = known_table(p) if default else None
+    if known is None and not compute:
+        return None
+    if known is None:
+        made = blockers_table(p, kind=kind, top=top)
+        known = keep_table(p, made) if default else made
+    table = known.copy()
+    if builds is not None and kind is None:
+        table = with_build_failures(table, p, builds)
+    return table
 
 
 def ranked_rows(causes: list[Cause], base: dict, config: Config, fixed: Callable[[Config], Any] | None,
@@ -389,7 +411,7 @@ def _short_label(c: Cause) -> str:
     return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
 
 
-__all__ = ["ranked_rows", "row", "counted", "join_notes", "check_top", "blockers_table", "find_causes", "what_if",
-           "combine", "repartition", "parse_kinds", "blocked_nodes", "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED",
-           "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict", "VERDICTS",
-           "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]
+__all__ = ["ranked_rows", "blockers_of", "row", "counted", "join_notes", "check_top", "blockers_table", "find_causes",
+           "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes", "KINDS", "KIND_WORDS", "BUILD_FAILS",
+           "REQUIRED", "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict",
+           "VERDICTS", "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]

@@ -16,24 +16,25 @@ from hierviz.partitioner.blockers.blocker_causes import (COMBINED, IMPROVEMENT, 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.building.builds import Builds
     from hierviz.partitioner.partition_result import Partition
 
 
 REPORT_ROWS = 5  # the causes a report's "What to change" section shows
 
 
-def for_reports(p: "Partition") -> "pd.DataFrame | None":
-    """The blockers a report shows, or None where computing them is work the user did not ask
-    for: hierviz's engine re-partitions in milliseconds (and a saved partition only counts),
-    while Torch-TensorRT's partitioners re-run once per cause, so theirs show once
-    `p.blockers()` has run (the answer is kept with the partition)."""
-    return p.blockers(compute=p.engine == "hierviz" or p.graph is None)
+def for_reports(p: "Partition", builds: "Builds | None" = None) -> "pd.DataFrame | None":
+    """The blockers a report shows (with `builds`' failed engines first), or None where computing
+    them is work the user did not ask for: hierviz's engine re-partitions in milliseconds (and a
+    saved partition only counts), while Torch-TensorRT's partitioners re-run once per cause, so
+    theirs show once `p.blockers()` has run (the table is kept beside the partition)."""
+    return p.blockers(compute=p.engine == "hierviz" or p.graph is None, builds=builds)
 
 
 def not_computed_text(p: "Partition") -> str:
     """Why a report leaves the blockers out, and how to include them."""
     return (f"Not computed: p.blockers() re-runs Torch-TensorRT's {p.engine} partitioner once per cause; "
-            f"call it first to show the top {REPORT_ROWS} here (the answer is kept with the partition), "
+            f"call it first to show the top {REPORT_ROWS} here (the table is kept beside the partition), "
             f"or on the command line: hierviz blockers MODEL --engine {p.engine}.")
 
 

@@ -40,10 +40,13 @@ from hierviz.settings.config import derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.foundation.opnames import names_as_saved
-from hierviz.partitioner import handoff
+from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, KINDS, Cause, check_top,
                                                          counted, find_causes, join_notes, parse_kinds, ranked_rows)
+from hierviz.partitioner.blockers.known_tables import keep_table, known_table
 from hierviz.partitioner.by_graph.joined_graphs import join, wired_inputs
+from hierviz.partitioner.by_graph.per_graph import per_graph
+from hierviz.partitioner.partition_result import Partition
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
@@ -62,10 +65,7 @@ def merged_causes(part: MultiGraphPartition) -> list[Cause]:
     """Every graph's causes, one per change (the same setting fixes it in every graph); members
     are named across graphs ('g2/add_3')."""
     by_change: dict[str, Cause] = {}
-    for k, p in enumerate(part.graphs):
-        # a saved partition's op names are as saved: its what-if settings never look them up here
-        with names_as_saved() if p.graph is None else contextlib.nullcontext():
-            found = find_causes(p)
+    for k, found in enumerate(per_graph(_causes, part)):
         for c in found:
             members = [f"g{k}/{m}" for m in c.members]
             known = by_change.get(c.change)
@@ -78,6 +78,13 @@ def merged_causes(part: MultiGraphPartition) -> list[Cause]:
             if known.op != c.op and c.kind == DEMOTED_KIND:  # each graph names its blocks' ops
                 known.op = f"blocks of {c.block_size}"
     return list(by_change.values())
+
+
+def _causes(p: Partition) -> list[Cause]:
+    """find_causes of one graph; a saved partition's op names are as saved: its what-if settings
+    never look them up here."""
+    with names_as_saved() if p.graph is None else contextlib.nullcontext():
+        return find_causes(p)
 
 
 def _quietly(run: Callable[[], Any]) -> Any:
@@ -113,7 +120,7 @@ def break_row(part: MultiGraphPartition, b: GraphBreak, base: dict) -> dict:
         return out
     sources = part.capture.graphs[k + 1].sources
     try:
-        joined = _quietly(lambda: handoff.seam.repartition(
+        joined = _quietly(lambda: partition_graph(
             join(first.graph, second.graph, sources, k), derive(part.config, {"engine": part.engine})))
     except HiervizError as exc:
         out["note"] = join_notes(hints, f"cannot partition the joined graphs: {str(exc).splitlines()[0]}")
@@ -148,6 +155,20 @@ def multi_blockers_table(part: MultiGraphPartition, *, kind: Any = None, top: in
     return pd.DataFrame(rows, columns=list(MULTI_COLUMNS))
 
 
+def multi_blockers_of(part: MultiGraphPartition, *, measure: bool = False, device: Any = None, kind: Any = None,
+                      top: int = DEFAULT_TOP) -> "pd.DataFrame":
+    """`MultiGraphPartition.blockers()`: the table, the default one (kind None, top DEFAULT_TOP)
+    made once and kept beside `part` (known_tables.py); measuring is refused (it is per graph)."""
+    if measure or device is not None:
+        refuse_measure()
+    default = kind is None and top == DEFAULT_TOP
+    known = known_table(part) if default else None
+    if known is None:
+        made = multi_blockers_table(part, kind=kind, top=top)
+        known = keep_table(part, made) if default else made
+    return known.copy()
+
+
 def refuse_measure() -> None:
     """blockers(measure=True) times one graph's what-ifs; across graphs it is not built."""
     raise ConfigError("blockers(measure=True) times what-ifs of one graph: call part.graphs[k].blockers(measure=True, "
@@ -155,5 +176,5 @@ def refuse_measure() -> None:
                       "counts come from re-partitioning.")
 
 
-__all__ = ["multi_blockers_table", "merged_causes", "break_row", "refuse_measure", "BREAK_KIND", "MULTI_KINDS",
-           "MULTI_COLUMNS"]
+__all__ = ["multi_blockers_of", "multi_blockers_table", "merged_causes", "break_row", "refuse_measure", "BREAK_KIND",
+           "MULTI_KINDS", "MULTI_COLUMNS"]

@@ -30,13 +30,9 @@ from hierviz.capturing.aten_capture import check_ir, source_of
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
-from hierviz.partitioner import handoff
-from hierviz.partitioner.last_build import last_build, remember
-from hierviz.partitioner.blockers.blocker_causes import DEFAULT_TOP
-from hierviz.partitioner.blockers.multi_blockers import multi_blockers_table, refuse_measure
+from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.reasons import FALLBACK
-from hierviz.partitioner.report import built_here, report as report_text
-from hierviz.partitioner.partition_result import Partition, outline
+from hierviz.partitioner.partition_result import DEFAULT_TOP, Partition, outline
 from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -96,7 +92,6 @@ class MultiGraphPartition:
         self.notes = tuple(notes)
         # (device, the report's line on it) the graphs were lowered for; None: not known (a file saved before)
         self.traced_for: tuple[str, ...] | None = tuple(getattr(capture, "traced_for", ())) or None
-        self._blockers: "pd.DataFrame | None" = None
 
     @property
     def target_device(self) -> str | None:
@@ -277,18 +272,12 @@ class MultiGraphPartition:
         all graphs, its figures from re-partitioning every graph without it; a graph break
         (kind 'graph break', dynamo's hints in `note`, the user's file:line in `change`) counts
         what joining the two graphs it separates gives. `kind=` keeps some kinds; `top` as in
-        Partition.blockers(). `measure=True` is for one graph: part.graphs[k].blockers(measure=True)."""
-        for name, flag in (("measure", measure),):
-            check_bool(flag, f"blockers({name}=...)")
-        if measure or device is not None:
-            refuse_measure()
-        default = kind is None and top == DEFAULT_TOP
-        if default and self._blockers is not None:
-            return self._blockers.copy()
-        table = multi_blockers_table(self, kind=kind, top=top)
-        if default:
-            self._blockers = table
-        return table.copy()
+        Partition.blockers(). `measure=True` is for one graph: part.graphs[k].blockers(measure=True).
+        The default table, once made, is kept beside the partition (as Partition.blockers())."""
+        from hierviz.partitioner.blockers.multi_blockers import multi_blockers_of
+
+        check_bool(measure, "blockers(measure=...)")
+        return multi_blockers_of(self, measure=measure, device=device, kind=kind, top=top)
 
     # ------------------------------------------------------------------ text
     def _graph_head(self, k: int) -> str:
@@ -318,10 +307,10 @@ class MultiGraphPartition:
     def report(self, *, builds: Any = None) -> str:
         """Each graph's dryrun report (Partition.report) in execution order, the graph breaks
         between them, then totals: graphs, breaks with reasons and source lines, subgraphs per
-        backend, graphs left whole in PyTorch and graphs with nothing to partition. A "Built on
-        this machine" section ends it when builds are known (`builds=`, or the last `build()`:
-        hierviz.partitioner.last_build)."""
-        builds = builds if builds is not None else last_build(self)
+        backend, graphs left whole in PyTorch and graphs with nothing to partition. With
+        `builds=` (what `build()` returned) a "Built on this machine" section ends it."""
+        from hierviz.partitioner.report import built_here, report as report_text
+
         s = self.stats
         lines = [f"{RULE} {self.capture.model} graph by graph, as torch.compile(backend=\"torch_tensorrt\") "
                  f"compiles it: {s['graphs']} graph(s), {s['graph_breaks']} graph break(s) "
@@ -346,7 +335,7 @@ class MultiGraphPartition:
                     lines += [f"Left whole in PyTorch: {p.stats['supported_ops']} supported op(s) < min_block_size "
                               f"{self.config.min_block_size}, so torch.compile's backend returns this graph "
                               "unchanged.", ""]
-                lines.append(report_text(p, False, builds=last_build(p), traced=False).rstrip("\n"))
+                lines.append(report_text(p, False, traced=False).rstrip("\n"))
                 lines.append("")
             for b in breaks_after.get(k, []):
                 lines += self._break_text(b) + [""]
@@ -390,10 +379,11 @@ class MultiGraphPartition:
         """Partition.build() graph by graph (hv.Builds with a `graph` column): each graph runs in
         PyTorch on the values of its first call, then each TensorRT subgraph is converted and
         built. A failure says what torch.compile then runs (that whole graph eagerly, where
-        Torch-TensorRT's backend catches it). The result is this partition's last build
-        (hierviz.partitioner.last_build): report() shows it when given no `builds=`."""
-        return remember(self, handoff.seam.build_graphs(self, trt_settings=trt_settings, tf32=tf32, fix=fix,
-                                                        cache=cache))
+        Torch-TensorRT's backend catches it). The partition is left as it was: pass the Builds
+        to report(builds=...) or render(builds=...) to show them there."""
+        from hierviz.building.build_partition import build_graphs
+
+        return build_graphs(self, trt_settings=trt_settings, tf32=tf32, fix=fix, cache=cache)
 
     # ------------------------------------------------------------------ running it
     def compile(self, device: Any = None, *, example_inputs: Any = None, model: Any = None, **options: Any) -> Any:
@@ -404,7 +394,9 @@ class MultiGraphPartition:
         (default: the one captured; a private copy is compiled, never the model); with
         `example_inputs` every graph is compiled now, else on the first call. `options` are
         hv.measure's (on_error, trt_settings, inductor_options, compilers, cache, tf32 ...)."""
-        return handoff.seam.compile_graphs(self, device, example_inputs=example_inputs, model=model, **options)
+        from hierviz.latency.by_graph.compiled_graphs import compile_graphs
+
+        return compile_graphs(self, device, example_inputs=example_inputs, model=model, **options)
 
     def __repr__(self) -> str:
         s = self.stats
@@ -429,7 +421,8 @@ class MultiGraphPartition:
         frames with dynamo's reason and the user's file:line (hierviz.drawing.by_graph.frames).
         `measurement=` one hv.Measurement per graph, `against=` another MultiGraphPartition of
         the same model, `highlight="blockers"`, `weights=True` as for a Partition."""
-        render = handoff.seam.render_graphs
+        from hierviz.drawing.by_graph.frames import render_graphs as render
+
         unknown_arguments("MultiGraphPartition.render", kwargs, parameter_names(render, skip=("mp",)))
         return render(self, view=view, max_nodes=max_nodes, measurement=measurement, against=against, depth=depth,
                       **kwargs)
@@ -440,13 +433,17 @@ class MultiGraphPartition:
         (the picture), .dot, .json (the saved partition hv.load_partition reads), .html (a
         standalone report of every graph and break); format="model_explorer" (one graph pair
         per dynamo graph). Takes render()'s arguments (view=, max_nodes=, ...)."""
-        render, save = handoff.seam.render_graphs, handoff.seam.save_graphs
+        from hierviz.drawing.by_graph.frames import render_graphs as render
+        from hierviz.drawing.by_graph.graphs_export import save_graphs as save
+
         unknown_arguments("MultiGraphPartition.save", kwargs, [*parameter_names(save, skip=("mp", "path")),
                                                                *parameter_names(render, skip=("mp", "view"))])
         return save(self, path, **kwargs)
 
     def _repr_html_(self) -> str:
-        return handoff.seam.html_graphs(self)
+        from hierviz.drawing.by_graph.graphs_export import notebook_html_graphs
+
+        return notebook_html_graphs(self)
 
 
 def partition_graphs(capture: DynamoCapture, config: Config,
@@ -459,12 +456,12 @@ def partition_graphs(capture: DynamoCapture, config: Config,
         config = derive(config, {"require_full_compilation": False})
         notes += ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
-    run = run or handoff.seam.repartition
+    run = run or partition_graph
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
     eager = Config(priority=config.priority, support=SupportMap({b: support_ops(()) for b in config.priority}),
                    min_block_size=config.min_block_size)
     # a graph Torch-TensorRT's backend fell back on has no blockers (hierviz.partitioner.blockers.blocker_causes)
-    parts = [(handoff.seam.repartition(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config))
+    parts = [(partition_graph(g.graph, eager) if getattr(g, "fell_back", "") else run(g.graph, config))
              .as_dynamo_graph(f"g{k}", g.example_inputs, getattr(g, "fell_back", ""))
              for k, g in enumerate(capture.graphs)]
     return MultiGraphPartition._made(capture, parts, config, notes)

@@ -162,7 +162,6 @@ class SavedPartition(Partition):
         self.versions = dict(doc.get("versions") or {})
         self._doc = doc
         self._module = None
-        self._blockers = None
 
     # ------------------------------------------------------------------ the saved facts
     @_saved_fact

@@ -108,14 +108,15 @@ def compile_today(gm: GraphModule, config: Config, *, need_partition: bool = Fal
     return remember(gm, config, TodaysCompile.of(fast, why, time.perf_counter() - start))
 
 
-def compile_today_of(p: Partition) -> TodaysCompile:
+def compile_today_of(p: Partition, *, compute: bool = True) -> TodaysCompile | None:
     """`Partition.compile_today()`: `p` itself when it is the fast partition, nothing for a
-    saved partition (no graph to partition), else `compile_today(p.graph, p.config)`."""
+    saved partition (no graph to partition), else `compile_today(p.graph, p.config)`, which
+    `compute=False` only reads from the cache (None when not made)."""
     if p.engine == "fast":
         return TodaysCompile.of(p, "", 0.0)
     if p.graph is None:
         return TodaysCompile(None, f"left out: a partition saved to {p.saved_from}", 0.0)
-    return compile_today(p.graph, p.config)
+    return compile_today(p.graph, p.config) if compute else cached_compile_today(p.graph, p.config)
 
 
 def clear_cache() -> None:
