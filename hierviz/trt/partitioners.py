@@ -151,8 +151,6 @@ class CompilePartition:
     before_demotion: list[tuple[bool, list[str]]]
     supported: set[str]
     removed: set[str]  # removed by the fast partitioner's dead-code elimination
-    num_supported_ops: int
-    total_ops: int
     fell_back: str | None = None
     early_return: int | None = None
 
@@ -242,7 +240,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
                          and tester.is_node_supported(modules, n)}
             if num_supported == 0 or num_supported < min_block_size:
                 return CompilePartition("fast" if fast else "global", [], [], [], supported, set(),
-                                        num_supported, total, early_return=num_supported)
+                                        early_return=num_supported)
             fell_back = None
             if fast:
                 try:
@@ -267,8 +265,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
         acc = [names for is_acc, names in seen["after"] if is_acc]
         rest = [names for is_acc, names in seen["after"] if not is_acc]
         kept = {name for _, names in seen["before"] for name in names}
-        return CompilePartition("fast", acc, rest, seen["before"], supported, callable_before - kept,
-                                num_supported, total)
+        return CompilePartition("fast", acc, rest, seen["before"], supported, callable_before - kept)
     acc = seen.get("partitions", [])
     in_acc = {name for names in acc for name in names}
     runs: list[list[str]] = [[]]  # the nodes left in the top graph, split at each TensorRT block
@@ -277,8 +274,7 @@ def run_compile_partitioner(gm: torch.fx.GraphModule, *, fast: bool, min_block_s
             runs[-1].append(n.name)
         elif n.op == "call_module" and n.name not in names_before and runs[-1]:
             runs.append([])
-    return CompilePartition("global", acc, [r for r in runs if r], [], supported, set(),
-                            num_supported, total, fell_back=fell_back)
+    return CompilePartition("global", acc, [r for r in runs if r], [], supported, set(), fell_back=fell_back)
 
 
 __all__ = ["converter_targets", "validating", "current_validator", "Validator",

@@ -48,7 +48,6 @@ class Lifted:
     single: bool
     children: tuple[tuple[str, torch.nn.Module], ...] = ()
     dynamic: tuple = ()  # symbolic_shapes of the source subgraph: empty for a static capture
-    dynamic_dims: tuple[tuple[int, ...], ...] = ()  # per input, the dimensions that are symbolic
 
 
 # ----------------------------------------------------------------------------- device moves
@@ -183,7 +182,7 @@ def lift(module: GraphModule, device: torch.device | None = None, *, keep_meta: 
     weights = tuple(on_device(s, device) if device is not None else s.detach() for s in sources)
     return Lifted(gm=gm, n_inputs=len(placeholders), weight_names=tuple(tensors), weights=weights,
                   sources=sources, n_outputs=n_outputs, single=single, children=tuple(children),
-                  dynamic=symbolic_shapes(module), dynamic_dims=dims if any(dims) else ())
+                  dynamic=symbolic_shapes(module))
 
 
 def _map(value: Any, env: dict[Node, Node]) -> Any:
