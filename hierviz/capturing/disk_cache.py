@@ -56,6 +56,9 @@ UNREADABLE: tuple[type[Exception], ...] = (OSError, EOFError, pickle.UnpicklingE
 # what writing an entry raises: a full disk or a read-only folder (OSError), a value that does not
 # pickle (graph_codec.NOT_PICKLABLE)
 UNWRITABLE: tuple[type[Exception], ...] = (OSError, *NOT_PICKLABLE)
+# what makes an entry one to capture again: the store's check on read (its bytes are not the ones
+# written), or what reading it raised
+_DAMAGED: tuple[type[Exception], ...] = (DamagedEntry, *UNREADABLE)
 
 
 def limit() -> int:
@@ -127,7 +130,7 @@ class CaptureStore:
         except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
             self.not_read = self._op_note(exc)
             return None, {}
-        except (DamagedEntry, *UNREADABLE) as exc:  # any unreadable entry is captured again
+        except _DAMAGED as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None, {}
         self.store.used(key)
@@ -150,7 +153,7 @@ class CaptureStore:
         except CustomOpUnavailable as exc:  # the entry is sound: this process lacks an op (a note, not a warning)
             self.not_read = self._op_note(exc)
             return None
-        except (DamagedEntry, *UNREADABLE) as exc:  # any unreadable entry is captured again
+        except _DAMAGED as exc:  # any unreadable entry is captured again
             self.unreadable(key, exc)
             return None
         self.store.used(key)

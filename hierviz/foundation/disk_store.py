@@ -106,11 +106,11 @@ class DiskStore:
                 if isinstance(source, (bytes, bytearray, memoryview)):
                     temps.append(self._temp_with(folder, suffix, source))
                     staged.append((suffix, temps[-1]))
-                    checks[suffix] = StoredFile(memoryview(source).nbytes, data_digest(source))
+                    checks[suffix] = StoredFile(memoryview(source).nbytes, data_digest(memoryview(source)))
                 elif callable(source):
-                    fd, tmp = temp_files.make(folder, suffix)
+                    fd, made = temp_files.make(folder, suffix)
                     os.close(fd)
-                    temps.append(Path(tmp))
+                    temps.append(Path(made))
                     if not source(temps[-1]):
                         return False
                     checks[suffix] = StoredFile(temps[-1].stat().st_size, file_digest(temps[-1]))
