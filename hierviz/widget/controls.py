@@ -27,7 +27,8 @@ from hierviz.settings.setting_values import BUILTIN_BACKENDS
 from hierviz.widget import panels
 from hierviz.widget.control_spec import CONTROLS, Control
 from hierviz.widget.refusing import Refused, Refusing
-from hierviz.widget.refusing_controls import BlockSizeBox, BlockSizeSlider, Choice, FocusBox, TagsInput, Toggle
+from hierviz.widget.refusing_controls import (OPS_HINT, SLIDER_TOP, BlockSizeBox, BlockSizePair, BlockSizeSlider,
+                                              Choice, FocusBox, OpPick, TagsInput, Toggle)
 from hierviz.widget.support_picker import SupportPicker
 
 
@@ -53,23 +54,35 @@ def _build_support(name: str, control: Control, value: Any, b: _Building) -> wid
 
 
 def _build_slider(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
-    top = max(2, sum(b.graph_ops.values()), value)
-    slider = BlockSizeSlider(value=value, min=1, max=top, step=1, continuous_update=False, readout=False,
+    """The number box (the setting's value, 1 to the node count) and, in extras, the slider
+    beside it: 1..min(nodes, SLIDER_TOP), so every small value is one step of a drag or an arrow key."""
+    nodes = sum(b.graph_ops.values())
+    top = max(2, nodes, value)
+    slider = BlockSizeSlider(value=min(value, max(2, min(nodes, SLIDER_TOP))), min=1,
+                             max=max(2, min(nodes, SLIDER_TOP)), step=1, continuous_update=False, readout=False,
                              description=control.description, style={"description_width": "initial"},
+                             tooltip=f"1..{max(2, min(nodes, SLIDER_TOP))}; any value up to {top} in the box",
                              layout=widgets.Layout(width="420px"))
     box = BlockSizeBox(value=value, min=1, max=top, step=1, layout=widgets.Layout(width="80px"))
-    b.extras[f"{name}_box"] = box  # the number box beside the slider, same rule
-    b.extras[f"{name}_link"] = widgets.link((slider, "value"), (box, "value"))
-    return slider
+    b.extras[f"{name}_slider"] = slider
+    b.extras[f"{name}_pair"] = BlockSizePair(slider, box)
+    return box
 
 
 def _build_ops(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
-    ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]
-    allowed = ops_sorted + sorted(o for o in value if o not in b.graph_ops) + b.extra_ops
     b.extras["teo_counts"] = widgets.HTML()  # how many nodes the chosen ops force
-    return TagsInput(value=sorted(value), allowed_tags=allowed, allow_duplicates=False, ops=True,
-                     tooltip=f"Ops forced to run in PyTorch. In this graph: {panels.ops_hint(b.graph_ops)}",
-                     placeholder="+ op (type to search)", layout=widgets.Layout(width="auto"))
+    # no allowed_tags: with them the browser drops any other name without a word (short names
+    # included); every typed name reaches Python, which resolves it as Config does or refuses it
+    tags = TagsInput(value=sorted(value), allow_duplicates=False, ops=True,
+                     tooltip=f"Ops forced to run in PyTorch; {OPS_HINT}. In this graph: "
+                             f"{panels.ops_hint(b.graph_ops)}",
+                     placeholder="+ op: topk, aten.topk.default ... then Enter", layout=widgets.Layout(width="auto"))
+    ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]
+    picker = widgets.Combobox(options=ops_sorted + b.extra_ops, ensure_option=False, continuous_update=False,
+                              placeholder="or pick one of this graph's ops", layout=widgets.Layout(width="260px"))
+    b.extras[f"{name}_pick"] = picker
+    b.extras[f"{name}_picking"] = OpPick(picker, tags)
+    return tags
 
 
 def button_width(options: Any) -> str:
@@ -98,7 +111,7 @@ KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any]
     "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
     "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
                 lambda w, v: w.shown(v)),
-    "slider": (_build_slider, lambda w, _v: w.value, lambda _w, v: v),
+    "slider": (_build_slider, lambda w, _v: w.value, lambda _w, v: v),  # the box beside the slider
     "ops": (_build_ops, lambda w, _v: frozenset(w.value), lambda _w, v: tuple(sorted(v))),
     "toggle": (_build_toggle, lambda w, _v: w.value, lambda _w, v: v),
     "choice": (_build_choice, lambda w, _v: w.value, lambda _w, v: v),

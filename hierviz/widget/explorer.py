@@ -121,7 +121,9 @@ class Explorer(widgets.VBox):
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
                                                    view=view, focus=focus, on_refused=self.error_area.refuse,
                                                    source_ops=self.source_ops)
-        self.min_block_size_box = extras["min_block_size_box"]
+        self.min_block_size_box = self.controls["min_block_size"]  # the setting's value, any size
+        self.min_block_size_slider = extras["min_block_size_slider"]  # 1..30 at most, beside it
+        self.op_pick = extras["torch_executed_ops_pick"]  # the graph's ops offered, added to the op box
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
         self.buttons = ctl.build_buttons()

@@ -230,8 +230,8 @@ def teo_counts_html(chosen: Iterable[str], graph_ops: Counter) -> str:
     """Under the torch_executed_ops picker: how many nodes each chosen op forces to PyTorch."""
     chosen = list(chosen)
     if not chosen:
-        text = (f"{len(graph_ops)} distinct ops in this graph; type to pick (autocomplete), "
-                "hover for counts")
+        text = (f"{len(graph_ops)} distinct ops in this graph; type a name (topk, aten.topk.default) and "
+                "Enter, or pick one; hover for counts")
     else:
         text = "forced to PyTorch: " + ", ".join(
             f"{html.escape(str(op).replace('torch.ops.', ''))} &times;{graph_ops.get(op, 0)}" for op in chosen)

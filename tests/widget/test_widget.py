@@ -125,14 +125,17 @@ def test_priority_order_and_switching_backends_off(ex: Explorer, small) -> None:
 def test_torch_executed_ops_picked_from_the_graph_with_counts(ex: Explorer, small) -> None:
     _, _, gm = small
     teo = ex.controls["torch_executed_ops"]
-    # autocomplete offers exactly the graph's ops, most frequent first, and the source ops the
-    # lowering replaced (for hv.source_ops: conv2d -> convolution, batch_norm -> its lowered op)
+    # the picker beside the box offers exactly the graph's ops, most frequent first, and the source ops
+    # the lowering replaced (for hv.source_ops: conv2d -> convolution, batch_norm -> its lowered op)
     ops = ex.controller.graph_ops
-    assert set(teo.allowed_tags) == set(ops) | set(ex.source_ops)
+    offered = list(ex.op_pick.options)
+    assert set(offered) == set(ops) | set(ex.source_ops)
     assert {"source:torch.ops.aten.conv2d.default", "source:torch.ops.aten.batch_norm.default"} <= set(ex.source_ops)
-    counts = [ops[o] for o in teo.allowed_tags[:len(ops)]]
+    counts = [ops[o] for o in offered[:len(ops)]]
     assert counts == sorted(counts, reverse=True)
-    assert teo.allowed_tags[len(ops):] == sorted(ex.source_ops, key=lambda o: (-ex.source_ops[o], o))
+    assert offered[len(ops):] == sorted(ex.source_ops, key=lambda o: (-ex.source_ops[o], o))
+    ex.op_pick.value = "source:torch.ops.aten.conv2d.default"  # picked (Enter): a tag, the picker emptied
+    assert list(teo.value) == ["source:torch.ops.aten.conv2d.default"] and ex.op_pick.value == ""
     assert "relu.default x2" in teo.tooltip
     teo.value = [RELU]
     assert ex.partition.config.torch_executed_ops == frozenset({RELU})
@@ -163,10 +166,9 @@ def test_toggles(ex: Explorer, small) -> None:
 @pytest.mark.parametrize("control,value,expected", [
     ("priority", [], "priority is empty"),
     ("require_full_compilation", True, "require_full_compilation=True, but 2 node(s) would run in PyTorch"),
-    ("torch_executed_ops", ["torch.ops.aten.nope.default"], "unknown op name"),
     ("priority", ["tensorrt", "foo"], "unknown backend 'foo'"),
     ("priority", ["tensorrt", "tensorrt"], "lists a backend twice"),
-])  # a support choice the picker has not is refused by the control (test_widget_mistakes.py)
+])  # a support choice the picker has not, an unknown op name: refused by the control (test_widget_mistakes.py)
 def test_invalid_settings_show_the_error_and_controls_stay_usable(ex: Explorer, small, control, value,
                                                                   expected) -> None:
     _, _, gm = small
