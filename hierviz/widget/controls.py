@@ -246,9 +246,9 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
             line.append(widgets.Label(name))
         line.append(c[name])
         if kind == "slider":
-            line += [extras[f"{name}_box"], c["measure"], c["build"]]
+            line[-1:] = [extras[f"{name}_slider"], c[name], c["measure"], c["build"]]
         if kind == "ops":
-            line.append(extras["teo_counts"])
+            line += [extras[f"{name}_pick"], extras["teo_counts"]]
     boxes = [_line(line) for _, line in sorted(lines.items())]
     progress = widgets.HBox([more["progress"], more["progress_label"]])
     fastest = _line([b["find_fastest"], b["apply_fastest"], p["fastest"]])
