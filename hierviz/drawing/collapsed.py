@@ -10,7 +10,7 @@ from collections import Counter
 from hierviz.drawing import palette
 from hierviz.drawing.budget import FANOUT, group_size
 from hierviz.drawing.context import Ctx
-from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.dot import DotWriter, Html, element_id, html
 from hierviz.drawing.graph import node_label, node_tooltip
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import LABEL_CHARS, css, op_short, plural, tooltip
@@ -152,10 +152,11 @@ def draw_inputs_and_outputs(ctx: Ctx, w: DotWriter, placeholders: list[int], out
                **{"class": "hv-node hv-graph hv-input"})
     else:
         for i in placeholders:
-            w.node(f"in{i}", label=node_label(ctx, i), **look, tooltip=node_tooltip(ctx, i),
+            w.node(f"in{i}", id=element_id("node", t.name[i]), label=node_label(ctx, i), **look,
+                   tooltip=node_tooltip(ctx, i),
                    **{"class": "hv-node hv-graph hv-input"})
     for i in outputs:
-        w.node(f"out{i}", label=node_label(ctx, i), **look,
+        w.node(f"out{i}", id=element_id("node", t.name[i]), label=node_label(ctx, i), **look,
                tooltip=tooltip(["output"] + [named_spec(t, a) for a in t.inputs[i][:40]]),
                **{"class": "hv-node hv-graph hv-output"})
 
@@ -214,7 +215,8 @@ def subgraph_box(ctx: Ctx, w: DotWriter, k: int) -> None:
         styl, marks["penwidth"] = "rounded,filled,dashed", 2.4
         ctx.backends_seen.add(ran)
     ctx.decorate_subgraph(k, lines, tip, marks)
-    w.node(f"s{k}", label=Html("<BR/>".join(lines)), shape="box", style=styl, **marks, tooltip=tooltip(tip),
+    w.node(f"s{k}", id=element_id("subgraph", tag), label=Html("<BR/>".join(lines)), shape="box",
+           style=styl, **marks, tooltip=tooltip(tip),
            **{"class": f"hv-subgraph-box hv-{css(backend)}" + (" hv-fell-back" if fell else "")})
 
 

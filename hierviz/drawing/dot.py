@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from typing import Mapping, Union
+from urllib.parse import quote as url_quote
 
 # Characters XML 1.0 does not allow; they would make the SVG unparsable.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
@@ -58,6 +59,20 @@ def quote(text: object, *, multiline: bool = False, tooltip: bool = False) -> st
     for line in lines:
         out.append(line.replace("\\", slash).replace('"', '\\"').replace("&", "&amp;"))
     return '"' + "\\n".join(out) + '"'
+
+
+ELEMENT_KINDS = ("node", "subgraph", "module")
+
+
+def element_id(kind: str, name: str, part: str = "") -> str:
+    """The SVG id of the element that stands for node, subgraph or module `name`:
+    `hv:<kind>:<name percent-encoded as JavaScript's encodeURIComponent does>`, so a page's
+    script reads back (kind, name) from a click whatever characters the name holds. `part`
+    tells apart several elements of one thing (a cluster's label node): `hv:<kind>~<part>:...`."""
+    if kind not in ELEMENT_KINDS:
+        raise ValueError(f"element kind must be one of {ELEMENT_KINDS}, not {kind!r}")
+    encoded = url_quote(str(name).encode("utf-8", "surrogatepass"), safe="!*'()~")
+    return f"hv:{kind}{'~' + part if part else ''}:{encoded}"
 
 
 class Html(str):
@@ -200,4 +215,4 @@ def _check_id(node_id: str) -> None:
         raise ValueError(f"DOT ids are generated identifiers, not {node_id!r}")
 
 
-__all__ = ["clean", "html", "quote", "Html", "attrs", "DotWriter", "Nested", "nest"]
+__all__ = ["clean", "html", "quote", "element_id", "ELEMENT_KINDS", "Html", "attrs", "DotWriter", "Nested", "nest"]

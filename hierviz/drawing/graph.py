@@ -12,7 +12,7 @@ from typing import Sequence
 from hierviz.drawing import palette
 from hierviz.drawing.budget import edge_labels, fanout_refs, full_size, past_bitmap_limit
 from hierviz.drawing.context import Ctx
-from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.dot import DotWriter, Html, element_id, html
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import BR_LEFT, LABEL_CHARS, css, op_short, plural, tooltip
 from hierviz.partitioner import CALLABLE_OPS, DEMOTED, DEMOTED_NEXT, FOLLOWS_PRODUCER, NOT_CALLABLE
@@ -104,6 +104,7 @@ def draw_node(ctx: Ctx, w: DotWriter, i: int, focus: bool = False) -> None:
     tip = node_tooltip(ctx, i, notes)
     w.node(
         f"n{i}",
+        id=element_id("node", t.name[i]),  # what a click on it selects (the explorer's diagram widget)
         label=label,
         tooltip=tip,
         shape=shape,
@@ -169,7 +170,8 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
         label = cluster_label(tag, line, extra)
         tip = tooltip([tag, f"backend: {backend}", f"{plural(ops, 'op')}, {plural(size, 'node')}", *notes])
         fell = ran != backend  # measured: it ran in eager PyTorch (dashed border: the backend it was given)
-        w.open(f"cluster_{k}", label="", style="filled,rounded,dashed" if fell else "filled,rounded", **marks,
+        w.open(f"cluster_{k}", id=element_id("subgraph", tag), label="",
+               style="filled,rounded,dashed" if fell else "filled,rounded", **marks,
                tooltip=tip, **{"class": f"hv-subgraph hv-{css(backend)}" + (" hv-fell-back" if fell else "")})
         for i in members:
             draw_node(ctx, w, i, i == focus_node)
@@ -177,7 +179,8 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
         # The label is a node beside the member drawn highest, not the cluster label: dot routes
         # edges around nodes but straight through cluster labels.
         top = min(members, key=lambda i: (rank[i], i))
-        w.node(f"h{k}", label=label, shape="plaintext", margin="0.02", height=0.2, tooltip=tip,
+        w.node(f"h{k}", id=element_id("subgraph", tag, "label"), label=label,
+               shape="plaintext", margin="0.02", height=0.2, tooltip=tip,
                **{"class": "hv-cluster-label"})
         w.raw(f"{{rank=same; h{k}; n{top}}}")
         w.edge(f"h{k}", f"n{top}", style="invis")

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.dot import DotWriter, Html, html
+from hierviz.drawing.dot import DotWriter, Html, element_id, html
 from hierviz.drawing.module_tree import (
     INDEXED,
     Item,
@@ -234,7 +234,8 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module" + (" hv-rolled" if it.rolled else "") + (" hv-own" if it.own_only else "")
-        self.w.node(it.id, label=Html(label), tooltip=tooltip(tip), margin="0.08,0.04",
+        self.w.node(it.id, id=element_id("module", it.mod.path, "own" if it.own_only else ""), label=Html(label),
+                    tooltip=tooltip(tip), margin="0.08,0.04",
                     **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
 
     def cluster(self, it: Item) -> None:
@@ -246,10 +247,12 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module-cluster" + (" hv-rolled" if it.rolled else "")
-        self.w.open(f"cluster_{it.id}", label="", tooltip=tooltip(tip), **attrs, **{"class": klass})
+        self.w.open(f"cluster_{it.id}", id=element_id("module", it.mod.path), label="",
+                    tooltip=tooltip(tip), **attrs, **{"class": klass})
         # The title is a node at the cluster's top, above every child (invisible edges), not
         # the cluster's label: dot routes edges around nodes but straight through cluster labels.
-        self.w.node(f"t{it.id}", label=Html(label), shape="plaintext", margin="0.02", tooltip=tooltip(tip),
+        self.w.node(f"t{it.id}", id=element_id("module", it.mod.path, "label"), label=Html(label),
+                    shape="plaintext", margin="0.02", tooltip=tooltip(tip),
                     fontcolor=attrs.get("fontcolor"), **{"class": "hv-cluster-label"})
         self.items(it.children)
         for child in it.children:

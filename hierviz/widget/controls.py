@@ -254,6 +254,9 @@ def layout(controls: Mapping[str, widgets.Widget], extras: Mapping[str, Any], pa
     fastest = _line([b["find_fastest"], b["apply_fastest"], p["fastest"]])
     box = widgets.VBox([*boxes, _line([c["view"], c["focus"]]), progress, fastest])
     pages = dict(p)
+    if "selection" in more:  # the diagram with the selection panel beside it
+        p["diagram"].layout.flex, p["diagram"].layout.min_width = "1 1 auto", "0"
+        pages["diagram"] = widgets.HBox([p["diagram"], more["selection"]], layout=widgets.Layout(width="100%"))
     pages["diff_box"] = widgets.VBox([widgets.HBox([more["diff_against"], b["pin"], b["unpin"]]), p["diff"]])
     pages["blockers_box"] = more["blockers_tab"]
     pages["numerics_box"] = widgets.VBox([widgets.HBox([b["check_numerics"]]), p["numerics"]])

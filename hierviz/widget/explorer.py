@@ -35,6 +35,7 @@ import threading
 import time
 from collections import Counter
 from pathlib import Path
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
@@ -57,6 +58,8 @@ from hierviz.widget.measuring import Measuring
 from hierviz.widget.numerics_check import NumericsCheck
 from hierviz.widget.options import OPTIONS, check_options, views
 from hierviz.widget.panel_writer import PanelWriter
+from hierviz.widget.diagram_widget import DiagramWidget
+from hierviz.widget.selection_panel import SelectionPanel
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -102,7 +105,7 @@ class Explorer(widgets.VBox):
                                      measure_options=measure_options)
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
-        self.panels = ctl.build_panels()
+        self.panels = MappingProxyType({**ctl.build_panels(), "diagram": DiagramWidget()})  # the clickable diagram
         self.panel_writer = PanelWriter(self.panels)  # the panels written from several threads
         self.error_area = ErrorArea(self.controller.errors, self.panel_writer, lambda: self.controller.shown,
                                     self.internal_errors)
@@ -141,7 +144,11 @@ class Explorer(widgets.VBox):
         self.blockers_tab = self.what_if.tab
         more = {"progress": self.progress, "progress_label": self.progress_label,
                 "diff_against": self.diff_against, "output_dir": self.output_dir, "blockers_tab": self.blockers_tab}
+        self.selection = SelectionPanel(self.controller, self.controls, self.panels["diagram"], self.panels["ops"],
+                                        self._guard, ctl.tab_index("ops"))
+        more["selection"] = self.selection.box
         self.children, self.tabs = ctl.layout(self.controls, extras, self.panels, self.buttons, more)
+        self.selection.tabs = self.tabs
         self._guard(self._debouncer.run_now)()
         self._connect()
 
@@ -288,6 +295,19 @@ class Explorer(widgets.VBox):
         self.flush()
         return self.controller.moved(self.diff_against.value)
 
+    @property
+    def selected(self) -> str | None:
+        """The name of the node, subgraph or module selected in the diagram (a click selects);
+        None when nothing is. Setting it selects as a click does (a node name, a subgraph tag or a
+        module path of the shown partition; None clears); a name it lacks is a ConfigError."""
+        chosen = self.selection.selection
+        return None if chosen is None else chosen.name
+
+    @selected.setter
+    def selected(self, name: str | None) -> None:
+        self.flush()
+        self.selection.select(name)
+
     # ------------------------------------------------------------------ one update
     def _update(self) -> None:
         """Show the controls' setting (the long work runs in the worker process meanwhile)."""
@@ -341,6 +361,7 @@ class Explorer(widgets.VBox):
             self.controller.note_seconds(timings["total"])
         self.timings = timings
         self.panels["status"].value = panels.status_html(timings["total"], upd.cached)
+        self.selection.refresh()  # the selection as the partition now shown has it
         self._show_errors()
 
     def _refresh_diff(self) -> None:

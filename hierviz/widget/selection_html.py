@@ -1,0 +1,134 @@
+"""The selection panel's text: what the explorer knows of the node, subgraph or module
+selected in its diagram, as HTML (pure functions of the shown partition; selection_panel.py
+puts them in the panel beside its buttons)."""
+
+from __future__ import annotations
+
+import html
+from collections import Counter
+from typing import TYPE_CHECKING, Any, Iterable
+
+from hierviz.building.graph_run import source_line
+from hierviz.drawing.text import op_short
+from hierviz.partitioner import FALLBACK
+from hierviz.widget.panels import table_html
+from hierviz.widget.selection import Selection
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from hierviz.partitioner import Partition
+
+HINT = "Click a node or a subgraph in the diagram (or a box in the module view) to see it here and act on it."
+SHOWN = 12  # names listed before "and N more"
+
+# how the panel names a backend (the partition's own names stay beside it)
+BACKEND_WORDS = {FALLBACK: "PyTorch", "tensorrt": "TensorRT", "inductor": "TorchInductor"}
+
+
+def backend_text(backend: str | None) -> str:
+    """'PyTorch (torch)', 'TensorRT (tensorrt)', or the name alone for a backend of the user's."""
+    if not backend:
+        return "-"
+    words = BACKEND_WORDS.get(backend)
+    return f"{words} ({backend})" if words else backend
+
+
+def _rows(rows: Iterable[tuple[str, str]]) -> str:
+    body = "".join(f'<tr><td style="padding:1px 6px;color:#555;vertical-align:top;white-space:nowrap">{k}</td>'
+                   f'<td style="padding:1px 6px;word-break:break-word">{v}</td></tr>' for k, v in rows)
+    return f'<table class="hv-selection-table">{body}</table>'
+
+
+def _listed(names: list[str]) -> str:
+    shown = ", ".join(html.escape(n) for n in names[:SHOWN])
+    return shown + (f" and {len(names) - SHOWN} more" if len(names) > SHOWN else "")
+
+
+def _head(kind: str, name: str) -> str:
+    return (f'<div class="hv-selection-head" style="font-weight:bold;margin:2px 6px">{kind} '
+            f"<code>{html.escape(name)}</code></div>")
+
+
+def hint_html() -> str:
+    return f'<div class="hv-selection-hint" style="color:#777;padding:6px">{html.escape(HINT)}</div>'
+
+
+def gone_html(selection: Selection) -> str:
+    """The selected thing is not in the shown partition (a subgraph tag the new setting lacks)."""
+    return (f'<div style="color:#777;padding:6px">{selection.kind} {html.escape(selection.name)} is not in '
+            "the shown partition. " + html.escape(HINT) + "</div>")
+
+
+def node_html(part: "Partition", name: str, forced: Iterable[str]) -> str:
+    """A node: its op, backend, subgraph, reason, module and source line; `forced` the
+    torch_executed_ops the controls show (the op's "forced" mark)."""
+    r = part.record(name)
+    node = next((n for n in part.graph.graph.nodes if n.name == name), None)
+    where = source_line(node) if node is not None else ""
+    op = html.escape(r.op or r.kind)
+    if r.op and r.op in set(forced):
+        op += ' <span style="color:#555">(in torch_executed_ops)</span>'
+    module = html.escape(r.module_path or "(the model itself)") + (
+        f' <span style="color:#555">({html.escape(r.module_class)})</span>' if r.module_class else "")
+    value = f"{r.dtype or ''} {list(r.shape) if r.shape is not None else ''}".strip()
+    rows = [("op", op), ("backend", f'<b class="hv-selection-backend">{html.escape(backend_text(r.backend))}</b>'),
+            ("subgraph", html.escape(r.tag or "-")), ("why", html.escape(r.reason)), ("module", module),
+            ("source", f"<code>{html.escape(where)}</code>" if where else
+             '<span style="color:#777">not recorded</span>')]
+    if value:
+        rows.append(("value", html.escape(value)))
+    return _head("node", name) + _rows(rows)
+
+
+def subgraph_html(part: "Partition", tag: str, builds: Any = None) -> str:
+    """A subgraph: its backend, ops, nodes, inputs and outputs, and its build row when built."""
+    sg = part.subgraph(tag)
+    ops = Counter(op_short(part.record(n).op) for n in sg.nodes if part.record(n).op)
+    rows = [("backend", f'<b class="hv-selection-backend">{html.escape(backend_text(sg.backend))}</b>'),
+            ("ops", f"{sg.compute_ops} compute op(s): " + _listed([f"{o} \u00d7{c}" for o, c in ops.most_common()])),
+            ("nodes", f"{len(sg.nodes)}: " + _listed(list(sg.nodes))),
+            ("inputs", _listed([str(t) for t in sg.inputs]) or "-"),
+            ("outputs", _listed([str(t) for t in sg.outputs]) or "-")]
+    row = next((r for r in getattr(builds, "rows", ()) if r.subgraph == tag), None)
+    if row is not None:
+        built = f"built, {row.engine_bytes:,} bytes" if row.stage == "built" and row.engine_bytes else row.stage
+        text = html.escape(built) + (f": {html.escape(row.error)}" if row.error else "")
+        rows.append(("build", text))
+    return _head("subgraph", tag) + _rows(rows)
+
+
+def module_nodes(part: "Partition", path: str) -> "pd.DataFrame":
+    """The rows of Partition.nodes() inside module `path` (and its children)."""
+    df = part.nodes()
+    inside = (df["module_path"] == path) | df["module_path"].str.startswith(path + ".")
+    return df[inside & (df["backend"] != "graph")]
+
+
+def module_html(part: "Partition", path: str) -> str:
+    """A module: its class, its nodes by backend, its subgraphs."""
+    df = module_nodes(part, path)
+    own = df[df["module_path"] == path]
+    cls = str(own["module_class"].iloc[0]) if len(own) else ""
+    by_backend = Counter(df["backend"])
+    tags = list(dict.fromkeys(str(t) for t in df["tag"] if t))
+    rows = [("class", html.escape(cls or "-")),
+            ("nodes", f"{len(df)}: " + ", ".join(f"{html.escape(backend_text(b))} {n}"
+                                                   for b, n in by_backend.most_common())),
+            ("subgraphs", _listed(tags) or "-")]
+    return _head("module", path) + _rows(rows)
+
+
+def ops_rows_html(part: "Partition", selection: Selection, ops: Iterable[str]) -> str:
+    """The Ops tab showing only the rows of the selection's ops, with a line saying so."""
+    wanted = set(ops)
+    df = part.ops()
+    df = df[df["op"].isin(wanted)]
+    note = (f'<div class="hv-ops-filter" style="margin:4px 0">the rows of {selection.kind} '
+            f"<code>{html.escape(selection.name)}</code> ({len(df)} of {len(part.ops())} ops); "
+            "clear the selection for every row</div>")
+    return note + table_html(df.reset_index(drop=True))
+
+
+__all__ = ["HINT", "backend_text", "hint_html", "gone_html", "node_html", "subgraph_html", "module_html",
+           "module_nodes", "ops_rows_html"]

@@ -1,0 +1,156 @@
+"""Clicking in the explorer's diagram, driven from Python: `Explorer.selected` (as a click
+sets it), the selection panel's text and its buttons (run the op in PyTorch, undo, focus here,
+show its rows in Ops, clear). The click in a real page is tests/widget/test_selection_browser.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+import hierviz as hv
+from hierviz.partitioner import partition as hv_partition
+from hierviz.widget import Explorer, explore
+from hierviz.widget.controls import tab_index
+
+CONV = "torch.ops.aten.convolution.default"
+
+
+def layout(p) -> list[tuple]:
+    return [(sg.tag, sg.backend, sg.nodes) for sg in p.subgraphs]
+
+
+@pytest.fixture
+def ex(small, tmp_path) -> Explorer:
+    model, inputs, _ = small
+    return explore(model, inputs, debounce=0, output_dir=tmp_path / "out")
+
+
+def panel(ex: Explorer) -> str:
+    return ex.selection.html.value
+
+
+def test_nothing_is_selected_at_first_and_the_panel_says_what_to_click(ex: Explorer) -> None:
+    assert ex.selected is None and ex.panels["diagram"].selected == {}
+    assert "Click a node or a subgraph" in panel(ex)
+    assert all(ex.selection.buttons[k].disabled for k in ("run_in_pytorch", "undo", "focus", "show_rows", "clear"))
+
+
+def test_selecting_a_node_shows_its_op_backend_subgraph_reason_module_and_source_line(ex: Explorer) -> None:
+    part = ex.partition
+    assert part.backend_of("convolution_1") == "tensorrt"
+    ex.selected = "convolution_1"
+    assert ex.selected == "convolution_1"
+    assert ex.panels["diagram"].selected == {"kind": "node", "name": "convolution_1"}  # the page outlines it
+    text = panel(ex)
+    assert CONV in text and "TensorRT (tensorrt)" in text
+    assert part.tag_of("convolution_1") in text
+    assert part.reason_of("convolution_1").replace("<", "&lt;") in text
+    assert "conv2" in text and "Conv2d" in text
+    assert not ex.selection.buttons["run_in_pytorch"].disabled and ex.selection.buttons["undo"].disabled
+
+
+class Scaled(torch.nn.Module):
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.sigmoid(x) * 2
+
+
+def test_a_node_shows_the_users_source_line_that_made_it() -> None:
+    ex = Explorer(Scaled(), (torch.randn(2, 3),), debounce=0)
+    ex.selected = "sigmoid"
+    assert "test_selection.py:" in panel(ex) and "return torch.sigmoid(x) * 2" in panel(ex)
+
+
+def test_a_click_in_the_page_selects_as_python_does(ex: Explorer) -> None:
+    ex.panels["diagram"].selected = {"kind": "node", "name": "sigmoid"}  # what the page's script sends
+    assert ex.selected == "sigmoid"
+    assert "torch.ops.aten.sigmoid.default" in panel(ex)
+
+
+def test_run_in_pytorch_forces_the_op_and_undo_restores_the_partition(ex: Explorer, small) -> None:
+    _, _, gm = small
+    before = layout(ex.partition)
+    ex.selected = "convolution_1"
+    ex.selection.buttons["run_in_pytorch"].click()
+    assert list(ex.controls["torch_executed_ops"].value) == [CONV]
+    part = ex.partition
+    assert part.config.torch_executed_ops == frozenset({CONV})
+    assert layout(part) == layout(hv_partition(gm, torch_executed_ops={CONV})) != before
+    assert part.backend_of("convolution_1") == "torch"
+    assert "PyTorch (torch)" in panel(ex) and "in torch_executed_ops" in panel(ex)  # the panel follows
+    assert ex.selection.buttons["run_in_pytorch"].disabled and not ex.selection.buttons["undo"].disabled
+    assert len(ex.history) == 2
+
+    ex.selection.buttons["undo"].click()
+    assert list(ex.controls["torch_executed_ops"].value) == []
+    assert layout(ex.partition) == before
+    assert "TensorRT (tensorrt)" in panel(ex)
+    assert ex.selection.buttons["undo"].disabled
+
+
+def test_undo_keeps_the_ops_the_user_forced(small) -> None:
+    model, inputs, _ = small
+    relu = "torch.ops.aten.relu.default"
+    cfg = hv.Config(torch_executed_ops={relu})
+    ex = Explorer(model, inputs, cfg, debounce=0)
+    ex.selected = "sigmoid"
+    assert ex.selection.run_in_pytorch() == "torch.ops.aten.sigmoid.default"
+    assert ex.partition.config.torch_executed_ops == {relu, "torch.ops.aten.sigmoid.default"}
+    assert ex.selection.undo() == "torch.ops.aten.sigmoid.default"
+    assert ex.partition.config.torch_executed_ops == {relu}
+    assert cfg.torch_executed_ops == {relu}  # what the user passed is never changed
+    assert ex.selection.undo() is None
+
+
+def test_focus_here_draws_the_focus_view_of_the_selection(ex: Explorer) -> None:
+    tag = ex.partition.tag_of("sigmoid")
+    ex.selected = tag
+    ex.selection.buttons["focus"].click()
+    assert ex.controls["view"].value == "focus" and ex.controls["focus"].value == tag
+    assert "focus" in ex.svg and "hv:subgraph:" + tag in ex.svg
+    assert ex.selected == tag and tag in panel(ex)  # still selected, in the new picture
+
+
+def test_selecting_a_subgraph_lists_its_ops_inputs_and_outputs(ex: Explorer) -> None:
+    sg = next(s for s in ex.partition.subgraphs if s.backend == "tensorrt")
+    ex.selected = sg.tag
+    assert ex.panels["diagram"].selected == {"kind": "subgraph", "name": sg.tag}
+    text = panel(ex)
+    assert "TensorRT (tensorrt)" in text and f"{sg.compute_ops} compute op(s)" in text
+    for name in sg.nodes:
+        assert name in text
+    for spec in (*sg.inputs, *sg.outputs):
+        assert str(spec) in text
+    assert ex.selection.buttons["run_in_pytorch"].disabled  # a subgraph has no one op
+
+
+def test_selecting_a_module_and_showing_its_rows_in_ops(ex: Explorer) -> None:
+    ex.selected = "conv2"
+    assert ex.panels["diagram"].selected == {"kind": "module", "name": "conv2"}
+    assert "Conv2d" in panel(ex)
+    everything = ex.panels["ops"].value
+    ex.selected = "sigmoid"
+    ex.selection.buttons["show_rows"].click()
+    assert ex.tabs.selected_index == tab_index("ops")
+    rows = ex.panels["ops"].value
+    assert "torch.ops.aten.sigmoid.default" in rows and CONV not in rows and "the rows of node" in rows
+    ex.selection.buttons["clear"].click()
+    assert ex.selected is None and ex.panels["ops"].value == everything
+
+
+def test_a_name_not_in_the_partition_says_what_to_pass(ex: Explorer) -> None:
+    with pytest.raises(hv.HiervizError, match="takes a node name .* a subgraph tag .* None clears"):
+        ex.selected = "no_such_node"
+    with pytest.raises(hv.HiervizError, match="not int 3"):
+        ex.selected = 3
+    assert ex.selected is None
+    ex.selected = "sigmoid"
+    ex.selected = None
+    assert ex.selected is None and "Click a node" in panel(ex)
+
+
+def test_a_bad_click_is_shown_never_raised(ex: Explorer) -> None:
+    ex.panels["diagram"].selected = {"kind": "node", "name": "no_such_node"}
+    assert "no_such_node is not in the shown partition" in panel(ex)
+    ex.panels["diagram"].selected = {"kind": "banana", "name": "x"}
+    assert "a selection is {'kind'" in ex.errors["action"]
+    assert not ex.internal_errors
