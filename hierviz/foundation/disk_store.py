@@ -94,7 +94,10 @@ class DiskStore:
         """Keep `files` (suffix -> FileSource) and `record` (JSON) under `name`, replacing what was
         there, atomically (see the module docstring), then evict beyond the bound. False when a
         writing function declined (nothing kept); OSError when the folder takes no file (nothing
-        of the entry is left then)."""
+        of the entry is left then). ValueError for a name an entry cannot have (its files are
+        told apart by what follows the first dot) or a file named as the record."""
+        if not name or "." in name or "/" in name or RECORD in (files or {}):
+            raise ValueError(f"DiskStore.put({name!r}): a name without '.' or '/', files other than {RECORD}")
         folder = self._dir(name)
         folder.mkdir(parents=True, exist_ok=True)
         temps: list[Path] = []
@@ -278,11 +281,11 @@ class DiskStore:
                     os.unlink(path)
 
     def _folders(self) -> list[Path]:
-        """The folders entries lie in."""
+        """The folders entries (and temp files) lie in: the store's, and its shards'."""
         if not self.shard:
             return [self.folder]
         try:
-            return sorted(p for p in self.folder.iterdir() if p.is_dir() and not p.name.startswith("."))
+            return [self.folder, *sorted(p for p in self.folder.iterdir() if p.is_dir() and not p.name.startswith("."))]
         except OSError:
             return []
 

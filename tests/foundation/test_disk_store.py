@@ -124,6 +124,28 @@ def test_a_writer_killed_mid_put_leaves_the_old_entry_and_its_temp_file_goes_onc
     assert not left.exists() and _names(store) == ["k.a", "k.json"]
 
 
+def test_names_that_would_mix_entries_are_refused(tmp_path) -> None:
+    store = DiskStore(tmp_path, None)
+    for name, files in (("a.b", {}), ("a/b", {}), ("", {}), ("k", {".json": b"x"})):
+        with pytest.raises(ValueError, match="a name without '.' or '/'"):
+            store.put(name, {}, files)
+    assert _names(store) == []
+
+
+def test_a_sharded_store_keeps_each_entry_in_its_shard_and_sweeps_every_shard(tmp_path, writers) -> None:
+    killed, _ = writers
+    store = DiskStore(tmp_path, None, shard=2)
+    store.put("ab12", {"n": 1}, {".bin": b"one"})
+    store.put("cd34", {"n": 2}, {".bin": b"two"})
+    assert sorted(p.name for p in (tmp_path / "ab").iterdir()) == ["ab12.bin", "ab12.json"]
+    assert store.read("cd34", ".bin") == b"two" and [e.name for e in store.entries()] in (["ab12", "cd34"],
+                                                                                          ["cd34", "ab12"])
+    left = [left_temp(tmp_path / "ab", f"{temp_files.prefix(killed)}x.bin"),
+            left_temp(tmp_path, f"{temp_files.prefix(killed)}y.bin")]
+    DiskStore(tmp_path, None, shard=2)
+    assert not any(p.exists() for p in left)
+
+
 # ---------------------------------------------------------------------------- eviction and the bound
 def test_the_least_recently_used_entries_go_first_all_their_files_together(tmp_path) -> None:
     store = DiskStore(tmp_path, 10**6)
