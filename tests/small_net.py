@@ -101,6 +101,13 @@ class FakeMeasure:
                                compile_s=0.0 if hit else 0.5, cache_hits=n if hit else 0,
                                cache_misses=0 if hit else n, per_subgraph=per_subgraph)
 
+    def with_options(self, partition: Any, example_inputs: Any, options: Any) -> FakeMeasurement:
+        """Stands in for hierviz.latency.measure_with (what hv.sweep's rows call with their one
+        MeasureOptions); records that record itself."""
+        measured = self(partition, example_inputs, progress=options.progress)
+        self.calls[-1] = (partition.config, options)
+        return measured
+
 
 @pytest.fixture
 def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
@@ -110,6 +117,7 @@ def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
 
     fake = FakeMeasure()
     monkeypatch.setattr(package, "measure", fake)
+    monkeypatch.setattr(package, "measure_with", fake.with_options)
     monkeypatch.setattr(long_work, "IN_WORKER", False)  # the fake stands in here, not in a worker process
     return fake
 

@@ -9,7 +9,7 @@ and gives the explorer, the HTML report and `hv.tune` the fast partition's count
 
 from __future__ import annotations
 
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from hierviz.settings.compile_rules import compile_config
 from hierviz.settings.config import Config, derive
@@ -22,20 +22,23 @@ from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.partitioner import graph_of, make_config, runs_by_graph
 from hierviz.partitioner.upstream.todays_compile import compile_today
 
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.latency.measure_options import MeasureOptions
+
 # (engine, what it is), in the order compare_engines lists them: the engines of hierviz.settings.config's
 # ENGINE_TABLE, hierviz's own last, beside those it is compared with.
 ENGINE_ROWS = tuple((e.name, e.what) for e in sorted(ENGINE_TABLE, key=lambda e: e.name == DEFAULT_ENGINE))
 
 
-def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
-                     compilers: Mapping[str, Any] | None = None) -> tuple[float | None, str]:
+def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any,
+                     options: MeasureOptions) -> tuple[float | None, str]:
     """(median ms of the fast partition torch_tensorrt.compile would run with `config`'s
     settings, '') for hv.tune's `compile_ms` baseline; (None, why it was left out) where
     TensorRT cannot be timed here or the measurement failed."""
     from hierviz.compare.rows import run_measure
     from hierviz.compare.tune_space import why_unmeasurable
 
-    why = why_unmeasurable("tensorrt", device, compilers)
+    why = why_unmeasurable("tensorrt", device, options.compilers)
     if why is not None:
         return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {why}"
     if isinstance(gm, DynamoCapture):  # graph by graph: torch.compile's backend partitions each graph ("fast")
@@ -43,7 +46,7 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
 
         try:
             m = run_measure(partition_of(gm, compile_config(config, "fast")), example_inputs,
-                            {**dict(options), "device": device})
+                            options.replace(device=device))
         except HiervizError as exc:
             return None, f"compile_ms (what torch.compile(backend='torch_tensorrt') runs) could not be measured: {exc}"
         return m.median_ms, ""
@@ -51,7 +54,7 @@ def compile_baseline(gm: Any, config: Config, example_inputs: Any, device: Any, 
     if today.partition is None:
         return None, f"compile_ms (what torch_tensorrt.compile runs) left out: {today.why}"
     try:
-        m = run_measure(today.partition, example_inputs, {**dict(options), "device": device})
+        m = run_measure(today.partition, example_inputs, options.replace(device=device))
     except HiervizError as exc:
         return None, f"compile_ms (what torch_tensorrt.compile runs) could not be measured: {exc}"
     return m.median_ms, ""
@@ -73,19 +76,19 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
     fast row: that backend's own partition of each graph); the counts are summed over the
     graphs, with `graphs`, `graph_breaks` and `graphs_left_whole`. `target_device`: the device the
     model is lowered for when it is captured, as in hv.partition ("cuda", the default; "cpu")."""
-    from hierviz.compare.rows import measure_kwargs, partition_of, run_measure
+    from hierviz.compare.rows import measure_options, partition_of, run_measure
 
     by_graph = runs_by_graph(model_or_graph, ir)
     check_target_device(target_device)
     cfg = make_config(config, overrides)
-    mkw = measure_kwargs(measure)
+    options = measure_options(measure, "hv.compare_engines(measure=...)")
     if by_graph:
         from hierviz.compare.sweep import graphs_of  # (pandas: loaded on first use)
 
         gm: Any = graphs_of(model_or_graph, example_inputs, target_device)
     else:
         gm = graph_of(model_or_graph, example_inputs, target_device=target_device)
-    if mkw is not None and example_inputs is None:
+    if options is not None and example_inputs is None:
         raise ConfigError("compare_engines(measure=True) needs the example inputs to time each partition.")
     rows = []
     for engine, what in ENGINE_ROWS:
@@ -103,13 +106,13 @@ def compare_engines(model_or_graph: Any, example_inputs: Any = None, config: Con
         except HiervizError as exc:
             row["error"] = str(exc)
             part = None
-        if mkw is not None and part is not None:
+        if options is not None and part is not None:
             try:
-                row.update(columns.latency_columns(run_measure(part, example_inputs, mkw)))
+                row.update(columns.latency_columns(run_measure(part, example_inputs, options)))
             except HiervizError as exc:
                 row["error"] = str(exc)
         rows.append(row)
-    df = columns.frame(rows, latency=mkw is not None, extra_head=("engine", "what"),
+    df = columns.frame(rows, latency=options is not None, extra_head=("engine", "what"),
                        extra_tail=("accelerated_ops", "note"))
     cols = list(df.columns)
     if "accelerated_ops" in cols:  # beside the subgraph counts

@@ -14,6 +14,7 @@ from hierviz.settings.config import Config
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.capturing.graph_codec import unpack_graph
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.partitioner import partition_graphs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -22,6 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 def measure_kwargs(measure: Any) -> dict[str, Any] | None:
+    """hv.sweep's `measure=` as a dict of hv.measure options (None: not measured), as the user
+    wrote it (a sweep file's rows are keyed by it)."""
     if measure is None or measure is False:
         return None
     if measure is True:
@@ -30,6 +33,14 @@ def measure_kwargs(measure: Any) -> dict[str, Any] | None:
         return dict(measure)
     raise ConfigError(f"measure must be True/False or a dict of hv.measure options, e.g. {{'iters': 20}}, "
                       f"not {type(measure).__name__}.")
+
+
+def measure_options(measure: Any, who: str = "hv.sweep(measure=...)") -> MeasureOptions | None:
+    """`measure=` (False/None, True, or a dict of hv.measure options) as the one checked record
+    every row is measured with; None when nothing is measured. A bad option is refused here,
+    before any row runs."""
+    given = measure_kwargs(measure)
+    return None if given is None else MeasureOptions.of(given, who)
 
 
 def partition_of(source: Any, cfg: Config) -> Any:
@@ -55,35 +66,35 @@ def partition_row(gm: Any, cfg: Config) -> tuple[Any, dict[str, Any]]:
     return part, row
 
 
-def run_measure(part: Partition | MultiGraphPartition, example_inputs: Any, kwargs: dict[str, Any]) -> Any:
-    """hv.measure; when the outputs differ, `mismatch_at` names the subgraph where the error
-    starts (hv.numerics on the same compiled subgraphs)."""
-    from hierviz.latency import measure
+def run_measure(part: Partition | MultiGraphPartition, example_inputs: Any, options: MeasureOptions) -> Any:
+    """hv.measure with `options`; when the outputs differ, `mismatch_at` names the subgraph where
+    the error starts (hv.numerics on the same compiled subgraphs)."""
+    from hierviz.latency import measure_with
     from hierviz.latency.numerics import with_mismatch
 
-    return with_mismatch(part, example_inputs, measure(part, example_inputs, **kwargs), **kwargs)
+    return with_mismatch(part, example_inputs, measure_with(part, example_inputs, options), options)
 
 
 def _sweep_task(gm: GraphModule, example_inputs: Any, cfg: Config,
-                measure_kwargs: dict[str, Any] | None) -> dict[str, Any]:
+                options: MeasureOptions | None) -> dict[str, Any]:
     """One sweep row, on a worker: the same row a local sweep makes."""
     part, row = partition_row(gm, cfg)
-    if measure_kwargs is not None and part is not None:
+    if options is not None and part is not None:
         try:
-            row.update(columns.latency_columns(run_measure(part, example_inputs, measure_kwargs)))
+            row.update(columns.latency_columns(run_measure(part, example_inputs, options)))
         except HiervizError as exc:
             row["error"] = str(exc)
     return row
 
 
 def sweep_on_ray(executor: Any, gm: GraphModule, example_inputs: Any, configs: list[Config],
-                 measure_kwargs: dict[str, Any] | None, bar: Any = None,
+                 options: MeasureOptions | None, bar: Any = None,
                  stopped: dict[str, bool] | None = None) -> list[tuple[None, dict[str, Any]]]:
     """hv.sweep's rows, each a Ray task, in grid order: [(None, row), ...]. A row whose worker
     died has the configuration's fields and the message in `error`. Ctrl-C (with `stopped`)
     ends the wait: the rows finished so far, in grid order, and `stopped["interrupted"]`."""
     runner = RayRunner(executor, gm, example_inputs)
-    refs = [runner.submit(_sweep_task, cfg, measure_kwargs) for cfg in configs]
+    refs = [runner.submit(_sweep_task, cfg, options) for cfg in configs]
     index = {ref: i for i, ref in enumerate(refs)}
     rows: list[dict[str, Any] | None] = [None] * len(refs)
     try:
@@ -112,4 +123,5 @@ def process_row(packed: dict[str, Any], cfg: Config) -> tuple[None, dict[str, An
     return None, row
 
 
-__all__ = ["measure_kwargs", "partition_of", "partition_row", "process_row", "run_measure", "sweep_on_ray"]
+__all__ = ["measure_kwargs", "measure_options", "partition_of", "partition_row", "process_row", "run_measure",
+           "sweep_on_ray"]

@@ -19,7 +19,8 @@ from hierviz.compare.partition_cache import cache_info
 from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
-from hierviz.compare.rows import measure_kwargs, partition_of, partition_row, process_row, run_measure, sweep_on_ray
+from hierviz.compare.rows import (measure_kwargs, measure_options, partition_of, partition_row, process_row,
+                                  run_measure, sweep_on_ray)
 from hierviz.compare.sweep_file import KEYS, SweepFile, captures_key, model_key, settings_key
 from hierviz.capturing.aten_capture import capture
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
@@ -28,6 +29,7 @@ from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.latency.measure_options import MeasureOptions
     from hierviz.partitioner import Partition
 
 logger = logging.getLogger(__name__)
@@ -93,7 +95,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         raise ConfigError("hv.sweep(ir='torch_compile') runs in this process (threads: pass a ThreadPoolExecutor, "
                           "or none); Ray tasks take one captured graph, not a model's graphs.")
     check_executor(executor)
-    mkw = measure_kwargs(measure)
+    options = measure_options(measure)  # checked once, before anything runs; every row is measured with it
     start = time.perf_counter()
     before = cache_info()
     base_cfg = make_config(base)
@@ -101,7 +103,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     gm = graphs_of(model, example_inputs, target_device) if by_graph else \
         graph_of(model, example_inputs, target_device=target_device)
     store = SweepFile(out, captures_key(gm) if by_graph else model_key(gm)) if out is not None else None
-    keys = [settings_key(cfg, mkw) for cfg in configs] if store is not None else []
+    keys = [settings_key(cfg, measure_kwargs(measure)) for cfg in configs] if store is not None else []
     todo = [i for i in range(len(configs)) if store is None or keys[i] not in store.done]
     notes: list[str] = []
     if store is not None and len(todo) < len(configs):
@@ -118,18 +120,19 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         try:
             if on_ray:
                 assert not isinstance(gm, DynamoCapture), "graph by graph never runs on Ray (refused above)"
-                results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], mkw, bar, stopped)
+                results = sweep_on_ray(executor, gm, example_inputs, [configs[i] for i in todo], options, bar,
+                                       stopped)
             else:
                 assert not isinstance(executor, str), "an executor text is a Ray address (check_executor)"
                 results = partition_rows(executor, gm, [configs[i] for i in todo], bar, stopped)
-                if mkw is not None and isinstance(executor, ProcessPoolExecutor):
+                if options is not None and isinstance(executor, ProcessPoolExecutor):
                     # partitioned in other processes; measured here, one at a time, on this process's copy
                     results = [(partition_of(gm, configs[i]) if part is None and not row.get("error") else part,
                                 row) for i, (part, row) in zip(todo, results)]
             if build:
                 results = [(built_row(gm, cfg, part, row)) for cfg, (part, row) in zip((configs[i] for i in todo),
                                                                                        results)]
-            rows, measure_stats = measure_rows(results, example_inputs, mkw, bar, on_ray, kept, stopped)
+            rows, measure_stats = measure_rows(results, example_inputs, options, bar, on_ray, kept, stopped)
         except KeyboardInterrupt:
             stopped["interrupted"], rows, measure_stats = True, [], {"hits": 0, "misses": 0}
     finally:
@@ -142,7 +145,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
         rows = [new[k] if k in new else store.done[k] for k in keys if k in new or k in store.done]
         rows = [{c: v for c, v in r.items() if c not in KEYS} for r in rows]
 
-    df = columns.frame(rows, latency=mkw is not None, extra_head=columns.head_columns(grid, base_cfg),
+    df = columns.frame(rows, latency=options is not None, extra_head=columns.head_columns(grid, base_cfg),
                        extra_tail=BUILD_COLUMNS if build else ())
     df.attrs["notes"] = notes
     df.attrs["skipped"] = len(configs) - len(todo)
@@ -152,7 +155,7 @@ def sweep(model: Any, example_inputs: Any, grid: Mapping[str, Any], *, base: Con
     df.attrs["seconds"] = round(time.perf_counter() - start, 4)
     df.attrs["partition_cache_hits"] = after["hits"] - before["hits"]
     df.attrs["partition_cache_misses"] = after["misses"] - before["misses"]
-    if mkw is not None:
+    if options is not None:
         df.attrs["compile_cache_hits"] = measure_stats["hits"]
         df.attrs["compile_cache_misses"] = measure_stats["misses"]
     return df
@@ -262,22 +265,22 @@ def _row_of(fut: Future, cfg: Config) -> tuple[Any, dict[str, Any]]:
         return None, row
 
 
-def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any, mkw: dict[str, Any] | None,
+def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any, options: MeasureOptions | None,
                  bar: Any, on_ray: bool, kept: Callable[[int, dict[str, Any]], None] | None = None,
                  stopped: dict[str, bool] | None = None) -> tuple[list[dict[str, Any]], dict[str, int]]:
-    """The rows, measured one at a time when `mkw` (on Ray they were measured on the workers),
+    """The rows, each measured with the same `options`, one at a time (on Ray they were measured on the workers),
     and the compile-cache counts of those measurements; `kept(i, row)` is called as each row
     finishes; Ctrl-C (with `stopped`) ends the loop with the rows finished so far."""
     rows: list[dict[str, Any]] = []
     measure_stats = {"hits": 0, "misses": 0}
-    if mkw is not None and not on_ray:
+    if options is not None and not on_ray:
         bar.reset(total=len(results))
         bar.set_description("hv.sweep: measuring")
     with _until_ctrl_c(stopped):
         for part, row in results:
-            if mkw is not None and part is not None:
+            if options is not None and part is not None:
                 try:
-                    m = run_measure(part, example_inputs, mkw)
+                    m = run_measure(part, example_inputs, options)
                     row.update(columns.latency_columns(m))
                     measure_stats["hits"] += getattr(m, "cache_hits", 0) or 0
                     measure_stats["misses"] += getattr(m, "cache_misses", 0) or 0
@@ -287,7 +290,7 @@ def measure_rows(results: list[tuple[Any, dict[str, Any]]], example_inputs: Any,
             if kept is not None:
                 kept(len(rows), row)
             rows.append(row)
-    if on_ray and mkw is not None:  # measured on the workers
+    if on_ray and options is not None:  # measured on the workers
         for row in rows:
             measure_stats["hits"] += int(row.get("cache_hits") or 0)
             measure_stats["misses"] += int(row.get("cache_misses") or 0)

@@ -1,5 +1,5 @@
 """hv.tune's own arguments (budget, timeout, seed, executor, measure), checked up front, before
-anything is captured or timed."""
+anything is captured or timed; `measure` becomes the one MeasureOptions every trial is timed with."""
 
 from __future__ import annotations
 
@@ -7,12 +7,16 @@ import math
 from typing import Any, Mapping
 
 from hierviz.compare.ray_executor import check_executor, is_ray
+from hierviz.compare.tune_trial import FULL
 from hierviz.errors import ConfigError
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.settings.setting_values import whole_number
 
 
-def check_tune_options(budget: Any, timeout: Any, seed: Any, executor: Any, measure: Any) -> dict[str, Any]:
-    """hv.tune's arguments checked up front; the hv.measure options of its trials."""
+def check_tune_options(budget: Any, timeout: Any, seed: Any, executor: Any, measure: Any) -> MeasureOptions:
+    """hv.tune's arguments checked up front; the hv.measure options of its trials' full timing
+    (`measure` on FULL's warmup and iters), as one record: a bad one is refused here, before
+    anything is captured."""
     if not whole_number(budget, 1):
         raise ConfigError(f"budget must be a positive number of trials, e.g. budget=20, not {budget!r}")
     if timeout is not None and (isinstance(timeout, bool) or not isinstance(timeout, (int, float))
@@ -31,4 +35,4 @@ def check_tune_options(budget: Any, timeout: Any, seed: Any, executor: Any, meas
     for key in ("check", "baseline", "per_subgraph", "device"):
         if key in options:
             raise ConfigError(f"measure={{{key!r}: ...}} is set by hv.tune itself; leave it out.")
-    return options
+    return MeasureOptions.of({**FULL, **options}, who="hv.tune(measure=...)")

@@ -17,7 +17,8 @@ from hierviz.compare.rows import partition_of
 from hierviz.compare.tensorrt_kept import own_fallbacks
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
-from hierviz.latency import measure
+from hierviz.latency.measure_call import measure_with
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.latency.compiling.subgraph_compiling import short
 from hierviz.latency.compiling.lift import lift
 from hierviz.latency.numerics import with_mismatch
@@ -43,23 +44,22 @@ class Outcome:
     seconds: float = 0.0
 
 
-def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Mapping[str, Any],
-                   prune: Any = None, untimed: bool = False) -> Outcome:
-    """Measure one partition: a quick timing (checked against eager), `prune(median_ms)` asked
-    whether to stop there, then the full timing. Never raises for a HiervizError. `untimed`:
-    TensorRT is kept but cannot be timed here (compare/tensorrt_kept.py): its subgraphs running
-    in eager PyTorch is no fallback of the trial's."""
+def measure_trial(part: Partition, example_inputs: Any, device: Any, options: MeasureOptions,
+                  prune: Any = None, untimed: bool = False) -> Outcome:
+    """Measure one partition on `device` with hv.tune's `options`: a quick timing (checked
+    against eager), `prune(median_ms)` asked whether to stop there, then the full timing. Never
+    raises for a HiervizError. `untimed`: TensorRT is kept but cannot be timed here
+    (compare/tensorrt_kept.py): its subgraphs running in eager PyTorch is no fallback of the
+    trial's."""
     start = time.perf_counter()
-    quick_opts = {**options, **QUICK, "check": True, "baseline": False, "per_subgraph": False}
-    full_opts = {**FULL, **options, "check": False, "baseline": False, "per_subgraph": False}
-    if "iters" in options:
-        quick_opts["iters"] = max(1, min(QUICK["iters"], int(options["iters"])))
     try:
+        quick_opts = options.replace(device=device, warmup=QUICK["warmup"], iters=min(QUICK["iters"], options.iters),
+                                     check=True, baseline=False, per_subgraph=False)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            quick = measure(part, example_inputs, device=device, **quick_opts)
+            quick = measure_with(part, example_inputs, quick_opts)
             if quick.outputs_match is False:
-                quick = with_mismatch(part, example_inputs, quick, **quick_opts)
+                quick = with_mismatch(part, example_inputs, quick, quick_opts)
                 where = quick.mismatch_at
                 text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
                 return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
@@ -74,13 +74,18 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Ma
                                 f"{', '.join(fell)[:200]}", time.perf_counter() - start)
             if prune is not None and prune(quick.median_ms):
                 return Outcome("pruned", quick, None, None, time.perf_counter() - start)
-            full = measure(part, example_inputs, device=device, **full_opts)
+            full = measure_with(part, example_inputs, timing_only(options).replace(device=device))
     except HiervizError as exc:
         return Outcome("failed", None, None, str(exc), time.perf_counter() - start)
     return Outcome("measured", quick, full, None, time.perf_counter() - start)
 
 
-def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, options: Mapping[str, Any],
+def timing_only(options: MeasureOptions) -> MeasureOptions:
+    """`options` timing the split model alone: outputs not checked, no baseline, no subgraph timed."""
+    return options.replace(check=False, baseline=False, per_subgraph=False)
+
+
+def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, options: MeasureOptions,
                  untimed: bool = False) -> Outcome:
     """A trial as a Ray task: partition the worker's copy of the graph, measure (no pruning)."""
     try:
@@ -90,13 +95,13 @@ def remote_trial(gm: Any, example_inputs: Any, config: Config, device: Any, opti
     return measure_trial(part, example_inputs, device, options, untimed=untimed)
 
 
-def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, options: Mapping[str, Any],
-                   notes: list[str]) -> Any:
+def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, options: MeasureOptions,
+                  notes: list[str]) -> Any:
     """The full hv.measure of `config` (its baseline timed in the same call), or None with a note."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         try:
-            return measure(partition_of(gm, config), example_inputs, device=device, **{**FULL, **options})
+            return measure_with(partition_of(gm, config), example_inputs, options.replace(device=device))
         except HiervizError as exc:
             notes.append(f"the final measurement of {config.label()} failed: {exc}")
             return None
@@ -125,4 +130,5 @@ def copy_outcome(outcomes: dict[int, Outcome], k: int, source: int) -> None:
                            o.error, 0.0)
 
 
-__all__ = ["QUICK", "FULL", "Outcome", "measure_trial", "remote_trial", "final_measure", "graph_eager", "copy_outcome"]
+__all__ = ["QUICK", "FULL", "Outcome", "measure_trial", "timing_only", "remote_trial", "final_measure", "graph_eager",
+           "copy_outcome"]

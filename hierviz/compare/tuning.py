@@ -46,19 +46,20 @@ from hierviz.compare.grid import check_grid
 from hierviz.compare.ray_executor import RayRunner, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_options import check_tune_options
-from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS, KeptTensorRT, own_fallbacks, parts_of
+from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS, KeptTensorRT, own_fallbacks
 from hierviz.compare.tune_result import EAGER_MODULE, GRAPH_EAGER, TuneResult, pick_best
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_verdict import judge
-from hierviz.compare.tune_trial import (FULL, Outcome, copy_outcome, final_measure, graph_eager, measure_trial,
-                                        remote_trial)
+from hierviz.compare.tune_trial import (Outcome, copy_outcome, final_measure, graph_eager, measure_trial,
+                                        remote_trial, timing_only)
 from hierviz.latency.baselines import runnable_model, time_model
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.measurement import ci_text, verdict, wide_baseline_note
 from hierviz.latency.speedup_claim import clear_gain
 from hierviz.latency.timing import speedup_interval
 from hierviz.partitioner import MultiGraphPartition, graph_of, make_config, runs_by_graph
+from hierviz.partitioner.by_graph.per_graph import partitions_of
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.partition_result import Partition
@@ -143,12 +144,13 @@ class _TuneRun:
             self.gm = graph_of(model, example_inputs, target_device=target_device)
         self.capture_s = time.perf_counter() - self.started
         self.measure_s = 0.0
-        compilers = self.options.get("compilers")
+        compilers = self.options.compilers
         self.base_config = make_config(base)
         self.kept = KeptTensorRT.of(self.base_config, self.dev, compilers,
-                                    lambda cfg: parts_of(partition_of(self.gm, cfg)))
-        if self.kept is not None:  # its subgraphs run in eager PyTorch, the same in every setting timed
-            self.options.setdefault("on_error", "fallback")
+                                    lambda cfg: partitions_of(partition_of(self.gm, cfg)))
+        if self.kept is not None and "on_error" not in (measure or {}):
+            # its subgraphs run in eager PyTorch, the same in every setting timed
+            self.options = self.options.replace(on_error="fallback")
         self.default, self.notes = tune_base(self.base_config, self.dev, compilers, self.kept)
         if self.by_graph:
             self.notes.append(f"graph by graph (ir='torch_compile'): each trial partitions all {len(self.gm.graphs)} "
@@ -178,14 +180,12 @@ class _TuneRun:
         torch.compile, the two things a user would pick instead."""
         t0 = time.perf_counter()
         compile_ms, why = compile_baseline(self.gm, self.base_config, self.example_inputs, self.dev,
-                                           {**FULL, **self.options, "check": False, "baseline": False,
-                                            "per_subgraph": False}, self.options.get("compilers"))
+                                           timing_only(self.options))
         if why:
             self.notes.append(why)
         else:
             torch_compile = True
-        timing = {"warmup": self.options.get("warmup", FULL["warmup"]),
-                  "iters": self.options.get("iters", FULL["iters"])}
+        timing = {"warmup": self.options.warmup, "iters": self.options.iters}
         self.baselines: dict[str, Any] = {}
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
@@ -372,7 +372,7 @@ class _TuneRun:
         row = self.new_row(k, cfg, changes)
         row.update(columns.stat_columns(part))
         self.rows.append(row)
-        changed = self.kept.why_not_measured(cfg, parts_of(part)) if self.kept is not None else None
+        changed = self.kept.why_not_measured(cfg, partitions_of(part)) if self.kept is not None else None
         if changed is not None:  # TensorRT cannot be timed here: a setting that changes its engines is not compared
             self.finish(trial, k, Outcome(KEPT_STATUS, error=changed))
             return True
@@ -484,8 +484,7 @@ class _TuneRun:
 
 def accelerates(part: Partition | MultiGraphPartition) -> bool:
     """Whether any subgraph of the partition (of any graph, graph by graph) is accelerated."""
-    parts = part.graphs if isinstance(part, MultiGraphPartition) else [part]
-    return any(sg.is_acc for p in parts for sg in p.subgraphs)
+    return any(sg.is_acc for p in partitions_of(part) for sg in p.subgraphs)
 
 
 def error_text(error: BaseException) -> str:

@@ -21,13 +21,15 @@ from hierviz.latency.compiling.compile_cache import CompileCache, clear_cache, d
 from hierviz.latency.output_match import TOLERANCES, compare
 from hierviz.latency.compiling.backend_compilers import (Compiler, compilers, get_compiler, register_compiler,
                                                          unregister_compiler)
-from hierviz.latency.measure_call import measure
+from hierviz.latency.measure_call import measure, measure_with
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.latency.numerics import Numerics, numerics
 from hierviz.latency.measurement import Measurement, MeasureWarning, SubgraphRecord
 from hierviz.latency.compiling.compiled_split import CompiledSplit, compile_split
 from hierviz.latency.timing import NOISY_CV, Stats, time_fn
 
 
-__all__ = ["measure", "numerics", "Numerics", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning",
+__all__ = ["measure", "measure_with", "MeasureOptions",
+           "numerics", "Numerics", "compile_split", "CompiledSplit", "Measurement", "MeasureWarning",
            "SubgraphRecord", "CompileCache", "default_cache", "clear_cache", "Compiler", "register_compiler",
            "unregister_compiler", "get_compiler", "compilers", "compare", "TOLERANCES", "Stats", "time_fn", "NOISY_CV"]

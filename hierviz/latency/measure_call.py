@@ -14,7 +14,6 @@ from typing import Any, Mapping
 import torch
 
 from hierviz.capturing.aten_capture import source_of, updates_of
-from hierviz.settings.setting_values import whole_number
 from hierviz.errors import MeasureError, checked_arguments
 from hierviz.capturing.inputs import check as check_inputs
 from hierviz.latency.compiling import compile_cache as cache_mod
@@ -26,8 +25,10 @@ from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.measurement import Measurement
-from hierviz.latency.summary import finish, float_dtypes, measurement_notes, per_subgraph_table
-from hierviz.latency.compiling.compiled_split import ON_ERROR, check_trt_settings, compile_split
+from hierviz.latency.measure_options import MeasureOptions
+from hierviz.latency.summary import finish, float_dtypes, per_subgraph_table
+from hierviz.latency.timed_run import NOT_CHECKED, Compared, TimedRun
+from hierviz.latency.compiling.compiled_split import build_split
 from hierviz.partitioner import MultiGraphPartition
 from hierviz.latency.timing import time_fn, time_paired, time_submodules
 
@@ -68,34 +69,33 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
       when it is in train mode or on another device). `graph_eager_ms` is the captured graph's.
     - `torch_compile`: also time the whole model through torch.compile (`torch_compile_ms`).
     """
-    if not whole_number(iters, 1):
-        raise MeasureError(f"iters must be a positive integer, not {iters!r}")
-    if not whole_number(warmup, 0):
-        raise MeasureError(f"warmup must be a non-negative integer, not {warmup!r}")
-    if on_error not in ON_ERROR:
-        raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    return measure_with(partition, example_inputs, MeasureOptions(
+        device=device, warmup=warmup, iters=iters, check=check, on_error=on_error, cache_dir=cache_dir,
+        trt_settings=trt_settings, progress=progress, inductor_options=inductor_options, compilers=compilers,
+        cache=cache, baseline=baseline, per_subgraph=per_subgraph, rtol=rtol, atol=atol, tf32=tf32, model=model,
+        torch_compile=torch_compile))
+
+
+def measure_with(partition: Any, example_inputs: Any, options: MeasureOptions) -> Measurement:
+    """hv.measure with its options as one checked record (what hv.sweep and hv.tune call with
+    the record they made once)."""
     if isinstance(partition, MultiGraphPartition):  # the whole model through torch.compile, graph by graph
         from hierviz.latency.by_graph.measure_by_graph import measure_graphs
 
-        return measure_graphs(partition, example_inputs, device=device, warmup=warmup, iters=iters, check=check,
-                              on_error=on_error, cache_dir=cache_dir, trt_settings=trt_settings, progress=progress,
-                              inductor_options=inductor_options, compilers=compilers, cache=cache,
-                              baseline=baseline, per_subgraph=per_subgraph, rtol=rtol, atol=atol, tf32=tf32,
-                              model=model, torch_compile=torch_compile)
+        return measure_graphs(partition, example_inputs, options)
     if not all(hasattr(partition, a) for a in ("module", "subgraphs", "graph")):
         raise MeasureError(f"measure takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
-    check_trt_settings(trt_settings, tf32 if isinstance(tf32, bool) else False)
-    dev = resolve_device(device, partition)
+    dev = resolve_device(options.device, partition)
     check_inputs(partition.graph, example_inputs, who="hv.measure", error=MeasureError)
     n_subgraphs = sum(n.op == "call_module" for n in partition.module.graph.nodes)
-    bar = Progress(progress, n_subgraphs + 1 + int(baseline) + (n_subgraphs if per_subgraph else 0))
+    bar = Progress(options.progress, n_subgraphs + 1 + int(options.baseline)
+                   + (n_subgraphs if options.per_subgraph else 0))
+    warmup, iters = options.warmup, options.iters
     try:
-        split = compile_split(partition, example_inputs, dev, on_error=on_error, cache=cache, cache_dir=cache_dir,
-                              trt_settings=trt_settings, inductor_options=inductor_options, compilers=compilers,
-                              tf32=tf32, progress=bar, who="hv.measure")
+        split = build_split(partition, example_inputs, dev, options, bar=bar)
         inputs, top = split.inputs, split.module
         with torch.no_grad(), fp32_precision(split.tf32):
-            base = lift(partition.graph, dev) if (baseline or check) else None
+            base = lift(partition.graph, dev) if (options.baseline or options.check) else None
             split_call = lambda: top(*inputs)  # noqa: E731
             base_call = (lambda: base.gm(*inputs, *base.weights)) if base is not None else None
 
@@ -107,13 +107,13 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
                     raise MeasureError(f"the unsplit graph (partition.graph) failed to run eagerly on "
                                        f"{dev}: {short(exc)}") from exc
             own: dict[str, Any] = {}
-            ready = _eager_model(partition, model, example_inputs, dev) if baseline else None
+            ready = _eager_model(partition, options.model, example_inputs, dev) if options.baseline else None
             if ready is not None and ready.call is None:
                 own["eager"] = Baseline("eager", None, error=ready.error)
             # the split model is timed interleaved with what it is compared with (the nn.Module,
             # else the captured graph), once TorchInductor's compile workers are idle
             against = ready.call if ready is not None and ready.call is not None else \
-                (base_call if baseline else None)
+                (base_call if options.baseline else None)
             wait_for_idle_workers()
             if against is not None:
                 eager_stats, stats = time_paired(against, split_call, dev, warmup=warmup, iters=iters)
@@ -126,17 +126,16 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
             else:
                 stats = time_fn(split_call, dev, warmup=warmup, iters=iters)
             bar.step("split model timed")
-            if baseline and base_call is not None and base_stats is None:  # the captured graph's own figure
+            if options.baseline and base_call is not None and base_stats is None:  # the captured graph's own figure
                 base_stats = time_fn(base_call, dev, warmup=warmup, iters=iters)
-            if torch_compile and ready is not None and ready.module is not None:
+            if options.torch_compile and ready is not None and ready.module is not None:
                 own["torch_compile"] = time_compiled(ready.module, ready.inputs, dev, warmup, iters)
 
-            match = max_abs = max_rel = None
-            problems: list[str] = []
-            if check and base_call is not None:
-                match, max_abs, max_rel, problems = compare(split_call(), reference, rtol, atol)
+            checked: Compared = NOT_CHECKED
+            if options.check and base_call is not None:
+                checked = compare(split_call(), reference, options.rtol, options.atol)
 
-            if per_subgraph:
+            if options.per_subgraph:
                 timed = time_submodules(top, list(split.records), inputs, dev, warmup=warmup, iters=iters,
                                         step=lambda name: bar.step(f"{name} timed"))
                 for name, s in timed.items():
@@ -146,12 +145,11 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
     finally:
         bar.close()
 
-    notes = measurement_notes(split.warnings, split.records, stats, base_stats, match, problems, own)
     table = per_subgraph_table(split.records)
-    sub_total = float(table["median_ms"].sum()) if per_subgraph and len(table) else 0.0
-    return finish(split, stats, own, base_stats, (match, max_abs, max_rel), table,
-                  (stats.median_ms - sub_total) if per_subgraph else math.nan, notes, precision,
-                  iters=iters, warmup=warmup, device=dev, config=getattr(partition, "config", None))
+    sub_total = float(table["median_ms"].sum()) if options.per_subgraph and len(table) else 0.0
+    return finish(TimedRun(split=split, stats=stats, own=own, base_stats=base_stats, checked=checked, table=table,
+                           glue_ms=(stats.median_ms - sub_total) if options.per_subgraph else math.nan,
+                           precision=precision, device=dev, config=getattr(partition, "config", None)), options)
 
 
 def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -> Any:
@@ -163,4 +161,4 @@ def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -
     return eager_call(source, example_inputs, device, updates_of(partition.graph))
 
 
-__all__ = ["measure", "compare", "resolve_device", "TOLERANCES"]
+__all__ = ["measure", "measure_with", "compare", "resolve_device", "TOLERANCES"]

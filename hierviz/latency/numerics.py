@@ -34,6 +34,7 @@ from hierviz.latency.compiling.subgraph_compiling import Runner, short
 from hierviz.latency.compiling.lift import lift
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.compiling.compiled_split import check_partition, compile_split
+from hierviz.latency.measure_options import MeasureOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -194,27 +195,25 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
                     config=getattr(partition, "config", None))
 
 
-def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, **measure_options: Any) -> str | None:
+def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, options: MeasureOptions) -> str | None:
     """For a measurement whose outputs differ from eager: the subgraph where the error starts
-    (`Numerics.mismatch_at`), found with the compiled subgraphs it used (cache hits); None when
-    the outputs matched, or when the check itself could not run (a HiervizError: the
-    measurement's own mismatch still stands). The measurement is left as it is:
-    `with_mismatch` gives one that names it."""
+    (`Numerics.mismatch_at`), found with the compiled subgraphs it used (the same `options`:
+    cache hits); None when the outputs matched, or when the check itself could not run (a
+    HiervizError: the measurement's own mismatch still stands). The measurement is left as it
+    is: `with_mismatch` gives one that names it."""
     if getattr(measurement, "outputs_match", None) is not False:
         return None
-    options = {k: v for k, v in measure_options.items() if k in _COMPILE_OPTIONS + _CHECK_OPTIONS}
-    options["progress"] = None
     try:
-        tag = numerics(partition, example_inputs, device=getattr(measurement, "device", None), **options).mismatch_at
+        return numerics(partition, example_inputs, device=getattr(measurement, "device", None),
+                        **{**options.compile_kwargs(), "rtol": options.rtol, "atol": options.atol}).mismatch_at
     except HiervizError:
         return None
-    return tag
 
 
-def with_mismatch(partition: Any, example_inputs: Any, measurement: Any, **measure_options: Any) -> Any:
+def with_mismatch(partition: Any, example_inputs: Any, measurement: Any, options: MeasureOptions) -> Any:
     """`measurement`, or for outputs that differ from eager a copy whose `mismatch_at` names
     the subgraph where the error starts (locate_mismatch)."""
-    tag = locate_mismatch(partition, example_inputs, measurement, **measure_options)
+    tag = locate_mismatch(partition, example_inputs, measurement, options)
     return measurement if tag is None else replace(measurement, mismatch_at=tag)
 
 

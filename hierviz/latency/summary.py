@@ -14,51 +14,57 @@ from hierviz.errors import user_stacklevel
 from hierviz.latency.compiling.compile_plan import names
 from hierviz.latency.measurement import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
                                     wide_baseline_note)
-from hierviz.latency.timing import NOISY_CV, speedup_interval
+from hierviz.latency.measure_options import MeasureOptions
+from hierviz.latency.timed_run import TimedRun
+from hierviz.latency.timing import NOISY_CV, Stats, speedup_interval
 
 
-def finish(split: Any, stats: Any, own: dict[str, Any], base_stats: Any, checked: tuple, table: Any,
-           glue_ms: float, notes: list[str], precision: dict, *, iters: int, warmup: int, device: Any,
-           config: Any) -> Measurement:
-    """The Measurement of a timed split model. `split`: what was compiled (a CompiledSplit, or
-    any object with its records, fallbacks, cache counts, compile_s and compile_state);
-    `stats` its timing; `own` the model's baselines (Baseline by name: "eager",
-    "torch_compile"); `base_stats` the captured graph's eager timing (None when not timed);
-    `checked`: (outputs_match, max_abs_error, max_rel_error)."""
-    match, max_abs, max_rel = checked
+def finish(run: TimedRun, options: MeasureOptions) -> Measurement:
+    """The Measurement of a timed split model (`run`, see TimedRun) measured with `options`;
+    its notes are warned once (measurement_notes)."""
+    split, stats, base_stats = run.split, run.stats, run.base_stats
+    match, max_abs, max_rel, _ = run.checked
+    notes = measurement_notes(run)
     records = split.records
-    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
+    eager = _eager_stats(run)
     compile_state = {r.asked: "cached" for r in records.values() if r.status == "cached"}
     compile_state.update(split.compile_state)
     return Measurement(
         median_ms=stats.median_ms, p10_ms=stats.p10_ms, p90_ms=stats.p90_ms, std_ms=stats.std_ms,
-        cv=stats.cv, iters=iters, warmup=warmup, device=str(device), compile_s=split.compile_s,
+        cv=stats.cv, iters=options.iters, warmup=options.warmup, device=str(run.device), compile_s=split.compile_s,
         cache_hits=split.cache_hits, cache_misses=split.cache_misses,
         baseline_ms=eager.median_ms if eager else None,
         baseline_cv=eager.cv if eager else None,
         speedup=(eager.median_ms / stats.median_ms) if eager and stats.median_ms > 0 else None,
         graph_eager_ms=base_stats.median_ms if base_stats else None,
-        torch_compile_ms=own["torch_compile"].median_ms if "torch_compile" in own else None,
-        torch_compile_s=own["torch_compile"].compile_s if "torch_compile" in own else None,
-        max_abs_error=max_abs, max_rel_error=max_rel, outputs_match=match, per_subgraph=table,
-        glue_ms=glue_ms, fallbacks=tuple(split.fallbacks), warnings=notes, config=config,
-        timing=stats, baseline_timing=base_stats, precision=precision, compile_state=compile_state,
+        torch_compile_ms=run.own["torch_compile"].median_ms if "torch_compile" in run.own else None,
+        torch_compile_s=run.own["torch_compile"].compile_s if "torch_compile" in run.own else None,
+        max_abs_error=max_abs, max_rel_error=max_rel, outputs_match=match, per_subgraph=run.table,
+        glue_ms=run.glue_ms, fallbacks=tuple(split.fallbacks), warnings=notes, config=run.config,
+        timing=stats, baseline_timing=base_stats, precision=run.precision, compile_state=compile_state,
         records=tuple(records.values()),
         speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms, paired=True) if eager else None,
         eager_timing=eager,
     )
 
 
-def measurement_notes(warned: list[str], records: Mapping[str, SubgraphRecord], stats: Any, base_stats: Any,
-           match: bool | None, problems: list[str], own: dict[str, Any]) -> list[str]:
+def _eager_stats(run: TimedRun) -> Stats | None:
+    """The eager timing the split model is compared with: the nn.Module's, else the captured graph's."""
+    eager = run.own.get("eager")
+    return eager.stats if eager is not None and eager.stats is not None else run.base_stats
+
+
+def measurement_notes(run: TimedRun) -> list[str]:
     """The Measurement's notes: the compile warnings, noisy timings and output differences
     (each also warned, at the user's line), then the noisy subgraphs and failed baselines
     (recorded only: there can be hundreds of small, noisy subgraphs)."""
-    notes = list(warned)
+    stats, base_stats, records = run.stats, run.base_stats, run.split.records
+    match, _, _, problems = run.checked
+    notes = list(run.split.warnings)
     if stats.noisy:
         notes.append(f"split model timing is noisy: coefficient of variation {stats.cv:.1%} > {NOISY_CV:.0%}; "
                      "close other programs, fix GPU clocks, or raise iters")
-    eager = own["eager"].stats if own.get("eager") is not None and own["eager"].stats is not None else base_stats
+    eager = _eager_stats(run)
     if eager is not None and eager.wide:
         notes.append(wide_baseline_note(eager))
     elif base_stats is not None and base_stats.noisy:
@@ -74,7 +80,7 @@ def measurement_notes(warned: list[str], records: Mapping[str, SubgraphRecord], 
     if noisy_subs:
         notes.append(f"{len(noisy_subs)} of {len(records)} subgraph timings are noisy (cv > {NOISY_CV:.0%}): "
                      f"{names(noisy_subs, 5)}")
-    for b in own.values():
+    for b in run.own.values():
         if b.error:
             notes.append(f"{b.name} baseline: {b.error}")
     return notes

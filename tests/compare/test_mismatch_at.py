@@ -65,13 +65,14 @@ def test_tune_mismatch_row_names_the_culprit(small) -> None:
 
 
 def test_measurement_repr_names_where_the_error_starts(small) -> None:
+    from hierviz.latency.measure_options import MeasureOptions
     from hierviz.latency.numerics import with_mismatch
 
     _, inputs, gm = small
     part = hv.partition(gm, BASE)
     m = hv.measure(part, inputs, **MEASURE, baseline=False, per_subgraph=False)
     assert m.outputs_match is False and m.mismatch_at is None
-    named = with_mismatch(part, inputs, m, **MEASURE)
+    named = with_mismatch(part, inputs, m, MeasureOptions.of(MEASURE))
     tag = named.mismatch_at
     assert tag == _wrong_tag(gm, BASE)
     assert m.mismatch_at is None  # the measurement returned before is left as it was

@@ -22,10 +22,11 @@ from hierviz.errors import MeasureError
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.by_graph.compiled_graphs import CompiledGraphs, checked_plan, model_of, on_device, qualified_tag
 from hierviz.latency.compiling.subgraph_compiling import Built, Progress
-from hierviz.latency.summary import finish, float_dtypes, measurement_notes, per_subgraph_table
-from hierviz.latency.compiling.compiled_split import check_trt_settings
+from hierviz.latency.measure_options import MeasureOptions
+from hierviz.latency.summary import finish, float_dtypes, per_subgraph_table
+from hierviz.latency.timed_run import NOT_CHECKED, Compared, TimedRun
 from hierviz.latency.output_match import compare
-from hierviz.latency.precision import check_tf32, fp32_precision, record as precision_record
+from hierviz.latency.precision import fp32_precision, record as precision_record
 from hierviz.latency.idle_workers import wait_for_idle_workers
 from hierviz.latency.measurement import PER_SUBGRAPH_COLUMNS, SubgraphRecord, fallback_note
 from hierviz.latency.timing import time_fn, time_paired, time_submodules
@@ -81,33 +82,27 @@ def _specs_text(specs: tuple) -> str:
     return ", ".join(f"{dtype.removeprefix('torch.')}{list(shape)}" for shape, dtype in specs) or "no tensors"
 
 
-def measure_graphs(multi: MultiGraphPartition, example_inputs: Any, *, device: Any = None, warmup: int = 10,
-                   iters: int = 100, check: bool = True, on_error: str = "raise", progress: Any = None,
-                   baseline: bool = True, per_subgraph: bool = True, rtol: float | None = None,
-                   atol: float | None = None, tf32: bool = False, model: Any = None, torch_compile: bool = False,
-                   **options: Any) -> Any:
+def measure_graphs(multi: MultiGraphPartition, example_inputs: Any, options: MeasureOptions) -> Any:
     """hv.measure(multi_graph_partition, example_inputs, ...): see the module docstring;
-    arguments as hv.measure's (example_inputs are the model's)."""
+    `options` are hv.measure's, checked (example_inputs are the model's)."""
     if example_inputs is None:
         raise MeasureError("hv.measure of a multi-graph partition runs the whole model: pass its example inputs, "
                            "hv.measure(part, example_inputs).")
     _same_inputs(multi, example_inputs)
-    source = model_of(multi, model)
-    tf32 = check_tf32(tf32)
-    check_trt_settings(options.get("trt_settings"), tf32)
-    dev = checked_plan(multi, device, options.get("compilers"), on_error)
+    source = model_of(multi, options.model)
+    dev = checked_plan(multi, options.device, options.compilers, options.on_error)
     inputs = on_device(example_inputs, dev)
     n_subgraphs = sum(len(p.subgraphs) for p in multi.graphs)
-    bar = Progress(progress, n_subgraphs + 1 + int(baseline) + (n_subgraphs if per_subgraph else 0))
+    baseline, per_subgraph, warmup, iters = options.baseline, options.per_subgraph, options.warmup, options.iters
+    bar = Progress(options.progress, n_subgraphs + 1 + int(baseline) + (n_subgraphs if per_subgraph else 0))
     try:
-        with torch.no_grad(), fp32_precision(tf32):
-            compiled = CompiledGraphs(multi, source, dev, {**options, "on_error": on_error, "tf32": tf32,
-                                                           "progress": bar}, "hv.measure")
+        with torch.no_grad(), fp32_precision(options.tf32):
+            compiled = CompiledGraphs(multi, source, dev, {**options.compile_kwargs(), "progress": bar}, "hv.measure")
             output = compiled(*inputs)  # compiles every graph; a failure is raised here
             calls = {id(run): run.calls for run in compiled.graphs}
             call = lambda: compiled(*inputs)  # noqa: E731
             own: dict[str, Any] = {}
-            ready = eager_call(private_copy(source), example_inputs, dev) if (baseline or check) else None
+            ready = eager_call(private_copy(source), example_inputs, dev) if (baseline or options.check) else None
             if ready is not None and ready.call is None:
                 own["eager"] = Baseline("eager", None, error=ready.error)
             wait_for_idle_workers()
@@ -118,11 +113,9 @@ def measure_graphs(multi: MultiGraphPartition, example_inputs: Any, *, device: A
             else:
                 stats = time_fn(call, dev, warmup=warmup, iters=iters)
             bar.step("compiled model timed")
-            checked: tuple = (None, None, None)
-            problems: list[str] = []
-            if check and ready is not None and ready.call is not None:
-                match, max_abs, max_rel, problems = compare(output, ready.outputs, rtol, atol)
-                checked = (match, max_abs, max_rel)
+            checked: Compared = NOT_CHECKED
+            if options.check and ready is not None and ready.call is not None:
+                checked = compare(output, ready.outputs, options.rtol, options.atol)
             sub_total = 0.0
             if per_subgraph:
                 for run in compiled.graphs:
@@ -133,18 +126,17 @@ def measure_graphs(multi: MultiGraphPartition, example_inputs: Any, *, device: A
                     for tag, s in timed.items():
                         run.split.records[tag].stats = s
                         sub_total += s.median_ms * calls.get(id(run), 1)
-            if torch_compile and ready is not None and ready.module is not None:
+            if options.torch_compile and ready is not None and ready.module is not None:
                 own["torch_compile"] = time_compiled(ready.module, ready.inputs, dev, warmup, iters)
             ran = {r.ran for run in compiled.graphs if run.split is not None for r in run.split.records.values()}
-            precision = precision_record(tf32, float_dtypes(inputs, output), ran)
+            precision = precision_record(options.tf32, float_dtypes(inputs, output), ran)
     finally:
         bar.close()
         torch._dynamo.reset()  # nothing stays compiled
-    total = summed(compiled)
-    notes = measurement_notes(total.warnings, total.records, stats, None, checked[0], problems, own)
-    return finish(total, stats, own, None, checked, graph_table(compiled, calls),
-                  (stats.median_ms - sub_total) if per_subgraph else math.nan, notes, precision,
-                  iters=iters, warmup=warmup, device=dev, config=multi.config)
+    return finish(TimedRun(split=summed(compiled), stats=stats, own=own, base_stats=None, checked=checked,
+                           table=graph_table(compiled, calls),
+                           glue_ms=(stats.median_ms - sub_total) if per_subgraph else math.nan,
+                           precision=precision, device=dev, config=multi.config), options)
 
 
 def graph_table(compiled: CompiledGraphs, calls: dict[int, int]) -> Any:

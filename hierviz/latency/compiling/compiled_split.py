@@ -26,11 +26,9 @@ from hierviz.latency.compiling.backend_compilers import TENSORRT
 from hierviz.latency.compiling.subgraph_compiling import Builder, Progress, Runner
 from hierviz.latency.compiling.lift import on_device
 from hierviz.latency.compiling.compile_plan import plan, resolve_device
-from hierviz.latency.precision import check_tf32, fp32_precision
+from hierviz.latency.precision import fp32_precision
+from hierviz.latency.measure_options import ON_ERROR, MeasureOptions, check_trt_settings
 from hierviz.latency.measurement import SubgraphRecord
-
-ON_ERROR = ("raise", "fallback")
-
 
 @dataclass
 class CompiledSplit:
@@ -65,16 +63,6 @@ def check_partition(partition: Any) -> None:
         raise MeasureError(f"this takes a hv.Partition (from hv.partition), not {type(partition).__name__}")
 
 
-def check_trt_settings(trt_settings: Any, tf32: bool) -> None:
-    """ConfigError for trt_settings fields that cannot act at conversion, checked first (before
-    the device or the subgraphs: a mistake should not wait for a GPU to show)."""
-    if trt_settings is None:
-        return
-
-    if trt.available():
-        trt.conversion_settings(trt_settings, None, tf32=tf32)
-
-
 def backend_options(slots: list, device: torch.device, trt_settings: Any, inductor_options: Any,
                     tf32: bool) -> dict[str, Any]:
     """Each backend's options as its compiler takes them; TensorRT's checked and built for
@@ -98,34 +86,39 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
     MeasureError for other failures; with `on_error="fallback"` each failing or unbuildable
     subgraph runs in eager PyTorch instead (listed in `fallbacks`). `who` names the
     caller in error messages about the inputs; `observe` sees each value of the compiling run
-    (see compiling.Builder.run)."""
-    if on_error not in ON_ERROR:
-        raise MeasureError(f"on_error must be one of {ON_ERROR}, not {on_error!r}")
+    (see compiling.Builder.run). The keywords become one MeasureOptions (checked there), and
+    build_split does the work."""
+    bar = progress if isinstance(progress, Progress) else None
+    options = MeasureOptions(device=device, on_error=on_error, cache=cache, cache_dir=cache_dir,
+                             trt_settings=trt_settings, inductor_options=inductor_options, compilers=compilers,
+                             tf32=tf32, progress=None if bar is not None else progress)
     check_partition(partition)
-    tf32 = check_tf32(tf32)
-    check_trt_settings(trt_settings, tf32)
     dev = resolve_device(device, partition)
     check_inputs(partition.graph, example_inputs, who=who, error=MeasureError)
-    slots = plan(partition, dev, compilers, on_error)
-    inputs = tuple(x.to(dev) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))
-    store = cache if cache is not None else cache_mod.default_cache()
+    return build_split(partition, example_inputs, dev, options, bar=bar, observe=observe)
+
+
+def build_split(partition: Any, example_inputs: Any, device: torch.device, options: MeasureOptions, *,
+                bar: Progress | None = None, observe: Callable[..., Any] | None = None) -> CompiledSplit:
+    """compile_split of a checked partition and inputs for a resolved `device`, with the
+    options of one MeasureOptions (its compile fields; `options.progress` unless `bar`, a
+    Progress the caller steps and closes, is given)."""
+    slots = plan(partition, device, options.compilers, options.on_error)
+    inputs = tuple(x.to(device) if isinstance(x, torch.Tensor) else x for x in tree_leaves(example_inputs))
+    store = options.cache if options.cache is not None else cache_mod.default_cache()
+    backends = backend_options(slots, device, options.trt_settings, options.inductor_options, options.tf32)
+    steps = bar if bar is not None else Progress(options.progress, len(slots))
     try:
-        directory = Path(cache_dir).expanduser() if cache_dir is not None else None
-    except TypeError:
-        raise MeasureError(f"cache_dir must be a path, not {type(cache_dir).__name__}") from None
-    options = backend_options(slots, dev, trt_settings, inductor_options, tf32)
-    bar = progress if isinstance(progress, Progress) else Progress(progress, len(slots))
-    try:
-        with torch.no_grad(), fp32_precision(tf32):
-            built, output = Builder(partition.module, slots, dev, store, directory, options, on_error, bar).run(
-                inputs, observe)
+        with torch.no_grad(), fp32_precision(options.tf32):
+            built, output = Builder(partition.module, slots, device, store, options.directory, backends,
+                                    options.on_error, steps).run(inputs, observe)
     finally:
-        if bar is not progress:
-            bar.close()
-    return CompiledSplit(module=assemble(partition.module, built.runners, dev), records=built.records, device=dev,
-                         inputs=inputs, output=output, fallbacks=tuple(built.fallbacks), warnings=built.warnings,
-                         cache_hits=built.cache_hits, cache_misses=built.cache_misses, compile_s=built.compile_s,
-                         compile_state=built.compile_state, tf32=tf32)
+        if bar is None:
+            steps.close()
+    return CompiledSplit(module=assemble(partition.module, built.runners, device), records=built.records,
+                         device=device, inputs=inputs, output=output, fallbacks=tuple(built.fallbacks),
+                         warnings=built.warnings, cache_hits=built.cache_hits, cache_misses=built.cache_misses,
+                         compile_s=built.compile_s, compile_state=built.compile_state, tf32=options.tf32)
 
 
 def assemble(module: GraphModule, runners: Mapping[str, Runner], device: torch.device) -> GraphModule:
@@ -144,4 +137,4 @@ def assemble(module: GraphModule, runners: Mapping[str, Runner], device: torch.d
     return GraphModule(root, graph, class_name="MeasuredSplit")
 
 
-__all__ = ["compile_split", "CompiledSplit", "assemble", "ON_ERROR"]
+__all__ = ["compile_split", "build_split", "CompiledSplit", "assemble", "ON_ERROR", "check_trt_settings"]
