@@ -37,7 +37,7 @@ def backend_text(backend: str | None) -> str:
 def _rows(rows: Iterable[tuple[str, str]]) -> str:
     body = "".join(f'<tr><td style="padding:1px 6px;color:#555;vertical-align:top;white-space:nowrap">{k}</td>'
                    f'<td style="padding:1px 6px;word-break:break-word">{v}</td></tr>' for k, v in rows)
-    return f'<table class="hv-selection-table">{body}</table>'
+    return f'<table class="hv-selection-table" style="line-height:1.35">{body}</table>'
 
 
 def _listed(names: list[str]) -> str:

@@ -1,0 +1,134 @@
+"""Click to act, in a real page: JupyterLab in headless Chromium (tests/test_browser.py's
+server and browser) runs a one-cell notebook that opens an explorer on a small model; the
+test clicks a node in the diagram, reads the selection panel, presses "run this op in
+PyTorch" and sees the new partition: the node's backend class in the SVG and the panel both
+say PyTorch; then zooms with the wheel, pans by a drag (which selects nothing) and fits back.
+Screenshots go to test-artifacts/browser/."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from tests.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
+                                wait_until_ready)
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
+playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (make setup)")
+
+CELL = """import torch
+import hierviz as hv
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.sigmoid(y) * y
+
+ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, view="full", debounce=0)
+ex"""
+UPDATE_S = 30
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    if not Path(CHROMIUM).exists():
+        pytest.fail(f"{CHROMIUM} not found: run `make setup` (it installs Debian's chromium), or set HIERVIZ_CHROMIUM")
+    if shutil.which("dot") is None:
+        pytest.fail("graphviz `dot` not found: run `make setup` (apt-get install graphviz)")
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    base = tmp_path_factory.mktemp("lab")
+    root = base / "work"
+    root.mkdir()
+    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+                           "source": CELL}],
+                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+                "nbformat": 4, "nbformat_minor": 5}
+    (root / "click.ipynb").write_text(json.dumps(notebook))
+    server = Lab(base, root)
+    try:
+        server.start()
+        yield server
+    finally:
+        server.stop()
+        assert not server.kernel_pids(), "processes left behind by JupyterLab"
+
+
+def node_state(explorer: Any, name: str) -> dict[str, Any] | None:
+    """The node's classes in the SVG, the selection panel's text and the picture's viewBox."""
+    return explorer.evaluate("""(root, name) => {
+        const svg = root.querySelector('.hv-diagram-widget svg');
+        if (!svg) return null;
+        const g = [...svg.querySelectorAll('g[id]')].find(e => e.id === 'hv:node:' + encodeURIComponent(name));
+        const panel = root.querySelector('.hv-selection');
+        return {classes: g ? g.getAttribute('class') : null,
+                outlined: g ? g.classList.contains('hv-dw-selected') : null,
+                panel: panel ? panel.innerText : '', viewBox: svg.getAttribute('viewBox')};
+    }""", name)
+
+
+def test_click_a_node_force_it_to_pytorch_and_see_the_new_partition(lab: Lab) -> None:
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport=VIEWPORT, device_scale_factor=1).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(f"{lab.url}/lab/tree/click.ipynb?reset&token={lab.token}", wait_until="domcontentloaded")
+            wait_until_ready(page, 1)
+            run_all_cells(page)
+            explorer = page.locator(".hierviz-explorer").first
+            first = wait_until(lambda: (s := node_state(explorer, "sigmoid")) and s["classes"] and s, 180,
+                               "the explorer's diagram did not show node sigmoid", page)
+            assert "hv-tensorrt" in first["classes"] and not first["outlined"], first
+            assert "Click a node" in first["panel"]
+
+            page.locator(".hv-diagram-widget g[id='hv:node:sigmoid']").first.click()
+            picked = wait_until(lambda: (s := node_state(explorer, "sigmoid")) and "node sigmoid" in s["panel"] and s,
+                                UPDATE_S, "the selection panel did not show the clicked node", page)
+            assert picked["outlined"], picked
+            assert "torch.ops.aten.sigmoid.default" in picked["panel"] and "TensorRT (tensorrt)" in picked["panel"]
+            assert "return torch.sigmoid(y) * y" in picked["panel"]  # the user's source line
+            shot(page, "click-01-node-selected", explorer)
+
+            explorer.locator("button", has_text="run this op in PyTorch").click()
+            forced = wait_until(lambda: (s := node_state(explorer, "sigmoid")) and s["classes"]
+                                and "hv-torch" in s["classes"] and "PyTorch (torch)" in s["panel"] and s,
+                                UPDATE_S, "the forced node did not move to PyTorch in the picture and the panel", page)
+            assert forced["outlined"], "the selection is kept across the redraw"
+            assert "in torch_executed_ops" in forced["panel"]
+            assert explorer.locator(".jupyter-widget-tag", has_text="sigmoid").count() >= 1  # the op box shows it
+            shot(page, "click-02-forced-to-pytorch", explorer)
+
+            explorer.locator("button", has_text="undo").click()
+            wait_until(lambda: (s := node_state(explorer, "sigmoid")) and "hv-tensorrt" in (s["classes"] or ""),
+                       UPDATE_S, "undo did not bring the node back to TensorRT", page)
+
+            box = explorer.locator(".hv-dw-box").first
+            box.scroll_into_view_if_needed()
+            before = node_state(explorer, "sigmoid")["viewBox"]
+            b = box.bounding_box()
+            cx, cy = b["x"] + b["width"] / 2, b["y"] + min(b["height"] / 2, 150)
+            page.mouse.move(cx, cy)
+            page.mouse.wheel(0, -400)
+            zoomed = wait_until(lambda: (v := node_state(explorer, "sigmoid")["viewBox"]) != before and v, 10,
+                                "the wheel did not zoom", page)
+            assert float(zoomed.split()[2]) < float(before.split()[2]), (before, zoomed)  # fewer units across
+            page.mouse.move(cx, cy)
+            page.mouse.down()
+            page.mouse.move(cx + 100, cy + 60, steps=5)
+            page.mouse.up()
+            panned = node_state(explorer, "sigmoid")
+            assert panned["viewBox"] != zoomed and "node sigmoid" in panned["panel"], panned  # a drag selects nothing
+            explorer.locator("button", has_text="fit").click()
+            assert node_state(explorer, "sigmoid")["viewBox"] == before
+            assert errors == [], errors
+        finally:
+            browser.close()
