@@ -20,6 +20,7 @@ from hierviz.drawing.overlays import Overlay
 from hierviz.drawing.text import LABEL_CHARS
 from hierviz.drawing.work_estimate import node_work, split_time
 from hierviz.errors import RenderError
+from hierviz.latency.timing import NOISY_CV
 from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.record import dtype_itemsize
 from hierviz.partitioner.report import measured_fallbacks
@@ -92,11 +93,22 @@ class TimeOverlay(Overlay):
     def fell_back(self, k: int) -> str | None:
         return self.fell.get(k)
 
-    def title(self) -> str:
-        if not self.fell:
+    def noisy_text(self) -> str:
+        """'NOISY (cv 283%): ...' when the measurement's spread says the machine was busy, else ''."""
+        cv = getattr(self.measurement, "cv", None)
+        base = getattr(self.measurement, "baseline_cv", None)
+        worst = max((c for c in (cv, base) if isinstance(c, (int, float)) and not math.isnan(c)), default=None)
+        if worst is None or worst <= NOISY_CV:
             return ""
-        return (f"measured: {len(self.fell)} of {len(self.subgraph_ms)} subgraphs fell back to eager PyTorch"
-                + (" (nothing accelerated)" if getattr(self.measurement, "nothing_accelerated", False) else ""))
+        return f"NOISY (cv {worst:.0%}): the machine was busy while timing; measure again on a quiet machine"
+
+    def title(self) -> str:
+        parts = [self.noisy_text()]
+        if self.fell:
+            parts.append(f"measured: {len(self.fell)} of {len(self.subgraph_ms)} subgraphs fell back to eager PyTorch"
+                         + (" (nothing accelerated)" if getattr(self.measurement, "nothing_accelerated", False)
+                            else ""))
+        return " \u00b7 ".join(p for p in parts if p)
 
     def share(self, ms: float) -> float:
         return ms / self.total
@@ -160,8 +172,18 @@ class TimeOverlay(Overlay):
         return (f"{text} \u00b7 {size_text(nbytes)}" if text else size_text(nbytes)), edge_weight(nbytes)
 
     def legend_html(self) -> str:
-        text = html(f"time: measured median per subgraph{' on ' + self.device if self.device else ''} "
-                    f"(total {ms_text(self.total)}); grey bar and border width: share of time; edge width: bytes")
+        where = f" on {self.device}" if self.device else ""
+        whole = getattr(self.measurement, "median_ms", None)
+        if isinstance(whole, (int, float)) and not math.isnan(whole):  # the headline, and what the times sum to
+            text = html(f"time: each subgraph's median, timed alone{where} (sum {ms_text(self.total)}; the whole "
+                        f"model: {ms_text(whole)} median); grey bar and border width: share of the subgraphs' time; "
+                        "edge width: bytes")
+        else:
+            text = html(f"time: measured median per subgraph{where} (total {ms_text(self.total)}); grey bar and "
+                        "border width: share of time; edge width: bytes")
+        noisy = self.noisy_text()
+        if noisy:
+            text += f'<BR ALIGN="LEFT"/><FONT COLOR="{palette.border(FALLBACK)}"><B>{html(noisy)}</B></FONT>'
         if self.fell:
             text += "<BR ALIGN=\"LEFT\"/>" + html(
                 f"fell back: {len(self.fell)} subgraph(s) ran in eager PyTorch, so they are drawn and counted as "
