@@ -19,6 +19,7 @@ from hierviz.errors import RenderError
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.building.build_row import BuildRow
+    from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
 
 FAILED = "#C62828"
@@ -34,7 +35,7 @@ def _mb(n: Any) -> str:
 class BuildMarks(Overlay):
     """The rows of one hv.Builds of partition `p`, by subgraph tag."""
 
-    def __init__(self, p: "Partition", builds: Any) -> None:  # builds: what the user passed, checked
+    def __init__(self, p: "Partition", builds: Builds) -> None:  # builds: what the user passed, checked
         rows = getattr(builds, "rows", None)
         if rows is None or not hasattr(builds, "headline"):
             raise RenderError(f"builds= takes what part.build() returned (hv.Builds), not {type(builds).__name__}.")

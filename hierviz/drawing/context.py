@@ -20,11 +20,12 @@ from hierviz.drawing.overlays import Overlay, fell_back
 from hierviz.partitioner import FALLBACK, GRAPH, NodeTable
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
 
 
 def make_overlays(p: "Partition", measurement: Any = None, against: Any = None,
-                  numerics: Any = None, highlight: Any = None, builds: Any = None) -> tuple[Overlay, ...]:
+                  numerics: Any = None, highlight: Any = None, builds: Builds | None = None) -> tuple[Overlay, ...]:
     """The overlays of `measurement=`, `against=`, `numerics=`, `highlight=` and `builds=` (each
     checked, in that order; None: left out), in the order they decorate: time, numerics,
     builds, diff, highlight."""

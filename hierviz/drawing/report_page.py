@@ -20,6 +20,7 @@ from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, for_reports,
 from hierviz.version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
 
 TABLE_ROWS = 1000
@@ -122,7 +123,7 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
 <div class="hv-stats">backends:{legend}</div>
 <h2 id="diagram">Diagram ({esc(view_used)} view)</h2>
 {diagram}
-{_what_to_change(p)}
+{_what_to_change(p, kwargs.get("builds"))}
 <h2 id="config">Configuration</h2>
 <table class="hv-table">{cfg_rows}</table>
 {_compile_today(p)}
@@ -141,11 +142,11 @@ WHAT_TO_CHANGE_COLUMNS = ["change", "kind", "nodes", "subgraphs_if_fixed", "subg
                           "verdict", "op", "note"]
 
 
-def _what_to_change(p: "Partition") -> str:
-    """The report's "What to change" section: the blockers grouped by verdict (improvements,
-    trade-offs, no gain), each with what fixing it gives."""
+def _what_to_change(p: "Partition", builds: Builds | None = None) -> str:
+    """The report's "What to change" section: the blockers grouped by verdict (engines that fail
+    to build first, with `builds`; improvements, trade-offs, no gain), each with what fixing it gives."""
     head = '<h2 id="what-to-change">What to change</h2>'
-    table = for_reports(p)
+    table = for_reports(p, builds)
     if table is None:
         text = htmlmod.escape(not_computed_text(p)).replace("p.blockers()", "<code>p.blockers()</code>")
         return f'{head}<p class="hv-note">{text}</p>'
@@ -190,7 +191,7 @@ def measurement_section(m: Any, heading: str = '<h2 id="measured">Measured</h2>'
     return "\n".join(parts) + "\n"
 
 
-def _builds_section(builds: Any) -> str:
+def _builds_section(builds: Builds | None) -> str:
     """The report's "Built on this machine" section: part.build()'s headline, builder and table."""
     if builds is None:
         return ""

@@ -28,6 +28,7 @@ from hierviz.foundation.gcpause import gc_paused
 from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
     from hierviz.drawing.diagram import Diagram
     from hierviz.partitioner import Partition
 
@@ -36,7 +37,8 @@ VIEWS = ("auto", "full", "collapsed", "focus", "modules")
 
 def render(p: "Partition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
            radius: int = 2, weights: bool = False, depth: int | None = None, measurement: Any = None,
-           against: Any = None, numerics: Any = None, highlight: str | None = None, builds: Any = None) -> "Diagram":
+           against: Any = None, numerics: Any = None, highlight: str | None = None,
+           builds: Builds | None = None) -> "Diagram":
     """The partition as a `Diagram` (a `graphviz.Digraph` with `.info`; DOT only, no layout).
 
     view: 'full' (every node), 'collapsed' (one box per subgraph), 'focus' (around `focus`:

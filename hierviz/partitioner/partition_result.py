@@ -194,9 +194,12 @@ class Partition:
     @property
     def module(self) -> GraphModule:
         """The split GraphModule: one submodule per subgraph, named by its tag."""
-        if self._module is None:
-            self._module = build_split_module(self.graph, self._result)
-        return self._module
+        return self._split_module
+
+    @functools.cached_property
+    def _split_module(self) -> GraphModule:
+        """The engine's split module where it built one, else built here on first use."""
+        return self._module if self._module is not None else build_split_module(self.graph, self._result)
 
     # ------------------------------------------------------------------ numbers and tables
     @functools.cached_property

@@ -57,6 +57,8 @@ def test_the_picture_report_and_blockers_show_a_failed_build(tmp_path):
     assert "engine fails at build" in source
     html = part.save(tmp_path / "p.html", builds=builds).read_text()
     assert 'id="built"' in html and "0/1 engines built; _run_on_acc_tensorrt_0 failed at build" in html
+    what_to_change = html.split('id="what-to-change"')[1].split('id="config"')[0]
+    assert "engine fails to build" in what_to_change  # the page's blockers are given the builds too
     text = part.report(builds=builds)
     assert "Built on this machine:\n  0/1 engines built; _run_on_acc_tensorrt_0 failed at build: " in text
     assert "then: torch_tensorrt.compile raises RuntimeError" in text
