@@ -387,3 +387,14 @@ def test_a_cache_folder_that_is_a_file_is_one_message(tmp_path, monkeypatch, cap
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(taken / "hierviz"))
     assert "HIERVIZ_CACHE_DIR=" + repr(str(taken / "hierviz")) + f" is inside {taken}, which is a file" in \
         disk_cache.folder_problem()
+
+
+def test_a_failed_build_read_back_says_whether_its_error_line_was_cut(tmp_path):
+    """The build cache keeps EngineBuild.error_cut: a cached failure is compared with another as
+    the fresh one is (a cut line agrees as far as it goes)."""
+    store = EngineStore(tmp_path, max_bytes=10**6)
+    failed = EngineBuild("build", 3, 0.1, 0.2, exception="RuntimeError",
+                         error="RuntimeError: layer (7) refused: the operand shapes…", error_cut=True)
+    assert store.save("cut", failed) is None
+    back = store.load("cut")
+    assert back is not None and back.error_cut and back.error == failed.error
