@@ -6,10 +6,13 @@ from __future__ import annotations
 
 import html
 from collections import Counter
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable
 
-from hierviz.building.graph_run import source_line
+import torch
+
 from hierviz.drawing.text import op_short
+from hierviz.foundation.stack_traces import frames
 from hierviz.partitioner import FALLBACK
 from hierviz.widget.panels import table_html
 from hierviz.widget.selection import Selection
@@ -24,6 +27,20 @@ SHOWN = 12  # names listed before "and N more"
 
 # how the panel names a backend (the partition's own names stay beside it)
 BACKEND_WORDS = {FALLBACK: "PyTorch", "tensorrt": "TensorRT", "inductor": "TorchInductor"}
+
+
+TORCH_DIR = str(Path(torch.__file__).parent)
+
+
+def source_line(node: torch.fx.Node) -> str:
+    """'file:line: code' of the innermost recorded frame outside torch's own package (the line of
+    the model's code, not nn.Module's forward that ran it); '' when none is recorded."""
+    found = frames(node.meta.get("stack_trace"))
+    outside = [f for f in found if not f.file.startswith(TORCH_DIR)] or found
+    if not outside:
+        return ""
+    inner = outside[-1]
+    return f"{inner.file}:{inner.line}: {inner.code}"
 
 
 def backend_text(backend: str | None) -> str:
@@ -108,8 +125,9 @@ def module_nodes(part: "Partition", path: str) -> "pd.DataFrame":
 def module_html(part: "Partition", path: str) -> str:
     """A module: its class, its nodes by backend, its subgraphs."""
     df = module_nodes(part, path)
-    own = df[df["module_path"] == path]
-    cls = str(own["module_class"].iloc[0]) if len(own) else ""
+    stacks = part.records.module_stack
+    cls = next((c.rsplit(".", 1)[-1] for n in df["name"][:20] for p, c in stacks[part.record(n).index] if p == path),
+               "")
     by_backend = Counter(df["backend"])
     tags = list(dict.fromkeys(str(t) for t in df["tag"] if t))
     rows = [("class", html.escape(cls or "-")),
@@ -130,5 +148,5 @@ def ops_rows_html(part: "Partition", selection: Selection, ops: Iterable[str]) -
     return note + table_html(df.reset_index(drop=True))
 
 
-__all__ = ["HINT", "backend_text", "hint_html", "gone_html", "node_html", "subgraph_html", "module_html",
+__all__ = ["HINT", "source_line", "backend_text", "hint_html", "gone_html", "node_html", "subgraph_html", "module_html",
            "module_nodes", "ops_rows_html"]

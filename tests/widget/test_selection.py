@@ -60,6 +60,23 @@ def test_a_node_shows_the_users_source_line_that_made_it() -> None:
     assert "test_selection.py:" in panel(ex) and "return torch.sigmoid(x) * 2" in panel(ex)
 
 
+class Blocked(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x) + 1
+
+
+def test_the_source_line_is_the_models_and_a_module_says_its_class() -> None:
+    ex = Explorer(Blocked(), (torch.randn(2, 3),), debounce=0)
+    ex.selected = "relu"  # run by nn.ReLU's forward: the line shown is the model's own
+    assert "return self.block(x) + 1" in panel(ex) and "activation.py" not in panel(ex)
+    ex.selected = "block"  # a module with no op of its own
+    assert "Sequential" in panel(ex) and "ReLU" not in panel(ex)
+
+
 def test_a_click_in_the_page_selects_as_python_does(ex: Explorer) -> None:
     ex.panels["diagram"].selected = {"kind": "node", "name": "sigmoid"}  # what the page's script sends
     assert ex.selected == "sigmoid"
