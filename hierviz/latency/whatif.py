@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import HiervizError
-from hierviz.latency.measure_call import measure
+from hierviz.latency.measure_call import measure_with
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.timing import speedup_interval
@@ -51,14 +52,15 @@ def _combined_runs(table: "pd.DataFrame", row: Any, device: str) -> str:
 def measure_blockers(p: "Partition", table: "pd.DataFrame", *, device: Any = None, example_inputs: Any = None,
                      **options: Any) -> "pd.DataFrame":
     """`table` (Partition.blockers()) with each runnable what-if measured against `p`.
-    `options` go to hv.measure (warmup, iters, on_error, compilers, ...)."""
+    `options` are hv.measure's (warmup, iters, on_error, compilers, ...): one record, checked
+    once, times the current setting and every what-if."""
     if p.graph is None:
         p.compile()  # a saved partition: raises SavedPartitionError, saying why
     table = table.copy()
     dev = str(resolve_device(device, p))
     inputs = example_inputs if example_inputs is not None else example_from_graph(p.graph)
-    opts = {**DEFAULTS, "baseline": False, **options}
-    current = measure(p, inputs, device=dev, **opts)
+    record = MeasureOptions.of({**DEFAULTS, "baseline": False, **options, "device": dev})
+    current = measure_with(p, inputs, record)
     medians: list[float | None] = []
     speedups: list[float | None] = []
     lows: list[float | None] = []
@@ -72,7 +74,7 @@ def measure_blockers(p: "Partition", table: "pd.DataFrame", *, device: Any = Non
         result = None
         if not reason:
             try:
-                result = measure(repartition(p, row.config), inputs, device=dev, **opts)
+                result = measure_with(repartition(p, row.config), inputs, record)
             except HiervizError as exc:
                 reason = f"not measured: {str(exc).splitlines()[0]}"
         if result is None:

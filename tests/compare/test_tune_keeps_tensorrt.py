@@ -12,6 +12,7 @@ from torch import nn
 import hierviz as hv
 from hierviz.compare.tune_space import default_space
 from hierviz.compare.tune_trial import measure_trial
+from hierviz.latency.measure_options import MeasureOptions
 from hierviz.partitioner import Partition
 
 from tests.small_net import SCRIPTED_COMPILERS, fast
@@ -76,13 +77,13 @@ def test_a_search_without_a_space_measures_only_settings_with_the_same_engines(s
     from hierviz.compare import tune_trial
 
     measured: list[Partition] = []
-    real = tune_trial.measure
+    real = tune_trial.measure_with
 
     def seen(part, *args, **kwargs):
         measured.append(part)
         return real(part, *args, **kwargs)
 
-    monkeypatch.setattr(tune_trial, "measure", seen)
+    monkeypatch.setattr(tune_trial, "measure_with", seen)
     model, inputs, gm = small
     base = hv.Config(priority=("tensorrt", "inductor"), min_block_size=1)
     res = hv.tune(model, inputs, base=base, measure={**MEASURE, "compilers": {"inductor": fast}}, pruning=False,
@@ -101,7 +102,7 @@ def test_tensorrt_fallbacks_of_a_kept_setting_are_not_the_trials_fallbacks(small
     for: the trial is measured. Any other subgraph falling back still makes it a "fallback"."""
     model, inputs, gm = small
     part = hv.partition(gm, priority=("tensorrt", "fast"), support=SUPPORT, min_block_size=1)
-    options = {**MEASURE, "on_error": "fallback"}
+    options = MeasureOptions.of({**MEASURE, "on_error": "fallback"})
     assert measure_trial(part, inputs, torch.device("cpu"), options, untimed=True).status == "measured"
     assert measure_trial(part, inputs, torch.device("cpu"), options).status == "fallback"
 

@@ -9,6 +9,7 @@ import torch
 
 import hierviz as hv
 from hierviz.compare.tune_trial import measure_trial
+from hierviz.latency.measure_options import MeasureOptions
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="TensorRT falls back only without CUDA")
@@ -17,7 +18,7 @@ def test_trial_whose_subgraphs_all_fell_back_accelerates_nothing(small):
     part = hv.partition(gm, min_block_size=1)  # TensorRT subgraphs: none can be built here
     tags = [sg.tag for sg in part.subgraphs if sg.is_acc]
     assert tags
-    outcome = measure_trial(part, inputs, "cpu", {"on_error": "fallback", "warmup": 0, "iters": 1})
+    outcome = measure_trial(part, inputs, "cpu", MeasureOptions(on_error="fallback", warmup=0, iters=1))
     assert outcome.status == "nothing accelerated" and outcome.full is None
     assert outcome.error.startswith(f"nothing accelerated: every subgraph ran in eager PyTorch ({len(tags)} fell back)")
     assert tags[0] in outcome.error

@@ -105,3 +105,34 @@ def test_measure_checks_its_options_once_and_compiles_with_that_record(tiny, mon
     assert m.iters == 2 and m.outputs_match
     assert len(made) == 1                       # checked once, at hv.measure
     assert compiled_with == made and compiled_with[0] is made[0]  # the compile got that very record
+
+
+class Blocked(nn.Module):
+    """relu, tanh forced to PyTorch, relu: the blockers table has a forced row to time."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return torch.relu(torch.tanh(torch.relu(x + 1) * 2) - 1)
+
+
+def test_blockers_time_the_current_setting_and_every_what_if_with_one_record(monkeypatch) -> None:
+    from hierviz.latency import whatif
+
+    x = (torch.randn(2, 4),)
+    part = hv.partition(Blocked().eval(), x, priority=("exact",), min_block_size=1,
+                        support={"exact": hv.support.where(lambda n: n.op == "call_function", name="all")},
+                        torch_executed_ops={"aten.tanh.default"})
+    timed: list[MeasureOptions] = []
+    real = whatif.measure_with
+
+    def seen(partition, example_inputs, options):
+        timed.append(options)
+        return real(partition, example_inputs, options)
+
+    monkeypatch.setattr(whatif, "measure_with", seen)
+    table = part.blockers(measure=True, device="cpu", example_inputs=x,
+                          measure_options={"compilers": {"exact": exact}, "warmup": 0, "iters": 2})
+    assert (table.kind == "forced").any() and table.loc[table.kind == "forced", "median_ms"].notna().all()
+    assert len(timed) >= 2 and all(o is timed[0] for o in timed)  # the current setting and each what-if
+    assert (timed[0].iters, timed[0].baseline, str(timed[0].device)) == (2, False, "cpu")
+    with pytest.raises(hv.MeasureError, match=r"^warmup must be a non-negative integer, not -1$"):
+        part.blockers(measure=True, device="cpu", example_inputs=x, measure_options={"warmup": -1})
