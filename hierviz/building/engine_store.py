@@ -20,6 +20,13 @@ A 2.2 GB engine's check is a read and a hash of 2.2 GB (`benchmarks/engine_diges
 1-3 s on a 2-core machine, where building it took minutes). A damaged entry is removed with one
 CacheWarning and a note, and built again.
 
+A first build's entry is finished after `part.build()` returned (hierviz.foundation.writes_behind):
+`save` of an engine file whose last pieces are still being written moves it into place on a
+thread of its own. This process's readers (`load`, `engine`, `builds`, `clear`, ...) wait for it
+first; another process sees the entry whole or not at all; the interpreter's exit waits for it.
+What it could not keep then (a disk that filled) is one CacheWarning per reason, not a note
+(the build's notes were said when it returned).
+
 Temp files (an engine or a record being written) are named for their writer
 (hierviz.foundation.temp_files): one a killed writer left is removed when a store opens, when it
 evicts and by `clear()`; one another process is writing now is left alone.
@@ -31,18 +38,21 @@ import dataclasses
 import errno
 import json
 import pickle
+import warnings
 from pathlib import Path
 from typing import Any
 
 import torch
 
 from hierviz.building.build_keys import build_key
-from hierviz.foundation import cache_folder, temp_files
+from hierviz.foundation import cache_folder, temp_files, writes_behind
+from hierviz.foundation.cache_warning import CacheWarning
 from hierviz.foundation.cache_limit import ENV_LIMIT, CacheLimit, cache_limit
 from hierviz.foundation.damaged_entry import DamagedEntry
 from hierviz.foundation.disk_entry import DiskEntry
 from hierviz.foundation.disk_store import RECORD, DiskStore, FileSource
 from hierviz.trt.engine_build import EngineBuild
+from hierviz.trt.engine_file import EngineFile
 
 FOLDER = "builds"
 STALE_TMP_S = temp_files.STALE_S  # a temp file untouched this long, whose writer is gone, is removed
@@ -83,6 +93,7 @@ class EngineStore:
         self.folder = self.store.folder
         self._notes: list[str] = []
         self._refused: dict[str, list[str]] = {}  # why the folder took no engine -> the engines it refused
+        self._warned: set[str] = set()  # why writes finished after their build kept nothing (one warning each)
 
     @property
     def max_bytes(self) -> int:
@@ -98,7 +109,7 @@ class EngineStore:
         """What a user should know of what this store did not keep, each said once: an engine
         larger than the bound; a folder that could not take engines (one note, however many)."""
         said = list(self._notes)
-        for why, engines in self._refused.items():
+        for why, engines in list(self._refused.items()):  # a write behind may add one meanwhile
             more = len(engines) - 1
             who = engines[0] if not more else f"{engines[0]} and {more} other engine{'s' if more > 1 else ''}"
             said.append(f"{who} {'was' if not more else 'were'} not kept in the build cache: {why}")
@@ -111,6 +122,7 @@ class EngineStore:
         record, disagrees with the record: then it is removed, with a CacheWarning and a note
         naming `label`, the subgraph's tag). `check_engine=False` leaves the engine's digest to
         `engine(key)`, which checks the bytes it reads."""
+        self.wait(key)
         try:
             fields = self.store.get(key)
             if fields is None:
@@ -145,6 +157,7 @@ class EngineStore:
         """The serialized engine kept under `key`, checked against its record's length and digest;
         None when there is none or it is damaged (then removed, with a CacheWarning): a damaged
         engine never reaches hv.measure."""
+        self.wait(key)
         try:
             return self.store.read(key, ENGINE)
         except (DamagedEntry, OSError) as exc:
@@ -154,6 +167,7 @@ class EngineStore:
     def runtime(self, key: str) -> dict | None:
         """What Torch-TensorRT's runtime module needs beside the engine kept under `key`, checked
         against its record, or None (a damaged one is removed, with a CacheWarning)."""
+        self.wait(key)
         try:
             data = self.store.read(key, RUNTIME)
             value = None if data is None else pickle.loads(data)
@@ -181,6 +195,10 @@ class EngineStore:
         except OSError:
             return
 
+    def wait(self, key: str | None = None) -> None:
+        """Wait until this process's write of `key` (every key when None) into the store is done."""
+        writes_behind.wait(str(self.folder), key)
+
     def save(self, key: str, build: EngineBuild, *, label: str = "") -> str | None:
         """Keep `build` under `key` (the engine first, then its runtime record, then its record,
         each atomically); then drop the least recently used entries beyond the bound. An engine
@@ -188,10 +206,43 @@ class EngineStore:
         moved into place, not read. None when it is kept; else why not (also added to `notes`,
         naming `label`, the subgraph's tag): an entry larger than the bound (nothing is evicted
         for it), or a folder that cannot be written. Neither is an error: the build is simply not
-        kept (nor its engine file)."""
+        kept (nor its engine file). An engine file still being written (convert_and_build's
+        `wait_for_disk=False`) that fits is kept after this returns (module docstring): None."""
+        engine_file = build.engine_file
+        if engine_file is not None and engine_file.kept and not engine_file.written and \
+                self._size(build) <= self.max_bytes:
+            writes_behind.behind(str(self.folder), key, lambda: self._save_behind(key, build, label),
+                                 f"{label}'s engine" if label else "an engine")
+            return None
+        return self._save_now(key, build, label)
+
+    def _save_behind(self, key: str, build: EngineBuild, label: str) -> None:
+        """`save` once the engine file holds the whole engine (the engine in memory where the disk
+        refused part of it); what it did not keep is one CacheWarning, once per reason (the build
+        that made it has returned: its notes are said)."""
+        assert build.engine_file is not None
+        finished = build.engine_file.finish()
+        if not isinstance(finished, EngineFile):  # the disk refused part of it: the bytes read back, not a copy
+            engine: Any = memoryview(finished).cast("B")
+            build = dataclasses.replace(build, engine=engine, engine_file=None, engine_size=None)
+        self._save_now(key, build, label, late=True)
+
+    @staticmethod
+    def _fields(build: EngineBuild) -> dict[str, Any]:
+        """The record's fields of `build` (all but the engine and the runtime record)."""
         fields = {f.name: getattr(build, f.name) for f in dataclasses.fields(build)
                   if f.name not in ("engine", "engine_file", "runtime")}
         fields.update(engine_size=build.engine_bytes)
+        return fields
+
+    def _size(self, build: EngineBuild) -> int:
+        """The bytes `build`'s entry takes."""
+        runtime = 0 if build.runtime is None else len(pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL))
+        return len(json.dumps(self._fields(build), sort_keys=True)) + runtime + (build.engine_bytes or 0)
+
+    def _save_now(self, key: str, build: EngineBuild, label: str, late: bool = False) -> str | None:
+        """`save` (`late`: after the build returned, so what it did not keep is a CacheWarning)."""
+        fields = self._fields(build)
         runtime = None if build.runtime is None else pickle.dumps(build.runtime, protocol=pickle.HIGHEST_PROTOCOL)
         engine_file = build.engine_file if build.engine_file is not None and build.engine_file.kept else None
         files: dict[str, FileSource] = {}
@@ -208,14 +259,15 @@ class EngineStore:
         try:
             if size > self.max_bytes:
                 if self.limit.small_disk:  # the disk is short, not the limit: one note for every engine it refuses
-                    return self._refuse(f"{what} ({_size(size)})", (
+                    return self._refuse(f"{what} ({_size(size)})", late, (
                         f"the disk of {self.folder} has {_size(self.max_bytes)} free, the cache limit there; free "
                         f"space there or set {cache_folder.ENV_DIR} to a folder on a larger disk"))
-                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}")
+                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}",
+                                  late)
             try:
                 self.store.put(key, fields, files)
             except OSError as exc:
-                return self._refuse(what, self._unwritable(exc))
+                return self._refuse(what, late, self._unwritable(exc))
         finally:
             if engine_file is not None:
                 engine_file.discard()  # not moved into place: not kept
@@ -236,46 +288,63 @@ class EngineStore:
             return f"{self.folder} is a file, not a folder; remove it (`hierviz cache clear` does not)"
         return f"{self.folder} cannot be written ({exc.strerror or exc})"
 
-    def _refuse(self, what: str, why: str) -> str:
+    def _refuse(self, what: str, late: bool, why: str) -> str:
         """Note that the folder did not take `what` because of `why` (one note per reason, for
-        every engine it refused); the words for this one."""
+        every engine it refused; `late`: one CacheWarning per reason instead); the words for this one."""
+        text = f"{what} was not kept in the build cache: {why}"
+        if late:
+            return self._warn(text, why)
         self._refused.setdefault(why, []).append(what)
-        return f"{what} was not kept in the build cache: {why}"
+        return text
 
-    def _note(self, text: str) -> str:
+    def _note(self, text: str, late: bool = False) -> str:
+        if late:
+            return self._warn(text, text)
         if text not in self._notes:
             self._notes.append(text)
         return text
 
+    def _warn(self, text: str, why: str) -> str:
+        """One CacheWarning per `why` of what a write finished after its build did not keep."""
+        if why not in self._warned:
+            self._warned.add(why)
+            warnings.warn(f"part.build(): {text}", CacheWarning, stacklevel=2)
+        return text
+
     def remove(self, key: str) -> None:
         """Remove the build kept under `key` (its record, engine and runtime record)."""
+        self.wait(key)
         self.store.remove(key)
 
     # ------------------------------------------------------------------ the folder
     def builds(self) -> list[Path]:
         """The record of every build kept (one `<key>.json` each)."""
+        self.wait()
         return [self.store.path(e.name, RECORD) for e in self.store.entries()
                 if not e.name.startswith("run-") and self.store.path(e.name, RECORD) in e.files]
 
     def size(self) -> int:
         """The bytes the folder holds (engines, records, runs)."""
+        self.wait()
         return self.store.size()
 
     def clear(self) -> int:
         """Remove every entry (builds and runs) and the temp files killed writers left (one
         another process is writing now stays: its build keeps its engine); how many builds there were."""
-        count = len(self.builds())
+        count = len(self.builds())  # once this process's writes are done
         self.store.clear()
         return count
 
     def temp_survey(self) -> temp_files.Survey:
         """The temp files in the folder: being written now, or left by killed writers."""
+        self.wait()
         return self.store.temp_survey()
 
     def entries(self) -> list[DiskEntry]:
         """(name, bytes, last used, files) of every entry, least recently used first: a build is
         its `<key>.*` files together (name `<key>`), a graph run its `run-<key>.json` (name
         `run-<key>`). Files being written (`.tmp-*`) belong to none."""
+        self.wait()
         return self.store.entries()
 
 

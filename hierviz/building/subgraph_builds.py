@@ -123,8 +123,9 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings, label=label,
-                                     engine_folder=self.store.folder if self.store is not None else None)
+        made = trt.convert_and_build(gm, self._settings, label=label,  # the cache finishes its write after
+                                     engine_folder=self.store.folder if self.store is not None else None,
+                                     wait_for_disk=self.store is None)
         self.made += 1
         self._heard(made)
         if self.store is not None:

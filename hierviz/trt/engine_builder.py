@@ -67,7 +67,7 @@ def builds_without_gpu() -> bool:
 
 
 def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "",
-                      engine_folder: Path | None = None) -> EngineBuild:
+                      engine_folder: Path | None = None, wait_for_disk: bool = True) -> EngineBuild:
     """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule, named `label`) with Torch-TensorRT's
     converters and build its engine, as `torch_tensorrt.compile` does (inputs from the
     placeholders' `meta['val']`, the settings hv.measure converts with), without deserializing
@@ -75,7 +75,9 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     what is not its doing (out of memory, an interrupt, hierviz failing to call Torch-TensorRT)
     raises BuildError. Torch-TensorRT's warnings are held back, on `.warnings`. The engine is
     written into a temp file in `engine_folder` (the build cache's, so that moving it there is a
-    rename; the system's temp folder when None): `.engine_file`."""
+    rename; the system's temp folder when None): `.engine_file`. `wait_for_disk=False`: it
+    returns once TensorRT has handed the engine over, its last pieces maybe still being written
+    (`engine_file.finish()` waits for them: the build cache does, on a thread of its own)."""
     require()
     try:
         from torch_tensorrt.dynamo import CompilationSettings
@@ -126,7 +128,8 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         try:
             with not_the_subgraphs(doing, gm), TensorRTErrorLog(TRT_LOGGER) as log, native_output() as printed:
                 config = interpreter._populate_trt_builder_config(False, None)
-                serialized = serialize_engine(interpreter.builder, interpreter.ctx.net, config, engine_folder)
+                serialized = serialize_engine(interpreter.builder, interpreter.ctx.net, config, engine_folder,
+                                              wait=wait_for_disk)
         except BuildError:
             raise
         except Exception as exc:  # what TensorRT's builder raised is the answer

@@ -1,6 +1,9 @@
 """Streaming a serialized engine into a file: TensorRT's builder writes the engine into a temp
 file as it serializes it, hashing what it writes (`serialize_engine`), and `EngineFile` is that
-file, the caller's to move into place, deleted once dropped.
+file, the caller's to move into place, deleted once dropped. The disk takes the pieces on a
+thread of its own (hierviz.foundation.queued_writes), so the builder hands the next over
+meanwhile, and a caller may go on while the last are written (`wait=False`, then
+`EngineFile.finish()`: the build cache moves the file into place after `part.build()` returned).
 
 `build_serialized_network_to_stream`, where the installed TensorRT has it: a 2.2 GB engine then
 never lies whole in memory beside the builder's own copy of the weights. Without it (or with a
@@ -31,6 +34,7 @@ from hierviz.trt.loading import tensorrt_library
 
 TMP_PREFIX = temp_files.PREFIX  # an engine being written (the engine store's name for a file not yet in place)
 SUFFIX = ".engine"
+AHEAD = 4  # TensorRT's pieces (64 MiB each) waiting for the disk at most: it hands a 350 MB engine over without waiting
 _SWEPT: set[str] = set()  # system temp folders whose stale engines this process removed
 
 
@@ -39,14 +43,24 @@ def _unlink(path: Path) -> None:
         path.unlink()
 
 
+def _discard(path: Path, writer: Any) -> None:
+    """Delete an engine file, once the thread writing it (if any) is done."""
+    if writer is not None:
+        writer.remove()
+    _unlink(path)
+
+
 class EngineFile:
     """A serialized engine that a build wrote to `path` (`size` bytes, SHA-256 `digest`, the
     one hierviz.foundation.digests.data_digest gives of its bytes). It is the caller's to move
-    into place (`move_to`); a file never moved is deleted when the object is dropped."""
+    into place (`move_to`); a file never moved is deleted when the object is dropped. One whose
+    last pieces are still being written (`serialize_engine(wait=False)`: `written` is False)
+    is `finish()`ed first."""
 
-    def __init__(self, path: Path, size: int, digest: str) -> None:
+    def __init__(self, path: Path, size: int, digest: str, writer: Any = None) -> None:
         self.path, self.size, self.digest = path, size, digest
-        self._delete = weakref.finalize(self, _unlink, path)
+        self._writer = writer  # the stream writer still writing the file, or None
+        self._delete = weakref.finalize(self, _discard, path, writer)
 
     def __repr__(self) -> str:
         return f"EngineFile({str(self.path)!r}, {self.size} bytes)"
@@ -56,8 +70,32 @@ class EngineFile:
         """Whether the file is still this object's (neither moved nor deleted)."""
         return self._delete.alive
 
+    @property
+    def written(self) -> bool:
+        """Whether the file holds the whole engine (or `finish()` said otherwise)."""
+        return self._writer is None
+
+    def finish(self) -> "EngineFile | bytearray":
+        """Wait until the file holds the whole engine: this EngineFile. Where its folder stopped
+        taking it part-way (a full disk), the engine in memory (what the file took read back, the
+        file deleted); a BuildError when it can be had neither way (nothing is left then)."""
+        writer, self._writer = self._writer, None
+        if writer is None:
+            return self
+        try:
+            memory = _finish(writer, self.path.parent)
+        except BaseException:
+            self.discard()
+            raise
+        if memory is not None:
+            self.discard()
+            return memory
+        return self
+
     def move_to(self, destination: Path) -> None:
         """Move the engine to `destination` (a rename within one filesystem, else a copy)."""
+        if not self.written:
+            raise RuntimeError(f"{self!r} is still being written: finish() it before moving it")
         try:
             os.replace(self.path, destination)
         except OSError:
@@ -72,12 +110,14 @@ class EngineFile:
         self._delete()
 
 
-def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -> Any:
+def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None, *, wait: bool = True) -> Any:
     """TensorRT's build of `net`: an EngineFile written into `folder` (the system's temp folder
     when None) as it is serialized, where the builder has the stream API and the folder can be
     written; else the builder's serialized engine in memory (also when the folder stops taking
     it part-way: a full disk). None when the builder gives no engine (no file is left then, nor
-    on an error or an interrupt)."""
+    on an error or an interrupt). `wait=False`: it returns once TensorRT has handed over every
+    piece, the last of them maybe still being written: the EngineFile's `finish()` waits for
+    them (so a caller goes on meanwhile)."""
     stream = getattr(builder, "build_serialized_network_to_stream", None)
     where = Path(folder) if folder is not None else Path(tempfile.gettempdir())
     try:
@@ -96,13 +136,8 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
     writer = _writer(store)
     try:
         built = stream(net, config, writer)
-        writer.close()
-        if isinstance(writer.failed, OSError):  # the folder stopped taking it, and what it took could not be read back
-            raise BuildError(f"part.build(): the engine could not be written to {where} nor read back from it "
-                             f"({writer.failed}); check that disk, or set HIERVIZ_CACHE_DIR to another folder, then "
-                             "build() again; nothing was stored") from writer.failed
-        if writer.failed is not None:
-            raise writer.failed
+        if wait or writer.failed is not None or not built:
+            _finish(writer, where)
     except BaseException:
         writer.remove()
         raise
@@ -113,7 +148,21 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None) -
         return writer.memory
     if writer.path is None:
         return None
-    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest())
+    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest(), None if wait else writer)
+
+
+def _finish(writer: Any, where: Path) -> bytearray | None:
+    """Wait until `writer`'s file holds every piece: None; or the engine in memory where the
+    folder refused part of it; raise what writing it raised (a BuildError where the folder
+    refused it and what it took could not be read back)."""
+    writer.close()
+    if isinstance(writer.failed, OSError):  # the folder stopped taking it, and what it took could not be read back
+        raise BuildError(f"part.build(): the engine could not be written to {where} nor read back from it "
+                         f"({writer.failed}); check that disk, or set HIERVIZ_CACHE_DIR to another folder, then "
+                         "build() again; nothing was stored") from writer.failed
+    if writer.failed is not None:
+        raise writer.failed
+    return writer.memory
 
 
 def loose_engines(folder: Path | None = None) -> DiskStore:
@@ -168,7 +217,7 @@ def _writer(store: DiskStore) -> Any:
                 except OSError:  # the folder takes no file: the engine goes on in memory
                     self.memory = bytearray()
                     return
-                self.queued = QueuedWrites(self.fd)
+                self.queued = QueuedWrites(self.fd, ahead=AHEAD)
             assert self.queued is not None
             self.queued.put(piece)
 

@@ -19,7 +19,7 @@ from hierviz import trt
 from hierviz.building.engine_store import EngineStore, stored_engine
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.errors import BuildInterrupted
-from hierviz.foundation import temp_files
+from hierviz.foundation import temp_files, writes_behind
 from hierviz.foundation.digests import data_digest, file_digest
 from hierviz.latency.compiling.lift import bake, lift
 from hierviz.trt import engine_file
@@ -240,6 +240,7 @@ def test_a_first_build_hashes_its_engine_once_and_never_reads_it_back(tmp_path, 
         monkeypatch.setattr(disk_store.DiskStore, method, lambda self, name, suffix, real_read=real_read:
                             again.append(suffix) or real_read(self, name, suffix))
     builds = _subgraph()[0].build()
+    writes_behind.wait_all()  # the engine is put in place after build() returned
     (engine,) = (tmp_path / "builds").glob("*.engine")
     assert builds.ok and sum(counting_hasher.pieces) == engine.stat().st_size == builds.df.engine_bytes[0]
     assert ".engine" not in again  # never read back (the capture's own entry is)
