@@ -29,6 +29,7 @@ from hierviz.foundation.arguments import check_bool
 from hierviz.capturing.example_inputs import example_from_graph
 from hierviz.capturing.inputs import check as check_inputs
 from hierviz.partitioner import partition_graph
+from hierviz.partitioner.by_graph.per_graph import per_graph
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import MultiGraphPartition, Partition
@@ -187,11 +188,13 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
     outside: list[tuple[str, RunFailure]] = []
     fixes: list[Fix | None] = []
     notes: list[str] = []
-    for k, part in enumerate(mp.graphs):
-        label = f"g{k}"
-        dg = mp.capture.graphs[k]
+    labels = [f"g{k}" for k in range(len(mp))]
+
+    def one(part: "Partition", label: str, dg: Any) -> GraphBuild:
         frame = f"{dg.file}:{dg.line} in {dg.function}" if dg.file else ""
-        got = _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame, flat_inputs=True)
+        return _one_graph(part, builder, "torch_compile", label, dg.example_inputs, fix, frame, flat_inputs=True)
+
+    for label, got in zip(labels, per_graph(one, mp, labels, mp.capture.graphs)):
         rows.extend(got.rows)
         notes.extend(got.notes)
         if got.outside is not None:

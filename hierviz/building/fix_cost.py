@@ -7,15 +7,14 @@ from dataclasses import dataclass, field
 
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 from hierviz.partitioner.partition_result import Partition
+from hierviz.partitioner.by_graph.per_graph import partitions_of
 
 TENSORRT = "tensorrt"
 
 
 def tensorrt_ops(part: Partition | MultiGraphPartition) -> int:
     """The compute ops the partition's TensorRT subgraphs run (every graph's, across graphs)."""
-    if isinstance(part, MultiGraphPartition):
-        return sum(tensorrt_ops(g) for g in part.graphs)
-    return sum(sg.compute_ops for sg in part.subgraphs if sg.backend == TENSORRT)
+    return sum(sg.compute_ops for p in partitions_of(part) for sg in p.subgraphs if sg.backend == TENSORRT)
 
 
 @dataclass(frozen=True)

@@ -21,17 +21,12 @@ import torch
 from hierviz.errors import HiervizError
 from hierviz.settings.config import Config, derive
 from hierviz.settings.engine_table import DEFAULT_ENGINE
-from hierviz.partitioner import MultiGraphPartition, Partition
+from hierviz.partitioner import Partition
 
 TENSORRT = "tensorrt"
 STATUS = "changes tensorrt"  # a trial whose setting does not keep TensorRT's engines
 
 Engines = tuple[tuple[tuple[str, ...], ...], ...]  # per graph, the TensorRT subgraphs' nodes
-
-
-def parts_of(part: Partition | MultiGraphPartition) -> list[Partition]:
-    """The partition of each graph (one, or graph by graph several)."""
-    return list(part.graphs) if isinstance(part, MultiGraphPartition) else [part]
 
 
 def engines_of(parts: Sequence[Partition]) -> Engines:
@@ -133,4 +128,4 @@ def _count(engines: Engines) -> int:
     return sum(len(graph) for graph in engines)
 
 
-__all__ = ["KeptTensorRT", "STATUS", "engines_of", "own_fallbacks", "parts_of", "untimed_why"]
+__all__ = ["KeptTensorRT", "STATUS", "engines_of", "own_fallbacks", "untimed_why"]

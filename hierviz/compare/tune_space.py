@@ -17,17 +17,16 @@ from hierviz.compare.tensorrt_kept import STATUS, KeptTensorRT
 from hierviz.foundation.opnames import qualname
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.partitioner import MultiGraphPartition, Partition, graph_of, make_config
+from hierviz.partitioner.by_graph.per_graph import partitions_of
 
 MAX_OPS = 4                            # torch_executed_ops candidates in the default space
 MAX_SIZES = 6                          # min_block_size candidates in the default space
 
 
 def fingerprint(part: Partition | MultiGraphPartition) -> tuple:
-    """Identity of a partition: each subgraph's tag, backend and nodes (= per-node backend and
-    tag); graph by graph, each graph's in order."""
-    if isinstance(part, MultiGraphPartition):
-        return tuple(fingerprint(p) for p in part.graphs)
-    return tuple((sg.tag, sg.backend, sg.nodes) for sg in part.subgraphs)
+    """Identity of a partition: per graph in order, each subgraph's tag, backend and nodes (=
+    per-node backend and tag)."""
+    return tuple(tuple((sg.tag, sg.backend, sg.nodes) for sg in p.subgraphs) for p in partitions_of(part))
 
 
 def why_unmeasurable(backend: str, device: Any, compilers: Mapping[str, Any] | None = None) -> str | None:

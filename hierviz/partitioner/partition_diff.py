@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from hierviz.errors import ConfigError, checked_arguments
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
+from hierviz.partitioner.by_graph.per_graph import partitions_of
 from hierviz.partitioner.partition_result import Partition
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,13 +76,12 @@ def diff(a: Partition | MultiGraphPartition, b: Partition | MultiGraphPartition)
 def _one_graph(part: Partition | MultiGraphPartition, which: str) -> Partition:
     """`part` as one graph, compared with a Partition: a MultiGraphPartition of one graph is
     that graph; of more graphs, a ConfigError."""
-    if not isinstance(part, MultiGraphPartition):
-        return part
-    if len(part.graphs) != 1:
-        raise ConfigError(f"hv.diff: the {which} is a MultiGraphPartition of {len(part.graphs)} graphs "
+    graphs = partitions_of(part)
+    if len(graphs) != 1:
+        raise ConfigError(f"hv.diff: the {which} is a MultiGraphPartition of {len(graphs)} graphs "
                           "(ir='torch_compile'), the other one graph: compare one of its graphs (part.graphs[k]), "
                           "or partition both with the same ir.")
-    return part.graphs[0]
+    return graphs[0]
 
 
 def _has_ops(p: Partition) -> bool:

@@ -41,12 +41,13 @@ from hierviz.drawing.views import VIEWS, render
 from hierviz.errors import RenderError
 from hierviz.foundation.gcpause import gc_paused
 from hierviz.partitioner import CALLABLE_OPS, MultiGraphPartition
+from hierviz.partitioner.by_graph.per_graph import per_graph
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.drawing.diagram import Diagram
     from hierviz.partitioner import Partition
 
-def per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
+def overlay_per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[Any]:
     """An overlay argument given for the whole model, as one value per graph (None: left out)."""
     n = len(mp.graphs)
     if value is None:
@@ -102,26 +103,27 @@ def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any =
     if numerics is not None:
         raise RenderError("numerics= is not drawn graph by graph yet: pass one graph's hv.numerics result to "
                           "part.graphs[k].render(numerics=...).")
-    times = per_graph(mp, measurement, "measurement")
-    others = per_graph(mp, against, "against")
+    times = overlay_per_graph(mp, measurement, "measurement")
+    others = overlay_per_graph(mp, against, "against")
+    built = [None if builds is None else _graph_builds(builds, k) for k in range(len(mp))]
+    plans = plan_views(mp, view, max_nodes, bool(weights), depth)
+
+    def draw(p: "Partition", plan: tuple[str, int | None, str | None], time: Any, other: Any, mine: Any) -> "Diagram":
+        view_k, max_k, _ = plan
+        return render(p, view_k, max_nodes=max_k, weights=weights, depth=depth if view_k == "modules" else None,
+                      measurement=time, against=other, highlight=highlight, builds=mine)
+
     w = DotWriter()
     palette.defaults(w)
     w.defaults("graph", compound=True, ranksep=0.3)
-    frames: list[tuple[int, Nested]] = []
-    drawn: list[dict] = []
-    reasons: Counter = Counter()
     with gc_paused():
-        for k, (view_k, max_k, note) in enumerate(plan_views(mp, view, max_nodes, bool(weights), depth)):
-            p = mp.graphs[k]
-            d = render(p, view_k, max_nodes=max_k, weights=weights, depth=depth if view_k == "modules" else None,
-                       measurement=times[k], against=others[k], highlight=highlight,
-                       builds=None if builds is None else _graph_builds(builds, k))
-            body = nest(list(d.body), f"g{k}_")
-            info = {**d.info, "auto": note}
-            drawn.append(info)
-            if info["view"] == "full":
-                reasons.update(drawn_reasons(p, bool(weights)))
-            frames.append((k, body))
+        diagrams = per_graph(draw, mp, plans, times, others, built)
+        frames: list[tuple[int, Nested]] = [(k, nest(list(d.body), f"g{k}_")) for k, d in enumerate(diagrams)]
+    drawn = [{**d.info, "auto": note} for d, (_, _, note) in zip(diagrams, plans)]
+    reasons: Counter = Counter()
+    for p, info in zip(mp, drawn):
+        if info["view"] == "full":
+            reasons.update(drawn_reasons(p, bool(weights)))
     chain(mp, w, frames, drawn)
     views_used = [info["view"] for info in drawn]
     legend(mp, w, views_used, reasons, [bool(times[k]) or bool(others[k]) for k in range(len(mp.graphs))],
@@ -140,4 +142,4 @@ def drawn_reasons(p: "Partition", weights: bool) -> Counter:
                    and (weights or t.kind[i] != "get_attr"))
 
 
-__all__ = ["render_graphs", "per_graph", "drawn_reasons"]
+__all__ = ["render_graphs", "overlay_per_graph", "drawn_reasons"]

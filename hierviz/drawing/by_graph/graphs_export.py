@@ -24,9 +24,10 @@ from hierviz.drawing.graphviz_run import NOTEBOOK_TIMEOUT_S, DotMissing, layout,
 from hierviz.drawing.report_page import measurement_section, page_head, report_table
 from hierviz.drawing.zoom_box import zoom_box
 from hierviz.drawing.by_graph.breaks_and_starts import EAGER, short_path_text, where
-from hierviz.drawing.by_graph.frames import per_graph, render_graphs
+from hierviz.drawing.by_graph.frames import overlay_per_graph, render_graphs
 from hierviz.drawing.by_graph.graph_times import GraphTimes
 from hierviz.errors import RenderError
+from hierviz.partitioner.by_graph.per_graph import per_graph
 from hierviz.partitioner.saved.saved_graphs import document_graphs
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -66,14 +67,13 @@ def to_model_explorer_graphs(mp: "MultiGraphPartition", measurement: Any = None,
     graph's source and the break that ended it as group attributes."""
     from hierviz.drawing.model_explorer import collection, to_model_explorer
 
-    times = per_graph(mp, measurement, "measurement")
-    others = per_graph(mp, against, "against")
+    times = overlay_per_graph(mp, measurement, "measurement")
+    others = overlay_per_graph(mp, against, "against")
     graphs = []
-    for k, p in enumerate(mp.graphs):
-        one = to_model_explorer(p, times[k], against=others[k])
+    for k, one in enumerate(per_graph(lambda p, m, a: to_model_explorer(p, m, against=a), mp, times, others)):
         g = mp.capture.graphs[k]
         facts = {"graph": f"g{k}", "function": g.function, "source": where(g.file, g.line), "calls": str(g.calls)}
-        ended = [b for b in mp.breaks if b.after_graph == k]
+        ended = mp.breaks_after(k)
         if ended:
             facts["then"] = "; ".join(f"graph break at {b.location}: {b.short}" for b in ended) + f" ({EAGER})"
         for graph in one["graphs"]:
@@ -91,10 +91,12 @@ def save_model_explorer(mp: "MultiGraphPartition", path: Path, *, measurement: A
 
     doc = to_model_explorer_graphs(mp, measurement, against=against)
     data: dict[str, dict] = {}
-    for k, (m, a) in enumerate(zip(per_graph(mp, measurement, "measurement"), per_graph(mp, against, "against"))):
-        for overlay in make_overlays(mp.graphs[k], m, a):
-            entry = data.setdefault(overlay.data_suffix, {})
-            entry.update({f"g{k} {gid}": one for gid, one in overlay_node_data(mp.graphs[k], overlay).items()})
+    node_data = per_graph(lambda p, m, a: [(o.data_suffix, overlay_node_data(p, o)) for o in make_overlays(p, m, a)],
+                          mp, overlay_per_graph(mp, measurement, "measurement"),
+                          overlay_per_graph(mp, against, "against"))
+    for k, overlays in enumerate(node_data):
+        for suffix, nodes in overlays:
+            data.setdefault(suffix, {}).update({f"g{k} {gid}": one for gid, one in nodes.items()})
     write(path, json.dumps(doc, separators=(",", ":"), ensure_ascii=False))
     for suffix, entry in data.items():
         write(node_data_path(path, suffix), json.dumps(entry))
@@ -137,7 +139,7 @@ def graphs_table(mp: "MultiGraphPartition") -> Any:
     for k, p in enumerate(mp.graphs):
         g = mp.capture.graphs[k]
         s = p.stats
-        ended = "; ".join(f"{b.short} ({where(b.file, b.line)})" for b in mp.breaks if b.after_graph == k)
+        ended = "; ".join(f"{b.short} ({where(b.file, b.line)})" for b in mp.breaks_after(k))
         rows.append({"graph": f"g{k}", "function": g.function, "source": where(g.file, g.line),
                      "starts": short_path_text(str(getattr(g, "starts", "") or "")), "calls": g.calls,
                      "ops": s["compute_ops"], "supported": s["supported_ops"], "subgraphs": s["subgraphs"],
@@ -180,7 +182,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
         measured = measurement_section(m)
     else:  # one Measurement per graph
         measured = '<h2 id="measured">Measured</h2>' + "".join(
-            measurement_section(one, f"<h3>g{k}</h3>") for k, one in enumerate(per_graph(mp, m, "measurement"))
+            measurement_section(one, f"<h3>g{k}</h3>") for k, one in enumerate(overlay_per_graph(mp, m, "measurement"))
             if one is not None)
     title = f"hierviz report: {mp.capture.model} graph by graph, {mp.config.label()}"
     breaks = (report_table(breaks_table(mp), "graph breaks") if mp.breaks else "<p>No graph break: one graph.</p>")

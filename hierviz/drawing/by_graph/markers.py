@@ -124,7 +124,7 @@ def start_marker(mp: "MultiGraphPartition", w: DotWriter, k: int) -> None:
     lines = start_lines(starts)
     label = [f"<B>g{k} starts: {html(lines[0], 110)}</B>"] + [f'<FONT POINT-SIZE="9">{html(x, 120)}</FONT>'
                                                             for x in lines[1:]]
-    if not any(b.after_graph == k - 1 for b in mp.breaks):
+    if not mp.breaks_after(k - 1):
         label.append('<FONT POINT-SIZE="9"><I>no graph break between g{} and g{}: the Python between them runs '
                      'eagerly</I></FONT>'.format(k - 1, k))
     w.node(f"start{k}", label=Html(BR_LEFT.join(label) + BR_LEFT), shape="box", style="rounded,filled",

@@ -79,8 +79,8 @@ def fit_height(mp: "MultiGraphPartition", out: list[tuple[str, int | None, str |
     height = {k: full_size(ctx, ctx.all_drawn())[1] - legend for k, (v, _, _) in enumerate(out) if v == "full"
               for ctx in (Ctx(mp.graphs[k], share[k], weights),)}
     total = (sum(height.values()) + SMALL_FRAME_PX * (len(out) - len(height)) + MARKER_PX * len(mp.breaks)
-             + START_PX * sum(1 for k in range(1, len(out)) if graph_start(mp, k) and not any(
-                 b.after_graph == k - 1 for b in mp.breaks)) + OVERVIEW_ROW_PX * len(out))
+             + START_PX * sum(1 for k in range(1, len(out)) if graph_start(mp, k) and not mp.breaks_after(k - 1))
+             + OVERVIEW_ROW_PX * len(out))
     for k in sorted(height, key=lambda k: (-height[k], k)):
         if total <= MAX_HEIGHT_PX or height[k] <= 3 * SMALL_FRAME_PX:  # a small graph drawn smaller saves little
             break

@@ -17,7 +17,7 @@ import torch
 from torch.utils._pytree import tree_map
 
 from hierviz.capturing.aten_capture import source_of
-from hierviz.errors import HiervizError, MeasureError, parameter_names, unknown_arguments
+from hierviz.errors import MeasureError, parameter_names, unknown_arguments
 from hierviz.capturing.inputs import as_args
 from hierviz.latency.compiling.compile_plan import plan, resolve_device
 from hierviz.latency.compiling.compiled_split import ON_ERROR, check_trt_settings, compile_split
@@ -26,6 +26,7 @@ from hierviz.latency.precision import check_tf32
 from hierviz.latency.measurement import SubgraphRecord
 from hierviz.capturing.model_copy import private_copy
 from hierviz.partitioner.by_graph.multi_graph import qualified
+from hierviz.partitioner.by_graph.per_graph import per_graph
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
@@ -113,12 +114,7 @@ def checked_plan(multi: MultiGraphPartition, device: Any, compilers: Mapping[str
     here (TensorRT without a GPU ...) is refused before the model runs, naming the graph."""
     trt_graph = next((p for p in multi.graphs if any(sg.backend == "tensorrt" for sg in p.subgraphs)), None)
     dev = resolve_device(device, trt_graph)
-    for k, p in enumerate(multi.graphs):
-        try:
-            plan(p, dev, compilers, on_error)
-        except HiervizError as exc:
-            exc.args = (f"graph g{k}: {exc.args[0]}", *exc.args[1:])
-            raise
+    per_graph(lambda p: plan(p, dev, compilers, on_error), multi, name_errors=True)
     return dev
 
 

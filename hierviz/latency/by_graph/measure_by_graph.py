@@ -21,6 +21,7 @@ from hierviz.capturing.by_graph.dynamo_capture import input_specs
 from hierviz.errors import MeasureError
 from hierviz.latency.baselines import Baseline, eager_call, time_compiled
 from hierviz.latency.by_graph.compiled_graphs import CompiledGraphs, checked_plan, model_of, on_device, qualified_tag
+from hierviz.partitioner.by_graph.per_graph import stacked
 from hierviz.latency.compiling.subgraph_compiling import Built, Progress
 from hierviz.latency.measure_options import MeasureOptions
 from hierviz.latency.summary import finish, float_dtypes, per_subgraph_table
@@ -144,19 +145,16 @@ def graph_table(compiled: CompiledGraphs, calls: dict[int, int]) -> Any:
     capture's index; -1 for a graph it did not see) and `calls` (how often that graph runs per
     call of the model) first; `share` is each subgraph's part of the model's subgraph time
     (its median times its graph's calls)."""
-    import pandas as pd
-
-    frames = []
+    tables, graphs = [], []
     for run in compiled.graphs:
-        if run.split is None:
-            continue
-        df = per_subgraph_table(run.split.records)
-        df.insert(0, "graph", -1 if run.index is None else run.index)
-        df.insert(1, "calls", calls.get(id(run), 1))
-        frames.append(df)
-    if not frames:
-        return pd.DataFrame(columns=["graph", "calls", *PER_SUBGRAPH_COLUMNS])
-    table = pd.concat(frames, ignore_index=True)
+        if run.split is not None:
+            table = per_subgraph_table(run.split.records)
+            table.insert(0, "calls", calls.get(id(run), 1))
+            tables.append(table)
+            graphs.append(-1 if run.index is None else run.index)
+    if not tables:
+        return stacked(tables, graphs, ["calls", *PER_SUBGRAPH_COLUMNS])
+    table = stacked(tables, graphs)
     weighted = table["median_ms"] * table["calls"]
     total = weighted.sum()
     table["share"] = weighted / total if total > 0 else math.nan

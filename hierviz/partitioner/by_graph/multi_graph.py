@@ -20,7 +20,7 @@ from __future__ import annotations
 import itertools
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence, overload
 
 from hierviz.foundation.arguments import check_bool
 from hierviz.settings.config import Config, derive
@@ -31,6 +31,7 @@ from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner.engine_dispatch import partition_graph
+from hierviz.partitioner.by_graph.per_graph import per_graph, per_graph_table
 from hierviz.partitioner.reasons import FALLBACK
 from hierviz.partitioner.partition_result import DEFAULT_TOP, Partition, outline
 from hierviz.partitioner.counts import count_text
@@ -60,13 +61,15 @@ def runs_by_graph(model: Any, ir: Any) -> bool:
     return check_ir(ir) == "torch_compile" or isinstance(model, (DynamoCapture, MultiGraphPartition))
 
 
-class MultiGraphPartition:
-    """Every dynamo graph of a model partitioned, in execution order.
+class MultiGraphPartition(Sequence[Partition]):
+    """Every dynamo graph of a model partitioned, in execution order: a sequence of
+    hv.Partitions (`len(mp)`, `mp[k]`, `for p in mp`) plus the graph breaks between them.
 
-    `.graphs`: one hv.Partition per graph; `.breaks`: the graph breaks
+    `.graphs`: one hv.Partition per graph (a list); `.breaks`: the graph breaks
     (hierviz.capturing.by_graph.graph_break.GraphBreak), in the order they happened; `.capture`:
     the DynamoCapture (each graph's inputs, outputs, ops, example inputs); `.config` and
-    `.engine` the settings every graph was partitioned with.
+    `.engine` the settings every graph was partitioned with. What a layer does to one Partition
+    it does to every graph with hierviz.partitioner.by_graph.per_graph.
     """
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
@@ -108,11 +111,27 @@ class MultiGraphPartition:
         """How many graphs dynamo made."""
         return len(self.graphs)
 
-    def __getitem__(self, k: Any) -> Partition:
-        """Graph k's Partition (k an index, or its name 'g2')."""
+    @overload
+    def __getitem__(self, k: int | str) -> Partition: ...
+
+    @overload
+    def __getitem__(self, k: slice) -> list[Partition]: ...
+
+    def __getitem__(self, k: int | str | slice) -> Partition | list[Partition]:
+        """Graph k's Partition (k an index, or its name 'g2'); a slice gives those graphs' Partitions."""
+        if isinstance(k, slice):
+            return self.graphs[k]
         if isinstance(k, str) and k[:1] == "g" and k[1:].isdigit():
             k = int(k[1:])
         return self.graphs[self._graph_index(k)]
+
+    def __iter__(self) -> Iterator[Partition]:
+        """Each graph's Partition, in execution order."""
+        return iter(self.graphs)
+
+    def breaks_after(self, k: int) -> tuple[GraphBreak, ...]:
+        """The graph breaks right after graph `k` (-1: before the first graph), in the order they happened."""
+        return tuple(b for b in self.breaks if b.after_graph == k)
 
     @checked_arguments
     def recommend(self, sizes: Any = None) -> "pd.DataFrame":
@@ -123,7 +142,7 @@ class MultiGraphPartition:
         if sizes is None:
             sizes = sorted({int(v) for p in self.graphs for v in p.recommend()["min_block_size"]}
                            | {self.config.min_block_size})
-        tables = [p.recommend(sizes) for p in self.graphs]
+        tables = per_graph(lambda p: p.recommend(sizes), self)
         if not tables:
             return pd.DataFrame({"min_block_size": list(sizes)})
         total = pd.concat(tables).groupby("min_block_size", sort=True).sum(numeric_only=True).reset_index()
@@ -133,7 +152,7 @@ class MultiGraphPartition:
     def compile_today(self, *, compute: bool = True) -> list:
         """What Torch-TensorRT's torch.compile backend runs today, graph by graph: each graph's
         Partition.compile_today() (its fast partition and the seconds it took), in order."""
-        return [p.compile_today(compute=compute) for p in self.graphs]
+        return per_graph(lambda p: p.compile_today(compute=compute), self)
 
     def left_whole(self, k: int) -> bool:
         """Whether graph `k` runs whole in PyTorch because it has fewer supported ops than
@@ -224,24 +243,12 @@ class MultiGraphPartition:
         total["nothing_captured"] = not self.graphs
         return total
 
-    def _tables(self, table: Callable[[Partition], "pd.DataFrame"]) -> "pd.DataFrame":
-        import pandas as pd
-
-        frames = []
-        for k, p in enumerate(self.graphs):
-            df = table(p)
-            df.insert(0, "graph", k)
-            frames.append(df)
-        if not frames:  # a model with no graph: the column alone
-            return pd.DataFrame(columns=["graph"])
-        return pd.concat(frames, ignore_index=True)
-
     @checked_arguments
     def nodes(self) -> "pd.DataFrame":
         """Partition.nodes() of every graph, one after the other: `graph` (its index), `name`
         (qualified across graphs, 'g2/add_3'), `node` (the name within its graph), then the
         per-graph columns."""
-        df = self._tables(Partition.nodes)
+        df = per_graph_table(Partition.nodes, self)
         if "name" in df:
             df.insert(2, "node", df["name"])
             df["name"] = [qualified(int(k), n) for k, n in zip(df["graph"], df["node"])]
@@ -250,13 +257,13 @@ class MultiGraphPartition:
     @checked_arguments
     def ops(self) -> "pd.DataFrame":
         """Partition.ops() of every graph, with its `graph` column: one row per graph and op."""
-        return self._tables(Partition.ops)
+        return per_graph_table(Partition.ops, self)
 
     @checked_arguments
     def summary(self) -> "pd.DataFrame":
         """Partition.summary() of every graph, with its `graph` column: one row per subgraph
         (tags are per graph)."""
-        return self._tables(Partition.summary)
+        return per_graph_table(Partition.summary, self)
 
     def repartitioned(self, config: Config) -> "MultiGraphPartition":
         """Every graph of this capture partitioned again with `config` (its engine included):

@@ -22,6 +22,7 @@ from hierviz.capturing.by_graph.graph_source import GraphSource
 from hierviz.capturing.by_graph.graph_value import GraphValue
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
+from hierviz.partitioner.by_graph.per_graph import per_graph
 from hierviz.partitioner.saved.saved_partition import (SavedPartition, checked_document, config_of, document,
                                                        format_version, traced_for)
 from hierviz.version import __version__
@@ -39,12 +40,10 @@ def _value(v: GraphValue) -> dict:
 
 def document_graphs(mp: MultiGraphPartition) -> dict:
     """The graph-by-graph partition as a JSON-safe dict (docs/saved-partitions.md)."""
-    graphs = []
-    for g, p in zip(mp.capture.graphs, mp.graphs):
-        graphs.append({"index": g.index, "function": g.function, "file": g.file, "line": g.line, "calls": g.calls,
-                       "ops": list(g.ops), "inputs": [_value(v) for v in g.inputs],
-                       "outputs": [_value(v) for v in g.outputs], "starts": getattr(g, "starts", ""),
-                       "fell_back": getattr(g, "fell_back", ""), "partition": document(p)})
+    graphs = [{"index": g.index, "function": g.function, "file": g.file, "line": g.line, "calls": g.calls,
+               "ops": list(g.ops), "inputs": [_value(v) for v in g.inputs], "outputs": [_value(v) for v in g.outputs],
+               "starts": getattr(g, "starts", ""), "fell_back": getattr(g, "fell_back", ""), "partition": saved}
+              for g, saved in zip(mp.capture.graphs, per_graph(document, mp))]
     breaks = [{**asdict(b), "hints": list(b.hints), "stack": list(b.stack)} for b in mp.breaks]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "model": mp.capture.model,
             "engine": mp.engine, "config": mp.config.to_dict(), "notes": list(mp.notes), "stats": mp.stats,
