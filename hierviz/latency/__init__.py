@@ -1,6 +1,7 @@
 """Latency: compile each subgraph with its backend, time the split model, check it, cache compiles.
 
     m = hv.measure(part, example_inputs)          # hv.Measurement
+    m = measure_with(part, example_inputs, MeasureOptions(iters=20))   # the options as one checked record
     m.median_ms, m.speedup, m.per_subgraph, m.fallbacks, m.precision
     split = compile_split(part, example_inputs, "cuda")   # the compiled split module
     split.module(*inputs)
