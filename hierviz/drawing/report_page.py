@@ -7,7 +7,7 @@ from __future__ import annotations
 import html as htmlmod
 import json
 import warnings
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
 from hierviz.drawing.graphviz_run import DotMissing, layout, strip_prolog
@@ -22,6 +22,7 @@ from hierviz.version import __version__
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
+    from hierviz.settings.config import Config
 
 TABLE_ROWS = 1000
 
@@ -53,6 +54,18 @@ pre{background:#f7f7f7;border:1px solid #ddd;padding:8px;font-size:12px;overflow
 .hv-swatch{display:inline-block;width:11px;height:11px;border:1px solid #555;margin:0 4px 0 10px;vertical-align:-1px}
 .hv-note{color:#a00}
 """
+
+
+def config_rows(config: "Config") -> str:
+    """The settings as the rows of the report's Configuration table."""
+    return "".join(f"<tr><th>{htmlmod.escape(k)}</th><td>{htmlmod.escape(json.dumps(v, ensure_ascii=False))}</td></tr>"
+                   for k, v in config.to_dict().items())
+
+
+def backends_legend(backends: Sequence[str]) -> str:
+    """A swatch of each backend's colour, named, for the report's head."""
+    return "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
+                   f"</span>{htmlmod.escape(b)}" for b in backends)
 
 
 def report_table(df: Any, what: str) -> str:
@@ -110,22 +123,17 @@ def report_html(p: "Partition", *, view: str = "auto", timeout: float | None = N
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
         view_used = view
-    cfg = p.config.to_dict()
-    cfg_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(json.dumps(v, ensure_ascii=False))}</td></tr>"
-                       for k, v in cfg.items())
-    legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
-                     f"</span>{esc(b)}" for b in p.backends)
     title = f"hierviz report: {p.config.label()}"
     numerics_html = _numerics_section(kwargs.get("numerics"))
     builds_html = _builds_section(kwargs.get("builds"))
     return page_head(title) + f"""<h1>hierviz partition report</h1>
 <div class="hv-stats">{esc(p.config.label())} | {esc(p.engine)} engine | {esc(stats_line(p))}</div>
-<div class="hv-stats">backends:{legend}</div>
+<div class="hv-stats">backends:{backends_legend(p.backends)}</div>
 <h2 id="diagram">Diagram ({esc(view_used)} view)</h2>
 {diagram}
 {_what_to_change(p, kwargs.get("builds"))}
 <h2 id="config">Configuration</h2>
-<table class="hv-table">{cfg_rows}</table>
+<table class="hv-table">{config_rows(p.config)}</table>
 {_compile_today(p)}
 <h2 id="subgraphs">Subgraphs</h2>
 {report_table(p.summary(), "subgraphs")}
@@ -207,4 +215,5 @@ def _numerics_section(result: Any) -> str:
             f'{report_table(result.per_subgraph, "subgraphs")}\n')
 
 
-__all__ = ["report_html", "page_head", "report_table", "measurement_section", "REPORT_CSS", "TABLE_ROWS"]
+__all__ = ["report_html", "page_head", "report_table", "config_rows", "backends_legend", "measurement_section",
+           "REPORT_CSS", "TABLE_ROWS"]

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from hierviz.drawing import palette
 from hierviz.drawing.files import IMAGE_FORMATS, json_text, target, write
 from hierviz.drawing.graphviz_run import NOTEBOOK_TIMEOUT_S, DotMissing, layout, strip_prolog
-from hierviz.drawing.report_page import measurement_section, page_head, report_table
+from hierviz.drawing.report_page import backends_legend, config_rows, measurement_section, page_head, report_table
 from hierviz.drawing.zoom_box import zoom_box
 from hierviz.drawing.by_graph.breaks_and_starts import EAGER, short_path_text, where
 from hierviz.drawing.by_graph.frames import overlay_per_graph, render_graphs
@@ -173,10 +173,6 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
     except DotMissing as exc:
         warnings.warn("dot is missing: the HTML report has no diagram. " + str(exc).splitlines()[0], stacklevel=3)
         diagram = f'<pre class="hv-note">{esc(str(exc))}</pre>'
-    cfg_rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(json.dumps(v, ensure_ascii=False))}</td></tr>"
-                       for k, v in mp.config.to_dict().items())
-    legend = "".join(f'<span class="hv-swatch" style="background:{palette.fill(b)};border-color:{palette.border(b)}">'
-                     f"</span>{esc(b)}" for b in mp.backends)  # PyTorch too: graphs left whole run there
     m = kwargs.get("measurement")
     if m is None or GraphTimes.of_graphs(m):  # hv.measure of the whole model: its table has a graph column
         measured = measurement_section(m)
@@ -189,7 +185,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
     return page_head(title) + f"""<h1>hierviz report: {esc(mp.capture.model)} graph by graph</h1>
 <div class="hv-stats">as torch.compile(model, backend="torch_tensorrt") runs it | {esc(mp.config.label())} |
 {esc(mp.engine)} engine | {esc(_totals_line(mp))}</div>
-<div class="hv-stats">backends:{legend}</div>
+<div class="hv-stats">backends:{backends_legend(mp.backends)}</div>
 {''.join(f'<p class="hv-note">Note: {esc(n)}.</p>' for n in mp.notes)}
 <h2 id="diagram">Diagram (graphs in execution order, graph breaks between them)</h2>
 {diagram}
@@ -199,7 +195,7 @@ def report_html_graphs(mp: "MultiGraphPartition", *, view: str = "auto", timeout
 <p>{esc(EAGER[0].upper() + EAGER[1:].replace("here", "a break"))}.</p>
 {breaks}
 <h2 id="config">Configuration</h2>
-<table class="hv-table">{cfg_rows}</table>
+<table class="hv-table">{config_rows(mp.config)}</table>
 <h2 id="subgraphs">Subgraphs</h2>
 {report_table(mp.summary(), "subgraphs")}
 {measured}<h2 id="ops">Ops</h2>

@@ -328,10 +328,7 @@ class MultiGraphPartition(Sequence[Partition]):
         if s["nothing_captured"]:
             lines += [f"{NOTHING_CAPTURED[0].upper()}{NOTHING_CAPTURED[1:]}: dynamo made no graph, so nothing is "
                       "accelerated (0%); the graph breaks below are why.", ""]
-        breaks_after: dict[int, list[GraphBreak]] = {}
-        for b in self.breaks:
-            breaks_after.setdefault(b.after_graph, []).append(b)
-        for b in breaks_after.get(-1, []):
+        for b in self.breaks_after(-1):
             lines += self._break_text(b) + [""]
         for k, p in enumerate(self.graphs):
             lines += [self._graph_head(k), ""]
@@ -344,7 +341,7 @@ class MultiGraphPartition(Sequence[Partition]):
                               "unchanged.", ""]
                 lines.append(report_text(p, False, traced=False).rstrip("\n"))
                 lines.append("")
-            for b in breaks_after.get(k, []):
+            for b in self.breaks_after(k):
                 lines += self._break_text(b) + [""]
         lines += self._totals(s)
         if builds is not None:
