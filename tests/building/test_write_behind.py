@@ -81,7 +81,7 @@ builds = part.build()
 folder = sys.argv[-1]
 import pathlib
 kept = [p.name for p in pathlib.Path(folder, "builds").glob("*.json") if not p.name.startswith("run-")]
-print(json.dumps({"ok": builds.ok, "bytes": builds.engine_bytes, "kept_at_return": kept}))
+print(json.dumps({"ok": builds.ok, "bytes": builds.engine_bytes, "kept_at_return": kept}), flush=True)
 """
 
 
@@ -129,3 +129,26 @@ def test_a_disk_that_fills_after_build_returned_is_one_cache_warning_and_keeps_n
                     f"{store.folder} is full (No space left on device); free space there or set HIERVIZ_CACHE_DIR to "
                     "a folder on another disk"]
     assert _entries(tmp_path) == [] and [p for p in store.folder.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_process_killed_while_its_engine_is_written_leaves_no_half_entry(tmp_path):
+    """`kill -9` after build() returned, while the disk still takes the engine: no entry at all
+    (no record, no engine in place), so the next build builds it again."""
+    import signal
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    code = CHILD.replace("time.sleep(1.0)", "time.sleep(60)").replace("sys.argv[-1]", repr(str(tmp_path)))
+    env = {**os.environ, "HIERVIZ_CACHE_DIR": str(tmp_path), "PYTHONPATH": str(ROOT)}
+    child = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
+    try:
+        said = json.loads(child.stdout.readline())  # build() returned; the engine's first piece waits for the disk
+        assert said["ok"] and said["kept_at_return"] == []
+        child.send_signal(signal.SIGKILL)
+        assert child.wait(30) == -signal.SIGKILL
+    finally:
+        child.kill()
+        child.wait()
+    assert EngineStore(tmp_path).builds() == [] and _entries(tmp_path) == []
