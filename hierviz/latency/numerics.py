@@ -34,7 +34,7 @@ from hierviz.latency.compiling.subgraph_compiling import Runner, short
 from hierviz.latency.compiling.lift import lift
 from hierviz.latency.compiling.compile_plan import resolve_device
 from hierviz.latency.compiling.compiled_split import check_partition, compile_split
-from hierviz.latency.measure_options import MeasureOptions
+from hierviz.latency.measure_options import COMPILE_FIELDS, FIELDS, MeasureOptions
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -42,11 +42,10 @@ if TYPE_CHECKING:  # pragma: no cover
 REFERENCES = ("eager",)
 REL_FLOOR = 1e-3
 # hv.measure's options that choose what is compiled (passed on) or how outputs are judged
-_COMPILE_OPTIONS = ("on_error", "cache", "cache_dir", "trt_settings", "inductor_options", "compilers", "tf32",
-                    "progress")
+_COMPILE_OPTIONS = (*COMPILE_FIELDS, "progress")
 _CHECK_OPTIONS = ("rtol", "atol", "rel_floor")
 # hv.measure's options about timing only: accepted so one dict of options serves both, ignored here
-_TIMING_OPTIONS = ("warmup", "iters", "check", "baseline", "per_subgraph", "model", "torch_compile")
+_TIMING_OPTIONS = tuple(f for f in FIELDS if f not in (*_COMPILE_OPTIONS, *_CHECK_OPTIONS, "device"))
 
 NUMERICS_COLUMNS = ["tag", "backend", "asked", "status", "ops", "outputs", "dtypes", "shapes",
                     "isolated_max_abs", "isolated_max_rel", "isolated_cosine", "isolated_ok", "isolated_ratio",
