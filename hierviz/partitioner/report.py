@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
 from hierviz.partitioner.counts import count_text
+from hierviz.partitioner.blockers.blocker_causes import check_builds
 from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, change_lines, for_reports, intro_text,
                                                        not_computed_text)
 from hierviz.partitioner.reasons import FALLBACK, NOTHING_TO_PARTITION, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
@@ -65,8 +66,7 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
 
 def built_here(builds: "Builds") -> list[str]:
     """The "Built on this machine" section: what `part.build()` found, in its words."""
-    if not hasattr(builds, "lines"):
-        raise ConfigError(f"builds= takes what part.build() returned (hv.Builds), not {type(builds).__name__}.")
+    check_builds(builds)
     return ["Built on this machine:", *(f"  {line}" for line in builds.lines()), ""]
 
 

@@ -140,3 +140,11 @@ def test_conveniences_load_their_layer_when_first_called(run_python):
 def test_render_checks_its_keywords_against_the_drawing_function():
     with pytest.raises(hv.ConfigError, match="highlite"):
         made().render(highlite="blockers")
+
+
+@pytest.mark.parametrize("wrong", ["nope", 3, {"rows": []}])
+def test_builds_of_the_wrong_kind_say_what_to_pass(wrong):
+    part = made()
+    for call in (lambda: part.blockers(builds=wrong), lambda: part.report(builds=wrong)):
+        with pytest.raises(hv.ConfigError, match=r"builds= takes what part.build\(\) returned \(hv.Builds\)"):
+            call()

@@ -298,12 +298,20 @@ def blockers_table(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP) 
     return pd.DataFrame(ranked_rows(causes, p.stats, p.config, fixed, top), columns=list(COLUMNS))
 
 
+def check_builds(builds: object) -> None:
+    """A `builds=` argument is what part.build() returned (hv.Builds), else a ConfigError saying so."""
+    if not (hasattr(builds, "failed") and hasattr(builds, "lines")):
+        raise ConfigError(f"builds= takes what part.build() returned (hv.Builds), not {type(builds).__name__}.")
+
+
 def blockers_of(p: "Partition", *, kind: Any = None, top: int = DEFAULT_TOP, compute: bool = True,
                 builds: "Builds | None" = None) -> "pd.DataFrame | None":
     """`p.blockers()` without measuring: the default table (kind None, top DEFAULT_TOP) made once
     and kept beside `p` (known_tables.py), another made each time; None when `compute` is False
     and the default table was not made; with `builds`, each engine that failed to build first."""
     check_bool(compute, "blockers(compute=...)")
+    if builds is not None:
+        check_builds(builds)
     default = kind is None and top == DEFAULT_TOP
     known = known_table(p) if default else None
     if known is None and not compute:
@@ -411,7 +419,8 @@ def _short_label(c: Cause) -> str:
     return short_op(c.op) if c.op.startswith("torch.ops.") else c.op
 
 
-__all__ = ["ranked_rows", "blockers_of", "row", "counted", "join_notes", "check_top", "blockers_table", "find_causes",
-           "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes", "KINDS", "KIND_WORDS", "BUILD_FAILS",
-           "REQUIRED", "with_build_failures", "COLUMNS", "Cause", "target_backend", "DEFAULT_TOP", "verdict",
-           "VERDICTS", "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF", "NO_GAIN"]
+__all__ = ["ranked_rows", "blockers_of", "check_builds", "row", "counted", "join_notes", "check_top",
+           "blockers_table", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
+           "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED", "with_build_failures", "COLUMNS", "Cause",
+           "target_backend", "DEFAULT_TOP", "verdict", "VERDICTS", "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF",
+           "NO_GAIN"]
