@@ -29,7 +29,7 @@ from hierviz.latency.measure_options import MeasureOptions
 from hierviz.latency.summary import finish, float_dtypes, per_subgraph_table
 from hierviz.latency.timed_run import NOT_CHECKED, Compared, TimedRun
 from hierviz.latency.compiling.compiled_split import build_split
-from hierviz.partitioner import MultiGraphPartition
+from hierviz.partitioner import MultiGraphPartition, Partition
 from hierviz.latency.timing import time_fn, time_paired, time_submodules
 
 
@@ -76,7 +76,8 @@ def measure(partition: Any, example_inputs: Any, *, device: Any = None, warmup: 
         torch_compile=torch_compile))
 
 
-def measure_with(partition: Any, example_inputs: Any, options: MeasureOptions) -> Measurement:
+def measure_with(partition: Partition | MultiGraphPartition, example_inputs: Any,
+                 options: MeasureOptions) -> Measurement:
     """hv.measure with its options as one checked record (what hv.sweep and hv.tune call with
     the record they made once)."""
     if isinstance(partition, MultiGraphPartition):  # the whole model through torch.compile, graph by graph
@@ -152,7 +153,7 @@ def measure_with(partition: Any, example_inputs: Any, options: MeasureOptions) -
                            precision=precision, device=dev, config=getattr(partition, "config", None)), options)
 
 
-def _eager_model(partition: Any, model: Any, example_inputs: Any, device: Any) -> Any:
+def _eager_model(partition: Partition, model: Any, example_inputs: Any, device: Any) -> Any:
     """The user's model ready to run eagerly (hierviz.latency.baselines.eager_call): `model`,
     else the one the partition's graph was captured from; None when there is none."""
     source = model if model is not None else source_of(partition.graph)

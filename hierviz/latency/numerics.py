@@ -39,6 +39,8 @@ from hierviz.latency.measure_options import COMPILE_FIELDS, FIELDS, MeasureOptio
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
 
+    from hierviz.partitioner import MultiGraphPartition, Partition
+
 REFERENCES = ("eager",)
 REL_FLOOR = 1e-3
 # hv.measure's options that choose what is compiled (passed on) or how outputs are judged
@@ -194,7 +196,8 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
                     config=getattr(partition, "config", None))
 
 
-def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, options: MeasureOptions) -> str | None:
+def locate_mismatch(partition: Partition | MultiGraphPartition, example_inputs: Any, measurement: Any,
+                    options: MeasureOptions) -> str | None:
     """For a measurement whose outputs differ from eager: the subgraph where the error starts
     (`Numerics.mismatch_at`), found with the compiled subgraphs it used (the same `options`:
     cache hits); None when the outputs matched, or when the check itself could not run (a
@@ -209,7 +212,8 @@ def locate_mismatch(partition: Any, example_inputs: Any, measurement: Any, optio
         return None
 
 
-def with_mismatch(partition: Any, example_inputs: Any, measurement: Any, options: MeasureOptions) -> Any:
+def with_mismatch(partition: Partition | MultiGraphPartition, example_inputs: Any, measurement: Any,
+                  options: MeasureOptions) -> Any:
     """`measurement`, or for outputs that differ from eager a copy whose `mismatch_at` names
     the subgraph where the error starts (locate_mismatch)."""
     tag = locate_mismatch(partition, example_inputs, measurement, options)

@@ -99,7 +99,7 @@ def _private_on(model: torch.nn.Module, device: torch.device) -> torch.nn.Module
                            f"{exc}. Move the model to the device first (model.to(device)).") from exc
 
 
-def model_of(multi: Any, model: Any) -> torch.nn.Module:
+def model_of(multi: MultiGraphPartition, model: Any) -> torch.nn.Module:
     """`model`, else the model `multi` was captured from (while it is alive)."""
     source = model if model is not None else source_of(multi.capture)
     if not isinstance(source, torch.nn.Module):

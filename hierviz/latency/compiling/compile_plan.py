@@ -30,7 +30,7 @@ class Slot:
     refused: str | None = None  # why its backend cannot compile here (on_error="fallback": it runs eagerly)
 
 
-def resolve_device(device: Any, partition: Any = None) -> torch.device:
+def resolve_device(device: Any, partition: Partition | None = None) -> torch.device:
     """`device` as a torch.device ('cuda' when a GPU is there, else 'cpu'; a bare 'cuda' gets
     the current index); MeasureError for what is not a usable device here, and
     TensorRTUnavailableError (a MeasureError) for CUDA asked for without one when `partition`

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import torch
 from torch.fx import GraphModule
@@ -29,6 +29,9 @@ from hierviz.latency.compiling.compile_plan import plan, resolve_device
 from hierviz.latency.precision import fp32_precision
 from hierviz.latency.measure_options import ON_ERROR, MeasureOptions, check_trt_settings
 from hierviz.latency.measurement import SubgraphRecord
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.partitioner import Partition
 
 @dataclass
 class CompiledSplit:
@@ -74,7 +77,7 @@ def backend_options(slots: list, device: torch.device, trt_settings: Any, induct
     return options
 
 
-def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on_error: str = "raise",
+def compile_split(partition: Partition, example_inputs: Any, device: Any = None, *, on_error: str = "raise",
                   cache: cache_mod.CompileCache | None = None, cache_dir: str | Path | None = None,
                   trt_settings: Any = None, inductor_options: dict | None = None,
                   compilers: Mapping[str, Any] | None = None, tf32: bool = False,
@@ -98,7 +101,7 @@ def compile_split(partition: Any, example_inputs: Any, device: Any = None, *, on
     return build_split(partition, example_inputs, dev, options, bar=bar, observe=observe)
 
 
-def build_split(partition: Any, example_inputs: Any, device: torch.device, options: MeasureOptions, *,
+def build_split(partition: Partition, example_inputs: Any, device: torch.device, options: MeasureOptions, *,
                 bar: Progress | None = None, observe: Callable[..., Any] | None = None) -> CompiledSplit:
     """compile_split of a checked partition and inputs for a resolved `device`, with the
     options of one MeasureOptions (its compile fields; `options.progress` unless `bar`, a
