@@ -44,6 +44,7 @@ from hierviz.partitioner import CALLABLE_OPS, MultiGraphPartition
 from hierviz.partitioner.by_graph.per_graph import per_graph
 
 if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.building.builds import Builds
     from hierviz.drawing.diagram import Diagram
     from hierviz.partitioner import Partition
 
@@ -74,7 +75,7 @@ def overlay_per_graph(mp: "MultiGraphPartition", value: Any, what: str) -> list[
     return items
 
 
-def _graph_builds(builds: Any, k: int) -> Any:
+def _graph_builds(builds: Builds, k: int) -> Builds:
     """Graph k's part of a MultiGraphPartition's builds (mp.build())."""
     if not getattr(builds, "by_graph", False) or not hasattr(builds, "of_graph"):
         raise RenderError(f"builds= takes what mp.build() returned (hv.Builds with a graph column), not "
@@ -84,7 +85,7 @@ def _graph_builds(builds: Any, k: int) -> Any:
 
 def render_graphs(mp: "MultiGraphPartition", view: str = "auto", *, focus: Any = None, max_nodes: int | None = None,
                   weights: bool = False, depth: int | None = None, measurement: Any = None, against: Any = None,
-                  numerics: Any = None, highlight: str | None = None, builds: Any = None) -> "Diagram":
+                  numerics: Any = None, highlight: str | None = None, builds: Builds | None = None) -> "Diagram":
     """Every graph of `mp` in one Diagram, in execution order (see the module docstring).
 
     view: 'auto' (per graph: full when it fits its share of `max_nodes`, else modules or
