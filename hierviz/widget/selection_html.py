@@ -7,7 +7,7 @@ from __future__ import annotations
 import html
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Iterable
 
 import torch
 
@@ -20,6 +20,7 @@ from hierviz.widget.selection import Selection
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
 
 HINT = "Click a node or a subgraph in the diagram (or a box in the module view) to see it here and act on it."
@@ -98,7 +99,7 @@ def node_html(part: "Partition", name: str, forced: Iterable[str]) -> str:
     return _head("node", name) + _rows(rows)
 
 
-def subgraph_html(part: "Partition", tag: str, builds: Any = None) -> str:
+def subgraph_html(part: "Partition", tag: str, builds: Builds | None = None) -> str:
     """A subgraph: its backend, ops, nodes, inputs and outputs, and its build row when built."""
     sg = part.subgraph(tag)
     ops = Counter(op_short(part.record(n).op) for n in sg.nodes if part.record(n).op)
