@@ -19,7 +19,26 @@ class HiervizError(Exception):
 
 
 class ConfigError(HiervizError, ValueError):
-    """A Config field is invalid (unknown op, empty priority, min_block_size < 1, ...)."""
+    """A Config field is invalid (unknown op, empty priority, min_block_size < 1, ...).
+
+    `setting`: the setting the message starts with, as 'setting: reason' (a Config field such
+    as 'min_block_size', or a command-line option such as '--priority'; made by `for_setting`);
+    None when the message names none first. `reason`: the message after that name, for a
+    caller that names the setting its own way (the command line's option, a grid's value)."""
+
+    setting: str | None = None
+    _reason: str | None = None
+
+    @classmethod
+    def for_setting(cls, setting: str, reason: str) -> "ConfigError":
+        """The error 'setting: reason', with both kept as fields."""
+        exc = cls(f"{setting}: {reason}")
+        exc.setting, exc._reason = setting, reason
+        return exc
+
+    @property
+    def reason(self) -> str:
+        return str(self) if self._reason is None else self._reason
 
 
 class CaptureError(HiervizError):

@@ -370,8 +370,10 @@ MISTAKES = {
     "misspelled backend": (["report", "tiny_conv", "--priority", "tensortr,inductor"], "did you mean 'tensorrt'?"),
     "torch-level op": (["report", "tiny_conv", "--torch-executed-ops", "torch.relu"],
                        "lowers to: 'torch.ops.aten.relu.default'"),
-    "min_block_size not whole": (["report", "tiny_conv", "--min-block-size", "2.5"], "'2.5' is not a whole number"),
-    "inductor support empty": (["report", "tiny_conv", "--inductor-support", ","], "--inductor-support takes"),
+    "min_block_size not whole": (["report", "tiny_conv", "--min-block-size", "2.5"],
+                                 "--min-block-size: '2.5' is not a whole number"),  # the setting named once
+    "inductor support empty": (["report", "tiny_conv", "--inductor-support", ","],
+                               "--inductor-support: takes all, none or op,op"),
     "demo output dir": (["demo", "--output-dir", "/proc/zz"], "--output-dir /proc/zz: cannot create it"),
     "report to an unwritable suffix": (["report", "tiny_conv", "-o", "{tmp}/x.bmp"],
                                        "-o {tmp}/x.bmp: cannot write a .bmp file; use one of .svg, .png, .pdf, "

@@ -40,7 +40,7 @@ def test_debug_after_the_subcommand_shows_the_traceback(capsys: pytest.CaptureFi
 def test_inductor_support_mistake_names_the_option(capsys: pytest.CaptureFixture) -> None:
     code, _, err = run_cli(capsys, "report", "tiny_conv", "--inductor-support", "foo")
     assert code == 2 and len(err.strip().splitlines()) == 1
-    assert err.startswith("hierviz: error: --inductor-support foo: unknown op name 'foo'")
+    assert err.startswith("hierviz: error: --inductor-support: unknown op name 'foo'")
     assert "takes all (every op TorchInductor compiles), none (no ops) or a comma-separated op list" in err
     assert "support.ops:" not in err
 

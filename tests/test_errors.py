@@ -213,3 +213,15 @@ def test_other_listed_mistakes(tiny) -> None:
     with pytest.raises(hv.ConfigError) as info:
         hv.partition(gm, priority=("mine",), support={"mine": hv.support.where(5)})
     assert "needs a callable" in one_line(info.value)
+
+
+def test_a_config_error_keeps_the_setting_it_names_apart_from_its_reason():
+    """The command line and a grid name the setting their own way, from these fields, not by
+    reading the message's first words."""
+    with pytest.raises(hv.ConfigError) as err:
+        hv.Config(torch_executed_ops={"aten.relux.default"})
+    assert err.value.setting == "torch_executed_ops"
+    assert err.value.reason.startswith("unknown op name 'aten.relux.default'.")
+    assert str(err.value) == f"torch_executed_ops: {err.value.reason}"
+    plain = hv.ConfigError("min_block_size must be >= 1 (got 0)")
+    assert plain.setting is None and plain.reason == str(plain)

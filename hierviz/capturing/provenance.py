@@ -74,8 +74,8 @@ def split_sources(names: Iterable[str]) -> tuple[frozenset[str], frozenset[str]]
 
 def short_op(name: str) -> str:
     """'torch.ops.aten.silu.default' -> 'aten.silu' (the default overload), else 'aten.add.Scalar'."""
-    text = name[len("torch.ops."):] if name.startswith("torch.ops.") else name
-    return text[:-len(".default")] if text.endswith(".default") else text
+    op = name[len("torch.ops."):] if name.startswith("torch.ops.") else name
+    return op[:-len(".default")] if op.endswith(".default") else op
 
 
 __all__ = ["source_op", "source_ops", "lowered_sources", "split_sources", "short_op"]

@@ -150,9 +150,9 @@ def build_config(args: argparse.Namespace) -> Config:
                 values[row.name] = flag.read(text)
             else:
                 values[row.name] = settings.parse_text(row.name, text)
-        except ConfigError as exc:  # the message names the option
-            message = str(exc)
-            raise UsageError(message if message.startswith(row.option) else f"{row.option}: {message}") from None
+        except ConfigError as exc:  # named by its option, once
+            named = exc.setting in (row.name, row.option)
+            raise UsageError(f"{row.option}: {exc.reason if named else exc}") from None
     return derive(Config(), values)
 
 

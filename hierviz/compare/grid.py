@@ -67,8 +67,8 @@ def _shown(value: Any) -> str:
 
 
 def _message(field: str, exc: ConfigError) -> str:
-    text = " ".join(str(exc).split())
-    return text[len(field) + 1:].strip() if text.startswith(f"{field}:") else text
+    """The error on one line, without the field's name when it starts with it (the grid names the value)."""
+    return " ".join((exc.reason if exc.setting == field else str(exc)).split())
 
 
 def _read(field: str, raw: Any, text: bool) -> Any:

@@ -183,11 +183,12 @@ def normalize(op: Any, field: str = "torch_executed_ops") -> str:
     if callable(op) and not isinstance(op, str):
         op = qualname(op)
     if not isinstance(op, str):
-        raise ConfigError(f"{field}: op names are strings such as 'torch.ops.aten.relu.default' (or the op "
-                          f"itself, torch.ops.aten.relu.default), not {type(op).__name__} {op!r}.")
+        raise ConfigError.for_setting(field, f"op names are strings such as 'torch.ops.aten.relu.default' (or "
+                                      f"the op itself, torch.ops.aten.relu.default), not {type(op).__name__} {op!r}.")
     name = op.strip()
     if not name:
-        raise ConfigError(f"{field}: an empty op name; use qualified names such as 'torch.ops.aten.add.Tensor'.")
+        raise ConfigError.for_setting(field, "an empty op name; use qualified names such as "
+                                             "'torch.ops.aten.add.Tensor'.")
     if _AS_SAVED.get() and "." in name and all(p.isidentifier() for p in name.split(".")):
         return name  # a saved name: as written, never looked up (names_as_saved)
     if name.startswith("aten."):
@@ -197,18 +198,18 @@ def normalize(op: Any, field: str = "torch_executed_ops") -> str:
         name = "torch.ops.aten." + name  # 'relu.default' / 'relu'
     if _torch_level(name) and _resolve(name) is not None:
         aten = lowers_to(name)
-        msg = (f"{field}: {op!r} is a torch-level function; the captured graph holds aten ops, so it "
+        msg = (f"{op!r} is a torch-level function; the captured graph holds aten ops, so it "
                "would never match a node.")
         msg += (" Use the aten op(s) it lowers to: " + ", ".join(repr(a) for a in aten) + "."
                 if aten else " Use the aten names Partition.ops() lists.")
-        raise ConfigError(msg)
+        raise ConfigError.for_setting(field, msg)
     if _resolve(name) is None:
         hint = closest(name)
-        msg = f"{field}: unknown op name {op!r}."
+        msg = f"unknown op name {op!r}."
         if hint:
             msg += " Did you mean " + ", ".join(repr(h) for h in hint) + "?"
         msg += " Use qualified names such as 'torch.ops.aten.add.Tensor' (see Partition.ops())."
-        raise ConfigError(msg)
+        raise ConfigError.for_setting(field, msg)
     return name
 
 

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import dataclasses
 import difflib
-import re
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
@@ -68,7 +67,7 @@ def _text_int(name: str) -> Callable[[str], Any]:
         try:
             return int(text.strip())
         except ValueError:
-            raise ConfigError(f"{name}: {text!r} is not a whole number; give an integer >= 1.") from None
+            raise ConfigError.for_setting(name, f"{text!r} is not a whole number; give an integer >= 1.") from None
     return read
 
 
@@ -79,7 +78,7 @@ def _text_bool(name: str) -> Callable[[str], bool]:
             return True
         if t in TEXT_FALSE:
             return False
-        raise ConfigError(f"{name}: {text!r} is not true/false.")
+        raise ConfigError.for_setting(name, f"{text!r} is not true/false.")
     return read
 
 
@@ -95,8 +94,8 @@ def _priority_flag(text: str) -> tuple[str, ...]:
     priority = parse_priority(text)
     unknown = [b for b in priority if b not in BUILTIN_BACKENDS]
     if unknown:
-        raise ConfigError(f"--priority: {unknown_backend_message(unknown[0], custom=False)} Other backends "
-                          "need the Python API, hv.Config(priority=..., support=...)")
+        raise ConfigError.for_setting("--priority", f"{unknown_backend_message(unknown[0], custom=False)} "
+                                      "Other backends need the Python API, hv.Config(priority=..., support=...)")
     return priority
 
 
@@ -111,12 +110,11 @@ def _support_flag(text: str) -> Any:
     ops = [t.strip() for t in text.split(",") if t.strip()]
     takes = ("The option takes all (every op TorchInductor compiles), none (no ops) or a comma-separated op list.")
     if not ops:
-        raise ConfigError(f"--inductor-support takes all, none or op,op,..., not {text!r}")
+        raise ConfigError.for_setting("--inductor-support", f"takes all, none or op,op,..., not {text!r}")
     try:
         return parse_support({"inductor": support_mod.ops(ops)})
     except ConfigError as exc:
-        message = re.sub(r"^support\.ops:\s*", "", str(exc))
-        raise ConfigError(f"--inductor-support {text}: {message} {takes}") from None
+        raise ConfigError.for_setting("--inductor-support", f"{exc.reason} {takes}") from None
 
 
 

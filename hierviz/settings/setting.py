@@ -68,7 +68,7 @@ class Setting:
     def from_text(self, text: Any) -> Any:
         """The Python value of this setting written as text (unchecked: `parse` checks it)."""
         if not isinstance(text, str):
-            raise ConfigError(f"{self.name}: expected text, got {type(text).__name__} {text!r}.")
+            raise ConfigError.for_setting(self.name, f"expected text, got {type(text).__name__} {text!r}.")
         if self.read_text is None:
             raise ConfigError(f"{self.name} cannot be given as text; pass hv.support.* objects from Python "
                               "(or --inductor-support on the command line).")

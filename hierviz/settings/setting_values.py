@@ -43,17 +43,18 @@ def parse_backend(name: Any, where: str = "priority") -> str:
     """A backend name: built-ins case-insensitive ('TensorRT' -> 'tensorrt'); custom names
     must be identifiers (they name submodules, `_run_on_acc_<backend>_0`)."""
     if not isinstance(name, str):
-        raise ConfigError(f"{where}: backend names are strings such as 'tensorrt', not "
-                          f"{type(name).__name__} {name!r}.")
+        raise ConfigError.for_setting(where, "backend names are strings such as 'tensorrt', not "
+                                      f"{type(name).__name__} {name!r}.")
     text = name.strip()
     if text.lower() in BUILTIN_BACKENDS:
         return text.lower()
     if text.lower() in ("torch", "none", ""):
-        raise ConfigError(f"{where}: {name!r} is not a backend: nodes no backend takes run in PyTorch "
-                          "('torch', the fallback) anyway; leave it out.")
+        raise ConfigError.for_setting(where, f"{name!r} is not a backend: nodes no backend takes run in "
+                                      "PyTorch ('torch', the fallback) anyway; leave it out.")
     if not _BACKEND_NAME.match(text):
-        raise ConfigError(f"{where}: backend name {name!r} is not usable: it names submodules "
-                          f"(_run_on_acc_<backend>_0), so use letters, digits and '_', starting with a letter.")
+        raise ConfigError.for_setting(where, f"backend name {name!r} is not usable: it names submodules "
+                                      "(_run_on_acc_<backend>_0), so use letters, digits and '_', starting with "
+                                      "a letter.")
     return text
 
 
