@@ -90,3 +90,17 @@ def test_model_explorer_holds_each_graphs_own(mp) -> None:
     assert [g["id"] for g in graphs] == [f"g{k} {g['id']}" for k, p in enumerate(mp.graphs)
                                          for g in to_model_explorer(p)["graphs"]]
     assert [g["nodes"] for g in graphs] == [g["nodes"] for g in own]
+
+
+@pytest.mark.parametrize("view", ["full", "collapsed"])
+def test_each_frame_of_the_picture_is_that_graphs_own_drawing(mp, view) -> None:
+    from hierviz.drawing.dot import nest
+    from hierviz.drawing.views import render
+
+    source = mp.render(view).source
+    at = 0
+    for k, p in enumerate(mp.graphs):
+        own = nest(list(render(p, view).body), f"g{k}_").lines
+        assert own
+        for line in own:  # every line of graph k's own drawing, in order, after those of the graphs before it
+            at = source.index(line.strip(), at)
