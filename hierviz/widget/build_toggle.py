@@ -41,7 +41,7 @@ class BuildToggle:
             return
 
         def still() -> bool:
-            return c.shown is shown
+            return c.store.still(shown.config)
 
         def work() -> None:
             got = c.build(shown)

@@ -40,7 +40,7 @@ class CompileTodayLine:
             return
 
         def still() -> bool:
-            return self.controller.shown is shown
+            return self.controller.store.still(shown.config)
 
         def work() -> None:
             got = self._make(shown, still)

@@ -4,7 +4,8 @@ diagrams, tables, measurements, diffs and the messages of the error area.
 
 It imports no ipywidgets, so it is tested with dicts alone (tests/widget/test_controller.py);
 explorer.py maps widget values to `ControlState` and the results to panels (panels.py). Every
-per-setting result sits in a `BoundedCache`, so a long session cannot grow without limit.
+per-setting result sits in one store keyed by the setting (result_store.py: bounded, with each
+result's status, the one rule for "still the setting on screen" and the one numbering of views).
 """
 
 from __future__ import annotations
@@ -23,7 +24,8 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.widget.long_work import LongWork
-from hierviz.compare.partition_cache import BoundedCache, lookup
+from hierviz.compare.partition_cache import lookup
+from hierviz.widget.result_store import ResultStore
 from hierviz.foundation.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
 
@@ -87,28 +89,21 @@ class Controller:
         self.runs: list[dict[str, Any]] = []
         self.exported: list[Path] = []
         self._state_key: Any = object()
-        self._svgs = BoundedCache(cache_size)
+        self.store = ResultStore(cache_size)  # every per-setting result, keyed by the setting
         # the SVG the latest diagram() made, which the Diagram panel shows (None: a message instead); a
-        # measurement arriving later changes the cache key, not what is on the screen until it is redrawn.
-        # Several threads draw (a change, a build's or a measurement's redraw): each drawing is numbered
-        # when it starts, and one that finishes after a newer one has written leaves drawn_svg alone
+        # measurement arriving later changes the picture's key, not what is on the screen until it is
+        # redrawn. Several threads draw (a change, a build's or a measurement's redraw): each drawing takes
+        # the store's number when it starts, and one that finishes after a newer one has written leaves
+        # drawn_svg alone
         self.drawn_svg: str | None = None
         self._drawing = threading.Lock()
-        self._draws = 0  # drawings started
-        self._drawn_by = 0  # the drawing whose outcome drawn_svg holds
-        self._tables = BoundedCache(cache_size)
-        self._measurements = BoundedCache(cache_size)
-        self._builds = BoundedCache(cache_size)
-        self._checks = BoundedCache(cache_size)  # hv.numerics results (the Numerics tab)
-        self._diffs = BoundedCache(cache_size)
-        self._blockers = BoundedCache(cache_size)  # Partition.blockers() tables (the Blockers tab)
+        self._drawn_by = 0  # the number of the drawing whose outcome drawn_svg holds
         # compile-today, measuring and find fastest: in the worker process
         self.long_work = LongWork(graph, example_inputs, in_worker=in_worker)
 
     def cache_sizes(self) -> dict[str, int]:
-        """Entries in each per-setting cache (each holds at most `cache_size`)."""
-        return {"svgs": len(self._svgs), "tables": len(self._tables), "measurements": len(self._measurements),
-                "checks": len(self._checks), "diffs": len(self._diffs)}
+        """Entries of each kind of result in the store (each holds at most `cache_size`)."""
+        return self.store.sizes()
 
     # ------------------------------------------------------------------ settings -> partition
     def config_of(self, values: Mapping[str, Any]) -> Config:
@@ -144,6 +139,9 @@ class Controller:
             self.errors.pop("partition", None)
         if part is not None and (self.shown is None or key_of(self.shown) != key_of(part)):
             self.previous, self.shown = self.shown, part
+            self.store.show(key_of(part))
+            for kind in ("measure", "build", "numerics"):  # about the setting shown before
+                self.errors.pop(kind, None)
         if changed:
             self._add_run(values, cfg, part, error, cached)
         return Update(cfg, part, error, changed, cached, timings)
@@ -176,9 +174,7 @@ class Controller:
         """The Diagram panel's HTML for `part` in `view` (cached per config, view and focus);
         a drawing error is filed under errors['diagram'] and shown in the panel. `drawn_svg` holds
         the SVG of the latest drawing started (an older one finishing later never replaces it)."""
-        with self._drawing:
-            self._draws += 1
-            number = self._draws
+        number = self.store.stamp()
         self.errors.pop("diagram", None)
         if view == "focus" and not focus:
             self._drawn(number, None)
@@ -202,30 +198,31 @@ class Controller:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
         key = self._svg_key(part, view, focus)  # with the cost overlay and numerics colours when there are
-        svg = self._svgs.get(key)
+        svg = self.store.get("picture", key_of(part), key)
         if svg is None:
             from hierviz.drawing import to_svg
 
-            svg = self._svgs.put(key, to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
-                                             measurement=self.measurement_of(part), numerics=self.numerics_of(part),
-                                             builds=self.builds_of(part)))
+            svg = self.store.put("picture", key_of(part),
+                                 to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
+                                        measurement=self.measurement_of(part), numerics=self.numerics_of(part),
+                                        builds=self.builds_of(part)), key)
         return svg
 
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
         """The SVG already drawn for these settings, else None (never draws)."""
         focus = (focus or None) if view == "focus" else None
-        return self._svgs.get(self._svg_key(part, view, focus))
+        return self.store.get("picture", key_of(part), self._svg_key(part, view, focus))
 
     def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
         measured, checked, built = self.measurement_of(part), self.numerics_of(part), self.builds_of(part)
-        return (key_of(part), view, focus, self.max_nodes, None if measured is None else id(measured),
+        return (view, focus, self.max_nodes, None if measured is None else id(measured),
                 None if checked is None else id(checked), None if built is None else id(built))
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
-        out = self._tables.get(key_of(part))
+        out = self.store.get("tables", key_of(part))
         if out is None:
-            out = self._tables.put(key_of(part), panels.tables_html(part))
+            out = self.store.put("tables", key_of(part), panels.tables_html(part))
         return out
 
     def blockers_of(self, part: Partition | None, *, compute: bool = True) -> "pd.DataFrame | None":
@@ -233,9 +230,9 @@ class Controller:
         in the worker process (each what-if re-partitions); `compute=False`: None unless made."""
         if part is None:
             return None
-        out = self._blockers.get(key_of(part))
+        out = self.store.get("blockers", key_of(part))
         if out is None and compute:
-            out = self._blockers.put(key_of(part), self.long_work.blockers(part))
+            out = self.store.put("blockers", key_of(part), self.long_work.blockers(part))
             part.keep_blockers(out)  # as part.blockers() keeps its own (the report reads it)
         return out
 
@@ -246,12 +243,14 @@ class Controller:
     def stats(self, measuring: bool, building: bool = False) -> str:
         """The stats panel, with torch_tensorrt.compile's partition once the worker made it, and
         the engines built here when "build engines" is on."""
-        text = panels.stats_html(self.shown, self.measurement_of(self.shown), measuring=measuring)
         if self.shown is None:
-            return text
+            return ""
+        key = key_of(self.shown)
+        text = panels.stats_html(self.shown, self.measurement_of(self.shown),
+                                 self.store.status("measurement", key) if measuring else None)
         text += panels.compile_today_html(self.long_work.line(self.shown), self.shown)
         if building:
-            text += panels.builds_html(self.builds_of(self.shown), "build" in self.errors)
+            text += panels.builds_html(self.builds_of(self.shown), self.store.status("build", key))
         return text
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
@@ -267,10 +266,9 @@ class Controller:
         other, _ = self.diff_target(against)
         if other is None or self.shown is None:
             return None
-        key = (key_of(other), key_of(self.shown))
-        df = self._diffs.get(key)
+        df = self.store.get("diff", key_of(self.shown), ("table", key_of(other)))
         if df is None:
-            df = self._diffs.put(key, diff(other, self.shown))
+            df = self.store.put("diff", key_of(self.shown), diff(other, self.shown), ("table", key_of(other)))
         return df
 
     def diff_panel(self, against: str, diagram: bool = True) -> str:
@@ -282,8 +280,8 @@ class Controller:
         table = panels.diff_html(self.moved(against), self.shown, other, what)
         if other is None or self.shown is None or not diagram:
             return table
-        key = ("diagram", key_of(other), key_of(self.shown), self.max_nodes)
-        svg = self._diffs.get(key)
+        key = ("diagram", key_of(other), self.max_nodes)
+        svg = self.store.get("diff", key_of(self.shown), key)
         if svg is None:
             from hierviz.drawing import to_svg
 
@@ -294,7 +292,7 @@ class Controller:
                     svg = to_svg(other, view="collapsed", against=self.shown, max_nodes=self.max_nodes)
             except HiervizError as exc:
                 return table + panels.diagram_error_html(str(exc))
-            self._diffs.put(key, svg)
+            self.store.put("diff", key_of(self.shown), svg, key)
         return table + panels.diagram_html(svg)
 
     def pin(self) -> Partition:
@@ -308,27 +306,30 @@ class Controller:
         self.pinned = None
 
     # ------------------------------------------------------------------ measuring
-    def measure_key(self, part: Partition) -> tuple[Any, tuple]:
-        """What a measurement (or a numerics check) of `part` is stored under."""
-        return (key_of(part), tuple(sorted((k, repr(v)) for k, v in self.measure_options.items())))
-
     def measurement_of(self, part: Partition | None) -> Any:
-        """The stored measurement of `part`'s settings, else None."""
+        """The stored measurement of `part`'s settings (with this Explorer's measure options), else None."""
         if part is None:
             return None
-        return self._measurements.get(self.measure_key(part))
+        return self.store.get("measurement", key_of(part))
 
     def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
         """`hv.measure` of `part` (stored per config), filling in its history row's latency.
         A MeasureError is filed under errors['measure'] and None returned."""
-        key = self.measure_key(part)
-        m = self._measurements.get(key)
+        key = key_of(part)
+        m = self.store.get("measurement", key)
         if m is None:
+            self.store.running("measurement", key)
+
+            def staged(stage: str, done: int, total: int) -> None:
+                self.store.running("measurement", key, str(stage))
+                if progress is not None:
+                    progress(stage, done, total)
+
             # in the worker process; its warnings are shown in the stats panel (Measurement.warnings)
-            m = self._filed("measure", lambda: self.long_work.measure(part, progress, self.measure_options))
+            m = self._filed("measure", lambda: self.long_work.measure(part, staged, self.measure_options), key)
             if m is None:
                 return None
-            self._measurements.put(key, m)
+            self.store.put("measurement", key, m)
         self.errors.pop("measure", None)
         for row in reversed(self.runs):  # the latest run of the setting it belongs to (maybe not the last run)
             if row.get("_key") == key_of(part):
@@ -338,43 +339,51 @@ class Controller:
 
     def builds_of(self, part: Partition | None) -> Any:
         """The stored builds (hv.Builds) of `part`'s settings, else None."""
-        return None if part is None else self._builds.get(key_of(part))
+        return None if part is None else self.store.get("build", key_of(part))
 
     def build(self, part: Partition) -> Any:
         """`part.build()` in the worker (stored per config): every TensorRT engine converted and
         built. A HiervizError (no TensorRT builder here, ...) is filed under errors['build'] and
         None returned."""
-        got = self._builds.get(key_of(part))
+        got = self.store.get("build", key_of(part))
         if got is None:
-            got = self._filed("build", lambda: self.long_work.build(part))
+            self.store.running("build", key_of(part))
+            got = self._filed("build", lambda: self.long_work.build(part), key_of(part))
             if got is None:
                 return None
-            self._builds.put(key_of(part), got)
+            self.store.put("build", key_of(part), got)
         self.errors.pop("build", None)
         return got
 
     def numerics_of(self, part: Partition | None) -> Any:
         """The stored hv.numerics check of `part`'s settings, else None."""
-        return None if part is None else self._checks.get(self.measure_key(part))
+        return None if part is None else self.store.get("numerics", key_of(part))
 
     def check_numerics(self, part: Partition) -> Any:
         """`hv.numerics` of `part` with the example inputs and measure options (stored as its
         measurement is; the compile cache makes it cheap after a measurement). A HiervizError
         is filed under errors['numerics'] and None returned."""
-        result = self._filed("numerics", lambda: self.long_work.numerics(part, self.measure_options))  # in the worker
-        return None if result is None else self._checks.put(self.measure_key(part), result)
+        key = key_of(part)
+        self.store.running("numerics", key)
+        result = self._filed("numerics", lambda: self.long_work.numerics(part, self.measure_options), key)
+        return None if result is None else self.store.put("numerics", key, result)
 
-    def _filed(self, kind: str, run: Callable[[], Any]) -> Any:
-        """`run()` with its warnings silenced; a HiervizError it raises is filed under
-        errors[kind] (cleared when it succeeds) and None returned."""
+    def _filed(self, kind: str, run: Callable[[], Any], key: Config) -> Any:
+        """`run()` with its warnings silenced; a HiervizError it raises is the failed status of
+        `kind` for setting `key`, and, while that setting is on screen, filed under errors[kind]
+        (cleared when it succeeds); then None is returned."""
+        stored = {"measure": "measurement"}.get(kind, kind)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 result = run()
         except HiervizError as exc:
-            self.errors[kind] = str(exc)
+            self.store.failed(stored, key, str(exc))
+            if self.store.still(key):
+                self.errors[kind] = str(exc)
             return None
-        self.errors.pop(kind, None)
+        if self.store.still(key):
+            self.errors.pop(kind, None)
         return result
 
     # ------------------------------------------------------------------ export

@@ -106,7 +106,7 @@ class Explorer(widgets.VBox):
         self.internal_errors: list[BaseException] = []
         self.timings: dict[str, float] = {}
         self.panels = MappingProxyType({**ctl.build_panels(), "diagram": DiagramWidget()})  # the clickable diagram
-        self.panel_writer = PanelWriter(self.panels)  # the panels written from several threads
+        self.panel_writer = PanelWriter(self.panels, self.controller.store.stamp)  # written from several threads
         self.error_area = ErrorArea(self.controller.errors, self.panel_writer, lambda: self.controller.shown,
                                     self.internal_errors)
         self._guard = self.error_area.guard
@@ -344,7 +344,10 @@ class Explorer(widgets.VBox):
                                                        self.controller.graph_ops + self.source_ops)
         self.panel_writer.view("history", self._history)
         self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(
-            self.controller.numerics_of(self.controller.shown)))
+            self.controller.numerics_of(self.controller.shown), self.controller.store.status(
+                "numerics", None if self.controller.shown is None else self.controller.shown.config)))
+        if upd.changed and upd.config is not None:
+            self.fastest_search.shown(upd.config)
         timings["panels"] = time.perf_counter() - t
         timings["counts"] = time.perf_counter() - t0  # partition, stats, tables, history: what a change shows first
         if part is not None and isinstance(state, ControlState):
@@ -394,11 +397,8 @@ class Explorer(widgets.VBox):
     def _measured(self, part: Partition, m: Any) -> None:
         """A measurement of the shown setting arrived: the stats, diagram and history show it
         (each unless another setting is shown by the time it is drawn)."""
-        key = self.controller.measure_key(part)
-
         def still() -> bool:
-            shown = self.controller.shown
-            return shown is not None and self.controller.measure_key(shown) == key
+            return self.controller.store.still(part.config)
 
         self._show_stats(still)
         if m is not None:

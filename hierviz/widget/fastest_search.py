@@ -69,6 +69,17 @@ class FastestSearch:
             thread.join()
         return thread
 
+    def shown(self, config: Config) -> None:
+        """Another setting is on screen: the last search's line stays only while it is the setting
+        searched from or the best found; else a short note says what "apply best" still sets."""
+        result = self.result
+        if result is None or self.job.running or config in (result.default, result.best):
+            return
+        best = result.best
+        self.panel.value = panels.message_html(
+            "the last search was from other settings" + (f"; apply best sets its best: {best.label()}"
+                                                         if best is not None else ""))
+
     def best(self) -> Config:
         """The best setting of the latest search (ConfigError: none yet)."""
         if self.result is None or self.result.best is None:

@@ -45,7 +45,7 @@ class Measuring:
         """`part`'s measurement, else None; one still in flight for it is waited for."""
         c = self.controller
         if part is not None and c.measurement_of(part) is None and self.job.running and self._asked is not None \
-                and c.measure_key(self._asked) == c.measure_key(part):
+                and self._asked.config == part.config:
             self.job.wait()
         return c.measurement_of(part)
 
@@ -54,14 +54,17 @@ class Measuring:
         if c.measurement_of(part) is not None:
             c.measure(part)  # the stored one (no wait): fills in this run's history row
             return
+        if self._asked is not None and self._asked.config != part.config and c.measurement_of(self._asked) is None:
+            c.store.forget("measurement", self._asked.config)  # replaced while waiting: it will not run
         self._asked = part
+        c.store.running("measurement", part.config, "waiting for the one before" if self.job.running else "")
 
         def work() -> None:
-            if c.measure_key(self._asked or part) != c.measure_key(part):
+            if (self._asked or part).config != part.config:
                 return  # a newer setting is waiting to be measured: this one is no longer wanted
             m = self._measure(part)
-            if c.shown is not None and c.measure_key(c.shown) == c.measure_key(part):
-                self.on_shown(part, m)  # else it waits in the cache for its own setting
+            if c.store.still(part.config):
+                self.on_shown(part, m)  # else it waits in the store for its own setting
 
         self.job.start(work)
 

@@ -47,11 +47,12 @@ class NumericsCheck:
         result = c.check_numerics(part) if part is not None else None
 
         def still() -> bool:
-            return c.shown is part
+            return part is not None and c.store.still(part.config)
 
         if part is not None and result is not None:
             self.redraw(part, still)
-        self.writer.view("numerics", lambda: numerics_tab.numerics_html(result), still)
+        status = c.store.status("numerics", part.config if part is not None else None)
+        self.writer.view("numerics", lambda: numerics_tab.numerics_html(result, status), still)
         self.errors.show()
         return result
 

@@ -6,7 +6,10 @@ from __future__ import annotations
 
 import html
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from hierviz.widget.result_status import Status
 
 HINT = ("Press <b>check numerics</b> to compare each subgraph of these settings with eager PyTorch "
         "(isolated and accumulated error); the diagram then colours each subgraph by its error.")
@@ -20,10 +23,16 @@ def _cell(value: Any) -> str:
     return html.escape(str(value))
 
 
-def numerics_html(result: Any) -> str:
+def numerics_html(result: Any, status: "Status | None" = None) -> str:
     """The Numerics panel: the one-line verdict and the per-subgraph table (the culprit first
-    marked, failing rows tinted); the hint when there is no check yet."""
+    marked, failing rows tinted); without a result, its state (`status`: checking, failed with
+    its error), or the hint when none was asked."""
     if result is None:
+        from hierviz.widget.panels import status_text
+        from hierviz.widget.result_status import State
+
+        if status is not None and status.state in (State.RUNNING, State.FAILED):
+            return f"<p>{status_text(status)}</p><p style=\"color:#555\">{HINT}</p>"
         return f'<p style="color:#555">{HINT}</p>'
     t = result.per_subgraph
     cols = [c for c in COLUMNS if c in t.columns]
@@ -41,8 +50,9 @@ def numerics_html(result: Any) -> str:
            else f"outputs differ from eager (max abs {result.max_abs_error:.3g})")
     return (f'<p><b>{verdict}</b> &middot; {html.escape(end)} &middot; compiled {result.cache_misses} / from cache '
             f'{result.cache_hits}, check {result.check_s:.2f} s</p>'
+            '<div style="max-height:420px;overflow:auto;width:0;min-width:100%">'
             '<table style="border-collapse:collapse;font-size:12px" border="1" cellpadding="2">'
-            f"<tr>{head}</tr>{''.join(rows)}</table>")
+            f"<tr>{head}</tr>{''.join(rows)}</table></div>")
 
 
 __all__ = ["numerics_html", "HINT", "COLUMNS"]

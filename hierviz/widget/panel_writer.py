@@ -23,15 +23,18 @@ class PanelWriter:
     `name` unless a later-stamped view was written there, or `still()` (the view's setting is
     still shown) is false. `written` counts the writes made, `dropped` those refused."""
 
-    def __init__(self, panels: Mapping[str, widgets.HTML]) -> None:
+    def __init__(self, panels: Mapping[str, widgets.HTML], stamp: Callable[[], int] | None = None) -> None:
         self.panels = panels
         self._lock = threading.Lock()
         self._stamps = 0
+        self._numbering = stamp  # the Explorer's one numbering (its result store's), else this writer's own
         self._last: dict[str, int] = {}
         self.written = 0
         self.dropped = 0
 
     def stamp(self) -> int:
+        if self._numbering is not None:
+            return self._numbering()
         with self._lock:
             self._stamps += 1
             return self._stamps

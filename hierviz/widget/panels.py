@@ -19,6 +19,8 @@ from hierviz.partitioner.counts import count_text
 if TYPE_CHECKING:
     import pandas as pd
 
+    from hierviz.widget.result_status import Status
+
     from hierviz.partitioner import Partition
 
 HISTORY_SHOWN = 50  # rows of history drawn in the panel (the DataFrame keeps them all)
@@ -31,10 +33,13 @@ ERROR_LABELS = {"partition": "These settings are invalid", "control": "Control",
 
 
 def table_html(df: "pd.DataFrame", *, max_rows: int | None = None, height: str = "360px") -> str:
-    """A DataFrame as a compact scrollable HTML table (cells escaped)."""
+    """A DataFrame as a compact HTML table (cells escaped) that scrolls in its own box, both
+    ways: the box takes the panel's width (width 0, min-width 100%: a wide table never widens the
+    panel, whose scroll bar would then sit at the page's bottom)."""
     body = df.to_html(index=False, border=0, escape=True, max_rows=max_rows, na_rep="",
                       classes="hierviz-table", float_format=lambda v: f"{v:.4g}")
-    return (f'<div style="max-height:{height};overflow:auto;font-size:12px">'
+    return (f'<div class="hv-scroll-table" style="max-height:{height};overflow:auto;width:0;min-width:100%;'
+            'font-size:12px">'
             f"<style>.hierviz-table td,.hierviz-table th{{padding:2px 6px;text-align:left;"
             f"white-space:nowrap}}</style>{body}</div>")
 
@@ -65,7 +70,7 @@ def tables_html(part: "Partition") -> dict[str, str]:
     return {
         "ops": table_html(part.ops()),
         "summary": table_html(part.summary()),
-        "report": ('<div style="max-height:480px;overflow:auto"><pre style="font-size:11px;'
+        "report": ('<div style="max-height:480px;overflow:auto;width:0;min-width:100%"><pre style="font-size:11px;'
                    f'line-height:1.3">{html.escape(report)}</pre></div>'),
     }
 
@@ -110,12 +115,24 @@ def latency_html(measurement: Any) -> str:
     return text
 
 
-def builds_html(builds: Any, failed: bool = False) -> str:
-    """The "built here" line: part.build()'s headline and builder, or that it is running; with
-    builds from `with_repros()`, the smallest failing part of each failed engine (its headline)."""
+def status_text(status: "Status") -> str:
+    """A result's state in the words every panel uses: 'measuring ... (stage)', 'failed: error',
+    'not asked' (grey while it runs or was not asked, red when it failed)."""
+    from hierviz.widget.result_status import State
+
+    colour = ERROR_COLOR if status.state is State.FAILED else "#777"
+    return f'<span style="color:{colour}">{html.escape(status.words())}</span>'
+
+
+def builds_html(builds: Any, status: "Status | None" = None) -> str:
+    """The "built here" line: part.build()'s headline and builder, or its state (`status`:
+    building, failed with its error); with builds from `with_repros()`, the smallest failing
+    part of each failed engine (its headline)."""
     if builds is None:
-        text = ("not built (see the error above)" if failed else
-                '<span style="color:#777">building the TensorRT engines in the background ...</span>')
+        from hierviz.widget.result_status import State, Status
+
+        status = status or Status("build")
+        text = status_text(status if status.state is not State.NOT_ASKED else Status("build", State.RUNNING))
     else:
         colour = "#2E7D32" if builds.ok else "#C62828"
         text = (f'<span style="color:{colour}"><b>{html.escape(builds.headline())}</b></span>'
@@ -128,8 +145,9 @@ def builds_html(builds: Any, failed: bool = False) -> str:
     return f'<div style="padding:1px 8px"><span style="color:#555">built here</span> {text}</div>'
 
 
-def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: bool = False) -> str:
-    """Subgraphs per backend, coverage, boundary tensors and latency (or why there is none)."""
+def stats_html(part: "Partition | None", measurement: Any = None, status: "Status | None" = None) -> str:
+    """Subgraphs per backend, coverage, boundary tensors and latency, or its state (`status`:
+    measuring with its stage, failed with its error; None: "measure latency" is off)."""
     if part is None:
         return ""
     from hierviz.compare.plots import backend_colors
@@ -150,10 +168,10 @@ def stats_html(part: "Partition | None", measurement: Any = None, *, measuring: 
     ]
     if measurement is not None:
         rows.append(("latency", latency_html(measurement)))
-    elif measuring:
-        rows.append(("latency", "not measured (see the error above)"))
+    elif status is not None:
+        rows.append(("latency", status_text(status)))
     else:
-        rows.append(("latency", '<span style="color:#777">off: press "measure latency"</span>'))
+        rows.append(("latency", '<span style="color:#777">not asked: press "measure latency"</span>'))
     body = "".join(f'<tr><td style="padding:1px 8px;color:#555">{k}</td><td style="padding:1px 8px">{v}</td></tr>'
                    for k, v in rows)
     return f"<table>{body}</table>"
@@ -176,8 +194,8 @@ def compile_today_html(today: Any, shown: "Partition | None" = None) -> str:
         text += (f" &mdash; this partition ({html.escape(shown.engine)}): {t['acc_subgraphs']} accelerated "
                  f"subgraph(s), {count_text('accelerated_ops', t['accelerated_ops'])}")
     notes = "; ".join(today.notes)
-    if notes:
-        text += f' <span style="color:#a60">({html.escape(notes)})</span>'
+    if notes:  # where the line came from (a cache, a fallback): a note, not a warning
+        text += f' <span class="hv-note" style="color:#777">({html.escape(notes)})</span>'
     return f'<div class="hv-compile-today">{label}{text}</div>'
 
 

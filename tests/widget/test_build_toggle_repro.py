@@ -57,7 +57,7 @@ def test_the_build_toggle_shows_the_repro_and_outlines_its_nodes(refusing_split)
         # the builds as the worker answers them when it makes the repros (built here: the fake
         # refusal is this process's)
         builds = ex.partition.build(fix=False).with_repros()
-        ex.controller._builds.put(key_of(ex.partition), builds)
+        ex.controller.store.put("build", key_of(ex.partition), builds)
         ex.controls["build"].value = True  # stored: the toggle builds nothing, it shows them
         ex.flush()
         ex.build_thread.join(60)

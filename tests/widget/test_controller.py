@@ -76,7 +76,7 @@ def test_panels_are_functions_of_a_partition(small) -> None:
         assert sg.tag in tables["summary"]
     assert "special_i0e" in tables["ops"] and "Dry-Run" in tables["report"]
     stats = panels.stats_html(p)
-    assert f"<b>{p.stats['subgraphs']}</b>" in stats and "off: press" in stats
+    assert f"<b>{p.stats['subgraphs']}</b>" in stats and "not asked: press" in stats
     assert panels.stats_html(None) == ""
     q = hv_partition(gm)
     moved = hv.diff(q, p)

@@ -304,7 +304,7 @@ def test_export_failure_is_shown_not_raised(ex: Explorer, tmp_path: Path) -> Non
 def test_measure_toggle_with_progress(ex: Explorer, fake_measure) -> None:
     progress_values = []
     ex.progress.observe(lambda c: progress_values.append(c["new"]), names="value")
-    assert "off" in ex.panels["stats"].value
+    assert "not asked" in ex.panels["stats"].value
     ex.controls["measure"].value = True
     ex.measure_thread.join(60)  # the measurement arrives after the change, never during it
     assert len(fake_measure.calls) == 1
