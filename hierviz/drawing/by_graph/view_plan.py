@@ -10,9 +10,10 @@ from hierviz.drawing.budget import LEGEND_PT, MAX_HEIGHT_PX, PX_PER_PT, full_siz
 from hierviz.drawing.by_graph.breaks_and_starts import graph_start
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.views import choose
+from hierviz.partitioner.by_graph.per_graph import per_graph
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import MultiGraphPartition
+    from hierviz.partitioner import MultiGraphPartition, Partition
 
 # A graph drawn in full gets at least this many nodes of the shared budget (else collapsed).
 MIN_SHARE = 40
@@ -46,22 +47,21 @@ def plan_views(mp: "MultiGraphPartition", view: str, max_nodes: int | None, weig
     from hierviz.drawing.module_tree import build_tree
 
     limit = resolve_limit(max_nodes)
-    out: list[tuple[str, int | None, str | None]] = []
-    counts = [Ctx(p, limit, weights).drawn_count() for p in mp.graphs]
-    share = shares(counts, limit)
-    for k, p in enumerate(mp.graphs):
-        if view == "auto" and depth is None:
-            chosen, note = choose(p, Ctx(p, share[k], weights))
+    share = shares(per_graph(lambda p: Ctx(p, limit, weights).drawn_count(), mp), limit)
+
+    def one(p: "Partition", budget: int) -> tuple[str, int | None, str | None]:
+        if view == "auto" and depth is None:  # the single-graph auto view, within the graph's share
+            chosen, note = choose(p, Ctx(p, budget, weights))
             if note:
-                note = note.split(";", 1)[0].replace(f"max_nodes={share[k]:,}",
-                                                     f"its share {share[k]:,} of max_nodes={limit:,}")
-            out.append((chosen, share[k] if chosen != "modules" else None, note))
-            continue
+                note = note.split(";", 1)[0].replace(f"max_nodes={budget:,}",
+                                                     f"its share {budget:,} of max_nodes={limit:,}")
+            return chosen, budget if chosen != "modules" else None, note
         want = "modules" if view == "auto" else view  # depth= asks for the module view, as for a Partition
         if want == "modules" and not build_tree(p.records).children:
-            out.append(("collapsed", max_nodes, "no submodules to group by: collapsed view"))
-            continue
-        out.append((want, max_nodes, None))
+            return "collapsed", max_nodes, "no submodules to group by: collapsed view"
+        return want, max_nodes, None
+
+    out = per_graph(one, mp, share)
     if view == "auto" and depth is None:
         fit_height(mp, out, share, weights)
     return out
