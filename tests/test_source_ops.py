@@ -212,3 +212,18 @@ def test_hierviz_warnings_reach_the_user_after_torch_tensorrt_was_imported(tmp_p
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert proc.stdout.strip() == "seen"
     assert "py.warnings" not in proc.stderr
+
+
+def test_a_saved_partition_keeps_the_source_op_that_forced_each_node(qwen2, tmp_path: Path) -> None:
+    """NodeTable.forced_from is saved and read back, so a loaded partition's report and
+    blockers name the source op from its record, as the live one does."""
+    gm, _ = qwen2
+    p = hv.partition(gm, torch_executed_ops=hv.source_ops("aten.silu.default"))
+    forced = [i for i, src in enumerate(p.records.forced_from) if src is not None]
+    assert len(forced) == 4 and {p.records.forced_from[i] for i in forced} == {A + "silu.default"}
+    p.save(tmp_path / "p.json")
+    loaded = hv.load_partition(tmp_path / "p.json")
+    assert loaded.records.forced_from == p.records.forced_from
+    assert "[excluded (forced from aten.silu)]" in loaded.report()
+    live, saved = p.blockers(), loaded.blockers()
+    assert list(saved[saved.kind == "forced"].nodes) == list(live[live.kind == "forced"].nodes) == [4]

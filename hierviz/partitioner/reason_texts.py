@@ -39,7 +39,7 @@ class ReasonTexts:
     def short(self, i: int) -> str:
         res = self.res
         code = self.code[i]
-        if code == TORCH_EXECUTED and res.assignment.detail[i]:
+        if code == TORCH_EXECUTED and res.assignment.detail[i]:  # as NodeTable.forced_from
             return f"forced from {short_op(res.assignment.detail[i])}"
         return short_reason(code, backend=res.assignment.backend[i], min_block_size=self.config.min_block_size)
 

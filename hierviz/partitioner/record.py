@@ -212,7 +212,9 @@ class NodeTable:
     columns, -1 when not partitioned), tag, reason_code, dtype, shape, count (items of a tuple
     value), spec (the three as a TensorSpec, built on access), module_stack,
     inputs and users (node indices), compute (False for getitem/view and non-callables),
-    target (op for callables; the placeholder, attribute path or 'output' otherwise).
+    target (op for callables; the placeholder, attribute path or 'output' otherwise),
+    forced_from (the source op, as hv.source_ops names it in torch_executed_ops, that forced
+    the node into PyTorch; None for any other node).
     Per subgraph, in partition order: subgraph_tag, subgraph_backend, subgraph_is_acc,
     subgraph_members (node indices in graph order). Reason texts are built on demand
     (`reason(i)`), since formatting 10^5 of them costs a second."""
@@ -236,6 +238,7 @@ class NodeTable:
     subgraph_is_acc: tuple[bool, ...]
     subgraph_members: tuple[tuple[int, ...], ...]
     target: tuple[str, ...]  # op for callables; the placeholder / attribute / output target otherwise
+    forced_from: tuple[str | None, ...]
     explain: Callable[[int, bool], str] = field(repr=False)  # (i, short) -> reason text
 
     def __len__(self) -> int:

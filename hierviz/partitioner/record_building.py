@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from hierviz.partitioner.engine.plan import EngineResult
 from hierviz.partitioner.reason_texts import ReasonTexts
-from hierviz.partitioner.reasons import DEMOTED, DEMOTED_NEXT, FALLBACK, GRAPH
+from hierviz.partitioner.reasons import DEMOTED, DEMOTED_NEXT, FALLBACK, GRAPH, TORCH_EXECUTED
 from hierviz.partitioner.record import NodeTable, module_of, value_facts
 from hierviz.settings.config import Config
 
@@ -55,5 +55,7 @@ def node_table(res: EngineResult, config: Config) -> NodeTable:
         subgraph_is_acc=tuple(sg.is_acc for sg in res.subgraphs),
         subgraph_members=tuple(tuple(sorted(sg.nodes)) for sg in res.subgraphs),
         target=tuple(op if c else str(node.target) for op, c, node in zip(index.ops, index.callable, index.nodes)),
+        forced_from=tuple(detail if c == TORCH_EXECUTED and detail else None
+                          for c, detail in zip(code, res.assignment.detail)),
         explain=ReasonTexts(res, config, sub, code),
     )

@@ -12,6 +12,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
+from hierviz.capturing.provenance import short_op
 from hierviz.partitioner.counts import count_text
 from hierviz.partitioner.blockers.blocker_causes import check_builds
 from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, change_lines, for_reports, intro_text,
@@ -143,10 +144,11 @@ def _left_to_torch(p: "Partition") -> list[str]:
     if unsupported or excluded:
         lines.append("The following ops are currently unsupported or excluded from conversion, "
                      "and are listed with their op-count in the graph:")
-        forced = {t.op[i]: t.short_reason(i) for i in compute if code[i] == TORCH_EXECUTED}
+        forced = {t.op[i]: t.forced_from[i] for i in compute if code[i] == TORCH_EXECUTED}
         for op, c in (unsupported + excluded).most_common():
+            source = forced.get(op)
             why = "unsupported" if op not in excluded else (
-                f"excluded ({forced[op]})" if forced[op].startswith("forced from") else "excluded (torch_executed_ops)")
+                f"excluded (forced from {short_op(source)})" if source else "excluded (torch_executed_ops)")
             lines.append(f" {op}: {c}  [{why}]")
         lines.append("")
     in_torch = [i for i in range(len(t)) if t.backend[i] == FALLBACK]

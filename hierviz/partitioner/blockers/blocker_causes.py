@@ -224,8 +224,9 @@ def _forced_causes(p: "Partition", forced: list[int], graph_nodes: list | None) 
                 if graph_nodes is not None:
                     src = source_op(graph_nodes[i])
                     hit = src is not None and in_op_set(src, names, packets)
-                else:  # a saved partition: its reason text names the source op
-                    hit = t.short_reason(i) == f"forced from {short_op(next(iter(sources)))}"
+                else:  # a saved partition: the source op its record keeps
+                    src = t.forced_from[i]
+                    hit = src is not None and in_op_set(src, names, packets)
             else:
                 hit = in_op_set(t.op[i], names, packets)
             if hit:

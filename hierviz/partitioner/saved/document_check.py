@@ -59,6 +59,7 @@ NODE = {"name": STR, "kind": FX_OP, "target": STR, "op": OP_NAME, "backend": STR
         "eligible_backend": _or_none(STR), "reason_code": REASON, "reason": STR, "short_reason": STR,
         "inputs": _list_of(STR), "shape": SHAPE, "dtype": _or_none(STR), "count": _or_none(INT), "compute": BOOL,
         "module_path": STR, "module_class": STR, "module_stack": _list_of(PAIR), "demoted": _or_none(DEMOTION)}
+OPTIONAL_NODE = {"forced_from": _or_none(OP_NAME)}  # saved by hierviz since NodeTable.forced_from
 TOP = {"engine": STR, "config": OBJECT, "stats": OBJECT, "subgraphs": LIST, "nodes": LIST}
 VERSIONS: Kind = ("map of names to versions", lambda v: v is None or isinstance(v, dict) and all(
     isinstance(x, str) or x is None for x in v.values()))
@@ -128,7 +129,7 @@ def check_fields(doc: dict, where: str) -> None:
         tags.add(sub["tag"])
     names: set[str] = set()
     for i, node in enumerate(doc["nodes"]):
-        _fields(node, NODE, f"nodes[{i}]", where)
+        _fields(node, NODE, f"nodes[{i}]", where, OPTIONAL_NODE)
         missing = [a for a in node["inputs"] if a not in names]
         if missing:
             raise _damaged(where, f"nodes[{i}].inputs", f"names {missing[0]!r}, which is not an earlier node")

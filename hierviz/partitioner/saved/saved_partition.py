@@ -50,7 +50,7 @@ def document(p: Partition) -> dict:
             "shape": None if (shape := t.shape[i]) is None else list(shape), "dtype": t.dtype[i], "count": t.count[i],
             "compute": t.compute[i], "module_path": t.module_path[i], "module_class": t.module_class[i],
             "module_stack": [list(m) for m in t.module_stack[i]],
-            "demoted": list(demoted[name]) if name in demoted else None,
+            "demoted": list(demoted[name]) if name in demoted else None, "forced_from": t.forced_from[i],
         })
     subgraphs = [{"tag": sg.tag, "backend": sg.backend, "is_acc": sg.is_acc, "compute_ops": sg.compute_ops,
                   "nodes": list(sg.nodes), "inputs": [_spec(x) for x in sg.inputs],
@@ -251,6 +251,7 @@ def _table(doc: dict) -> NodeTable:
         subgraph_is_acc=tuple(bool(s["is_acc"]) for s in doc["subgraphs"]),
         subgraph_members=tuple(tuple(sorted(position[m] for m in s["nodes"])) for s in doc["subgraphs"]),
         target=tuple(n["target"] for n in nodes),
+        forced_from=tuple(n.get("forced_from") for n in nodes),  # saved since it was a column
         explain=lambda i, short: short_reason[i] if short else long_reason[i],
     )
 
