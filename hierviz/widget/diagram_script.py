@@ -190,8 +190,8 @@ CSS = """
 .hv-diagram-widget .hv-dw-box.hv-dw-dragging{cursor:grabbing}
 .hv-diagram-widget g[id^='hv:']{cursor:pointer}
 .hv-diagram-widget g.hv-dw-selected{filter:drop-shadow(0 0 3px #E91E63)}
-.hv-diagram-widget g.hv-dw-selected > :is(polygon,path,ellipse):first-of-type,
-.hv-diagram-widget g.hv-dw-selected > g > a > :is(polygon,path,ellipse):first-of-type{
+.hv-diagram-widget g.hv-dw-selected > title + :is(polygon,path,ellipse),
+.hv-diagram-widget g.hv-dw-selected > g:first-of-type > a > :is(polygon,path,ellipse):first-child{
   stroke:#E91E63 !important;stroke-width:4px !important}
 """
 

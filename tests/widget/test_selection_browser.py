@@ -2,7 +2,8 @@
 server and browser) runs a one-cell notebook that opens an explorer on a small model; the
 test clicks a node in the diagram, reads the selection panel, presses "run this op in
 PyTorch" and sees the new partition: the node's backend class in the SVG and the panel both
-say PyTorch; then zooms with the wheel, pans by a drag (which selects nothing) and fits back.
+say PyTorch; then zooms with the wheel, pans by a drag (which selects nothing) and fits back,
+and clicks a subgraph's box in the collapsed view and a module's box in the module view.
 Screenshots go to test-artifacts/browser/."""
 
 from __future__ import annotations
@@ -129,6 +130,18 @@ def test_click_a_node_force_it_to_pytorch_and_see_the_new_partition(lab: Lab) ->
             assert panned["viewBox"] != zoomed and "node sigmoid" in panned["panel"], panned  # a drag selects nothing
             explorer.locator("button", has_text="fit").click()
             assert node_state(explorer, "sigmoid")["viewBox"] == before
+
+            # the collapsed view: a subgraph's box; the module view: a module's box
+            for view, element, says in (("collapsed", "hv:subgraph:_run_on_acc_tensorrt_0", "compute op(s)"),
+                                        ("modules", "hv:module:conv", "Conv2d")):
+                explorer.locator(".widget-toggle-button", has_text=view).first.click()
+                target = explorer.locator(f".hv-diagram-widget g.node[id='{element}']").first
+                target.wait_for(timeout=UPDATE_S * 1000)
+                target.click()
+                name = element.split(":", 2)[2]
+                wait_until(lambda: (t := explorer.locator(".hv-selection").inner_text()) and name in t and says in t,
+                           UPDATE_S, f"clicking a box in the {view} view did not select {name}", page)
+            shot(page, "click-03-module-selected", explorer)
             assert errors == [], errors
         finally:
             browser.close()
