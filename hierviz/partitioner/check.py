@@ -138,10 +138,13 @@ def build_violations(builds: Builds) -> tuple[list[str], list[str]]:
 def top_blockers(part: Partition | MultiGraphPartition, rows: int = TOP_BLOCKERS) -> list[str]:
     """The first `rows` blockers as lines: what to change, what it gives and its verdict (with
     the graphs each concerns, across graphs; a graph break keeps no node out)."""
-    multi = isinstance(part, MultiGraphPartition)
-    table = (part.blockers(top=0) if isinstance(part, MultiGraphPartition) else blockers_table(part, top=0)).head(rows)
+    if isinstance(part, MultiGraphPartition):
+        table, multi = part.blockers(top=0), True
+    else:
+        table, multi = blockers_table(part, top=0), False
     return [(f"[{r.graph}] " if multi else "") + f"{r.kind}: {r.op}" + (f" ({r.nodes} node(s))" if r.nodes else "")
-            + f"; {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "") for r in table.itertuples()]
+            + f"; {r.change}: {saves_text(r)}" + (f" [{r.verdict}]" if r.verdict else "")
+            for r in table.head(rows).itertuples()]
 
 
 def _what(part: Partition | MultiGraphPartition) -> str:
