@@ -19,6 +19,7 @@ from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency.measure_call import measure_with
 from hierviz.latency.measure_options import MeasureOptions
+from hierviz.latency.measurement import Measurement
 from hierviz.latency.compiling.subgraph_compiling import short
 from hierviz.latency.compiling.lift import lift
 from hierviz.latency.numerics import with_mismatch
@@ -44,6 +45,13 @@ class Outcome:
     seconds: float = 0.0
 
 
+def mismatch_text(m: Measurement) -> str:
+    """What a trial whose outputs differ from eager reports, from the measurement's errors."""
+    errors = [f"{what} {value:.3g}" for what, value in (("max abs error", m.max_abs_error),
+                                                          ("max rel error", m.max_rel_error)) if value is not None]
+    return "outputs differ from eager" + (f" ({', '.join(errors)})" if errors else "")
+
+
 def measure_trial(part: Partition, example_inputs: Any, device: Any, options: MeasureOptions,
                   prune: Any = None, untimed: bool = False) -> Outcome:
     """Measure one partition on `device` with hv.tune's `options`: a quick timing (checked
@@ -61,9 +69,8 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Me
             if quick.outputs_match is False:
                 quick = with_mismatch(part, example_inputs, quick, quick_opts)
                 where = quick.mismatch_at
-                text = "; ".join(w for w in quick.warnings if "differ" in w)[:300]
-                return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "") + text,
-                                time.perf_counter() - start)
+                return Outcome("mismatch", quick, None, (f"the error starts in {where}; " if where else "")
+                               + mismatch_text(quick), time.perf_counter() - start)
             fell = own_fallbacks(quick, untimed)
             if quick.nothing_accelerated and len(fell) == len(quick.fallbacks):
                 # every accelerated subgraph fell back: the eager model in pieces

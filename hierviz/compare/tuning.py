@@ -43,7 +43,7 @@ from hierviz.compare import columns
 from hierviz.compare.rows import partition_of
 from hierviz.compare.engine_comparison import compile_baseline
 from hierviz.compare.grid import check_grid
-from hierviz.compare.ray_executor import RayRunner, is_ray
+from hierviz.compare.ray_executor import RayRunner, WorkerDied, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_options import check_tune_options
 from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS, KeptTensorRT, own_fallbacks
@@ -488,9 +488,10 @@ def accelerates(part: Partition | MultiGraphPartition) -> bool:
 
 
 def error_text(error: BaseException) -> str:
-    """A failed Ray trial's message for its row."""
+    """A failed Ray trial's message for its row: hierviz's own errors and a dead worker as they
+    say it, any other exception with its type."""
     text = str(error).strip()
-    return text if isinstance(error, HiervizError) or "Ray worker" in text else f"{type(error).__name__}: {text}"
+    return text if isinstance(error, (HiervizError, WorkerDied)) else f"{type(error).__name__}: {text}"
 
 
 def best_text(rows: list[dict[str, Any]]) -> str:

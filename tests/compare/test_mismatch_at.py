@@ -60,6 +60,7 @@ def test_tune_mismatch_row_names_the_culprit(small) -> None:
     expected = _wrong_tag(gm, BASE)
     assert row["mismatch_at"] == expected
     assert f"the error starts in {expected}" in row["error"]
+    assert f"the error starts in {expected}; outputs differ from eager (max abs error " in row["error"]
     assert pd.isna(t.loc["exact", "mismatch_at"])
     assert res.best is None or res.best.priority != ("exact", "wrong")
 
@@ -78,3 +79,15 @@ def test_measurement_repr_names_where_the_error_starts(small) -> None:
     assert m.mismatch_at is None  # the measurement returned before is left as it was
     assert f"starting in {tag}" in repr(named) and named.to_dict()["mismatch_at"] == tag
     assert torch.is_tensor(inputs[0])  # inputs untouched by the check
+
+
+def test_a_failed_ray_trial_says_its_error_and_a_dead_worker_as_it_is() -> None:
+    """hierviz's errors and a dead Ray worker read as they say it; any other exception names its
+    type, whatever its words (the type, not the text, decides)."""
+    from hierviz.compare.ray_executor import WorkerDied
+    from hierviz.compare.tuning import error_text
+
+    assert error_text(WorkerDied("the Ray worker running it died (OSError: gone)")) == \
+        "the Ray worker running it died (OSError: gone)"
+    assert error_text(hv.MeasureError(" no GPU ")) == "no GPU"
+    assert error_text(RuntimeError("a Ray worker said no")) == "RuntimeError: a Ray worker said no"
