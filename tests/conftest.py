@@ -81,6 +81,16 @@ class ZooCache:
         return self._states[name]
 
 
+@pytest.fixture(autouse=True)
+def _cache_writes_end_with_their_test() -> Any:
+    """The build cache's writes finished behind a test's builds (hierviz.foundation.writes_behind)
+    end with that test: none lands in the next test's folder or patches."""
+    yield
+    from hierviz.foundation import writes_behind
+
+    writes_behind.wait_all()
+
+
 @pytest.fixture(scope="session")
 def zoo_cache() -> ZooCache:
     return ZooCache()

@@ -5,13 +5,15 @@ machine, writing a 350 MB engine into the page cache took as long as hashing and
 At most `ahead` pieces wait (the memory a slow disk costs is bounded: a 2.2 GB engine is never
 whole in memory). Where the disk refuses a piece (full, read-only), that piece and every one
 after it are kept in memory (`unwritten`), so the caller can read back what the file took
-(`written` bytes, whole pieces) and go on without the file.
+(`written` bytes, whole pieces) and go on without the file. A `hasher` given takes every piece
+on that thread too (hashlib lets go of the interpreter's lock: the maker goes on meanwhile).
 """
 
 from __future__ import annotations
 
 import queue
 import threading
+from typing import Any
 
 from hierviz.foundation import temp_files
 
@@ -21,10 +23,12 @@ class QueuedWrites:
     `put(piece)` each (it waits while `ahead` pieces wait already), then `finish()`, which waits
     until every piece was written or kept. After it: `written` (bytes the file took, whole
     pieces), `refused` (the OSError the disk raised, or None) and `unwritten` (the pieces from
-    the refused one on). What else writing raised is raised by `finish()`."""
+    the refused one on). What else writing raised is raised by `finish()`. `hasher` (`update(piece)`), when
+    given, takes every piece put, in order, written or kept, before it is written."""
 
-    def __init__(self, fd: int, ahead: int = 2) -> None:
+    def __init__(self, fd: int, ahead: int = 2, hasher: Any = None) -> None:
         self.fd = fd
+        self.hasher = hasher
         self.written = 0
         self.refused: OSError | None = None
         self.unwritten: list[bytes] = []
@@ -75,6 +79,11 @@ class QueuedWrites:
             piece = self._pieces.get()
             if piece is None:
                 return
+            if self.hasher is not None and self._failed is None:
+                try:
+                    self.hasher.update(piece)
+                except BaseException as exc:  # noqa: BLE001 - raised to the caller by finish()
+                    self._failed = exc
             if self.refused is None and self._failed is None:
                 try:
                     temp_files.write_all(self.fd, piece)

@@ -23,7 +23,6 @@ from __future__ import annotations
 import logging
 import threading
 import time
-import warnings
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +30,7 @@ import torch
 
 from hierviz.errors import BuildError
 from hierviz.foundation.error_text import first_line
+from hierviz.foundation.thread_warnings import ThreadWarnings
 from hierviz.foundation.torch_output import native_output
 from hierviz.trt.build_errors import (OUT_OF_MEMORY, ErrorLine, error_details, error_line, hierviz_failed,
                                       informative_line, logged_cause, not_supported_error, not_the_subgraphs,
@@ -92,9 +92,10 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     if not isinstance(settings, CompilationSettings):
         settings = conversion_settings(settings)
     name = label or "the subgraph"
+    # every warning of this thread recorded (deduplicated below), none printed; other threads' reach
+    # the user (a build cache write finished behind the last build: hierviz.foundation.writes_behind)
     with _CONVERTING, registry_held(), answer_cuda_queries(), QuietLogging() as held, \
-            warnings.catch_warnings(record=True) as heard, module_stacks_kept(gm):
-        warnings.simplefilter("always")  # every warning recorded (deduplicated below), none printed
+            ThreadWarnings() as heard, module_stacks_kept(gm):
         start = time.perf_counter()
         interpreter = None
         try:

@@ -55,7 +55,7 @@ class EngineFile:
     one hierviz.foundation.digests.data_digest gives of its bytes). It is the caller's to move
     into place (`move_to`); a file never moved is deleted when the object is dropped. One whose
     last pieces are still being written (`serialize_engine(wait=False)`: `written` is False)
-    is `finish()`ed first."""
+    is `finish()`ed first (its `digest` is known then: the pieces are hashed as they are written)."""
 
     def __init__(self, path: Path, size: int, digest: str, writer: Any = None) -> None:
         self.path, self.size, self.digest = path, size, digest
@@ -90,6 +90,7 @@ class EngineFile:
         if memory is not None:
             self.discard()
             return memory
+        self.digest = writer.sha256.hexdigest()
         return self
 
     def move_to(self, destination: Path) -> None:
@@ -148,7 +149,7 @@ def serialize_engine(builder: Any, net: Any, config: Any, folder: Path | None, *
         return writer.memory
     if writer.path is None:
         return None
-    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest(), None if wait else writer)
+    return EngineFile(writer.path, writer.size, writer.sha256.hexdigest() if wait else "", None if wait else writer)
 
 
 def _finish(writer: Any, where: Path) -> bytearray | None:
@@ -174,11 +175,12 @@ def loose_engines(folder: Path | None = None) -> DiskStore:
 def _writer(store: DiskStore) -> Any:
     """A TensorRT stream writer into a new temp file of `store` (made at the first write, so
     that none is there while the builder works, nor after a build that wrote nothing), hashing
-    each piece as TensorRT hands it over (the digest data_digest gives of the whole) and writing
-    it on a thread of its own (hierviz.foundation.queued_writes), so that the builder makes the
-    next piece meanwhile; `close()` waits until the file holds them all. Where the folder stops
-    taking it (a full disk, a folder that cannot be written), what was written is read back and
-    the engine goes on in `.memory` (the file removed). What else writing raises (out of memory,
+    each piece TensorRT hands over (the digest data_digest gives of the whole) and writing it on
+    a thread of its own (hierviz.foundation.queued_writes), so that the builder makes the next
+    piece meanwhile (and a build returns before its engine is hashed: `wait=False`); `close()`
+    waits until the file holds them all. Where the folder stops taking it (a full disk, a folder
+    that cannot be written), what was written is read back and the engine goes on in `.memory`
+    (the file removed). What else writing raises (out of memory,
     an interrupt) is kept on `.failed` (TensorRT is told nothing was written and stops), to be
     raised once the builder returns."""
     trt = tensorrt_library()
@@ -199,7 +201,6 @@ def _writer(store: DiskStore) -> Any:
                 return 0
             try:
                 piece = data if isinstance(data, bytes) else bytes(data)  # the bindings' own copy, else one
-                self.sha256.update(piece)
                 if self.memory is None:
                     self._to_file(piece)
                 if self.memory is not None:
@@ -217,7 +218,7 @@ def _writer(store: DiskStore) -> Any:
                 except OSError:  # the folder takes no file: the engine goes on in memory
                     self.memory = bytearray()
                     return
-                self.queued = QueuedWrites(self.fd, ahead=AHEAD)
+                self.queued = QueuedWrites(self.fd, ahead=AHEAD, hasher=self.sha256)
             assert self.queued is not None
             self.queued.put(piece)
 

@@ -152,3 +152,61 @@ def test_a_process_killed_while_its_engine_is_written_leaves_no_half_entry(tmp_p
         child.kill()
         child.wait()
     assert EngineStore(tmp_path).builds() == [] and _entries(tmp_path) == []
+
+
+def test_build_returns_before_the_engine_is_hashed_and_the_digest_kept_is_the_engines(tmp_path, monkeypatch):
+    """The engine's SHA-256 is taken on the writer's thread, not in TensorRT's hand-over: build()
+    returns before a byte is hashed, and the record's digest is the engine's (checked on read)."""
+    import hashlib
+
+    from hierviz.trt import engine_file
+
+    released, waited = threading.Event(), []
+
+    class SlowHasher:
+        def __init__(self) -> None:
+            self._sha = hashlib.sha256()
+
+        def update(self, data) -> None:
+            waited.append(released.wait(10))
+            self._sha.update(data)
+
+        def hexdigest(self) -> str:
+            return self._sha.hexdigest()
+
+    monkeypatch.setattr(engine_file, "data_hasher", SlowHasher)
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    part = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
+    first = part.build()
+    assert first.ok and waited == []
+    released.set()
+    store = EngineStore(tmp_path)
+    (record,) = store.builds()
+    key = record.name.split(".")[0]
+    engine = store.engine(key)  # read back, its length and SHA-256 checked against the record
+    assert engine is not None and len(engine) == first.engine_bytes and waited and all(waited)
+    assert list(part.build().df["cached"]) == [True]
+
+
+def test_a_warning_of_another_thread_while_an_engine_builds_reaches_the_user_not_the_notes(tmp_path, monkeypatch):
+    """A write finished behind one build can warn while the next engine converts: that warning is
+    the user's to see, never recorded as Torch-TensorRT's (Builds.notes' "Torch-TensorRT warned")."""
+    from hierviz.trt import engine_builder
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    real = engine_builder.serialize_engine
+
+    def serialize(*args, **kwargs):
+        other = threading.Thread(target=lambda: warnings.warn("hvtest: a write behind failed", CacheWarning,
+                                                              stacklevel=1))
+        other.start()
+        other.join()
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(engine_builder, "serialize_engine", serialize)
+    part = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        builds = part.build()
+    assert builds.ok and not [n for n in builds.notes if "hvtest" in n]
+    assert [str(w.message) for w in heard if issubclass(w.category, CacheWarning)] == ["hvtest: a write behind failed"]

@@ -206,19 +206,30 @@ class _Wide(torch.nn.Module):
 
 
 def test_the_builder_goes_on_while_the_disk_takes_the_engine(tmp_path, monkeypatch, counting_hasher) -> None:
-    """A piece still being written does not hold TensorRT's builder up: it hands over (and hashes)
-    its next piece meanwhile. The file is then whole, its digest and size the record's."""
+    """A piece still being written does not hold TensorRT's builder up: it hands over its next
+    piece meanwhile (hashed on the writer's thread). The file is then whole, its digest and size
+    the record's."""
+    from hierviz.foundation.queued_writes import QueuedWrites
+
     part = hv.partition(_Wide().eval(), (torch.randn(2, 4100),), min_block_size=1)
-    written, waited = temp_files.write_all, []
+    written, waited, handed, second = temp_files.write_all, [], [], threading.Event()
+    real_put = QueuedWrites.put
+
+    def put(self, piece):
+        real_put(self, piece)
+        handed.append(len(piece))
+        if len(handed) >= 2:
+            second.set()
 
     def slow_disk(fd, data):
         if not waited:  # the first piece is written only once the builder has handed over the second
-            waited.append(counting_hasher.second.wait(30))
+            waited.append(second.wait(30))
         written(fd, data)
 
+    monkeypatch.setattr(QueuedWrites, "put", put)
     monkeypatch.setattr(temp_files, "write_all", slow_disk)
     built = trt.convert_and_build(getattr(part.module, part.subgraphs[0].tag), engine_folder=tmp_path)
-    assert waited == [True] and len(counting_hasher.pieces) > 1
+    assert waited == [True] and len(counting_hasher.pieces) > 1 and counting_hasher.pieces == handed
     assert built.stage == "built" and built.engine_file is not None
     assert built.engine_file.size == built.engine_file.path.stat().st_size == sum(counting_hasher.pieces) > 1000
     assert built.engine_file.digest == file_digest(built.engine_file.path)
