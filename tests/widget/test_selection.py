@@ -140,6 +140,20 @@ def test_selecting_a_subgraph_lists_its_ops_inputs_and_outputs(ex: Explorer) -> 
     assert ex.selection.buttons["run_in_pytorch"].disabled  # a subgraph has no one op
 
 
+def test_a_built_subgraph_shows_its_build_row(ex: Explorer, monkeypatch) -> None:
+    tags = [sg.tag for sg in ex.partition.subgraphs]
+    builds = hv.Builds(rows=(hv.BuildRow(subgraph=tags[1], ops=5, stage="built", engine_bytes=123456),
+                             hv.BuildRow(subgraph=tags[0], ops=4, stage="build", error="no converter for x")),
+                       builder="TensorRT-RTX", on_cpu=True)
+    monkeypatch.setattr(ex.controller, "builds_of", lambda part: builds)  # as "build engines" leaves them
+    ex.selected = tags[1]
+    assert "built, 123,456 bytes" in panel(ex)
+    ex.selected = tags[0]
+    assert "build: no converter for x" in panel(ex)
+    ex.selected = tags[2]
+    assert "123,456" not in panel(ex) and "no converter" not in panel(ex)
+
+
 def test_selecting_a_module_and_showing_its_rows_in_ops(ex: Explorer) -> None:
     ex.selected = "conv2"
     assert ex.panels["diagram"].selected == {"kind": "module", "name": "conv2"}
