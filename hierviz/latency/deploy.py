@@ -108,12 +108,11 @@ class CompiledModel(torch.nn.Module):
         except OSError as exc:
             raise MeasureError(f"cannot write {folder}: {exc.strerror or exc}") from None
         # compile once more into the folder: a fresh cache, so every artifact is written there
-        with warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True):  # its notes are the warning below
             warnings.simplefilter("always")
             split = compile_split(self._partition, self._example_inputs, self.device, cache=CompileCache(),
                                   cache_dir=folder / ARTIFACTS, who="CompiledModel.save")
-        not_saved = [w for w in split.warnings if "not written" in w] + \
-                    [str(w.message) for w in caught if "not written" in str(w.message)]
+        not_saved = [f"{tag} was not written to the disk cache: {why}" for tag, why in split.unsaved.items()]
         files.write(folder / GRAPH, json.dumps(graph))
         files.write(folder / WEIGHTS, files.tensors_as_data(weights, "the graph's weights"))
         files.write(folder / SPEC, spec.to_json())

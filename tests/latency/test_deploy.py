@@ -150,3 +150,28 @@ def test_dynamic_capture_tensorrt_profile_after_load(dynamic, tmp_path) -> None:
             torch.testing.assert_close(again(xb), model(xb), rtol=1e-3, atol=1e-3)
     with pytest.raises(hv.CaptureError, match="outside the range 1..16"):
         again(torch.randn(17, 3, 8, 8, device="cuda"))
+
+
+@pytest.mark.slow
+def test_save_lists_the_subgraphs_whose_artifact_was_not_written(split, tmp_path, monkeypatch) -> None:
+    """CompiledSplit.unsaved (tag -> why) is what CompiledModel.save reports as compiled again
+    at load: in its warning and in hierviz.json's recompiled_at_load."""
+    import json
+
+    from hierviz.latency.compiling import compile_cache
+    from hierviz.latency.compiling.compile_cache import CompileCache
+    from hierviz.latency.compiling.compiled_split import compile_split
+
+    model, inputs, part = split
+    monkeypatch.setattr(compile_cache, "save_entry", lambda *a, **k: "the disk is read-only")
+    compiled = part.compile(example_inputs=inputs)
+    with pytest.warns(hv.MeasureWarning, match="have no savable artifact") as caught:
+        folder = compiled.save(tmp_path / "net")
+    inductor = [t for t, r in compiled.records.items() if r.ran == "inductor"]
+    assert inductor
+    meta = json.loads((folder / "hierviz.json").read_text())
+    assert meta["recompiled_at_load"] == [f"{t} was not written to the disk cache: the disk is read-only"
+                                          for t in inductor]
+    assert f"{len(inductor)} subgraph(s) have no savable artifact" in str(caught[0].message)
+    split_again = compile_split(part, inputs, cache=CompileCache(), cache_dir=tmp_path / "cache")
+    assert split_again.unsaved == {t: "the disk is read-only" for t in inductor}

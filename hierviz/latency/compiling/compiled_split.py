@@ -40,7 +40,9 @@ class CompiledSplit:
     `module(*inputs)` runs the split model (TensorRT subgraphs as engines, TorchInductor ones as
     compiled code, the rest eagerly); `records` says per subgraph what ran (see
     SubgraphRecord); `fallbacks` are the tags whose backend failed and ran eagerly instead;
-    `output` is the split model's output on the example inputs, from the compiling run.
+    `output` is the split model's output on the example inputs, from the compiling run;
+    `unsaved` the tags whose compiled artifact was not written to the disk cache, with why
+    (each also in `warnings`): a saved model compiles them again when loaded.
     """
 
     module: GraphModule
@@ -55,6 +57,7 @@ class CompiledSplit:
     compile_s: float = 0.0
     compile_state: dict[str, str] = field(default_factory=dict)
     tf32: bool = False
+    unsaved: dict[str, str] = field(default_factory=dict)
 
     @property
     def runners(self) -> dict[str, Runner]:
@@ -121,7 +124,8 @@ def build_split(partition: Partition, example_inputs: Any, device: torch.device,
     return CompiledSplit(module=assemble(partition.module, built.runners, device), records=built.records,
                          device=device, inputs=inputs, output=output, fallbacks=tuple(built.fallbacks),
                          warnings=built.warnings, cache_hits=built.cache_hits, cache_misses=built.cache_misses,
-                         compile_s=built.compile_s, compile_state=built.compile_state, tf32=options.tf32)
+                         compile_s=built.compile_s, compile_state=built.compile_state, tf32=options.tf32,
+                         unsaved=built.unsaved)
 
 
 def assemble(module: GraphModule, runners: Mapping[str, Runner], device: torch.device) -> GraphModule:

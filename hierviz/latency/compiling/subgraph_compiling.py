@@ -102,6 +102,7 @@ class Built:
     cache_misses: int = 0
     compile_s: float = 0.0
     compile_state: dict[str, str] = field(default_factory=dict)
+    unsaved: dict[str, str] = field(default_factory=dict)  # tag -> why its artifact was not written
 
 
 class Builder:
@@ -243,6 +244,7 @@ class Builder:
         if self.directory is not None:
             why = cache_mod.save_entry(entry, artifact, compiler, self.directory)
             if why:
+                self.out.unsaved[slot.name] = why
                 self.out.warnings.append(f"{slot.name} was not written to the disk cache: {why}")
         self.progress.step(f"{slot.name}: compiled in {elapsed:.1f} s")
         return self._keep(runner, self._record(slot, "compiled", n_in, lifted.n_outputs, key=key, compile_s=elapsed))
