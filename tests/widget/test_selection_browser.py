@@ -3,7 +3,8 @@ server and browser) runs a one-cell notebook that opens an explorer on a small m
 test clicks a node in the diagram, reads the selection panel, presses "run this op in
 PyTorch" and sees the new partition: the node's backend class in the SVG and the panel both
 say PyTorch; then zooms with the wheel, pans by a drag (which selects nothing) and fits back,
-and clicks a subgraph's box in the collapsed view and a module's box in the module view.
+clicks a subgraph's box in the collapsed view and a module's box in the module view, focuses on
+that module and shows its rows in the Ops tab.
 Screenshots go to test-artifacts/browser/."""
 
 from __future__ import annotations
@@ -142,6 +143,17 @@ def test_click_a_node_force_it_to_pytorch_and_see_the_new_partition(lab: Lab) ->
                 wait_until(lambda: (t := explorer.locator(".hv-selection").inner_text()) and name in t and says in t,
                            UPDATE_S, f"clicking a box in the {view} view did not select {name}", page)
             shot(page, "click-03-module-selected", explorer)
+
+            explorer.locator("button", has_text="focus here").click()  # module conv: the module view inside it
+            focus_box = explorer.locator("input[placeholder='node or subgraph to focus on']").first
+            wait_until(lambda: focus_box.input_value() == "conv" and explorer.locator(
+                ".widget-toggle-button.mod-active", has_text="focus").count() > 0,
+                UPDATE_S, "focus here did not set the focus control and the focus view", page)
+            explorer.locator("button", has_text="show its rows in Ops").click()
+            rows = wait_until(lambda: (f := explorer.locator(".hv-ops-filter")).count() and f.first.is_visible() and
+                              explorer.locator(".hv-ops-filter + div table").first.inner_text(),
+                              UPDATE_S, "show its rows did not open the Ops tab with the module's rows", page)
+            assert "convolution" in rows and "sigmoid" not in rows, rows
             assert errors == [], errors
         finally:
             browser.close()
