@@ -190,3 +190,14 @@ def test_a_detection_model_opens_with_its_overview(detection, needs_dot, tmp_pat
     assert max(lefts) - min(lefts) < 1.0
     png = part.save(tmp_path / "det.png").read_bytes()
     assert png[:4] == b"\x89PNG" and int.from_bytes(png[20:24], "big") < 32767
+
+
+def test_how_a_graph_starts_is_a_kind_its_capture_and_saved_file_keep(three, looped, tmp_path):
+    """DynamoGraph.start_kind, not the start's words, gives the start marker its class; a
+    saved graph-by-graph partition keeps it, so its picture is the same."""
+    assert [g.start_kind for g in three.capture.graphs] == ["", "resumed", "resumed"]
+    assert [g.start_kind for g in looped.capture.graphs] == ["", "new-frame"]
+    for part, kind in ((three, "hv-start hv-resumed"), (looped, "hv-start hv-new-frame")):
+        loaded = hv.load_partition(part.save(tmp_path / f"{len(part.graphs)}.json"))
+        assert [g.start_kind for g in loaded.capture.graphs] == [g.start_kind for g in part.capture.graphs]
+        assert kind in loaded.render("collapsed").source

@@ -36,7 +36,7 @@ from torch.utils._pytree import tree_leaves
 from hierviz import trt
 from hierviz.foundation import torch_output
 from hierviz.errors import CaptureError
-from hierviz.capturing.by_graph.dynamo_graph import DynamoGraph
+from hierviz.capturing.by_graph.dynamo_graph import NEW_FRAME, RESUMED, DynamoGraph
 from hierviz.capturing.by_graph.graph_break import GraphBreak, is_resumed, parse_reason, user_function
 from hierviz.capturing.by_graph.graph_value import GraphValue, describe
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
@@ -422,6 +422,7 @@ def _graph(k: int, item: dict, previous: dict | None = None) -> DynamoGraph:
     return DynamoGraph(index=k, graph=gm, inputs=item["inputs"], outputs=item["outputs"], ops=ops,
                        function=function, file=file, line=line, calls=item["calls"], example_inputs=example,
                        ended_by=item["ended_by"], sources=sources, starts=_starts(k, item, previous),
+                       start_kind="" if k == 0 else RESUMED if item.get("resumed") else NEW_FRAME,
                        fell_back=fell_back, traced_files=item.get("files", ()))
 
 

@@ -9,12 +9,18 @@ graph break that ended it.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Any, Literal, Sequence
 
 import torch
 from torch.fx import GraphModule
 
 from hierviz.capturing.by_graph.graph_source import GraphSource
+
+# How a graph after the first starts: dynamo resumes a frame after a graph break, or a new frame
+# is called from Python that dynamo ran eagerly; '' for the first graph (the forward's own frame).
+StartKind = Literal["", "resumed", "new-frame"]
+RESUMED: StartKind = "resumed"
+NEW_FRAME: StartKind = "new-frame"
 
 
 @dataclass(frozen=True, eq=False)
@@ -27,7 +33,8 @@ class DynamoGraph(GraphSource):
     `(j, position)` when its first call's value was the very tensor graph `j` returned at that
     output position (dynamo's outputs in order), None otherwise (a weight, the user's input, a
     value the eager Python between graphs made); `starts`: why a new graph starts here, in words
-    (empty for the first: the forward's own frame); `fell_back`: for a graph Torch-TensorRT's
+    (empty for the first: the forward's own frame); `start_kind`: the same as a kind (StartKind:
+    RESUMED, NEW_FRAME, '' for the first); `fell_back`: for a graph Torch-TensorRT's
     backend runs eagerly after its lowering failed with an exception it catches, "runs eagerly:
     Torch-TensorRT's backend failed on it (RuntimeError: ...)", and `graph` is then dynamo's own
     graph (not lowered: nothing of it is accelerated); empty otherwise."""
@@ -39,6 +46,7 @@ class DynamoGraph(GraphSource):
     fell_back: str = ""  # why Torch-TensorRT's backend runs it eagerly (its lowering failed); empty when it does not
     # the source files dynamo traced it from (a kept capture is stale when one changes)
     traced_files: tuple[str, ...] = ()
+    start_kind: StartKind = ""
 
     def __repr__(self) -> str:
         where = f" {self.function} ({self.file}:{self.line})" if self.file else ""
@@ -54,4 +62,4 @@ def graph_args(call_args: Sequence[Any], placeholders: int) -> tuple:
     return args if len(args) == placeholders else tuple(a for a in args if isinstance(a, torch.Tensor))
 
 
-__all__ = ["DynamoGraph", "graph_args"]
+__all__ = ["DynamoGraph", "graph_args", "StartKind", "RESUMED", "NEW_FRAME"]

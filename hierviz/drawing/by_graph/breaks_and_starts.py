@@ -1,5 +1,5 @@
 """The graph-by-graph picture's words for breaks and starts: source files as the picture shows them
-(`short_path`, `where`), why each graph starts (`graph_start`, `start_lines`, `start_kind`), the
+(`short_path`, `where`), why each graph starts (`graph_start`, `start_lines`, `graph_start_kind`), the
 breaks after each graph and repeated ones counted once (`breaks_after`, `repeats`)."""
 
 from __future__ import annotations
@@ -38,20 +38,24 @@ def short_path_text(text: str) -> str:
     return _ABS_PATH.sub(lambda m: short_path(m.group(0)), text)
 
 
-def start_lines(starts: str) -> list[str]:
+_START_PARTS = re.compile(r"(?P<what>.*?)(?P<called>, called from .*?)?(?P<after> after (?:the|a) graph break.*)?",
+                          re.S)
+
+
+def start_lines(starts: str, with_break: bool = True) -> list[str]:
     """A graph's `starts` as the picture shows it: source paths shortened (short_path), one
     line for what starts ('dynamo resumes forward (file:line)'), one for where it is called
-    from, one for the break it follows."""
-    text = short_path_text(starts.strip())
-    parts = re.split(r"(?=, called from )|(?= after (?:the|a) graph break)", text)
-    return [part.strip(" ,") for part in parts if part.strip(" ,")]
+    from, one for the break it follows (left out without `with_break`: a break's own marker)."""
+    found = _START_PARTS.fullmatch(short_path_text(starts.strip()))
+    assert found is not None, "every text matches: each part is optional"
+    parts = [found["what"], found["called"], found["after"] if with_break else None]
+    return [part.strip(" ,") for part in parts if part and part.strip(" ,")]
 
 
-def start_kind(starts: str) -> str:
-    """'resumed', 'new-frame' or 'other' (css class of the start marker)."""
-    if starts.startswith("dynamo resumes"):
-        return "resumed"
-    return "new-frame" if starts.startswith("a new frame") else "other"
+def graph_start_kind(mp: "MultiGraphPartition", k: int) -> str:
+    """How graph k starts as its capture recorded it (DynamoGraph.start_kind: 'resumed',
+    'new-frame'), else 'other' (the css class of the start marker)."""
+    return str(getattr(mp.capture.graphs[k], "start_kind", "") or "other")
 
 
 def graph_start(mp: "MultiGraphPartition", k: int) -> str:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing import palette
-from hierviz.drawing.by_graph.breaks_and_starts import (EAGER, breaks_after, graph_start, repeats, start_kind,
+from hierviz.drawing.by_graph.breaks_and_starts import (EAGER, breaks_after, graph_start, graph_start_kind, repeats,
                                                         start_lines, where)
 from hierviz.drawing.dot import DotWriter, Html, Nested, html
 from hierviz.drawing.text import BR_LEFT, css, plural, tooltip
@@ -46,7 +46,8 @@ def chain(mp: "MultiGraphPartition", w: DotWriter, frames: list[tuple[int, Neste
         else:
             j, b, count = item
             shown = folded.get(j)
-            marker(w, j, b, count, starts=None if shown is None else (shown, graph_start(mp, shown)))
+            marker(w, j, b, count, starts=None if shown is None else
+                   (shown, graph_start(mp, shown), graph_start_kind(mp, shown)))
     for (kind_a, a), (kind_b, b) in zip(items, items[1:]):
         link(w, kind_a, a, kind_b, b)
 
@@ -84,11 +85,12 @@ def frame(mp: "MultiGraphPartition", w: DotWriter, k: int, body: Nested, info: d
     w.close()
 
 
-def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1, starts: tuple[int, str] | None = None) -> None:
+def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1, starts: tuple[int, str, str] | None = None
+           ) -> None:
     """The marker of graph break j (and the `count` - 1 after it at the same line for the same
     reason): its type (or reason), the user's file:line and code, and that the Python after it
-    runs eagerly; the tooltip holds dynamo's whole text and stack. `starts` (k, why): the
-    graph right below it, and why it starts (as a start marker would say it)."""
+    runs eagerly; the tooltip holds dynamo's whole text and stack. `starts` (k, why, kind): the
+    graph right below it, and why and how it starts (as a start marker would say it)."""
     reason = b.gb_type or (b.reason.strip().splitlines() or ["(no reason given)"])[0]
     which = f"{j + 1}" if count == 1 else f"{j + 1}–{j + count} (×{count}, one after another)"
     lines = [f"<B>graph break {which}: {html(reason, REASON_CHARS)}</B>"]
@@ -102,11 +104,11 @@ def marker(w: DotWriter, j: int, b: "GraphBreak", count: int = 1, starts: tuple[
     lines.append(f'<FONT POINT-SIZE="9"><I>{html(EAGER)}</I></FONT>')
     kind = ""
     if starts is not None:
-        k, why = starts
-        first, *rest = start_lines(why)
+        k, why, how = starts
+        first, *rest = start_lines(why, with_break=False)  # this marker is the break
         lines.append(f"<B>then g{k} starts: {html(first, 110)}</B>")
-        lines += [f'<FONT POINT-SIZE="9">{html(x, 120)}</FONT>' for x in rest if not x.startswith("after ")]
-        kind = f" hv-start hv-{start_kind(why)}"
+        lines += [f'<FONT POINT-SIZE="9">{html(x, 120)}</FONT>' for x in rest]
+        kind = f" hv-start hv-{how}"
     tip = [f"graph break {which} (after graph g{b.after_graph})" if b.after_graph >= 0
            else f"graph break {which} (before the first graph)",
            f"at {b.file}:{b.line} in {b.function}" if b.file else "", b.code.strip(),
@@ -130,7 +132,7 @@ def start_marker(mp: "MultiGraphPartition", w: DotWriter, k: int) -> None:
     w.node(f"start{k}", label=Html(BR_LEFT.join(label) + BR_LEFT), shape="box", style="rounded,filled",
            fillcolor=palette.START_FILL, color=palette.START_LINE, penwidth=1.2, margin="0.12,0.04",
            tooltip=tooltip([f"why graph g{k} starts here", starts]),
-           **{"class": f"hv-start hv-{start_kind(starts)}"})
+           **{"class": f"hv-start hv-{graph_start_kind(mp, k)}"})
 
 
 def _ends(kind: str, item: Any, last: bool) -> tuple[list[str], str, str | None]:

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.errors import SavedPartitionError
+from hierviz.capturing.by_graph.dynamo_graph import NEW_FRAME, RESUMED, StartKind
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.capturing.by_graph.graph_source import GraphSource
 from hierviz.capturing.by_graph.graph_value import GraphValue
@@ -42,7 +43,8 @@ def document_graphs(mp: MultiGraphPartition) -> dict:
     """The graph-by-graph partition as a JSON-safe dict (docs/saved-partitions.md)."""
     graphs = [{"index": g.index, "function": g.function, "file": g.file, "line": g.line, "calls": g.calls,
                "ops": list(g.ops), "inputs": [_value(v) for v in g.inputs], "outputs": [_value(v) for v in g.outputs],
-               "starts": getattr(g, "starts", ""), "fell_back": getattr(g, "fell_back", ""), "partition": saved}
+               "starts": getattr(g, "starts", ""), "start_kind": getattr(g, "start_kind", ""),
+               "fell_back": getattr(g, "fell_back", ""), "partition": saved}
               for g, saved in zip(mp.capture.graphs, per_graph(document, mp))]
     breaks = [{**asdict(b), "hints": list(b.hints), "stack": list(b.stack)} for b in mp.breaks]
     return {"format": f"{FORMAT}/{VERSION}", "hierviz_version": __version__, "model": mp.capture.model,
@@ -63,6 +65,7 @@ class SavedGraph(GraphSource):
 
     graph: None = None
     starts: str = ""  # why the graph starts where it does, as the capture said (DynamoGraph.starts)
+    start_kind: StartKind = ""  # DynamoGraph.start_kind ('' in a file saved before it was kept)
     fell_back: str = ""  # why Torch-TensorRT's backend runs it eagerly, as the capture said (DynamoGraph.fell_back)
 
 
@@ -88,6 +91,7 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
             graphs.append(SavedGraph(index=k, inputs=values[0], outputs=values[1], ops=tuple(g["ops"]),
                                      function=str(g["function"]), file=str(g["file"]), line=int(g["line"]),
                                      calls=int(g["calls"]), ended_by=ended.get(k), starts=str(g.get("starts", "")),
+                                     start_kind=_start_kind(g.get("start_kind", "")),
                                      fell_back=str(g.get("fell_back", ""))))
             part = SavedPartition(checked_document(g["partition"], where), path)
             part.by_graph = True
@@ -98,6 +102,14 @@ def _read_graphs(doc: dict, path: Path) -> tuple[SavedCapture, list[SavedPartiti
                                   "save it again.") from None
     _check_counts(doc, len(graphs), len(breaks), where)
     return SavedCapture(tuple(graphs), breaks, str(doc.get("model", "model"))), parts
+
+
+def _start_kind(value: Any) -> StartKind:
+    """A saved DynamoGraph.start_kind; ValueError (a damaged file) for any other value."""
+    for kind in ("", RESUMED, NEW_FRAME):
+        if value == kind:
+            return kind
+    raise ValueError(f"start_kind {value!r} is not 'resumed', 'new-frame' or ''")
 
 
 def _check_counts(doc: dict, graphs: int, breaks: int, where: str) -> None:
