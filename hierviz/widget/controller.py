@@ -36,12 +36,6 @@ if TYPE_CHECKING:
 CACHE_SIZE = 64  # settings whose diagrams, tables, measurements and diffs are kept
 
 
-def key_of(part: Partition) -> Config:
-    """What identifies a shown partition in the caches and the history: its Config (every
-    setting, the engine included)."""
-    return part.config
-
-
 @dataclass(frozen=True)
 class ControlState:
     """What the controls show: the settings (`values`, possibly an invalid combination; the
@@ -128,7 +122,7 @@ class Controller:
             cfg, part, error = None, None, str(exc)
         timings = {"partition": time.perf_counter() - t0}
 
-        key = key_of(part) if part is not None else ("error", error, repr(values))
+        key = part.config if part is not None else ("error", error, repr(values))
         changed = key != self._state_key
         self._state_key = key
         self.config, self.partition = cfg, part
@@ -137,9 +131,9 @@ class Controller:
             self.errors["partition"] = error
         else:
             self.errors.pop("partition", None)
-        if part is not None and (self.shown is None or key_of(self.shown) != key_of(part)):
+        if part is not None and (self.shown is None or self.shown.config != part.config):
             self.previous, self.shown = self.shown, part
-            self.store.show(key_of(part))
+            self.store.show(part.config)
             for kind in ("measure", "build", "numerics"):  # about the setting shown before
                 self.errors.pop(kind, None)
         if changed:
@@ -156,7 +150,7 @@ class Controller:
             row.update({k: columns.format_field(k, v) for k, v in values.items() if k in field_names()})
         row["error"] = error
         row["cached"] = cached
-        row["_key"] = key_of(part) if part is not None else None
+        row["_key"] = part.config if part is not None else None
         self.runs.append(row)
 
     def note_seconds(self, seconds: float) -> None:
@@ -198,11 +192,11 @@ class Controller:
         """The diagram as SVG text (RenderError when it cannot be drawn)."""
         focus = (focus or None) if view == "focus" else None
         key = self._svg_key(part, view, focus)  # with the cost overlay and numerics colours when there are
-        svg = self.store.get("picture", key_of(part), key)
+        svg = self.store.get("picture", part.config, key)
         if svg is None:
             from hierviz.drawing import to_svg
 
-            svg = self.store.put("picture", key_of(part),
+            svg = self.store.put("picture", part.config,
                                  to_svg(part, view=view, focus=focus, max_nodes=self.max_nodes,
                                         measurement=self.measurement_of(part), numerics=self.numerics_of(part),
                                         builds=self.builds_of(part)), key)
@@ -211,7 +205,7 @@ class Controller:
     def cached_svg(self, part: Partition, view: str, focus: str | None) -> str | None:
         """The SVG already drawn for these settings, else None (never draws)."""
         focus = (focus or None) if view == "focus" else None
-        return self.store.get("picture", key_of(part), self._svg_key(part, view, focus))
+        return self.store.get("picture", part.config, self._svg_key(part, view, focus))
 
     def _svg_key(self, part: Partition, view: str, focus: str | None) -> tuple:
         measured, checked, built = self.measurement_of(part), self.numerics_of(part), self.builds_of(part)
@@ -220,9 +214,9 @@ class Controller:
 
     def tables(self, part: Partition) -> dict[str, str]:
         """The Ops, Subgraphs and Report panels (cached per config)."""
-        out = self.store.get("tables", key_of(part))
+        out = self.store.get("tables", part.config)
         if out is None:
-            out = self.store.put("tables", key_of(part), panels.tables_html(part))
+            out = self.store.put("tables", part.config, panels.tables_html(part))
         return out
 
     def blockers_of(self, part: Partition | None, *, compute: bool = True) -> "pd.DataFrame | None":
@@ -230,9 +224,9 @@ class Controller:
         in the worker process (each what-if re-partitions); `compute=False`: None unless made."""
         if part is None:
             return None
-        out = self.store.get("blockers", key_of(part))
+        out = self.store.get("blockers", part.config)
         if out is None and compute:
-            out = self.store.put("blockers", key_of(part), self.long_work.blockers(part))
+            out = self.store.put("blockers", part.config, self.long_work.blockers(part))
             part.keep_blockers(out)  # as part.blockers() keeps its own (the report reads it)
         return out
 
@@ -245,7 +239,7 @@ class Controller:
         the engines built here when "build engines" is on."""
         if self.shown is None:
             return ""
-        key = key_of(self.shown)
+        key = self.shown.config
         text = panels.stats_html(self.shown, self.measurement_of(self.shown),
                                  self.store.status("measurement", key) if measuring else None)
         text += panels.compile_today_html(self.long_work.line(self.shown), self.shown)
@@ -266,9 +260,9 @@ class Controller:
         other, _ = self.diff_target(against)
         if other is None or self.shown is None:
             return None
-        df = self.store.get("diff", key_of(self.shown), ("table", key_of(other)))
+        df = self.store.get("diff", self.shown.config, ("table", other.config))
         if df is None:
-            df = self.store.put("diff", key_of(self.shown), diff(other, self.shown), ("table", key_of(other)))
+            df = self.store.put("diff", self.shown.config, diff(other, self.shown), ("table", other.config))
         return df
 
     def diff_panel(self, against: str, diagram: bool = True) -> str:
@@ -280,8 +274,8 @@ class Controller:
         table = panels.diff_html(self.moved(against), self.shown, other, what)
         if other is None or self.shown is None or not diagram:
             return table
-        key = ("diagram", key_of(other), self.max_nodes)
-        svg = self.store.get("diff", key_of(self.shown), key)
+        key = ("diagram", other.config, self.max_nodes)
+        svg = self.store.get("diff", self.shown.config, key)
         if svg is None:
             from hierviz.drawing import to_svg
 
@@ -292,7 +286,7 @@ class Controller:
                     svg = to_svg(other, view="collapsed", against=self.shown, max_nodes=self.max_nodes)
             except HiervizError as exc:
                 return table + panels.diagram_error_html(str(exc))
-            self.store.put("diff", key_of(self.shown), svg, key)
+            self.store.put("diff", self.shown.config, svg, key)
         return table + panels.diagram_html(svg)
 
     def pin(self) -> Partition:
@@ -310,12 +304,12 @@ class Controller:
         """The stored measurement of `part`'s settings (with this Explorer's measure options), else None."""
         if part is None:
             return None
-        return self.store.get("measurement", key_of(part))
+        return self.store.get("measurement", part.config)
 
     def measure(self, part: Partition, progress: Callable[[str, int, int], None] | None = None) -> Any:
         """`hv.measure` of `part` (stored per config), filling in its history row's latency.
         A MeasureError is filed under errors['measure'] and None returned."""
-        key = key_of(part)
+        key = part.config
         m = self.store.get("measurement", key)
         if m is None:
             self.store.running("measurement", key)
@@ -332,38 +326,38 @@ class Controller:
             self.store.put("measurement", key, m)
         self.errors.pop("measure", None)
         for row in reversed(self.runs):  # the latest run of the setting it belongs to (maybe not the last run)
-            if row.get("_key") == key_of(part):
+            if row.get("_key") == part.config:
                 row.update(columns.latency_columns(m))
                 break
         return m
 
     def builds_of(self, part: Partition | None) -> Any:
         """The stored builds (hv.Builds) of `part`'s settings, else None."""
-        return None if part is None else self.store.get("build", key_of(part))
+        return None if part is None else self.store.get("build", part.config)
 
     def build(self, part: Partition) -> Any:
         """`part.build()` in the worker (stored per config): every TensorRT engine converted and
         built. A HiervizError (no TensorRT builder here, ...) is filed under errors['build'] and
         None returned."""
-        got = self.store.get("build", key_of(part))
+        got = self.store.get("build", part.config)
         if got is None:
-            self.store.running("build", key_of(part))
-            got = self._filed("build", lambda: self.long_work.build(part), key_of(part))
+            self.store.running("build", part.config)
+            got = self._filed("build", lambda: self.long_work.build(part), part.config)
             if got is None:
                 return None
-            self.store.put("build", key_of(part), got)
+            self.store.put("build", part.config, got)
         self.errors.pop("build", None)
         return got
 
     def numerics_of(self, part: Partition | None) -> Any:
         """The stored hv.numerics check of `part`'s settings, else None."""
-        return None if part is None else self.store.get("numerics", key_of(part))
+        return None if part is None else self.store.get("numerics", part.config)
 
     def check_numerics(self, part: Partition) -> Any:
         """`hv.numerics` of `part` with the example inputs and measure options (stored as its
         measurement is; the compile cache makes it cheap after a measurement). A HiervizError
         is filed under errors['numerics'] and None returned."""
-        key = key_of(part)
+        key = part.config
         self.store.running("numerics", key)
         result = self._filed("numerics", lambda: self.long_work.numerics(part, self.measure_options), key)
         return None if result is None else self.store.put("numerics", key, result)

@@ -10,7 +10,6 @@ import torch
 from hierviz import trt
 from hierviz.drawing.build_marks import REPRO
 from hierviz.widget import Explorer, panels
-from hierviz.widget.controller import key_of
 from tests.building.models import FusedQKV, made
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
@@ -57,7 +56,7 @@ def test_the_build_toggle_shows_the_repro_and_outlines_its_nodes(refusing_split)
         # the builds as the worker answers them when it makes the repros (built here: the fake
         # refusal is this process's)
         builds = ex.partition.build(fix=False).with_repros()
-        ex.controller.store.put("build", key_of(ex.partition), builds)
+        ex.controller.store.put("build", ex.partition.config, builds)
         ex.controls["build"].value = True  # stored: the toggle builds nothing, it shows them
         ex.flush()
         ex.build_thread.join(60)
