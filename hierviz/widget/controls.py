@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from types import MappingProxyType
-from typing import Any, Callable, Mapping
+from typing import Any, Mapping
 
 import ipywidgets as widgets
 
@@ -25,6 +25,7 @@ from hierviz.settings import config as settings
 from hierviz.settings.config import Config
 from hierviz.settings.setting_values import BUILTIN_BACKENDS
 from hierviz.widget import panels
+from hierviz.widget.control_kind import ControlKind
 from hierviz.widget.control_spec import CONTROLS, Control
 from hierviz.widget.refusing import Refused, Refusing
 from hierviz.widget.refusing_controls import (OPS_HINT, SLIDER_TOP, BlockSizeBox, BlockSizePair, BlockSizeSlider,
@@ -105,16 +106,16 @@ def _build_choice(name: str, control: Control, value: Any, b: _Building) -> widg
                                                       "description_width": "initial"})
 
 
-# Control kind -> (build(setting name, control, value, building), read(widget, values read so far),
-# show(value) -> widget value).
-KINDS: dict[str, tuple[Callable[..., widgets.Widget], Callable[[Any, dict], Any], Callable[[Any, Any], Any]]] = {
-    "backends": (_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
-    "support": (_build_support, lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
-                lambda w, v: w.shown(v)),
-    "slider": (_build_slider, lambda w, _v: w.value, lambda _w, v: v),  # the box beside the slider
-    "ops": (_build_ops, lambda w, _v: frozenset(w.value), lambda _w, v: tuple(sorted(v))),
-    "toggle": (_build_toggle, lambda w, _v: w.value, lambda _w, v: v),
-    "choice": (_build_choice, lambda w, _v: w.value, lambda _w, v: v),
+# Control kind -> how it is made, read and shown (ControlKind).
+KINDS: dict[str, ControlKind] = {
+    "backends": ControlKind(_build_backends, lambda w, _v: tuple(w.value), lambda _w, v: list(v)),
+    "support": ControlKind(_build_support,
+                           lambda w, v: w.build(next((x for k, x in v.items() if _kind(k) == "backends"), None)),
+                           lambda w, v: w.shown(v)),
+    "slider": ControlKind(_build_slider, lambda w, _v: w.value, lambda _w, v: v),  # the box beside the slider
+    "ops": ControlKind(_build_ops, lambda w, _v: frozenset(w.value), lambda _w, v: tuple(sorted(v))),
+    "toggle": ControlKind(_build_toggle, lambda w, _v: w.value, lambda _w, v: v),
+    "choice": ControlKind(_build_choice, lambda w, _v: w.value, lambda _w, v: v),
 }
 
 
@@ -140,7 +141,7 @@ def build_controls(base: Config, graph_ops: Mapping[str, int], views: tuple[str,
     backends += [b for b in (base.support or {}) if b not in backends]
     extra_ops = [op for op, _ in panels.ops_by_count(source_ops or {})]
     building = _Building(base, graph_ops, backends, extra_ops, {"backends": backends})
-    built = {name: KINDS[control.kind][0](name, control, getattr(base, name), building)
+    built = {name: KINDS[control.kind].make(name, control, getattr(base, name), building)
              for name, control in _with_control()}
     view_w = Choice(options=list(views), value=view, description="view",
                     style={"button_width": button_width(views), "description_width": "initial"})
@@ -166,7 +167,7 @@ def state_values(controls: Mapping[str, widgets.Widget]) -> dict[str, Any]:
     """The settings the controls describe (possibly an invalid combination; Config checks them)."""
     values: dict[str, Any] = {}
     for name, control in _with_control():
-        values[name] = KINDS[control.kind][1](controls[name], values)
+        values[name] = KINDS[control.kind].read(controls[name], values)
     return values
 
 
@@ -174,7 +175,7 @@ def show_config(controls: Mapping[str, widgets.Widget], config: Config) -> None:
     """Set every setting's control to `config`'s value."""
     for name, control in _with_control():
         w = controls[name]
-        w.value = KINDS[control.kind][2](w, getattr(config, name))
+        w.value = KINDS[control.kind].show(w, getattr(config, name))
 
 
 def build_buttons() -> Mapping[str, widgets.Button]:
