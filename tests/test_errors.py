@@ -197,11 +197,11 @@ def test_sweep_reads_the_same_text_as_config(tiny) -> None:
         hv.sweep(gm, None, {"min_block_size": [2, 2.5]}, progress=False)
     good = hv.sweep(gm, None, {"min_block_size": [1, 3]}, progress=False)
     assert str(good["min_block_size"].dtype) == "int64"
-    from hierviz.compare.sweep import validate_grid
+    from hierviz.compare.grid import check_grid  # the check hv.sweep, hv.tune and --grid run
 
     with pytest.raises(hv.ConfigError, match=r"^grid min_block_size=2.5: min_block_size must be"):
-        validate_grid({"min_block_size": [2, 2.5]})
-    assert [c.min_block_size for c in validate_grid({"min_block_size": [1, 3]})] == [1, 3]
+        check_grid({"min_block_size": [2, 2.5]})
+    assert [c.min_block_size for c in check_grid({"min_block_size": [1, 3]})[1]] == [1, 3]
 
 
 def test_other_listed_mistakes(tiny) -> None:

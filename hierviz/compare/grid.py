@@ -155,8 +155,3 @@ def _raw_combo(lists: Mapping[str, list[Any]], parsed: Mapping[str, list[Any]],
         index = next(i for i, p in enumerate(parsed[k]) if p is v)
         out.append(lists[k][index])
     return out
-
-
-def validate_grid(grid: Mapping[str, Any], base: Config | dict | None = None) -> list[Config]:
-    """The Config of every combination of `grid` on `base`; ConfigError listing every bad value."""
-    return check_grid(grid, base)[1]

@@ -16,7 +16,7 @@ from hierviz.settings.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments, user_stacklevel
 from hierviz.compare import columns
 from hierviz.compare.partition_cache import cache_info
-from hierviz.compare.grid import check_grid, expand_grid, validate_grid  # noqa: F401 - also from here
+from hierviz.compare.grid import check_grid, expand_grid  # noqa: F401 - also from here
 from hierviz.compare.ray_executor import check_executor as check_ray
 from hierviz.compare.ray_executor import is_ray
 from hierviz.compare.rows import (measure_kwargs, measure_options, partition_of, partition_row, process_row,

@@ -266,10 +266,6 @@ class NodeTable:
     def module_class(self) -> tuple[str, ...]:
         return tuple(s[-1][1].rsplit(".", 1)[-1] if s else "" for s in self.module_stack)
 
-    def index_of(self, name: str) -> int:
-        """The index of node `name`; KeyError when there is none (Partition.record raises ConfigError)."""
-        return self.position[name]
-
     def reason(self, i: int) -> str:
         """Why node i runs where it runs, in words."""
         return self.explain(i, False)

@@ -570,7 +570,7 @@ def test_record_and_node_table_agree():
         "add_tensor", A + "add.Tensor", "call_function", "torch", "tensorrt", "demoted")
     assert rec.inputs == ("x", "y") and rec.users == ("add_tensor_1",)
     assert (rec.dtype, rec.shape, rec.module_path, rec.module_class) == ("torch.float32", (2, 3), "", "")
-    assert rec == t[t.index_of("add_tensor")]
+    assert rec == t[t.position["add_tensor"]]
     assert [r.name for r in t] == list(t.name)
     mul = p.record("mul_tensor")
     assert (mul.reason_code, mul.reason) == ("torch_executed_ops",
