@@ -1,8 +1,10 @@
 """`Partition.build()` and `MultiGraphPartition.build()`: every TensorRT engine converted and built
 on this machine, with what Torch-TensorRT then runs and a fix shown to build.
 
-For one graph: the lowered graph is run once in PyTorch on its example inputs (graph_run);
-every TensorRT subgraph is converted and built (subgraph_builds, through the engine store);
+For one graph: the lowered graph is run once in PyTorch on its example inputs (graph_run), on a
+thread of its own while TensorRT builds the first engine (the CPU its builder leaves; after the
+builds when none is built); every TensorRT subgraph is converted and built (subgraph_builds,
+through the engine store);
 each failure gets what Torch-TensorRT then really runs on this `ir` (after_failure); a failed
 conversion or build gets the ops that, moved to PyTorch, make every engine build (engine_fix).
 """
@@ -10,6 +12,7 @@ conversion or build gets the ops that, moved to PyTorch, make every engine build
 from __future__ import annotations
 
 import dataclasses
+import functools
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
@@ -53,11 +56,12 @@ def _check(fix: Any, cache: Any, tf32: Any, trt_settings: Any) -> None:
     trt.check_settings(trt_settings)  # before anything converts, and before the cache is read
 
 
-def _subgraph_row(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str, tag: str,
+def _subgraph_row(part: "Partition", ir: str, graph: str, tag: str, built: tuple[trt.EngineBuild, bool],
                   failure: RunFailure | None) -> BuildRow:
-    """The row of TensorRT subgraph `tag`: its build, or the run failure inside it."""
+    """The row of TensorRT subgraph `tag`: its build (what it gave, whether from the cache), or
+    the run failure inside it."""
     sub = getattr(part.module, tag)
-    made, cached = builder.build(sub, label=tag)
+    made, cached = built
     sg = part.subgraph(tag)
     common: dict[str, Any] = {
         "subgraph": tag, "ops": sg.compute_ops, "profile": profile_text(sub), "layers": made.layers,
@@ -115,14 +119,17 @@ def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str,
     notes: list[str] = []
     inputs, why = ((example_inputs, "") if flat_inputs and example_inputs is not None
                    else _inputs(part, example_inputs))
-    failure = builder.run(part.graph, inputs) if inputs is not None and tensorrt_tags(part) else None
+    # the run stage, once: beside TensorRT's first build (on the CPU the builder leaves), else after the builds
+    run = functools.cache(lambda: builder.run(part.graph, inputs) if inputs is not None else None)
+    built = {tag: builder.build(getattr(part.module, tag), label=tag, alongside=run) for tag in tensorrt_tags(part)}
+    failure = run() if built else None
     if failure is not None and not failure.source and frame:
         failure = dataclasses.replace(failure, source=f"{frame} (the graph's frame: its lowered graph keeps no "
                                                       "line per node)")
     if inputs is None and tensorrt_tags(part):
         notes.append(f"{graph or 'the graph'} was not run in PyTorch first ({why}); its engines were still converted "
                      "and built")
-    rows = [_subgraph_row(part, builder, ir, graph, tag, failure) for tag in tensorrt_tags(part)]
+    rows = [_subgraph_row(part, ir, graph, tag, built[tag], failure) for tag in built]
     failing = [r.subgraph for r in rows if r.stage in FIXABLE]
     found = None
     if failing and fix:

@@ -104,8 +104,11 @@ class SubgraphBuilder:
         for text in made.warnings:
             self._warnings.setdefault(text, None)
 
-    def build(self, gm: Any, label: str = "") -> tuple[trt.EngineBuild, bool]:
-        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes."""
+    def build(self, gm: Any, label: str = "",
+              alongside: Callable[[], Any] | None = None) -> tuple[trt.EngineBuild, bool]:
+        """(what building `gm` gave, whether it came from the store); `label`: its tag, for notes.
+        `alongside()` runs on a thread of its own while TensorRT builds the engine (convert_and_build
+        says how); not for a build the store or this builder had, nor one whose conversion fails."""
         key = build_key(gm, self.trt_settings, self.tf32)
         if key in self._seen:
             return self._seen[key]
@@ -123,9 +126,9 @@ class SubgraphBuilder:
         pause = _BETWEEN.get()
         if pause is not None:
             pause()
-        made = trt.convert_and_build(gm, self._settings, label=label,  # the cache finishes its write after
+        made = trt.convert_and_build(gm, self._settings, label=label, alongside=alongside,
                                      engine_folder=self.store.folder if self.store is not None else None,
-                                     wait_for_disk=self.store is None)
+                                     wait_for_disk=self.store is None)  # else the cache finishes the write after
         self.made += 1
         self._heard(made)
         if self.store is not None:

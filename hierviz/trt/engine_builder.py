@@ -20,11 +20,12 @@ first_line are named here too.
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import torch
 
@@ -67,7 +68,8 @@ def builds_without_gpu() -> bool:
 
 
 def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: str = "",
-                      engine_folder: Path | None = None, wait_for_disk: bool = True) -> EngineBuild:
+                      engine_folder: Path | None = None, wait_for_disk: bool = True,
+                      alongside: Callable[[], Any] | None = None) -> EngineBuild:
     """Convert `gm` (a `_run_on_acc_tensorrt_*` submodule, named `label`) with Torch-TensorRT's
     converters and build its engine, as `torch_tensorrt.compile` does (inputs from the
     placeholders' `meta['val']`, the settings hv.measure converts with), without deserializing
@@ -77,7 +79,28 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     written into a temp file in `engine_folder` (the build cache's, so that moving it there is a
     rename; the system's temp folder when None): `.engine_file`. `wait_for_disk=False`: it
     returns once TensorRT has handed the engine over, its last pieces maybe still being written
-    (`engine_file.finish()` waits for them: the build cache does, on a thread of its own)."""
+    (`engine_file.finish()` waits for them: the build cache does, on a thread of its own).
+
+    `alongside()` runs on a thread of its own from when TensorRT's builder starts (which holds
+    no interpreter lock: the CPU a build leaves); it is waited for, and what it raises is raised
+    (the engine discarded), after the build. Not when the conversion fails. Its warnings are not
+    Torch-TensorRT's (they reach the user), and it sees CUDA as it is."""
+    if alongside is None:
+        return _convert_and_build(gm, settings, label, engine_folder, wait_for_disk, None)
+    side: list[concurrent.futures.Future] = []
+    with concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="hierviz-alongside") as pool:
+        made = _convert_and_build(gm, settings, label, engine_folder, wait_for_disk,
+                                  lambda: side.append(pool.submit(alongside)))
+    if side and side[0].exception() is not None:
+        if made.engine_file is not None:
+            made.engine_file.discard()
+        side[0].result()
+    return made
+
+
+def _convert_and_build(gm: torch.fx.GraphModule, settings: Any, label: str, engine_folder: Path | None,
+                       wait_for_disk: bool, building: Callable[[], None] | None) -> EngineBuild:
+    """convert_and_build; `building()` is called as TensorRT's builder starts."""
     require()
     try:
         from torch_tensorrt.dynamo import CompilationSettings
@@ -94,12 +117,13 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
     name = label or "the subgraph"
     # every warning of this thread recorded (deduplicated below), none printed; other threads' reach
     # the user (a build cache write finished behind the last build: hierviz.foundation.writes_behind)
-    with _CONVERTING, registry_held(), answer_cuda_queries(), QuietLogging() as held, \
-            ThreadWarnings() as heard, module_stacks_kept(gm):
+    # CUDA's queries answered while Torch-TensorRT converts and makes the builder's config (not while
+    # TensorRT builds, when `building` may run its own work)
+    with _CONVERTING, registry_held(), QuietLogging() as held, ThreadWarnings() as heard, module_stacks_kept(gm):
         start = time.perf_counter()
         interpreter = None
         try:
-            with not_the_subgraphs(f"Torch-TensorRT converted {name}", gm):
+            with not_the_subgraphs(f"Torch-TensorRT converted {name}", gm), answer_cuda_queries():
                 # as interpret_module_to_result does first: a subgraph whose outputs have no shapes
                 # to read (a LayerNorm's whole tuple leaving the engine) fails there, before converting
                 expressions = extract_symbolic_shape_expressions(gm)
@@ -128,7 +152,10 @@ def convert_and_build(gm: torch.fx.GraphModule, settings: Any = None, *, label: 
         doing = f"TensorRT built {name}"
         try:
             with not_the_subgraphs(doing, gm), TensorRTErrorLog(TRT_LOGGER) as log, native_output() as printed:
-                config = interpreter._populate_trt_builder_config(False, None)
+                with answer_cuda_queries():
+                    config = interpreter._populate_trt_builder_config(False, None)
+                if building is not None:
+                    building()
                 serialized = serialize_engine(interpreter.builder, interpreter.ctx.net, config, engine_folder,
                                               wait=wait_for_disk)
         except BuildError:

@@ -133,3 +133,96 @@ def test_one_graph_of_torch_compiles_path_answers_for_that_path():
     row = only_row(mp.graphs[0].build())
     assert (row["stage"], row["node"], row["error"]) == ("run", "slice_scatter", SLICE_ERROR)
     assert row["runs_instead"].startswith("torch.compile raises BackendCompilerFailed")
+
+
+def test_the_graph_runs_in_pytorch_beside_tensorrts_build(tmp_path, monkeypatch):
+    """The run stage uses the CPU TensorRT's builder leaves: it runs on a thread of its own while
+    the builder works; the build returns with the engine kept and the run's verdict."""
+    import threading
+
+    from hierviz.building.subgraph_builds import SubgraphBuilder
+    from hierviz.foundation import writes_behind
+    from hierviz.trt import engine_builder
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    building, built, ran, seen = threading.Event(), threading.Event(), threading.Event(), []
+    real_run, real_serialize = SubgraphBuilder.run, engine_builder.serialize_engine
+
+    def run(self, graph, inputs):
+        seen.append((building.wait(10), not built.is_set()))  # TensorRT's build started and under way
+        try:
+            return real_run(self, graph, inputs)
+        finally:
+            ran.set()
+
+    def serialize(*args, **kwargs):
+        building.set()
+        ran.wait(10)  # the builder starts once the graph ran beside it (or 10 s on)
+        try:
+            return real_serialize(*args, **kwargs)
+        finally:
+            built.set()
+
+    monkeypatch.setattr(SubgraphBuilder, "run", run)
+    monkeypatch.setattr(engine_builder, "serialize_engine", serialize)
+    part = hv.partition(*made(ConvNet, 1, 3, 16, 16), min_block_size=1)
+    builds = part.build(fix=False)
+    assert seen == [(True, True)]
+    assert builds.ok and only_row(builds)["stage"] == "built"
+    writes_behind.wait_all()  # the engine is put in place after build() returned
+    (engine,) = (tmp_path / "builds").glob("*.engine")
+    assert engine.stat().st_size == builds.engine_bytes
+
+
+HEARD_CUDA: list[object] = []
+
+
+def _capability() -> object:
+    """What torch says of the GPU's compute capability here (its error's class without one)."""
+    try:
+        return torch.cuda.get_device_capability()
+    except (AssertionError, RuntimeError) as exc:
+        return type(exc).__name__
+
+
+@torch.library.custom_op("hvtest_build_stages::warns", mutates_args=())
+def _warns(x: torch.Tensor) -> torch.Tensor:
+    """A custom op (no converter: it runs in PyTorch) that warns and notes what torch says of the GPU."""
+    import warnings
+
+    warnings.warn("hvtest: the lowered graph ran", UserWarning, stacklevel=1)
+    HEARD_CUDA.append(_capability())
+    return x * 2
+
+
+@_warns.register_fake
+def _(x: torch.Tensor) -> torch.Tensor:
+    return torch.empty_like(x)
+
+
+class WarnsBetween(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.first, self.second = torch.nn.Linear(8, 8), torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.second(torch.ops.hvtest_build_stages.warns(self.first(x).relu())).relu()
+
+
+def test_the_graph_run_beside_a_build_warns_the_user_and_sees_cuda_as_it_is(tmp_path, monkeypatch):
+    """The run's own warnings are not Torch-TensorRT's (they reach the user, not Builds.notes), and
+    it is not told of the GPU Torch-TensorRT's conversion is told of on a machine without one (the
+    compute capability hierviz answers while Torch-TensorRT converts)."""
+    import warnings
+
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
+    part = hv.partition(WarnsBetween().eval(), torch.randn(2, 8), min_block_size=1)
+    assert [sg.backend for sg in part.subgraphs] == ["tensorrt", "torch", "tensorrt"]
+    HEARD_CUDA.clear()
+    with warnings.catch_warnings(record=True) as heard:
+        warnings.simplefilter("always")
+        builds = part.build(fix=False)
+    assert builds.ok
+    assert [str(w.message) for w in heard if "hvtest" in str(w.message)] == ["hvtest: the lowered graph ran"]
+    assert not any("hvtest" in note for note in builds.notes)
+    assert HEARD_CUDA == [_capability()]
