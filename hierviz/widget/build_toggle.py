@@ -5,29 +5,25 @@ that setting is still shown, the stats and the diagram show each engine built or
 from __future__ import annotations
 
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from hierviz.widget.background import BackgroundJob
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
     from hierviz.widget.controller import Controller
     from hierviz.widget.error_area import ErrorArea
+    from hierviz.widget.panel_views import PanelViews
 
 
 class BuildToggle:
-    """`start()` builds the shown setting's engines when `is_on()` and they are not built yet;
-    `show_stats(still)` and `redraw(part, still)` redraw the stats and the diagram unless
-    `still()` is false by then."""
+    """`start()` builds the shown setting's engines when "build engines" is on (`views.building()`)
+    and they are not built yet; then, while that setting is on screen, `views` redraws the stats
+    and the diagram."""
 
-    def __init__(self, controller: "Controller", errors: "ErrorArea", is_on: Callable[[], bool],
-                 show_stats: Callable[[Callable[[], bool]], bool],
-                 redraw: Callable[["Partition", Callable[[], bool]], None]) -> None:
+    def __init__(self, controller: "Controller", errors: "ErrorArea", views: "PanelViews") -> None:
         self.controller = controller
         self.errors = errors
-        self.is_on = is_on
-        self.show_stats = show_stats
-        self.redraw = redraw
+        self.views = views
         self.job = BackgroundJob("hierviz-build", errors.internal_errors.append, controller.long_work.running_here)
 
     @property
@@ -37,19 +33,16 @@ class BuildToggle:
     def start(self) -> None:
         c = self.controller
         shown = c.shown
-        if shown is None or not self.is_on() or c.builds_of(shown) is not None:
+        if shown is None or not self.views.building() or c.builds_of(shown) is not None:
             return
-
-        def still() -> bool:
-            return c.store.still(shown.config)
 
         def work() -> None:
             got = c.build(shown)
-            if not still():
+            if not c.store.still(shown.config):
                 return
-            self.show_stats(still)
+            self.views.stats(shown.config)
             if got is not None:
-                self.redraw(shown, still)
+                self.views.diagram(shown)
             self.errors.show()
 
         self.job.start(work)

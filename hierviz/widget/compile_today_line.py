@@ -15,17 +15,17 @@ if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner.upstream.todays_compile import TodaysCompile
     from hierviz.widget.controller import Controller
     from hierviz.widget.error_area import ErrorArea
+    from hierviz.widget.panel_views import PanelViews
 
 
 class CompileTodayLine:
-    """`start()` makes the line of the shown setting unless it is made; `show_stats(still)`
-    redraws the stats panel unless `still()` is false by then (whether it was redrawn)."""
+    """`start()` makes the line of the shown setting unless it is made, then redraws the stats
+    line through `views` while that setting is still on screen."""
 
-    def __init__(self, controller: "Controller", errors: "ErrorArea",
-                 show_stats: Callable[[Callable[[], bool]], bool]) -> None:
+    def __init__(self, controller: "Controller", errors: "ErrorArea", views: "PanelViews") -> None:
         self.controller = controller
         self.errors = errors
-        self.show_stats = show_stats
+        self.views = views
         self.job = BackgroundJob("hierviz-compile-today", errors.internal_errors.append,
                                  controller.long_work.running_here)
 
@@ -44,7 +44,7 @@ class CompileTodayLine:
 
         def work() -> None:
             got = self._make(shown, still)
-            if got is not None and self.show_stats(still):
+            if got is not None and self.views.stats(shown.config):
                 self.errors.show()
 
         self.job.start(work)

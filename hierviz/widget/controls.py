@@ -72,18 +72,25 @@ def _build_slider(name: str, control: Control, value: Any, b: _Building) -> widg
 
 def _build_ops(name: str, control: Control, value: Any, b: _Building) -> widgets.Widget:
     b.extras["teo_counts"] = widgets.HTML()  # how many nodes the chosen ops force
-    # no allowed_tags: with them the browser drops any other name without a word (short names
-    # included); every typed name reaches Python, which resolves it as Config does or refuses it
+    # The tags (their x removes one) take no typing: in JupyterLab a TagsInput's Enter never
+    # commits (the notebook takes the key), and its allowed_tags drop any other name without a
+    # word. Names are typed in the picker beside it, a text box (Enter or Tab commits) offering
+    # the graph's ops; Python resolves each as Config does, or refuses it with what to type.
     tags = TagsInput(value=sorted(value), allow_duplicates=False, ops=True,
                      tooltip=f"Ops forced to run in PyTorch; {OPS_HINT}. In this graph: "
                              f"{panels.ops_hint(b.graph_ops)}",
-                     placeholder="+ op: topk, aten.topk.default ... then Enter", layout=widgets.Layout(width="auto"))
+                     placeholder="", layout=widgets.Layout(width="auto"))
+    tags.add_class(OP_TAGS_CLASS)
     ops_sorted = [op for op, _ in panels.ops_by_count(b.graph_ops)]
     picker = widgets.Combobox(options=ops_sorted + b.extra_ops, ensure_option=False, continuous_update=False,
-                              placeholder="or pick one of this graph's ops", layout=widgets.Layout(width="260px"))
+                              placeholder=OP_PLACEHOLDER, tooltip=OPS_HINT, layout=widgets.Layout(width="300px"))
     b.extras[f"{name}_pick"] = picker
     b.extras[f"{name}_picking"] = OpPick(picker, tags)
     return tags
+
+
+OP_TAGS_CLASS = "hierviz-op-tags"
+OP_PLACEHOLDER = "+ op: topk, aten.topk.default ... Enter"
 
 
 def button_width(options: Any) -> str:

@@ -57,6 +57,7 @@ from hierviz.widget.fastest_search import FastestSearch
 from hierviz.widget.measuring import Measuring
 from hierviz.widget.numerics_check import NumericsCheck
 from hierviz.widget.options import OPTIONS, check_options, views
+from hierviz.widget.panel_views import PanelViews
 from hierviz.widget.panel_writer import PanelWriter
 from hierviz.widget.diagram_widget import DiagramWidget
 from hierviz.widget.selection_panel import SelectionPanel
@@ -111,12 +112,12 @@ class Explorer(widgets.VBox):
                                     self.internal_errors)
         self._guard = self.error_area.guard
         self._debouncer = Debouncer(self.debounce, self._update, self._guard)
-        self.measuring = Measuring(self.controller, self._guard(self._measured), self.internal_errors.append)
-        self.compile_today = CompileTodayLine(self.controller, self.error_area, self._show_stats)
-        self.build_toggle = BuildToggle(self.controller, self.error_area, lambda: bool(self.controls["build"].value),
-                                        self._show_stats, self._redraw)
-        self.numerics_check = NumericsCheck(self.controller, self.error_area, self.panel_writer, self.flush,
-                                            self._redraw)
+        self.views = PanelViews(self.controller, self.panel_writer, self.error_area, {})  # controls: below
+        self.measuring = Measuring(self.controller, self._guard(self.views.measured), self.internal_errors.append)
+        self.compile_today = CompileTodayLine(self.controller, self.error_area, self.views)
+        self.build_toggle = BuildToggle(self.controller, self.error_area, self.views)
+        self.numerics_check = NumericsCheck(self.controller, self.error_area, self.panel_writer,
+                                            self._debouncer.flush, self.views)
 
         # the op picker also offers the source ops the lowering replaced ("source:<op>", for
         # hv.source_ops), each with how many lowered nodes came from it
@@ -124,6 +125,7 @@ class Explorer(widgets.VBox):
         self.controls, extras = ctl.build_controls(base, self.controller.graph_ops, views(), measure=measure,
                                                    view=view, focus=focus, on_refused=self.error_area.refuse,
                                                    source_ops=self.source_ops)
+        self.views.controls = self.controls
         self.min_block_size_box = self.controls["min_block_size"]  # the setting's value, any size
         self.min_block_size_slider = extras["min_block_size_slider"]  # 1..30 at most, beside it
         self.op_pick = extras["torch_executed_ops_pick"]  # the graph's ops offered, added to the op box
@@ -337,12 +339,12 @@ class Explorer(widgets.VBox):
             timings["tables"] = time.perf_counter() - t
         # the counts first (the kernel sends each panel as it is set), then the diagrams
         t = time.perf_counter()
-        self.panel_writer.view("stats", self._stats)
+        self.views.stats()
         self.compile_today.start()
         self.build_toggle.start()
         self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
                                                        self.controller.graph_ops + self.source_ops)
-        self.panel_writer.view("history", self._history)
+        self.views.history()
         self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(
             self.controller.numerics_of(self.controller.shown), self.controller.store.status(
                 "numerics", None if self.controller.shown is None else self.controller.shown.config)))
@@ -393,31 +395,6 @@ class Explorer(widgets.VBox):
         """The thread waiting on the Blockers tab's table (join it to wait)."""
         return self.what_if.thread
 
-    # ------------------------------------------------------------------ measuring
-    def _measured(self, part: Partition, m: Any) -> None:
-        """A measurement of the shown setting arrived: the stats, diagram and history show it
-        (each unless another setting is shown by the time it is drawn)."""
-        def still() -> bool:
-            return self.controller.store.still(part.config)
-
-        self._show_stats(still)
-        if m is not None:
-            self._redraw(part, still)
-        self.panel_writer.view("history", self._history, still)
-        self._show_errors()
-
-    def _redraw(self, part: Partition, still: Callable[[], bool]) -> None:
-        """The diagram of `part` as the view and focus controls say, unless `still()` is false by then."""
-        view, focus = self.controls["view"].value, self._focus()
-        self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus), still)
-
-    def _show_stats(self, still: Callable[[], bool]) -> bool:
-        """The stats panel, unless `still()` is false by then; whether it was written."""
-        return self.panel_writer.view("stats", self._stats, still)
-
-    def _history(self) -> str:
-        return panels.history_html(self.controller.history())
-
     # ------------------------------------------------------------------ buttons
     def pin(self) -> Partition | None:
         """Keep the current partition; the Diff panel can then compare every run with it."""
@@ -458,10 +435,6 @@ class Explorer(widgets.VBox):
         return self.numerics_check.check()
 
     # ------------------------------------------------------------------ find fastest
-    def _stats(self) -> str:
-        """The stats panel for the shown settings (the builds line when "build engines" is on)."""
-        return self.controller.stats(bool(self.controls["measure"].value), bool(self.controls["build"].value))
-
     @property
     def build_thread(self) -> threading.Thread:
         """The thread building the shown settings' engines (join it to wait)."""

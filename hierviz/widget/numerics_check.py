@@ -11,24 +11,24 @@ from hierviz.widget import numerics_tab, panels
 from hierviz.widget.background import BackgroundJob
 
 if TYPE_CHECKING:  # pragma: no cover
-    from hierviz.partitioner import Partition
     from hierviz.widget.controller import Controller
     from hierviz.widget.error_area import ErrorArea
+    from hierviz.widget.panel_views import PanelViews
     from hierviz.widget.panel_writer import PanelWriter
 
 
 class NumericsCheck:
     """`start()` runs `check()` in the background; `check()` checks the shown setting and
     returns the result (None: nothing shown). `flush()` applies a control change still waiting;
-    `redraw(part, still)` redraws the diagram unless `still()` is false by then."""
+    `views` redraws the diagram while the checked setting is on screen."""
 
     def __init__(self, controller: "Controller", errors: "ErrorArea", writer: "PanelWriter",
-                 flush: Callable[[], None], redraw: Callable[["Partition", Callable[[], bool]], None]) -> None:
+                 flush: Callable[[], None], views: "PanelViews") -> None:
         self.controller = controller
         self.errors = errors
         self.writer = writer
         self.flush = flush
-        self.redraw = redraw
+        self.views = views
         self.job = BackgroundJob("hierviz-numerics", errors.internal_errors.append,
                                  controller.long_work.running_here)
 
@@ -50,7 +50,7 @@ class NumericsCheck:
             return part is not None and c.store.still(part.config)
 
         if part is not None and result is not None:
-            self.redraw(part, still)
+            self.views.diagram(part)
         status = c.store.status("numerics", part.config if part is not None else None)
         self.writer.view("numerics", lambda: numerics_tab.numerics_html(result, status), still)
         self.errors.show()

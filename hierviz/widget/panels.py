@@ -248,12 +248,19 @@ def teo_counts_html(chosen: Iterable[str], graph_ops: Counter) -> str:
     """Under the torch_executed_ops picker: how many nodes each chosen op forces to PyTorch."""
     chosen = list(chosen)
     if not chosen:
-        text = (f"{len(graph_ops)} distinct ops in this graph; type a name (topk, aten.topk.default) and "
-                "Enter, or pick one; hover for counts")
+        text = (f"{len(graph_ops)} distinct ops in this graph: type one in the box (topk, aten.topk.default) "
+                "and Enter or Tab, or pick one; hover for counts")
     else:
+        from hierviz.foundation.opnames import packet_name
+
+        def count(op: str) -> int:  # a packet ('torch.ops.aten.add') counts every overload of it
+            return graph_ops.get(op, 0) or sum(n for o, n in graph_ops.items() if packet_name(str(o)) == op)
+
         text = "forced to PyTorch: " + ", ".join(
-            f"{html.escape(str(op).replace('torch.ops.', ''))} &times;{graph_ops.get(op, 0)}" for op in chosen)
-    return f'<span style="font-size:11px;color:#555">{text}</span>'
+            f"{html.escape(str(op).replace('torch.ops.', ''))} &times;{count(op)}" for op in chosen)
+    # the op tags take no typing (controls.py: the picker beside them does)
+    hide = "<style>.hierviz-op-tags input.jupyter-widget-taginput{display:none}</style>"
+    return f'{hide}<span style="font-size:11px;color:#555">{text}</span>'
 
 
 def errors_html(errors: Mapping[str, str], shown: "Partition | None") -> str:

@@ -50,6 +50,8 @@ class TagsInput(Refusing, widgets.TagsInput):
                     tag = normalize(tag)
                 except ConfigError as exc:
                     return self.refuse(f"{str(exc).rstrip('.')}. In the op box, {OPS_HINT}; kept {list(self.value)}.")
+                if tag in out:  # picked twice: one tag
+                    continue
             out.append(tag)
         return out
 

@@ -4,6 +4,7 @@ beside it takes any other), and the op box takes op names as the README and Pyth
 from __future__ import annotations
 
 import html
+import re
 
 import pytest
 
@@ -67,6 +68,7 @@ def test_op_box_takes_short_and_qualified_names(ex: Explorer, small, typed: str)
     assert "control" not in ex.errors
     assert ex.partition.stats == hv.partition(gm, torch_executed_ops={typed}).stats
     assert want == {TANH} or want == {TANH + ".default"}
+    assert re.search(r"tanh(\.default)? &times;1", ex.teo_counts.value)  # a packet counts each overload's nodes
 
 
 @pytest.mark.parametrize("typed,hint", [("tnah", "tanh"), ("torch.relu", "torch.ops.aten.relu.default")])
@@ -82,6 +84,11 @@ def test_op_box_refuses_an_unknown_name_and_says_what_to_type(ex: Explorer, type
     assert ex.partition is before and ex.error is None
 
 
-def test_op_box_placeholder_says_how_to_type(ex: Explorer) -> None:
-    placeholder = ex.controls["torch_executed_ops"].placeholder
+def test_op_picker_says_how_to_type_and_adds_what_is_typed(ex: Explorer) -> None:
+    placeholder = ex.op_pick.placeholder
     assert "topk" in placeholder and "Enter" in placeholder
+    ex.op_pick.value = "tanh"  # Enter or Tab in the browser sends the text
+    assert list(ex.controls["torch_executed_ops"].value) == ["torch.ops.aten.tanh"] and ex.op_pick.value == ""
+    ex.op_pick.value = "tnah"  # refused: the text stays to be corrected, the tags as they were
+    assert "unknown op name 'tnah'" in ex.errors["control"] and ex.op_pick.value == "tnah"
+    assert list(ex.controls["torch_executed_ops"].value) == ["torch.ops.aten.tanh"]
