@@ -93,3 +93,56 @@ def outline_edges(svg: str, axis: int) -> dict[str, float]:
             numbers = re.findall(r"-?\d+(?:\.\d+)?", shape.get("points") or shape.get("d") or "")
             out[title.text] = min(float(v) for v in numbers[axis::2])
     return out
+
+
+@dataclass
+class DotStatement:
+    """One node or attribute statement of a DOT source (`name [key=value, ...]`), not an edge."""
+    name: str
+    attrs: dict[str, str]  # values as written: "..." unquoted, <...> without the outer brackets
+    line: str
+
+    @property
+    def label_head(self) -> str:
+        """The label's first line (up to the first <BR/>)."""
+        return self.attrs.get("label", "").split("<BR/>")[0]
+
+
+def _dot_value(text: str, i: int) -> tuple[str, int]:
+    """The DOT attribute value starting at text[i] and the index after it."""
+    if text[i] == '"':
+        j = i + 1
+        while text[j] != '"':
+            j += 2 if text[j] == "\\" else 1
+        return text[i + 1:j], j + 1
+    if text[i] == "<":
+        depth, j = 0, i
+        while True:
+            depth += {"<": 1, ">": -1}.get(text[j], 0)
+            if depth == 0:
+                return text[i + 1:j], j + 1
+            j += 1
+    m = re.compile(r"[^,\]\s]+").match(text, i)
+    assert m, f"no DOT value at {text[i:i + 40]!r}"
+    return m.group(0), m.end()
+
+
+def dot_attrs(text: str) -> dict[str, str]:
+    """The attributes of a DOT attribute list's body (`key=value, key=value`), in any order."""
+    attrs, i, text = {}, 0, text.strip()
+    key = re.compile(r"\s*,?\s*(\w+)=")
+    while i < len(text):
+        m = key.match(text, i)
+        assert m, f"not a DOT attribute at {text[i:i + 40]!r}"
+        attrs[m.group(1)], i = _dot_value(text, m.end())
+    return attrs
+
+
+def dot_statements(source: str) -> list[DotStatement]:
+    """Each one-line node / graph statement of `source`, its attributes parsed whatever their order."""
+    out = []
+    for line in source.splitlines():
+        m = re.match(r"\s*(\w+) \[(.*)\];?\s*$", line)
+        if m:
+            out.append(DotStatement(m.group(1), dot_attrs(m.group(2)), line))
+    return out

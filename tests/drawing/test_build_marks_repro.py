@@ -13,6 +13,7 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.drawing.build_marks import FAILED, REPRO
 from tests.building.models import FusedQKV, made
+from tests.drawing.helpers import dot_statements
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -39,7 +40,8 @@ def failing(monkeypatch, tmp_path):
 
 def _node_lines(source: str) -> dict[str, str]:
     """DOT node statements by node name (the label's first line)."""
-    return {m.group(1): line for line in source.splitlines() if (m := re.match(r"\s*n\d+ \[label=<([^<]+)", line))}
+    return {m.group(0): s.line for s in dot_statements(source)
+            if re.fullmatch(r"n\d+", s.name) and (m := re.match(r"[^<]+", s.attrs.get("label", "")))}
 
 
 def test_the_full_view_outlines_the_repros_nodes_and_the_engine_says_how_many(failing):

@@ -10,7 +10,7 @@ import hierviz as hv
 from hierviz.drawing.diff_overlay import CHANGED_LINE, DIM_FILL, REGROUPED_LINE
 
 from .stack_models import captured, even_partition, odd_fc2_partition, odd_partition, relu_in_torch
-from .helpers import check_golden
+from .helpers import check_golden, dot_statements
 
 
 @pytest.fixture(scope="module")
@@ -54,7 +54,7 @@ def test_changed_nodes_are_the_ones_hv_diff_lists(pair):
 def test_unchanged_boxes_are_dimmed(pair):
     a, b = pair
     src = a.render("modules", depth=1, against=b).source
-    box = {m.group(1): m.group(0) for m in re.finditer(r"\n\t*(m\d+) \[label=<.*", src)}
+    box = {s.name: s.line for s in dot_statements(src) if re.fullmatch(r"m\d+", s.name) and "label" in s.attrs}
     inp = next(line for line in box.values() if "<B>inp</B>" in line)
     odd = next(line for line in box.values() if "<B>blocks.2</B>" in line)
     head = next(line for line in box.values() if "<B>head</B>" in line)

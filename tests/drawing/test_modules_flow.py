@@ -13,7 +13,7 @@ import pytest
 import hierviz as hv
 from hierviz.drawing import layout
 
-from .helpers import check_golden
+from .helpers import check_golden, dot_statements
 from .models import tiny_transformer
 from .stack_models import captured, odd_partition
 
@@ -31,7 +31,8 @@ def transformer() -> hv.Partition:
 
 def boxes(source: str) -> dict[str, str]:
     """Box id -> its bold name."""
-    return {m.group(1): m.group(2) for m in re.finditer(r"\n\t*([mt]\w+) \[label=<.*?<B>(.*?)</B>", source)}
+    return {s.name: m.group(1) for s in dot_statements(source)
+            if re.fullmatch(r"[mt]\w+", s.name) and (m := re.search(r"<B>(.*?)</B>", s.attrs.get("label", "")))}
 
 
 def edges(source: str) -> list[tuple[str, str, str]]:

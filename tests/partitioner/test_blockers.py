@@ -11,6 +11,7 @@ import torch
 
 import hierviz as hv
 from hierviz import trt
+from tests.drawing.helpers import dot_statements
 
 needs_trt = pytest.mark.skipif(not trt.available(),
                                reason="engine='fast'/'torch_tensorrt' run torch_tensorrt's partitioners")
@@ -282,8 +283,7 @@ def test_report_says_what_to_change(graph: torch.fx.GraphModule, tmp_path) -> No
 def test_highlight_marks_the_nodes_of_the_top_causes(graph: torch.fx.GraphModule) -> None:
     part = hv.partition(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"})
     source = part.render("full", highlight="blockers").source
-    labels = {line.split("[label=<", 1)[1].split("<BR/>")[0]: line
-              for line in source.splitlines() if "[label=<" in line}
+    labels = {s.label_head: s.line for s in dot_statements(source) if "label" in s.attrs}
     table = part.blockers(top=0)
     assert len(table) <= 5  # every cause is among the top 5: every node kept out is marked
     kept_out = {n.name: n.op for n in part.nodes().itertuples() if n.backend == "torch"}
