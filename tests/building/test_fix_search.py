@@ -142,7 +142,7 @@ def test_a_failure_naming_truncate_double_gets_that_setting_as_the_fix(cls, dtyp
     assert row.fix == (f"trt_settings={{'truncate_double': True}}: every engine builds; it moves no compute op out "
                        f"of TensorRT: accelerated ops {ops} → {ops}, subgraphs 1 → 1 (tensorrt=1)")
     assert builds.fix_change() == "trt_settings={'truncate_double': True}"
-    assert part.blockers().iloc[0].change == "trt_settings={'truncate_double': True}"  # the blockers' row says it
+    assert part.blockers(builds=builds).iloc[0].change == "trt_settings={'truncate_double': True}"  # its row says it
     assert builds.fixed().build(trt_settings=builds.fix_settings).ok  # shown to build
     assert not builds.fixed().build(fix=False).ok  # the setting is the fix
 
