@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from hierviz.foundation.digests import text_digest
+from hierviz.foundation.opnames import packet_name
 from hierviz.compare import columns
 from hierviz.partitioner.counts import count_text
 
@@ -251,8 +252,6 @@ def teo_counts_html(chosen: Iterable[str], graph_ops: Counter) -> str:
         text = (f"{len(graph_ops)} distinct ops in this graph: type one in the box (topk, aten.topk.default) "
                 "and Enter or Tab, or pick one; hover for counts")
     else:
-        from hierviz.foundation.opnames import packet_name
-
         def count(op: str) -> int:  # a packet ('torch.ops.aten.add') counts every overload of it
             return graph_ops.get(op, 0) or sum(n for o, n in graph_ops.items() if packet_name(str(o)) == op)
 
