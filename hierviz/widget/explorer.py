@@ -337,19 +337,11 @@ class Explorer(widgets.VBox):
             if list(self.controls["focus"].options) != names:
                 self.controls["focus"].options = names
             timings["tables"] = time.perf_counter() - t
-        # the counts first (the kernel sends each panel as it is set), then the diagrams
+        # the counts first (the kernel sends each panel as it is set), then the diagram, then the rest:
+        # the background work starts once the picture is there (it is kept for its own setting)
         t = time.perf_counter()
         self.views.stats()
-        self.compile_today.start()
-        self.build_toggle.start()
-        self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
-                                                       self.controller.graph_ops + self.source_ops)
         self.views.history()
-        self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(
-            self.controller.numerics_of(self.controller.shown), self.controller.store.status(
-                "numerics", None if self.controller.shown is None else self.controller.shown.config)))
-        if upd.changed and upd.config is not None:
-            self.fastest_search.shown(upd.config)
         timings["panels"] = time.perf_counter() - t
         timings["counts"] = time.perf_counter() - t0  # partition, stats, tables, history: what a change shows first
         if part is not None and isinstance(state, ControlState):
@@ -358,6 +350,15 @@ class Explorer(widgets.VBox):
             self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus))
             timings["render"] = time.perf_counter() - t
         t = time.perf_counter()
+        self.compile_today.start()
+        self.build_toggle.start()
+        self.teo_counts.value = panels.teo_counts_html(self.controls["torch_executed_ops"].value,
+                                                       self.controller.graph_ops + self.source_ops)
+        self.panel_writer.view("numerics", lambda: numerics_tab.numerics_html(
+            self.controller.numerics_of(self.controller.shown), self.controller.store.status(
+                "numerics", None if self.controller.shown is None else self.controller.shown.config)))
+        if upd.changed and upd.config is not None:
+            self.fastest_search.shown(upd.config)
         self._refresh_diff()
         self.what_if.refresh()
         timings["tabs"] = time.perf_counter() - t
