@@ -20,7 +20,6 @@ from hierviz.drawing.overlays import Overlay
 from hierviz.drawing.text import LABEL_CHARS
 from hierviz.drawing.work_estimate import node_work, split_time
 from hierviz.errors import RenderError
-from hierviz.latency.timing import NOISY_CV
 from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.record import dtype_itemsize
 from hierviz.partitioner.report import measured_fallbacks
@@ -94,12 +93,12 @@ class TimeOverlay(Overlay):
         return self.fell.get(k)
 
     def noisy_text(self) -> str:
-        """'NOISY (cv 283%): ...' when the measurement's spread says the machine was busy, else ''."""
-        cv = getattr(self.measurement, "cv", None)
-        base = getattr(self.measurement, "baseline_cv", None)
-        worst = max((c for c in (cv, base) if isinstance(c, (int, float)) and not math.isnan(c)), default=None)
-        if worst is None or worst <= NOISY_CV:
+        """'NOISY (cv 283%): ...' when the measurement says its spread was wide (Measurement.noisy:
+        the machine was busy), else ''."""
+        if not getattr(self.measurement, "noisy", False):
             return ""
+        cvs = (getattr(self.measurement, "cv", None), getattr(self.measurement, "baseline_cv", None))
+        worst = max((c for c in cvs if isinstance(c, (int, float)) and not math.isnan(c)), default=float("nan"))
         return f"NOISY (cv {worst:.0%}): the machine was busy while timing; measure again on a quiet machine"
 
     def title(self) -> str:

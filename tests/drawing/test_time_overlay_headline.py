@@ -22,7 +22,10 @@ def measured(p: hv.Partition, times: list[float], median_ms: float, cv: float) -
     total = sum(times)
     table = pd.DataFrame({"tag": [sg.tag for sg in p.subgraphs], "backend": [sg.backend for sg in p.subgraphs],
                           "median_ms": times, "share": [t / total for t in times]})
-    return SimpleNamespace(per_subgraph=table, device="cpu", median_ms=median_ms, cv=cv, baseline_cv=None)
+    from hierviz.latency.timing import NOISY_CV
+
+    return SimpleNamespace(per_subgraph=table, device="cpu", median_ms=median_ms, cv=cv, baseline_cv=None,
+                           noisy=cv > NOISY_CV)  # as hv.Measurement.noisy says
 
 
 def test_legend_gives_the_headline_beside_the_subgraphs_sum(odd) -> None:
