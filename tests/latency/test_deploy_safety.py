@@ -5,6 +5,7 @@ with trusted=True, and every missing or damaged file is one HiervizError naming 
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import json
 import pickle
 import shutil
@@ -123,7 +124,9 @@ LOAD = """
 
 def crafted_inductor_artifact(path: Path, marker: Path) -> None:
     """Rewrite a TorchInductor artifact (standalone_compile's binary format) so that its
-    AOTAutograd entry is a Payload: loading it (CompiledArtifact.load) writes `marker`."""
+    AOTAutograd entry is a Payload: loading it (CompiledArtifact.load) writes `marker`. Its
+    record's length and SHA-256 are rewritten too, as anyone who can write the folder can (the
+    digests catch damage, not a writer: docs/safety.md)."""
     from torch.compiler._cache import CacheArtifactManager, _serialize_single_cache
     from torch.utils._appending_byte_serializer import AppendingByteSerializer, BytesReader, BytesWriter
 
@@ -139,7 +142,12 @@ def crafted_inductor_artifact(path: Path, marker: Path) -> None:
     writer.write_bytes(torch_key)
     writer.write_str(key)
     writer.write_bytes(serializer.to_bytes())
-    path.write_bytes(writer.to_bytes())
+    crafted = writer.to_bytes()
+    path.write_bytes(crafted)
+    record_path = path.with_suffix(".json")
+    record = json.loads(record_path.read_text())
+    record["files"][path.suffix] = [len(crafted), hashlib.sha256(crafted).hexdigest()]
+    record_path.write_text(json.dumps(record))
 
 
 def _load_in_a_fresh_process(run_python, folder: Path, trusted: bool, inductor_cache: Path) -> dict:
