@@ -39,7 +39,7 @@ check: setup lint typecheck
 	$(PYTEST) -m "not slow and not browser and not notebook and not zoo_compile"
 
 test-zoo-compile: setup
-	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/test_support_inductor.py
+	$(BIN)/python -m pytest -q -ra -m zoo_compile tests/support/test_support_inductor.py
 
 # the docs site and the API reference from the docstrings (mkdocs.yml) into site/; a warning fails it
 docs: setup

@@ -1,6 +1,6 @@
 """Rewrites the help blocks of docs/cli.md from the command line's own parser: each block between
 `<!-- help: NAME -->` and `<!-- /help -->` becomes `hierviz NAME --help` (`hierviz --help` for `main`),
-formatted 100 columns wide. tests/test_cli_docs.py fails when a block differs from the parser.
+formatted 100 columns wide. tests/cli/test_cli_docs.py fails when a block differs from the parser.
 
     .venv/bin/python scripts/make_cli_docs.py
 """

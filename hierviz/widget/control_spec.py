@@ -1,6 +1,6 @@
 """Each setting's Explorer control, declared as data: which widget shows it (`kind`), its label,
 options, tooltip and the line it sits on. controls.py builds the widgets from `CONTROLS`,
-one entry per Config field (tests/test_settings.py checks that none is missing)."""
+one entry per Config field (tests/settings/test_settings.py checks that none is missing)."""
 
 from __future__ import annotations
 

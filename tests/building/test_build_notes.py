@@ -9,7 +9,7 @@ import torch
 import hierviz as hv
 from hierviz import trt
 from tests.building.models import ConvNet, made
-from tests.test_input_device import fake, graph_with_values
+from tests.capturing.test_input_device import fake, graph_with_values
 
 
 def _on(device: str) -> torch.fx.GraphModule:
@@ -53,7 +53,7 @@ def test_a_graph_captured_on_a_device_this_machine_lacks_builds_without_a_fake_r
 
 
 def test_hierviz_check_build_verbose_prints_what_the_build_held_back(tmp_path, monkeypatch, capsys):
-    from tests.test_cli import run_cli
+    from tests.cli.test_cli import run_cli
 
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setenv("HIERVIZ_CACHE_LIMIT", "4000")

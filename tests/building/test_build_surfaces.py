@@ -9,7 +9,7 @@ from hierviz import trt
 from hierviz.building.builds import megabytes
 from tests.building.failing_converters import RefusesToBuild
 from tests.building.models import ConvNet, made
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")

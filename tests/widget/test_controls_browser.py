@@ -1,4 +1,4 @@
-"""Issue 58 item 2 in a real page: JupyterLab in headless Chromium (tests/test_browser.py's server
+"""Issue 58 item 2 in a real page: JupyterLab in headless Chromium (tests/widget/test_browser.py's server
 and browser) runs a one-cell notebook that opens an explorer on a small model; the test types a
 short op name into the op box and presses Enter (the tag appears, qualified, and the partition
 changes), types an unknown name and presses Tab (refused, with a message saying what to type), and
@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
+from tests.widget.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
                                 wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]

@@ -1,4 +1,4 @@
-"""Click to act, in a real page: JupyterLab in headless Chromium (tests/test_browser.py's
+"""Click to act, in a real page: JupyterLab in headless Chromium (tests/widget/test_browser.py's
 server and browser) runs a one-cell notebook that opens an explorer on a small model; the
 test clicks a node in the diagram, reads the selection panel, presses "run this op in
 PyTorch" and sees the new partition: the node's backend class in the SVG and the panel both
@@ -16,7 +16,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
+from tests.widget.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
                                 wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]

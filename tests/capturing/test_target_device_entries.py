@@ -11,7 +11,7 @@ import torch.nn.functional as F
 
 import hierviz as hv
 from tests.compare.test_tune import own_tune
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 CPU_ATTENTION = "aten._scaled_dot_product_flash_attention_for_cpu.default"
 GPU_ATTENTION = {"aten._scaled_dot_product_efficient_attention.default",

@@ -7,7 +7,7 @@ import importlib.util
 import re
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SPEC = importlib.util.spec_from_file_location("make_cli_docs", ROOT / "scripts" / "make_cli_docs.py")
 assert SPEC is not None and SPEC.loader is not None
 make_cli_docs = importlib.util.module_from_spec(SPEC)

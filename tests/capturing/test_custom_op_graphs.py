@@ -20,7 +20,7 @@ from hierviz.capturing.graph_codec import pack_graph, unpack_graph
 from hierviz.errors import CustomOpUnavailable
 from tests.custom_op_models import MAIN_OP, MYSIN, PadConv, SinNet, example, main_cell_model, seeded
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 FROM_CACHE = "from the disk cache"
 needs_trt = pytest.mark.skipif(not trt.available(), reason="Torch-TensorRT's lowering makes tensorrt::conv_asym_pad")
 

@@ -17,7 +17,7 @@ from hierviz.cli import args as cli_args
 from hierviz.cli.args import UsageError, parse_grid
 from hierviz.errors import ConfigWarning
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def run_cli(capsys: pytest.CaptureFixture, *argv: str) -> tuple[int, str, str]:

@@ -21,8 +21,8 @@ from hierviz.capturing.by_graph import cached_graphs
 from hierviz.capturing.by_graph import dynamo_capture
 from hierviz.capturing.disk_cache import CacheWarning, CaptureStore
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(Path(__file__).parent))
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from dynamo_models import Prints  # noqa: E402
 
 
@@ -185,7 +185,7 @@ SCRIPT = textwrap.dedent("""
 @pytest.mark.slow
 def test_a_second_process_reads_the_capture_back_without_torch_compile(tmp_path) -> None:
     script = tmp_path / "run.py"
-    script.write_text(SCRIPT.format(tests=str(Path(__file__).parent)))
+    script.write_text(SCRIPT.format(tests=str(Path(__file__).parents[1])))
     env = {**os.environ, "HIERVIZ_CACHE_DIR": str(tmp_path / "cache"), "PYTHONPATH": str(ROOT)}
     first = subprocess.run([sys.executable, str(script), "first"], env=env, capture_output=True, text=True,
                            timeout=300)

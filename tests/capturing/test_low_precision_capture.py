@@ -19,7 +19,7 @@ from low_precision_models import MLP_SHAPE, Mlp, example, seeded
 
 FROM_CACHE = "from the disk cache"
 STALE = "differed from the model's"
-TESTS = Path(__file__).parent
+TESTS = Path(__file__).parents[1]
 
 PARTITION_NOTES = """
 import json, torch

@@ -31,7 +31,7 @@ from typing import Any, Iterator
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 NOTEBOOK = ROOT / "notebooks" / "01_explore.ipynb"
 ARTIFACTS = ROOT / "test-artifacts" / "browser"
 CHROMIUM = os.environ.get("HIERVIZ_CHROMIUM", "/usr/bin/chromium")

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from hierviz import trt
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 needs_rtx = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -57,7 +57,7 @@ def test_repro_into_a_file_is_a_usage_error(capsys, tmp_path):
 def test_a_failed_engine_gets_its_repro_written_and_said(capsys, monkeypatch, tmp_path):
     _refusing_split(monkeypatch, tmp_path)
     (tmp_path / "qkv_model.py").write_text(MODEL_SOURCE)
-    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[1]))
+    monkeypatch.syspath_prepend(str(Path(__file__).resolve().parents[2]))
     out_dir = tmp_path / "repros"
     code, out, _ = run_cli(capsys, "check", f"{tmp_path / 'qkv_model.py'}:qkv", "--min-block-size", "1",
                            "--build", "--repro", str(out_dir))

@@ -20,7 +20,7 @@ import pytest
 
 from hierviz.cli import commands as cli
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DEMO_MODELS = ("resnet18", "bert")
 DEMO_LABELS = ("tensorrt", "inductor-first")
 LATENCY_COLUMNS = ("median_ms", "speedup")

@@ -155,7 +155,7 @@ def test_same_graphs_in_every_process(run_python) -> None:
             for b in cap.breaks:
                 print(name, b.after_graph, b.ended_graph, b.gb_type, b.line, b.function, b.hints)
     """
-    tests = str(__import__("pathlib").Path(__file__).parent)
+    tests = str(__import__("pathlib").Path(__file__).parents[1])
     runs = [run_python(code, path_first=[tests], env={"PYTHONHASHSEED": seed}, timeout=600) for seed in ("1", "2")]
     for run in runs:
         assert run.returncode == 0, run.stderr[-2000:]

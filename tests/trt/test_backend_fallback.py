@@ -20,7 +20,7 @@ import hierviz as hv
 from hierviz.capturing.by_graph import dynamo_capture
 from hierviz.capturing.target_device import DEFAULT_TARGET, lowering_for
 
-sys.path.insert(0, str(Path(__file__).parent))
+sys.path.insert(0, str(Path(__file__).parents[1]))
 from dynamo_models import Prints
 
 

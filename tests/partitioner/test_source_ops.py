@@ -19,7 +19,7 @@ from hierviz.errors import ConfigWarning
 from hierviz.capturing.provenance import lowered_sources, source_op
 
 A = "torch.ops.aten."
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def caught(fn) -> tuple[object, list[str]]:

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 import hierviz as hv
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 MODEL = "efficientnet_b0"
 FLAGS = ["--torch-executed-ops", "add.Tensor", "--min-block-size", "8"]

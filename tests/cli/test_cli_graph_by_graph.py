@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 import hierviz as hv
-from tests.test_cli import run_cli
+from tests.cli.test_cli import run_cli
 
 SOURCE = textwrap.dedent('''
     import torch
