@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.widget.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot, wait_until,
-                                wait_until_ready)
+from tests.widget.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot,
+                                       wait_until, wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (make setup)")
