@@ -6,7 +6,7 @@ At most `ahead` pieces wait (the memory a slow disk costs is bounded: a 2.2 GB e
 whole in memory). Where the disk refuses a piece (full, read-only), that piece and every one
 after it are kept in memory (`unwritten`), so the caller can read back what the file took
 (`written` bytes, whole pieces) and go on without the file. A `hasher` given takes every piece
-on that thread too (hashlib lets go of the interpreter's lock: the maker goes on meanwhile).
+on that thread too (SHA-256 over a buffer lets go of the interpreter's lock: the maker goes on meanwhile).
 """
 
 from __future__ import annotations
