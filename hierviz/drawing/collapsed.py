@@ -13,7 +13,7 @@ from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, element_id, html
 from hierviz.drawing.graph import node_label, node_tooltip
 from hierviz.drawing.legend import title
-from hierviz.drawing.text import LABEL_CHARS, css, op_short, plural, tooltip
+from hierviz.drawing.text import LABEL_CHARS, css, edge_label, op_short, plural, tooltip
 from hierviz.partitioner import FALLBACK, FALLBACK_REASONS, GRAPH, REASONS, UNSUPPORTED, VALIDATOR, NodeTable
 
 # Graph inputs drawn one by one in the collapsed view; above this they share one node.
@@ -180,7 +180,7 @@ def draw_boundary_edge(ctx: Ctx, w: DotWriter, tail: str, head: str, tensors: li
         values = [t.spec[a] for a in tensors]
         for overlay in ctx.overlays:
             text, pen = overlay.weigh_edge(values, text, pen, tip)
-    w.edge(tail, head, label=text if labels == "label" else None,
+    w.edge(tail, head, label=edge_label(text) if labels == "label" else None,
            xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=pen,
            fontcolor=palette.BOUNDARY_EDGE, tooltip=tooltip(tip), **{"class": "hv-boundary"})
 

@@ -14,7 +14,7 @@ from hierviz.drawing.budget import edge_labels, fanout_refs, full_size, past_bit
 from hierviz.drawing.context import Ctx
 from hierviz.drawing.dot import DotWriter, Html, element_id, html
 from hierviz.drawing.legend import title
-from hierviz.drawing.text import BR_LEFT, LABEL_CHARS, css, op_short, plural, tooltip
+from hierviz.drawing.text import BR_LEFT, LABEL_CHARS, css, edge_label, op_short, plural, tooltip
 from hierviz.partitioner import CALLABLE_OPS, DEMOTED, DEMOTED_NEXT, FOLLOWS_PRODUCER, NOT_CALLABLE
 
 SMALL = '<FONT POINT-SIZE="9">{}</FONT>'
@@ -206,7 +206,7 @@ def draw_nodes_and_edges(ctx: Ctx, w: DotWriter, drawn: Sequence[int], focus_nod
                 continue
             boundary += 1
             text = t.spec[a].compact() or None  # a value without a known spec: no label
-            w.edge(tail, f"n{j}", label=text if labels == "label" else None,
+            w.edge(tail, f"n{j}", label=edge_label(text) if labels == "label" else None,
                    xlabel=text if labels == "xlabel" else None, color=palette.BOUNDARY_EDGE, penwidth=1.8,
                    fontcolor=palette.BOUNDARY_EDGE,
                    tooltip=tooltip([f"{t.name[a]} -> {t.name[j]}", t.spec[a].full()]),

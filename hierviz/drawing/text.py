@@ -40,4 +40,10 @@ def tooltip(lines: Iterable[str]) -> str:
     return "\n".join(clean(line) for line in lines if line)
 
 
-__all__ = ["FONT", "LABEL_CHARS", "BR_LEFT", "op_short", "plural", "css", "tooltip"]
+def edge_label(text: str | None) -> str | None:
+    """An edge's `label`: dot sets it right beside the edge, which ran over its first character;
+    a leading space keeps that gap."""
+    return f" {text}" if text else None
+
+
+__all__ = ["FONT", "LABEL_CHARS", "BR_LEFT", "op_short", "plural", "css", "tooltip", "edge_label"]

@@ -42,7 +42,7 @@ def test_golden_collapsed_with_times(odd, fake, regen_golden):
     check_golden(g.source, "overlay_stack_collapsed.dot", regen_golden)
     assert "<B>2.75 ms</B> · 69% of time" in g.source and "<B>0.25 ms</B> · 6% of time" in g.source
     # boundary edges carry their bytes: blocks.2's fc1 output, 2 x 32 float32, goes to PyTorch's relu
-    assert 'xlabel="f32[2,32] · 256 B"' in g.source or 'label="f32[2,32] · 256 B"' in g.source
+    assert 'xlabel="f32[2,32] · 256 B"' in g.source or 'label=" f32[2,32] · 256 B"' in g.source
 
 
 def test_golden_modules_with_times(odd, fake, regen_golden):

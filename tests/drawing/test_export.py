@@ -136,6 +136,16 @@ def test_to_svg_is_an_svg_element(part, needs_dot):
     ET.fromstring(svg)
 
 
+@pytest.mark.parametrize("view", ["full", "collapsed"])
+def test_boundary_edge_labels_keep_a_gap_from_their_edge(part, view):
+    """dot sets an edge's label right beside the edge, so the edge ran over the first character:
+    each boundary label starts with a space, the gap between the edge and the text."""
+    edges = [line for line in part.render(view).source.splitlines() if "->" in line and "hv-boundary" in line]
+    labels = [m.group(1) for line in edges if (m := re.search(r'(?<!x)label="([^"]*)"', line))]
+    assert labels, "the conv net's boundary tensors are labelled"
+    assert all(text.startswith(" ") and not text.startswith("  ") for text in labels), labels
+
+
 def test_edges_over_the_label_budget_keep_their_text_as_xlabels(part, needs_dot):
     """One mechanism decides label placement: above the layout budget (budget.py) boundary
     edges get xlabels, placed after layout, and the laid-out diagram still shows every text."""

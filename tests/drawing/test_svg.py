@@ -112,11 +112,13 @@ def test_boundary_edges_stand_out_and_are_labelled(full_svgs, case):
         producer = list(part.graph.graph.nodes)[int(tail[1:])]
         val = producer.meta["val"]
         assert len(g.texts) == 1, g.texts
+        assert g.texts[0].startswith(" "), g.texts  # the gap between the edge and its text
+        text = g.texts[0][1:]
         if isinstance(val, torch.Tensor):
-            assert DTYPE_SHAPE.match(g.texts[0]), g.texts
-            assert g.texts[0].endswith("[" + ",".join(str(d) for d in val.shape) + "]")
+            assert DTYPE_SHAPE.match(text), g.texts
+            assert text.endswith("[" + ",".join(str(d) for d in val.shape) + "]")
         else:  # a tuple/list value (split, max.dim) crossing as a whole: its kind and length
-            assert g.texts[0] == f"{type(val).__name__}({len(val)})"
+            assert text == f"{type(val).__name__}({len(val)})"
     for g in edges.values():
         if "hv-boundary" not in g.classes and not g.title.startswith("h"):
             assert not g.texts  # internal edges carry no label
