@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hierviz.drawing.budget import BITMAP_LIMIT_PX, DEFAULT_MAX_NODES
+from hierviz.drawing.legend import octagon_swatches
 from hierviz.drawing.views import render
 from hierviz.errors import RenderError
 
@@ -74,7 +75,8 @@ def layout(graph: "graphviz.Digraph | str", fmt: str = "svg", *, timeout: float 
 
 @functools.lru_cache(maxsize=32)
 def _layout_cached(dot: str, source: str, fmt: str, timeout: float, aligned: bool = False) -> bytes:
-    return _run_dot(dot, source, fmt, timeout, aligned)
+    out = _run_dot(dot, source, fmt, timeout, aligned)
+    return octagon_swatches(out.decode("utf-8")).encode("utf-8") if fmt == "svg" else out
 
 
 def _run_dot(dot: str, source: str, fmt: str, timeout: float, aligned: bool = False) -> bytes:

@@ -4,6 +4,7 @@ always sits at the top left."""
 
 from __future__ import annotations
 
+import re
 from typing import Mapping, Sequence
 
 from hierviz.drawing import palette
@@ -15,10 +16,17 @@ from hierviz.partitioner import GRAPH
 from hierviz.partitioner.counts import by_backend_text, count_text
 
 
+OCTAGON_ID = "hv:legend:octagon:"
+
+
 def swatch(text: str, fill: str, line: str, *, border: int = 1, style: str | None = "rounded",
-            double: bool = False) -> str:
-    """One legend cell: `text` in a box drawn like the nodes it stands for."""
+            double: bool = False, octagon: str | None = None) -> str:
+    """One legend cell: `text` in a box drawn like the nodes it stands for. An HTML-label cell
+    is a rectangle: `octagon` (a reason code) marks the cell, and octagon_swatches() cuts its
+    corners in the SVG."""
     st = f' STYLE="{style}"' if style else ""
+    if octagon:  # graphviz writes a cell's ID into the SVG only for a link
+        st += f' ID="{OCTAGON_ID}{octagon}" HREF="#" TOOLTIP="octagon"'
     if double:
         return (f'<TD BORDER="1" COLOR="{line}" CELLPADDING="1"><TABLE BORDER="0" CELLBORDER="1" CELLSPACING="0" '
                 f'CELLPADDING="2" COLOR="{line}"><TR><TD BGCOLOR="{fill}">{text}</TD></TR></TABLE></TD>')
@@ -54,8 +62,27 @@ def style_samples(reasons: Mapping[str, int], min_block_size: int) -> list[str]:
         sw = st.swatch
         text = st.legend.format(min_block_size=min_block_size, br=BR_LEFT)
         samples.append(swatch(text, palette.fill(sw.on), sw.line or palette.border(sw.on), border=sw.border,
-                              style=sw.style, double=sw.double))
+                              style=sw.style, double=sw.double, octagon=code if st.shape == "octagon" else None))
     return samples
+
+
+_OCTAGON_CELL = re.compile(rf'(<g id="a_{OCTAGON_ID}[^"]*">)(.*?)(</g>)', re.S)
+_POLYGON = re.compile(r'(<polygon [^>]*points=")([^"]*)(")')
+
+
+def octagon_swatches(svg: str) -> str:
+    """`svg` with the rectangles of the legend's octagon cells (see swatch) cut into octagons."""
+    return _OCTAGON_CELL.sub(lambda m: m.group(1) + _POLYGON.sub(_cut_corners, m.group(2)) + m.group(3), svg)
+
+
+def _cut_corners(m: re.Match[str]) -> str:
+    points = [tuple(float(v) for v in p.split(",")) for p in m.group(2).split()]
+    xs, ys = [p[0] for p in points], [p[1] for p in points]
+    x0, x1, y0, y1 = min(xs), max(xs), min(ys), max(ys)
+    c = min(x1 - x0, y1 - y0) * 0.3
+    corners = [(x0 + c, y0), (x1 - c, y0), (x1, y0 + c), (x1, y1 - c), (x1 - c, y1), (x0 + c, y1), (x0, y1 - c),
+               (x0, y0 + c), (x0 + c, y0)]
+    return m.group(1) + " ".join(f"{x:.2f},{y:.2f}" for x, y in corners) + m.group(3)
 
 
 def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, grouped: bool = False,
@@ -103,4 +130,4 @@ def title(ctx: Ctx, w: DotWriter, view_text: str, *, collapsed: bool = False, gr
     w.defaults("graph", label=Html(label))
 
 
-__all__ = ["swatch", "legend_grid", "node_samples", "style_samples", "title"]
+__all__ = ["OCTAGON_ID", "octagon_swatches", "swatch", "legend_grid", "node_samples", "style_samples", "title"]

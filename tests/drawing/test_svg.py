@@ -124,6 +124,23 @@ def test_boundary_edges_stand_out_and_are_labelled(full_svgs, case):
             assert not g.texts  # internal edges carry no label
 
 
+def test_legend_draws_octagon_nodes_as_octagons(transformer_parts, has_dot):
+    """The legend's samples of the octagon reasons (unsupported, validator rejected) are octagons
+    in the SVG, as their nodes are, not the rectangles an HTML-label cell draws."""
+    if not has_dot:
+        pytest.skip("graphviz `dot` is not installed")
+    svg = to_svg(transformer_parts["fallback"], "full")
+    octagon_codes = [code for code, st in palette.STYLES.items() if st.shape == "octagon" and st.legend]
+    assert len(octagon_codes) == 2
+    for code in octagon_codes:
+        group = re.search(rf'<g id="a_hv:legend:octagon:{code}">(.*?)</g>', svg, re.S)
+        assert group, code
+        shapes = re.findall(r'<polygon [^>]*points="([^"]*)"', group.group(1))
+        assert shapes, code
+        assert all(len(points.split()) == 9 for points in shapes), shapes  # 8 corners, closed
+        assert palette.STYLES[code].legend.split(" (")[0] in group.group(1)
+
+
 def test_fallback_reasons_drawn_distinctly_with_reason_tooltips(full_svgs):
     part, _, groups = full_svgs["transformer-fallback"]
     nodes = {node_name(part, g.title): g for g in groups if g.kind == "node" and re.fullmatch(r"n\d+", g.title)}
