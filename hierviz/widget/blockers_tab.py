@@ -49,14 +49,14 @@ class BlockersTab(widgets.VBox):
     and `on_back()` are the Explorer's."""
 
     def __init__(self, on_apply: Callable[[Config, str], None], on_back: Callable[[], None]) -> None:
-        self.picker = widgets.Select(options=[], rows=6, description="apply",
-                                     layout=widgets.Layout(width="100%"), style={"description_width": "initial"})
+        # a <select> cuts each entry at its own width: the picker has a row of its own
+        self.picker = widgets.Select(options=[], rows=6, layout=widgets.Layout(width="100%"))
         self.back = widgets.Button(description="back", icon="undo", disabled=True,
                                    tooltip="Restore the setting from before the first what-if")
         self.banner = widgets.HTML()
         self.panel = widgets.HTML()
-        super().__init__(children=[self.banner, widgets.HBox([self.picker, self.back],
-                                                             layout=widgets.Layout(width="100%")), self.panel])
+        heading = widgets.HBox([widgets.HTML("<b>apply</b> a what-if: click a row"), self.back])
+        super().__init__(children=[self.banner, heading, self.picker, self.panel])
         self.table: "pd.DataFrame | None" = None
         self.shown_for: "Partition | None" = None
         self._filling = False

@@ -60,3 +60,12 @@ def test_two_what_ifs_then_back_returns_to_the_first_setting(explorer) -> None:
     assert explorer.undo_what_if() == first and explorer.config == first
     with pytest.raises(hv.ConfigError, match="row number"):
         explorer.apply_blocker(99)
+
+
+def test_the_picker_has_the_tab_s_whole_width(explorer) -> None:
+    """A <select> cuts each option at its own width: the picker gets a row of its own, the tab's
+    full width, with no description or button beside it taking room from the entries."""
+    tab = explorer.blockers_tab
+    assert tab.picker in tab.children
+    assert tab.picker.layout.width == "100%" and tab.picker.description == ""
+    assert tab.back in tab.children[tab.children.index(tab.picker) - 1].children  # back sits above the entries
