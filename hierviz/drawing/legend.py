@@ -68,11 +68,14 @@ def style_samples(reasons: Mapping[str, int], min_block_size: int) -> list[str]:
 
 _OCTAGON_CELL = re.compile(rf'(<g id="a_{OCTAGON_ID}[^"]*">)(.*?)(</g>)', re.S)
 _POLYGON = re.compile(r'(<polygon [^>]*points=")([^"]*)(")')
+_LINK = re.compile(r"<a [^>]*>\n?|</a>\n?")
 
 
 def octagon_swatches(svg: str) -> str:
-    """`svg` with the rectangles of the legend's octagon cells (see swatch) cut into octagons."""
-    return _OCTAGON_CELL.sub(lambda m: m.group(1) + _POLYGON.sub(_cut_corners, m.group(2)) + m.group(3), svg)
+    """`svg` with the rectangles of the legend's octagon cells (see swatch) cut into octagons,
+    and the cells' links, there only to carry the id, taken off."""
+    return _OCTAGON_CELL.sub(
+        lambda m: m.group(1) + _LINK.sub("", _POLYGON.sub(_cut_corners, m.group(2))) + m.group(3), svg)
 
 
 def _cut_corners(m: re.Match[str]) -> str:

@@ -139,6 +139,7 @@ def test_legend_draws_octagon_nodes_as_octagons(transformer_parts, has_dot):
         assert shapes, code
         assert all(len(points.split()) == 9 for points in shapes), shapes  # 8 corners, closed
         assert palette.STYLES[code].legend.split(" (")[0] in group.group(1)
+        assert "<a " not in group.group(1)  # the legend is not a link
 
 
 def test_fallback_reasons_drawn_distinctly_with_reason_tooltips(full_svgs):
