@@ -27,7 +27,7 @@ import sys
 import time
 import urllib.request
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Callable, Iterator
 
 import pytest
 
@@ -201,20 +201,19 @@ class Lab:
             pass
 
 
-@pytest.fixture(scope="module")
-def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+def serving(tmp_path_factory: pytest.TempPathFactory, put: Callable[[Path], None]) -> Iterator[Lab]:
+    """JupyterLab on a new folder that `put` fills with notebooks, stopped after with no process
+    left behind; fails at once, saying what to install, without Chromium or graphviz's `dot`."""
     if not Path(CHROMIUM).exists():
         pytest.fail(f"{CHROMIUM} not found: run `make setup` (it installs Debian's chromium), "
                     "or set HIERVIZ_CHROMIUM")
     if shutil.which("dot") is None:
         pytest.fail("graphviz `dot` not found: run `make setup` (apt-get install graphviz)")
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    for old in ARTIFACTS.glob("*.png"):
-        old.unlink()
     base = tmp_path_factory.mktemp("lab")
     root = base / "work"
     root.mkdir()
-    shutil.copy(NOTEBOOK, root / NOTEBOOK.name)  # the repository's notebook is never modified
+    put(root)
     server = Lab(base, root)
     try:
         server.start()
@@ -225,6 +224,22 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
         assert not left, f"processes left behind by JupyterLab: {left}"
         if killed:
             print(f"JupyterLab did not stop cleanly; killed {killed}")
+
+
+def one_cell_notebook(path: Path, cell: str) -> None:
+    """A notebook at `path` holding one code cell."""
+    path.write_text(json.dumps({
+        "cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": cell}],
+        "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
+        "nbformat": 4, "nbformat_minor": 5}))
+
+
+@pytest.fixture(scope="module")
+def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
+    for old in ARTIFACTS.glob("*.png"):
+        old.unlink()
+    # the repository's notebook is copied, never modified
+    yield from serving(tmp_path_factory, lambda root: shutil.copy(NOTEBOOK, root / NOTEBOOK.name))
 
 
 @pytest.fixture(scope="module")

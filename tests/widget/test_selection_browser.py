@@ -9,15 +9,12 @@ Screenshots go to test-artifacts/browser/."""
 
 from __future__ import annotations
 
-import json
-import shutil
-from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
 
-from tests.widget.test_browser import (ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, run_all_cells, shot,
-                                       wait_until, wait_until_ready)
+from tests.widget.test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, one_cell_notebook,
+                                       run_all_cells, serving, shot, wait_until, wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install playwright (make setup)")
@@ -41,26 +38,7 @@ UPDATE_S = 30
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} not found: run `make setup` (it installs Debian's chromium), or set HIERVIZ_CHROMIUM")
-    if shutil.which("dot") is None:
-        pytest.fail("graphviz `dot` not found: run `make setup` (apt-get install graphviz)")
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    base = tmp_path_factory.mktemp("lab")
-    root = base / "work"
-    root.mkdir()
-    notebook = {"cells": [{"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
-                           "source": CELL}],
-                "metadata": {"kernelspec": {"display_name": "Python 3", "language": "python", "name": "python3"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    (root / "click.ipynb").write_text(json.dumps(notebook))
-    server = Lab(base, root)
-    try:
-        server.start()
-        yield server
-    finally:
-        server.stop()
-        assert not server.kernel_pids(), "processes left behind by JupyterLab"
+    yield from serving(tmp_path_factory, lambda root: one_cell_notebook(root / "click.ipynb", CELL))
 
 
 def node_state(explorer: Any, name: str) -> dict[str, Any] | None:
