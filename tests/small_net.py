@@ -5,6 +5,7 @@ tests/compare/test_sweep.py runs the real thing), and backends whose timings a t
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -120,6 +121,22 @@ def fake_measure(monkeypatch: pytest.MonkeyPatch) -> FakeMeasure:
     monkeypatch.setattr(package, "measure_with", fake.with_options)
     monkeypatch.setattr(long_work, "IN_WORKER", False)  # the fake stands in here, not in a worker process
     return fake
+
+
+@pytest.fixture
+def gated(fake_measure: FakeMeasure) -> tuple[FakeMeasure, threading.Event]:
+    """fake_measure held until the test sets the returned gate: a measurement that is still running."""
+    gate = threading.Event()
+    inner = FakeMeasure.__call__
+
+    def measure(partition: Any, example_inputs: Any, **kwargs: Any) -> Any:
+        assert gate.wait(60), "the test never opened the gate"
+        return inner(fake_measure, partition, example_inputs, **kwargs)
+
+    import hierviz.latency as package
+
+    package.measure = measure  # (fake_measure's monkeypatch restores hv.latency.measure after the test)
+    return fake_measure, gate
 
 
 # ----------------------------------------------------------------------------- scripted timings

@@ -5,26 +5,9 @@ row, the panel when that setting is shown again), and never as the new setting's
 
 from __future__ import annotations
 
-import threading
 
-import pytest
 
 from hierviz.widget import Explorer
-
-
-@pytest.fixture
-def gated(fake_measure):
-    gate = threading.Event()
-    inner = fake_measure.__class__.__call__
-
-    def measure(partition, example_inputs, **kwargs):
-        assert gate.wait(60), "the test never opened the gate"
-        return inner(fake_measure, partition, example_inputs, **kwargs)
-
-    import hierviz.latency as package
-
-    package.measure = measure  # (fake_measure's monkeypatch restores hv.latency.measure after the test)
-    return fake_measure, gate
 
 
 def test_a_change_is_shown_while_the_last_measurement_is_in_flight(small, gated) -> None:

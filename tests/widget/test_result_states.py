@@ -6,28 +6,12 @@ words in every panel, and what belonged to an earlier setting (a failure's banne
 from __future__ import annotations
 
 import html
-import threading
 from types import SimpleNamespace
 
 import pytest
 
 from hierviz.errors import MeasureError
 from hierviz.widget import Explorer
-
-
-@pytest.fixture
-def gated(fake_measure):
-    gate = threading.Event()
-    inner = fake_measure.__class__.__call__
-
-    def measure(partition, example_inputs, **kwargs):
-        assert gate.wait(60), "the test never opened the gate"
-        return inner(fake_measure, partition, example_inputs, **kwargs)
-
-    import hierviz.latency as package
-
-    package.measure = measure  # (fake_measure's monkeypatch restores hv.latency.measure after the test)
-    return fake_measure, gate
 
 
 def latency_row(ex: Explorer) -> str:
