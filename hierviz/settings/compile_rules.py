@@ -13,6 +13,7 @@ import dataclasses
 from typing import Any, Callable, ClassVar, Protocol, TypeVar
 
 from hierviz.support import sources as support
+from hierviz.support.support_map import SupportMap
 from hierviz.support.tensorrt_support import TensorRTSupport
 from hierviz.settings.engine_table import engine_info
 
@@ -101,9 +102,14 @@ def refusal(name: str, config: CompileSettings) -> str | None:
 def compile_config(config: Settings, engine: str = "fast") -> Settings:
     """The settings torch_tensorrt.compile would run for `config` with its partitioner `engine`:
     each setting's compile value (TensorRT only, its validated converter support, no
-    skip_fusion or demote_to of the user's), the others (min_block_size, torch_executed_ops,
-    require_full_compilation) as given."""
+    skip_fusion or demote_to of the user's, and of support only the ops a what-if adds to
+    TensorRT's converters, any_chain(tensorrt(), ops([...])), which they take), the others
+    (min_block_size, torch_executed_ops, require_full_compilation) as given."""
     changes: dict[str, Any] = {name: value for name, value in COMPILE_VALUES.items() if getattr(config, name) != value}
+    if "support" in changes and support.added_ops(trt := config.support_for("tensorrt")):
+        changes["support"] = SupportMap({"tensorrt": trt})  # a what-if's converters: compile's partitioners take them
+        if changes["support"] == config.support:
+            del changes["support"]
     if config.engine != engine:
         changes["engine"] = engine
     return dataclasses.replace(config, **changes) if changes else config

@@ -6,7 +6,9 @@ compile's own settings, `hierviz.settings.compile_rules.compile_config`) on `gm`
 compile settings, so `Partition.compile_today()`, the explorer's line (computed in its worker
 process, whose answer is `remember`ed here) and `hv.compare_engines` partition each setting
 once. Settings that differ only where compile ignores them (skip_fusion, demote_to, the
-support of other backends) share one entry.
+support of other backends) share one entry; converters a what-if adds to TensorRT's
+(support['tensorrt'] = any_chain(tensorrt(), ops([...]))) are settings compile runs with
+(`compile_config` keeps them), so they key an answer of their own.
 """
 
 from __future__ import annotations
