@@ -29,6 +29,7 @@ def run(name: str, budget: int, iters: int) -> bool:
     import pandas as pd
 
     import hierviz as hv
+    from hierviz.compare.tune_result import EAGER_MODULE, GRAPH_EAGER
 
     model, inputs = hv.zoo.load(name)
     started = time.perf_counter()
@@ -53,12 +54,12 @@ def run(name: str, budget: int, iters: int) -> bool:
     b = res.baselines
     best_ms = res.best_measurement.median_ms if res.best_measurement is not None else float("nan")
     default = t[t["trial"] == 0].iloc[0]
-    print(f"{'':24}{'median ms':>10}")
-    print(f"{'best':24}{best_ms:>10.3f}   {res.best.label() if res.best else '-'}")
-    print(f"{'default setting':24}{default['median_ms']:>10.3f}   {res.default.label()}")
-    print(f"{'eager nn.Module':24}{b.get('eager_ms') or float('nan'):>10.3f}")
-    print(f"{'captured graph eager':24}{b.get('graph_eager_ms') or float('nan'):>10.3f}")
-    print(f"{'torch.compile (whole)':24}{b.get('torch_compile_ms') or float('nan'):>10.3f}   "
+    print(f"{'':36}{'median ms':>10}")
+    print(f"{'best':36}{best_ms:>10.3f}   {res.best.label() if res.best else '-'}")
+    print(f"{'default setting':36}{default['median_ms']:>10.3f}   {res.default.label()}")
+    print(f"{EAGER_MODULE:36}{b.get('eager_ms') or float('nan'):>10.3f}")
+    print(f"{GRAPH_EAGER:36}{b.get('graph_eager_ms') or float('nan'):>10.3f}")
+    print(f"{'torch.compile (whole)':36}{b.get('torch_compile_ms') or float('nan'):>10.3f}   "
           f"(compile {b.get('torch_compile_s', float('nan')):.1f} s)")
     match = res.best_measurement is not None and bool(res.best_measurement.outputs_match)
     print(f"best matches the model's outputs: {match} "

@@ -34,7 +34,7 @@ def measure_resnet18() -> None:
     print(f"===== resnet18, CPU, hv.measure at the defaults (warmup {m.warmup}, iters {m.iters}) =====")
     print(m)
     print(f"split {m.median_ms:.2f} ms (cv {m.cv:.1%}), "
-          f"eager nn.Module {m.baseline_ms:.2f} ms (cv {m.baseline_cv:.1%})")
+          f"eager PyTorch (your nn.Module) {m.baseline_ms:.2f} ms (cv {m.baseline_cv:.1%})")
     print(f"speedup {m.speedup:.3f}x, 95% CI [{low:.3f}, {high:.3f}], width {high - low:.3f} "
           f"({(high - low) / m.speedup:.1%} of the speed-up): {m.verdict}; {time.perf_counter() - started:.0f} s")
 

@@ -18,8 +18,9 @@ from hierviz.partitioner import MultiGraphPartition, Partition
 
 STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", KEPT_STATUS, "failed",
             "invalid")
-EAGER_MODULE = "eager nn.Module"              # the baseline: the user's nn.Module run eagerly
-GRAPH_EAGER = "the captured graph run eagerly"  # the baseline when there is no nn.Module (a bare graph)
+EAGER = "eager PyTorch"  # the baseline's one name; what was timed follows it in brackets
+EAGER_MODULE = f"{EAGER} (your nn.Module)"      # the user's nn.Module run eagerly
+GRAPH_EAGER = f"{EAGER} (the captured graph)"   # the captured graph run eagerly: no nn.Module there (a bare graph)
 NO_WINNER = f"no setting beat {EAGER_MODULE} here"
 
 
@@ -52,11 +53,12 @@ class TuneResult:
     eagerly (`speedup_ci`, 95%, bootstrap over the timed samples) claims a speed-up (narrow and
     clear of 1.0: hierviz.latency.speedup_claim), confirmed by the full measurement of
     `best_measurement` (the setting and the eager model timed interleaved). `against` names that
-    baseline ("eager nn.Module", or "the captured graph run eagerly" for a bare graph). Where the
+    baseline: "eager PyTorch (your nn.Module)", or "eager PyTorch (the captured graph)" for a bare
+    graph (the explorer's "find fastest" searches the captured graph in its worker). Where the
     default setting has TensorRT and it cannot be timed here, every setting proposed keeps
     TensorRT's engines (compare/tensorrt_kept.py) and `not_timed` says what was not timed and
     why; the verdict ends with it. When no setting does, `best` is the default setting and `verdict` says "no
-    setting beat eager nn.Module here" (None only when the default's outputs differ from the
+    setting beat eager PyTorch (your nn.Module) here" (None only when the default's outputs differ from the
     model's too). `verdict`, `beat_eager` and the best line of the repr all come from
     `best_measurement`, so they never disagree; a baseline whose own spread was wide is
     flagged in the verdict and the notes. `best_measurement` is
@@ -139,7 +141,8 @@ class TuneResult:
         speed = row.get("speedup") if measured is None else measured.speedup
         if speed is not None and not (isinstance(speed, float) and math.isnan(speed)):
             ci = row.get("speedup_ci") if measured is None else measured.speedup_ci
-            figure += f", {speed:.2f}x vs {self.against}" + (f" ({ci_text(ci)})" if isinstance(ci, tuple) else "")
+            interval = f" ({ci_text(ci)})" if isinstance(ci, tuple) else ""
+            figure += f", {speed:.2f}x{interval} vs {self.against}"
         status = row["status"]
         if status != "measured":
             figure += f" ({status}{': ' + str(row['error'])[:80] if isinstance(row['error'], str) else ''})"
@@ -177,7 +180,8 @@ class TuneResult:
 
     def plot(self, ax: Any = None) -> Any:
         """Latency per trial (dots coloured by status), the best so far (a line), and the
-        default setting, eager model and torch.compile as horizontal lines. Returns the Axes."""
+        default setting, eager PyTorch (your nn.Module, the captured graph) and torch.compile as
+        horizontal lines. Returns the Axes."""
         import matplotlib.pyplot as plt
 
         if ax is None:
@@ -193,7 +197,8 @@ class TuneResult:
         if len(ok):
             running = ok.set_index("trial")["median_ms"].astype(float).cummin()
             ax.step(running.index, running.values, where="post", color="tab:green", label="best so far", zorder=2)
-        refs = [("eager nn.Module", self.baselines.get("eager_ms"), "black"),
+        refs = [(EAGER_MODULE, self.baselines.get("eager_ms"), "black"),
+                (GRAPH_EAGER, self.baselines.get("graph_eager_ms"), "tab:gray"),
                 ("torch.compile", self.baselines.get("torch_compile_ms"), "tab:brown"),
                 ("torch_tensorrt.compile", self.baselines.get("compile_ms"), "tab:olive")]
         default = self._row(self.default_trial)

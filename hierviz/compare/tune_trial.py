@@ -1,6 +1,6 @@
 """Measuring hv.tune's trials: one setting timed (a quick, prunable timing checked against
 eager, then the full timing; as a Ray task too), a duplicate's figures copied, the final
-measurement of the best, and the captured graph run eagerly as a baseline.
+measurement of the best, and eager PyTorch (the captured graph) as a baseline.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.compare.rows import partition_of
 from hierviz.compare.tensorrt_kept import own_fallbacks
+from hierviz.compare.tune_result import GRAPH_EAGER
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency.measure_call import measure_with
@@ -116,7 +117,7 @@ def final_measure(gm: Any, config: Config, example_inputs: Any, device: Any, opt
 
 def graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, int],
                 notes: list[str] | None = None) -> Any:
-    """Stats of the captured graph run eagerly (the baseline when there is no nn.Module), or None
+    """Stats of eager PyTorch (the captured graph), the baseline when there is no nn.Module, or None
     with a note in `notes` saying why it failed (the tune result's notes, shown with its verdict)."""
     try:
         base = lift(gm, device)
@@ -126,7 +127,7 @@ def graph_eager(gm: Any, example_inputs: Any, device: Any, timing: Mapping[str, 
                            iters=timing["iters"])
     except RUN_ERRORS as exc:  # the user's graph failed: no baseline, and the note says why
         if notes is not None:
-            notes.append(f"graph_eager baseline: the captured graph failed to run eagerly on {device}: {short(exc)}; "
+            notes.append(f"{GRAPH_EAGER} baseline: the captured graph failed to run eagerly on {device}: {short(exc)}; "
                          "without a baseline no setting is crowned")
         return None
 

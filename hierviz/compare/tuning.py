@@ -1,5 +1,5 @@
 """hv.tune: search partition settings by measured latency (Optuna's TPE sampler), and say
-which is fastest, against the default setting and the model run eagerly.
+which is fastest, against the default setting and eager PyTorch (the model run eagerly).
 
 Each trial picks a value for every field of the space, partitions (cached), and measures
 the split model. Trials whose partition equals an earlier one's (same subgraphs: per-node
@@ -9,9 +9,10 @@ first, reported to Optuna's pruner (median rule), which stops slow trials there
 (`status="pruned"`), then the full timing. A trial whose outputs differ from the model's,
 in which a subgraph fell back to eager because its backend failed, or whose partition
 accelerates nothing (`status="nothing accelerated"`: not measured), is never `best`; nor is
-a setting whose speed-up over the eager nn.Module is not claimed by its 95% interval (narrow
+a setting whose speed-up over eager PyTorch (your nn.Module) is not claimed by its 95% interval (narrow
 and clear of 1.0: hierviz.latency.speedup_claim; see tune_result.pick_best): then the default
-setting is `best`, with the verdict "no setting beat eager nn.Module here". Where the default
+setting is `best`, with the verdict "no setting beat eager PyTorch (your nn.Module) here"; a bare
+graph's search is against eager PyTorch (the captured graph) instead. Where the default
 setting has TensorRT and TensorRT cannot be timed here (no CUDA GPU), every setting searched
 keeps TensorRT's engines; one that changes them is not measured (`status="changes tensorrt"`),
 and the verdict says what was not timed (tensorrt_kept.py).
@@ -205,7 +206,7 @@ class _TuneRun:
         for name, b in own.items():
             self.baselines[f"{name}_ms"] = b.median_ms
             if b.error:
-                self.notes.append(f"{name} baseline: {b.error}")
+                self.notes.append(f"{EAGER_MODULE if name == 'eager' else name} baseline: {b.error}")
             if name == "torch_compile" and b.stats is not None:
                 self.baselines["torch_compile_s"] = round(b.compile_s, 3)
         self.baselines.setdefault("eager_ms", None)

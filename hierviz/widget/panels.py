@@ -320,7 +320,9 @@ def _fastest_text(result: Any) -> str:
                 f"(from {html.escape(result.default.label())}: {_num(start['median_ms'])} ms); "
                 f"{html.escape(verdict)}; {done}. Press <i>apply best</i> to show it.")
     else:
-        against = getattr(result, "against", "eager")
+        from hierviz.compare.tune_result import EAGER  # a result is there: tuning is loaded already
+
+        against = getattr(result, "against", EAGER)
         text = (f"fastest: <b>{html.escape(verdict or f'no setting beat {against} here')}</b>: keep "
                 f"{html.escape(result.best.label())}; {done}.")
     return f"<div style='color:#333'>{text}</div>"

@@ -225,10 +225,10 @@ def test_repr_and_plot(small) -> None:
     best = res.trials[res.trials["trial"] == res.best_trial].iloc[0]
     assert text.startswith(f"<hv.tune: {len(res.trials)} trials")
     assert f"best     {best['priority']} mbs={best['min_block_size']}" in text and best["priority"] != "wrong"
-    assert "default  exact>wrong mbs=5" in text and "eager nn.Module" in text
+    assert "default  exact>wrong mbs=5" in text and "eager PyTorch (your nn.Module)" in text
     ax = res.plot()
     labels = ax.get_legend_handles_labels()[1]
-    assert {"measured", "mismatch", "best so far", "eager nn.Module"} <= set(labels)
+    assert {"measured", "mismatch", "best so far", "eager PyTorch (your nn.Module)"} <= set(labels)
     assert "<table" in res._repr_html_()
 
 
@@ -247,7 +247,7 @@ def test_explorer_find_fastest_runs_in_the_background_and_applies(small, scripte
     assert "fastest:" in ex.panels["fastest"].value and not ex.buttons["apply_fastest"].disabled
     best = ex.fastest.best
     assert best.priority == ("fast",)                       # the wrong backend is never offered
-    assert "beats eager nn.Module" in ex.panels["fastest"].value
+    assert "beats eager PyTorch (your nn.Module)" in ex.panels["fastest"].value
     runs = len(ex.history)
     ex.buttons["apply_fastest"].click()
     assert not ex.errors, ex.errors

@@ -53,7 +53,7 @@ def test_a_search_from_tensorrt_never_drops_it(small, scripted_timing):
     assert res.best.priority == ("tensorrt", "fast") and res.best.min_block_size == 1
     assert engines(hv.partition(gm, config=res.best)) == engines(hv.partition(gm, config=base))
     assert res.beat_eager and NOT_TIMED in res.verdict
-    assert res.verdict.startswith(f"trial {res.best_trial} beats eager nn.Module: 2.00x")
+    assert res.verdict.startswith(f"trial {res.best_trial} beats eager PyTorch (your nn.Module): 2.00x")
     assert res.not_timed == NOT_TIMED and f"verdict: {res.verdict}" in repr(res)
     # what ran is said as it ran: TensorRT's subgraphs in eager PyTorch, not as engines
     per = res.best_measurement.per_subgraph

@@ -1,15 +1,16 @@
 """hv.tune's verdicts with scripted timings (no timing noise decides a test): a setting is
 best only when its speed-up interval over the eager nn.Module lies above 1.0; otherwise the
-default setting is best with "no setting beat eager nn.Module here"; a partition that
+default setting is best with "no setting beat eager PyTorch (your nn.Module) here"; a partition that
 accelerates nothing is never measured nor best; the interval shows in trials, reprs, the
 explorer's line and hv.measure's repr."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 import hierviz as hv
-from hierviz.compare.tune_result import NO_WINNER
+from hierviz.compare.tune_result import EAGER_MODULE, NO_WINNER
 from hierviz.latency.measurement import ci_text
 from hierviz.latency.timing import speedup_interval
 
@@ -56,7 +57,7 @@ def test_a_setting_that_beats_eager_is_crowned(small, scripted_timing):
     t = res.trials.set_index("priority")
     assert res.beat_eager and res.best.priority == ("fast",)
     assert t.loc["fast", "speedup_ci"][0] > 1.0 and t.loc["same", "speedup_ci"][0] < 1.0
-    assert res.verdict.startswith(f"trial {res.best_trial} beats eager nn.Module: 2.00x (95% CI")
+    assert res.verdict.startswith(f"trial {res.best_trial} beats eager PyTorch (your nn.Module): 2.00x (95% CI")
     assert res.best_measurement.speedup_ci[0] > 1.0      # confirmed by the final measurement
     assert "verdict: trial" in repr(res) and "95% CI" in repr(res)
 
@@ -68,15 +69,15 @@ def test_no_setting_beat_eager_means_the_default_is_best(small, scripted_timing)
     assert not res.beat_eager and res.best == res.default and res.best_trial == 0
     m = res.best_measurement
     assert res.verdict == (NO_WINNER + f"; best is the default setting; it measured {m.speedup:.2f}x "
-                           f"({ci_text(m.speedup_ci)}): no clear difference from eager nn.Module")  # its figures
+                           f"({ci_text(m.speedup_ci)}): no clear difference from {EAGER_MODULE}")  # its figures
     assert m.verdict == "no clear difference from eager"
     assert res.fastest_trial is not None                    # a fastest trial exists, yet it is not crowned
-    assert "verdict: no setting beat eager nn.Module here" in repr(res)
+    assert "verdict: no setting beat eager PyTorch (your nn.Module) here" in repr(res)
     assert res.best_measurement is not None and res.best_measurement.config == res.default
     from hierviz.widget.panels import fastest_html
 
     line = fastest_html(res)
-    assert "no setting beat eager nn.Module here" in line and "keep" in line
+    assert "no setting beat eager PyTorch (your nn.Module) here" in line and "keep" in line
 
 
 def test_nothing_accelerated_is_never_measured_nor_best(small, scripted_timing):
@@ -100,11 +101,11 @@ def test_a_bare_graph_is_compared_with_the_captured_graph_run_eagerly(small, scr
     bare = copy_graph_module(gm)  # a graph hv.capture did not make: no nn.Module to time
     res = tune(bare, inputs, {"min_block_size": [1, 2]})
     assert res.baselines["eager_ms"] is None and res.baselines["graph_eager_ms"] == pytest.approx(10.0, rel=0.05)
-    assert res.verdict.startswith("no setting beat the captured graph run eagerly here")
+    assert res.verdict.startswith("no setting beat eager PyTorch (the captured graph) here")
 
 
 def test_a_failed_baseline_says_why_in_the_result(small, scripted_timing, monkeypatch):
-    """The captured graph run eagerly is a bare graph's baseline: when it fails, the result's notes
+    """Eager PyTorch (the captured graph) is a bare graph's baseline: when it fails, the result's notes
     and repr say why (before, the error was dropped and only 'no baseline' showed)."""
     from hierviz.compare import tune_trial
     from hierviz.partitioner.graph_copy import copy_graph_module
@@ -115,7 +116,7 @@ def test_a_failed_baseline_says_why_in_the_result(small, scripted_timing, monkey
     monkeypatch.setattr(tune_trial, "lift", out_of_memory)
     _, inputs, gm = small
     res = tune(copy_graph_module(gm), inputs, {"min_block_size": [1, 2]})
-    why = [n for n in res.notes if n.startswith("graph_eager baseline:")]
+    why = [n for n in res.notes if n.startswith("eager PyTorch (the captured graph) baseline:")]
     assert len(why) == 1 and "failed to run eagerly on cpu: RuntimeError: CUDA out of memory" in why[0]
     assert f"note: {why[0]}" in repr(res)
     assert res.trials["speedup"].isna().all()  # no baseline to divide by while searching
@@ -148,8 +149,43 @@ def test_verdict_beat_eager_and_best_line_come_from_the_final_measurement(small,
     m = res.best_measurement
     assert res.best.priority == ("fast",) and res.beat_eager == (m.speedup_ci[0] > 1.0) is True
     assert 1.9 < m.speedup_ci[0] <= m.speedup <= m.speedup_ci[1] < 2.1
-    assert res.verdict == f"trial {res.best_trial} beats eager nn.Module: {m.speedup:.2f}x ({ci_text(m.speedup_ci)})"
+    assert res.verdict == f"trial {res.best_trial} beats {EAGER_MODULE}: {m.speedup:.2f}x ({ci_text(m.speedup_ci)})"
     best_line = next(line for line in repr(res).splitlines() if line.strip().startswith("best"))
-    assert f"{m.speedup:.2f}x vs eager nn.Module ({ci_text(m.speedup_ci)})" in best_line
+    assert f"{m.speedup:.2f}x ({ci_text(m.speedup_ci)}) vs eager PyTorch (your nn.Module)" in best_line
     assert res.baselines["eager_ms"] == pytest.approx(10.0, rel=0.05)  # not the busy start's
     assert any(n.startswith("at the start, the eager baseline's own timing spread is wide") for n in res.notes)
+
+
+class _TwoLinear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.a, self.b = torch.nn.Linear(8, 8), torch.nn.Linear(8, 4)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.b(torch.relu(self.a(x)))
+
+
+def test_the_eager_baseline_has_one_name_whether_the_search_had_the_model_or_its_graph(scripted_timing):
+    """hv.tune(model) compares with the nn.Module, the explorer's "find fastest" (in its worker)
+    with the captured graph: both are "eager PyTorch" to a user, and say which ran in the same
+    short form, in the verdict, the explorer's line, the repr's baselines and the plot's legend."""
+    import matplotlib
+
+    from hierviz.partitioner.graph_copy import copy_graph_module
+    from hierviz.widget.panels import fastest_html
+
+    matplotlib.use("Agg")
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        model, inputs = _TwoLinear().eval(), (torch.randn(2, 8),)
+    by_model = tune(model, inputs, {"min_block_size": [1, 2]})
+    by_graph = tune(copy_graph_module(hv.capture(model, inputs)), inputs, {"min_block_size": [1, 2]})
+    for res, ran in ((by_model, "your nn.Module"), (by_graph, "the captured graph")):
+        name = f"eager PyTorch ({ran})"
+        assert res.against == name
+        assert res.verdict.startswith(f"no setting beat {name} here; best is the default setting")
+        assert res.verdict.endswith(f"no clear difference from {name}")
+        assert f"no setting beat {name} here" in fastest_html(res)
+        assert "  baselines: eager PyTorch (your nn.Module) " in repr(res)
+        assert "; eager PyTorch (the captured graph) " in repr(res)
+        assert name in res.plot().get_legend_handles_labels()[1]

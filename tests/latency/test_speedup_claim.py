@@ -13,7 +13,7 @@ from hierviz.compare.tune_verdict import judge
 from hierviz.latency.measurement import verdict
 from hierviz.latency.speedup_claim import MAX_WIDTH, MIN_GAIN, difference
 
-BUSY = (1.08, 147.39)    # issue 55's verdict under a busy machine: "beats eager nn.Module: 90.25x"
+BUSY = (1.08, 147.39)    # issue 55's verdict under a busy machine: "beats eager PyTorch (your nn.Module): 90.25x"
 NARROW = (1.8, 2.1)
 
 
@@ -75,11 +75,13 @@ def test_the_busy_verdict_says_no_clear_difference():
     judge(result, {})
     assert not result.beat_eager
     assert result.verdict.startswith(NO_WINNER)
-    assert result.verdict.endswith("90.25x (95% CI 1.08-147.39x): no clear difference from eager nn.Module")
+    assert result.verdict.endswith("90.25x (95% CI 1.08-147.39x): no clear difference from "
+                                   "eager PyTorch (your nn.Module)")
     from hierviz.widget.panels import fastest_html
 
     line = fastest_html(result)
     assert "beats" not in line and "no clear difference" in line
     clear = _result(NARROW, 1.95, 1)
     judge(clear, {})
-    assert clear.beat_eager and clear.verdict == "trial 1 beats eager nn.Module: 1.95x (95% CI 1.80-2.10x)"
+    assert clear.beat_eager
+    assert clear.verdict == "trial 1 beats eager PyTorch (your nn.Module): 1.95x (95% CI 1.80-2.10x)"
