@@ -10,7 +10,7 @@ from collections import Counter
 from hierviz.drawing import palette
 from hierviz.drawing.budget import FANOUT, group_size
 from hierviz.drawing.context import Ctx
-from hierviz.drawing.dot import DotWriter, Html, element_id, html
+from hierviz.drawing.dot import DotWriter, Html, element_id, group_name, html
 from hierviz.drawing.graph import node_label, node_tooltip
 from hierviz.drawing.legend import title
 from hierviz.drawing.text import LABEL_CHARS, css, edge_label, op_short, plural, tooltip
@@ -230,7 +230,8 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
         ops_by[b] += ctx.compute_ops(k)
     total_ops = sum(ops_by.values())
     order = [b for b in ctx.p.backends if subs_by.get(b)] + sorted(b for b in subs_by if b not in ctx.p.backends)
-    lines = [f"<B>subgraphs {rng.start}-{rng.stop - 1}</B>", f"{plural(total_ops, 'op')}"]
+    name = group_name(rng.start, rng.stop - 1)
+    lines = [f"<B>{name}</B>", f"{plural(total_ops, 'op')}"]
     for b in order:
         lines.append(f'<FONT POINT-SIZE="9">{html(b)}: {plural(subs_by[b], "subgraph")}, {ops_by[b]:,} ops</FONT>')
     weights = {b: ops_by[b] for b in order}
@@ -248,13 +249,14 @@ def group_box(ctx: Ctx, w: DotWriter, g: int, rng: range) -> None:
         if share > 0:
             stripes.append(f"{palette.fill(b)};{share}")
     dominant = max(order, key=lambda b: (weights[b], -order.index(b)))
-    tip = [f"subgraphs {rng.start}-{rng.stop - 1}: {t.subgraph_tag[rng.start]} ... {t.subgraph_tag[rng.stop - 1]}"]
+    tip = [f"{name}: {t.subgraph_tag[rng.start]} ... {t.subgraph_tag[rng.stop - 1]}"]
     tip += [f"{b}: {subs_by[b]} subgraphs, {ops_by[b]} ops" for b in order]
     marks: dict = {"style": "striped" if len(stripes) > 1 else "filled",
                    "fillcolor": ":".join(stripes) if len(stripes) > 1 else palette.fill(dominant),
                    "color": palette.border(dominant)}
     ctx.decorate_group(rng, lines, tip, marks)
-    w.node(f"s{g}", label=Html("<BR/>".join(lines)), shape="box", **marks, tooltip=tooltip(tip),
+    w.node(f"s{g}", id=element_id("group", name), label=Html("<BR/>".join(lines)), shape="box", **marks,
+           tooltip=tooltip(tip),
            **{"class": f"hv-group-box hv-{css(dominant)}"})
 
 

@@ -61,11 +61,21 @@ def quote(text: object, *, multiline: bool = False, tooltip: bool = False) -> st
     return '"' + "\\n".join(out) + '"'
 
 
-ELEMENT_KINDS = ("node", "subgraph", "module")
+# What a click in the diagram selects: a node, a subgraph, a module, a group (consecutive
+# subgraphs drawn as one box in the collapsed view, named by group_name) or the top level (the
+# module view's box of the ops outside any module).
+ELEMENT_KINDS = ("node", "subgraph", "module", "group", "top")
+GROUP_NAME = re.compile(r"^subgraphs (\d+)-(\d+)$")
+
+
+def group_name(first: int, last: int) -> str:
+    """'subgraphs 3-7': the collapsed view's box of subgraphs `first` to `last` (their indices
+    in Partition.subgraphs), as its label and a selection name it."""
+    return f"subgraphs {first}-{last}"
 
 
 def element_id(kind: str, name: str, part: str = "") -> str:
-    """The SVG id of the element that stands for node, subgraph or module `name`:
+    """The SVG id of the element that stands for the node, subgraph, module, group or top level `name`:
     `hv:<kind>:<name percent-encoded as JavaScript's encodeURIComponent does>`, so a page's
     script reads back (kind, name) from a click whatever characters the name holds. `part`
     tells apart several elements of one thing (a cluster's label node): `hv:<kind>~<part>:...`."""

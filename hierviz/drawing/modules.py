@@ -234,9 +234,15 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module" + (" hv-rolled" if it.rolled else "") + (" hv-own" if it.own_only else "")
-        self.w.node(it.id, id=element_id("module", it.mod.path, "own" if it.own_only else ""), label=Html(label),
+        self.w.node(it.id, id=self._element_id(it), label=Html(label),
                     tooltip=tooltip(tip), margin="0.08,0.04",
                     **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
+
+    def _element_id(self, it: Item) -> str:
+        """What a click on box `it` selects: its module, or the top level for the ops outside any module."""
+        if it.own_only and not it.mod.path:
+            return element_id("top", TOP)
+        return element_id("module", it.mod.path, "own" if it.own_only else "")
 
     def cluster(self, it: Item) -> None:
         f = _facts(self.t, it, self.tag_order, self.ran)
@@ -304,12 +310,16 @@ class _Drawer:
             shown = "".join(f'<BR/><FONT POINT-SIZE="9">{html(t.name[a], 24)}: {html(_spec(t, a))}</FONT>'
                             for a in inputs[:6])
             more = f'<BR/><FONT POINT-SIZE="9">+{len(inputs) - 6} more</FONT>' if len(inputs) > 6 else ""
-            w.node("inputs", label=Html(f"<B>graph inputs</B>{shown}{more}"),
+            # one input: a click selects it (several are not one thing to select)
+            w.node("inputs", id=element_id("node", t.name[inputs[0]]) if len(inputs) == 1 else None,
+                   label=Html(f"<B>graph inputs</B>{shown}{more}"),
                    tooltip=tooltip([f"{t.name[a]}: {_spec(t, a)}" for a in inputs[:40]]), **io_attrs,
                    **{"class": "hv-node hv-graph hv-input"})
             self.io += 1
         if any(dst == "outputs" for _, dst in pairs):
-            w.node("outputs", label=Html("<B>output</B>"), **io_attrs, **{"class": "hv-node hv-graph hv-output"})
+            output = next(i for i, kind in enumerate(t.kind) if kind == "output")
+            w.node("outputs", id=element_id("node", t.name[output]), label=Html("<B>output</B>"), **io_attrs,
+                   **{"class": "hv-node hv-graph hv-output"})
             self.io += 1
         if outside_in:
             w.node("from_outside", label="from outside the module", shape="plaintext", fontcolor="#555555",

@@ -1,9 +1,12 @@
-"""What is selected in the explorer's diagram: a node, a subgraph or a module, by name.
+"""What is selected in the explorer's diagram: a node, a subgraph, a module, a group or the top
+level, by name.
 
 A click in the page names the element's kind (the diagram's element ids say it); a name set
 from Python (`Explorer.selected = "relu"`) is looked up as a node name, then a subgraph tag,
-then a module path. A name the shown partition does not have is a ConfigError that says where
-the names are listed.
+then a module path, then a group (the collapsed view's box of consecutive subgraphs, named as
+its label: "subgraphs 3-7"), then "(top level)" (the module view's box of the ops outside any
+module). A name the shown partition does not have is a ConfigError that says where the names
+are listed.
 """
 
 from __future__ import annotations
@@ -11,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
-from hierviz.drawing.dot import ELEMENT_KINDS
+from hierviz.drawing.dot import ELEMENT_KINDS, GROUP_NAME, group_name
+from hierviz.drawing.modules import TOP
 from hierviz.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -20,8 +24,9 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Selection:
-    """One selected thing of the diagram: `kind` is "node", "subgraph" or "module"; `name` its
-    node name, subgraph tag or module path."""
+    """One selected thing of the diagram: `kind` is "node", "subgraph", "module", "group" or
+    "top"; `name` its node name, subgraph tag, module path, group name ("subgraphs 3-7") or
+    "(top level)"."""
 
     kind: str
     name: str
@@ -48,7 +53,46 @@ def has(part: "Partition", kind: str, name: str) -> bool:
         return _has_node(part, name)
     if kind == "subgraph":
         return any(sg.tag == name for sg in part.subgraphs)
+    if kind == "group":
+        return group_range(part, name) is not None
+    if kind == "top":
+        return name == TOP and bool(top_level_nodes(part))
     return kind == "module" and name in module_paths(part)
+
+
+def group_range(part: "Partition", name: str) -> range | None:
+    """The indices (in part.subgraphs) of the subgraphs of group `name` ("subgraphs 3-7", as the
+    collapsed view draws it); None when `name` is no such group of this partition."""
+    m = GROUP_NAME.match(name)
+    if m is None:
+        return None
+    first, last = int(m.group(1)), int(m.group(2))
+    if name != group_name(first, last) or first > last or last >= len(part.subgraphs):
+        return None
+    return range(first, last + 1)
+
+
+def top_level_nodes(part: "Partition") -> list[str]:
+    """The partitioned nodes outside any module: the module view's "(top level)" box."""
+    t = part.records
+    return [t.name[i] for i in range(len(t)) if t.subgraph[i] >= 0 and not any(p for p, _ in t.module_stack[i])]
+
+
+def members(part: "Partition", selection: Selection) -> list[str]:
+    """The node names a group or the top level stands for, in graph order ([] for other kinds)."""
+    if selection.kind == "top":
+        return top_level_nodes(part)
+    found = group_range(part, selection.name) if selection.kind == "group" else None
+    return [n for k in found or () for n in part.subgraphs[k].nodes]
+
+
+def focus_target(part: "Partition", selection: Selection) -> str | None:
+    """What "focus here" gives the focus control: the name itself, a group's first subgraph (the
+    focus view draws one subgraph); None for the top level, which no view focuses on."""
+    if selection.kind == "top":
+        return None
+    found = group_range(part, selection.name) if selection.kind == "group" else None
+    return part.subgraphs[found.start].tag if found else selection.name
 
 
 def _has_node(part: "Partition", name: str) -> bool:
@@ -60,18 +104,20 @@ def _has_node(part: "Partition", name: str) -> bool:
 
 
 def find(part: "Partition", name: Any) -> Selection:
-    """The node, subgraph or module of the shown partition called `name` (looked up in that
-    order); a ConfigError saying what to pass when there is none."""
+    """The node, subgraph, module, group or top level of the shown partition called `name`
+    (looked up in that order); a ConfigError saying what to pass when there is none."""
     if not isinstance(name, str):
-        raise ConfigError(f"Explorer.selected takes a node name, a subgraph tag or a module path (text), or None to "
-                          f"clear it; not {type(name).__name__} {name!r}.")
+        raise ConfigError(f"Explorer.selected takes a node name, a subgraph tag, a module path, a group of the "
+                          f"collapsed view or '{TOP}' (text), or None to clear it; not {type(name).__name__} {name!r}.")
     for kind in ELEMENT_KINDS:
         if has(part, kind, name):
             return Selection(kind, name)
     tags = [sg.tag for sg in part.subgraphs][:5]
     raise ConfigError(f"nothing called {name!r} in the shown partition: Explorer.selected takes a node name "
-                      f"(Explorer.partition.nodes()['name']), a subgraph tag (e.g. {', '.join(map(repr, tags))}) "
-                      "or a module path (the module view's boxes); None clears the selection.")
+                      f"(Explorer.partition.nodes()['name']), a subgraph tag (e.g. {', '.join(map(repr, tags))}), "
+                      f"a module path (the module view's boxes), a group of the collapsed view (e.g. "
+                      f"{group_name(0, max(len(part.subgraphs) - 1, 0))!r}) or {TOP!r} (the ops outside any module); "
+                      "None clears the selection.")
 
 
 def from_trait(value: Mapping[str, Any] | None) -> Selection | None:
@@ -85,4 +131,5 @@ def from_trait(value: Mapping[str, Any] | None) -> Selection | None:
     return Selection(kind, name)
 
 
-__all__ = ["Selection", "find", "from_trait", "has", "module_paths"]
+__all__ = ["Selection", "find", "focus_target", "from_trait", "group_range", "has", "members", "module_paths",
+           "top_level_nodes"]

@@ -17,7 +17,7 @@ from hierviz.drawing import graphviz_run, palette, views
 from hierviz.drawing import check_dot, notebook_html, to_svg
 from hierviz.partitioner import FALLBACK_REASONS
 
-from .helpers import parse_svg
+from .helpers import dot_statements, parse_svg
 
 
 @pytest.fixture
@@ -219,12 +219,12 @@ def test_auto_collapses_large_graphs_within_dot_budget():
     info = g.info
     assert info["view"] == "collapsed" and info["grouped"]
     assert info["nodes"] <= views.DEFAULT_MAX_NODES
-    boxes = [line for line in g.source.splitlines() if line.lstrip().startswith("s") and "[label=" in line]
+    boxes = [s for s in dot_statements(g.source) if re.fullmatch(r"s\d+", s.name) and "label" in s.attrs]
     assert len(boxes) == info["boxes"]
     # every subgraph is in exactly one box
     covered = 0
-    for line in boxes:
-        lo, hi = line.split("subgraphs ", 1)[1].split("</B>", 1)[0].split("-")
+    for box in boxes:
+        lo, hi = box.label_head.split("subgraphs ", 1)[1].split("</B>", 1)[0].split("-")
         covered += int(hi) - int(lo) + 1
     assert covered == len(part.subgraphs)
     # a graph of long skip edges gets collapsed even under max_nodes: dot would take seconds
