@@ -2,8 +2,9 @@
 URL Optuna's RDB storage takes): the study opened, or resumed when it exists, each finished
 trial's table row saved with it as a user attribute, and those rows read back, so a tune that
 died or was stopped continues from its finished trials instead of measuring them again. The
-study keeps the settings it was started with (labels the same in every process); a run with
-other settings is refused rather than mixed in.
+study keeps the settings it was started with (labels the same in every process) and the capture
+its trials ran on (`ir`, `target_device`); a run with other settings or another capture is refused
+rather than mixed in.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ from hierviz.errors import ConfigError
 from hierviz.foundation.file_lock import locked
 
 ROW = "hierviz_row"  # the user attribute holding a finished trial's row (JSON)
-SETUP = "hierviz_setup"  # the study's user attribute: the base setting and the space it was started with
+SETUP = "hierviz_setup"  # the study's user attribute: the base setting, the space and the capture it was started with
+CAPTURE = ("ir", "target_device")  # what the trials were captured with (kept since these were checked)
 DEFAULT_STUDY = "hierviz-tune"
 
 
@@ -70,18 +72,25 @@ def open_study(optuna: Any, storage: str | None, study_name: str | None, sampler
 
 
 def check_setup(study: Any, setup: dict[str, Any], storage: str) -> None:
-    """Keep `setup` (labels of the base setting and of the space's choices) with a new study;
-    ConfigError when the stored study was started with other settings."""
+    """Keep `setup` (labels of the base setting and of the space's choices, and the `CAPTURE`
+    the trials run on: ir, target_device) with a new study; ConfigError when the stored study was
+    started with other settings or on another capture. A study kept before the capture was
+    checked is resumed, and keeps this run's capture from then on."""
     stored = study.user_attrs.get(SETUP)
     if stored is None:  # a new study (or one an older hierviz kept without its settings)
         study.set_user_attr(SETUP, setup)
         return
-    differ = [_difference(name, stored.get(name), setup.get(name))
-              for name in sorted(set(stored) | set(setup)) if stored.get(name) != setup.get(name)]
+    unrecorded = {name: setup[name] for name in CAPTURE if name in setup and name not in stored}
+    stored = {**stored, **unrecorded}
+    differ = [name for name in sorted(set(stored) | set(setup)) if stored.get(name) != setup.get(name)]
     if differ:
+        texts = [_difference(name, stored.get(name), setup.get(name)) for name in differ]
+        same = "".join(f"{name}={stored.get(name)!r} and " for name in CAPTURE if name in differ)
         raise ConfigError(f"hv.tune: study {study.study_name!r} in {storage} was run with other settings "
-                          f"({'; '.join(differ[:3])}{'; ...' if len(differ) > 3 else ''}): resume it with the "
-                          "same base and space, or pass another study_name to start a new study.")
+                          f"({'; '.join(texts[:3])}{'; ...' if len(texts) > 3 else ''}): resume it with "
+                          f"{same}the same base and space, or pass another study_name to start a new study.")
+    if unrecorded:
+        study.set_user_attr(SETUP, stored)
 
 
 def _difference(name: str, was: Any, now: Any) -> str:
@@ -127,5 +136,5 @@ def load_row(trial: Any) -> dict[str, Any]:
     return row
 
 
-__all__ = ["ROW", "SETUP", "DEFAULT_STUDY", "check_storage", "open_study", "check_setup", "finished", "save_row",
-           "load_row"]
+__all__ = ["ROW", "SETUP", "CAPTURE", "DEFAULT_STUDY", "check_storage", "open_study", "check_setup", "finished",
+           "save_row", "load_row"]

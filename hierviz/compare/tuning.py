@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from torch.fx import GraphModule
 
 from hierviz.capturing.aten_capture import source_of, updates_of
-from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device
+from hierviz.capturing.target_device import DEFAULT_TARGET, check_target_device, target_of
 from hierviz.settings.config import Config
 from hierviz.errors import ConfigError, HiervizError, checked_arguments
 from hierviz.compare import columns
@@ -144,6 +144,10 @@ class _TuneRun:
         else:
             self.gm = graph_of(model, example_inputs, target_device=target_device)
         self.capture_s = time.perf_counter() - self.started
+        # what the trials run on, for a stored study: a graph or capture given keeps the device it was lowered for
+        traced = self.gm.traced_for if self.by_graph else target_of(self.gm)
+        self.captured_with = {"ir": "torch_compile" if self.by_graph else "dynamo",
+                              "target_device": traced[0] if traced else target_device}
         self.measure_s = 0.0
         compilers = self.options.compilers
         self.base_config = make_config(base)
@@ -284,7 +288,7 @@ class _TuneRun:
         with quiet_optuna(optuna):
             self.study = open_study(optuna, self.storage, self.study_name, sampler, pruner)
         if self.storage is not None:
-            check_setup(self.study, self.space.setup(self.default), self.storage)
+            check_setup(self.study, {**self.space.setup(self.default), **self.captured_with}, self.storage)
         self.resume()
         if params_key(self.space.params_of(self.default)) not in self.by_params:
             self.study.enqueue_trial(self.space.params_of(self.default))
