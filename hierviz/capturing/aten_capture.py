@@ -15,6 +15,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import threading
 import warnings
 import weakref
 from typing import Any, Mapping
@@ -41,6 +42,7 @@ from hierviz.support.tensorrt_support import record_verdicts
 logger = logging.getLogger(__name__)
 
 _CACHE: "weakref.WeakKeyDictionary[Any, dict[Any, GraphModule | DynamoCapture]]" = weakref.WeakKeyDictionary()
+_CACHE_LOCK = threading.Lock()  # _CACHE and its per-model dicts: read by source_of while captures write them
 
 
 UPDATES = "hierviz_updates"  # GraphModule.meta key: what updates_of() returns
@@ -274,9 +276,10 @@ def source_of(graph: GraphModule | DynamoCapture) -> Any:
     """The model `graph` was captured from (an nn.Module or ExportedProgram), while it is
     alive; None for a graph hv.capture did not make. hv.measure times this model as the eager
     baseline, so `speedup` answers "how much faster than my model"."""
-    for model, per_model in list(_CACHE.items()):
-        if any(gm is graph for gm in per_model.values()):
-            return model
+    with _CACHE_LOCK:
+        for model, per_model in _CACHE.items():
+            if any(gm is graph for gm in per_model.values()):
+                return model
     return None
 
 
@@ -407,11 +410,14 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
                               "ir='torch_compile') does: drop dynamic_shapes, or use ir='dynamo'.")
     key = (_spec(args), _spec(kwargs or {}), _dims_key(dynamic_shapes), _state_key(model), ir, target_key(target))
     try:
-        per_model = _CACHE.setdefault(model, {})
+        with _CACHE_LOCK:
+            per_model = _CACHE.setdefault(model, {})
     except TypeError:
         per_model = {}
-    if key in per_model:
-        return per_model[key]
+    with _CACHE_LOCK:
+        got = per_model.get(key)
+    if got is not None:
+        return got
 
     gm: GraphModule | DynamoCapture
     with rng_preserved():
@@ -436,9 +442,10 @@ def capture(model: Any, example_inputs: Any = None, *, dynamic_shapes: Any = Non
                 f"capture takes an nn.Module, ExportedProgram or GraphModule, not {type(model).__name__}."
             )
     _warn_forced_causal(gm)
-    for stale in [k for k in per_model if k[3] != key[3]]:  # captured before the model changed
-        del per_model[stale]
-    per_model[key] = gm
+    with _CACHE_LOCK:
+        for stale in [k for k in per_model if k[3] != key[3]]:  # captured before the model changed
+            del per_model[stale]
+        per_model[key] = gm
     return gm
 
 
