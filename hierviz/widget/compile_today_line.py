@@ -1,6 +1,7 @@
-"""The Explorer's "torch_tensorrt.compile today" line: what upstream's partitioner does with
-the shown settings, made in the worker process in the background (it takes up to seconds) and
-shown in the stats panel while those settings are still shown."""
+"""The Explorer's "torch_tensorrt.compile today" line: what Torch-TensorRT's partitioner does
+with the shown settings, made in the worker process in the background (it takes up to seconds),
+kept in the result store under its setting (with its status: computing, or failed with the
+error) and shown in the stats panel while that setting is still shown."""
 
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from hierviz.widget.background import BackgroundJob
 
 if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
-    from hierviz.partitioner.upstream.todays_compile import TodaysCompile
     from hierviz.widget.controller import Controller
     from hierviz.widget.error_area import ErrorArea
     from hierviz.widget.panel_views import PanelViews
 
 
 class CompileTodayLine:
-    """`start()` makes the line of the shown setting unless it is made, then redraws the stats
-    line through `views` while that setting is still on screen."""
+    """`start()` puts the line of the shown setting in the controller's store: at once when the
+    process-wide cache has it, else made in the worker in the background; then redraws the stats
+    line through `views` while that setting is still on screen (the store's rule)."""
 
     def __init__(self, controller: "Controller", errors: "ErrorArea", views: "PanelViews") -> None:
         self.controller = controller
@@ -34,31 +35,29 @@ class CompileTodayLine:
         return self.job.thread
 
     def start(self) -> None:
-        shown = self.controller.shown
-        long_work = self.controller.long_work
-        if shown is None or long_work.made(shown) is not None:
+        c = self.controller
+        shown = c.shown
+        if shown is None or c.store.get("compile_today", shown.config) is not None:
             return
-
-        def still() -> bool:
-            return self.controller.store.still(shown.config)
+        if c.long_work.made(shown) is not None:  # made before (another Explorer, the report): no thread
+            c.compile_today_line(shown)
+            self.views.stats(shown.config)
+            return
+        config = shown.config
 
         def work() -> None:
-            got = self._make(shown, still)
-            if got is not None and self.views.stats(shown.config):
+            self._make(shown, lambda: c.store.still(config))
+            if self.views.stats(config):  # the line, or its failure (the store has either)
                 self.errors.show()
 
         self.job.start(work)
 
-    def _make(self, shown: "Partition", still: Callable[[], bool]) -> "TodaysCompile | None":
-        long_work = self.controller.long_work
+    def _make(self, shown: "Partition", still: Callable[[], bool]) -> None:
         try:
-            got = long_work.make_line(shown, still)
-            if got is not None:
+            if self.controller.compile_today_line(shown, still) is not None:
                 self.errors.messages.pop("worker", None)
-            return got
-        except HiervizError as exc:  # the worker failed: the line says so; the next change tries again
+        except HiervizError as exc:  # the worker failed: the store keeps it as the line's failed status
             self.errors.messages["worker"] = str(exc)
-            return long_work.line(shown)
 
 
 __all__ = ["CompileTodayLine"]

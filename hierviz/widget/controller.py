@@ -5,7 +5,8 @@ diagrams, tables, measurements, diffs and the messages of the error area.
 It imports no ipywidgets, so it is tested with dicts alone (tests/widget/test_controller.py);
 explorer.py maps widget values to `ControlState` and the results to panels (panels.py). Every
 per-setting result sits in one store keyed by the setting (result_store.py: bounded, with each
-result's status, the one rule for "still the setting on screen" and the one numbering of views).
+result's status, the one rule for "still the setting on screen" and the one numbering of views),
+the partition itself and the compile-today line included: what the panels show is read from it.
 """
 
 from __future__ import annotations
@@ -25,9 +26,11 @@ from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.widget.long_work import LongWork
 from hierviz.compare.partition_cache import lookup
+from hierviz.widget.result_status import State
 from hierviz.widget.result_store import ResultStore
 from hierviz.foundation.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
+from hierviz.partitioner.upstream.todays_compile import TodaysCompile
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -76,7 +79,6 @@ class Controller:
 
         self.config: Config | None = None
         self.partition: Partition | None = None
-        self.shown: Partition | None = None     # the partition the panels show (the last valid one)
         self.previous: Partition | None = None  # the one shown before it
         self.pinned: Partition | None = None
         self.errors: dict[str, str] = {}
@@ -95,6 +97,11 @@ class Controller:
         # compile-today, measuring and find fastest: in the worker process
         self.long_work = LongWork(graph, example_inputs, in_worker=in_worker)
 
+    @property
+    def shown(self) -> Partition | None:
+        """The partition the panels show (the last valid one): the store's, of the setting on screen."""
+        return self.store.shown_result("partition")
+
     def cache_sizes(self) -> dict[str, int]:
         """Entries of each kind of result in the store (each holds at most `cache_size`)."""
         return self.store.sizes()
@@ -106,9 +113,10 @@ class Controller:
         return parse_config(values)
 
     def update(self, state: ControlState | HiervizError) -> Update:
-        """Partition for `state` (from the cache when seen before); add a history row when the
-        settings changed; remember the previous valid partition for the Diff panel. `state`
-        may be the HiervizError raised while reading the controls: it is shown like any other."""
+        """Partition for `state` (from the store when shown before, else the process-wide cache
+        or partitioned) and put it on screen; add a history row when the settings changed;
+        remember the previous valid partition for the Diff panel. `state` may be the
+        HiervizError raised while reading the controls: it is shown like any other."""
         t0 = time.perf_counter()
         values = dict(state.values) if isinstance(state, ControlState) else {}
         cached = False
@@ -116,7 +124,11 @@ class Controller:
             if isinstance(state, HiervizError):
                 raise state
             cfg = self.config_of(values)
-            part, cached = lookup(self.graph, cfg)
+            part = self.store.get("partition", cfg)
+            cached = part is not None
+            if part is None:
+                part, cached = lookup(self.graph, cfg)
+                self.store.put("partition", cfg, part)
             error = None
         except HiervizError as exc:
             cfg, part, error = None, None, str(exc)
@@ -131,8 +143,8 @@ class Controller:
             self.errors["partition"] = error
         else:
             self.errors.pop("partition", None)
-        if part is not None and (self.shown is None or self.shown.config != part.config):
-            self.previous, self.shown = self.shown, part
+        if part is not None and not self.store.still(part.config):
+            self.previous = self.shown
             self.store.show(part.config)
             for kind in ("measure", "build", "numerics"):  # about the setting shown before
                 self.errors.pop(kind, None)
@@ -235,17 +247,50 @@ class Controller:
         return [sg.tag for sg in part.subgraphs] + self.node_names
 
     def stats(self, measuring: bool, building: bool = False) -> str:
-        """The stats panel, with torch_tensorrt.compile's partition once the worker made it, and
-        the engines built here when "build engines" is on."""
-        if self.shown is None:
+        """The stats panel, with torch_tensorrt.compile's partition once the worker made it (the
+        store's compile-today line of the shown setting, or its failure), and the engines built
+        here when "build engines" is on."""
+        shown = self.shown
+        if shown is None:
             return ""
-        key = self.shown.config
-        text = panels.stats_html(self.shown, self.measurement_of(self.shown),
+        key = shown.config
+        text = panels.stats_html(shown, self.measurement_of(shown),
                                  self.store.status("measurement", key) if measuring else None)
-        text += panels.compile_today_html(self.long_work.line(self.shown), self.shown)
+        text += panels.compile_today_html(self._today_shown(key), shown)
         if building:
-            text += panels.builds_html(self.builds_of(self.shown), self.store.status("build", key))
+            text += panels.builds_html(self.builds_of(shown), self.store.status("build", key))
         return text
+
+    def _today_shown(self, key: Config) -> TodaysCompile | None:
+        """The compile-today line of setting `key`; its failure as a line that says it; None
+        while it is made (or about to be)."""
+        today = self.store.get("compile_today", key)
+        if today is not None:
+            return today
+        status = self.store.status("compile_today", key)
+        return TodaysCompile(None, status.words(), 0.0) if status.state is State.FAILED else None
+
+    def compile_today_line(self, part: Partition, wanted: Callable[[], bool] = lambda: True) -> TodaysCompile | None:
+        """The "torch_tensorrt.compile today" line of `part`'s settings, kept in the store: from
+        the process-wide compile-today cache when made, else made in the worker (running while
+        it is, failed with the error it raises). None, and no status, when `wanted()` says no by
+        the time the worker is free."""
+        key = part.config
+        got = self.store.get("compile_today", key)
+        if got is None:
+            got = self.long_work.made(part)
+        if got is not None:
+            return self.store.put("compile_today", key, got)
+        self.store.running("compile_today", key)
+        try:
+            got = self.long_work.make_line(part, wanted)
+        except HiervizError as exc:
+            self.store.failed("compile_today", key, str(exc))
+            raise
+        if got is None:
+            self.store.forget("compile_today", key)
+            return None
+        return self.store.put("compile_today", key, got)
 
     def diff_target(self, against: str) -> tuple[Partition | None, str]:
         """(the partition the Diff panel compares with, its name): 'previous' or 'pinned'."""
@@ -411,7 +456,7 @@ class Controller:
             return path
         stem = f"{slug(name)}-{slug(part.config.label())}"
         if kind == "html":
-            self.long_work.make_line(part)  # made in the worker: never upstream's partitioner in the kernel
+            self.compile_today_line(part)  # made in the worker: never upstream's partitioner in the kernel
             if part.engine == "hierviz" or part.graph is None:
                 self.blockers_of(part)  # the report's "What to change", made in the worker too
             part.compile_today()  # the report's "torch_tensorrt.compile today" table (from the line just made)

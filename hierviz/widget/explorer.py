@@ -132,7 +132,7 @@ class Explorer(widgets.VBox):
         self.teo_counts = extras["teo_counts"]
         self.backends = extras["backends"]
         self.buttons = ctl.build_buttons()
-        self.fastest_search = FastestSearch(self.controller.long_work, self.panels["fastest"],
+        self.fastest_search = FastestSearch(self.controller.long_work, self.controller.store, self.panels["fastest"],
                                             self.buttons["apply_fastest"], self.error_area)
         self.output_dir = widgets.Text(value=str(output_dir), description="output dir",
                                        layout=widgets.Layout(width="360px"))
@@ -358,7 +358,7 @@ class Explorer(widgets.VBox):
             self.controller.numerics_of(self.controller.shown), self.controller.store.status(
                 "numerics", None if self.controller.shown is None else self.controller.shown.config)))
         if upd.changed and upd.config is not None:
-            self.fastest_search.shown(upd.config)
+            self.fastest_search.shown()
         self._refresh_diff()
         self.what_if.refresh()
         timings["tabs"] = time.perf_counter() - t

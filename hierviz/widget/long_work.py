@@ -32,8 +32,7 @@ from hierviz.settings.compile_rules import compile_config
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.partitioner import Partition
-from hierviz.partitioner.upstream.todays_compile import (TodaysCompile, cached_compile_today, compile_today, remember,
-                                                          today_key)
+from hierviz.partitioner.upstream.todays_compile import TodaysCompile, cached_compile_today, compile_today, remember
 
 IN_WORKER = True  # False: every job runs in this process (tests that stand in for hv.measure or its clock)
 HERE = "ran in this process, not the worker: "
@@ -51,7 +50,6 @@ class LongWork:
         self._in_worker_option = in_worker
         self._worker = worker
         self.notes: dict[str, str] = {}  # job kind -> why it last ran in this process
-        self.line_errors: dict[Any, str] = {}  # compile settings -> why the worker did not make its line
         self._line_lock = threading.Lock()  # one line at a time: quick changes do not queue up lines
         self.dynamo_graph: str | None = None  # "g3": the graph is dynamo graph 3 of torch.compile's path
         self._here = 0  # jobs running in this process now
@@ -127,18 +125,11 @@ class LongWork:
             got = TodaysCompile.of(part, "", 0.0)
         return got
 
-    def line(self, part: Partition) -> TodaysCompile | None:
-        """What the line shows for `part`'s settings: the answer when made, why the worker did
-        not make it when it failed (made again by the next `make_line`), else None."""
-        got = self.made(part)
-        if got is None and today_key(part.config) in self.line_errors:
-            return TodaysCompile(None, self.line_errors[today_key(part.config)], 0.0)
-        return got
-
     def make_line(self, part: Partition, wanted: Callable[[], bool] = lambda: True) -> TodaysCompile | None:
         """Make the line of `part`'s settings (the process-wide compile-today cache keeps it);
         None, at once, when `wanted()` says no by the time the worker is free (the Explorer
-        shows another setting by then). A worker that fails: the line says so."""
+        shows another setting by then). A worker that fails raises its WorkerError (the
+        Explorer's result store keeps it as the line's failed status)."""
         got = self.made(part)
         if got is not None:
             return got
@@ -155,12 +146,7 @@ class LongWork:
                 return compile_today(self.graph, config)
             if not trt.present():  # asked without importing torch_tensorrt here (seconds): said at once
                 return compile_today(self.graph, config)
-            try:
-                made = self._in_worker("compile_today", fast, lambda: compile_today(self.graph, fast))
-            except HiervizError as exc:
-                self.line_errors[today_key(config)] = f"not computed: {exc}"
-                raise
-        self.line_errors.pop(today_key(config), None)
+            made = self._in_worker("compile_today", fast, lambda: compile_today(self.graph, fast))
         return remember(self.graph, config, made)
 
     def measure(self, part: Partition, progress: Callable[..., None] | None = None,

@@ -17,7 +17,8 @@ class State(Enum):
 
 # what each kind of result is called while it runs and once it is done
 DOING = {"measurement": ("measuring", "measured"), "build": ("building the TensorRT engines", "built"),
-         "numerics": ("checking numerics", "checked")}
+         "numerics": ("checking numerics", "checked"), "compile_today": ("computing", "computed"),
+         "search": ("searching", "searched")}
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,9 @@
-"""The Explorer's results in one store keyed by the setting (the Config on screen): pictures,
-tables, measurements, builds, numerics checks, diffs and blockers tables, each with its
-status (result_status.py).
+"""The Explorer's results in one store keyed by the setting (the Config on screen): partitions,
+pictures, tables, measurements, builds, numerics checks, diffs, blockers tables, the
+"torch_tensorrt.compile today" line and "find fastest" searches (keyed by the setting searched
+from), each with its status (result_status.py). What the screen shows is read from here: the
+partition of the shown setting is `get("partition", shown)` (the process-wide partition cache,
+compare/partition_cache.py, stays the source beneath it).
 
 One rule says whether a result is still for the setting on screen (`still(config)`: the
 Config equals the shown one), and one numbering (`stamp()`) orders every view written to a
@@ -19,7 +22,8 @@ from hierviz.compare.partition_cache import BoundedCache
 from hierviz.settings.config import Config
 from hierviz.widget.result_status import State, Status
 
-KINDS = ("picture", "tables", "measurement", "build", "numerics", "diff", "blockers")
+KINDS = ("partition", "picture", "tables", "measurement", "build", "numerics", "diff", "blockers", "compile_today",
+         "search")
 
 
 class ResultStore:
@@ -45,6 +49,11 @@ class ResultStore:
                 if key[1] != config and status.state is State.FAILED:
                     del self._status[key]
             return True
+
+    def shown_result(self, kind: str) -> Any:
+        """The result of `kind` for the setting on screen (None: none, or nothing shown)."""
+        shown = self.shown
+        return None if shown is None else self.get(kind, shown)
 
     def still(self, config: Config | None) -> bool:
         """Whether a result for `config` is for the setting on screen (the one rule)."""

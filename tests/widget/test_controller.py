@@ -160,3 +160,22 @@ def test_module_view_in_the_diagram_panel(small) -> None:
     part = c.update(state(min_block_size=1)).partition
     panel = c.diagram(part, "modules", None)
     assert "module view" in panel and "<svg" in panel and "diagram" not in c.errors
+
+
+def test_the_store_holds_the_partition_the_screen_shows(small, monkeypatch) -> None:
+    """Issue 58 item 3: the partition shown is the store's for the setting on screen; going back
+    to a setting takes it from there (the process-wide cache is the source beneath, not asked)."""
+    from hierviz.widget import controller as controller_module
+
+    _, _, gm = small
+    c = Controller(gm, hv.Config())
+    first = c.update(state()).partition
+    second = c.update(state(min_block_size=1)).partition
+    assert c.store.get("partition", second.config) is c.shown is second
+    assert c.store.get("partition", first.config) is first
+    asked: list = []
+    monkeypatch.setattr(controller_module, "lookup", lambda graph, config: asked.append(config))
+    back = c.update(state())
+    assert back.partition is first and back.cached and asked == []
+    assert c.shown is first and c.previous is second and c.store.still(first.config)
+    assert bool(c.history()["cached"].iloc[-1])
