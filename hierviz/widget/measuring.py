@@ -21,7 +21,8 @@ class Measuring:
     """Measures the settings the Explorer shows: `start(part)` asks for `part`'s latency (one
     at a time: a newer setting's measurement waits for the one in flight, and one no longer
     wanted is dropped); when it arrives and `part` is still shown, `on_shown(part, measurement)`
-    redraws what shows it. `progress` and `progress_label` are its widgets."""
+    redraws what shows it, and `on_shown(part, None)` at each new stage while it runs (the
+    stats line says "measuring ... (stage)"). `progress` and `progress_label` are its widgets."""
 
     def __init__(self, controller: "Controller", on_shown: Callable[["Partition", Any], None],
                  on_error: Callable[[Exception], None]) -> None:
@@ -79,6 +80,8 @@ class Measuring:
             bar.description = "measuring"
             bar.tooltip = str(stage)
             self.progress_label.value = panels.progress_label_html(stage)
+            if self.controller.store.still(part.config):  # the store holds the stage now: the stats line says it
+                self.on_shown(part, None)
 
         m = self.controller.measure(part, progress)
         if m is None:

@@ -59,11 +59,12 @@ class PanelViews:
 
     def measured(self, part: "Partition", m: Any) -> None:
         """A measurement of `part` arrived: the stats, diagram and history show it (each unless
-        another setting is shown by the time it is drawn)."""
+        another setting is shown by the time it is drawn); None: it failed, or it is at a new
+        stage, which only the stats line and the error area say."""
         self.stats(part.config)
         if m is not None:
             self.diagram(part)
-        self.history(part.config)
+            self.history(part.config)
         self.errors.show()
 
 
