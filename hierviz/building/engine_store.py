@@ -82,8 +82,8 @@ def _size(n: int) -> str:
 
 class EngineStore:
     """The folder of built engines (`<key>.json`, `<key>.engine`, `<key>.runtime`) and of graph
-    runs (`run-<key>.json`), bounded by `max_bytes`. `notes`: what a user should know of what it
-    did not keep."""
+    runs (`run-<key>.json`), bounded by its DiskStore's `store.max_bytes` (None: unbounded).
+    `notes`: what a user should know of what it did not keep."""
 
     def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
         """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
@@ -94,15 +94,6 @@ class EngineStore:
         self._notes: list[str] = []
         self._refused: dict[str, list[str]] = {}  # why the folder took no engine -> the engines it refused
         self._warned: set[str] = set()  # why writes finished after their build kept nothing (one warning each)
-
-    @property
-    def max_bytes(self) -> int:
-        """The bound in bytes."""
-        return self.store.max_bytes or 0
-
-    @max_bytes.setter
-    def max_bytes(self, value: int) -> None:
-        self.store.max_bytes = value
 
     @property
     def notes(self) -> list[str]:
@@ -209,8 +200,9 @@ class EngineStore:
         kept (nor its engine file). An engine file still being written (convert_and_build's
         `wait_for_disk=False`) that fits is kept after this returns (module docstring): None."""
         engine_file = build.engine_file
+        bound = self.store.max_bytes
         if engine_file is not None and engine_file.kept and not engine_file.written and \
-                self._size(build) <= self.max_bytes:
+                (bound is None or self._size(build) <= bound):
             writes_behind.behind(str(self.folder), key, lambda: self._save_behind(key, build, label),
                                  f"{label}'s engine" if label else "an engine")
             return None
@@ -257,13 +249,14 @@ class EngineStore:
                    engine_file.size if engine_file is not None else 0))
         what = f"{label}'s engine" if label else "an engine"
         try:
-            if size > self.max_bytes:
+            bound = self.store.max_bytes
+            if bound is not None and size > bound:
                 if self.limit.small_disk:  # the disk is short, not the limit: one note for every engine it refuses
                     return self._refuse(f"{what} ({_size(size)})", late, (
-                        f"the disk of {self.folder} has {_size(self.max_bytes)} free, the cache limit there; free "
+                        f"the disk of {self.folder} has {_size(bound)} free, the cache limit there; free "
                         f"space there or set {cache_folder.ENV_DIR} to a folder on a larger disk"))
-                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: {self._too_big(size)}",
-                                  late)
+                return self._note(f"{what} ({_size(size)}) was not kept in the build cache: "
+                                  f"{self._too_big(size, bound)}", late)
             try:
                 self.store.put(key, fields, files)
             except OSError as exc:
@@ -273,10 +266,11 @@ class EngineStore:
                 engine_file.discard()  # not moved into place: not kept
         return None
 
-    def _too_big(self, size: int) -> str:
-        """Why an entry of `size` bytes, larger than the limit the user set, is not kept, and what to do."""
+    def _too_big(self, size: int, bound: int) -> str:
+        """Why an entry of `size` bytes, larger than the limit the user set (`bound`), is not kept,
+        and what to do."""
         room = -(-2 * size // 1024**3) * 1024**3  # twice the entry, in whole GiB: room for others
-        return (f"it is larger than the cache limit ({_size(self.max_bytes)}); set {ENV_LIMIT}=<size> to "
+        return (f"it is larger than the cache limit ({_size(bound)}); set {ENV_LIMIT}=<size> to "
                 f"keep it (e.g. {ENV_LIMIT}={room // 1024**3}GiB)")
 
     def _unwritable(self, exc: OSError) -> str:

@@ -84,7 +84,8 @@ def _symbolic(value: Any) -> bool:
 
 
 class CaptureStore:
-    """The cache's entries (one per key), bounded by `max_bytes` (a DiskStore in `<folder>/captures`)."""
+    """The cache's entries (one per key), bounded by `max_bytes` (its DiskStore in `<folder>/captures`,
+    `store`, keeps the bound: `store.max_bytes`)."""
 
     def __init__(self, where: Path | None = None, max_bytes: int | None = None, *, sweep: bool = True) -> None:
         """`sweep`: remove the temp files killed writers left now (`hierviz cache info` only counts them)."""
@@ -92,15 +93,6 @@ class CaptureStore:
                                limit() if max_bytes is None else max_bytes, sweep=sweep)
         self.folder = self.store.folder
         self.not_read: str | None = None  # the capture's note when the last entry named a custom op not had here
-
-    @property
-    def max_bytes(self) -> int:
-        """The bound in bytes."""
-        return self.store.max_bytes or 0
-
-    @max_bytes.setter
-    def max_bytes(self, value: int) -> None:
-        self.store.max_bytes = value
 
     def _path(self, key: str) -> Path:
         return self.store.path(key, SUFFIX)
@@ -229,7 +221,7 @@ class CaptureStore:
         temp files (`temp`: a temp_files.Survey)."""
         entries = self.store.entries()
         return {"folder": str(self.folder), "entries": len(entries), "bytes": sum(e.bytes for e in entries),
-                "limit": self.max_bytes, "enabled": enabled(), "temp": self.store.temp_survey()}
+                "limit": self.store.max_bytes, "enabled": enabled(), "temp": self.store.temp_survey()}
 
 
 __all__ = ["CaptureStore", "CacheWarning", "GRAPHS_FORMAT", "storable", "folder", "folder_problem", "enabled", "limit",

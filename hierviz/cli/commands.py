@@ -106,11 +106,11 @@ def cmd_cache(args: argparse.Namespace) -> int:
           f"{info['bytes'] / 2**20:.1f} MiB of {info['limit'] / 2**20:.0f} MiB")
     built = len(engines.builds())
     print(f"build cache: {engines.folder} ({state}); {built} build{'' if built == 1 else 's'} (part.build()), "
-          f"{engines.size() / 2**20:.1f} MiB of {engines.max_bytes / 2**20:.0f} MiB")
+          f"{engines.size() / 2**20:.1f} MiB of {engines.limit.bytes / 2**20:.0f} MiB")
     temps = info["temp"].plus(engines.temp_survey()).plus(loose.temp_survey())
     if temps.files:
         print(f"temp files: {temps.text()}")
-    print(f"limit: {engines.max_bytes / 2**30:.1f} GiB ({engines.max_bytes} bytes) for each cache "
+    print(f"limit: {engines.limit.bytes / 2**30:.1f} GiB ({engines.limit.bytes} bytes) for each cache "
           f"({engines.limit.why()})")
     return 0
 

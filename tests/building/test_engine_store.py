@@ -137,7 +137,7 @@ def test_an_entry_larger_than_the_limit_is_not_kept_and_evicts_nothing(tmp_path)
     store = EngineStore(tmp_path, max_bytes=10**6)
     assert store.save("small", _build()) is None
     before = _files(store)
-    store.max_bytes = 2000
+    store.store.max_bytes = 2000
     why = store.save("big", _build(b"x" * 3000), label="_run_on_acc_tensorrt_0")
     assert why is not None and store.notes == [why]
     assert why.startswith("_run_on_acc_tensorrt_0's engine (")
@@ -147,11 +147,20 @@ def test_an_entry_larger_than_the_limit_is_not_kept_and_evicts_nothing(tmp_path)
     assert store.load("big") is None and store.load("small") is not None
 
 
+def test_the_bound_is_the_disk_store_s_own(tmp_path):
+    """EngineStore obeys its DiskStore's bound as DiskStore reads it: None is unbounded (it was
+    read as 0 bytes, and every engine was refused)."""
+    store = EngineStore(tmp_path, max_bytes=10**6)
+    store.store.max_bytes = None
+    assert store.save("big", _build(b"x" * 3000)) is None and store.notes == []
+    assert store.load("big") is not None
+
+
 def test_a_2_gb_engine_fits_the_default_limit_where_the_disk_has_room(tmp_path, monkeypatch):
     monkeypatch.delenv("HIERVIZ_CACHE_LIMIT", raising=False)
     monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path))
     _free_space(monkeypatch, 40 * GiB)
-    assert EngineStore().max_bytes >= 4 * 2.2e9  # the 1.1B model's engine, and room for three more
+    assert EngineStore().store.max_bytes >= 4 * 2.2e9  # the 1.1B model's engine, and room for three more
 
 
 def test_least_recently_used_entries_go_first_all_their_files_together(tmp_path):
@@ -167,18 +176,18 @@ def test_least_recently_used_entries_go_first_all_their_files_together(tmp_path)
                                      "c.engine", "c.json", "c.runtime", "run-r.json"]
 
     store.load("a")  # used now: the newest
-    store.max_bytes = 3 * one + 10  # d needs b's and the run's room
+    store.store.max_bytes = 3 * one + 10  # d needs b's and the run's room
     assert store.save("d", _build()) is None
     assert _kept(store) == {"a", "c", "d"}
     assert sorted(_files(store)) == ["a.engine", "a.json", "a.runtime", "c.engine", "c.json", "c.runtime",
                                      "d.engine", "d.json", "d.runtime"]
-    assert store.size() == sum(_files(store).values()) <= store.max_bytes
+    assert store.size() == sum(_files(store).values()) <= store.store.max_bytes
 
 
 def test_the_entry_just_written_is_not_evicted_by_its_own_save(tmp_path, monkeypatch):
     store = EngineStore(tmp_path, max_bytes=10**6)
     store.save("old", _build())
-    store.max_bytes = _entry_bytes(store, "old") + 10  # room for one entry
+    store.store.max_bytes = _entry_bytes(store, "old") + 10  # room for one entry
     made = DiskStore._temp_with
 
     def skewed(folder, suffix, data):  # a file server whose clock is an hour behind: the new files look oldest

@@ -220,7 +220,7 @@ def test_least_recently_used_entries_go_first(tmp_path) -> None:
     store = CaptureStore(tmp_path, max_bytes=10**9)
     store.save("a", graphs[0], {})
     size = store.entries()[0][1]
-    store.max_bytes = int(2.5 * size)
+    store.store.max_bytes = int(2.5 * size)
     store.save("b", graphs[1], {})
     assert store.load("a")[0] is not None  # a used after b: b is now the least recently used
     store.save("c", graphs[2], {})
