@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any, Mapping
 
 from hierviz.widget import panels
+from hierviz.widget.result_status import State
 
 if TYPE_CHECKING:  # pragma: no cover
     import ipywidgets as widgets
@@ -54,17 +55,36 @@ class PanelViews:
                                 self._still(part.config))
 
     def history(self, config: "Config | None" = None) -> bool:
-        return self.writer.view("history", lambda: panels.history_html(self.controller.history()),
-                                self._still(config))
+        return self.writer.view("history", self.history_html, self._still(config))
+
+    def history_html(self) -> str:
+        """The history table; the latest run of a setting whose measurement runs or failed says
+        so in a `latency` column, in the stats line's words ('measuring ... (stage)', 'failed: ...')."""
+        c = self.controller
+        said: dict[int, str] = {}
+        seen: set = set()
+        for i, row in reversed(list(enumerate(c.runs))):
+            key = row.get("_key")
+            if key is None or key in seen:
+                continue
+            seen.add(key)
+            status = c.store.status("measurement", key)
+            if status.state in (State.RUNNING, State.FAILED):
+                said[i] = status.words()
+        df = c.history()  # the runs only grow: row i is run i
+        if said:
+            at = list(df.columns).index("median_ms") if "median_ms" in df.columns else len(df.columns)
+            df.insert(at, "latency", [said.get(i, "") for i in range(len(df))])
+        return panels.history_html(df)
 
     def measured(self, part: "Partition", m: Any) -> None:
         """A measurement of `part` arrived: the stats, diagram and history show it (each unless
         another setting is shown by the time it is drawn); None: it failed, or it is at a new
-        stage, which only the stats line and the error area say."""
+        stage (the stats line and the history say which)."""
         self.stats(part.config)
         if m is not None:
             self.diagram(part)
-            self.history(part.config)
+        self.history(part.config)
         self.errors.show()
 
 

@@ -1,6 +1,7 @@
-"""Issue 58 item 4: while a measurement runs, the stats line's latency row says how far it is
-("measuring ... (stage)") and follows each new stage, not only the one it had when the line was
-last drawn for another reason."""
+"""Issue 58 item 4: while a measurement runs, the stats line's latency row and the History tab's
+row of that setting say how far it is ("measuring ... (stage)") and follow each new stage, not
+only the one they had when they were last drawn for another reason; a failed one says "failed:
+<its error>" in both."""
 
 from __future__ import annotations
 
@@ -17,9 +18,17 @@ def latency_row(ex: Explorer) -> str:
     return stats[stats.index(">latency<"):]
 
 
-def shown_within(ex: Explorer, text: str) -> bool:
+def history_latency(ex: Explorer) -> str:
+    """The History tab's newest row ('' while the table has no latency column)."""
+    table = ex.panels["history"].value
+    if ">latency<" not in table:
+        return ""
+    return table[table.index("<tbody"):].split("</tr>")[0]
+
+
+def shown_within(ex: Explorer, text: str, where=latency_row) -> bool:
     deadline = time.monotonic() + WAIT_S
-    while text not in latency_row(ex):
+    while text not in where(ex):
         if time.monotonic() > deadline:
             return False
         time.sleep(0.05)
@@ -43,12 +52,26 @@ def test_the_latency_row_follows_the_measurement_s_stages(small, fake_measure, m
     ex = Explorer(model, inputs, measure=True, debounce=0)
     try:
         assert shown_within(ex, "measuring ... (compiling subgraph 1 of 1)"), latency_row(ex)
+        assert shown_within(ex, "measuring ... (compiling subgraph 1 of 1)", history_latency), history_latency(ex)
         gates[0].set()
         assert shown_within(ex, "measuring ... (timing the split model)"), latency_row(ex)
+        assert shown_within(ex, "measuring ... (timing the split model)", history_latency), history_latency(ex)
     finally:
         for gate in gates:
             gate.set()
         ex.measure_thread.join(60)
     assert f"{len(ex.partition.subgraphs):g} ms</b> median" in latency_row(ex)
-    assert "measuring" not in latency_row(ex)
+    assert "measuring" not in latency_row(ex) and "measuring" not in ex.panels["history"].value
+    assert ex.history["median_ms"].iloc[-1] == len(ex.partition.subgraphs)
+
+
+def test_a_failed_measurement_says_so_in_the_history_until_another_setting_is_shown(small, fake_measure) -> None:
+    fake_measure.fail = "TensorRT needs an NVIDIA GPU"
+    model, inputs, _ = small
+    ex = Explorer(model, inputs, measure=True, debounce=0)
+    ex.measure_thread.join(60)
+    assert "failed: TensorRT needs an NVIDIA GPU" in history_latency(ex)
+    ex.controls["measure"].value = False
+    ex.controls["min_block_size"].value = 1  # another setting: the old failure goes from every panel
+    assert "NVIDIA GPU" not in ex.panels["history"].value
 
