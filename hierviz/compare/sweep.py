@@ -6,7 +6,7 @@ import contextlib
 import logging
 import time
 import warnings
-from concurrent.futures import Executor, Future, ProcessPoolExecutor
+from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, cast
 
@@ -33,6 +33,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from hierviz.partitioner import Partition
 
 logger = logging.getLogger(__name__)
+# the longest a Ctrl-C waits to be seen while the sweep waits for a row (see _row_of)
+CTRL_C_POLL_S = 0.2
 
 
 @checked_arguments
@@ -250,8 +252,13 @@ def partition_rows(executor: Executor | None, gm: Any, configs: list[Config], ba
 
 
 def _row_of(fut: Future, cfg: Config) -> tuple[Any, dict[str, Any]]:
-    """A finished future's (partition or None, row); an exception that is not a HiervizError
-    (a setting that cannot be sent to another process, a worker that died) is the row's error."""
+    """A future's (partition or None, row), once it is finished; an exception that is not a
+    HiervizError (a setting that cannot be sent to another process, a worker that died) is the
+    row's error. It waits in short waits: Python raises Ctrl-C's KeyboardInterrupt only when the
+    main thread runs, and a SIGINT that reached another thread, or reached this one just before
+    its wait began, wakes no wait without an end (the sweep then ran to its last row)."""
+    while not wait((fut,), timeout=CTRL_C_POLL_S).done:
+        pass
     try:
         return fut.result()
     except KeyboardInterrupt:
