@@ -62,10 +62,12 @@ def quote(text: object, *, multiline: bool = False, tooltip: bool = False) -> st
 
 
 # What a click in the diagram selects: a node, a subgraph, a module, a group (consecutive
-# subgraphs drawn as one box in the collapsed view, named by group_name) or the top level (the
-# module view's box of the ops outside any module).
-ELEMENT_KINDS = ("node", "subgraph", "module", "group", "top")
+# subgraphs drawn as one box in the collapsed view, named by group_name), a repeat (the module
+# view's rolled-up run of sibling modules, named by repeat_name) or the top level (the module
+# view's box of the ops outside any module).
+ELEMENT_KINDS = ("node", "subgraph", "module", "group", "repeat", "top")
 GROUP_NAME = re.compile(r"^subgraphs (\d+)-(\d+)$")
+REPEAT_NAME = re.compile(r"^(.+) \u00d7(\d+)$")
 
 
 def group_name(first: int, last: int) -> str:
@@ -74,8 +76,14 @@ def group_name(first: int, last: int) -> str:
     return f"subgraphs {first}-{last}"
 
 
+def repeat_name(first: str, count: int) -> str:
+    """'layers.0 \u00d724': the module view's rolled-up run of `count` sibling modules from module
+    path `first` on (drawn once, as 'layers.0\u201323 \u00d724'), as a selection names it."""
+    return f"{first} \u00d7{count}"
+
+
 def element_id(kind: str, name: str, part: str = "") -> str:
-    """The SVG id of the element that stands for the node, subgraph, module, group or top level `name`:
+    """The SVG id of the element that stands for the node, subgraph, module, group, repeat or top level `name`:
     `hv:<kind>:<name percent-encoded as JavaScript's encodeURIComponent does>`, so a page's
     script reads back (kind, name) from a click whatever characters the name holds. `part`
     tells apart several elements of one thing (a cluster's label node): `hv:<kind>~<part>:...`."""

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.drawing import palette
-from hierviz.drawing.dot import DotWriter, Html, element_id, html
+from hierviz.drawing.dot import DotWriter, Html, element_id, html, repeat_name
 from hierviz.drawing.module_tree import (
     INDEXED,
     Item,
@@ -238,11 +238,15 @@ class _Drawer:
                     tooltip=tooltip(tip), margin="0.08,0.04",
                     **attrs, **{"class": f"{klass} hv-{css(dominant)}"})
 
-    def _element_id(self, it: Item) -> str:
-        """What a click on box `it` selects: its module, or the top level for the ops outside any module."""
+    @staticmethod
+    def _element_id(it: Item, part: str = "") -> str:
+        """What a click on item `it` selects: its module, the whole run of a rolled-up one, or the
+        top level for the ops outside any module; `part` tells apart a cluster's title."""
         if it.own_only and not it.mod.path:
             return element_id("top", TOP)
-        return element_id("module", it.mod.path, "own" if it.own_only else "")
+        if it.rolled:
+            return element_id("repeat", repeat_name(it.run[0].path, len(it.run)), part)
+        return element_id("module", it.mod.path, "own" if it.own_only else part)
 
     def cluster(self, it: Item) -> None:
         f = _facts(self.t, it, self.tag_order, self.ran)
@@ -253,11 +257,11 @@ class _Drawer:
         label = '<TABLE BORDER="0" CELLBORDER="0" CELLSPACING="1" CELLPADDING="0">' + "".join(
             f'<TR><TD ALIGN="LEFT" BALIGN="LEFT">{line}</TD></TR>' for line in lines) + "</TABLE>"
         klass = "hv-module-cluster" + (" hv-rolled" if it.rolled else "")
-        self.w.open(f"cluster_{it.id}", id=element_id("module", it.mod.path), label="",
+        self.w.open(f"cluster_{it.id}", id=self._element_id(it), label="",
                     tooltip=tooltip(tip), **attrs, **{"class": klass})
         # The title is a node at the cluster's top, above every child (invisible edges), not
         # the cluster's label: dot routes edges around nodes but straight through cluster labels.
-        self.w.node(f"t{it.id}", id=element_id("module", it.mod.path, "label"), label=Html(label),
+        self.w.node(f"t{it.id}", id=self._element_id(it, "label"), label=Html(label),
                     shape="plaintext", margin="0.02", tooltip=tooltip(tip),
                     fontcolor=attrs.get("fontcolor"), **{"class": "hv-cluster-label"})
         self.items(it.children)

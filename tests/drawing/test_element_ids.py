@@ -90,3 +90,18 @@ def test_the_module_views_top_level_box_carries_its_id() -> None:
     assert "(top level)" in html.unescape(svg)
     assert element_id("top", "(top level)") in ids(svg)
     assert boxes_without_ids(svg) == []
+
+
+def test_a_rolled_up_run_of_the_module_view_carries_the_id_of_the_whole_run() -> None:
+    from .stack_models import odd_partition, stack
+
+    model, inputs = stack()
+    p = odd_partition(hv.capture(model, inputs))
+    for depth in (1, 2):  # rolled-up boxes, then rolled-up clusters
+        svg = to_svg(p, view="modules", depth=depth)
+        assert "blocks.0\u20131 \u00d72" in html.unescape(svg)
+        found = ids(svg)
+        assert {element_id("repeat", "blocks.0 \u00d72"), element_id("repeat", "blocks.3 \u00d72")} <= found
+        assert element_id("module", "blocks.2") in found  # the odd block stands apart
+        assert not {element_id("module", f"blocks.{k}") for k in (0, 1, 3, 4)} & found
+        assert boxes_without_ids(svg) == []
