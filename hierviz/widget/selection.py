@@ -89,9 +89,10 @@ def repeat_run(part: "Partition", name: str) -> list[Mod] | None:
     path, count = m.group(1), int(m.group(2))
     node = build_tree(part.records)
     while node.path != path:
-        node = next((c for c in node.children.values() if path.startswith(c.path + ".") or c.path == path), None)
-        if node is None:
+        inner = next((c for c in node.children.values() if path.startswith(c.path + ".") or c.path == path), None)
+        if inner is None:
             return None
+        node = inner
     siblings = list(node.parent.children.values()) if node.parent is not None else [node]
     run = siblings[siblings.index(node):][:count]
     return run if len(run) == count and all(c.cls == node.cls for c in run) else None
