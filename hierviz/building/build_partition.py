@@ -24,6 +24,7 @@ from hierviz.building.builds import Builds
 from hierviz.building.engine_fix import Fix, change_text, find_fix
 from hierviz.building.fix_cost import FixCost
 from hierviz.building.fix_trials import FixTrials
+from hierviz.building.frozen_random import FrozenRandom, frozen_random
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.optimization_profiles import profile_text
 from hierviz.building.subgraph_builds import SubgraphBuilder, no_builder, tensorrt_tags
@@ -104,12 +105,13 @@ def _inputs(part: "Partition", example_inputs: Sequence[Any] | None) -> tuple[Se
 class GraphBuild:
     """What building one graph's TensorRT subgraphs gave: a row per subgraph, the graph's run
     failure outside every TensorRT subgraph (None: none), the fix found (None: none searched or
-    none needed) and notes."""
+    none needed), notes and the random ops the built engines freeze."""
 
     rows: tuple[BuildRow, ...]
     outside: RunFailure | None
     fix: Fix | None
     notes: tuple[str, ...]
+    frozen: tuple[FrozenRandom, ...] = ()
 
 
 def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str, example_inputs: Sequence[Any] | None,
@@ -136,7 +138,8 @@ def _one_graph(part: "Partition", builder: SubgraphBuilder, ir: str, graph: str,
         found = find_fix(part, failing, FixTrials(builder), partition_graph)
         rows = [dataclasses.replace(r, fix=found.text) if r.stage in FIXABLE else r for r in rows]
     outside = failure if failure is not None and not any(r.stage == "run" for r in rows) else None
-    return GraphBuild(tuple(rows), outside, found, tuple(notes))
+    frozen = frozen_random(part, [r.subgraph for r in rows if r.built], graph)
+    return GraphBuild(tuple(rows), outside, found, tuple(notes) + tuple(f.text() for f in frozen), frozen)
 
 
 def _builder_facts() -> tuple[str, bool]:
@@ -170,7 +173,9 @@ def build(part: "Partition", *, trt_settings: Any = None, tf32: bool = False, fi
                   fix_cached=found.cached if found else 0, fix_tested=found.tried if found else 0,
                   partition=part, subgraph_builder=builder,
                   fix_settings=({**(trt_settings or {}), **found.settings} if found and found.settings else None),
-                  fix_cost=found.cost if found else None, fix_reductions=found.reductions if found else 0)
+                  fix_cost=found.cost if found else None, fix_reductions=found.reductions if found else 0,
+                  frozen_random=got.frozen,
+                  fix_frozen_random=found.frozen_random if found else ())
 
 
 def build_one(part: "Partition", dynamo_graph: str | None = None, inputs: Sequence[Any] | None = None) -> Builds:
@@ -195,6 +200,7 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
     outside: list[tuple[str, RunFailure]] = []
     fixes: list[Fix | None] = []
     notes: list[str] = []
+    frozen: list[FrozenRandom] = []
     labels = [f"g{k}" for k in range(len(mp))]
 
     def one(part: "Partition", label: str, dg: Any) -> GraphBuild:
@@ -204,11 +210,15 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
     for label, got in zip(labels, per_graph(one, mp, labels, mp.capture.graphs)):
         rows.extend(got.rows)
         notes.extend(got.notes)
+        frozen.extend(got.frozen)
         if got.outside is not None:
             outside.append((label, got.outside))
         if any(r.stage in FIXABLE for r in got.rows):
             fixes.append(got.fix)
     whole, settings, text, fixed, cost = _together(mp, builder, fixes)
+    fix_frozen = () if fixed is None else tuple(
+        f for label, g in zip(labels, fixed.graphs) for f in frozen_random(g, tensorrt_tags(g), label))
+    text += "".join(f"; {f.text()}" for f in fix_frozen)
     return Builds(rows=tuple(rows), builder=name, on_cpu=on_cpu, ir="torch_compile", fix=whole, fix_text=text,
                   run_failures=tuple(outside), by_graph=True,
                   notes=tuple(notes) + builder.notes(), fixed_partition=fixed,
@@ -216,7 +226,8 @@ def build_graphs(mp: "MultiGraphPartition", *, trt_settings: Any = None, tf32: b
                   fix_cached=sum(f.cached for f in fixes if f is not None),
                   fix_tested=sum(f.tried for f in fixes if f is not None), partition=mp, subgraph_builder=builder,
                   fix_settings=settings, fix_cost=cost,
-                  fix_reductions=sum(f.reductions for f in fixes if f is not None))
+                  fix_reductions=sum(f.reductions for f in fixes if f is not None),
+                  frozen_random=tuple(frozen), fix_frozen_random=fix_frozen)
 
 
 def _together(mp: "MultiGraphPartition", builder: SubgraphBuilder, fixes: list[Fix | None]) -> tuple[

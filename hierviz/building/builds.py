@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from hierviz.building.build_row import BuildRow
 from hierviz.building.engine_fix import MAX_TESTS, change_text
+from hierviz.building.frozen_random import FrozenRandom
 from hierviz.building.graph_run import RunFailure
 from hierviz.building.subgraph_builds import WARNED
 from hierviz.errors import ConfigError
@@ -56,7 +57,9 @@ class Builds:
     `fix_cost`: what the fix costs (ops moved out of TensorRT, accelerated ops and subgraphs
     before and after); `fix_tested`, `fix_builds`, `fix_cached`, `fix_reductions`: the candidates
     the fix search built, its builder's calls, its build-cache reads and its smallest-part
-    searches; `run_failures`: graphs that failed
+    searches; `frozen_random`: the random ops of the engines built, which Torch-TensorRT evaluates
+    once at build (hierviz.building.frozen_random; `notes` says so), `fix_frozen_random` those of
+    the fix's engines (its text says so); `run_failures`: graphs that failed
     when run in PyTorch at a node outside every TensorRT subgraph; `fixed_partition`: the
     partition with the fix applied, whose engines were built (`fixed()`); `partition` and
     `subgraph_builder`: what was built and with what (`repro()` builds parts of it the same way).
@@ -81,6 +84,8 @@ class Builds:
     fix_settings: dict[str, Any] | None = None
     fix_cost: FixCost | None = None
     fix_reductions: int = 0  # the smallest-part searches the fix search ran
+    frozen_random: tuple[FrozenRandom, ...] = ()
+    fix_frozen_random: tuple[FrozenRandom, ...] = ()
 
     @property
     def df(self) -> "pd.DataFrame":

@@ -31,8 +31,10 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping, Sequence
 from hierviz.building.fix_cost import FixCost, tensorrt_ops
 from hierviz.building.fix_search import FixSearch, Settings, keeps_tensorrt, short_op
 from hierviz.building.fix_trials import EngineFailure, FixTrials
+from hierviz.building.frozen_random import FrozenRandom, frozen_random
 from hierviz.building.named_settings import settings_to_add
 from hierviz.building.reduction import Signature, same_failure
+from hierviz.building.subgraph_builds import tensorrt_tags
 from hierviz.foundation.delta_debugging import ddmin
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,7 +53,8 @@ class Fix:
     `subgraphs`: the subgraphs per backend it gives (every engine built); `tried`: the
     candidates built; `partition`: the partition with the fix applied, whose engines were built
     (None without a fix); `builds`: the builder's calls the search spent, `cached` the builds it
-    read from the build cache, `reductions` its smallest-part searches; `cost`: what it costs.
+    read from the build cache, `reductions` its smallest-part searches; `cost`: what it costs;
+    `frozen_random`: the random ops its engines evaluate once, at build (its text says so).
     The text is the same whatever the cache held: how many builds the search took is in
     `builds` and `cached` (Builds.lines() says it)."""
 
@@ -66,6 +69,7 @@ class Fix:
     settings: dict[str, Any] = field(default_factory=dict)
     cost: FixCost | None = None
     reductions: int = 0
+    frozen_random: tuple[FrozenRandom, ...] = ()
 
 
 def change_text(ops: frozenset[str] | None, settings: Mapping[str, Any] | None) -> str:
@@ -221,9 +225,10 @@ def _found(search: FixSearch, ops: frozenset[str], items: Settings, spent: int, 
     cost = FixCost.between(search.part, best, added)
     change = change_text(whole if added or not settings else None,
                          {**search.trials.settings, **settings} if settings else None)
-    text = f"{change}: every engine builds; {cost.text()}"
+    frozen = frozen_random(best, tensorrt_tags(best))
+    text = f"{change}: every engine builds; {cost.text()}" + "".join(f"; {f.text()}" for f in frozen)
     return Fix(whole, added, cost.by_backend, search.tested, text, best, spent, cached, settings, cost,
-               search.trials.reductions)
+               search.trials.reductions, frozen)
 
 
 __all__ = ["Fix", "MAX_REDUCTIONS", "MAX_TESTS", "MAX_TRIES", "candidates", "change_text", "find_fix",

@@ -139,8 +139,11 @@ def test_a_failure_naming_truncate_double_gets_that_setting_as_the_fix(cls, dtyp
     assert builds.fix_settings == {"truncate_double": True}
     assert builds.fix == frozenset()  # no op moved
     ops = part.stats["accelerated_ops"]
+    frozen = builds.fix_frozen_random  # NoisyNet's engine then holds rand's values drawn at build (its fix says so)
+    assert [f.op for f in frozen] == (["torch.ops.aten.rand.default"] if cls is NoisyNet else [])
     assert row.fix == (f"trt_settings={{'truncate_double': True}}: every engine builds; it moves no compute op out "
-                       f"of TensorRT: accelerated ops {ops} → {ops}, subgraphs 1 → 1 (tensorrt=1)")
+                       f"of TensorRT: accelerated ops {ops} → {ops}, subgraphs 1 → 1 (tensorrt=1)"
+                       + "".join(f"; {f.text()}" for f in frozen))
     assert builds.fix_change() == "trt_settings={'truncate_double': True}"
     assert part.blockers(builds=builds).iloc[0].change == "trt_settings={'truncate_double': True}"  # its row says it
     assert builds.fixed().build(trt_settings=builds.fix_settings).ok  # shown to build
@@ -205,7 +208,9 @@ def test_every_graphs_fix_together_is_shown_to_build_and_says_its_cost():
     assert builds.fix_text == (f"torch_executed_ops=['aten.clamp'] with trt_settings={{'truncate_double': True}}: "
                                f"every engine of every graph builds; it moves 1 compute op out of TensorRT: "
                                f"accelerated ops {before['accelerated_ops']} → {after['accelerated_ops']}, subgraphs "
-                               f"{before['subgraphs']} → {after['subgraphs']} (tensorrt=3, torch=1)")
+                               f"{before['subgraphs']} → {after['subgraphs']} (tensorrt=3, torch=1)"
+                               + "".join(f"; {f.text()}" for f in builds.fix_frozen_random))
+    assert [(f.graph, f.op) for f in builds.fix_frozen_random] == [("g1", "torch.ops.aten.rand.default")]
 
 
 def test_of_the_smallest_failing_parts_ops_one_that_builds_is_taken_before_one_that_fails_otherwise(monkeypatch):
