@@ -13,6 +13,7 @@
     fix_trials.py      the builds it spends (a candidate's engines, a smallest failing part)
     fix_cost.py        what a fix costs: ops moved out of TensorRT, accelerated ops, subgraphs
     named_settings.py  the setting a Torch-TensorRT error names as its remedy (truncate_double)
+    frozen_random.py   the random ops an engine evaluates once, at build (their values frozen)
     reduction.py       the smallest part of a failed subgraph that fails the same way
     repro.py           hv.Repro: that part, saved as a standalone repro (repro_files.py; its inputs
                        and their Dims: repro_shapes.py)

@@ -28,6 +28,9 @@ class CompileSettings(Protocol):
     def priority(self) -> tuple[str, ...]: ...
 
     @property
+    def support(self) -> Any: ...
+
+    @property
     def skip_fusion(self) -> bool: ...
 
     @property
