@@ -84,11 +84,9 @@ class Measuring:
                 self.on_shown(part, None)
 
         m = self.controller.measure(part, progress)
-        if m is None:
-            bar.bar_style = "danger"
-            return None
-        bar.value = 1.0
-        bar.layout.display = "none"
+        if m is not None:
+            bar.value = 1.0
+        bar.layout.display = "none"  # done or failed: the stats line says which (a red bar said 'measuring')
         self.progress_label.value = ""
         return m
 

@@ -59,7 +59,8 @@ class PanelViews:
 
     def history_html(self) -> str:
         """The history table; the latest run of a setting whose measurement runs or failed says
-        so in a `latency` column, in the stats line's words ('measuring ... (stage)', 'failed: ...')."""
+        so in a `latency` column after `run`, in the stats line's words ('measuring ... (stage)',
+        'failed: ...')."""
         c = self.controller
         said: dict[int, str] = {}
         seen: set = set()
@@ -72,9 +73,8 @@ class PanelViews:
             if status.state in (State.RUNNING, State.FAILED):
                 said[i] = status.words()
         df = c.history()  # the runs only grow: row i is run i
-        if said:
-            at = list(df.columns).index("median_ms") if "median_ms" in df.columns else len(df.columns)
-            df.insert(at, "latency", [said.get(i, "") for i in range(len(df))])
+        if said:  # beside the run number: in view however wide the table is
+            df.insert(1, "latency", [said.get(i, "") for i in range(len(df))])
         return panels.history_html(df)
 
     def measured(self, part: "Partition", m: Any) -> None:
