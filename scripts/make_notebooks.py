@@ -103,6 +103,12 @@ EXPLORE = [
     explorer
     """),
     md("""
+    **Try this first:** the nodes outlined in **red** are what blocks the most; the Selection
+    panel beside the diagram says which op it is and what fixing it gives. Press **select it**
+    (or click a red node), then **apply its fix**: the diagram and the counts show the new
+    partition. **back** puts your setting back.
+    """),
+    md("""
     The controls are ordinary widgets, so you can also drive the explorer from code, for
     example to reproduce a setting exactly. `explorer.controls` maps each `Config` field (plus
     `view` and `measure`) to its widget; setting `.value` re-partitions as a click would.

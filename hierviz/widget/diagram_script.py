@@ -6,7 +6,11 @@ it holds no SVG) in a box of its own, and
 - a click on an element whose id is `hv:<kind>[~part]:<name>` (hierviz.drawing.dot.element_id:
   a node, a subgraph's cluster or box, a module's box or cluster) sets the synced `selected`
   to {kind, name}, which the Python side acts on;
-- the element `selected` names is outlined, whether a click or Python set it;
+- the element `selected` names is outlined, whether a click or Python set it, and brought into
+  view when it is outside it (a name set from Python, a redraw that moved it);
+- the elements `marked` names ({label, nodes, subgraphs, modules}: what blocks the most) get a
+  red outline, the colour of `render(highlight="blockers")`: its nodes where the view draws them,
+  else their subgraphs' boxes, else their modules' boxes; the bar says what the red means;
 - the wheel zooms about the pointer, a drag pans (a drag is never a click), the buttons zoom
   and "fit" goes back to the whole width (at most 100%).
 """
@@ -55,6 +59,9 @@ function render({ model, el }) {
   hint.className = "hv-dw-hint";
   hint.textContent = "click a node or subgraph to select it \u00b7 wheel: zoom \u00b7 drag: pan";
   bar.append(hint);
+  const key = document.createElement("span");
+  key.className = "hv-dw-key";
+  bar.append(key);
 
   function apply() {
     if (!svg || !view) return;
@@ -80,14 +87,47 @@ function render({ model, el }) {
     apply();
   }
 
+  function elements(kind, names) {
+    const out = [];
+    if (!svg) return out;
+    for (const g of svg.querySelectorAll("g[id^='hv:']")) {
+      const p = parseId(g.id);
+      if (p && p.kind === kind && names.has(p.name) && p.part !== "label") out.push(g);
+    }
+    return out;
+  }
+
+  function reveal(g) {
+    if (!view) return;
+    const r = g.getBoundingClientRect(), b = box.getBoundingClientRect();
+    if (!b.width || !b.height || (!r.width && !r.height)) return;
+    if (r.left >= b.left && r.right <= b.right && r.top >= b.top && r.bottom <= b.bottom) return;
+    const dx = (r.left + r.right - b.left - b.right) / 2, dy = (r.top + r.bottom - b.top - b.bottom) / 2;
+    view = {x: view.x + dx / view.s, y: view.y + dy / view.s, s: view.s};
+    touched = true;
+    apply();
+  }
+
   function highlight() {
     if (!svg) return;
     for (const g of svg.querySelectorAll(".hv-dw-selected")) g.classList.remove("hv-dw-selected");
     const sel = model.get("selected") || {};
     if (!sel.name) return;
-    for (const g of svg.querySelectorAll("g[id^='hv:']")) {
-      const p = parseId(g.id);
-      if (p && p.kind === sel.kind && p.name === sel.name && p.part !== "label") g.classList.add("hv-dw-selected");
+    const found = elements(sel.kind, new Set([sel.name]));
+    for (const g of found) g.classList.add("hv-dw-selected");
+    if (found.length) reveal(found[0]);
+  }
+
+  function mark() {
+    const marked = model.get("marked") || {};
+    key.textContent = marked.label ? "red: " + marked.label : "";
+    key.style.display = marked.label ? "" : "none";
+    if (!svg) return;
+    for (const g of svg.querySelectorAll(".hv-dw-marked")) g.classList.remove("hv-dw-marked");
+    for (const kind of ["node", "subgraph", "module"]) {
+      const found = elements(kind, new Set(marked[kind + "s"] || []));
+      for (const g of found) g.classList.add("hv-dw-marked");
+      if (found.length) return;
     }
   }
 
@@ -115,6 +155,7 @@ function render({ model, el }) {
     svg = found;
     full = next;
     if (touched && view) apply(); else fit();
+    mark();
     highlight();
   }
 
@@ -168,11 +209,14 @@ function render({ model, el }) {
   resized.observe(box);
   model.on("change:value", show);
   model.on("change:selected", highlight);
+  model.on("change:marked", mark);
   show();
+  mark();
   return () => {
     resized.disconnect();
     model.off("change:value", show);
     model.off("change:selected", highlight);
+    model.off("change:marked", mark);
   };
 }
 
@@ -189,6 +233,11 @@ CSS = """
   touch-action:none;user-select:none;resize:vertical}
 .hv-diagram-widget .hv-dw-box.hv-dw-dragging{cursor:grabbing}
 .hv-diagram-widget g[id^='hv:']{cursor:pointer}
+.hv-diagram-widget .hv-dw-key{color:#C62828;font-size:11px;margin-left:8px;font-weight:bold}
+.hv-diagram-widget g.hv-dw-marked{filter:drop-shadow(0 0 3px #C62828)}
+.hv-diagram-widget g.hv-dw-marked > title + :is(polygon,path,ellipse),
+.hv-diagram-widget g.hv-dw-marked > g:first-of-type > a > :is(polygon,path,ellipse):first-child{
+  stroke:#C62828 !important;stroke-width:4px !important}
 .hv-diagram-widget g.hv-dw-selected{filter:drop-shadow(0 0 3px #E91E63)}
 .hv-diagram-widget g.hv-dw-selected > title + :is(polygon,path,ellipse),
 .hv-diagram-widget g.hv-dw-selected > g:first-of-type > a > :is(polygon,path,ellipse):first-child{

@@ -4,7 +4,10 @@ HTML in, the element clicked out.
 `value` is what the diagram panel shows (the same HTML an `ipywidgets.HTML` panel took: the
 SVG in its box, or a message), so whatever writes the panel writes this. `selected` is
 {"kind": "node" | "subgraph" | "module", "name": ...} or {} (nothing): a click in the page
-sets it, and setting it from Python outlines that element in the page. The page's script is
+sets it, and setting it from Python outlines that element in the page (brought into view).
+`marked` is {"label": what the red means, "nodes": [...], "subgraphs": [...], "modules": [...]}
+or {}: the page outlines those elements in red (the selection panel marks what blocks the most).
+The page's script is
 diagram_script.py; the ids it reads are hierviz.drawing.dot.element_id's.
 """
 
@@ -23,6 +26,7 @@ class DiagramWidget(anywidget.AnyWidget):
     _css = CSS
     value = traitlets.Unicode("").tag(sync=True)
     selected = traitlets.Dict().tag(sync=True)
+    marked = traitlets.Dict().tag(sync=True)
 
 
 __all__ = ["DiagramWidget"]

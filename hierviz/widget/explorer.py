@@ -147,7 +147,7 @@ class Explorer(widgets.VBox):
         more = {"progress": self.progress, "progress_label": self.progress_label,
                 "diff_against": self.diff_against, "output_dir": self.output_dir, "blockers_tab": self.blockers_tab}
         self.selection = SelectionPanel(self.controller, self.controls, self.panels["diagram"], self.panels["ops"],
-                                        self._guard, ctl.tab_index("ops"))
+                                        self._guard, ctl.tab_index("ops"), what_if=self.what_if)
         more["selection"] = self.selection.box
         self.children, self.tabs = ctl.layout(self.controls, extras, self.panels, self.buttons, more)
         self.selection.tabs = self.tabs

@@ -7,13 +7,15 @@ from __future__ import annotations
 import html
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import torch
 
 from hierviz.drawing.text import op_short
 from hierviz.foundation.stack_traces import frames
 from hierviz.partitioner import FALLBACK
+from hierviz.partitioner.blockers.blocker_causes import KIND_WORDS
+from hierviz.partitioner.blockers.blocker_text import saves_text
 from hierviz.widget.panels import table_html
 from hierviz.widget.selection import Selection
 
@@ -22,6 +24,7 @@ if TYPE_CHECKING:
 
     from hierviz.building.builds import Builds
     from hierviz.partitioner import Partition
+    from hierviz.settings.config import Config
 
 HINT = "Click a node or a subgraph in the diagram (or a box in the module view) to see it here and act on it."
 SHOWN = 12  # names listed before "and N more"
@@ -149,5 +152,76 @@ def ops_rows_html(part: "Partition", selection: Selection, ops: Iterable[str]) -
     return note + table_html(df.reset_index(drop=True))
 
 
-__all__ = ["HINT", "source_line", "backend_text", "hint_html", "gone_html", "node_html", "subgraph_html", "module_html",
-           "module_nodes", "ops_rows_html"]
+BLOCKER_RED = "#C62828"  # render(highlight="blockers")'s colour, and the diagram's marks
+FINDING = "finding what blocks the most ... (in the worker)"
+
+
+def blocker_name(row: Any) -> str:
+    """A blocker row's op as the diagram names it ('aten.add.Tensor'; a demoted row's blocks as they are)."""
+    op = str(row["op"])
+    return op_short(op) if op.startswith("torch.ops.") else op
+
+
+def kept_out_of(config: "Config") -> str:
+    """The accelerated backends of `config`'s priority in words: 'TensorRT and TorchInductor'."""
+    names = [BACKEND_WORDS.get(b, b) for b in config.priority if b != FALLBACK]
+    return " and ".join([", ".join(names[:-1]), names[-1]] if len(names) > 1 else names) or "the accelerated backends"
+
+
+def _gives(row: Any) -> str:
+    """What applying the row's fix gives, with its verdict, in words."""
+    verdict = row["verdict"]
+    return html.escape(saves_text(row)) + (f": <b>{html.escape(str(verdict))}</b>" if isinstance(verdict, str) else "")
+
+
+def finding_html() -> str:
+    return f'<div class="hv-top-blocker" style="color:#777;padding:4px 6px">{html.escape(FINDING)}</div>'
+
+
+def blockers_failed_html(error: str) -> str:
+    return (f'<div class="hv-top-blocker" style="color:#C62828;padding:4px 6px">could not find what blocks the most: '
+            f"{html.escape(error)}</div>")
+
+
+def no_blockers_html() -> str:
+    return ('<div class="hv-top-blocker" style="color:#555;padding:4px 6px">Nothing keeps nodes out of the '
+            "accelerated backends.</div>")
+
+
+def top_blocker_html(row: Any, config: "Config") -> str:
+    """What blocks the most (the first ranked row that keeps nodes out): its op and kind, the
+    nodes it keeps out (marked red in the diagram), its fix and what the fix gives, in words."""
+    fix = (f"Its fix, <i>{html.escape(str(row['change']))}</i>, gives {_gives(row)}."
+           if row["config"] is not None else f"No setting fixes it here: {html.escape(str(row['change']))}.")
+    act = ("Press <i>select it</i> (or click a red node), then <i>apply its fix</i>." if row["config"] is not None
+           else "Press <i>select it</i> (or click a red node) to see it.")
+    return (f'<div class="hv-top-blocker" style="padding:4px 6px;margin:4px 0;border-left:4px solid {BLOCKER_RED};'
+            f'background:#FFEBEE"><b>What blocks the most</b>: <code>{html.escape(blocker_name(row))}</code> '
+            f"({html.escape(KIND_WORDS.get(row['kind'], row['kind']))}) keeps {int(row['nodes'])} node(s) out of "
+            f"{html.escape(kept_out_of(config))}; they are marked red in the diagram.<br>{fix}<br>"
+            f'<span style="color:#555">{act}</span></div>')
+
+
+def blocker_row_html(row: Any, rank: int, top: bool) -> str:
+    """The Blockers tab's row `rank` (0-based) that keeps the selected node out: kind, nodes it
+    keeps out, subgraphs saved, ops gained, verdict and the change, said to be a what-if."""
+    saved, gained = row["subgraphs_saved"], row["accelerated_ops_gained"]
+    counted = saved is not None and saved == saved
+    rows = [("blocker", f"<code>{html.escape(blocker_name(row))}</code>: "
+                        f"{html.escape(KIND_WORDS.get(row['kind'], row['kind']))}"),
+            ("keeps out", f"{int(row['nodes'])} node(s)"),
+            ("subgraphs saved", f"{int(saved)} ({int(row['subgraphs_if_fixed'])} in all)" if counted else "-"),
+            ("ops gained", f"{int(gained)}" if counted else "-"),
+            ("verdict", f"<b>{html.escape(str(row['verdict']))}</b>" if isinstance(row["verdict"], str) else "-"),
+            ("the fix", html.escape(str(row["change"])))]
+    head = (f"row {rank + 1} of the Blockers tab" + (": what blocks the most" if top else ""))
+    note = ("what-if: <i>apply its fix</i> sets the controls to it; <i>back</i> restores your setting"
+            if row["config"] is not None else "no setting fixes it here")
+    return (f'<div class="hv-node-blocker" style="margin:4px 0;border-left:4px solid {BLOCKER_RED};'
+            f'background:#FFEBEE"><div style="font-weight:bold;margin:2px 6px">A blocker ({html.escape(head)})</div>'
+            + _rows(rows) + f'<div style="color:#555;margin:2px 6px">{note}</div></div>')
+
+
+__all__ = ["HINT", "FINDING", "BLOCKER_RED", "blocker_name", "kept_out_of", "finding_html", "blockers_failed_html",
+           "no_blockers_html", "top_blocker_html", "blocker_row_html", "source_line", "backend_text", "hint_html",
+           "gone_html", "node_html", "subgraph_html", "module_html", "module_nodes", "ops_rows_html"]

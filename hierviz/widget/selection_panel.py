@@ -8,39 +8,56 @@ nodes by backend), with buttons:
 - "focus here": the focus control takes the name (the focus view draws its neighbourhood);
 - "show its rows in Ops": the Ops tab opens showing only the selection's ops;
 - "clear": nothing selected (the Ops tab shows every row again).
+It also says what blocks the most, from the Blockers tab's table (made in the worker in the
+background: "finding what blocks the most ..." until then, or why it failed): with nothing
+selected, the first ranked row that keeps nodes out, in words, its nodes marked red in the
+diagram and a button "select it"; with a node selected that a row keeps out, that row and "apply
+its fix", which applies the row's what-if as clicking the row in the Blockers tab does
+(blockers_what_if.py: the same "back" restores the setting). A what-if applied says so.
 The panel follows the diagram: each redraw (a new setting) shows the selection as the new
 partition has it. Every handler runs through the explorer's guard: no exception reaches the kernel.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 import ipywidgets as widgets
 
 from hierviz.errors import ConfigError
+from hierviz.widget import blockers_tab
 from hierviz.widget import selection_html as text
+from hierviz.widget.blocker_rows import BlockerRows
 from hierviz.widget.diagram_widget import DiagramWidget
+from hierviz.widget.result_status import State
 from hierviz.widget.selection import Selection, find, from_trait, has
 
 if TYPE_CHECKING:
     from hierviz.partitioner import Partition
+    from hierviz.widget.blockers_what_if import BlockersWhatIf
     from hierviz.widget.controller import Controller
 
 Guard = Callable[[Callable[..., Any]], Callable[..., Any]]
 
 
 class SelectionPanel:
-    """The panel (`box`) and its buttons (`buttons`); `select(name)` is Explorer.selected's setter."""
+    """The panel (`box`) and its buttons (`buttons`); `select(name)` is Explorer.selected's setter.
+    `what_if` is the Blockers tab's work (the table, "apply", "back"); without it the panel says
+    nothing of blockers."""
 
     def __init__(self, controller: "Controller", controls: Mapping[str, Any], diagram: DiagramWidget,
-                 ops_panel: widgets.HTML, guard: Guard, ops_tab: int) -> None:
-        self.controller, self.controls, self.diagram = controller, controls, diagram
+                 ops_panel: widgets.HTML, guard: Guard, ops_tab: int,
+                 what_if: "BlockersWhatIf | None" = None) -> None:
+        self.controller, self.controls, self.diagram, self.what_if = controller, controls, diagram, what_if
+        self._rows: BlockerRows | None = None  # the shown partition's table with each row's nodes
+        self._refreshing = threading.Lock()  # refreshed by the kernel and by the blockers' thread
         self.ops_panel, self.ops_tab = ops_panel, ops_tab
         self.tabs: widgets.Tab | None = None  # the explorer's tabs, once laid out ("show its rows" opens Ops)
         self.forced: list[str] = []  # ops this panel added to torch_executed_ops, latest last ("undo")
         self.filtered = False  # the Ops tab shows the selection's rows only
         self.html = widgets.HTML(text.hint_html())
+        self.blocker_html = widgets.HTML()  # what blocks the most, or the selected node's row
         self.buttons = {
             "run_in_pytorch": widgets.Button(description="run this op in PyTorch", icon="hand-paper-o",
                                              tooltip="add this node's op to torch_executed_ops and re-partition"),
@@ -51,17 +68,29 @@ class SelectionPanel:
             "show_rows": widgets.Button(description="show its rows in Ops", icon="table",
                                         tooltip="open the Ops tab with the rows of the selection's ops"),
             "clear": widgets.Button(description="clear", icon="times", tooltip="select nothing"),
+            "select_top": widgets.Button(description="select it", icon="mouse-pointer",
+                                         tooltip="select a node of what blocks the most (marked red)"),
+            "apply_fix": widgets.Button(description="apply its fix", icon="magic", button_style="danger",
+                                        tooltip="apply this blocker's what-if, as clicking its row in the "
+                                                "Blockers tab does"),
+            "back": widgets.Button(description="back", icon="undo",
+                                   tooltip="restore the setting from before the first what-if"),
         }
         actions: dict[str, Callable[[], Any]] = {"run_in_pytorch": self.run_in_pytorch, "undo": self.undo,
                                                  "focus": self.focus_here, "show_rows": self.show_rows,
-                                                 "clear": lambda: self.select(None)}
+                                                 "clear": lambda: self.select(None), "select_top": self.select_top,
+                                                 "apply_fix": self.apply_fix, "back": self.back}
         for key, action in actions.items():
             self.buttons[key].layout = widgets.Layout(width="auto")
             self.buttons[key].on_click(guard(lambda _b, action=action: action()))
+        blocker_keys = ("select_top", "apply_fix", "back")
         self.box = widgets.VBox([widgets.HTML('<b style="margin:0 6px">Selection</b>'), self.html,
-                                 widgets.VBox(list(self.buttons.values()))],
+                                 self.blocker_html, widgets.VBox([self.buttons[k] for k in blocker_keys]),
+                                 widgets.VBox([b for k, b in self.buttons.items() if k not in blocker_keys])],
                                 layout=widgets.Layout(width="300px", min_width="260px", flex="0 0 300px"))
         self.box.add_class("hv-selection")
+        if what_if is not None:
+            what_if.listeners.append(guard(self.refresh))  # a table made: the top blocker, the marks
         # a redraw refreshes it through `refresh()` (called after each update): observing the diagram's
         # value would run inside the panel writer's lock
         diagram.observe(guard(lambda _c: self.refresh()), names="selected")
@@ -100,7 +129,12 @@ class SelectionPanel:
 
     # ------------------------------------------------------------------ the panel
     def refresh(self) -> None:
-        """Show the selection as the shown partition has it, and which buttons apply."""
+        """Show the selection as the shown partition has it, what blocks the most, and which
+        buttons apply."""
+        with self._refreshing:
+            self._refresh()
+
+    def _refresh(self) -> None:
         chosen, part = self.selection, self.controller.shown
         op = None
         if chosen is None or part is None:
@@ -122,6 +156,99 @@ class SelectionPanel:
         b["undo"].disabled = not any(o in self._forced_now() for o in self.forced)
         for key in ("focus", "show_rows", "clear"):
             b[key].disabled = chosen is None
+        self._show_blockers(part, chosen)
+
+    # ------------------------------------------------------------------ what blocks the most
+    def blocker_rows(self) -> BlockerRows | None:
+        """The shown partition's blockers table with each row's nodes, once the worker made it
+        (None until then, or without the Blockers tab's work)."""
+        part = self.controller.shown
+        if self.what_if is None or part is None:
+            return None
+        table = self.controller.blockers_of(part, compute=False)
+        if table is None:
+            return None
+        rows = self._rows
+        if rows is None or rows.table is not table:
+            rows = self._rows = BlockerRows.of(part, table)
+        return rows
+
+    def _show_blockers(self, part: "Partition | None", chosen: Selection | None) -> None:
+        """The blocker area, the diagram's red marks and the blocker buttons."""
+        rows = self.blocker_rows()
+        top = None if rows is None else rows.top()
+        node_row = rows.of_node(chosen.name) if rows is not None and chosen is not None and \
+            chosen.kind == "node" else None
+        body = ""
+        if self.what_if is not None and part is not None:
+            if rows is None:
+                status = self.controller.store.status("blockers", part.config)
+                body = text.blockers_failed_html(status.error) if status.state is State.FAILED else text.finding_html()
+            elif chosen is None:
+                body = text.no_blockers_html() if top is None else text.top_blocker_html(rows.row(top), part.config)
+            elif node_row is not None:
+                body = text.blocker_row_html(rows.row(node_row), node_row, node_row == top)
+        applied = self.what_if.what_if if self.what_if is not None else None
+        if applied is not None:
+            before_cfg, before, change = applied
+            body = blockers_tab.applied_html(change, before, self.controller.partition, before_cfg) + body
+        if self.blocker_html.value != body:
+            self.blocker_html.value = body
+        marked = {} if rows is None or top is None or part is None else self._marks(part, rows, top)
+        if self.diagram.marked != marked:
+            self.diagram.marked = marked
+        b = self.buttons
+        shown = {"select_top": chosen is None and top is not None,
+                 "apply_fix": node_row is not None and rows is not None and rows.row(node_row)["config"] is not None,
+                 "back": applied is not None}
+        for key, visible in shown.items():
+            b[key].layout.display = None if visible else "none"
+            b[key].disabled = not visible
+
+    @staticmethod
+    def _marks(part: "Partition", rows: BlockerRows, top: int) -> dict[str, Any]:
+        """The diagram's `marked`: the top row's nodes, their subgraphs and their modules."""
+        names = list(rows.members[top])
+        records = [part.record(n) for n in names]
+        row = rows.row(top)
+        return {"label": f"what blocks the most ({row['kind']}: {text.blocker_name(row)}, {len(names)} node(s))",
+                "nodes": names, "subgraphs": list(dict.fromkeys(r.tag for r in records if r.tag)),
+                "modules": list(dict.fromkeys(r.module_path for r in records if r.module_path))}
+
+    def select_top(self) -> str:
+        """Select the first node of what blocks the most (the page brings it into view); its name."""
+        rows = self.blocker_rows()
+        top = None if rows is None else rows.top()
+        if rows is None or top is None:
+            raise ConfigError("nothing blocks here yet: the Blockers tab's table is still being made, or no "
+                              "cause keeps nodes out of the accelerated backends (see the Blockers tab).")
+        name = rows.members[top][0]
+        self.select(name)
+        return name
+
+    def apply_fix(self) -> Any:
+        """Apply the what-if of the blocker row that keeps the selected node out, as clicking that
+        row in the Blockers tab does ("back" restores the setting); returns its setting."""
+        chosen = self._selected("node")
+        rows = self.blocker_rows()
+        k = None if rows is None else rows.of_node(chosen.name)
+        if self.what_if is None or rows is None or k is None:
+            raise ConfigError(f"node {chosen.name!r} is not kept out by any row of the Blockers tab (or its table "
+                              "is still being made): select a node marked red, or use the Blockers tab.")
+        row = rows.row(k)
+        if row["config"] is None:
+            raise ConfigError(f"no setting fixes {row['op']}: {row['change']}.")
+        self.what_if.apply(row["config"], row["change"])
+        self.refresh()
+        return row["config"]
+
+    def back(self) -> Any:
+        """The Blockers tab's "back": the setting from before the first what-if (None: none applied)."""
+        if self.what_if is None:
+            return None
+        before = self.what_if.undo()
+        self.refresh()
+        return before
 
     def _forced_now(self) -> list[str]:
         return list(self.controls["torch_executed_ops"].value)
