@@ -17,7 +17,7 @@ from hierviz.partitioner import FALLBACK
 from hierviz.partitioner.blockers.blocker_causes import KIND_WORDS
 from hierviz.partitioner.blockers.blocker_text import saves_text
 from hierviz.widget.panels import table_html
-from hierviz.widget.selection import Selection
+from hierviz.widget.selection import Selection, members, repeat_run
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -222,6 +222,32 @@ def blocker_row_html(row: Any, rank: int, top: bool) -> str:
             + _rows(rows) + f'<div style="color:#555;margin:2px 6px">{note}</div></div>')
 
 
+def grouped_html(part: "Partition", selection: Selection) -> str:
+    """A group of the collapsed view, a repeat of the module view or the top level (selection.members:
+    its nodes): its nodes and subgraphs by backend and its ops; a group or repeat says what
+    "focus here" draws."""
+    names = members(part, selection)
+    records = [part.record(n) for n in names]
+    tags = list(dict.fromkeys(r.tag for r in records if r.tag))
+    subs = Counter(part.subgraph(t).backend for t in tags)
+    by_backend = Counter(r.backend for r in records)
+    ops = Counter(op_short(r.op) for r in records if r.op)
+    rows = [("backends", " \u00b7 ".join(f"{html.escape(backend_text(b))} {n} node(s), {subs[b]} subgraph(s)"
+                                   for b, n in by_backend.most_common())),
+            ("subgraphs", f"{len(tags)}: " + _listed(tags)), ("ops", _listed([f"{o} \u00d7{c}" for o, c in
+                                                                              ops.most_common()]) or "-"),
+            ("nodes", f"{len(names)}: " + _listed(names))]
+    if selection.kind == "group" and tags:
+        rows.append(("focus here", f"draws its first subgraph, {html.escape(tags[0])}"))
+        return _head("group", selection.name) + _rows(rows)
+    run = repeat_run(part, selection.name) if selection.kind == "repeat" else None
+    if run:
+        rows.insert(0, ("modules", f"{len(run)} {html.escape(run[0].cls)}: " + _listed([m.path for m in run])))
+        rows.append(("focus here", f"draws the inside of {html.escape(run[0].path)}, as of each"))
+        return _head("repeated modules", selection.name) + _rows(rows)
+    return _head("ops outside any module", selection.name) + _rows(rows)
+
+
 __all__ = ["HINT", "FINDING", "BLOCKER_RED", "blocker_name", "kept_out_of", "finding_html", "blockers_failed_html",
            "no_blockers_html", "top_blocker_html", "blocker_row_html", "source_line", "backend_text", "hint_html",
-           "gone_html", "node_html", "subgraph_html", "module_html", "module_nodes", "ops_rows_html"]
+           "gone_html", "node_html", "subgraph_html", "module_html", "module_nodes", "ops_rows_html", "grouped_html"]

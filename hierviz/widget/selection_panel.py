@@ -31,7 +31,7 @@ from hierviz.widget import selection_html as text
 from hierviz.widget.blocker_rows import BlockerRows
 from hierviz.widget.diagram_widget import DiagramWidget
 from hierviz.widget.result_status import State
-from hierviz.widget.selection import Selection, find, from_trait, has
+from hierviz.widget.selection import GROUPED, Selection, find, focus_target, from_trait, has, members
 
 if TYPE_CHECKING:
     from hierviz.partitioner import Partition
@@ -146,6 +146,8 @@ class SelectionPanel:
             body = text.node_html(part, chosen.name, self._forced_now())
         elif chosen.kind == "subgraph":
             body = text.subgraph_html(part, chosen.name, self.controller.builds_of(part))
+        elif chosen.kind in GROUPED:
+            body = text.grouped_html(part, chosen)
         else:
             body = text.module_html(part, chosen.name)
         self.html.value = body
@@ -156,6 +158,7 @@ class SelectionPanel:
         b["undo"].disabled = not any(o in self._forced_now() for o in self.forced)
         for key in ("focus", "show_rows", "clear"):
             b[key].disabled = chosen is None
+        b["focus"].disabled = chosen is None or (part is not None and focus_target(part, chosen) is None)
         self._show_blockers(part, chosen)
 
     # ------------------------------------------------------------------ what blocks the most
@@ -281,10 +284,14 @@ class SelectionPanel:
         return None
 
     def focus_here(self) -> str:
-        """The focus control takes the selection's name (the explorer switches to the focus view)."""
-        chosen = self._selected()
-        self.controls["focus"].value = chosen.name
-        return chosen.name
+        """The focus control takes the selection's name, a group's first subgraph or a repeat's
+        first module (selection.focus_target; the explorer switches to the focus view)."""
+        target = focus_target(self._shown(), self._selected())
+        if target is None:
+            raise ConfigError("the top level (the ops outside any module) is no one place to focus on: "
+                              "select one of its nodes.")
+        self.controls["focus"].value = target
+        return target
 
     def show_rows(self) -> None:
         """Open the Ops tab with only the rows of the selection's ops."""
@@ -293,6 +300,8 @@ class SelectionPanel:
             ops = [part.record(chosen.name).op]
         elif chosen.kind == "subgraph":
             ops = [part.record(n).op for n in part.subgraph(chosen.name).nodes]
+        elif chosen.kind in GROUPED:
+            ops = [part.record(n).op for n in members(part, chosen)]
         else:
             ops = list(text.module_nodes(part, chosen.name)["op"])
         self.ops_panel.value = text.ops_rows_html(part, chosen, ops)

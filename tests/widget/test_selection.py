@@ -4,6 +4,8 @@ show its rows in Ops, clear). The click in a real page is tests/widget/test_sele
 
 from __future__ import annotations
 
+import html
+
 import pytest
 import torch
 
@@ -185,3 +187,144 @@ def test_a_bad_click_is_shown_never_raised(ex: Explorer) -> None:
     ex.panels["diagram"].selected = {"kind": "banana", "name": "x"}
     assert "a selection is {'kind'" in ex.errors["action"]
     assert not ex.internal_errors
+
+
+class Alternating(torch.nn.Module):
+    """A module, then i0e (no TensorRT converter) between TensorRT runs: 12 subgraphs, drawn 2
+    a box in the collapsed view at max_nodes=10; the adds and i0e are outside any module."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = self.block(x)
+        for _ in range(6):
+            x = torch.special.i0e(torch.relu(x) + 1)
+        return x
+
+
+@pytest.fixture
+def grouped(tmp_path) -> Explorer:
+    return Explorer(Alternating(), (torch.randn(2, 4),), min_block_size=1, view="collapsed", max_nodes=10,
+                    debounce=0, output_dir=tmp_path / "out")
+
+
+def test_a_group_of_the_collapsed_view_is_selected_as_its_box_is_clicked(grouped: Explorer) -> None:
+    ex = grouped
+    subs = ex.partition.subgraphs
+    assert len(subs) == 12 and 'hv:group:subgraphs%202' in ex.svg  # the box "subgraphs 2-3" a click reads back
+    ex.panels["diagram"].selected = {"kind": "group", "name": "subgraphs 2-3"}  # what the page's script sends
+    assert ex.selected == "subgraphs 2-3"
+    text = panel(ex)
+    assert "group" in text and "subgraphs 2-3" in text
+    for sg in subs[2:4]:
+        assert sg.tag in text
+    for sg in (*subs[:2], *subs[4:]):
+        assert sg.tag not in text
+    assert "TensorRT (tensorrt)" in text and "PyTorch (torch)" in text
+    b = ex.selection.buttons
+    assert b["run_in_pytorch"].disabled and not b["focus"].disabled and not b["show_rows"].disabled
+
+
+def test_a_group_set_from_python_shows_its_rows_and_focuses_on_its_first_subgraph(grouped: Explorer) -> None:
+    ex = grouped
+    subs = ex.partition.subgraphs
+    ex.selected = "subgraphs 4-5"
+    assert ex.panels["diagram"].selected == {"kind": "group", "name": "subgraphs 4-5"}
+    ex.selection.buttons["show_rows"].click()
+    assert ex.tabs.selected_index == tab_index("ops")
+    rows = ex.panels["ops"].value
+    ops = {ex.partition.record(n).op for sg in subs[4:6] for n in sg.nodes}
+    assert "the rows of group" in rows and f"({len(ops)} of {len(ex.partition.ops())} ops)" in rows
+    assert "torch.ops.aten.special_i0e.default" in rows and "torch.ops.aten.linear.default" not in rows
+    ex.selection.buttons["focus"].click()
+    assert ex.controls["view"].value == "focus" and ex.controls["focus"].value == subs[4].tag
+    assert "hv:subgraph:" + subs[4].tag in ex.svg
+
+
+def test_the_top_level_box_selects_the_nodes_outside_any_module(grouped: Explorer) -> None:
+    ex = grouped
+    ex.controls["view"].value = "modules"
+    assert "hv:top:(top%20level)" in ex.svg
+    ex.panels["diagram"].selected = {"kind": "top", "name": "(top level)"}
+    assert ex.selected == "(top level)"
+    text = panel(ex)
+    outside = [n for n in ex.partition.nodes()["name"] if ex.partition.record(n).module_path == ""
+               and ex.partition.record(n).tag]
+    assert len(outside) == 18  # 6 x (relu, add, i0e)
+    assert "18: relu_1, add, special_i0e" in text and "linear" not in text
+    b = ex.selection.buttons
+    assert b["focus"].disabled and not b["show_rows"].disabled and b["run_in_pytorch"].disabled
+    with pytest.raises(hv.HiervizError, match="no one place to focus on: select one of its nodes"):
+        ex.selection.focus_here()
+    ex.selection.buttons["show_rows"].click()
+    rows = ex.panels["ops"].value
+    assert "torch.ops.aten.special_i0e.default" in rows and "torch.ops.aten.linear.default" not in rows
+    ex.selected = None
+    ex.selected = "(top level)"  # as Python names it
+    assert ex.panels["diagram"].selected == {"kind": "top", "name": "(top level)"}
+
+
+def test_a_group_the_partition_lacks_says_what_to_pass(grouped: Explorer) -> None:
+    for name in ("subgraphs 11-12", "subgraphs 3-2", "subgraphs 02-3"):
+        with pytest.raises(hv.HiervizError, match="a group of the collapsed view"):
+            grouped.selected = name
+    grouped.panels["diagram"].selected = {"kind": "group", "name": "subgraphs 11-12"}
+    assert "subgraphs 11-12 is not in the shown partition" in panel(grouped)
+    assert not grouped.internal_errors
+
+
+def test_a_rolled_up_run_of_the_module_view_selects_every_copy(tmp_path) -> None:
+    from tests.drawing.stack_models import odd_partition, stack
+
+    model, inputs = stack()
+    part = odd_partition(hv.capture(model, inputs))
+    ex = Explorer(part, view="modules", debounce=0, output_dir=tmp_path / "out")
+    assert "hv:repeat:blocks.3%20%C3%972" in ex.svg  # the box "blocks.3–4 ×2"
+    ex.panels["diagram"].selected = {"kind": "repeat", "name": "blocks.3 \u00d72"}
+    assert ex.selected == "blocks.3 \u00d72"
+    text = panel(ex)
+    assert "repeated modules" in text and "2 Block: blocks.3, blocks.4" in text
+    names = [n for n in part.nodes()["name"] if part.record(n).module_path.startswith(("blocks.3", "blocks.4"))]
+    assert len(names) == 12 and f"{len(names)}: {names[0]}, " in text
+    assert "blocks.2" not in text
+    b = ex.selection.buttons
+    assert not b["focus"].disabled and not b["show_rows"].disabled and b["run_in_pytorch"].disabled
+    ex.selection.buttons["focus"].click()
+    assert ex.controls["focus"].value == "blocks.3" and "inside blocks.3 (Block)" in html.unescape(ex.svg)
+    for name in ("blocks.0 \u00d76", "inp \u00d72", "blocks.0 \u00d71", "blocks.0 \u00d702"):
+        with pytest.raises(hv.HiervizError, match="a repeat of the module view"):
+            ex.selected = name
+
+
+NOTES = ("hv&#45;stub", "hv&#45;outside", "hv&#45;input&#45;ref")  # plain text beside the boxes ("2 more inputs")
+
+
+def test_every_box_each_view_draws_is_one_a_click_selects() -> None:
+    """Each drawn box or cluster (not the plain-text notes beside them) carries an hv: id, and
+    each id names what the shown partition has (selection.has), in every view the explorer draws."""
+    import re
+    from urllib.parse import unquote
+
+    from hierviz.drawing import to_svg
+    from hierviz.widget.selection import has
+    from tests.drawing.stack_models import odd_partition, stack
+
+    model, inputs = stack()
+    parts = [hv.partition(Alternating(), (torch.randn(2, 4),), min_block_size=1),
+             odd_partition(hv.capture(model, inputs))]
+    kinds: set[str] = set()
+    for part in parts:
+        for view, kw in (("full", {}), ("collapsed", {}), ("collapsed", {"max_nodes": 10}), ("modules", {"depth": 1}),
+                         ("modules", {"depth": 2}), ("focus", {"focus": part.subgraphs[1].tag})):
+            svg = to_svg(part, view=view, **kw)
+            boxes = re.findall(r'<g id="([^"]+)" class="((?:node|cluster)[^"]*)"', svg)
+            drawn = [d for d, klass in boxes if not any(note in klass for note in NOTES)]
+            assert drawn and all(d.startswith("hv:") for d in drawn), (view, kw, drawn)
+            for element in map(html.unescape, drawn):
+                head, name = element[3:].split(":", 1)
+                kind = head.split("~")[0]
+                kinds.add(kind)
+                assert has(part, kind, unquote(name)), (view, kw, element)
+    assert kinds == {"node", "subgraph", "module", "group", "repeat", "top"}

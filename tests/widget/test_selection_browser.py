@@ -4,7 +4,9 @@ test clicks a node in the diagram, reads the selection panel, presses "run this 
 PyTorch" and sees the new partition: the node's backend class in the SVG and the panel both
 say PyTorch; then zooms with the wheel, pans by a drag (which selects nothing) and fits back,
 clicks a subgraph's box in the collapsed view and a module's box in the module view, focuses on
-that module and shows its rows in the Ops tab.
+that module and shows its rows in the Ops tab. A second notebook draws a graph of 12 subgraphs
+collapsed two a box: the test clicks a box of two subgraphs, then the module view's "(top level)"
+box, and reads each in the panel.
 Screenshots go to test-artifacts/browser/."""
 
 from __future__ import annotations
@@ -33,12 +35,32 @@ class Net(torch.nn.Module):
 
 ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, view="full", debounce=0)
 ex"""
+GROUPS_CELL = """import torch
+import hierviz as hv
+
+class Alternating(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
+
+    def forward(self, x):
+        x = self.block(x)
+        for _ in range(6):
+            x = torch.special.i0e(torch.relu(x) + 1)
+        return x
+
+ex = hv.explore(Alternating(), (torch.randn(2, 4),), min_block_size=1, view="collapsed", max_nodes=10, debounce=0)
+ex"""
 UPDATE_S = 30
 
 
 @pytest.fixture(scope="module")
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
-    yield from serving(tmp_path_factory, lambda root: one_cell_notebook(root / "click.ipynb", CELL))
+    def put(root: Any) -> None:
+        one_cell_notebook(root / "click.ipynb", CELL)
+        one_cell_notebook(root / "groups.ipynb", GROUPS_CELL)
+
+    yield from serving(tmp_path_factory, put)
 
 
 def node_state(explorer: Any, name: str) -> dict[str, Any] | None:
@@ -132,6 +154,63 @@ def test_click_a_node_force_it_to_pytorch_and_see_the_new_partition(lab: Lab) ->
                               explorer.locator(".hv-ops-filter + div table").first.inner_text(),
                               UPDATE_S, "show its rows did not open the Ops tab with the module's rows", page)
             assert "convolution" in rows and "sigmoid" not in rows, rows
+            assert errors == [], errors
+        finally:
+            browser.close()
+
+
+def element_state(explorer: Any, element: str) -> dict[str, Any] | None:
+    """Whether the diagram has the element of id `element` (as the page decodes it) and it is
+    outlined, and the selection panel's text."""
+    return explorer.evaluate("""(root, element) => {
+        const svg = root.querySelector('.hv-diagram-widget svg');
+        if (!svg) return null;
+        const g = [...svg.querySelectorAll('g[id]')].find(e => e.id === element);
+        const panel = root.querySelector('.hv-selection');
+        return {found: !!g, outlined: g ? g.classList.contains('hv-dw-selected') : null,
+                panel: panel ? panel.innerText : ''};
+    }""", element)
+
+
+def test_click_a_box_of_several_subgraphs_and_the_top_level_box(lab: Lab) -> None:
+    group = "hv:group:subgraphs%202-3"
+    top = "hv:top:(top%20level)"
+    with playwright_api.sync_playwright() as p:
+        browser = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
+        page = browser.new_context(viewport=VIEWPORT, device_scale_factor=1).new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda e: errors.append(str(e)))
+        try:
+            page.goto(f"{lab.url}/lab/tree/groups.ipynb?reset&token={lab.token}", wait_until="domcontentloaded")
+            wait_until_ready(page, 1)
+            run_all_cells(page)
+            explorer = page.locator(".hierviz-explorer").first
+            first = wait_until(lambda: (s := element_state(explorer, group)) and s["found"] and s, 180,
+                               "the collapsed view did not draw the box of subgraphs 2-3", page)
+            assert not first["outlined"] and "Click a node" in first["panel"], first
+
+            explorer.locator(f".hv-diagram-widget g.node[id='{group}']").first.click()
+            picked = wait_until(lambda: (s := element_state(explorer, group)) and "group subgraphs 2-3" in s["panel"]
+                                and s, UPDATE_S, "clicking the box of subgraphs 2-3 did not select its group", page)
+            assert picked["outlined"], picked
+            assert "_run_on_acc_tensorrt_2, _run_on_gpu_3" in picked["panel"], picked["panel"]
+            assert "_run_on_gpu_1" not in picked["panel"] and "PyTorch (torch)" in picked["panel"]
+            shot(page, "click-04-group-selected", explorer)
+
+            explorer.locator(".widget-toggle-button", has_text="modules").first.click()
+            target = explorer.locator(f".hv-diagram-widget g.node[id='{top}']").first
+            target.wait_for(timeout=UPDATE_S * 1000)
+            target.click()
+            chosen = wait_until(lambda: (s := element_state(explorer, top)) and "(top level)" in s["panel"] and s,
+                                UPDATE_S, "clicking the (top level) box did not select it", page)
+            assert chosen["outlined"] and "ops outside any module" in chosen["panel"], chosen
+            assert "18: relu_1, add, special_i0e" in chosen["panel"], chosen["panel"]
+            assert explorer.locator("button", has_text="focus here").first.is_disabled()
+            explorer.locator("button", has_text="show its rows in Ops").click()
+            rows = wait_until(lambda: (f := explorer.locator(".hv-ops-filter")).count() and f.first.is_visible() and
+                              explorer.locator(".hv-ops-filter + div table").first.inner_text(),
+                              UPDATE_S, "show its rows did not open the Ops tab with the top level's rows", page)
+            assert "special_i0e" in rows and "linear" not in rows, rows
             assert errors == [], errors
         finally:
             browser.close()
