@@ -16,8 +16,10 @@ each, and what times runs alone there (worker_main.py); their answers, progress 
 heartbeat come back as pickles over its stdout, read here by one thread. Anything the child
 prints goes to its stderr, kept in a temporary file for the message when it dies.
 
-A child that exits, is killed, or sends nothing for `hang_s` seconds (then it is killed) fails
-every job waiting on it with a WorkerError that says so; the next job starts a fresh child.
+A child that exits, is killed, or sends nothing for `hang_s` seconds of the time it could run
+(then it is killed) fails every job waiting on it with a WorkerError that says so; the next job
+starts a fresh child. The time its threads waited for a CPU does not count (silence_watch.py):
+at its low priority on a busy machine its heartbeat may come minutes late, and it is not hung.
 `close()` (the interpreter's exit, the last hold closed) ends it at once: its whole session is
 killed (a build inside TensorRT, its compilers) before `close()` returns, and a thread of its
 own reaps it (no zombie stays; nothing waits for a 1 GB process to tear down).
@@ -43,6 +45,7 @@ from typing import Any, Callable, Sequence
 from hierviz.errors import HiervizError
 from hierviz.capturing.custom_op_sources import not_importable, unavailable_text
 from hierviz.capturing.graph_codec import pack_graph
+from hierviz.widget.silence_watch import SilenceWatch
 
 logger = logging.getLogger(__name__)
 # what pickling raises for something that does not pickle: a function or class not found by its
@@ -68,8 +71,8 @@ main()
 """
 COMMAND = (sys.executable, "-c", _BOOT)
 SUPERSEDED = "a newer build of the same explorer took its place"
-HANG_S = 120.0  # no word from the child for this long (it beats every WorkerBeat s): hung, killed
-START_S = 120.0  # the longest the child may take to import hierviz and read the graph
+HANG_S = 120.0  # no word from the child for this long while it could run (it beats every s): hung, killed
+START_S = 120.0  # the longest the child may take to import hierviz and read the graph (as HANG_S)
 EXIT_REAP_S = 2.0  # at the interpreter's exit, the longest it waits for killed children to be reaped
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
@@ -110,9 +113,7 @@ class _Job:
         worker = self.worker
         assert worker is not None
         while not self.done.wait(0.5):
-            if time.monotonic() - worker._heard > worker.hang_s and worker._proc is self.proc:
-                worker._fail(f"the worker process sent nothing for {worker.hang_s:.0f} s (hung): it was killed; "
-                             "the next job starts a fresh one", self.proc)
+            worker.kill_if_hung(self.proc)
         return worker._answer(self)
 
 
@@ -120,8 +121,8 @@ class Worker:
     """The parent's handle on one worker process (see the module docstring).
     `run(graph, example_inputs, kind, payload)` blocks until the child answers (the GIL is free
     meanwhile) and returns the answer; several threads may run jobs at once. `command` is the
-    child's command line (a test can pass one that fails); `hang_s` how long a silent child
-    lives."""
+    child's command line (a test can pass one that fails); `hang_s` how long a child that
+    could run and sends nothing lives."""
 
     def __init__(self, *, command: Sequence[str] | None = None, hang_s: float = HANG_S) -> None:
         self.command = list(command or COMMAND)
@@ -131,7 +132,7 @@ class Worker:
         self._stderr: Any = None
         self._jobs: dict[int, _Job] = {}
         self._ids = itertools.count(1)
-        self._heard = 0.0
+        self._silence = SilenceWatch(lambda: time.monotonic())  # (the module's clock, which a test replaces)
         self._failure: str | None = None
         # (id(graph), id(inputs)) -> (its number in the child, the inputs): the inputs are held, so their
         # id is not reused while the entry lives; the graph is watched and the entry dropped when it dies
@@ -214,6 +215,16 @@ class Worker:
                 self._holds = 0
                 self.close()
 
+    def kill_if_hung(self, proc: subprocess.Popen | None = None) -> bool:
+        """When the child `proc` (the running one by default) has sent nothing for `hang_s` of
+        the time it could run, kill it and fail its jobs; whether it did."""
+        proc = self._proc if proc is None else proc
+        if proc is None or self._proc is not proc or self._silence.silent_s() <= self.hang_s:
+            return False
+        self._fail(f"the worker process sent nothing for {self.hang_s:.0f} s while it could run (hung): it was "
+                   "killed; the next job starts a fresh one", proc)
+        return True
+
     def _answer(self, job: _Job) -> Any:
         if job.status == "ok":
             return job.answer
@@ -244,7 +255,7 @@ class Worker:
             self._proc = None
             raise WorkerError(f"could not start the worker process ({exc})") from exc
         self.starts += 1
-        self._heard = time.monotonic() + START_S - self.hang_s  # importing torch takes a while
+        self._silence.watch(self._proc.pid, START_S - self.hang_s)  # importing torch takes a while
         threading.Thread(target=self._read, args=(self._proc,), name="hierviz-worker-reader", daemon=True).start()
         self._write((0, "path", list(sys.path)))
 
@@ -311,7 +322,7 @@ class Worker:
                 key, kind, payload = pickle.load(out)
             except _STREAM_ENDED:  # EOF, or a child killed mid-message
                 break
-            self._heard = time.monotonic()
+            self._silence.heard()
             job = self._jobs.get(key)
             if kind == "beat" or job is None:
                 continue

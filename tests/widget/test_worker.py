@@ -27,6 +27,7 @@ from . import worker_helpers as helpers  # the worker imports it by this name to
 
 WAIT_S = 120.0  # a safety net only: the steps wait on events (a file, a job answered)
 BROKEN = (sys.executable, "-c", "import sys; sys.stderr.write('no worker here\\n'); sys.exit(3)")
+SILENT = (sys.executable, "-c", "import sys\nwhile sys.stdin.buffer.read(65536):\n    pass")  # reads, never answers
 
 
 @pytest.fixture(scope="module")
@@ -110,11 +111,39 @@ def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path, monk
         clock.advance(START_S + worker.hang_s)
         wait([job], timeout=1.0)
     got = job.exception()
-    assert isinstance(got, WorkerError) and f"sent nothing for {HANG_S:.0f} s (hung): it was killed" in str(got)
+    assert isinstance(got, WorkerError)
+    assert f"sent nothing for {HANG_S:.0f} s while it could run (hung): it was killed" in str(got)
     assert worker.pid is None
     assert worker.wait_ended(WAIT_S)  # killed; a thread reaps it
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
+
+
+def test_a_starved_worker_is_not_hung_a_silent_one_that_could_run_is(two_blocks, monkeypatch) -> None:
+    """The worker at nice 19 on a busy machine waits for a CPU most of the time: its heartbeat
+    comes late, it is not killed however long that lasts; once it could run for hang_s and
+    sent nothing, it is. The clock and the time it waited for a CPU are the test's."""
+    from hierviz.widget import silence_watch, worker as worker_module
+
+    clock = ManualClock()
+    use_clock(monkeypatch, worker_module, clock)
+    waited = [0.0]  # seconds the child's threads waited for a CPU, as Linux would say
+    monkeypatch.setattr(silence_watch, "runqueue_wait_s", lambda pid: waited[0])
+    _, inputs, gm = two_blocks
+    w = Worker(command=SILENT)
+    try:
+        job = w.submit(gm, inputs, "blockers", helpers.SAME)
+        for _ in range(10):  # 40 minutes without a word, every second of it waiting for a CPU
+            clock.advance(START_S + HANG_S)
+            waited[0] += START_S + HANG_S
+            assert not w.kill_if_hung()
+        assert w.pid is not None and not job.done.is_set()
+        clock.advance(HANG_S + 1.0)  # it could run, and sent nothing
+        with pytest.raises(WorkerError, match=f"sent nothing for {HANG_S:.0f} s while it could run \\(hung\\)"):
+            job.result()
+        assert w.pid is None
+    finally:
+        w.close()
 
 
 def test_a_worker_that_cannot_start_says_why(two_blocks) -> None:
