@@ -51,7 +51,7 @@ class SelectionPanel:
                  what_if: "BlockersWhatIf | None" = None) -> None:
         self.controller, self.controls, self.diagram, self.what_if = controller, controls, diagram, what_if
         self._rows: BlockerRows | None = None  # the shown partition's table with each row's nodes
-        self._refreshing = threading.Lock()  # refreshed by the kernel and by the blockers' thread
+        self._refreshing = threading.RLock()  # refreshed by the kernel and by the blockers' thread
         self.ops_panel, self.ops_tab = ops_panel, ops_tab
         self.tabs: widgets.Tab | None = None  # the explorer's tabs, once laid out ("show its rows" opens Ops)
         self.forced: list[str] = []  # ops this panel added to torch_executed_ops, latest last ("undo")
