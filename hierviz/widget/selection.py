@@ -147,6 +147,9 @@ def find(part: "Partition", name: Any) -> Selection:
     for kind in ELEMENT_KINDS:
         if has(part, kind, name):
             return Selection(kind, name)
+    if name == TOP:
+        raise ConfigError(f"every op of this model runs inside a module: there is no {TOP!r} (the module view's box "
+                          "of the ops outside any module) to select; select a module or a node instead.")
     tags = [sg.tag for sg in part.subgraphs][:5]
     raise ConfigError(f"nothing called {name!r} in the shown partition: Explorer.selected takes a node name "
                       f"(Explorer.partition.nodes()['name']), a subgraph tag (e.g. {', '.join(map(repr, tags))}), "

@@ -328,3 +328,9 @@ def test_every_box_each_view_draws_is_one_a_click_selects() -> None:
                 kinds.add(kind)
                 assert has(part, kind, unquote(name)), (view, kw, element)
     assert kinds == {"node", "subgraph", "module", "group", "repeat", "top"}
+
+
+def test_the_top_level_of_a_model_whose_ops_all_run_in_modules_says_there_is_none() -> None:
+    ex = Explorer(torch.nn.Sequential(torch.nn.Linear(3, 3), torch.nn.ReLU()), (torch.randn(2, 3),), debounce=0)
+    with pytest.raises(hv.HiervizError, match=r"every op of this model runs inside a module: there is no '\(top"):
+        ex.selected = "(top level)"
