@@ -4,8 +4,9 @@ one.
 The update that follows a control change, and the background work that finishes later (a
 measurement, a build, a numerics check, the compile-today line), each redraw some of the same
 panels (stats, diagram, history, numerics). A view takes a stamp before it starts making its
-HTML; its write is dropped when the panel has since been written by a view stamped later, or
-when the setting it shows is no longer the shown one (checked with the write, under one lock).
+HTML (the Explorer's one numbering: its result store's `stamp`); its write is dropped when the
+panel has since been written by a view stamped later, or when the setting it shows is no longer
+the shown one (checked with the write, under one lock).
 So the panel always ends with the newest view of the shown setting, whatever order the threads
 finish in.
 """
@@ -23,21 +24,13 @@ class PanelWriter:
     `name` unless a later-stamped view was written there, or `still()` (the view's setting is
     still shown) is false. `written` counts the writes made, `dropped` those refused."""
 
-    def __init__(self, panels: Mapping[str, widgets.HTML], stamp: Callable[[], int] | None = None) -> None:
+    def __init__(self, panels: Mapping[str, widgets.HTML], stamp: Callable[[], int]) -> None:
         self.panels = panels
         self._lock = threading.Lock()
-        self._stamps = 0
-        self._numbering = stamp  # the Explorer's one numbering (its result store's), else this writer's own
+        self.stamp = stamp  # the Explorer's one numbering (its result store's)
         self._last: dict[str, int] = {}
         self.written = 0
         self.dropped = 0
-
-    def stamp(self) -> int:
-        if self._numbering is not None:
-            return self._numbering()
-        with self._lock:
-            self._stamps += 1
-            return self._stamps
 
     def write(self, name: str, value: str, stamp: int, still: Callable[[], bool] | None = None) -> bool:
         """Whether `value` was written to panel `name`."""

@@ -112,8 +112,9 @@ def test_the_panel_writer_keeps_the_newest_view_of_the_shown_setting() -> None:
     import ipywidgets as widgets
 
     from hierviz.widget.panel_writer import PanelWriter
+    from hierviz.widget.result_store import ResultStore
 
-    w = PanelWriter({"stats": widgets.HTML()})
+    w = PanelWriter({"stats": widgets.HTML()}, ResultStore(4).stamp)
     older, newer = w.stamp(), w.stamp()
     assert w.write("stats", "newer", newer)
     assert not w.write("stats", "older", older)  # made before, finished after: dropped
