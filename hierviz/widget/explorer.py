@@ -299,9 +299,10 @@ class Explorer(widgets.VBox):
 
     @property
     def selected(self) -> str | None:
-        """The name of the node, subgraph or module selected in the diagram (a click selects);
-        None when nothing is. Setting it selects as a click does (a node name, a subgraph tag or a
-        module path of the shown partition; None clears); a name it lacks is a ConfigError."""
+        """The name of the node, subgraph, module, group ("subgraphs 3-7"), rolled-up run
+        ("layers.0 ×24") or "(top level)" selected in the diagram (a click selects); None when
+        nothing is. Setting it selects as a click does (such a name of the shown partition; None
+        clears); a name it lacks is a ConfigError."""
         chosen = self.selection.selection
         return None if chosen is None else chosen.name
 
