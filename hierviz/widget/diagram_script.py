@@ -10,7 +10,8 @@ it holds no SVG) in a box of its own, and
   view when it is outside it (a name set from Python, a redraw that moved it);
 - the elements `marked` names ({label, nodes, subgraphs, modules}: what blocks the most) get a
   red outline, the colour of `render(highlight="blockers")`: its nodes where the view draws them,
-  else their subgraphs' boxes, else their modules' boxes; the bar says what the red means;
+  else their subgraphs' boxes, else their modules' boxes; the bar says what the red means, and
+  `marked.what_if` that the picture is a what-if's (a blocker's fix applied, not the user's setting);
 - the wheel zooms about the pointer, a drag pans (a drag is never a click), the buttons zoom
   and "fit" goes back to the whole width (at most 100%).
 """
@@ -62,6 +63,9 @@ function render({ model, el }) {
   const key = document.createElement("span");
   key.className = "hv-dw-key";
   bar.append(key);
+  const whatIf = document.createElement("span");
+  whatIf.className = "hv-dw-whatif";
+  bar.append(whatIf);
 
   function apply() {
     if (!svg || !view) return;
@@ -122,6 +126,8 @@ function render({ model, el }) {
     const marked = model.get("marked") || {};
     key.textContent = marked.label ? "red: " + marked.label : "";
     key.style.display = marked.label ? "" : "none";
+    whatIf.textContent = marked.what_if || "";
+    whatIf.style.display = marked.what_if ? "" : "none";
     if (!svg) return;
     for (const g of svg.querySelectorAll(".hv-dw-marked")) g.classList.remove("hv-dw-marked");
     for (const kind of ["node", "subgraph", "module"]) {
@@ -225,7 +231,7 @@ export default { render };
 
 CSS = """
 .hv-diagram-widget{font-family:Helvetica,Arial,sans-serif;font-size:13px;min-width:0}
-.hv-diagram-widget .hv-dw-bar{display:flex;align-items:center;gap:4px;margin:2px 0 4px 0}
+.hv-diagram-widget .hv-dw-bar{display:flex;flex-wrap:wrap;align-items:center;gap:4px;margin:2px 0 4px 0}
 .hv-diagram-widget .hv-dw-button{min-width:28px;height:24px;border:1px solid #bbb;background:#f7f7f7;
   border-radius:3px;cursor:pointer;font-size:13px;padding:0 6px}
 .hv-diagram-widget .hv-dw-hint{color:#777;font-size:11px;margin-left:8px}
@@ -233,6 +239,8 @@ CSS = """
   touch-action:none;user-select:none;resize:vertical}
 .hv-diagram-widget .hv-dw-box.hv-dw-dragging{cursor:grabbing}
 .hv-diagram-widget g[id^='hv:']{cursor:pointer}
+.hv-diagram-widget .hv-dw-whatif{background:#FFF3E0;border-left:4px solid #C62828;padding:1px 6px;font-size:11px;
+  margin-left:8px}
 .hv-diagram-widget .hv-dw-key{color:#C62828;font-size:11px;margin-left:8px;font-weight:bold}
 .hv-diagram-widget g.hv-dw-marked{filter:drop-shadow(0 0 3px #C62828)}
 .hv-diagram-widget g.hv-dw-marked > title + :is(polygon,path,ellipse),

@@ -198,6 +198,8 @@ class SelectionPanel:
         if self.blocker_html.value != body:
             self.blocker_html.value = body
         marked = {} if rows is None or top is None or part is None else self._marks(part, rows, top)
+        if applied is not None:  # the picture is a what-if's: it says so above the diagram too
+            marked["what_if"] = f"what-if applied: {applied[2]} (back restores your setting)"
         if self.diagram.marked != marked:
             self.diagram.marked = marked
         b = self.buttons

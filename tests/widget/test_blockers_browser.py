@@ -129,11 +129,14 @@ def acceptance_flow(lab: Lab, browser: Any) -> None:
                            "hv-tensorrt" in m["selected"][0]["cls"] and m, UPDATE_S,
                            "the panel did not label the what-if or the node did not move to TensorRT", page)
         assert f"subgraphs {part.stats['subgraphs']} \u2192 {want}" in after["panel"]
+        assert explorer.locator(".hv-dw-whatif").inner_text() == \
+            f"what-if applied: {row.change} (back restores your setting)"  # above the picture too
         shot(page, "blockers-02-fix-applied", explorer)
 
         explorer.locator("button", has_text="back").first.click()
         wait_until(lambda: (s := diagram_state(explorer)) and s["clusters"] == part.stats["subgraphs"], UPDATE_S,
                    "back did not restore the notebook's setting", page)
+        assert not explorer.locator(".hv-dw-whatif").is_visible()
         assert errors == [], errors
     finally:
         page.context.close()

@@ -108,11 +108,13 @@ def test_apply_its_fix_is_the_blockers_tab_s_what_if_and_back_restores(ex, graph
     assert ex.what_if.what_if is not None and ex.what_if.what_if[0] == before  # the tab's own what-if state
     assert not ex.blockers_tab.back.disabled
     assert "what-if applied" in blocker_text(ex) and shown(ex, "back")
+    assert ex.panels["diagram"].marked["what_if"] == f"what-if applied: {row.change} (back restores your setting)"
     ex.tabs.selected_index = ctl.tab_index("blockers_box")
     assert "what-if applied" in ex.blockers_tab.banner.value  # labelled as the tab labels its own
     ex.selection.buttons["back"].click()
     assert ex.config == before and ex.blockers_tab.back.disabled and not shown(ex, "back")
     assert "what-if applied" not in blocker_text(ex) and ex.errors == {}
+    assert "what_if" not in ex.panels["diagram"].marked  # the picture is the user's setting again
 
 
 def test_the_table_is_made_once_for_the_panel_and_the_blockers_tab(graph, monkeypatch) -> None:
