@@ -11,6 +11,7 @@ from hierviz.widget.worker import Worker
 import hierviz as hv
 from tests.building.failing_converters import RefusesToBuild, registered_in_new_processes
 from tests.building.models import ConvNet, NormBetween, made
+from tests.widget.worker_waits import join_on_worker
 
 pytestmark = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                 reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -26,7 +27,7 @@ def test_the_build_toggle_builds_in_the_worker_and_marks_the_engines(tmp_path, m
         assert "built here" not in ex.panels["stats"].value  # off: nothing said, nothing built
         ex.controls["build"].value = True
         ex.flush()
-        ex.build_thread.join(300)
+        join_on_worker(ex.build_thread, "the build never ended", lambda: own.pid)
         builds = ex.controller.builds_of(ex.partition)
         assert builds is not None and not builds.ok
         here = ex.partition.build()  # the same answer in this process
@@ -48,7 +49,7 @@ def test_a_setting_that_builds_says_so():
     try:
         ex.controls["build"].value = True
         ex.flush()
-        ex.build_thread.join(300)
+        join_on_worker(ex.build_thread, "the build never ended")
         assert "1/1 engines built, " in ex.panels["stats"].value
         assert "engine built here" in ex.panels["diagram"].value
     finally:
@@ -63,7 +64,7 @@ def test_the_graph_by_graph_explorer_builds_for_torch_compiles_path():
         ex = gx.explorer
         ex.controls["build"].value = True
         ex.flush()
-        ex.build_thread.join(300)
+        join_on_worker(ex.build_thread, "the build never ended")
         builds = ex.controller.builds_of(ex.partition)
         assert builds is not None and builds.ir == "torch_compile"
         assert builds.df.runs_instead[0].startswith("torch.compile runs the whole of graph g0 eagerly in PyTorch")

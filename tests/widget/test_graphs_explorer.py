@@ -9,8 +9,6 @@ from __future__ import annotations
 import html
 import os
 import threading
-import time
-from pathlib import Path
 
 import pytest
 
@@ -22,6 +20,7 @@ from hierviz.widget import graphs_explorer
 from tests.dynamo_models import load, three_breaks
 
 from . import worker_helpers as helpers
+from .worker_waits import wait_on_worker
 
 
 @pytest.fixture(scope="module")
@@ -183,13 +182,6 @@ def test_a_mistake_stays_in_the_widget_and_a_multi_graph_partition_opens_too(pri
         hv.explore(cap, ir="torchcompile")
 
 
-def _wait_for(path: Path, timeout: float = 180.0) -> None:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < end, f"{path.name} never appeared"
-        time.sleep(0.05)
-
-
 def test_closing_it_leaves_another_explorers_search_going(breaks, tmp_path, monkeypatch) -> None:
     model, x, _ = breaks
     from hierviz.widget.worker import Worker
@@ -203,7 +195,7 @@ def test_closing_it_leaves_another_explorers_search_going(breaks, tmp_path, monk
     other = Explorer(small, inputs, helpers.SAME, debounce=0)
     try:
         search = other.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.WAITING)
-        _wait_for(mark)  # the other explorer's search is compiling in the worker
+        wait_on_worker(mark.exists, f"{mark.name} never appeared")  # the other explorer's search compiles in the worker
         pid = other.controller.long_work.pid
         sent = list(other.controller.long_work.worker._jobs.values())  # the search's compile, unanswered
         gx = hv.explore(model, x, ir="torch_compile", debounce=0)

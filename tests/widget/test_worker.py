@@ -24,6 +24,7 @@ from hierviz.partitioner.upstream.todays_compile import compile_today
 from tests.clock import ManualClock, use_clock
 
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
+from .worker_waits import wait_on_worker
 
 WAIT_S = 120.0  # a safety net only: the steps wait on events (a file, a job answered)
 BROKEN = (sys.executable, "-c", "import sys; sys.stderr.write('no worker here\\n'); sys.exit(3)")
@@ -44,11 +45,8 @@ def worker(tmp_path, monkeypatch):
     w.close()
 
 
-def _started(path: Path, timeout: float = 120.0) -> None:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < end, "the waiting compiler never started"
-        time.sleep(0.05)
+def _started(path: Path, worker: Worker) -> None:
+    wait_on_worker(path.exists, "the waiting compiler never started", lambda: worker.pid)
 
 
 def _job_in_a_thread(worker: Worker, two_blocks) -> Future:
@@ -84,7 +82,7 @@ def test_the_worker_answers_as_this_process_does(worker, two_blocks) -> None:
 @pytest.mark.slow  # a fresh process or a worker of its own: seconds of CPU (make check leaves it out)
 def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worker, two_blocks, tmp_path) -> None:
     job = _job_in_a_thread(worker, two_blocks)
-    _started(tmp_path / "compiling")
+    _started(tmp_path / "compiling", worker)
     first = worker.pid
     os.kill(first, signal.SIGKILL)
     got = job.exception(timeout=30)  # TimeoutError if the job is still waiting
@@ -102,7 +100,7 @@ def test_a_hung_worker_is_killed_after_hang_s(worker, two_blocks, tmp_path, monk
     clock = ManualClock()  # the worker's time.monotonic(): hang_s passes when the test says, not on this machine
     use_clock(monkeypatch, worker_module, clock)
     job = _job_in_a_thread(worker, two_blocks)
-    _started(tmp_path / "compiling")
+    _started(tmp_path / "compiling", worker)
     pid = worker.pid
     os.kill(pid, signal.SIGSTOP)  # no heartbeat any more
     end = time.monotonic() + WAIT_S
@@ -185,8 +183,10 @@ def test_what_times_runs_alone_in_the_worker(two_blocks, tmp_path, monkeypatch) 
     pool = ThreadPoolExecutor(max_workers=len(jobs))  # each job from its own thread, all at once
     try:
         sent = [(kind, pool.submit(w.run, gm, inputs, kind, payload)) for kind, payload in jobs]
-        # whatever a job raised (TimeoutError if one is still running after 300 s)
-        errors = [(kind, exc) for kind, job in sent if (exc := job.exception(timeout=300)) is not None]
+        # whatever a job raised
+        wait_on_worker(lambda: all(job.done() for _, job in sent), "a job is still running", lambda: w.pid,
+                       could_run_s=300.0)
+        errors = [(kind, exc) for kind, job in sent if (exc := job.exception()) is not None]
     finally:
         w.close()
         pool.shutdown(wait=False)
