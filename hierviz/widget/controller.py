@@ -26,7 +26,6 @@ from hierviz.compare import columns
 from hierviz.widget import panels
 from hierviz.widget.long_work import LongWork
 from hierviz.compare.partition_cache import lookup
-from hierviz.widget.result_status import State
 from hierviz.widget.result_store import ResultStore
 from hierviz.foundation.opnames import qualname
 from hierviz.partitioner import CALLABLE_OPS, Partition, diff
@@ -265,10 +264,8 @@ class Controller:
         """The compile-today line of setting `key`; its failure as a line that says it; None
         while it is made (or about to be)."""
         today = self.store.get("compile_today", key)
-        if today is not None:
-            return today
-        status = self.store.status("compile_today", key)
-        return TodaysCompile(None, status.words(), 0.0) if status.state is State.FAILED else None
+        failed = self.store.failure("compile_today", key) if today is None else None
+        return today if failed is None else TodaysCompile(None, failed.words(), 0.0)
 
     def compile_today_line(self, part: Partition, wanted: Callable[[], bool] = lambda: True) -> TodaysCompile | None:
         """The "torch_tensorrt.compile today" line of `part`'s settings, kept in the store: from

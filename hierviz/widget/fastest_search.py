@@ -96,9 +96,8 @@ class FastestSearch:
         failed search once another setting is shown (the store drops the failure)."""
         note = self.long_work.notes.get("tune")
         if result is None:
-            status = self.store.status("search", self.searched)
-            failed = status.state is State.FAILED and self.store.still(self.searched)
-            return panels.fastest_html(None, f"the search failed: {status.error}" if failed else "", note)
+            failed = self.store.failure("search", self.searched) if self.store.still(self.searched) else None
+            return panels.fastest_html(None, "" if failed is None else f"the search failed: {failed.error}", note)
         best = result.best
         if self.store.still(self.searched) or self.store.still(best):
             return panels.fastest_html(result, note=note)

@@ -92,6 +92,14 @@ class ResultStore:
             return got
         return Status(kind, State.DONE) if self.get(kind, config) is not None else Status(kind)
 
+    def failure(self, kind: str, config: Config | None) -> Status | None:
+        """The failed status of `kind` for `config` (its error), else None."""
+        if config is None:
+            return None
+        with self._lock:
+            got = self._status.get((kind, config))
+        return got if got is not None and got.state is State.FAILED else None
+
     def running(self, kind: str, config: Config, stage: str = "") -> None:
         with self._lock:
             self._status[(kind, config)] = Status(kind, State.RUNNING, stage=stage)
