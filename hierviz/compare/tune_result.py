@@ -12,15 +12,13 @@ from hierviz.settings.config import Config
 from hierviz.errors import ConfigError
 from hierviz.compare.rows import partition_of
 from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS
+from hierviz.latency.baseline_names import EAGER, EAGER_MODULE, GRAPH_EAGER
 from hierviz.latency.measurement import ci_text
 from hierviz.latency.speedup_claim import clear_gain
 from hierviz.partitioner import MultiGraphPartition, Partition
 
 STATUSES = ("measured", "duplicate", "pruned", "mismatch", "fallback", "nothing accelerated", KEPT_STATUS, "failed",
             "invalid")
-EAGER = "eager PyTorch"  # the baseline's one name; what was timed follows it in brackets
-EAGER_MODULE = f"{EAGER} (your nn.Module)"      # the user's nn.Module run eagerly
-GRAPH_EAGER = f"{EAGER} (the captured graph)"   # the captured graph run eagerly: no nn.Module there (a bare graph)
 NO_WINNER = f"no setting beat {EAGER_MODULE} here"
 
 
@@ -221,4 +219,4 @@ def _ms(x: Any) -> str:
     return f"{x:.3f}" if x < 10 else f"{x:.1f}"
 
 
-__all__ = ["TuneResult", "STATUSES", "NO_WINNER", "EAGER_MODULE", "GRAPH_EAGER", "pick_best"]
+__all__ = ["TuneResult", "STATUSES", "NO_WINNER", "EAGER", "EAGER_MODULE", "GRAPH_EAGER", "pick_best"]

@@ -15,7 +15,7 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.compare.rows import partition_of
 from hierviz.compare.tensorrt_kept import own_fallbacks
-from hierviz.compare.tune_result import GRAPH_EAGER
+from hierviz.latency.baseline_names import EAGER, GRAPH_EAGER, OUTPUTS_DIFFER
 from hierviz.settings.config import Config
 from hierviz.errors import HiervizError
 from hierviz.latency.measure_call import measure_with
@@ -50,7 +50,7 @@ def mismatch_text(m: Measurement) -> str:
     """What a trial whose outputs differ from eager reports, from the measurement's errors."""
     errors = [f"{what} {value:.3g}" for what, value in (("max abs error", m.max_abs_error),
                                                           ("max rel error", m.max_rel_error)) if value is not None]
-    return "outputs differ from eager" + (f" ({', '.join(errors)})" if errors else "")
+    return OUTPUTS_DIFFER + (f" ({', '.join(errors)})" if errors else "")
 
 
 def measure_trial(part: Partition, example_inputs: Any, device: Any, options: MeasureOptions,
@@ -78,7 +78,7 @@ def measure_trial(part: Partition, example_inputs: Any, device: Any, options: Me
                 return Outcome("nothing accelerated", quick, None, quick.nothing_accelerated_text() + ": "
                                f"{', '.join(quick.fallbacks)[:200]}", time.perf_counter() - start)
             if fell:
-                return Outcome("fallback", quick, None, f"{len(fell)} subgraph(s) fell back to eager: "
+                return Outcome("fallback", quick, None, f"{len(fell)} subgraph(s) fell back to {EAGER}: "
                                 f"{', '.join(fell)[:200]}", time.perf_counter() - start)
             if prune is not None and prune(quick.median_ms):
                 return Outcome("pruned", quick, None, None, time.perf_counter() - start)

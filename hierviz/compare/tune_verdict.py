@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from hierviz.compare.tune_result import EAGER_MODULE, TuneResult
+from hierviz.compare.tune_result import TuneResult
+from hierviz.latency.baseline_names import EAGER_MODULE
 from hierviz.latency.measurement import ci_text, verdict, wide_baseline_note
 from hierviz.latency.speedup_claim import clear_gain
 

@@ -48,7 +48,8 @@ from hierviz.compare.ray_executor import RayRunner, WorkerDied, is_ray
 from hierviz.compare.optuna_space import SearchSpace, load_optuna, params_key, quiet_optuna
 from hierviz.compare.tune_options import check_tune_options
 from hierviz.compare.tensorrt_kept import STATUS as KEPT_STATUS, KeptTensorRT, own_fallbacks
-from hierviz.compare.tune_result import EAGER_MODULE, GRAPH_EAGER, TuneResult, pick_best
+from hierviz.compare.tune_result import TuneResult, pick_best
+from hierviz.latency.baseline_names import EAGER_MODULE, GRAPH_EAGER
 from hierviz.compare.tune_space import apply_changes, default_space, fingerprint, tune_base
 from hierviz.compare.tune_storage import check_setup, check_storage, finished, load_row, open_study, save_row
 from hierviz.compare.tune_verdict import judge
@@ -251,8 +252,8 @@ class _TuneRun:
             row["speedup_ci"] = speedup_interval(self.eager_stats.samples_ms, samples) \
                 if self.eager_stats is not None and samples else None
             # with TensorRT kept and not timed, its subgraphs ran eagerly: no "nothing accelerated" lead
-            row["verdict"] = verdict(row["speedup_ci"], wide=m.baseline_wide) if self.kept is not None \
-                else m.verdict_for(row["speedup_ci"])
+            row["verdict"] = verdict(row["speedup_ci"], self.against, wide=m.baseline_wide) \
+                if self.kept is not None else m.verdict_for(row["speedup_ci"], self.against)
         row["status"] = o.status
         row["error"] = o.error
         row["seconds"] = round(o.seconds, 3)

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.latency.baseline_names import EAGER, GRAPH_EAGER
 from hierviz.latency.speedup_claim import difference
 from hierviz.latency.timing import CI_LEVEL, NOISY_CV, WIDE_SPREAD, Stats
 
@@ -62,8 +63,11 @@ class Measurement:
     model the partition's graph was captured from, or `model=`), timed the same way in the same
     call; `speedup` = baseline_ms / median_ms, and `speedup_ci` its 95% confidence interval
     (low, high), a bootstrap over both sets of timed samples (hierviz.latency.timing.
-    speedup_interval): the split model is faster than eager only when that interval is narrow and
-    clear of 1.0 (hierviz.latency.speedup_claim; `verdict` says it in words). Every timing keeps
+    speedup_interval): the split model is faster than eager PyTorch only when that interval is narrow and
+    clear of 1.0 (hierviz.latency.speedup_claim; `verdict` says it in words). `against` names the
+    baseline as hv.tune does (hierviz.latency.baseline_names): "eager PyTorch (your nn.Module)", or
+    "eager PyTorch (the captured graph)" when there is no nn.Module (a bare graph) or it failed to
+    run; None when nothing was timed beside the split model (baseline=False). Every timing keeps
     its samples (`timing`, `eager_timing`, `baseline_timing`: Stats with `samples_ms`).
     `graph_eager_ms` is the captured aten graph run eagerly (the baseline itself when there is
     no nn.Module, e.g. for a GraphModule), and `torch_compile_ms` the whole model through
@@ -115,20 +119,21 @@ class Measurement:
     speedup_ci: tuple[float, float] | None = None
     eager_timing: Stats | None = field(default=None, repr=False)
     mismatch_at: str | None = None
+    against: str | None = None
 
     @property
     def verdict(self) -> str:
-        """'faster than eager', 'slower than eager' or 'no clear difference from eager', from
-        `speedup_ci` by hierviz.latency.speedup_claim ('not compared with eager' without a baseline),
-        flagged when the eager baseline's own spread is wide (`baseline_wide`); led by
-        'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
+        """'faster than', 'slower than' or 'no clear difference from' `against` (e.g. 'faster than
+        eager PyTorch (your nn.Module)'), from `speedup_ci` by hierviz.latency.speedup_claim ('not
+        compared with eager PyTorch' without a baseline), flagged when the baseline's own spread is
+        wide (`baseline_wide`); led by 'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
         return self.verdict_for(self.speedup_ci)
 
-    def verdict_for(self, ci: tuple[float, float] | None) -> str:
-        """The verdict of a speed-up interval `ci` of this measurement (against another timing
-        of the eager model, as hv.tune's trials have), led by 'nothing accelerated: ...' when
-        every subgraph ran in eager PyTorch."""
-        text = verdict(ci, wide=self.baseline_wide)
+    def verdict_for(self, ci: tuple[float, float] | None, against: str | None = None) -> str:
+        """The verdict of a speed-up interval `ci` of this measurement against `against` (another
+        timing of the eager model, as hv.tune's trials have; by default this measurement's own
+        baseline), led by 'nothing accelerated: ...' when every subgraph ran in eager PyTorch."""
+        text = verdict(ci, against or self.against or EAGER, wide=self.baseline_wide)
         nothing = self.nothing_accelerated_text()
         return f"{nothing}; {text}" if nothing else text
 
@@ -215,11 +220,12 @@ class Measurement:
         parts = [f"{self.device}: {ms(self.median_ms)} ms median (p10 {ms(self.p10_ms)}, "
                  f"p90 {ms(self.p90_ms)}, cv {self.cv:.1%})"]
         if self.baseline_ms is not None:
-            parts.append(f"eager {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x"
-                         + (f" ({ci_text(self.speedup_ci)}: {verdict(self.speedup_ci, wide=self.baseline_wide)})"
-                            if self.speedup_ci else ""))
-        if self.graph_eager_ms is not None and self.graph_eager_ms != self.baseline_ms:
-            parts.append(f"captured graph eager {ms(self.graph_eager_ms)} ms")
+            against = self.against or EAGER
+            said = verdict(self.speedup_ci, against, wide=self.baseline_wide)
+            parts.append(f"{against} {ms(self.baseline_ms)} ms, speedup {self.speedup:.2f}x"
+                         + (f" ({ci_text(self.speedup_ci)}: {said})" if self.speedup_ci else ""))
+        if self.graph_eager_ms is not None and self.against != GRAPH_EAGER:
+            parts.append(f"{GRAPH_EAGER} {ms(self.graph_eager_ms)} ms")
         if self.torch_compile_ms is not None:
             parts.append(f"torch.compile {ms(self.torch_compile_ms)} ms")
         by = ", ".join(f"{b} {n}" for b, n in self.per_subgraph["backend"].value_counts().items()) \
@@ -236,7 +242,7 @@ class Measurement:
                          f" (max abs err {err})" + (f", starting in {self.mismatch_at}" if self.mismatch_at else ""))
         if self.fallbacks:
             asked = self.per_subgraph.loc[self.per_subgraph["status"] == "fallback", "asked"].value_counts()
-            parts.append(f"{len(self.fallbacks)} FELL BACK to eager ("
+            parts.append(f"{len(self.fallbacks)} FELL BACK to {EAGER} ("
                          + ", ".join(f"{n} {b}" for b, n in asked.items()) + ")")
         if self.nothing_accelerated:
             parts.append("NOTHING ACCELERATED" + self.nothing_accelerated_text()[len("nothing accelerated"):])
@@ -280,10 +286,10 @@ def ci_text(ci: tuple[float, float] | None) -> str:
     return f"{CI_LEVEL:.0%} CI {ci[0]:.2f}-{ci[1]:.2f}x"
 
 
-def verdict(ci: tuple[float, float] | None, against: str = "eager", *, wide: bool = False) -> str:
-    """What a speed-up interval says: faster, slower or no clear difference, by the one rule of
-    hierviz.latency.speedup_claim (a narrow interval clear of 1.0 by 5%); `wide`: the baseline's
-    own spread is wide, said after it."""
+def verdict(ci: tuple[float, float] | None, against: str = EAGER, *, wide: bool = False) -> str:
+    """What a speed-up interval says against the baseline `against` (hierviz.latency.baseline_names):
+    faster, slower or no clear difference, by the one rule of hierviz.latency.speedup_claim (a
+    narrow interval clear of 1.0 by 5%); `wide`: the baseline's own spread is wide, said after it."""
     said = difference(ci)
     if said == "unknown":
         return f"not compared with {against}"
@@ -293,12 +299,12 @@ def verdict(ci: tuple[float, float] | None, against: str = "eager", *, wide: boo
         text = f"slower than {against}"
     else:
         text = f"no clear difference from {against}"
-    return text + (f" (but the {against} baseline's own timing spread is wide: the machine was busy)" if wide else "")
+    return text + (" (but the baseline's own timing spread is wide: the machine was busy)" if wide else "")
 
 
 def wide_baseline_note(stats: Stats) -> str:
     """The note for a baseline whose own samples spread wide (Stats.wide)."""
-    return (f"the eager baseline's own timing spread is wide: p10-p90 {stats.p10_ms:.3g}-{stats.p90_ms:.3g} ms "
+    return (f"the {EAGER} baseline's own timing spread is wide: p10-p90 {stats.p10_ms:.3g}-{stats.p90_ms:.3g} ms "
             f"around a median of {stats.median_ms:.3g} ms ({stats.spread:.0%} > {WIDE_SPREAD:.0%}); the machine "
             "was busy while it ran: measure again on a quiet machine, or raise iters")
 

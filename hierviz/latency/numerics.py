@@ -29,6 +29,7 @@ from torch.utils._pytree import tree_leaves
 
 from hierviz.errors import HiervizError, MeasureError, unknown_arguments
 from hierviz.capturing.graph_codec import fetch_attr
+from hierviz.latency.baseline_names import EAGER, OUTPUTS_DIFFER
 from hierviz.latency.output_match import compare, leaf_errors, tolerance_ratio, tolerance_text
 from hierviz.latency.compiling.subgraph_compiling import Runner, short
 from hierviz.latency.compiling.lift import lift
@@ -119,7 +120,7 @@ class Numerics:
             if len(t) and t["isolated_max_abs"].notna().any():
                 row = t.loc[t["isolated_max_abs"].fillna(-1).idxmax()]
                 worst = f"; largest isolated max abs {_num(row['isolated_max_abs'])} in {row['tag']}"
-            return f"every subgraph is within tolerance of eager{worst}"
+            return f"every subgraph is within tolerance of {EAGER}{worst}"
         row = t.loc[t["tag"] == self.culprit].iloc[0]
         ops = int(row['ops'])
         return (f"the error starts in {self.culprit} ({row['backend']}, {ops} op{'' if ops == 1 else 's'}): "
@@ -186,7 +187,7 @@ def numerics(partition: Any, example_inputs: Any, *, device: Any = None, referen
     failing = table.loc[~table["isolated_ok"].astype(bool), "tag"].tolist() if len(table) else []
     notes = list(split.warnings)
     if not ok:
-        notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
+        notes.append(f"{OUTPUTS_DIFFER}: " + "; ".join(problems[:3]))
     return Numerics(per_subgraph=table, culprit=str(failing[0]) if failing else None,
                     outputs_match=bool(ok), max_abs_error=float(max_abs), device=str(split.device),
                     reference=reference, compile_s=split.compile_s,

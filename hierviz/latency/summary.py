@@ -11,6 +11,7 @@ from typing import Any, Mapping
 import torch
 
 from hierviz.errors import user_stacklevel
+from hierviz.latency.baseline_names import EAGER_MODULE, GRAPH_EAGER, OUTPUTS_DIFFER
 from hierviz.latency.compiling.compile_plan import names
 from hierviz.latency.measurement import (PER_SUBGRAPH_COLUMNS, Measurement, MeasureWarning, SubgraphRecord,
                                     wide_baseline_note)
@@ -45,6 +46,7 @@ def finish(run: TimedRun, options: MeasureOptions) -> Measurement:
         records=tuple(records.values()),
         speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms, paired=True) if eager else None,
         eager_timing=eager,
+        against=_against(run),
     )
 
 
@@ -52,6 +54,14 @@ def _eager_stats(run: TimedRun) -> Stats | None:
     """The eager timing the split model is compared with: the nn.Module's, else the captured graph's."""
     eager = run.own.get("eager")
     return eager.stats if eager is not None and eager.stats is not None else run.base_stats
+
+
+def _against(run: TimedRun) -> str | None:
+    """The name of what `_eager_stats` timed (hierviz.latency.baseline_names); None when nothing was."""
+    eager = run.own.get("eager")
+    if eager is not None and eager.stats is not None:
+        return EAGER_MODULE
+    return GRAPH_EAGER if run.base_stats is not None else None
 
 
 def measurement_notes(run: TimedRun) -> list[str]:
@@ -68,9 +78,9 @@ def measurement_notes(run: TimedRun) -> list[str]:
     if eager is not None and eager.wide:
         notes.append(wide_baseline_note(eager))
     elif base_stats is not None and base_stats.noisy:
-        notes.append(f"eager baseline timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
+        notes.append(f"{GRAPH_EAGER} timing is noisy: coefficient of variation {base_stats.cv:.1%} > {NOISY_CV:.0%}")
     if match is False:
-        notes.append("outputs differ from eager: " + "; ".join(problems[:3]))
+        notes.append(f"{OUTPUTS_DIFFER}: " + "; ".join(problems[:3]))
     elif problems:
         notes.append("; ".join(problems[:3]))
     if notes:  # one warning per measurement, however many notes

@@ -34,6 +34,8 @@ def numerics_html(result: Any, status: "Status | None" = None) -> str:
         if status is not None and status.state in (State.RUNNING, State.FAILED):
             return f"<p>{status_text(status)}</p><p style=\"color:#555\">{HINT}</p>"
         return f'<p style="color:#555">{HINT}</p>'
+    from hierviz.latency.baseline_names import OUTPUTS_DIFFER, OUTPUTS_MATCH  # a result is there: latency is loaded
+
     t = result.per_subgraph
     cols = [c for c in COLUMNS if c in t.columns]
     head = "".join(f"<th>{html.escape(c)}</th>" for c in cols)
@@ -46,8 +48,8 @@ def numerics_html(result: Any, status: "Status | None" = None) -> str:
             style = ' style="background:#fdeee9"'
         rows.append(f"<tr{style}>" + "".join(f"<td>{_cell(row[c])}</td>" for c in cols) + "</tr>")
     verdict = html.escape(result.culprit_text())
-    end = ("outputs match eager" if result.outputs_match
-           else f"outputs differ from eager (max abs {result.max_abs_error:.3g})")
+    end = (OUTPUTS_MATCH if result.outputs_match
+           else f"{OUTPUTS_DIFFER} (max abs {result.max_abs_error:.3g})")
     return (f'<p><b>{verdict}</b> &middot; {html.escape(end)} &middot; compiled {result.cache_misses} / from cache '
             f'{result.cache_hits}, check {result.check_s:.2f} s</p>'
             '<div style="max-height:420px;overflow:auto;width:0;min-width:100%">'

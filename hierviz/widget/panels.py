@@ -88,13 +88,17 @@ def latency_html(measurement: Any) -> str:
     """One line: median, p10/p90, speedup, error, compile time and cache use, and warnings."""
     lat = columns.latency_columns(measurement)
     text = f"<b>{_num(lat['median_ms'])} ms</b> median (p10 {_num(lat['p10_ms'])}, p90 {_num(lat['p90_ms'])})"
-    if lat.get("speedup") is not None:
-        text += f", {_num(lat['speedup'])}&times; vs eager"
+    if lat.get("speedup") is not None:  # the baseline's short name; its tooltip says which ran (baseline_names)
+        from hierviz.latency.baseline_names import EAGER
+        from hierviz.latency.measurement import ci_text, verdict
+
+        against = getattr(measurement, "against", None) or EAGER
+        said = f"{_num(lat['speedup'])}&times; vs {EAGER}"
         ci = lat.get("speedup_ci")
         if ci is not None:
-            from hierviz.latency.measurement import ci_text, verdict
-
-            text += f" ({html.escape(ci_text(ci))}: <b>{html.escape(verdict(ci))}</b>)"
+            wide = bool(getattr(measurement, "baseline_wide", False))
+            said += f" ({html.escape(ci_text(ci))}: <b>{html.escape(verdict(ci, EAGER, wide=wide))}</b>)"
+        text += f', <span title="{html.escape(against)}">{said}</span>'
     if lat.get("max_abs_error") is not None:
         text += f", max abs error {_num(lat['max_abs_error'])}"
     if lat.get("compile_s") is not None:

@@ -60,7 +60,7 @@ def test_tune_mismatch_row_names_the_culprit(small) -> None:
     expected = _wrong_tag(gm, BASE)
     assert row["mismatch_at"] == expected
     assert f"the error starts in {expected}" in row["error"]
-    assert f"the error starts in {expected}; outputs differ from eager (max abs error " in row["error"]
+    assert f"the error starts in {expected}; outputs differ from eager PyTorch (max abs error " in row["error"]
     assert pd.isna(t.loc["exact", "mismatch_at"])
     assert res.best is None or res.best.priority != ("exact", "wrong")
 

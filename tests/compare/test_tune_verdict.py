@@ -43,12 +43,12 @@ def test_measure_keeps_samples_and_reports_the_interval(small, scripted_timing):
     assert len(m.timing.samples_ms) == 40 and len(m.eager_timing.samples_ms) == 40
     low, high = m.speedup_ci
     assert 1.9 < low <= m.speedup <= high < 2.1
-    assert m.verdict == "faster than eager"
-    assert f"speedup 2.00x (95% CI {low:.2f}-{high:.2f}x: faster than eager)" in repr(m)
+    assert m.verdict == f"faster than {EAGER_MODULE}"
+    assert f"speedup 2.00x (95% CI {low:.2f}-{high:.2f}x: faster than {EAGER_MODULE})" in repr(m)
     assert m.to_dict()["speedup_ci"] == m.speedup_ci
     same_part = hv.partition(gm, priority=("same",), support=SUPPORT, min_block_size=1)
     m2 = hv.measure(same_part, inputs, compilers=SCRIPTED_COMPILERS, warmup=0, iters=40, per_subgraph=False)
-    assert m2.speedup_ci[0] < 1.0 < m2.speedup_ci[1] and m2.verdict == "no clear difference from eager"
+    assert m2.speedup_ci[0] < 1.0 < m2.speedup_ci[1] and m2.verdict == f"no clear difference from {EAGER_MODULE}"
 
 
 def test_a_setting_that_beats_eager_is_crowned(small, scripted_timing):
@@ -70,7 +70,7 @@ def test_no_setting_beat_eager_means_the_default_is_best(small, scripted_timing)
     m = res.best_measurement
     assert res.verdict == (NO_WINNER + f"; best is the default setting; it measured {m.speedup:.2f}x "
                            f"({ci_text(m.speedup_ci)}): no clear difference from {EAGER_MODULE}")  # its figures
-    assert m.verdict == "no clear difference from eager"
+    assert m.verdict == f"no clear difference from {EAGER_MODULE}"
     assert res.fastest_trial is not None                    # a fastest trial exists, yet it is not crowned
     assert "verdict: no setting beat eager PyTorch (your nn.Module) here" in repr(res)
     assert res.best_measurement is not None and res.best_measurement.config == res.default
@@ -153,7 +153,7 @@ def test_verdict_beat_eager_and_best_line_come_from_the_final_measurement(small,
     best_line = next(line for line in repr(res).splitlines() if line.strip().startswith("best"))
     assert f"{m.speedup:.2f}x ({ci_text(m.speedup_ci)}) vs eager PyTorch (your nn.Module)" in best_line
     assert res.baselines["eager_ms"] == pytest.approx(10.0, rel=0.05)  # not the busy start's
-    assert any(n.startswith("at the start, the eager baseline's own timing spread is wide") for n in res.notes)
+    assert any(n.startswith("at the start, the eager PyTorch baseline's own timing spread is wide") for n in res.notes)
 
 
 class _TwoLinear(torch.nn.Module):

@@ -87,7 +87,7 @@ def test_failing_compile_with_fallback_runs_eager_and_records_it(tiny_conv, monk
     assert len(fell) == 1 and "fell back to eager PyTorch" in fell[0]
     assert all(fell[0].count(f"{tag} (") == 1 for tag in tags)
     assert m.outputs_match is True and m.max_abs_error == 0.0
-    assert f"{len(tags)} FELL BACK to eager ({len(tags)} inductor)" in repr(m)
+    assert f"{len(tags)} FELL BACK to eager PyTorch ({len(tags)} inductor)" in repr(m)
     row = m.to_dict()
     assert row["fallbacks"] == len(tags) and row["fallback_tags"] == ",".join(tags)
     assert "subgraphs_inductor" not in row  # counts are of what ran
@@ -181,7 +181,7 @@ def test_fallback_covers_tensorrt_unavailable(tiny_conv, inductor_compiles):
     assert (table.loc[ind_tags, "status"] == "compiled").all()  # the rest is measured as asked
     assert inductor_compiles.calls == len(ind_tags)
     assert m.outputs_match is True
-    assert f"{len(trt_tags)} FELL BACK to eager ({len(trt_tags)} tensorrt)" in repr(m)
+    assert f"{len(trt_tags)} FELL BACK to eager PyTorch ({len(trt_tags)} tensorrt)" in repr(m)
     compiled = part.compile(device="cpu", example_inputs=x, on_error="fallback", cache=CompileCache())
     assert tuple(compiled.fallbacks) == tuple(trt_tags)
     torch.testing.assert_close(compiled(*x), gm(*x))

@@ -68,9 +68,9 @@ def test_measure_times_the_model_and_the_split_interleaved_and_flags_a_wide_base
     assert sum(s > 2.0 for s in m.eager_timing.samples_ms) == sum(s > 2.0 for s in m.timing.samples_ms) == 5
     assert m.speedup == pytest.approx(1.0) and m.speedup_ci[0] <= 1.0 <= m.speedup_ci[1]
     assert m.baseline_wide
-    assert m.verdict == ("no clear difference from eager (but the eager baseline's own timing spread is wide: "
-                         "the machine was busy)")
-    assert any(w.startswith("the eager baseline's own timing spread is wide: p10-p90") for w in m.warnings)
+    assert m.verdict == ("no clear difference from eager PyTorch (your nn.Module) (but the baseline's own timing "
+                         "spread is wide: the machine was busy)")
+    assert any(w.startswith("the eager PyTorch baseline's own timing spread is wide: p10-p90") for w in m.warnings)
 
 
 def test_timing_waits_until_the_compile_workers_are_idle() -> None:

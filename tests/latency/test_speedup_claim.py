@@ -18,12 +18,12 @@ NARROW = (1.8, 2.1)
 
 
 @pytest.mark.parametrize("ci, said", [
-    (BUSY, "no clear difference from eager"),
-    (NARROW, "faster than eager"),
-    ((1.02, 1.04), "no clear difference from eager"),      # narrow, but within a few percent of 1.0
-    ((0.45, 0.55), "slower than eager"),
-    ((0.01, 0.9), "no clear difference from eager"),       # slower, but 90x wide
-    ((0.97, 1.03), "no clear difference from eager"),
+    (BUSY, "no clear difference from eager PyTorch"),
+    (NARROW, "faster than eager PyTorch"),
+    ((1.02, 1.04), "no clear difference from eager PyTorch"),      # narrow, but within a few percent of 1.0
+    ((0.45, 0.55), "slower than eager PyTorch"),
+    ((0.01, 0.9), "no clear difference from eager PyTorch"),       # slower, but 90x wide
+    ((0.97, 1.03), "no clear difference from eager PyTorch"),
 ])
 def test_the_rule_in_words(ci, said):
     assert verdict(ci) == said

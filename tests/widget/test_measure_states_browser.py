@@ -133,7 +133,7 @@ def test_a_measurement_says_measuring_measured_failed_and_not_asked(lab: Lab, ga
             (gate / "open").write_text("")
             measured = wait_until(lambda: (t := latency(explorer)).startswith("1 ms median") and t, UPDATE_S,
                                   "the measured figure did not replace 'measuring'", page)
-            assert "2× vs eager" in measured, measured  # the stand-in's figures: 1 subgraph, 1 ms, 2 ms eager
+            assert "2× vs eager PyTorch" in measured, measured  # the stand-in's figures: 1 subgraph, 1 ms, 2 ms eager
             wait_until(lambda: history_latency(explorer) == ("", "1"), UPDATE_S,
                        "the History row did not show the measured figure", page)
             assert "measuring" not in explorer.inner_text()

@@ -26,7 +26,7 @@ def test_numerics_tab_names_the_culprit_and_colours_the_diagram(small) -> None:
     result = ex.controller.numerics_of(ex.partition)
     assert result is not None and result.culprit == expected
     panel = ex.panels["numerics"].value
-    assert f"the error starts in {expected}" in panel and "outputs differ from eager" in panel
+    assert f"the error starts in {expected}" in panel and "outputs differ from eager PyTorch (max abs " in panel
     assert "font-weight:bold" in panel  # the culprit's row stands out
     svg = ex.svg
     assert "error starts here" in svg
