@@ -12,8 +12,8 @@ model outside the zoo (torchvision's efficientnet_v2_s, random weights, 722 node
 line of the previous setting is still being computed (Torch-TensorRT's fast partitioner, about
 as long as an update). Printed side by side, in one run: "thread" (the line computed in a thread
 of this process, as before issue 29: it competes for the GIL) and "worker" (computed in the
-Explorer's worker process, widget/worker.py), p50/p90 of the time until the partition, stats, tables
-and history are shown ("counts") and until the diagram is too ("diagram"), with the plain
+Explorer's worker process, widget/worker.py), p50/p90 of the time until the partition and stats
+are shown ("counts"; the tables and history follow the diagram) and until the diagram is too ("diagram"), with the plain
 `hv.partition` time of the same settings. Target: counts p90 <= 0.3 s.
 
 Third part: the same changes while a measurement (time_fn of the model, the timing loop of

@@ -330,6 +330,18 @@ class Explorer(widgets.VBox):
             else:
                 self._errors.pop("measure", None)
             timings["measure"] = time.perf_counter() - t
+        # the counts first (the kernel sends each panel as it is set), then the diagram, then the rest (the
+        # other tabs' tables, the History table rebuilt at every change): the background work starts once
+        # the picture is there (it is kept for its own setting)
+        t = time.perf_counter()
+        self.views.stats()
+        timings["panels"] = time.perf_counter() - t
+        timings["counts"] = time.perf_counter() - t0  # partition and stats: what a change shows first
+        if part is not None and isinstance(state, ControlState):
+            t = time.perf_counter()
+            view, focus = state.view, state.focus
+            self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus))
+            timings["render"] = time.perf_counter() - t
             t = time.perf_counter()
             tables = self.controller.tables(part)
             for key in ("ops", "summary", "report"):
@@ -338,18 +350,6 @@ class Explorer(widgets.VBox):
             if list(self.controls["focus"].options) != names:
                 self.controls["focus"].options = names
             timings["tables"] = time.perf_counter() - t
-        # the counts first (the kernel sends each panel as it is set), then the diagram, then the rest (the
-        # History table, rebuilt at every change, included): the background work starts once the picture is
-        # there (it is kept for its own setting)
-        t = time.perf_counter()
-        self.views.stats()
-        timings["panels"] = time.perf_counter() - t
-        timings["counts"] = time.perf_counter() - t0  # partition, stats, tables: what a change shows first
-        if part is not None and isinstance(state, ControlState):
-            t = time.perf_counter()
-            view, focus = state.view, state.focus
-            self.panel_writer.view("diagram", lambda: self.controller.diagram(part, view, focus))
-            timings["render"] = time.perf_counter() - t
         t = time.perf_counter()
         self.views.history()
         timings["panels"] += time.perf_counter() - t
