@@ -8,9 +8,10 @@ it holds no SVG) in a box of its own, and
   to {kind, name}, which the Python side acts on;
 - the element `selected` names is outlined, whether a click or Python set it, and brought into
   view when it is outside it (a name set from Python, a redraw that moved it);
-- the elements `marked` names ({label, nodes, subgraphs, modules}: what blocks the most) get a
-  red outline, the colour of `render(highlight="blockers")`: its nodes where the view draws them,
-  else their subgraphs' boxes, else their modules' boxes; the bar says what the red means, and
+- the elements `marked` names ({label, levels}: what blocks the most; blocker_marks.py) get a
+  red outline, the colour of `render(highlight="blockers")`: those of the first level the view
+  draws (the nodes, else their subgraphs' and groups' boxes, else their modules', runs' and the
+  top level's boxes); the bar says what the red means, and
   `marked.what_if` that the picture is a what-if's (a blocker's fix applied, not the user's setting);
 - the wheel zooms about the pointer, a drag pans (a drag is never a click), the buttons zoom
   and "fit" goes back to the whole width (at most 100%).
@@ -130,8 +131,12 @@ function render({ model, el }) {
     whatIf.style.display = marked.what_if ? "" : "none";
     if (!svg) return;
     for (const g of svg.querySelectorAll(".hv-dw-marked")) g.classList.remove("hv-dw-marked");
-    for (const kind of ["node", "subgraph", "module"]) {
-      const found = elements(kind, new Set(marked[kind + "s"] || []));
+    for (const level of marked.levels || []) {
+      const wanted = new Set(level.map(([kind, name]) => kind + "\u0000" + name));
+      const found = [...svg.querySelectorAll("g[id^='hv:']")].filter((g) => {
+        const p = parseId(g.id);
+        return p && p.part !== "label" && wanted.has(p.kind + "\u0000" + p.name);
+      });
       for (const g of found) g.classList.add("hv-dw-marked");
       if (found.length) return;
     }

@@ -5,8 +5,9 @@ HTML in, the element clicked out.
 SVG in its box, or a message), so whatever writes the panel writes this. `selected` is
 {"kind": "node" | "subgraph" | "module", "name": ...} or {} (nothing): a click in the page
 sets it, and setting it from Python outlines that element in the page (brought into view).
-`marked` is {"label": what the red means, "nodes": [...], "subgraphs": [...], "modules": [...]}
-or {}: the page outlines those elements in red (the selection panel marks what blocks the most).
+`marked` is {"label": what the red means, "levels": [[kind, name] pairs, finest first]} or {}
+(blocker_marks.py): the page outlines in red the elements of the first level it draws (the
+selection panel marks what blocks the most); "what_if" says the picture is a what-if's.
 The page's script is
 diagram_script.py; the ids it reads are hierviz.drawing.dot.element_id's.
 """

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Callable, Mapping
 import ipywidgets as widgets
 
 from hierviz.errors import ConfigError
-from hierviz.widget import blockers_tab
+from hierviz.widget import blocker_marks, blockers_tab
 from hierviz.widget import selection_html as text
 from hierviz.widget.blocker_rows import BlockerRows
 from hierviz.widget.diagram_widget import DiagramWidget
@@ -51,6 +51,7 @@ class SelectionPanel:
                  what_if: "BlockersWhatIf | None" = None) -> None:
         self.controller, self.controls, self.diagram, self.what_if = controller, controls, diagram, what_if
         self._rows: BlockerRows | None = None  # the shown partition's table with each row's nodes
+        self._marked: tuple[BlockerRows, str | None, dict[str, Any]] | None = None  # (for rows, svg): marked
         self._refreshing = threading.RLock()  # refreshed by the kernel and by the blockers' thread
         self.ops_panel, self.ops_tab = ops_panel, ops_tab
         self.tabs: widgets.Tab | None = None  # the explorer's tabs, once laid out ("show its rows" opens Ops)
@@ -210,15 +211,18 @@ class SelectionPanel:
             b[key].layout.display = None if visible else "none"
             b[key].disabled = not visible
 
-    @staticmethod
-    def _marks(part: "Partition", rows: BlockerRows, top: int) -> dict[str, Any]:
-        """The diagram's `marked`: the top row's nodes, their subgraphs and their modules."""
-        names = list(rows.members[top])
-        records = [part.record(n) for n in names]
-        row = rows.row(top)
-        return {"label": f"what blocks the most ({row['kind']}: {text.blocker_name(row)}, {len(names)} node(s))",
-                "nodes": names, "subgraphs": list(dict.fromkeys(r.tag for r in records if r.tag)),
-                "modules": list(dict.fromkeys(r.module_path for r in records if r.module_path))}
+    def _marks(self, part: "Partition", rows: BlockerRows, top: int) -> dict[str, Any]:
+        """The diagram's `marked` for the top row's nodes (blocker_marks.py), made again only for a
+        new table or a new picture (the group boxes it draws)."""
+        svg = self.controller.drawn_svg
+        made = self._marked
+        if made is not None and made[0] is rows and made[1] is svg:
+            return dict(made[2])
+        row, names = rows.row(top), rows.members[top]
+        label = f"what blocks the most ({row['kind']}: {text.blocker_name(row)}, {len(names)} node(s))"
+        marked = blocker_marks.marks(part, names, label, svg)
+        self._marked = (rows, svg, marked)
+        return dict(marked)
 
     def select_top(self) -> str:
         """Select the first node of what blocks the most (the page brings it into view); its name."""

@@ -4,8 +4,8 @@ cells: resnet50, the residual adds in torch_executed_ops, TorchInductor second);
 panel says what blocks the most and the diagram outlines its nodes in red; "select it" brings one
 into view; a click on a red node shows its row; "apply its fix" re-partitions to the row's
 what-if (the diagram's subgraph count is hv.partition(graph, row.config)'s), labelled as a
-what-if; "back" restores the setting. Screenshots go to test-artifacts/browser/ (explorer-click.png
-is docs/images/explorer-click.png)."""
+what-if; "back" restores the setting; the collapsed view outlines the red nodes' subgraphs.
+Screenshots go to test-artifacts/browser/ (explorer-click.png is docs/images/explorer-click.png)."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install 
 
 FOUND_S = 240  # the explorer drawn and the worker's first table made, on a busy 2-core machine
 UPDATE_S = 60
+ROW_1 = "row 1 of the Blockers tab: what blocks the most"  # the panel's head of a red node's row
 
 
 def explorer_cell() -> str:
@@ -102,7 +103,7 @@ def acceptance_flow(lab: Lab, browser: Any) -> None:
 
         # "select it": a red node outlined and brought into the diagram's view; "clear" keeps the view
         explorer.locator("button", has_text="select it").click()
-        picked = wait_until(lambda: (m := marks(explorer)) and m["selected"] and "apply its fix" in m["panel"] and m,
+        picked = wait_until(lambda: (m := marks(explorer)) and m["selected"] and ROW_1 in m["panel"] and m,
                             UPDATE_S, "select it did not select a red node", page)
         assert picked["selected"][0]["id"] in {m["id"] for m in picked["marked"]} and picked["selected"][0]["seen"]
         explorer.locator("button", has_text="clear").click()
@@ -113,8 +114,8 @@ def acceptance_flow(lab: Lab, browser: Any) -> None:
         name = visible.split(":", 2)[2]
         page.locator(f".hv-diagram-widget g[id='{visible}']").first.click()
         clicked = wait_until(lambda: (m := marks(explorer)) and f"node {name}" in m["panel"] and
-                             "apply its fix" in m["panel"] and m, UPDATE_S, "clicking a red node showed no row", page)
-        assert "row 1 of the Blockers tab: what blocks the most" in clicked["panel"]
+                             ROW_1 in m["panel"] and m, UPDATE_S, "clicking a red node showed no row", page)
+        assert explorer.locator("button", has_text="apply its fix").is_visible()
         assert str(row.change) in clicked["panel"] and "what-if" in clicked["panel"]
         assert "hv-torch" in clicked["selected"][0]["cls"]
         shot(page, "explorer-click", explorer)  # docs/images/explorer-click.png is this picture
@@ -136,7 +137,15 @@ def acceptance_flow(lab: Lab, browser: Any) -> None:
         explorer.locator("button", has_text="back").first.click()
         wait_until(lambda: (s := diagram_state(explorer)) and s["clusters"] == part.stats["subgraphs"], UPDATE_S,
                    "back did not restore the notebook's setting", page)
-        assert not explorer.locator(".hv-dw-whatif").is_visible()
+        wait_until(lambda: not explorer.locator(".hv-dw-whatif").is_visible(), UPDATE_S,
+                   "the what-if label stayed above the picture after back", page)
+
+        # the collapsed view draws no nodes: the boxes of their subgraphs are outlined instead
+        tags = sorted({part.tag_of(n) for n in nodes})
+        explorer.locator(".widget-toggle-button", has_text="collapsed").first.click()
+        wait_until(lambda: (m := marks(explorer)) and sorted(g["id"] for g in m["marked"]) ==
+                   [f"hv:subgraph:{t}" for t in tags], UPDATE_S,
+                   "the collapsed view did not outline the subgraphs of the red nodes", page)
         assert errors == [], errors
     finally:
         page.context.close()

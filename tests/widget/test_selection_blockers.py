@@ -43,6 +43,11 @@ def blocker_text(ex: hv.Explorer) -> str:
     return ex.selection.blocker_html.value
 
 
+def marked_names(ex: hv.Explorer, level: int, kind: str) -> list[str]:
+    """The names of `kind` the diagram outlines in red at `level` (0 nodes, 1 boxes, 2 modules)."""
+    return [name for k, name in ex.panels["diagram"].marked["levels"][level] if k == kind]
+
+
 def shown(ex: hv.Explorer, key: str) -> bool:
     button = ex.selection.buttons[key]
     return button.layout.display != "none" and not button.disabled
@@ -57,8 +62,8 @@ def test_with_nothing_selected_the_panel_says_what_blocks_the_most_and_marks_its
             f"{int(top.accelerated_ops_gained)} more op(s) accelerated: <b>{top.verdict}</b>") in text
     hypots = [n for n, op in zip(ex.partition.nodes()["name"], ex.partition.nodes()["op"]) if "hypot" in str(op)]
     marked = ex.panels["diagram"].marked
-    assert sorted(marked["nodes"]) == sorted(hypots) and len(hypots) == 2
-    assert sorted(marked["subgraphs"]) == sorted({ex.partition.tag_of(n) for n in hypots})
+    assert sorted(marked_names(ex, 0, "node")) == sorted(hypots) and len(hypots) == 2
+    assert sorted(marked_names(ex, 1, "subgraph")) == sorted({ex.partition.tag_of(n) for n in hypots})
     assert "hypot" in marked["label"]
     assert shown(ex, "select_top") and not shown(ex, "apply_fix") and not shown(ex, "back")
 
@@ -67,7 +72,7 @@ def test_select_it_selects_a_marked_node_and_shows_its_row_with_apply_its_fix(ex
     top = ex.partition.blockers().iloc[0]
     ex.selection.buttons["select_top"].click()
     name = ex.selected
-    assert name in ex.panels["diagram"].marked["nodes"]
+    assert name in marked_names(ex, 0, "node")
     assert ex.panels["diagram"].selected == {"kind": "node", "name": name}
     text = blocker_text(ex)
     assert "row 1 of the Blockers tab: what blocks the most" in text
@@ -186,5 +191,29 @@ def test_the_notebook_names_the_panels_buttons() -> None:
         for key in ("select_top", "apply_fix"):
             assert f"**{ex.selection.buttons[key].description}**" in near, key
         assert "red" in near
+    finally:
+        ex.close()
+
+
+def test_the_collapsed_and_module_views_mark_the_boxes_that_hold_the_nodes() -> None:
+    from hierviz.widget.blocker_marks import drawn_groups
+    from hierviz.widget.selection import members
+    from tests.widget.test_selection import Alternating
+
+    ex = hv.explore(Alternating(), (torch.randn(2, 4),), min_block_size=1, view="collapsed", max_nodes=10,
+                    debounce=0)
+    try:
+        assert ex.what_if.job.wait(WAIT_S)
+        top = ex.partition.blockers().iloc[0]  # i0e: no converter, 6 nodes between the TensorRT runs
+        i0e = {n for n in ex.partition.nodes()["name"] if "i0e" in n}
+        assert "i0e" in top.op and len(i0e) == 6
+        groups = [g for g in drawn_groups(ex.svg) if g.kind == "group"]
+        holding = sorted(g.name for g in groups if i0e & set(members(ex.partition, g)))
+        assert len(holding) == len(i0e)  # each box of two subgraphs holds one
+        assert sorted(marked_names(ex, 1, "group")) == holding
+        ex.controls["view"].value = "modules"  # i0e is outside any module: the "(top level)" box
+        assert marked_names(ex, 2, "top") == ["(top level)"] and marked_names(ex, 2, "module") == []
+        ex.controls["view"].value = "full"  # the nodes themselves
+        assert sorted(marked_names(ex, 0, "node")) == sorted(i0e)
     finally:
         ex.close()
