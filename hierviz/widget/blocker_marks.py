@@ -14,9 +14,10 @@ from __future__ import annotations
 
 import html
 import re
-from typing import TYPE_CHECKING, Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from urllib.parse import unquote
 
+from hierviz.drawing.dot import ELEMENT_KINDS
 from hierviz.widget.selection import GROUPED, Selection, members
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -24,6 +25,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 # a grouped element's id (hierviz.drawing.dot.element_id), not one of its parts ("hv:group~label:...")
 GROUPED_ID = re.compile(r'id="hv:(' + "|".join(GROUPED) + r'):([^"]+)"')
+ANY_ID = re.compile(r'id="hv:(' + "|".join(ELEMENT_KINDS) + r'):([^"]+)"')
 SUBGRAPH_LEVEL, MODULE_LEVEL = ("group",), ("repeat", "top")
 
 
@@ -31,6 +33,17 @@ def drawn_groups(svg: str) -> list[Selection]:
     """The group, run and top-level boxes `svg` draws, by the names a click reads back (the page
     reads the id unescaped: graphviz writes '-' as '&#45;')."""
     return [Selection(kind, unquote(html.unescape(name))) for kind, name in dict.fromkeys(GROUPED_ID.findall(svg))]
+
+
+def first_drawn(marked: Mapping[str, Any], svg: str | None) -> Selection | None:
+    """The first element of `marked`'s first level that `svg` draws (what the page outlines
+    first); None when it draws none of them."""
+    drawn = {(kind, unquote(html.unescape(name))) for kind, name in ANY_ID.findall(svg or "")}
+    for level in marked.get("levels", ()):
+        found = next((Selection(kind, name) for kind, name in level if (kind, name) in drawn), None)
+        if found is not None:
+            return found
+    return None
 
 
 def marks(part: "Partition", names: Iterable[str], label: str, svg: str | None) -> dict[str, Any]:
@@ -48,4 +61,4 @@ def marks(part: "Partition", names: Iterable[str], label: str, svg: str | None) 
     return {"label": label, "levels": [nodes, boxes, modules]}
 
 
-__all__ = ["marks", "drawn_groups", "GROUPED_ID"]
+__all__ = ["marks", "drawn_groups", "first_drawn", "GROUPED_ID", "ANY_ID"]

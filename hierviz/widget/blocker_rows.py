@@ -10,7 +10,7 @@ op and kind (each cause is one row). The combined row ("top 3 together") is no n
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterable
 
 from hierviz.partitioner.blockers.blocker_causes import COMBINED, find_causes
 
@@ -45,7 +45,16 @@ class BlockerRows:
 
     def of_node(self, name: str) -> int | None:
         """The first ranked row that keeps node `name` out; None when none does."""
-        return next((k for k, names in enumerate(self.members) if name in names), None)
+        return self.of_nodes([name])
+
+    def of_nodes(self, names: Iterable[str]) -> int | None:
+        """The first ranked row that keeps any of the nodes `names` out (a subgraph's, a box's)."""
+        wanted = set(names)
+        return next((k for k, kept in enumerate(self.members) if wanted.intersection(kept)), None)
+
+    def kept(self, k: int, names: Iterable[str]) -> int:
+        """How many of the nodes `names` row `k` keeps out."""
+        return len(set(names).intersection(self.members[k]))
 
 
 __all__ = ["BlockerRows"]

@@ -202,14 +202,15 @@ def top_blocker_html(row: Any, config: "Config") -> str:
             f'<span style="color:#555">{act}</span></div>')
 
 
-def blocker_row_html(row: Any, rank: int, top: bool) -> str:
-    """The Blockers tab's row `rank` (0-based) that keeps the selected node out: kind, nodes it
-    keeps out, subgraphs saved, ops gained, verdict and the change, said to be a what-if."""
+def blocker_row_html(row: Any, rank: int, top: bool, here: int | None = None) -> str:
+    """The Blockers tab's row `rank` (0-based) that keeps the selected node out (a box: `here` of
+    its nodes): kind, nodes it keeps out, subgraphs saved, ops gained, verdict and the change,
+    said to be a what-if."""
     saved, gained = row["subgraphs_saved"], row["accelerated_ops_gained"]
     counted = saved is not None and saved == saved
     rows = [("blocker", f"<code>{html.escape(blocker_name(row))}</code>: "
                         f"{html.escape(KIND_WORDS.get(row['kind'], row['kind']))}"),
-            ("keeps out", f"{int(row['nodes'])} node(s)"),
+            ("keeps out", f"{int(row['nodes'])} node(s)" + (f", {here} of them here" if here is not None else "")),
             ("subgraphs saved", f"{int(saved)} ({int(row['subgraphs_if_fixed'])} in all)" if counted else "-"),
             ("ops gained", f"{int(gained)}" if counted else "-"),
             ("verdict", f"<b>{html.escape(str(row['verdict']))}</b>" if isinstance(row["verdict"], str) else "-"),

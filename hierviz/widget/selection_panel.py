@@ -181,8 +181,8 @@ class SelectionPanel:
         """The blocker area, the diagram's red marks and the blocker buttons."""
         rows = self.blocker_rows()
         top = None if rows is None else rows.top()
-        node_row = rows.of_node(chosen.name) if rows is not None and chosen is not None and \
-            chosen.kind == "node" else None
+        nodes = self._nodes_of(part, chosen) if part is not None and chosen is not None else []
+        node_row = rows.of_nodes(nodes) if rows is not None else None
         body = ""
         if self.what_if is not None and part is not None:
             if rows is None:
@@ -190,8 +190,9 @@ class SelectionPanel:
                 body = text.blockers_failed_html(status.error) if status.state is State.FAILED else text.finding_html()
             elif chosen is None:
                 body = text.no_blockers_html() if top is None else text.top_blocker_html(rows.row(top), part.config)
-            elif node_row is not None:
-                body = text.blocker_row_html(rows.row(node_row), node_row, node_row == top)
+            elif node_row is not None and chosen is not None:
+                kept = None if chosen.kind == "node" else rows.kept(node_row, nodes)
+                body = text.blocker_row_html(rows.row(node_row), node_row, node_row == top, kept)
         applied = self.what_if.what_if if self.what_if is not None else None
         if applied is not None:
             before_cfg, before, change = applied
@@ -225,25 +226,29 @@ class SelectionPanel:
         return dict(marked)
 
     def select_top(self) -> str:
-        """Select the first node of what blocks the most (the page brings it into view); its name."""
+        """Select the first element the diagram outlines in red for what blocks the most (a node;
+        its subgraph's or module's box in a view that does not draw it); the page brings it into
+        view. Its name."""
         rows = self.blocker_rows()
         top = None if rows is None else rows.top()
-        if rows is None or top is None:
+        part = self.controller.shown
+        if rows is None or top is None or part is None:
             raise ConfigError("nothing blocks here yet: the Blockers tab's table is still being made, or no "
                               "cause keeps nodes out of the accelerated backends (see the Blockers tab).")
-        name = rows.members[top][0]
-        self.select(name)
-        return name
+        chosen = blocker_marks.first_drawn(self._marks(part, rows, top), self.controller.drawn_svg)
+        chosen = chosen or Selection("node", rows.members[top][0])
+        self.diagram.selected = chosen.trait()
+        return chosen.name
 
     def apply_fix(self) -> Any:
-        """Apply the what-if of the blocker row that keeps the selected node out, as clicking that
-        row in the Blockers tab does ("back" restores the setting); returns its setting."""
-        chosen = self._selected("node")
+        """Apply the what-if of the first blocker row that keeps the selection's nodes out, as
+        clicking that row in the Blockers tab does ("back" restores the setting); its setting."""
+        chosen = self._selected()
         rows = self.blocker_rows()
-        k = None if rows is None else rows.of_node(chosen.name)
+        k = None if rows is None else rows.of_nodes(self._nodes_of(self._shown(), chosen))
         if self.what_if is None or rows is None or k is None:
-            raise ConfigError(f"node {chosen.name!r} is not kept out by any row of the Blockers tab (or its table "
-                              "is still being made): select a node marked red, or use the Blockers tab.")
+            raise ConfigError(f"{chosen.kind} {chosen.name!r} is not kept out by any row of the Blockers tab (or "
+                              "its table is still being made): select a node marked red, or use the Blockers tab.")
         row = rows.row(k)
         if row["config"] is None:
             raise ConfigError(f"no setting fixes {row['op']}: {row['change']}.")
@@ -302,18 +307,22 @@ class SelectionPanel:
     def show_rows(self) -> None:
         """Open the Ops tab with only the rows of the selection's ops."""
         chosen, part = self._selected(), self._shown()
-        if chosen.kind == "node":
-            ops = [part.record(chosen.name).op]
-        elif chosen.kind == "subgraph":
-            ops = [part.record(n).op for n in part.subgraph(chosen.name).nodes]
-        elif chosen.kind in GROUPED:
-            ops = [part.record(n).op for n in members(part, chosen)]
-        else:
-            ops = list(text.module_nodes(part, chosen.name)["op"])
+        ops = [part.record(n).op for n in self._nodes_of(part, chosen)]
         self.ops_panel.value = text.ops_rows_html(part, chosen, ops)
         self.filtered = True
         if self.tabs is not None:
             self.tabs.selected_index = self.ops_tab
+
+    @staticmethod
+    def _nodes_of(part: "Partition", chosen: Selection) -> list[str]:
+        """The node names the selection stands for (a node: itself)."""
+        if chosen.kind == "node":
+            return [chosen.name]
+        if chosen.kind == "subgraph":
+            return list(part.subgraph(chosen.name).nodes)
+        if chosen.kind in GROUPED:
+            return members(part, chosen)
+        return list(text.module_nodes(part, chosen.name)["name"])
 
     def _show_all_ops(self) -> None:
         part = self.controller.shown

@@ -217,3 +217,20 @@ def test_the_collapsed_and_module_views_mark_the_boxes_that_hold_the_nodes() -> 
         assert sorted(marked_names(ex, 0, "node")) == sorted(i0e)
     finally:
         ex.close()
+
+
+def test_in_the_collapsed_view_select_it_selects_a_red_box_and_its_fix_applies(graph) -> None:
+    ex = hv.explore(graph, min_block_size=3, torch_executed_ops={"aten.tanh.default"}, view="collapsed", debounce=0)
+    try:
+        assert ex.what_if.job.wait(WAIT_S)
+        row = ex.blockers.iloc[0]  # hypot: its two nodes in two PyTorch subgraphs
+        first_tag = ex.partition.tag_of("hypot")
+        ex.selection.buttons["select_top"].click()
+        assert ex.panels["diagram"].selected == {"kind": "subgraph", "name": first_tag}  # a box the view draws
+        text = blocker_text(ex)
+        assert "(row 1 of the Blockers tab: what blocks the most)" in text and "2 node(s), 1 of them here" in text
+        assert shown(ex, "apply_fix")
+        ex.selection.buttons["apply_fix"].click()
+        assert ex.config == row.config and ex.partition.stats["subgraphs"] == row.subgraphs_if_fixed
+    finally:
+        ex.close()
