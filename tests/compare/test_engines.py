@@ -11,6 +11,7 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.cli import commands as cli
 from hierviz.widget import Explorer
+from tests.widget.worker_waits import join_on_worker
 
 needs_trt = pytest.mark.skipif(not trt.available(), reason="engine='fast' runs torch_tensorrt's partitioners")
 UNSUPPORTED = 2  # special_i0e and hypot (tests/small_net.py) have no TensorRT converter
@@ -69,7 +70,7 @@ def test_explorer_engine_control_and_compile_today_line(small) -> None:
     assert ex.controls["engine"].options == ("hierviz", "fast", "global", "torch_tensorrt")
     fast = hv.partition(gm, engine="fast", min_block_size=1)
     engines = fast.stats["subgraphs_by_backend"]["tensorrt"]
-    ex.compile_today_thread.join(60)  # made in the background: upstream's partitioner takes time
+    join_on_worker(ex.compile_today_thread, "the compile-today line never came")  # made in the background (worker)
     assert (f"torch_tensorrt.compile today (fast):</span> <b>{engines}</b> "
             "TensorRT engine(s)") in ex.panels["stats"].value
     assert ex.internal_errors == []

@@ -23,6 +23,7 @@ from hierviz.widget import Explorer
 from hierviz.widget.worker import Worker
 
 from . import worker_helpers as helpers  # the worker imports it by this name too (it gets this sys.path)
+from .worker_waits import join_on_worker, wait_on_worker
 
 ROOT = Path(__file__).parents[2]
 # The search below holds its compile for helpers.HOLD_S (600 s): an exit that waited for it would
@@ -39,17 +40,10 @@ def two_blocks():
     return model, inputs, hv.capture(model, inputs)
 
 
-def _wait_for(path: Path, timeout: float = 180.0) -> None:
-    end = time.monotonic() + timeout
-    while not path.exists():
-        assert time.monotonic() < end, f"{path.name} never appeared"
-        time.sleep(0.05)
-
-
 def test_line_measure_and_find_fastest_come_from_the_worker(two_blocks) -> None:
     model, inputs, gm = two_blocks
     ex = Explorer(model, inputs, helpers.SAME, debounce=0, measure_options=helpers.QUICK)
-    ex.compile_today_thread.join(180)
+    join_on_worker(ex.compile_today_thread, "the compile-today line never came")
     work = ex.controller.long_work
     work._worker = Worker()  # its own (other tests' Explorers hold the shared one): its close ends it
     if trt.available():
@@ -96,7 +90,7 @@ def test_killing_the_worker_mid_trial_shows_an_error_and_the_next_search_works(t
     ex.controller.long_work._worker = own  # a worker of this test's own, not the process's shared one
     try:
         thread = ex.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.WAITING)
-        _wait_for(mark)  # a trial is compiling in the worker
+        wait_on_worker(mark.exists, f"{mark.name} never appeared", lambda: own.pid)  # a trial compiles in the worker
         killed = ex.controller.long_work.pid
         os.kill(killed, signal.SIGKILL)
         thread.join(60)
@@ -128,7 +122,7 @@ def test_closing_one_explorer_leaves_the_others_search_going(two_blocks, tmp_pat
     try:
         assert first.blockers is not None and first.controller.long_work._hold is not None  # the first holds it too
         thread = second.find_fastest(budget=2, space={"min_block_size": [1, 2]}, measure=helpers.WAITING)
-        _wait_for(mark)  # a trial is compiling in the worker
+        wait_on_worker(mark.exists, f"{mark.name} never appeared", lambda: own.pid)  # a trial compiles in the worker
         pid = own.pid
         first.close()
         thread.join(3.0)
@@ -143,20 +137,21 @@ def test_closing_one_explorer_leaves_the_others_search_going(two_blocks, tmp_pat
 
 
 EXIT_SCRIPT = """
-import os, sys, time
+import os, sys
 sys.path.insert(0, {helpers_dir!r})
 import worker_helpers as helpers
 import hierviz as hv
+from tests.widget.worker_waits import wait_on_worker
 
 model, inputs = helpers.model_and_inputs()
 ex = hv.explore(model, inputs, helpers.SAME, debounce=0)
 ex.find_fastest(budget=4, space={{"min_block_size": [1, 2, 3, 4]}}, measure=helpers.WAITING)
-end = time.monotonic() + 150
-while not os.path.exists(os.environ[helpers.MARK]):
-    if time.monotonic() > end:  # the search never reached its compiler: say what the explorer shows
-        print("no compile started:", ex.errors, ex.internal_errors, ex.panels["fastest"].value[:300], flush=True)
-        sys.exit(3)
-    time.sleep(0.05)
+try:  # (its worker at nice 19 may be starved: waited for as long as it could not run)
+    wait_on_worker(lambda: os.path.exists(os.environ[helpers.MARK]), "no compile started",
+                   lambda: ex.controller.long_work.pid, could_run_s=150.0)
+except AssertionError as exc:  # the search never reached its compiler: say what the explorer shows
+    print(exc, ex.errors, ex.internal_errors, ex.panels["fastest"].value[:300], flush=True)
+    sys.exit(3)
 print("searching", flush=True)
 """
 
@@ -170,7 +165,8 @@ def _exit_while_searching(tmp_path: Path, run: int) -> float:
     code = textwrap.dedent(EXIT_SCRIPT.format(helpers_dir=str(Path(__file__).parent)))
     proc = subprocess.Popen([sys.executable, "-c", code], cwd=ROOT, env=env, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True)
-    # the script gives up after 150 s without a compile; the timer is the last guard against a hang
+    # the script gives up once its worker could have run 150 s without a compile; the timer is the last
+    # guard against a hang
     guard = threading.Timer(150 + EXIT_S + 60, proc.kill)
     guard.start()
     try:

@@ -14,6 +14,7 @@ import hierviz as hv
 from hierviz.widget import Explorer, explore
 from hierviz.partitioner import partition as hv_partition
 from tests.clock import ManualTimers, use_timers
+from tests.widget.worker_waits import join_on_worker
 
 RELU = "torch.ops.aten.relu.default"
 CONFIG_FIELDS = ("priority", "support", "min_block_size", "torch_executed_ops", "require_full_compilation",
@@ -341,7 +342,7 @@ def test_real_measurement_in_the_widget(small) -> None:
     seen = []
     ex.progress.observe(lambda c: seen.append(c["new"]), names="value")
     ex.controls["measure"].value = True
-    ex.measure_thread.join(60)  # the measurement arrives after the change, never during it
+    join_on_worker(ex.measure_thread, "the measurement never ended")  # it arrives after the change, never during it
     assert "measure" not in ex.errors, ex.errors
     m = ex.measurement
     assert m is not None and m.median_ms > 0 and m.outputs_match
