@@ -25,6 +25,7 @@ from tests.building.models import made
 from tests.widget.held_build import MARK, HeldBuild, held_in_new_processes
 
 from . import worker_helpers as helpers
+from .worker_waits import wait_on_worker
 
 needs_rtx = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
                                reason="needs TensorRT-RTX, which builds engines on the CPU")
@@ -102,7 +103,8 @@ def test_closing_the_explorer_ends_its_worker_and_its_build_and_nothing_starts_a
     try:
         ex.controls["build"].value = True
         ex.flush()
-        _wait("the held build", mark.exists)  # the worker is inside TensorRT's conversion
+        # the worker is inside TensorRT's conversion (it imports torch_tensorrt first, at nice 19)
+        wait_on_worker(mark.exists, "the held build never happened", lambda: own.pid, could_run_s=WAIT_S)
         worker = own.pid
         assert worker is not None and int(mark.read_text()) == worker
         ex.controls["min_block_size"].value = 2  # a second build, queued behind the held one
