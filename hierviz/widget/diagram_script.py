@@ -19,6 +19,8 @@ it holds no SVG) in a box of its own, and
 
 from __future__ import annotations
 
+from hierviz.drawing.highlight import BLOCKER_LINE
+
 ESM = r"""
 const MIN_H = 160, MAX_H = 640, PX_PER_PT = 4 / 3, DRAG_PX = 4;
 
@@ -244,17 +246,17 @@ CSS = """
   touch-action:none;user-select:none;resize:vertical}
 .hv-diagram-widget .hv-dw-box.hv-dw-dragging{cursor:grabbing}
 .hv-diagram-widget g[id^='hv:']{cursor:pointer}
-.hv-diagram-widget .hv-dw-whatif{background:#FFF3E0;border-left:4px solid #C62828;padding:1px 6px;font-size:11px;
+.hv-diagram-widget .hv-dw-whatif{background:#FFF3E0;border-left:4px solid BLOCKER_LINE;padding:1px 6px;font-size:11px;
   margin-left:8px}
-.hv-diagram-widget .hv-dw-key{color:#C62828;font-size:11px;margin-left:8px;font-weight:bold}
-.hv-diagram-widget g.hv-dw-marked{filter:drop-shadow(0 0 3px #C62828)}
+.hv-diagram-widget .hv-dw-key{color:BLOCKER_LINE;font-size:11px;margin-left:8px;font-weight:bold}
+.hv-diagram-widget g.hv-dw-marked{filter:drop-shadow(0 0 3px BLOCKER_LINE)}
 .hv-diagram-widget g.hv-dw-marked > title + :is(polygon,path,ellipse),
 .hv-diagram-widget g.hv-dw-marked > g:first-of-type > a > :is(polygon,path,ellipse):first-child{
-  stroke:#C62828 !important;stroke-width:4px !important}
+  stroke:BLOCKER_LINE !important;stroke-width:4px !important}
 .hv-diagram-widget g.hv-dw-selected{filter:drop-shadow(0 0 3px #E91E63)}
 .hv-diagram-widget g.hv-dw-selected > title + :is(polygon,path,ellipse),
 .hv-diagram-widget g.hv-dw-selected > g:first-of-type > a > :is(polygon,path,ellipse):first-child{
   stroke:#E91E63 !important;stroke-width:4px !important}
-"""
+""".replace("BLOCKER_LINE", BLOCKER_LINE)  # the red of render(highlight="blockers")
 
 __all__ = ["ESM", "CSS"]

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 import torch
 
+from hierviz.drawing.highlight import BLOCKER_LINE
 from hierviz.drawing.text import op_short
 from hierviz.foundation.stack_traces import frames
 from hierviz.partitioner import FALLBACK
@@ -152,7 +153,7 @@ def ops_rows_html(part: "Partition", selection: Selection, ops: Iterable[str]) -
     return note + table_html(df.reset_index(drop=True))
 
 
-BLOCKER_RED = "#C62828"  # render(highlight="blockers")'s colour, and the diagram's marks
+BLOCKER_RED = BLOCKER_LINE  # render(highlight="blockers")'s colour, and the diagram's marks
 FINDING = "finding what blocks the most ... (in the worker)"
 
 
@@ -179,8 +180,8 @@ def finding_html() -> str:
 
 
 def blockers_failed_html(error: str) -> str:
-    return (f'<div class="hv-top-blocker" style="color:#C62828;padding:4px 6px">could not find what blocks the most: '
-            f"{html.escape(error)}</div>")
+    return (f'<div class="hv-top-blocker" style="color:{BLOCKER_RED};padding:4px 6px">could not find what blocks '
+            f"the most: {html.escape(error)}</div>")
 
 
 def no_blockers_html() -> str:
