@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import time
 import warnings
-from concurrent.futures import Executor, Future, ProcessPoolExecutor, wait
+from concurrent.futures import Executor, Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Mapping, cast
 
@@ -257,7 +258,9 @@ def _row_of(fut: Future, cfg: Config) -> tuple[Any, dict[str, Any]]:
     row's error. It waits in short waits: Python raises Ctrl-C's KeyboardInterrupt only when the
     main thread runs, and a SIGINT that reached another thread, or reached this one just before
     its wait began, wakes no wait without an end (the sweep then ran to its last row)."""
-    while not wait((fut,), timeout=CTRL_C_POLL_S).done:
+    finished = threading.Event()
+    fut.add_done_callback(lambda _f: finished.set())  # (an executor's own future type has it too)
+    while not finished.wait(CTRL_C_POLL_S):
         pass
     try:
         return fut.result()
