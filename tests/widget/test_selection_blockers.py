@@ -16,6 +16,7 @@ import hierviz as hv
 from hierviz.errors import ConfigError
 from hierviz.widget.worker import WorkerError
 from hierviz.widget import controls as ctl
+from hierviz.widget import long_work
 from hierviz.widget.long_work import LongWork
 from tests.partitioner.test_blockers import Blocked
 
@@ -25,6 +26,13 @@ WAIT_S = 120
 @pytest.fixture()
 def graph() -> torch.fx.GraphModule:
     return hv.capture(Blocked(), (torch.randn(2, 8),))
+
+
+@pytest.fixture(autouse=True)
+def in_kernel(monkeypatch) -> None:
+    """The explorer's jobs run in this process (a background thread, as in the worker), so no test
+    here starts a worker process but the one that says so."""
+    monkeypatch.setattr(long_work, "IN_WORKER", False)
 
 
 def open_explorer(graph: torch.fx.GraphModule) -> hv.Explorer:
@@ -122,7 +130,9 @@ def test_apply_its_fix_is_the_blockers_tab_s_what_if_and_back_restores(ex, graph
     assert "what_if" not in ex.panels["diagram"].marked  # the picture is the user's setting again
 
 
+@pytest.mark.slow  # starts the worker process
 def test_the_table_is_made_once_for_the_panel_and_the_blockers_tab(graph, monkeypatch) -> None:
+    monkeypatch.setattr(long_work, "IN_WORKER", True)  # the table comes from the worker, as in a notebook
     calls: list[hv.Config] = []
     original = LongWork.blockers
 
