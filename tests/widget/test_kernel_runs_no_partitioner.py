@@ -13,6 +13,7 @@ import hierviz as hv
 from hierviz.widget import controls as ctl
 
 from . import worker_helpers as helpers
+from .worker_waits import join_on_worker
 
 # each patched where its callers look it up: compile_partitioners.py and hierarchical.py call
 # `trt.run_compile_partitioner` / `trt.run_upstream_partitioner` on the package hierviz.trt, and
@@ -48,12 +49,12 @@ def test_blockers_numerics_and_export_run_in_the_worker(tmp_path, monkeypatch) -
         monkeypatch.setattr(owner, name, counted)
     try:
         ex.tabs.selected_index = ctl.tab_index("blockers_box")
-        ex.blockers_thread.join(120)
+        join_on_worker(ex.blockers_thread, "the blockers table never came", could_run_s=120.0)
         table = ex.blockers
         assert table is not None and "torch.ops.aten.tanh.default" in set(table["op"]), table
         assert len(ex.blockers_tab.picker.options) == len(table)
         ex.buttons["check_numerics"].click()
-        ex.numerics_thread.join(120)
+        join_on_worker(ex.numerics_thread, "the numerics check never ended", could_run_s=120.0)
         assert ex.controller.numerics_of(ex.partition) is not None, ex.errors
         path = ex.export("html")
         assert path.exists() and "torch_tensorrt.compile" in path.read_text()

@@ -8,6 +8,7 @@ from hierviz.drawing.accuracy import SCALE
 from hierviz.widget import numerics_tab
 
 from tests.compare.test_mismatch_at import BASE, MEASURE, _wrong_tag
+from tests.widget.worker_waits import join_on_worker
 
 
 def _explorer(model, inputs, **kwargs):
@@ -21,7 +22,7 @@ def test_numerics_tab_names_the_culprit_and_colours_the_diagram(small) -> None:
     assert "Numerics" in titles
     assert numerics_tab.HINT in ex.panels["numerics"].value  # nothing checked yet
     ex.buttons["check_numerics"].click()                       # as a user's click
-    ex.numerics_thread.join(120)  # the check runs in the background (its compiles in the worker)
+    join_on_worker(ex.numerics_thread, "the check never ended", could_run_s=120.0)  # in the background, in the worker
     expected = _wrong_tag(gm, BASE)
     result = ex.controller.numerics_of(ex.partition)
     assert result is not None and result.culprit == expected
