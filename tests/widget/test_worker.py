@@ -85,7 +85,9 @@ def test_a_killed_worker_fails_its_job_and_the_next_job_starts_a_fresh_one(worke
     _started(tmp_path / "compiling", worker)
     first = worker.pid
     os.kill(first, signal.SIGKILL)
-    got = job.exception(timeout=30)  # TimeoutError if the job is still waiting
+    # the killed child's threads end at its nice 19: waited for while they could not run
+    wait_on_worker(job.done, "the job still waits on a killed worker", lambda: first, could_run_s=30.0)
+    got = job.exception()
     assert isinstance(got, WorkerError)
     assert str(got).startswith("the worker process was killed by SIGKILL") and "fresh one" in str(got)
     _, inputs, gm = two_blocks
