@@ -72,7 +72,7 @@ main()
 COMMAND = (sys.executable, "-c", _BOOT)
 SUPERSEDED = "a newer build of the same explorer took its place"
 HANG_S = 120.0  # no word from the child for this long while it could run (it beats every s): hung, killed
-START_S = 120.0  # the longest the child may take to import hierviz and read the graph (as HANG_S)
+START_S = 120.0  # the longest the child may take to import hierviz and read the graph (of the time it could run)
 EXIT_REAP_S = 2.0  # at the interpreter's exit, the longest it waits for killed children to be reaped
 _LIVE: "weakref.WeakSet[Worker]" = weakref.WeakSet()
 
@@ -322,7 +322,8 @@ class Worker:
                 key, kind, payload = pickle.load(out)
             except _STREAM_ENDED:  # EOF, or a child killed mid-message
                 break
-            self._silence.heard()
+            if self._proc is proc:  # (not the last words of a child already replaced)
+                self._silence.heard()
             job = self._jobs.get(key)
             if kind == "beat" or job is None:
                 continue
