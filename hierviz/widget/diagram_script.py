@@ -11,7 +11,8 @@ it holds no SVG) in a box of its own, and
 - the elements `marked` names ({label, levels}: what blocks the most; blocker_marks.py) get a
   red outline, the colour of `render(highlight="blockers")`: those of the first level the view
   draws (the nodes, else their subgraphs' and groups' boxes, else their modules', runs' and the
-  top level's boxes); the bar says what the red means, and
+  top level's boxes), by a style sheet beside the SVG (the picture itself is left as drawn; the
+  widget's `data-marked` lists their ids); the bar says what the red means, and
   `marked.what_if` that the picture is a what-if's (a blocker's fix applied, not the user's setting);
 - the wheel zooms about the pointer, a drag pans (a drag is never a click), the buttons zoom
   and "fit" goes back to the whole width (at most 100%).
@@ -45,7 +46,8 @@ function render({ model, el }) {
   const box = document.createElement("div");
   box.className = "hv-scroll hv-dw-box";
   frame.append(box);
-  el.append(bar, message, frame);
+  const marks = document.createElement("style");
+  el.append(bar, message, frame, marks);
 
   let svg = null, full = null, view = null, touched = false, drag = null;
 
@@ -131,17 +133,23 @@ function render({ model, el }) {
     key.style.display = marked.label ? "" : "none";
     whatIf.textContent = marked.what_if || "";
     whatIf.style.display = marked.what_if ? "" : "none";
-    if (!svg) return;
-    for (const g of svg.querySelectorAll(".hv-dw-marked")) g.classList.remove("hv-dw-marked");
-    for (const level of marked.levels || []) {
+    let ids = [];
+    for (const level of svg ? marked.levels || [] : []) {
       const wanted = new Set(level.map(([kind, name]) => kind + "\u0000" + name));
-      const found = [...svg.querySelectorAll("g[id^='hv:']")].filter((g) => {
+      ids = [...svg.querySelectorAll("g[id^='hv:']")].filter((g) => {
         const p = parseId(g.id);
         return p && p.part !== "label" && wanted.has(p.kind + "\u0000" + p.name);
-      });
-      for (const g of found) g.classList.add("hv-dw-marked");
-      if (found.length) return;
+      }).map((g) => g.id);
+      if (ids.length) break;
     }
+    // a style sheet beside the picture, never a change to the SVG itself; the selection's outline wins
+    marks.textContent = ids.map((id) => {
+      const g = "#" + CSS.escape(id) + ":not(.hv-dw-selected)";
+      return `${g}{filter:drop-shadow(0 0 3px BLOCKER_LINE)}\n${g} > title + :is(polygon,path,ellipse),` +
+        `${g} > g:first-of-type > a > :is(polygon,path,ellipse):first-child` +
+        "{stroke:BLOCKER_LINE !important;stroke-width:4px !important}";
+    }).join("\n");
+    el.dataset.marked = JSON.stringify(ids);
   }
 
   function show() {
@@ -234,7 +242,7 @@ function render({ model, el }) {
 }
 
 export default { render };
-"""
+""".replace("BLOCKER_LINE", BLOCKER_LINE)  # the red of render(highlight="blockers")
 
 CSS = """
 .hv-diagram-widget{font-family:Helvetica,Arial,sans-serif;font-size:13px;min-width:0}
@@ -249,10 +257,6 @@ CSS = """
 .hv-diagram-widget .hv-dw-whatif{background:#FFF3E0;border-left:4px solid BLOCKER_LINE;padding:1px 6px;font-size:11px;
   margin-left:8px}
 .hv-diagram-widget .hv-dw-key{color:BLOCKER_LINE;font-size:11px;margin-left:8px;font-weight:bold}
-.hv-diagram-widget g.hv-dw-marked{filter:drop-shadow(0 0 3px BLOCKER_LINE)}
-.hv-diagram-widget g.hv-dw-marked > title + :is(polygon,path,ellipse),
-.hv-diagram-widget g.hv-dw-marked > g:first-of-type > a > :is(polygon,path,ellipse):first-child{
-  stroke:BLOCKER_LINE !important;stroke-width:4px !important}
 .hv-diagram-widget g.hv-dw-selected{filter:drop-shadow(0 0 3px #E91E63)}
 .hv-diagram-widget g.hv-dw-selected > title + :is(polygon,path,ellipse),
 .hv-diagram-widget g.hv-dw-selected > g:first-of-type > a > :is(polygon,path,ellipse):first-child{

@@ -41,20 +41,24 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Lab]:
 
 
 def marks(explorer: Any) -> dict[str, Any] | None:
-    """The diagram's red-outlined and outlined (selected) elements, whether each is inside the
-    diagram's box, and the selection panel's text."""
+    """The diagram's red-outlined (the widget's data-marked) and outlined (selected) elements,
+    whether each is inside the diagram's box and drawn red, and the selection panel's text."""
     return explorer.evaluate("""(root) => {
-        const svg = root.querySelector('.hv-diagram-widget svg');
+        const widget = root.querySelector('.hv-diagram-widget');
+        const svg = widget && widget.querySelector('svg');
         if (!svg) return null;
         const box = root.querySelector('.hv-dw-box').getBoundingClientRect();
         const seen = (g) => { const r = g.getBoundingClientRect();
             return r.width > 0 && r.left >= box.left && r.right <= box.right && r.top >= box.top &&
                    r.bottom <= box.bottom; };
-        const ids = (cls) => [...svg.querySelectorAll('g.' + cls)].map(g => ({id: g.id, seen: seen(g),
-                                                                           cls: g.getAttribute('class')}));
+        const red = (g) => { const shape = g.querySelector('polygon, path, ellipse');
+            return shape ? getComputedStyle(shape).stroke : ''; };
+        const about = (g) => ({id: g.id, seen: seen(g), cls: g.getAttribute('class'), stroke: red(g)});
+        const byId = new Map([...svg.querySelectorAll('g[id]')].map(g => [g.id, g]));
+        const marked = JSON.parse(widget.dataset.marked || '[]').map(id => byId.get(id)).filter(g => g);
         const key = root.querySelector('.hv-dw-key');
-        return {marked: ids('hv-dw-marked'), selected: ids('hv-dw-selected'), key: key ? key.textContent : '',
-                panel: root.querySelector('.hv-selection').innerText};
+        return {marked: marked.map(about), selected: [...svg.querySelectorAll('g.hv-dw-selected')].map(about),
+                key: key ? key.textContent : '', panel: root.querySelector('.hv-selection').innerText};
     }""")
 
 
@@ -94,6 +98,7 @@ def acceptance_flow(lab: Lab, browser: Any) -> None:
         found = wait_until(lambda: (m := marks(explorer)) and "What blocks the most" in m["panel"] and m["marked"]
                            and m, FOUND_S, "the panel did not say what blocks the most", page)
         assert sorted(m["id"] for m in found["marked"]) == sorted(f"hv:node:{n}" for n in nodes), found["marked"]
+        assert {m["stroke"] for m in found["marked"]} == {"rgb(198, 40, 40)"}  # drawn red (#C62828)
         assert f"keeps {len(nodes)} node(s) out of TensorRT and TorchInductor" in found["panel"]
         assert f"{int(row.subgraphs_saved)} subgraph(s) fewer ({int(row.subgraphs_if_fixed)} in all)" in found["panel"]
         assert row.verdict in found["panel"] and "what blocks the most" in found["key"]
