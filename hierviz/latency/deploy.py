@@ -56,7 +56,9 @@ class CompiledModel(torch.nn.Module):
     engines, TorchInductor ones as compiled code, the rest eagerly).
 
     `.module` is the split GraphModule `hv.measure` times; `.records` says per subgraph what
-    ran; `.fallbacks` the subgraphs whose backend failed and run eagerly; `.config` the setting.
+    ran; `.fallbacks` the subgraphs whose backend failed and run eagerly; `.config` the setting;
+    `.frozen_random` the random ops its TensorRT engines hold, drawn once when Torch-TensorRT built
+    them (hierviz.building.frozen_random: every call gives the same values; `save` writes them).
     """
 
     def __init__(self, partition: Partition, split: CompiledSplit, example_inputs: Any) -> None:
@@ -64,6 +66,7 @@ class CompiledModel(torch.nn.Module):
         self.module = split.module
         self.records = split.records
         self.fallbacks = split.fallbacks
+        self.frozen_random = split.frozen_random
         self.device = split.device
         self.compile_s = split.compile_s
         self.config = partition.config
@@ -122,7 +125,8 @@ class CompiledModel(torch.nn.Module):
         files.write(folder / META, json.dumps({
             "format": FORMAT, "config": config, "label": self.config.label(), "device": str(self.device),
             "subgraphs": {t: r.ran for t, r in split.records.items()}, "eager": eager,
-            "recompiled_at_load": not_saved, "torch": torch.__version__}, indent=1))
+            "recompiled_at_load": not_saved, "frozen_random": [dataclasses.asdict(f) for f in split.frozen_random],
+            "torch": torch.__version__}, indent=1))
         if not_saved:
             warnings.warn(f"{len(not_saved)} subgraph(s) have no savable artifact and will be compiled again "
                           f"when loaded: {'; '.join(not_saved[:3])}", MeasureWarning, stacklevel=2)

@@ -6,6 +6,7 @@ import math
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Sequence
 
+from hierviz.building.frozen_random import FrozenRandom
 from hierviz.latency.baseline_names import EAGER, GRAPH_EAGER
 from hierviz.latency.speedup_claim import difference
 from hierviz.latency.timing import CI_LEVEL, NOISY_CV, WIDE_SPREAD, Stats
@@ -84,6 +85,9 @@ class Measurement:
     TF32 and matmul precision for every backend (see hierviz.latency.precision).
     `mismatch_at`: for outputs that differ, the subgraph where the error starts, when
     hv.tune / hv.sweep looked it up (hierviz.latency.numerics.locate_mismatch), else None.
+    `frozen_random`: the random ops (aten.rand/randn/randperm) of the TensorRT subgraphs that ran
+    as engines, which Torch-TensorRT evaluates once at build, so every run gives the same values
+    (hierviz.building.frozen_random.FrozenRandom; each also a note in `warnings`, in Builds' words).
     """
 
     median_ms: float
@@ -120,6 +124,7 @@ class Measurement:
     eager_timing: Stats | None = field(default=None, repr=False)
     mismatch_at: str | None = None
     against: str | None = None
+    frozen_random: tuple[FrozenRandom, ...] = ()
 
     @property
     def verdict(self) -> str:

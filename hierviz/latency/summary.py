@@ -47,6 +47,7 @@ def finish(run: TimedRun, options: MeasureOptions) -> Measurement:
         speedup_ci=speedup_interval(eager.samples_ms, stats.samples_ms, paired=True) if eager else None,
         eager_timing=eager,
         against=_against(run),
+        frozen_random=tuple(split.frozen_random),
     )
 
 

@@ -12,6 +12,7 @@ private copy is compiled, and dynamo's caches are reset after.
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from typing import TYPE_CHECKING, Any
 
@@ -50,7 +51,11 @@ def summed(compiled: CompiledGraphs) -> Built:
             out.records[qualified_tag(run, tag)] = SubgraphRecord(**{**vars(r), "tag": qualified_tag(run, tag)})
         out.fallbacks += [qualified_tag(run, t) for t in split.fallbacks]
         own_note = fallback_note(list(split.records.values()))
-        out.warnings += [f"graph {run.name}: {w}" for w in split.warnings if w != own_note]
+        frozen = tuple(dataclasses.replace(f, graph=run.name) for f in split.frozen_random)
+        said = {own_note, *(f.text() for f in split.frozen_random)}
+        out.warnings += [f"graph {run.name}: {w}" for w in split.warnings if w not in said]
+        out.warnings += [f.text() for f in frozen]
+        out.frozen_random += frozen
         out.cache_hits += split.cache_hits
         out.cache_misses += split.cache_misses
         out.compile_s += split.compile_s

@@ -18,6 +18,7 @@ from torch.fx import GraphModule
 from torch.utils._pytree import tree_leaves
 
 from hierviz import trt
+from hierviz.building.frozen_random import FrozenRandom, frozen_random
 from hierviz.errors import MeasureError
 from hierviz.capturing.graph_codec import fetch_attr, set_path
 from hierviz.capturing.inputs import check as check_inputs
@@ -42,7 +43,9 @@ class CompiledSplit:
     SubgraphRecord); `fallbacks` are the tags whose backend failed and ran eagerly instead;
     `output` is the split model's output on the example inputs, from the compiling run;
     `unsaved` the tags whose compiled artifact was not written to the disk cache, with why
-    (each also in `warnings`): a saved model compiles them again when loaded.
+    (each also in `warnings`): a saved model compiles them again when loaded; `frozen_random` the
+    random ops of the TensorRT subgraphs that ran as engines, whose values Torch-TensorRT draws
+    once at build (hierviz.building.frozen_random; each also in `warnings`, in the build's words).
     """
 
     module: GraphModule
@@ -58,6 +61,7 @@ class CompiledSplit:
     compile_state: dict[str, str] = field(default_factory=dict)
     tf32: bool = False
     unsaved: dict[str, str] = field(default_factory=dict)
+    frozen_random: tuple[FrozenRandom, ...] = ()
 
     @property
     def runners(self) -> dict[str, Runner]:
@@ -121,9 +125,11 @@ def build_split(partition: Partition, example_inputs: Any, device: torch.device,
     finally:
         if bar is None:
             steps.close()
+    frozen = frozen_random(partition, [tag for tag, r in built.records.items() if r.ran == TENSORRT.backend])
     return CompiledSplit(module=assemble(partition.module, built.runners, device), records=built.records,
                          device=device, inputs=inputs, output=output, fallbacks=tuple(built.fallbacks),
-                         warnings=built.warnings, cache_hits=built.cache_hits, cache_misses=built.cache_misses,
+                         warnings=built.warnings + [f.text() for f in frozen], frozen_random=frozen,
+                         cache_hits=built.cache_hits, cache_misses=built.cache_misses,
                          compile_s=built.compile_s, compile_state=built.compile_state, tf32=options.tf32,
                          unsaved=built.unsaved)
 

@@ -16,6 +16,7 @@ from typing import Any, Callable, Mapping, Sequence
 import torch
 from torch.fx import GraphModule, Node
 
+from hierviz.building.frozen_random import FrozenRandom
 from hierviz.errors import MeasureError
 from hierviz.latency.compiling import compile_cache as cache_mod
 from hierviz.capturing.graph_codec import fetch_attr
@@ -103,6 +104,7 @@ class Built:
     compile_s: float = 0.0
     compile_state: dict[str, str] = field(default_factory=dict)
     unsaved: dict[str, str] = field(default_factory=dict)  # tag -> why its artifact was not written
+    frozen_random: tuple[FrozenRandom, ...] = ()  # the random ops its engines hold (named across graphs: summed)
 
 
 class Builder:
