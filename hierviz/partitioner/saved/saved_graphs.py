@@ -24,6 +24,7 @@ from hierviz.capturing.by_graph.graph_value import GraphValue
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.partitioner.by_graph.multi_graph import MultiGraphPartition
 from hierviz.partitioner.by_graph.per_graph import per_graph
+from hierviz.partitioner.saved.old_field import OldField, unknown_starts
 from hierviz.partitioner.saved.saved_partition import (SavedPartition, checked_document, config_of, document,
                                                        format_version, traced_for)
 from hierviz.version import __version__
@@ -122,14 +123,27 @@ def _check_counts(doc: dict, graphs: int, breaks: int, where: str) -> None:
                                       f"holds {have}; it was changed after it was saved: save it again.")
 
 
+def _forced_across(parts: list[SavedPartition]) -> tuple[OldField, ...]:
+    """The graphs' forced_from OldFields as one, its nodes named across graphs ('g1/mul')."""
+    lacked = [(k, f) for k, p in enumerate(parts) for f in p.old_fields if f.field == "forced_from"]
+    if not lacked:
+        return ()
+    return (OldField("forced_from", tuple(f"g{k}/{n}" for k, f in lacked for n in f.inferred),
+                     tuple(f"g{k}/{n}" for k, f in lacked for n in f.unknown)),)
+
+
 class SavedMultiGraphPartition(MultiGraphPartition):
     """A graph-by-graph partition read back from its saved JSON: `.graphs` are SavedPartitions,
-    `.capture` the graphs' sources and breaks (no graph); `.saved_from` the file."""
+    `.capture` the graphs' sources and breaks (no graph); `.saved_from` the file; `.old_fields`
+    the fields a file saved by an older hierviz lacks (OldField): start_kind, said in a note, and
+    each graph's forced_from with its nodes named 'g1/<node>' (each graph's report says it)."""
 
     def __init__(self, doc: dict, path: Path) -> None:
         capture, parts = _read_graphs(doc, path)
         config, note = config_of(doc["config"], repr(str(path)))
-        notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
+        starts = unknown_starts(doc["graphs"])
+        notes = tuple(doc.get("notes", ())) + ((note,) if note else ()) + ((starts.note(),) if starts else ())
+        self.old_fields: tuple[OldField, ...] = ((starts,) if starts else ()) + _forced_across(parts)
         # a SavedCapture and SavedPartitions stand in for the DynamoCapture and Partitions: no graph to run
         self._setup(capture, parts, config, notes)  # type: ignore[arg-type]  # saved stand-ins (above)
         self.traced_for = traced_for(doc)

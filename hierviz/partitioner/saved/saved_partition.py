@@ -21,6 +21,7 @@ from hierviz.errors import ConfigError, SavedPartitionError
 from hierviz.foundation.opnames import names_as_saved
 from hierviz.partitioner.record import NodeTable, TensorSpec
 from hierviz.partitioner.saved.document_check import check_fields
+from hierviz.partitioner.saved.old_field import OldField, infer_forced_from
 from hierviz.partitioner.partition_result import Partition
 from hierviz.partitioner.subgraph import Subgraph
 from hierviz.version import __version__
@@ -147,7 +148,8 @@ def traced_for(doc: dict) -> tuple[str, str] | None:
 
 class SavedPartition(Partition):
     """A partition read back from its saved JSON: the record, subgraphs and stats as they were
-    saved (`.versions` says what made it, `.saved_from` the file); no graph."""
+    saved (`.versions` says what made it, `.saved_from` the file); no graph. `.old_fields`: the
+    fields a file saved by an older hierviz lacks, inferred or not (OldField; a note each)."""
 
     def __init__(self, doc: dict, path: Path) -> None:  # not super().__init__: there is no engine result
         config, note = config_of(doc["config"], repr(str(path)))
@@ -156,7 +158,14 @@ class SavedPartition(Partition):
         # the engine is a setting: a file saved before it was one says it beside the config
         self.config = (config if config.engine == self.engine
                        else derive(config, {"engine": self.engine}, together=False))
-        self.notes = tuple(doc.get("notes", ())) + ((note,) if note else ())
+        try:
+            self._forced_from, lacked = infer_forced_from(doc["nodes"], self.config.torch_executed_ops)
+        except (KeyError, TypeError) as exc:
+            raise SavedPartitionError(f"{str(path)!r} is a damaged saved partition ({type(exc).__name__}: {exc}); "
+                                      "save it again.") from None
+        self.old_fields: tuple[OldField, ...] = (lacked,) if lacked else ()
+        self.notes = (tuple(doc.get("notes", ())) + ((note,) if note else ())
+                      + tuple(f.note(self.config.torch_executed_ops) for f in self.old_fields))
         self.traced_for = traced_for(doc)
         self.saved_from = path
         self.versions = dict(doc.get("versions") or {})
@@ -166,7 +175,7 @@ class SavedPartition(Partition):
     # ------------------------------------------------------------------ the saved facts
     @_saved_fact
     def records(self) -> NodeTable:
-        return _table(self._doc)
+        return _table(self._doc, self._forced_from)
 
     @_saved_fact
     def subgraphs(self) -> list[Subgraph]:
@@ -226,7 +235,7 @@ class SavedPartition(Partition):
         return super().__repr__()[:-1] + f", saved {self.saved_from}>"
 
 
-def _table(doc: dict) -> NodeTable:
+def _table(doc: dict, forced_from: tuple[str | None, ...]) -> NodeTable:
     nodes = doc["nodes"]
     position = {n["name"]: i for i, n in enumerate(nodes)}
     inputs = tuple(tuple(position[a] for a in n["inputs"]) for n in nodes)
@@ -251,7 +260,7 @@ def _table(doc: dict) -> NodeTable:
         subgraph_is_acc=tuple(bool(s["is_acc"]) for s in doc["subgraphs"]),
         subgraph_members=tuple(tuple(sorted(position[m] for m in s["nodes"])) for s in doc["subgraphs"]),
         target=tuple(n["target"] for n in nodes),
-        forced_from=tuple(n.get("forced_from") for n in nodes),  # saved since it was a column
+        forced_from=forced_from,  # saved since it was a column; inferred for an older file (old_field.py)
         explain=lambda i, short: short_reason[i] if short else long_reason[i],
     )
 
