@@ -23,6 +23,7 @@ from hierviz.building import repro_files
 from hierviz.building.build_row import BuildRow
 from hierviz.building.graph_run import first_failure
 from hierviz.building.reduction import call_nodes, part_of, signature, smallest_failing
+from hierviz.building.repro_outside import OP_NAME, inputs_and_outputs, made_by_ops, used_by_ops
 from hierviz.building.repro_shapes import ReproShapes, shapes_of
 from hierviz.building.subgraph_builds import SubgraphBuilder
 from hierviz.capturing.aten_capture import source_of
@@ -58,7 +59,11 @@ class Repro:
     whether it reproduced the failure in a fresh process; `exit_status`: repro.py's there (1 it
     reproduced, 0 it built or, for a lowering, ran; 2 it failed another way; -1 stopped at its time
     limit), None until `save` ran it; `static_shapes`: why repro.pt2 holds the example's sizes
-    where the part has dynamic dimensions ('' when it keeps them, or has none)."""
+    where the part has dynamic dimensions ('' when it keeps them, or has none); `made_outside`: the
+    part's inputs that an op of the model made (none of the model's own inputs), `used_outside`:
+    its outputs that an op of the model uses (none the model returns): repro.pt2 passes them
+    through `hierviz_repro::outside`, so that Torch-TensorRT's partitioner sees them made and used
+    by ops, as it did in the model (repro_outside; () for a lowering's repro)."""
 
     subgraph: str
     nodes: tuple[str, ...]
@@ -75,6 +80,8 @@ class Repro:
     verified: bool | None = None
     exit_status: int | None = None
     static_shapes: str = ""
+    made_outside: tuple[str, ...] = ()
+    used_outside: tuple[str, ...] = ()
 
     @property
     def signature(self) -> tuple[str, str, str]:
@@ -148,6 +155,21 @@ class Repro:
         return (f"## Not verified: {what}",
                 "Not verified: `repro.py` has not been run (`Repro.save` writes it and runs it in a fresh process).")
 
+    def _outside_lines(self) -> list[str]:
+        """The README's paragraph on the inputs ops of the model made and the outputs they use ([]
+        when there are none)."""
+        made, used = (", ".join(f"`{name}`" for name in names) for names in (self.made_outside, self.used_outside))
+        if not made and not used:
+            return []
+        said = " and ".join(part for part in (f"ops of the model made {made}" if made else "",
+                                              f"ops of the model use {used}" if used else "") if part)
+        both = ", ".join(f"`{name}`" for name in (*self.made_outside, *self.used_outside))
+        return [f"Outside this engine, {said}. Torch-TensorRT's partitioner judges each node with the ops around it "
+                "in the whole graph, and its converters see the engine's inputs and outputs instead; so `repro.pt2` "
+                f"passes {both} through `{OP_NAME}`, an identity op with no TensorRT converter that `repro.py` "
+                "defines, which Torch-TensorRT runs in PyTorch as it did those ops. Without it they would be the "
+                "program's own inputs and outputs, which in the model they were not.", ""]
+
     def issue_text(self) -> str:
         """A Markdown issue body: the error, what repro.py showed (a failure is said to be
         Torch-TensorRT's only when repro.py reproduced it), the versions and builder, the inputs
@@ -173,7 +195,7 @@ class Repro:
         lines = [*top,
                  "### Versions", "", f"- torch {v['torch']}", f"- torch_tensorrt ({v['torch_tensorrt']})",
                  f"- TensorRT {v['TensorRT']}", f"- builder: {self.builder}", "",
-                 "### Inputs", "", *shapes.markdown(self._static_because(shapes)), "",
+                 "### Inputs", "", *shapes.markdown(self._static_because(shapes)), "", *self._outside_lines(),
                  "### The nodes and the lines that made them", "", *repro_files.node_lines(self.graph), "",
                  "### To run it", "",
                  "`repro.pt2` is the part as an ExportedProgram; `repro.py` (torch and torch_tensorrt only) loads it "
@@ -230,10 +252,12 @@ class Repro:
         if self.stage == "run":  # as the search lowered it: at the example's sizes
             ep, static = repro_files.exported(self.graph, weights), self._static_because(shapes)
         else:
-            ep, static = repro_files.exported_keeping_dims(self.graph, weights, shapes)
+            ep, static = repro_files.exported_keeping_dims(self.graph, weights, shapes, self.made_outside,
+                                                           self.used_outside)
         torch.export.save(ep, str(out / "repro.pt2"))
         (out / "repro.py").write_text(repro_files.script(self.headline(), self.signature, self.graph, self.settings,
-                                                         lowering=self.stage == "run"))
+                                                         lowering=self.stage == "run",
+                                                         outside=bool(self.made_outside or self.used_outside)))
         code, _ = repro_files.run_script(out)
         saved = dataclasses.replace(self, verified=code == 1, exit_status=code, static_shapes=static)
         (out / "README.md").write_text(saved.issue_text())
@@ -268,9 +292,12 @@ def repro_of(row: BuildRow, part: "Partition | MultiGraphPartition", builder: Su
                           f"these Builds: pass builder= with the settings the Builds were made with.")
     found = smallest_failing(gm, lambda g: builder.build(g, label=row.subgraph))
     made, _ = builder.build(found.graph)  # the part's own error (same signature, its own sizes); already built
+    model_inputs, model_outputs = inputs_and_outputs(graph_part.graph)
     return Repro(row.subgraph, found.nodes, found.graph, made.stage, made.exception or "", made.error or "",
                  len(call_nodes(gm)), found.builds, found.cached, round(found.seconds, 3),
-                 trt.builder_name() or "", _compile_settings(graph_part, builder))
+                 trt.builder_name() or "", _compile_settings(graph_part, builder),
+                 made_outside=made_by_ops(found.graph, model_inputs),
+                 used_outside=used_by_ops(found.graph, model_outputs))
 
 
 @dataclass(frozen=True)

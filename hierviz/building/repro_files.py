@@ -21,6 +21,8 @@ from torch.fx.experimental.symbolic_shapes import optimization_hint
 from hierviz import trt
 from hierviz.building.graph_run import OP_ERRORS, source_line
 from hierviz.building.reduction import call_nodes, part_of
+from hierviz.building.repro_outside import SOURCE as OUTSIDE_SOURCE
+from hierviz.building.repro_outside import outside, results
 from hierviz.building.repro_shapes import ReproShapes
 from hierviz.errors import ConfigError
 from hierviz.foundation.error_text import first_line
@@ -70,20 +72,28 @@ def made_inputs(spec: list[tuple[list[int], str]]) -> tuple[Any, ...]:
 
 
 class _Part(torch.nn.Module):
-    """The part as a module torch.export traces: its GraphModule called on the inputs."""
+    """The part as a module torch.export traces: its GraphModule called on the inputs. The inputs
+    named in `made` pass through the stand-in of the ops outside the engine first, the outputs
+    named in `used` after (repro_outside)."""
 
-    def __init__(self, gm: torch.fx.GraphModule) -> None:
+    def __init__(self, gm: torch.fx.GraphModule, made: tuple[str, ...] = (), used: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.part = gm
+        names = [n.name for n in gm.graph.nodes if n.op == "placeholder"]
+        self.made = frozenset(i for i, name in enumerate(names) if name in made)
+        self.used = frozenset(i for i, name in enumerate(results(gm)) if name in used)
+        (out,) = [n for n in gm.graph.nodes if n.op == "output"]
+        self.one = not isinstance(out.args[0], (tuple, list))  # its graph returns one value, not a tuple
 
     def forward(self, *args: Any) -> Any:
+        args = tuple(outside(a) if i in self.made else a for i, a in enumerate(args))
         out = self.part(*args)
+        values = (out,) if self.one else tuple(out)
+        values = tuple(outside(v) if i in self.used else v for i, v in enumerate(values))
         if "taken" not in self.part.meta:  # not made by part_of: its outputs as its graph returns them
-            return out
+            return values[0] if self.one else values
         taken = self.part.meta["taken"]
-        if len(taken) == 1:
-            out = (out,)
-        picked = tuple(v if pick is None else tuple(v[i] for i in pick) for v, pick in zip(out, taken))
+        picked = tuple(v if pick is None else tuple(v[i] for i in pick) for v, pick in zip(values, taken))
         return picked[0] if len(picked) == 1 else picked
 
 
@@ -106,11 +116,11 @@ def _randomized(gm: torch.fx.GraphModule) -> torch.fx.GraphModule:
     return fresh
 
 
-def _module(gm: torch.fx.GraphModule, weights: str) -> _Part:
+def _module(gm: torch.fx.GraphModule, weights: str, made: tuple[str, ...] = (), used: tuple[str, ...] = ()) -> _Part:
     if weights not in WEIGHTS:
         raise ConfigError(f"Repro.save(weights=...) is 'real' (the model's weights) or 'random' (random ones of the "
                           f"same shapes and dtypes, for weights you cannot share), not {weights!r}.")
-    return _Part(_randomized(gm) if weights == "random" else gm)
+    return _Part(_randomized(gm) if weights == "random" else gm, made, used)
 
 
 def exported(gm: torch.fx.GraphModule, weights: str) -> torch.export.ExportedProgram:
@@ -119,12 +129,14 @@ def exported(gm: torch.fx.GraphModule, weights: str) -> torch.export.ExportedPro
     return torch.export.export(_module(gm, weights), made_inputs(example_inputs(gm)))
 
 
-def exported_keeping_dims(gm: torch.fx.GraphModule, weights: str,
-                          shapes: ReproShapes) -> tuple[torch.export.ExportedProgram, str]:
+def exported_keeping_dims(gm: torch.fx.GraphModule, weights: str, shapes: ReproShapes, made: tuple[str, ...] = (),
+                          used: tuple[str, ...] = ()) -> tuple[torch.export.ExportedProgram, str]:
     """(`gm` exported with its dynamic dimensions as `shapes` says them, why it holds static
     shapes instead: '' when it kept them or had none). Where torch.export refuses the Dims (the
-    ops constrain a size more than its range), the part is exported at the example's sizes."""
-    module = _module(gm, weights)
+    ops constrain a size more than its range), the part is exported at the example's sizes. The
+    inputs named in `made` and the outputs named in `used` pass through `hierviz_repro::outside`
+    (repro_outside)."""
+    module = _module(gm, weights, made, used)
     inputs = made_inputs(example_inputs(gm))
     if shapes.dynamic_shapes is None:
         return torch.export.export(module, inputs), ""
@@ -174,7 +186,7 @@ import torch
 WANTED = {wanted}
 INPUTS = {inputs}  # (shape, dtype) of each input at the example's sizes; a size (an int): ([value], "size")
 SETTINGS = {settings}
-
+{preamble}
 
 def answer_cuda_queries():
     """Without a GPU, Torch-TensorRT's import and settings ask torch.cuda about the device: answer
@@ -320,12 +332,14 @@ LOWERING_MAIN = '''def main():
 
 
 def script(headline: str, wanted: tuple[str, str, str], gm: torch.fx.GraphModule, settings: dict,
-           lowering: bool = False) -> str:
+           lowering: bool = False, outside: bool = False) -> str:
     """repro.py's text for this part: what it should fail with, its inputs and the compile's settings;
-    `lowering`: it lowers the program and runs it in PyTorch (a lowering's failure) instead of compiling it."""
+    `lowering`: it lowers the program and runs it in PyTorch (a lowering's failure) instead of compiling it;
+    `outside`: repro.pt2 calls `hierviz_repro::outside`, which repro.py defines before loading it."""
     main, exits = (LOWERING_MAIN, LOWERING_EXITS) if lowering else (COMPILE_MAIN, COMPILE_EXITS)
     return SCRIPT.format(headline=headline.replace('"""', "'''"), wanted=repr(wanted), main=main, exits=exits,
-                         inputs=json.dumps(example_inputs(gm)), settings=repr(settings))
+                         inputs=json.dumps(example_inputs(gm)), settings=repr(settings),
+                         preamble=OUTSIDE_SOURCE if outside else "")
 
 
 def run_script(folder: Path) -> tuple[int, str]:
