@@ -24,6 +24,7 @@ from hierviz.building.build_row import BuildRow
 from hierviz.building.graph_run import first_failure
 from hierviz.building.reduction import call_nodes, part_of, signature, smallest_failing
 from hierviz.building.repro_outside import OP_NAME, inputs_and_outputs, made_by_ops, used_by_ops
+from hierviz.building.repro_partition import left_to_pytorch
 from hierviz.building.repro_shapes import ReproShapes, shapes_of
 from hierviz.building.subgraph_builds import SubgraphBuilder
 from hierviz.capturing.aten_capture import source_of
@@ -63,7 +64,10 @@ class Repro:
     part's inputs that an op of the model made (none of the model's own inputs), `used_outside`:
     its outputs that an op of the model uses (none the model returns): repro.pt2 passes them
     through `hierviz_repro::outside`, so that Torch-TensorRT's partitioner sees them made and used
-    by ops, as it did in the model (repro_outside; () for a lowering's repro)."""
+    by ops, as it did in the model (repro_outside; () for a lowering's repro); `left_to_pytorch`:
+    set by `save` when repro.py built it, the part's ops that Torch-TensorRT's partitioner leaves
+    to PyTorch in repro.pt2 (qualified names), which in the model it took into the engine: the
+    context the repro lacks, so repro.py built another engine (repro_partition)."""
 
     subgraph: str
     nodes: tuple[str, ...]
@@ -82,6 +86,7 @@ class Repro:
     static_shapes: str = ""
     made_outside: tuple[str, ...] = ()
     used_outside: tuple[str, ...] = ()
+    left_to_pytorch: tuple[str, ...] = ()
 
     @property
     def signature(self) -> tuple[str, str, str]:
@@ -113,7 +118,8 @@ class Repro:
         why = f" (repro.pt2 has static shapes: {self.static_shapes})" if self.static_shapes else ""
         if code == 0:
             did = "lowers and runs" if self.stage == "run" else "builds"
-            return f"did not reproduce: repro.py {did} it without the failure in a fresh process{why} (see {log})"
+            return (f"did not reproduce: repro.py {did} it without the failure in a fresh process{why}"
+                    f"{self._left_said()} (see {log})")
         if code == -1:
             return f"not verified: repro.py ran past {repro_files.RUN_LIMIT_S} s in a fresh process and was stopped"
         if code is not None:
@@ -142,8 +148,8 @@ class Repro:
         if code == 0:
             did = "lowers and runs" if self.stage == "run" else "builds"
             return (f"## Did not reproduce: {what}",
-                    f"`repro.py` did not reproduce it: in a fresh process it {did}{why}. This is what hierviz saw, "
-                    "not a failure `repro.py` shows.")
+                    f"`repro.py` did not reproduce it: in a fresh process it {did}{why}{self._left_said()}. This is "
+                    "what hierviz saw, not a failure `repro.py` shows.")
         if code == -1:
             return (f"## Not verified: {what}",
                     f"Not verified: `repro.py` ran past {repro_files.RUN_LIMIT_S} s in a fresh process and was "
@@ -154,6 +160,14 @@ class Repro:
                     "repro.log).")
         return (f"## Not verified: {what}",
                 "Not verified: `repro.py` has not been run (`Repro.save` writes it and runs it in a fresh process).")
+
+    def _left_said(self) -> str:
+        """'; Torch-TensorRT's partitioner leaves ... to PyTorch there ...' when it does, else ''."""
+        if not self.left_to_pytorch:
+            return ""
+        ops = ", ".join(self.left_to_pytorch)
+        return (f"; Torch-TensorRT's partitioner leaves {ops} to PyTorch in repro.pt2, which in the model it took "
+                "into the engine, so repro.py builds another engine")
 
     def _outside_lines(self) -> list[str]:
         """The README's paragraph on the inputs ops of the model made and the outputs they use ([]
@@ -259,7 +273,11 @@ class Repro:
                                                          lowering=self.stage == "run",
                                                          outside=bool(self.made_outside or self.used_outside)))
         code, _ = repro_files.run_script(out)
-        saved = dataclasses.replace(self, verified=code == 1, exit_status=code, static_shapes=static)
+        left: tuple[str, ...] = ()
+        if code == 0 and self.stage in FAILED:  # built: was it the engine hierviz built?
+            left = left_to_pytorch(lowered(ep), set(self.settings.get("torch_executed_ops", ())))
+        saved = dataclasses.replace(self, verified=code == 1, exit_status=code, static_shapes=static,
+                                    left_to_pytorch=left)
         (out / "README.md").write_text(saved.issue_text())
         return saved
 

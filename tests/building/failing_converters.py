@@ -15,6 +15,10 @@ own marker value (every other clamp keeps Torch-TensorRT's converter).
   the TopK's shape raises "RuntimeError: Could not get tensor shape." (stage "convert").
 - `RefusesADynamicInput`: the converter raises DYNAMIC_ERROR for an input with a dynamic
   dimension and is an identity otherwise: only a graph whose dynamic dimensions were kept fails.
+- `JudgedByItsProducer`: `hierviz_test::judged` (an identity op of the test's, else no converter)
+  has a converter only where its input is made by aten.relu or is the engine's own input, and it
+  raises CONTEXT_ERROR: after a relu run in PyTorch, Torch-TensorRT's partitioner takes it into an
+  engine that fails to convert; after any other op it stays in PyTorch (a repro's stand-in).
 
 Moving aten.clamp to PyTorch (torch_executed_ops) leaves engines that build. `register()` runs
 on import, once per process; it needs torch_tensorrt to import (tests skip without TensorRT-RTX).
@@ -41,6 +45,27 @@ BUILD_ERROR = "the test's assertion: this engine never builds"
 LOGGED_ERROR = ("ITensor::getDimensions: Error Code 3: API Usage Error (refused_topk: at least 2 dimensions are "
                 "required for input.")
 DYNAMIC_ERROR = "the test's converter refuses a clamp of a dynamic shape"
+CONTEXT_ERROR = "the test's converter refuses hierviz_test::judged"
+
+
+def _judged_defined() -> None:
+    """Define `hierviz_test::judged`, an identity (a copy), in this process (once)."""
+    if hasattr(torch.ops.hierviz_test, "judged"):
+        return
+
+    @torch.library.custom_op("hierviz_test::judged", mutates_args=())
+    def judged(x: torch.Tensor) -> torch.Tensor:
+        return x.clone()
+
+    @judged.register_fake
+    def _(x: torch.Tensor) -> torch.Tensor:
+        return torch.empty_like(x)
+
+
+def _after_relu_or_on_an_input(node: torch.fx.Node, settings: object = None) -> bool:
+    made_by = node.args[0]
+    return isinstance(made_by, torch.fx.Node) and (made_by.op == "placeholder"
+                                                   or made_by.target is torch.ops.aten.relu.default)
 
 
 def _marked(value: float):
@@ -97,6 +122,13 @@ def register() -> None:
             raise RuntimeError(DYNAMIC_ERROR)
         return ctx.net.add_identity(args[0]).get_output(0)
 
+    _judged_defined()
+
+    @dynamo_tensorrt_converter(torch.ops.hierviz_test.judged.default, capability_validator=_after_relu_or_on_an_input,
+                               supports_dynamic_shapes=True)
+    def refuse_judged(ctx, target, args, kwargs, name):
+        raise RuntimeError(CONTEXT_ERROR)
+
     register.done = True  # type: ignore[attr-defined]
 
 
@@ -127,6 +159,14 @@ class LogsATensorRTError(_Clamped):
 
 class RefusesADynamicInput(_Clamped):
     MARK = DYNAMIC_MARK
+
+
+class JudgedByItsProducer(nn.Module):
+    """hierviz_test::judged on relu(x) (the test runs relu in PyTorch), then * 2."""
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        _judged_defined()
+        return torch.ops.hierviz_test.judged(x.relu()) * 2
 
 
 class RefusesToBuildAfterALayer(nn.Module):

@@ -21,7 +21,8 @@ import hierviz as hv
 from hierviz import trt
 from hierviz.building.repro import repro_of
 from hierviz.building.repro_outside import OP_NAME, inputs_and_outputs, made_by_ops, used_by_ops
-from tests.building.failing_converters import RefusesToBuildAfterALayer
+from tests.building.failing_converters import (CONTEXT_ERROR, JudgedByItsProducer, RefusesToBuildAfterALayer,
+                                               registered_in_new_processes)
 from tests.building.models import made
 
 needs_rtx = pytest.mark.skipif(not trt.available() or not trt.builds_without_gpu(),
@@ -121,3 +122,29 @@ def test_the_models_input_is_not_passed_through_the_stand_in_and_values_its_ops_
     assert repro.used_outside == ("addmm", "clamp")  # the add after them, left out of the part, uses both
     assert f"passes `addmm`, `clamp` through `{OP_NAME}`" in repro.issue_text()
     assert OP_NAME not in dataclasses.replace(repro, used_outside=()).issue_text()
+
+
+@needs_rtx
+@pytest.mark.slow
+def test_a_repro_whose_ops_torch_tensorrt_leaves_to_pytorch_says_which_and_never_claims_the_failure(tmp_path,
+                                                                                                    monkeypatch):
+    registered_in_new_processes(monkeypatch, tmp_path / "site")
+    monkeypatch.setenv("HIERVIZ_CACHE_DIR", str(tmp_path / "cache"))
+    model, x = made(JudgedByItsProducer, 4, 8)
+    part = hv.partition(model, x, min_block_size=1, torch_executed_ops={"aten.relu"})
+    builds = part.build(fix=False)
+    (failed,) = [row for row in builds.rows if row.stage == "convert"]
+    assert failed.error == f"RuntimeError: {CONTEXT_ERROR}"
+    repro = repro_of(builds.failed_row(), part)
+    assert repro.nodes == ("judged",) and repro.left_to_pytorch == ()
+    saved = repro.save(tmp_path / "repro")
+    assert saved.exit_status == 0, (tmp_path / "repro" / "repro.log").read_text()[-3000:]
+    assert saved.left_to_pytorch == ("torch.ops.hierviz_test.judged.default",)
+    said = ("; Torch-TensorRT's partitioner leaves torch.ops.hierviz_test.judged.default to PyTorch in repro.pt2, "
+            "which in the model it took into the engine, so repro.py builds another engine")
+    assert repr(saved).endswith(f"did not reproduce: repro.py builds it without the failure in a fresh process{said} "
+                                "(see its repro.log)>")
+    readme = (tmp_path / "repro" / "README.md").read_text()
+    assert readme.startswith("## Did not reproduce: ")
+    assert f"`repro.py` did not reproduce it: in a fresh process it builds{said}." in readme
+    assert "Torch-TensorRT fails to" not in readme
