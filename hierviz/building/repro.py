@@ -178,11 +178,11 @@ class Repro:
         said = " and ".join(part for part in (f"ops of the model made {made}" if made else "",
                                               f"ops of the model use {used}" if used else "") if part)
         both = ", ".join(f"`{name}`" for name in (*self.made_outside, *self.used_outside))
-        return [f"Outside this engine, {said}. Torch-TensorRT's partitioner judges each node with the ops around it "
+        return [f"Outside this part, {said}. Torch-TensorRT's partitioner judges each node with the ops around it "
                 "in the whole graph, and its converters see the engine's inputs and outputs instead; so `repro.pt2` "
                 f"passes {both} through `{OP_NAME}`, an identity op with no TensorRT converter that `repro.py` "
-                "defines, which Torch-TensorRT runs in PyTorch as it did those ops. Without it they would be the "
-                "program's own inputs and outputs, which in the model they were not.", ""]
+                "defines and Torch-TensorRT runs in PyTorch: there too ops make and use them. Without it they would "
+                "be the program's own inputs and outputs, which in the model they were not.", ""]
 
     def issue_text(self) -> str:
         """A Markdown issue body: the error, what repro.py showed (a failure is said to be

@@ -9,9 +9,10 @@ by another op) that then fails to convert. A part saved alone has the program's 
 outputs there instead, so `torch_tensorrt.dynamo.compile` leaves such a node to PyTorch and
 builds. repro.pt2 keeps that context: each input of the part that an op of the model made (not
 the model's own input) and each output that an op uses (not one the model returns) passes through
-`hierviz_repro::outside`, an identity op with no converter, which Torch-TensorRT runs in PyTorch
-as it ran, or built apart, the ops around the engine. repro.py defines the op (torch alone)
-before it loads the program.
+`hierviz_repro::outside`, an identity op with no converter, which Torch-TensorRT runs in PyTorch:
+ops make and use them there too (in the model: ops run in PyTorch or other engines, or nodes of
+the same engine the search left out of the part). repro.py defines the op (torch alone) before it
+loads the program.
 """
 
 from __future__ import annotations

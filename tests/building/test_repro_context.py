@@ -83,7 +83,7 @@ def test_a_cast_that_fails_only_after_an_op_outside_its_engine_reproduces(tmp_pa
     assert [(int(r.lower), int(r.upper)) for r in ep.range_constraints.values()] == [(4, 128)]
     readme = (tmp_path / "repro" / "README.md").read_text()
     assert readme.startswith("## Convert failure: ")
-    assert ("Outside this engine, ops of the model made `cat`. Torch-TensorRT's partitioner judges each node with the "
+    assert ("Outside this part, ops of the model made `cat`. Torch-TensorRT's partitioner judges each node with the "
             "ops around it in the whole graph") in readme
     assert f"`repro.pt2` passes `cat` through `{OP_NAME}`" in readme
     script = (tmp_path / "repro" / "repro.py").read_text()
@@ -108,7 +108,7 @@ def test_a_cast_of_the_models_input_that_an_op_outside_uses_reproduces(tmp_path,
     assert [str(n.target) for n in ep.graph.nodes if n.op == "call_function"] == [
         "aten._to_copy.default", "hierviz_repro.outside.default"]
     readme = (tmp_path / "repro" / "README.md").read_text()
-    assert "Outside this engine, ops of the model use `_to_copy`." in readme
+    assert "Outside this part, ops of the model use `_to_copy`." in readme
 
 
 @needs_rtx
