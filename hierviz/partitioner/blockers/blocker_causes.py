@@ -11,7 +11,9 @@ A cause is one of:
   an op that exists only in a CPU lowering (`_for_cpu`, `mkldnn`: hierviz.capturing.target_device)
   is not offered to any backend, since no GPU runs it: its change says to capture for the GPU;
 - `forced`: an entry of torch_executed_ops (an op, or a source op through the lowering;
-  what-if: drop the entry);
+  what-if: drop the entry); its nodes are those no other entry forces, the ones dropping it
+  frees (a SiLU's sigmoid that "aten.sigmoid.default" and hv.source_ops("aten.silu.default")
+  both force counts in neither row: its note says so, and the combined row of both frees it);
 - `demoted`: accelerated blocks smaller than min_block_size (one cause per block size;
   what-if: min_block_size lowered to that size).
 
@@ -39,13 +41,14 @@ from hierviz.support import sources as support_mod
 from hierviz.settings.config import Config, derive
 from hierviz.errors import ConfigError, HiervizError
 from hierviz.foundation.opnames import SOURCE_PREFIX, in_op_set, names_as_saved, packets_in
-from hierviz.capturing.provenance import short_op, source_op, split_sources
+from hierviz.capturing.provenance import short_op, split_sources
 from hierviz.capturing.target_device import is_cpu_only_op
 from hierviz.foundation.arguments import check_bool
 from hierviz.partitioner.blockers.known_tables import keep_table, known_table
 from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.partition_result import DEFAULT_TOP
 from hierviz.partitioner.reasons import DEMOTED, TORCH_EXECUTED, UNSUPPORTED, VALIDATOR
+from hierviz.partitioner.saved.saved_partition import forced_sources
 
 if TYPE_CHECKING:  # pragma: no cover
     import pandas as pd
@@ -96,6 +99,9 @@ class Cause:
     support: dict[str, set[str]] = field(default_factory=dict)  # backend -> ops added (what-if)
     dropped: set[str] = field(default_factory=set)  # torch_executed_ops entries dropped
     block_size: int | None = None  # demoted: min_block_size lowered to this
+    # forced: node name -> every entry forcing it, for the nodes it forces with other entries
+    # (not members: dropping it alone leaves them in PyTorch)
+    shared: dict[str, frozenset[str]] = field(default_factory=dict)
 
 
 def parse_kinds(kind: Any, kinds: tuple[str, ...] = KINDS) -> tuple[str, ...] | None:
@@ -160,7 +166,6 @@ def find_causes(p: "Partition") -> list[Cause]:
     if getattr(p, "backend_failed", ""):
         return []
     t, cfg = p.records, p.config
-    graph_nodes = list(p.graph.graph.nodes) if p.graph is not None else None
     unsupported: dict[tuple[str, str], list[int]] = {}
     forced: list[int] = []
     demoted: dict[int, list[int]] = {}
@@ -193,7 +198,7 @@ def find_causes(p: "Partition") -> list[Cause]:
             continue
         causes.append(Cause(op, kind, len(members), f"add {op} to {backend}'s support", None, members=names,
                             support={backend: {op}}))
-    causes += _forced_causes(p, forced, graph_nodes)
+    causes += _forced_causes(p, forced)
     for size, members in sorted(demoted.items()):
         if size < 1 or size >= cfg.min_block_size:
             continue
@@ -210,35 +215,70 @@ def find_causes(p: "Partition") -> list[Cause]:
     return causes
 
 
-def _forced_causes(p: "Partition", forced: list[int], graph_nodes: list | None) -> list[Cause]:
-    """One cause per torch_executed_ops entry that forces nodes."""
+def forcing_entries(p: "Partition", forced: list[int]) -> dict[int, tuple[str, ...]]:
+    """Forced node index -> every torch_executed_ops entry that forces it, sorted: a plain entry
+    naming its op, an hv.source_ops entry naming the op it came from (forced_sources: the graph's
+    provenance, or as saved). A SiLU's sigmoid is forced by both "aten.sigmoid.default" and
+    hv.source_ops("aten.silu.default"), so dropping either alone leaves it in PyTorch."""
     t, cfg = p.records, p.config
+    sources = forced_sources(p)
+    checks = []
+    for entry in sorted(cfg.torch_executed_ops):
+        plain, source = split_sources([entry])
+        names = source or plain
+        checks.append((entry, bool(source), names, packets_in(names)))
+    out: dict[int, tuple[str, ...]] = {}
+    for i in forced:
+        src = sources[i]
+        out[i] = tuple(entry for entry, by_source, names, packets in checks
+                       if in_op_set(t.op[i], names, packets) and not by_source
+                       or by_source and src is not None and in_op_set(src, names, packets))
+    return out
+
+
+def _shown(entry: str) -> str:
+    """An entry as its row names it: the op, or the source op of an hv.source_ops entry."""
+    return entry[len(SOURCE_PREFIX):] if entry.startswith(SOURCE_PREFIX) else entry
+
+
+def _forced_causes(p: "Partition", forced: list[int]) -> list[Cause]:
+    """One cause per torch_executed_ops entry that forces nodes. Its members are the nodes
+    dropping it alone frees (no other entry forces them); the nodes it forces with other
+    entries are `shared`, said in its note and freed by the combined row that drops them all."""
+    t = p.records
     if not forced:
         return []
     by_entry: dict[str, list[int]] = {}
-    for entry in sorted(cfg.torch_executed_ops):
-        plain, sources = split_sources([entry])
-        names, packets = (sources, packets_in(sources)) if sources else (plain, packets_in(plain))
-        for i in forced:
-            if sources:
-                if graph_nodes is not None:
-                    src = source_op(graph_nodes[i])
-                    hit = src is not None and in_op_set(src, names, packets)
-                else:  # a saved partition: the source op its record keeps
-                    src = t.forced_from[i]
-                    hit = src is not None and in_op_set(src, names, packets)
+    shared: dict[str, dict[str, frozenset[str]]] = {}
+    for i, entries in forcing_entries(p, forced).items():
+        for entry in entries:
+            by_entry.setdefault(entry, [])
+            if len(entries) == 1:
+                by_entry[entry].append(i)
             else:
-                hit = in_op_set(t.op[i], names, packets)
-            if hit:
-                by_entry.setdefault(entry, []).append(i)
+                shared.setdefault(entry, {})[t.name[i]] = frozenset(entries)
     causes = []
     for entry, members in by_entry.items():
-        shown = entry[len(SOURCE_PREFIX):] if entry.startswith(SOURCE_PREFIX) else entry
+        shown = _shown(entry)
         what = (f"drop hv.source_ops({short_op(shown)!r}) from torch_executed_ops" if entry != shown
                 else f"drop {entry} from torch_executed_ops")
+        both = shared.get(entry, {})
         causes.append(Cause(shown, FORCED, len(members), what, None, members=[t.name[i] for i in members],
-                            dropped={entry}, note="a source op, through the lowering" if entry != shown else ""))
+                            dropped={entry}, shared=both, note=forced_note(entry, both)))
     return causes
+
+
+def forced_note(entry: str, shared: dict[str, frozenset[str]]) -> str:
+    """A forced row's note: a source entry says so; the nodes it forces with other entries (not
+    in its count) are said with those entries."""
+    source = "a source op, through the lowering" if entry.startswith(SOURCE_PREFIX) else ""
+    if not shared:
+        return source
+    others = sorted({e for entries in shared.values() for e in entries} - {entry})
+    named = ", ".join(f"hv.source_ops({short_op(_shown(e))!r})" if e.startswith(SOURCE_PREFIX) else e
+                      for e in others)
+    return join_notes(source, f"{len(shared)} more node(s) also forced by {named}, not counted: dropping this "
+                      "entry alone leaves them in PyTorch")
 
 
 def what_if(config: Config, support: dict[str, set[str]], dropped: Iterable[str],
@@ -270,12 +310,14 @@ def combine(causes: list[Cause], config: Config) -> Cause:
             support.setdefault(b, set()).update(ops)
         dropped |= c.dropped
     members = {m for c in causes for m in c.members}
+    members |= {m for c in causes for m, entries in c.shared.items() if entries <= dropped}
+    shared = {m: entries for c in causes for m, entries in c.shared.items() if not entries <= dropped}
     block = min(sizes) if sizes else None
     # one min_block_size in the change, the one applied (the smallest), not one per demoted cause
     changes = [c.change for c in causes if c.block_size is None or c.block_size == block]
     return Cause(f"top {len(causes)} together", COMBINED, len(members), "; ".join(dict.fromkeys(changes)),
                  what_if(config, support, dropped, block), members=sorted(members), support=support,
-                 dropped=dropped, block_size=block)
+                 dropped=dropped, block_size=block, shared=shared)
 
 
 # ---------------------------------------------------------------------------- the table
@@ -423,5 +465,6 @@ def _short_label(c: Cause) -> str:
 __all__ = ["ranked_rows", "blockers_of", "check_builds", "row", "counted", "join_notes", "check_top",
            "blockers_table", "find_causes", "what_if", "combine", "repartition", "parse_kinds", "blocked_nodes",
            "KINDS", "KIND_WORDS", "BUILD_FAILS", "REQUIRED", "with_build_failures", "COLUMNS", "Cause",
-           "target_backend", "DEFAULT_TOP", "verdict", "VERDICTS", "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF",
+           "target_backend", "DEFAULT_TOP", "forcing_entries", "forced_note",
+           "verdict", "VERDICTS", "VERDICT_WORDS", "IMPROVEMENT", "TRADE_OFF",
            "NO_GAIN"]

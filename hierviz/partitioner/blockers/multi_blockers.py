@@ -41,8 +41,9 @@ from hierviz.errors import ConfigError, HiervizError
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.foundation.opnames import names_as_saved
 from hierviz.partitioner.engine_dispatch import partition_graph
-from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, KINDS, Cause, check_top,
-                                                         counted, find_causes, join_notes, parse_kinds, ranked_rows)
+from hierviz.partitioner.blockers.blocker_causes import (COLUMNS, DEFAULT_TOP, DEMOTED_KIND, FORCED, KINDS, Cause,
+                                                         check_top, counted, find_causes, forced_note, join_notes,
+                                                         parse_kinds, ranked_rows)
 from hierviz.partitioner.blockers.known_tables import keep_table, known_table
 from hierviz.partitioner.by_graph.joined_graphs import join, wired_inputs
 from hierviz.partitioner.by_graph.per_graph import per_graph
@@ -71,12 +72,17 @@ def merged_causes(part: MultiGraphPartition) -> list[Cause]:
             known = by_change.get(c.change)
             if known is None:
                 by_change[c.change] = Cause(c.op, c.kind, c.nodes, c.change, c.config, c.note, members,
-                                            c.support, c.dropped, c.block_size)
+                                            c.support, c.dropped, c.block_size,
+                                            {f"g{k}/{m}": e for m, e in c.shared.items()})
                 continue
             known.nodes += c.nodes
             known.members += members
+            known.shared.update({f"g{k}/{m}": e for m, e in c.shared.items()})
             if known.op != c.op and c.kind == DEMOTED_KIND:  # each graph names its blocks' ops
                 known.op = f"blocks of {c.block_size}"
+    for c in by_change.values():
+        if c.kind == FORCED:  # the nodes it forces with other entries, in every graph
+            c.note = forced_note(next(iter(c.dropped)), c.shared)
     return list(by_change.values())
 
 
@@ -148,8 +154,9 @@ def multi_blockers_table(part: MultiGraphPartition, *, kind: Any = None, top: in
     breaks = [break_row(part, b, base) for b in part.breaks] if kinds is None or BREAK_KIND in kinds else []
 
     def graphs_of(r: dict, cause: Cause | None) -> None:
-        if cause is not None:  # an op cause, or the combined row: the graphs of its nodes
-            r["graph"] = _names([int(m.split("/", 1)[0][1:]) for m in cause.members])
+        if cause is not None:  # an op cause, or the combined row: the graphs of its nodes (those it forces
+            # with other entries too: its note counts them)
+            r["graph"] = _names([int(m.split("/", 1)[0][1:]) for m in [*cause.members, *cause.shared]])
 
     rows = ranked_rows(causes, base, part.config, fixed, top, breaks, annotate=graphs_of)
     return pd.DataFrame(rows, columns=list(MULTI_COLUMNS))

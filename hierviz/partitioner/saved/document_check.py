@@ -59,7 +59,8 @@ NODE = {"name": STR, "kind": FX_OP, "target": STR, "op": OP_NAME, "backend": STR
         "eligible_backend": _or_none(STR), "reason_code": REASON, "reason": STR, "short_reason": STR,
         "inputs": _list_of(STR), "shape": SHAPE, "dtype": _or_none(STR), "count": _or_none(INT), "compute": BOOL,
         "module_path": STR, "module_class": STR, "module_stack": _list_of(PAIR), "demoted": _or_none(DEMOTION)}
-OPTIONAL_NODE = {"forced_from": _or_none(OP_NAME)}  # saved by hierviz since NodeTable.forced_from
+# saved by hierviz since NodeTable.forced_from; source_op since forced blockers count a node two entries force
+OPTIONAL_NODE = {"forced_from": _or_none(OP_NAME), "source_op": _or_none(OP_NAME)}
 TOP = {"engine": STR, "config": OBJECT, "stats": OBJECT, "subgraphs": LIST, "nodes": LIST}
 VERSIONS: Kind = ("map of names to versions", lambda v: v is None or isinstance(v, dict) and all(
     isinstance(x, str) or x is None for x in v.values()))

@@ -19,10 +19,12 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 from hierviz.settings.config import Config, derive
 from hierviz.errors import ConfigError, SavedPartitionError
 from hierviz.foundation.opnames import names_as_saved
+from hierviz.capturing.provenance import source_op
 from hierviz.partitioner.record import NodeTable, TensorSpec
 from hierviz.partitioner.saved.document_check import check_fields
 from hierviz.partitioner.saved.old_field import OldField, infer_forced_from
 from hierviz.partitioner.partition_result import Partition
+from hierviz.partitioner.reasons import TORCH_EXECUTED
 from hierviz.partitioner.subgraph import Subgraph
 from hierviz.version import __version__
 
@@ -41,6 +43,7 @@ def document(p: Partition) -> dict:
     """The partition as a JSON-safe dict (see docs/saved-partitions.md)."""
     t = p.records
     demoted = p.demotions
+    sources = forced_sources(p)
     nodes = []
     for i in range(len(t)):
         name = t.name[i]
@@ -52,6 +55,7 @@ def document(p: Partition) -> dict:
             "compute": t.compute[i], "module_path": t.module_path[i], "module_class": t.module_class[i],
             "module_stack": [list(m) for m in t.module_stack[i]],
             "demoted": list(demoted[name]) if name in demoted else None, "forced_from": t.forced_from[i],
+            "source_op": sources[i],
         })
     subgraphs = [{"tag": sg.tag, "backend": sg.backend, "is_acc": sg.is_acc, "compute_ops": sg.compute_ops,
                   "nodes": list(sg.nodes), "inputs": [_spec(x) for x in sg.inputs],
@@ -60,6 +64,18 @@ def document(p: Partition) -> dict:
             "engine": p.engine, "config": p.config.to_dict(), "notes": list(getattr(p, "notes", ())),
             "traced_for": None if p.traced_for is None else list(p.traced_for),
             "stats": p.stats, "subgraphs": subgraphs, "nodes": nodes}
+
+
+def forced_sources(p: Partition) -> tuple[str | None, ...]:
+    """Per node, the op of the exported graph a node forced into PyTorch came from (None for any
+    other node, or one that keeps no provenance): with its op, what says which torch_executed_ops
+    entries force it, a plain entry and an hv.source_ops entry both where both name it (forced_from
+    names the one the partitioner took). A saved partition's are as saved; a file saved before
+    hierviz kept them has forced_from's."""
+    if isinstance(p, SavedPartition):
+        return p._sources
+    codes = p.records.reason_code
+    return tuple(source_op(n) if c == TORCH_EXECUTED else None for n, c in zip(p.graph.graph.nodes, codes))
 
 
 def read_document(path: Path) -> Any:
@@ -163,6 +179,7 @@ class SavedPartition(Partition):
         except (KeyError, TypeError) as exc:
             raise SavedPartitionError(f"{str(path)!r} is a damaged saved partition ({type(exc).__name__}: {exc}); "
                                       "save it again.") from None
+        self._sources = tuple(n.get("source_op", f) for n, f in zip(doc["nodes"], self._forced_from))
         self.old_fields: tuple[OldField, ...] = (lacked,) if lacked else ()
         self.notes = (tuple(doc.get("notes", ())) + ((note,) if note else ())
                       + tuple(f.note(self.config.torch_executed_ops) for f in self.old_fields))
@@ -265,4 +282,5 @@ def _table(doc: dict, forced_from: tuple[str | None, ...]) -> NodeTable:
     )
 
 
-__all__ = ["SavedPartition", "document", "read_document", "checked_document", "config_of", "FORMAT", "VERSION"]
+__all__ = ["SavedPartition", "document", "forced_sources", "read_document", "checked_document", "config_of", "FORMAT",
+           "VERSION"]
