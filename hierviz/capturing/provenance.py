@@ -4,20 +4,30 @@ Torch-TensorRT's lowering turned into it (SiLU into sigmoid + mul, `softmax.int`
 
 torch.fx keeps the provenance in `node.meta["from_node"]`: a chain of the nodes each pass
 replaced, back to the exported program. `source_op(node)` reads the oldest op of that
-chain. `hv.source_ops(...)` names source ops in `torch_executed_ops` (as
-`"source:torch.ops.aten.silu.default"`), which forces every node that came from them.
+chain. A graph dynamo compiled (`ir="torch_compile"`) is lowered from torch-level calls, with
+no exported program behind it: its capture records, in `node.meta[SOURCE_META]`, the aten op
+the model called before Torch-TensorRT's decompositions (`recorded_sources`), and `source_op`
+reads that where no chain is kept. `hv.source_ops(...)` names source ops in `torch_executed_ops`
+(as `"source:torch.ops.aten.silu.default"`), which forces every node that came from them.
 """
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+import contextlib
+from typing import Any, Iterable, Iterator
 
 import torch
+from torch.fx.traceback import preserve_node_meta
 
 from hierviz.foundation.opnames import SOURCE_PREFIX, normalize, qualname
 
 # how deep a from_node chain is followed (real chains are a few passes long)
 _MAX_DEPTH = 64
+# node.meta key: the qualified name of the aten op a node of a graph-by-graph capture came from
+# (a string, so the capture cache keeps it; torch's own "original_aten" is an OpOverload)
+SOURCE_META = "hierviz_source_op"
+# what tracing with preserved node meta adds to each node besides original_aten (dropped again)
+_TRACED_META = ("original_aten", "seq_nr")
 
 
 def source_op(node: torch.fx.Node) -> str | None:
@@ -35,8 +45,28 @@ def source_op(node: torch.fx.Node) -> str | None:
         chain = getattr(src, "from_node", None)
         depth += 1
     if found is None:
-        return None
+        recorded = node.meta.get(SOURCE_META)
+        return recorded if isinstance(recorded, str) else None
     return found if found.startswith("torch.ops.") else "torch.ops." + found
+
+
+@contextlib.contextmanager
+def recorded_sources() -> Iterator[list[torch.fx.GraphModule]]:
+    """Trace inside the block with torch's node-meta preservation, under which make_fx notes on
+    each node the aten op dispatched before decompositions (`original_aten`: aten.silu.default
+    for a SiLU's sigmoid and mul); append the traced GraphModule to the yielded list and each of
+    its nodes gets that op's name in `meta[SOURCE_META]` when the block ends (the meta the
+    tracing added besides is dropped, so the graph is otherwise as traced without it)."""
+    traced: list[torch.fx.GraphModule] = []
+    with preserve_node_meta():
+        yield traced
+    for gm in traced:
+        for node in gm.graph.nodes:
+            original = node.meta.get("original_aten")
+            for key in _TRACED_META:
+                node.meta.pop(key, None)
+            if node.op == "call_function" and isinstance(original, torch._ops.OpOverload):
+                node.meta[SOURCE_META] = qualname(original)
 
 
 def source_ops(*ops: Any) -> frozenset[str]:
@@ -78,4 +108,4 @@ def short_op(name: str) -> str:
     return op[:-len(".default")] if op.endswith(".default") else op
 
 
-__all__ = ["source_op", "source_ops", "lowered_sources", "split_sources", "short_op"]
+__all__ = ["SOURCE_META", "recorded_sources", "source_op", "source_ops", "lowered_sources", "split_sources", "short_op"]

@@ -15,6 +15,7 @@ from hierviz.capturing import disk_cache as capture_cache
 from hierviz.capturing.capture_key import capture_key, file_digest
 from hierviz.capturing.by_graph.dynamo_capture import NOTES, DynamoCapture, DynamoGraph, capture_by_graph_break
 from hierviz.capturing.forced_causal import FORCED_CAUSAL, forced_of
+from hierviz.capturing.provenance import SOURCE_META
 from hierviz.capturing.target_device import DEFAULT_TARGET, TARGET_META, target_key
 
 
@@ -26,8 +27,9 @@ def capture_graphs(model: torch.nn.Module, args: tuple, kwargs: dict | None, inp
     cannot be read is a CacheWarning and a fresh capture; an entry traced from a source file that changed since (a
     function the forward calls, in a file the key does not cover) is stale: captured again, as
     its `notes` say. A capture that fails is not kept."""
-    key = capture_key(model, ("torch_compile", inputs_key), None, target_key(target)) if capture_cache.enabled(cache) \
-        else None
+    # SOURCE_META in the key: an entry kept before captures recorded each node's source op has none
+    key = capture_key(model, ("torch_compile", SOURCE_META, inputs_key), None, target_key(target)) \
+        if capture_cache.enabled(cache) else None
     store = capture_cache.CaptureStore() if key is not None else None
     notes: tuple[str, ...] = ()
     if store is not None and key is not None:

@@ -4,7 +4,8 @@
 example inputs under `torch.compile(dynamic=False)` (as `torch_tensorrt.compile(ir=
 "torch_compile")` does), with a backend that records each graph dynamo hands it, lowers a copy
 with Torch-TensorRT's own front half (hierviz.trt.lower_dynamo_graph; torch's core aten
-decompositions when torch_tensorrt is absent) and runs dynamo's graph unchanged, so the run
+decompositions when torch_tensorrt is absent; each lowered node keeps the aten op it came from,
+hierviz.capturing.provenance.recorded_sources, for hv.source_ops) and runs dynamo's graph unchanged, so the run
 goes on as eager PyTorch would. Graph breaks come from two places dynamo documents: the reason
 it compiled each graph (`GraphCompileReason`, on the graph module) and its `graph_breaks` log
 (what `TORCH_LOGS=graph_breaks` prints: every break with its type, explanation and hints, also
@@ -42,6 +43,7 @@ from hierviz.capturing.by_graph.graph_value import GraphValue, describe
 from hierviz.capturing.by_graph.graphs_and_breaks import GraphsAndBreaks
 from hierviz.capturing import forced_causal
 from hierviz.capturing.model_copy import private_copy, rng_preserved
+from hierviz.capturing.provenance import recorded_sources
 from hierviz.capturing.target_device import DEFAULT_TARGET, cpu_only_error, lowering_for, mark, target_text
 from hierviz.foundation.error_text import first_line, message_line
 from hierviz.foundation.opnames import qualname
@@ -82,8 +84,9 @@ def lowered(gm: GraphModule, sample_inputs: Sequence[Any], target: str = DEFAULT
     backend's front half, or without torch_tensorrt the same AOT export with torch's core
     decompositions; its composite ops decomposed as on the target (hierviz.capturing.target_device)."""
     work = copy.deepcopy(gm)
-    with lowering_for(target), forced_causal.recorded(_model_state(gm)) as forced:
+    with lowering_for(target), forced_causal.recorded(_model_state(gm)) as forced, recorded_sources() as traced:
         out = _lowered(work, sample_inputs)
+        traced.append(out)
     return forced_causal.mark(out, forced)
 
 
