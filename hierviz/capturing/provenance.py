@@ -81,6 +81,22 @@ def source_ops(*ops: Any) -> frozenset[str]:
                                                else o, "hv.source_ops") for o in names)
 
 
+def decomposed_first(entry: str) -> tuple[str, ...]:
+    """The overloads an hv.source_ops entry (an op or a packet, without its prefix) names that
+    torch decomposes before any tracing graph by graph sees them (CompositeImplicitAutograd:
+    softmax.int, linear): no node of an ir='torch_compile' graph records them as its source."""
+    path = entry[len("torch.ops."):] if entry.startswith("torch.ops.") else entry
+    found: Any = torch.ops
+    for part in path.split("."):
+        found = getattr(found, part, None)
+        if found is None:
+            return ()
+    overloads = [getattr(found, o) for o in found.overloads()] if isinstance(found, torch._ops.OpOverloadPacket) \
+        else [found] if isinstance(found, torch._ops.OpOverload) else []
+    return tuple(qualname(o) for o in overloads
+                 if torch._C._dispatch_has_kernel_for_dispatch_key(o.name(), "CompositeImplicitAutograd"))
+
+
 def lowered_sources(nodes: Iterable[torch.fx.Node]) -> dict[str, int]:
     """The source ops the lowering replaced, as torch_executed_ops entries
     ("source:torch.ops.aten.silu.default"), each with how many lowered nodes came from it."""
@@ -108,4 +124,5 @@ def short_op(name: str) -> str:
     return op[:-len(".default")] if op.endswith(".default") else op
 
 
-__all__ = ["SOURCE_META", "recorded_sources", "source_op", "source_ops", "lowered_sources", "split_sources", "short_op"]
+__all__ = ["SOURCE_META", "recorded_sources", "decomposed_first", "source_op", "source_ops", "lowered_sources",
+           "split_sources", "short_op"]

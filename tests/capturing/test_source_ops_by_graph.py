@@ -72,3 +72,29 @@ def test_a_capture_read_from_the_disk_cache_keeps_the_source_ops(tmp_path, monke
     cap = hv.capture(SiluBreak().eval(), (x,), ir="torch_compile")  # another object: read from disk
     assert any("from the disk cache" in n for n in cap.notes), cap.notes
     _check(hv.partition(cap, min_block_size=1, torch_executed_ops=hv.source_ops("aten.silu.default")))
+
+
+class SoftmaxLinear(torch.nn.Module):
+    def __init__(self) -> None:
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.fc(torch.softmax(x, -1))
+
+
+@pytest.mark.parametrize("entry, shown", [("aten.softmax.int", "aten.softmax.int"),
+                                          ("aten.linear.default", "aten.linear"),
+                                          ("aten.softmax", "aten.softmax.int")])
+def test_a_source_op_torch_decomposes_first_is_refused_graph_by_graph(entry: str, shown: str) -> None:
+    """softmax.int and linear are CompositeImplicitAutograd: torch decomposes them before the
+    lowering traces a graph, so no node records them; the entry would force nothing."""
+    model, x = SoftmaxLinear().eval(), torch.randn(2, 8)
+    with pytest.raises(hv.ConfigError) as got:
+        hv.partition(model, (x,), ir="torch_compile", min_block_size=1, torch_executed_ops=hv.source_ops(entry))
+    assert got.value.setting == "torch_executed_ops"
+    assert f"{shown} (CompositeImplicitAutograd)" in str(got.value)
+    assert "cannot be applied graph by graph" in str(got.value) and "ir='dynamo'" in str(got.value)
+    # torch.export keeps the op: there the same entry forces its nodes
+    part = hv.partition(model, (x,), ir="dynamo", min_block_size=1, torch_executed_ops=hv.source_ops(entry))
+    assert any(part.backend_of(n.name) == "torch" for n in part.graph.graph.nodes if n.op == "call_function")

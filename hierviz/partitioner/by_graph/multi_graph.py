@@ -28,6 +28,7 @@ from hierviz.support.sources import ops as support_ops
 from hierviz.support.support_map import SupportMap
 from hierviz.capturing.aten_capture import check_ir, source_of
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
+from hierviz.capturing.provenance import decomposed_first, short_op, split_sources
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner.engine_dispatch import partition_graph
@@ -450,6 +451,22 @@ class MultiGraphPartition(Sequence[Partition]):
         return notebook_html_graphs(self)
 
 
+def refuse_unrecorded_sources(config: Config) -> None:
+    """ConfigError for an hv.source_ops entry no graph of torch.compile's path can match: torch
+    decomposes the op before Torch-TensorRT's lowering traces the graph, so no node records it
+    as its source and the entry would force nothing, silently."""
+    for entry in sorted(split_sources(config.torch_executed_ops)[1]):
+        first = decomposed_first(entry)
+        if first:
+            shown = short_op(entry)
+            raise ConfigError.for_setting("torch_executed_ops", (
+                f"hv.source_ops({shown!r}) cannot be applied graph by graph (ir='torch_compile'): torch decomposes "
+                f"{', '.join(short_op(o) for o in first)} (CompositeImplicitAutograd) before Torch-TensorRT's "
+                "lowering traces each graph, so no node records it as its source and the entry would force nothing. "
+                "Name the ops it becomes instead (each graph's part.ops() lists them), or capture with "
+                f"ir='dynamo', where hv.source_ops({shown!r}) forces the nodes of the exported op."))
+
+
 def partition_graphs(capture: DynamoCapture, config: Config,
                      run: Callable[[GraphModule, Config], Partition] | None = None) -> MultiGraphPartition:
     """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
@@ -460,6 +477,7 @@ def partition_graphs(capture: DynamoCapture, config: Config,
         config = derive(config, {"require_full_compilation": False})
         notes += ("require_full_compilation has no effect on torch.compile's path (Torch-TensorRT turns it off); "
                  "partitioned without it",)
+    refuse_unrecorded_sources(config)
     run = run or partition_graph
     # a graph Torch-TensorRT's backend runs eagerly is dynamo's own (not lowered): no backend takes any of it
     eager = Config(priority=config.priority, support=SupportMap({b: support_ops(()) for b in config.priority}),
@@ -471,5 +489,6 @@ def partition_graphs(capture: DynamoCapture, config: Config,
     return MultiGraphPartition._made(capture, parts, config, notes)
 
 
-__all__ = ["runs_by_graph", "MultiGraphPartition", "partition_graphs", "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED",
+__all__ = ["runs_by_graph", "MultiGraphPartition", "partition_graphs", "refuse_unrecorded_sources",
+           "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED",
            "RUN_EAGERLY"]
