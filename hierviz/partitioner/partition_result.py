@@ -27,6 +27,7 @@ from hierviz.errors import ConfigError, checked_arguments, parameter_names, unkn
 from hierviz.foundation.gcpause import gc_paused
 from hierviz.support.tensorrt_support import tensorrt_version
 from hierviz.version import __version__
+from hierviz.partitioner.assumed_support import AssumedNode, assumed_nodes, assumed_text
 from hierviz.partitioner.counts import nodes_text
 from hierviz.partitioner.splitter import build_split_module
 from hierviz.partitioner.engine.passes.demotion import at_min_block_size
@@ -189,6 +190,15 @@ class Partition:
     def reason_of(self, node_name: str) -> str:
         """Why the node runs where it runs, in words."""
         return self.records.reason(self._pos(node_name))
+
+    @functools.cached_property
+    def assumed(self) -> tuple[AssumedNode, ...]:
+        """The nodes this partition places in TensorRT that Torch-TensorRT's own converters would
+        not take (no converter, or its validator refuses the node): only a config whose TensorRT
+        support is not Torch-TensorRT's default (a Blockers what-if) places them; Torch-TensorRT
+        would not run such a partition. () otherwise; the repr and report() name them."""
+        with gc_paused():
+            return assumed_nodes(self, self._result.index.nodes)
 
     # ------------------------------------------------------------------ the split module
     @property
@@ -455,7 +465,9 @@ class Partition:
     def __repr__(self) -> str:
         if not self.stats["nodes"]:
             return f"<hv.Partition: {NOTHING_TO_PARTITION}; {self.config.label()}>"
-        return f"<hv.Partition {nodes_text(len(self.records), self.stats)}, {outline(self.stats, self.config)}>"
+        assumed = f", {assumed_text(self.assumed)}" if self.assumed else ""  # a what-if TensorRT would not run
+        return (f"<hv.Partition {nodes_text(len(self.records), self.stats)}, {outline(self.stats, self.config)}"
+                f"{assumed}>")
 
 
 def outline(stats: dict, config: Config) -> str:

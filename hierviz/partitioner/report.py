@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from hierviz.errors import ConfigError
 from hierviz.capturing.provenance import short_op
+from hierviz.partitioner.assumed_support import assumed_text
 from hierviz.partitioner.counts import count_text
 from hierviz.partitioner.blockers.blocker_causes import check_builds
 from hierviz.partitioner.blockers.blocker_text import (REPORT_ROWS, change_lines, for_reports, intro_text,
@@ -47,6 +48,8 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
     `traced`: say the device the graph was lowered for (a report of several graphs says it once)."""
     fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
+    if p.assumed:  # a what-if: say first that Torch-TensorRT would not run it
+        lines += [f"{assumed_text(p.assumed)}: a what-if, Torch-TensorRT would not run this partition.", ""]
     if traced and p.traced_for is not None:
         lines += [p.traced_for[1], ""]
     for note in getattr(p, "notes", ()):

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from hierviz.foundation.digests import text_digest
 from hierviz.foundation.opnames import packet_name
 from hierviz.compare import columns
+from hierviz.partitioner.assumed_support import assumed_ops_text
 from hierviz.partitioner.counts import count_text
 
 if TYPE_CHECKING:
@@ -177,6 +178,10 @@ def stats_html(part: "Partition | None", measurement: Any = None, status: "Statu
         rows.append(("latency", status_text(status)))
     else:
         rows.append(("latency", '<span style="color:#777">not asked: press "measure latency"</span>'))
+    if part.assumed:  # a what-if's counts: say they are not what Torch-TensorRT runs
+        rows.insert(0, ("what-if", '<span class="hv-assumed" style="color:#c60">what-if: TensorRT is assumed to '
+                                   f"convert {html.escape(assumed_ops_text(part.assumed))} &mdash; Torch-TensorRT "
+                                   "would not run this partition</span>"))
     body = "".join(f'<tr><td style="padding:1px 8px;color:#555">{k}</td><td style="padding:1px 8px">{v}</td></tr>'
                    for k, v in rows)
     return f"<table>{body}</table>"

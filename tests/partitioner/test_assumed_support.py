@@ -1,0 +1,58 @@
+"""Partition.assumed: a what-if partition that puts into TensorRT an op Torch-TensorRT has no
+converter for says so in its repr, its report's first lines and the explorer's stats line; a
+partition with Torch-TensorRT's own support says nothing."""
+
+from __future__ import annotations
+
+import torch
+
+import hierviz as hv
+from hierviz.widget.panels import stats_html
+
+HISTC = "torch.ops.aten.histc.default"
+
+
+class Histc(torch.nn.Module):
+    """Two linears around a histc, which Torch-TensorRT has no converter for."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.l = torch.nn.Linear(8, 8)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = self.l(x)
+        return self.l(y) + torch.histc(y).sum()
+
+
+def _plain() -> hv.Partition:
+    return hv.partition(Histc(), (torch.randn(2, 8),), min_block_size=1)
+
+
+def test_blockers_what_if_names_the_op_tensorrt_would_not_convert() -> None:
+    p = _plain()
+    q = hv.partition(p.graph, p.blockers().config[0])
+    assert q.stats["subgraphs_by_backend"]["tensorrt"] == 1
+    assert [(a.op, a.reason_code) for a in q.assumed] == [(HISTC, "unsupported")]
+    assert q.backend_of(q.assumed[0].node) == "tensorrt"
+    assert repr(q).endswith("ASSUMED: TensorRT converts histc (no converter in Torch-TensorRT)>")
+    head = "\n".join(q.report().splitlines()[:4])
+    assert "ASSUMED: TensorRT converts histc (no converter in Torch-TensorRT)" in head
+
+
+def test_user_support_config_is_flagged_too() -> None:
+    p = _plain()
+    support = {"tensorrt": hv.support.any_chain(hv.support.tensorrt(), hv.support.ops([HISTC]))}
+    q = hv.partition(p.graph, hv.Config(support=support, min_block_size=1))
+    assert [a.op for a in q.assumed] == [HISTC]
+    html = stats_html(q)
+    assert "what-if: TensorRT is assumed to convert histc" in html
+    assert "Torch-TensorRT would not run this partition" in html
+
+
+def test_default_support_assumes_nothing() -> None:
+    p = _plain()
+    assert p.assumed == ()
+    assert "ASSUMED" not in repr(p) and "ASSUMED" not in p.report()
+    assert "what-if" not in stats_html(p)
+    same = hv.partition(p.graph, hv.Config(support={"tensorrt": hv.support.tensorrt()}, min_block_size=1))
+    assert same.assumed == ()
