@@ -49,7 +49,7 @@ def report(p: "Partition", what_to_change: bool = True, *, measurement: Any = No
     fell = measured_fallbacks(p, measurement)
     lines = [f"{RULE} Dry-Run Results for Graph ({p.engine} engine) {RULE}", ""]
     if p.assumed:  # a what-if: say first that Torch-TensorRT would not run it
-        lines += [f"{assumed_text(p.assumed)}: a what-if, Torch-TensorRT would not run this partition.", ""]
+        lines += [f"{assumed_text(p.assumed)}: Torch-TensorRT would not run this partition as shown.", ""]
     if traced and p.traced_for is not None:
         lines += [p.traced_for[1], ""]
     for note in getattr(p, "notes", ()):

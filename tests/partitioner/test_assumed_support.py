@@ -4,9 +4,11 @@ partition with Torch-TensorRT's own support says nothing."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 import hierviz as hv
+from hierviz import trt
 from hierviz.widget.panels import stats_html
 
 HISTC = "torch.ops.aten.histc.default"
@@ -56,3 +58,22 @@ def test_default_support_assumes_nothing() -> None:
     assert "what-if" not in stats_html(p)
     same = hv.partition(p.graph, hv.Config(support={"tensorrt": hv.support.tensorrt()}, min_block_size=1))
     assert same.assumed == ()
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not trt.available(), reason="validators need the live converter registry")
+def test_validator_rejected_nodes_in_tensorrt_are_named() -> None:
+    """squeezenet1_1's max_pool2d(ceil_mode=True) have a converter whose validator refuses them:
+    op names only (and the Blockers what-if of that row) puts them in TensorRT."""
+    torchvision = pytest.importorskip("torchvision")
+    torch.manual_seed(0)
+    graph = hv.capture(torchvision.models.squeezenet1_1().eval(), (torch.randn(1, 3, 224, 224),))
+    names_only = hv.partition(graph, support={"tensorrt": hv.support.tensorrt(validate=False)})
+    pools = [n.name for n in names_only.nodes().itertuples() if n.op == "torch.ops.aten.max_pool2d.default"]
+    assert len(pools) == 3
+    assert [(a.node, a.reason_code) for a in names_only.assumed] == [(n, "validator_rejected") for n in pools]
+    assert repr(names_only).endswith("ASSUMED: TensorRT converts max_pool2d (validator rejects it in Torch-TensorRT)>")
+    default = hv.partition(graph)
+    assert default.assumed == ()
+    what_if = hv.partition(graph, default.blockers().config[0])
+    assert [a.node for a in what_if.assumed] == pools
