@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from hierviz.capturing.provenance import short_op
 from hierviz.support.sources import tensorrt
-from hierviz.support.verdict import VALIDATOR
+from hierviz.support.verdict import UNSUPPORTED, VALIDATOR
 
 if TYPE_CHECKING:  # pragma: no cover
     from torch.fx import Node
@@ -34,9 +34,10 @@ class AssumedNode:
     why: str
 
 
-def assumed_nodes(part: "Partition", nodes: "list[Node]") -> tuple[AssumedNode, ...]:
+def assumed_nodes(part: "Partition", nodes: "list[Node] | None") -> tuple[AssumedNode, ...]:
     """The nodes of `part` in TensorRT subgraphs that hv.support.tensorrt() refuses; () when the
-    config's TensorRT support is Torch-TensorRT's default (`nodes`: the graph's, in record order)."""
+    config's TensorRT support is Torch-TensorRT's default. `nodes`: the graph's, in record order;
+    None for a saved partition (no graph kept), whose ops are checked by converter name only."""
     default = tensorrt()
     if TENSORRT not in part.config.priority or part.config.support_for(TENSORRT) == default:
         return ()
@@ -45,6 +46,10 @@ def assumed_nodes(part: "Partition", nodes: "list[Node]") -> tuple[AssumedNode, 
     with default.checking():
         for i, backend in enumerate(records.backend):
             if backend != TENSORRT:
+                continue
+            if nodes is None:
+                if not default.accepts_name(records.op[i]):
+                    found.append(AssumedNode(records.name[i], records.op[i], UNSUPPORTED, "no TensorRT converter"))
                 continue
             verdict = default.verdict(nodes[i])
             if not verdict.ok:

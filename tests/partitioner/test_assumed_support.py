@@ -41,6 +41,15 @@ def test_blockers_what_if_names_the_op_tensorrt_would_not_convert() -> None:
     assert "ASSUMED: TensorRT converts histc (no converter in Torch-TensorRT)" in head
 
 
+def test_saved_what_if_keeps_its_marker(tmp_path) -> None:
+    p = _plain()
+    q = hv.partition(p.graph, p.blockers().config[0])
+    loaded = hv.load_partition(q.save(tmp_path / "what_if.json"))
+    assert [(a.node, a.op) for a in loaded.assumed] == [(a.node, a.op) for a in q.assumed]
+    assert "ASSUMED: TensorRT converts histc (no converter in Torch-TensorRT), saved " in repr(loaded)
+    assert hv.load_partition(p.save(tmp_path / "plain.json")).assumed == ()
+
+
 def test_user_support_config_is_flagged_too() -> None:
     p = _plain()
     support = {"tensorrt": hv.support.any_chain(hv.support.tensorrt(), hv.support.ops([HISTC]))}
