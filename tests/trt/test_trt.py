@@ -107,7 +107,11 @@ def test_snapshot_matches_installed_registry() -> None:
     data = _snapshot()
     if data["torch_tensorrt_version"] != str(trt.info().version):
         pytest.skip("snapshot made with another torch_tensorrt; run `make snapshot`")
-    assert data["ops"] == sorted({qualname(t) for t in trt.converter_targets()})
+    installed = {qualname(t) for t in trt.converter_targets()}
+    # tests/building/failing_converters.py registers converters for its own ops (namespace hierviz_test) in
+    # this process when a test of the same worker ran first; they are the tests', not Torch-TensorRT's
+    installed = {op for op in installed if not op.startswith("torch.ops.hierviz_test.")}
+    assert data["ops"] == sorted(installed)
     assert data["variant"] == trt.info().variant
 
 

@@ -28,11 +28,11 @@ from hierviz.support.sources import ops as support_ops
 from hierviz.support.support_map import SupportMap
 from hierviz.capturing.aten_capture import check_ir, source_of
 from hierviz.capturing.by_graph.dynamo_capture import DynamoCapture
-from hierviz.capturing.provenance import decomposed_first, short_op, split_sources
 from hierviz.errors import ConfigError, checked_arguments, parameter_names, unknown_arguments
 from hierviz.capturing.by_graph.graph_break import GraphBreak
 from hierviz.partitioner.engine_dispatch import partition_graph
 from hierviz.partitioner.by_graph.per_graph import per_graph, per_graph_table
+from hierviz.partitioner.by_graph.unrecorded_sources import refuse_unrecorded_sources
 from hierviz.partitioner.reasons import FALLBACK
 from hierviz.partitioner.partition_result import DEFAULT_TOP, Partition, outline
 from hierviz.partitioner.counts import count_text
@@ -451,22 +451,6 @@ class MultiGraphPartition(Sequence[Partition]):
         return notebook_html_graphs(self)
 
 
-def refuse_unrecorded_sources(config: Config) -> None:
-    """ConfigError for an hv.source_ops entry no graph of torch.compile's path can match: torch
-    decomposes the op before Torch-TensorRT's lowering traces the graph, so no node records it
-    as its source and the entry would force nothing, silently."""
-    for entry in sorted(split_sources(config.torch_executed_ops)[1]):
-        first = decomposed_first(entry)
-        if first:
-            shown = short_op(entry)
-            raise ConfigError.for_setting("torch_executed_ops", (
-                f"hv.source_ops({shown!r}) cannot be applied graph by graph (ir='torch_compile'): torch decomposes "
-                f"{', '.join(short_op(o) for o in first)} (CompositeImplicitAutograd) before Torch-TensorRT's "
-                "lowering traces each graph, so no node records it as its source and the entry would force nothing. "
-                "Name the ops it becomes instead (each graph's part.ops() lists them), or capture with "
-                f"ir='dynamo', where hv.source_ops({shown!r}) forces the nodes of the exported op."))
-
-
 def partition_graphs(capture: DynamoCapture, config: Config,
                      run: Callable[[GraphModule, Config], Partition] | None = None) -> MultiGraphPartition:
     """Every graph of `capture` partitioned with `config` (require_full_compilation off, as
@@ -489,6 +473,6 @@ def partition_graphs(capture: DynamoCapture, config: Config,
     return MultiGraphPartition._made(capture, parts, config, notes)
 
 
-__all__ = ["runs_by_graph", "MultiGraphPartition", "partition_graphs", "refuse_unrecorded_sources",
+__all__ = ["runs_by_graph", "MultiGraphPartition", "partition_graphs",
            "qualified", "LEFT_WHOLE", "NOTHING_CAPTURED",
            "RUN_EAGERLY"]
