@@ -17,7 +17,8 @@ from hierviz.support.verdict import UNSUPPORTED, VALIDATOR
 if TYPE_CHECKING:  # pragma: no cover
     from torch.fx import Node
 
-    from hierviz.partitioner.partition_result import Partition
+    from hierviz.partitioner.record import NodeTable
+    from hierviz.settings.config import Config
 
 TENSORRT = "tensorrt"
 
@@ -34,14 +35,14 @@ class AssumedNode:
     why: str
 
 
-def assumed_nodes(part: "Partition", nodes: "list[Node] | None") -> tuple[AssumedNode, ...]:
-    """The nodes of `part` in TensorRT subgraphs that hv.support.tensorrt() refuses; () when the
-    config's TensorRT support is Torch-TensorRT's default. `nodes`: the graph's, in record order;
-    None for a saved partition (no graph kept), whose ops are checked by converter name only."""
+def assumed_nodes(config: "Config", records: "NodeTable", nodes: "list[Node] | None") -> tuple[AssumedNode, ...]:
+    """The nodes of a partition (its `config` and `records`) in TensorRT subgraphs that
+    hv.support.tensorrt() refuses; () when the config's TensorRT support is Torch-TensorRT's default.
+    `nodes`: the graph's, in record order; None for a saved partition (no graph kept), whose ops are
+    checked by converter name only."""
     default = tensorrt()
-    if TENSORRT not in part.config.priority or part.config.support_for(TENSORRT) == default:
+    if TENSORRT not in config.priority or config.support_for(TENSORRT) == default:
         return ()
-    records = part.records
     found = []
     with default.checking():
         for i, backend in enumerate(records.backend):

@@ -198,7 +198,7 @@ class Partition:
         support is not Torch-TensorRT's default (a Blockers what-if) places them; Torch-TensorRT
         would not run such a partition. () otherwise; the repr and report() name them."""
         with gc_paused():
-            return assumed_nodes(self, None if self.graph is None else self._result.index.nodes)
+            return assumed_nodes(self.config, self.records, None if self.graph is None else self._result.index.nodes)
 
     # ------------------------------------------------------------------ the split module
     @property
