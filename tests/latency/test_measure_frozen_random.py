@@ -15,17 +15,7 @@ import hierviz as hv
 from hierviz.building.frozen_random import FrozenRandom
 from hierviz.latency import CompileCache, MeasureWarning
 
-RAND = FrozenRandom(subgraph="_run_on_acc_tensorrt_0", node="rand", op="torch.ops.aten.rand.default")
-NOTE = ("_run_on_acc_tensorrt_0's engine holds aten.rand.default (node rand), which Torch-TensorRT evaluates once "
-        "while it builds the engine: every run gives the values drawn then, where PyTorch draws new ones each call; "
-        "to keep them random, add 'torch.ops.aten.rand.default' to torch_executed_ops")
-
-
-class Noisy(torch.nn.Module):
-    """Noise drawn in forward, as ViTMAE's random masking: torch.rand."""
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        return torch.relu(x) * 2 + torch.rand(x.shape[0], x.shape[1])
+from tests.building.test_frozen_random import NOTE, RAND, Noisy  # the model and the words the build says
 
 
 def stand_in() -> hv.latency.Compiler:

@@ -10,6 +10,7 @@ import pytest
 import torch
 
 import hierviz as hv
+from tests.drawing.test_element_ids import Alternating  # 12 subgraphs, a "(top level)" box
 from hierviz.partitioner import partition as hv_partition
 from hierviz.widget import Explorer, explore
 from hierviz.widget.controls import tab_index
@@ -189,19 +190,6 @@ def test_a_bad_click_is_shown_never_raised(ex: Explorer) -> None:
     assert not ex.internal_errors
 
 
-class Alternating(torch.nn.Module):
-    """A module, then i0e (no TensorRT converter) between TensorRT runs: 12 subgraphs, drawn 2
-    a box in the collapsed view at max_nodes=10; the adds and i0e are outside any module."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.block = torch.nn.Sequential(torch.nn.Linear(4, 4), torch.nn.ReLU())
-
-    def forward(self, x: torch.Tensor) -> torch.Tensor:
-        x = self.block(x)
-        for _ in range(6):
-            x = torch.special.i0e(torch.relu(x) + 1)
-        return x
 
 
 @pytest.fixture
