@@ -43,6 +43,17 @@ SERVER_START_S = 90
 RENDER_TIMEOUT_S = 120
 RUN_ALL_TIMEOUT_S = 240
 UPDATE_TIMEOUT_S = 30
+# the small model the one-cell browser tests explore (a conv, a relu, a sigmoid and a mul), as notebook text
+NET_CELL = """class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
+
+    def forward(self, x):
+        y = torch.relu(self.conv(x))
+        return torch.sigmoid(y) * y
+
+"""
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
 

@@ -19,7 +19,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.widget.test_browser import (CHROMIUM, CHROMIUM_ARGS, ROOT, VIEWPORT, Lab, history_rows,
+from tests.widget.test_browser import (CHROMIUM, CHROMIUM_ARGS, NET_CELL, ROOT, VIEWPORT, Lab, history_rows,
                                        one_cell_notebook, run_all_cells, serving, shot, wait_until,
                                        wait_until_ready)
 
@@ -53,16 +53,7 @@ def held(partition, example_inputs, *, progress=None, **options):
 
 hierviz.latency.measure = held
 
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-
-    def forward(self, x):
-        y = torch.relu(self.conv(x))
-        return torch.sigmoid(y) * y
-
-ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, debounce=0)
+""" + NET_CELL + """ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, debounce=0)
 ex"""
 UPDATE_S = 30
 

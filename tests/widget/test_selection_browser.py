@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from tests.widget.test_browser import (CHROMIUM, CHROMIUM_ARGS, VIEWPORT, Lab, one_cell_notebook,
+from tests.widget.test_browser import (CHROMIUM, CHROMIUM_ARGS, NET_CELL, VIEWPORT, Lab, one_cell_notebook,
                                        run_all_cells, serving, shot, wait_until, wait_until_ready)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow, pytest.mark.timeout(600)]
@@ -24,16 +24,7 @@ playwright_api = pytest.importorskip("playwright.sync_api", reason="pip install 
 CELL = """import torch
 import hierviz as hv
 
-class Net(torch.nn.Module):
-    def __init__(self):
-        super().__init__()
-        self.conv = torch.nn.Conv2d(3, 8, 3, padding=1)
-
-    def forward(self, x):
-        y = torch.relu(self.conv(x))
-        return torch.sigmoid(y) * y
-
-ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, view="full", debounce=0)
+""" + NET_CELL + """ex = hv.explore(Net(), (torch.randn(1, 3, 16, 16),), min_block_size=1, view="full", debounce=0)
 ex"""
 GROUPS_CELL = """import torch
 import hierviz as hv
